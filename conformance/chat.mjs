@@ -1,0 +1,328 @@
+#!/usr/bin/env node
+// Real-client conformance check for toolgate.
+//
+// Drives the Vercel AI SDK chat client (`ai`, pinned in package.json) against a
+// running toolgate server and checks the five flows: text, weather,
+// approve, deny, two-confirmations.
+//
+//   cd conformance && npm ci
+//   node chat.mjs http://127.0.0.1:4000            # all flows
+//   node chat.mjs http://127.0.0.1:4000 approve    # only the named flows
+//
+// Prints `ok <flow>` or `FAIL <flow>: <reason>` per flow (the raw SSE of a
+// failed flow goes to stderr), then `N passed, N failed`. Exits 0 only if all
+// flows pass.
+//
+// Every response is also checked on a tee of its body, apart from the client:
+// status 200, `x-vercel-ai-ui-message-stream: v1`, each chunk valid against
+// `uiMessageChunkSchema`, the chunks replayed through
+// `readUIMessageStream({ terminateOnError: true })`, and the stream going from
+// `start` to `finish` and ending with `data: [DONE]`.
+import {
+  AbstractChat,
+  DefaultChatTransport,
+  lastAssistantMessageIsCompleteWithToolCalls,
+  parseJsonEventStream,
+  readUIMessageStream,
+  uiMessageChunkSchema,
+} from 'ai';
+import { isDeepStrictEqual } from 'node:util';
+
+const FLOW_TIMEOUT_MS = 10_000;
+const MAX_REQUESTS = 6; // per flow; more means the client is re-sending in a loop
+const baseUrl = (process.argv[2] ?? '').replace(/\/+$/, '');
+if (!/^https?:\/\//.test(baseUrl)) {
+  console.error('usage: node chat.mjs <baseUrl> [flow ...]   e.g. http://127.0.0.1:4000');
+  process.exit(2);
+}
+
+// ---- the chat: AbstractChat needs a ChatState (ai 7.0.173, src/ui/chat.ts) ----
+class PlainChatState {
+  status = 'ready';
+  error = undefined;
+  messages = [];
+  snapshot = value => structuredClone(value);
+  pushMessage = message => { this.messages = [...this.messages, this.snapshot(message)]; };
+  popMessage = () => { this.messages = this.messages.slice(0, -1); };
+  replaceMessage = (index, message) => {
+    this.messages = this.messages.map((m, i) => (i === index ? this.snapshot(message) : m));
+  };
+}
+
+class ConformanceChat extends AbstractChat {
+  constructor(init) {
+    super({ ...init, state: new PlainChatState() });
+  }
+}
+
+// ---- the validating fetch: one tee branch to the client, one checked here ----
+function makeRecorder() {
+  const rec = { requests: [], problems: [], pending: [], inflight: 0 };
+  rec.fetch = async (url, init) => {
+    const req = { n: rec.requests.length + 1, body: JSON.parse(init.body), raw: '', chunks: [] };
+    rec.requests.push(req);
+    if (req.n > MAX_REQUESTS) {
+      rec.problems.push(`more than ${MAX_REQUESTS} requests: the client keeps re-sending (auto-send loop)`);
+      throw new Error('conformance: request limit reached');
+    }
+    rec.inflight++;
+    let res;
+    try {
+      res = await fetch(url, init);
+    } catch (err) {
+      rec.inflight--;
+      rec.problems.push(`request ${req.n}: fetch failed: ${err.cause?.code ?? err.cause?.message ?? err.message}`);
+      throw err;
+    }
+    const problem = text => rec.problems.push(`request ${req.n}: ${text}`);
+    if (res.status !== 200) problem(`HTTP status ${res.status}, expected 200`);
+    const header = res.headers.get('x-vercel-ai-ui-message-stream');
+    if (header !== 'v1') problem(`header x-vercel-ai-ui-message-stream is ${JSON.stringify(header)}, expected "v1"`);
+    const contentType = res.headers.get('content-type') ?? '';
+    if (!contentType.startsWith('text/event-stream')) problem(`content-type is ${JSON.stringify(contentType)}`);
+    if (res.status !== 200 || !res.body) {
+      if (!res.body) problem('response has no body');
+      rec.inflight--;
+      return res;
+    }
+    const [toClient, toCheck] = res.body.tee();
+    rec.pending.push(validateStream(toCheck, req).catch(err => problem(err.message)).finally(() => rec.inflight--));
+    return new Response(toClient, { status: res.status, statusText: res.statusText, headers: res.headers });
+  };
+  return rec;
+}
+
+async function validateStream(stream, req) {
+  const decoder = new TextDecoder();
+  const recorded = stream.pipeThrough(new TransformStream({
+    transform(bytes, controller) { req.raw += decoder.decode(bytes, { stream: true }); controller.enqueue(bytes); },
+  }));
+  const chunks = parseJsonEventStream({ stream: recorded, schema: uiMessageChunkSchema }).pipeThrough(
+    new TransformStream({
+      transform(result, controller) {
+        if (!result.success) {
+          throw new Error(result.rawValue === undefined
+            ? `chunk is not JSON: ${oneLine(result.error.message)}`
+            : `chunk fails uiMessageChunkSchema: ${JSON.stringify(result.rawValue)}`);
+        }
+        req.chunks.push(result.value);
+        controller.enqueue(result.value);
+      },
+    }),
+  );
+  // Like the client: a continuation (messageId of an assistant message) extends that message.
+  const { messages = [], messageId } = req.body;
+  const target = messageId != null ? messages.find(m => m.id === messageId) : messages.at(-1);
+  const message = target?.role === 'assistant' ? structuredClone(target) : undefined;
+  try {
+    for await (const _ of readUIMessageStream({ message, stream: chunks, terminateOnError: true }));
+  } catch (err) {
+    throw new Error(err.message.startsWith('chunk ') ? err.message : `readUIMessageStream: ${oneLine(err.message)}`);
+  }
+  if (req.chunks[0]?.type !== 'start') throw new Error(`first chunk is ${req.chunks[0]?.type}, expected start`);
+  if (req.chunks.at(-1)?.type !== 'finish') throw new Error(`last chunk is ${req.chunks.at(-1)?.type}, expected finish`);
+  if (!req.raw.endsWith('data: [DONE]\n\n')) throw new Error('stream does not end with "data: [DONE]\\n\\n"');
+}
+
+// ---- running a flow ----
+function newChat(flowName, ctx) {
+  const rec = makeRecorder();
+  const chat = new ConformanceChat({
+    id: `conf-${flowName}-${Math.random().toString(36).slice(2, 10)}`,
+    transport: new DefaultChatTransport({ api: `${baseUrl}/stream`, fetch: rec.fetch }),
+    sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithToolCalls,
+  });
+  Object.assign(ctx, { chat, rec });
+  return { chat, rec };
+}
+
+// Wait until the chat is idle (including automatic follow-ups) and every
+// response body has been validated.
+async function settle(ctx) {
+  const { chat, rec } = ctx;
+  for (let stable = 0; stable < 3 && !ctx.timedOut;) {
+    await new Promise(resolve => setTimeout(resolve, 10));
+    if (chat.status === 'error') {
+      await Promise.all(rec.pending); // the validator's finding is usually the more precise one
+      throw new Error([...rec.problems, `chat status error: ${oneLine(chat.error?.message ?? chat.error).slice(0, 300)}`].join('; '));
+    }
+    stable = chat.status === 'ready' && rec.inflight === 0 ? stable + 1 : 0;
+  }
+  await Promise.all(rec.pending);
+  if (rec.problems.length) throw new Error(rec.problems.join('; '));
+}
+
+async function runFlow(name, flow) {
+  const ctx = { timedOut: false };
+  let timer;
+  const timeout = new Promise((_, reject) => {
+    timer = setTimeout(() => { ctx.timedOut = true; reject(new Error(`timed out after ${FLOW_TIMEOUT_MS / 1000} s (chat status ${ctx.chat?.status})`)); }, FLOW_TIMEOUT_MS);
+  });
+  try {
+    await Promise.race([flow(ctx), timeout]);
+    console.log(`ok ${name}`);
+    return true;
+  } catch (err) {
+    console.log(`FAIL ${name}: ${oneLine(err.message)}`);
+    for (const req of ctx.rec?.requests ?? []) {
+      console.error(`  [${name}] request ${req.n} trigger=${req.body.trigger} messageId=${req.body.messageId} raw SSE:`);
+      console.error(req.raw.trimEnd().split('\n').filter(Boolean).map(l => `    ${l}`).join('\n'));
+    }
+    if (ctx.chat) console.error(`  [${name}] messages: ${JSON.stringify(ctx.chat.messages)}`);
+    return false;
+  } finally {
+    clearTimeout(timer);
+    // abort whatever is still running; never let a stuck stop hold up the run
+    await Promise.race([ctx.chat?.stop().catch(() => {}), new Promise(r => setTimeout(r, 1000))]);
+  }
+}
+
+// ---- assertion helpers ----
+const oneLine = s => String(s).replace(/\s+/g, ' ').slice(0, 600);
+const show = v => JSON.stringify(v);
+function check(cond, msg) { if (!cond) throw new Error(msg); }
+function eq(actual, expected, what) {
+  check(isDeepStrictEqual(actual, expected), `${what}: expected ${show(expected)}, got ${show(actual)}`);
+}
+const isNonEmptyString = v => typeof v === 'string' && v.length > 0;
+function onlyAssistant(chat) {
+  const assistants = chat.messages.filter(m => m.role === 'assistant');
+  eq(assistants.length, 1, 'number of assistant messages');
+  return assistants[0];
+}
+const partsOfType = (msg, type) => msg.parts.filter(p => p.type === type);
+function onePart(msg, type) {
+  const parts = partsOfType(msg, type);
+  eq(parts.length, 1, `number of ${type} parts`);
+  return parts[0];
+}
+function textAfter(msg, part) {
+  return msg.parts.slice(msg.parts.indexOf(part) + 1).filter(p => p.type === 'text').map(p => p.text).join('');
+}
+function paymentPart(msg, toolCallId) {
+  const parts = partsOfType(msg, 'tool-process_payment').filter(p => p.toolCallId === toolCallId);
+  eq(parts.length, 1, `number of tool-process_payment parts with toolCallId ${toolCallId}`);
+  return parts[0];
+}
+function checkConfirmation(part, args) {
+  eq(part.state, 'input-available', 'confirmation part state');
+  const { originalFunctionCall: call, toolConfirmation: confirmation } = part.input ?? {};
+  check(isNonEmptyString(call?.id), `originalFunctionCall.id is not a non-empty string: ${show(part.input)}`);
+  eq(call.name, 'process_payment', 'originalFunctionCall.name');
+  eq(call.args, args, 'originalFunctionCall.args');
+  check(isNonEmptyString(confirmation?.hint), `toolConfirmation.hint is not a non-empty string: ${show(part.input)}`);
+  eq(confirmation.confirmed, false, 'toolConfirmation.confirmed');
+  return call;
+}
+function checkCompletedPayment(part, args) {
+  eq(part.state, 'output-available', `process_payment ${part.toolCallId} state`);
+  eq(part.input, args, `process_payment ${part.toolCallId} input`);
+  const out = part.output ?? {};
+  eq(out.status, 'completed', 'payment output.status');
+  check(isNonEmptyString(out.transactionId), `payment output.transactionId is not a string: ${show(out)}`);
+  for (const key of Object.keys(args)) eq(out[key], args[key], `payment output.${key}`);
+  return out;
+}
+function checkDeniedPayment(part, ...fragments) {
+  eq(part.state, 'output-error', `process_payment ${part.toolCallId} state`);
+  for (const f of fragments) check(String(part.errorText).includes(f), `errorText ${show(part.errorText)} lacks ${show(f)}`);
+}
+const requestCount = (rec, n, when) => eq(rec.requests.length, n, `number of requests ${when}`);
+
+// ---- the flows ----
+const HANAKO = { amount: 50, recipient: 'Hanako', currency: 'USD' };
+const BOB = { amount: 20, recipient: 'Bob', currency: 'USD' };
+
+// Sends `text`, checks the single confirmation request, answers it with `output`.
+async function paymentTurnOne(ctx, name, output) {
+  const { chat, rec } = newChat(name, ctx);
+  await chat.sendMessage({ text: 'Send 50 USD to Hanako' });
+  await settle(ctx);
+  requestCount(rec, 1, 'after the first turn');
+  const first = onlyAssistant(chat);
+  const confirm = onePart(first, 'tool-adk_request_confirmation');
+  eq(partsOfType(first, 'tool-process_payment').length, 0, 'process_payment parts before confirmation');
+  const call = checkConfirmation(confirm, HANAKO);
+  await chat.addToolOutput({ tool: 'adk_request_confirmation', toolCallId: confirm.toolCallId, output });
+  await settle(ctx);
+  requestCount(rec, 2, 'in total (one follow-up)');
+  const msg = onlyAssistant(chat);
+  eq(msg.id, first.id, 'continued assistant message id');
+  const answered = onePart(msg, 'tool-adk_request_confirmation');
+  eq(answered.state, 'output-available', 'confirmation part state after answering');
+  eq(answered.output, output, 'confirmation part output');
+  return { msg, call };
+}
+
+const flows = {
+  async text(ctx) {
+    const { chat, rec } = newChat('text', ctx);
+    await chat.sendMessage({ text: 'hello there' });
+    await settle(ctx);
+    requestCount(rec, 1, '');
+    const msg = onlyAssistant(chat);
+    check(partsOfType(msg, 'text').map(p => p.text).join('').trim().length > 0, 'assistant text is empty');
+  },
+
+  async weather(ctx) {
+    const { chat, rec } = newChat('weather', ctx);
+    await chat.sendMessage({ text: 'What is the weather in Tokyo?' });
+    await settle(ctx);
+    requestCount(rec, 1, '(no automatic follow-up expected)');
+    const msg = onlyAssistant(chat);
+    const tool = onePart(msg, 'tool-get_weather');
+    eq(tool.state, 'output-available', 'get_weather state');
+    eq(tool.input, { city: 'Tokyo' }, 'get_weather input');
+    check(tool.output !== null && typeof tool.output === 'object' && !Array.isArray(tool.output), `get_weather output is not an object: ${show(tool.output)}`);
+    check(textAfter(msg, tool).trim().length > 0, 'no non-empty text after the get_weather part');
+    eq(partsOfType(msg, 'tool-adk_request_confirmation').length, 0, 'confirmation parts');
+  },
+
+  async approve(ctx) {
+    const { msg, call } = await paymentTurnOne(ctx, 'approve', { confirmed: true });
+    const pay = paymentPart(msg, call.id);
+    const out = checkCompletedPayment(pay, HANAKO);
+    check(textAfter(msg, pay).includes(out.transactionId), `text after the payment lacks transactionId ${out.transactionId}`);
+  },
+
+  async deny(ctx) {
+    const { msg, call } = await paymentTurnOne(ctx, 'deny', { confirmed: false, reason: 'too much' });
+    const pay = paymentPart(msg, call.id);
+    checkDeniedPayment(pay, 'User denied execution', 'too much');
+    check(/denied/i.test(textAfter(msg, pay)), `text after the payment does not mention "denied": ${show(textAfter(msg, pay))}`);
+  },
+
+  async 'two-confirmations'(ctx) {
+    const { chat, rec } = newChat('two-confirmations', ctx);
+    await chat.sendMessage({ text: 'Send 50 USD to Hanako and pay $20 to Bob' });
+    await settle(ctx);
+    requestCount(rec, 1, 'after the first turn');
+    const confirms = partsOfType(onlyAssistant(chat), 'tool-adk_request_confirmation');
+    eq(confirms.length, 2, 'number of confirmation parts');
+    const hanako = checkConfirmation(confirms[0], HANAKO);
+    const bob = checkConfirmation(confirms[1], BOB);
+    check(hanako.id !== bob.id, 'both confirmations carry the same originalFunctionCall.id');
+    await chat.addToolOutput({ tool: 'adk_request_confirmation', toolCallId: confirms[0].toolCallId, output: { confirmed: true } });
+    await settle(ctx);
+    requestCount(rec, 1, 'after answering only the first confirmation');
+    await chat.addToolOutput({ tool: 'adk_request_confirmation', toolCallId: confirms[1].toolCallId, output: { confirmed: false, reason: 'no' } });
+    await settle(ctx);
+    requestCount(rec, 2, 'in total (one follow-up)');
+    const msg = onlyAssistant(chat);
+    checkCompletedPayment(paymentPart(msg, hanako.id), HANAKO);
+    checkDeniedPayment(paymentPart(msg, bob.id), 'User denied execution');
+  },
+};
+
+const selected = process.argv.length > 3 ? process.argv.slice(3) : Object.keys(flows);
+let passed = 0;
+let failed = 0;
+for (const name of selected) {
+  if (!flows[name]) {
+    console.log(`FAIL ${name}: no such flow (have: ${Object.keys(flows).join(', ')})`);
+    failed++;
+  } else if (await runFlow(name, flows[name])) passed++;
+  else failed++;
+}
+console.log(`${passed} passed, ${failed} failed`);
+process.exit(failed === 0 ? 0 : 1);

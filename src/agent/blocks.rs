@@ -1,0 +1,132 @@
+//! Text and reasoning deltas → `*-start` / `*-delta` / `*-end` chunks, with
+//! at most one open block at a time. Pure: chunks go into a caller's buffer,
+//! finished blocks into the message being built.
+
+use crate::ids::Ids;
+use crate::protocol::{Part, UiChunk};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Text,
+    Reasoning,
+}
+
+#[derive(Debug)]
+struct Open {
+    kind: Kind,
+    id: String,
+    content: String,
+}
+
+#[derive(Debug)]
+pub struct Blocks {
+    ids: Ids,
+    open: Option<Open>,
+}
+
+impl Blocks {
+    pub fn new(ids: Ids) -> Self {
+        Self { ids, open: None }
+    }
+
+    pub fn text(&mut self, delta: String, out: &mut Vec<UiChunk>, parts: &mut Vec<Part>) {
+        self.delta(Kind::Text, delta, out, parts);
+    }
+
+    pub fn reasoning(&mut self, delta: String, out: &mut Vec<UiChunk>, parts: &mut Vec<Part>) {
+        self.delta(Kind::Reasoning, delta, out, parts);
+    }
+
+    fn delta(&mut self, kind: Kind, delta: String, out: &mut Vec<UiChunk>, parts: &mut Vec<Part>) {
+        if self.open.as_ref().is_some_and(|o| o.kind != kind) {
+            self.close(out, parts);
+        }
+        let open = self.open.get_or_insert_with(|| {
+            let (prefix, start): (_, fn(String) -> UiChunk) = match kind {
+                Kind::Text => ("txt", |id| UiChunk::TextStart {
+                    id,
+                    provider_metadata: None,
+                }),
+                Kind::Reasoning => ("rsn", |id| UiChunk::ReasoningStart {
+                    id,
+                    provider_metadata: None,
+                }),
+            };
+            let id = self.ids.next(prefix);
+            out.push(start(id.clone()));
+            Open {
+                kind,
+                id,
+                content: String::new(),
+            }
+        });
+        open.content.push_str(&delta);
+        out.push(match kind {
+            Kind::Text => UiChunk::text_delta(&open.id, delta),
+            Kind::Reasoning => UiChunk::ReasoningDelta {
+                id: open.id.clone(),
+                delta,
+                provider_metadata: None,
+            },
+        });
+    }
+
+    /// Ends the open block, if any.
+    pub fn close(&mut self, out: &mut Vec<UiChunk>, parts: &mut Vec<Part>) {
+        let Some(Open { kind, id, content }) = self.open.take() else {
+            return;
+        };
+        match kind {
+            Kind::Text => {
+                out.push(UiChunk::TextEnd {
+                    id,
+                    provider_metadata: None,
+                });
+                parts.push(Part::Text(content));
+            }
+            Kind::Reasoning => {
+                out.push(UiChunk::ReasoningEnd {
+                    id,
+                    provider_metadata: None,
+                });
+                parts.push(Part::Reasoning(content));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_open_block_at_a_time() {
+        let mut blocks = Blocks::new(Ids::sequential());
+        let (mut out, mut parts) = (Vec::new(), Vec::new());
+        blocks.reasoning("think".into(), &mut out, &mut parts);
+        blocks.text("a".into(), &mut out, &mut parts);
+        blocks.text("b".into(), &mut out, &mut parts);
+        blocks.close(&mut out, &mut parts);
+        blocks.close(&mut out, &mut parts);
+        let wire: Vec<String> = out
+            .iter()
+            .map(|c| serde_json::to_string(c).unwrap_or_default())
+            .collect();
+        assert_eq!(
+            wire,
+            [
+                r#"{"type":"reasoning-start","id":"rsn-1"}"#,
+                r#"{"type":"reasoning-delta","id":"rsn-1","delta":"think"}"#,
+                r#"{"type":"reasoning-end","id":"rsn-1"}"#,
+                r#"{"type":"text-start","id":"txt-2"}"#,
+                r#"{"type":"text-delta","id":"txt-2","delta":"a"}"#,
+                r#"{"type":"text-delta","id":"txt-2","delta":"b"}"#,
+                r#"{"type":"text-end","id":"txt-2"}"#,
+            ]
+        );
+        assert_eq!(
+            parts,
+            [Part::Reasoning("think".into()), Part::Text("ab".into())]
+        );
+    }
+}

@@ -1,0 +1,261 @@
+//! UI history → provider-neutral model messages.
+//!
+//! The model sees its own calls and their results, never the
+//! `adk_request_confirmation` wrapper: a confirmation part stands for the
+//! original call it embeds. Every call gets a result, as providers require.
+
+use crate::confirm::{CONFIRMATION_TOOL, original_call, parse_denial};
+use crate::protocol::{Part, Role, ToolPart, ToolState, UiMessage};
+use crate::provider::{
+    AssistantContent, ModelMessage, ResultContent, ToolCall, ToolResult, UserContent,
+};
+
+/// What the model is told about a call nobody answered.
+pub const UNANSWERED: &str = "the call was not confirmed before the conversation moved on";
+
+pub fn to_model_messages(history: &[UiMessage]) -> Vec<ModelMessage> {
+    let mut out = Vec::with_capacity(history.len() + 4);
+    for message in history {
+        match message.role {
+            Role::System => {
+                let text = texts(&message.parts);
+                if !text.is_empty() {
+                    out.push(ModelMessage::System(text));
+                }
+            }
+            Role::User => {
+                let content: Vec<UserContent> = message
+                    .parts
+                    .iter()
+                    .filter_map(|p| match p {
+                        Part::Text(t) => Some(UserContent::Text(t.clone())),
+                        Part::File {
+                            media_type, url, ..
+                        } => Some(UserContent::File {
+                            media_type: media_type.clone(),
+                            url: url.clone(),
+                        }),
+                        _ => None,
+                    })
+                    .collect();
+                if !content.is_empty() {
+                    out.push(ModelMessage::User(content));
+                }
+            }
+            Role::Assistant => {
+                for step in message.parts.split(|p| matches!(p, Part::StepStart)) {
+                    push_step(&mut out, step);
+                }
+            }
+        }
+    }
+    out
+}
+
+fn texts(parts: &[Part]) -> String {
+    parts
+        .iter()
+        .filter_map(|p| match p {
+            Part::Text(t) => Some(t.as_str()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn push_step(out: &mut Vec<ModelMessage>, parts: &[Part]) {
+    let mut content = Vec::new();
+    let mut results: Vec<(ToolCall, Option<ResultContent>)> = Vec::new();
+    for part in parts {
+        match part {
+            Part::Text(t) if !t.is_empty() => content.push(AssistantContent::Text(t.clone())),
+            Part::Reasoning(t) if !t.is_empty() => {
+                content.push(AssistantContent::Reasoning(t.clone()))
+            }
+            Part::Tool(tool) => {
+                let (call, result) = match call_and_result(tool) {
+                    Some(found) => found,
+                    None => continue,
+                };
+                match results.iter_mut().find(|(c, _)| c.id == call.id) {
+                    Some((_, slot)) => {
+                        if result.is_some() {
+                            *slot = result;
+                        }
+                    }
+                    None => {
+                        content.push(AssistantContent::ToolCall(call.clone()));
+                        results.push((call, result));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    if content.is_empty() {
+        return;
+    }
+    out.push(ModelMessage::Assistant(content));
+    if !results.is_empty() {
+        out.push(ModelMessage::Tool(
+            results
+                .into_iter()
+                .map(|(call, result)| ToolResult {
+                    call_id: call.id,
+                    tool_name: call.name,
+                    outcome: result.unwrap_or_else(|| ResultContent::Error(UNANSWERED.to_owned())),
+                })
+                .collect(),
+        ));
+    }
+}
+
+/// The call a tool part stands for, and its result if it has one.
+fn call_and_result(tool: &ToolPart) -> Option<(ToolCall, Option<ResultContent>)> {
+    if tool.tool_name == CONFIRMATION_TOOL {
+        let call = original_call(&tool.input)?;
+        // A rejected confirmation is the call's result; an answered one is
+        // resolved by the original call's own part.
+        let result = match &tool.state {
+            ToolState::OutputError { error_text } => Some(ResultContent::Error(error_text.clone())),
+            _ => None,
+        };
+        return Some((call, result));
+    }
+    let call = ToolCall {
+        id: tool.tool_call_id.clone(),
+        name: tool.tool_name.clone(),
+        args: tool.input.clone(),
+    };
+    let result = match &tool.state {
+        ToolState::OutputAvailable {
+            output,
+            preliminary: false,
+        } => Some(ResultContent::Output(output.clone())),
+        ToolState::OutputError { error_text } => Some(match parse_denial(error_text) {
+            Some(reason) => ResultContent::Denied { reason },
+            None => ResultContent::Error(error_text.clone()),
+        }),
+        ToolState::OutputDenied(approval) => Some(ResultContent::Denied {
+            reason: approval.as_ref().and_then(|a| a.reason.clone()),
+        }),
+        _ => None,
+    };
+    Some((call, result))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{Value, json};
+
+    fn tool(id: &str, name: &str, input: Value, state: ToolState) -> Part {
+        Part::Tool(ToolPart {
+            tool_call_id: id.into(),
+            tool_name: name.into(),
+            dynamic: false,
+            input,
+            state,
+            provider_executed: false,
+            call_provider_metadata: None,
+        })
+    }
+
+    fn user(text: &str) -> UiMessage {
+        UiMessage {
+            id: "u".into(),
+            role: Role::User,
+            parts: vec![Part::Text(text.into())],
+        }
+    }
+
+    #[test]
+    fn the_model_sees_the_original_call_not_the_wrapper() {
+        let args = json!({"amount": 50});
+        let confirmation = tool(
+            "adk-1",
+            CONFIRMATION_TOOL,
+            json!({"originalFunctionCall": {"id": "call-1", "name": "process_payment", "args": args}}),
+            ToolState::OutputAvailable {
+                output: json!({"confirmed": true}),
+                preliminary: false,
+            },
+        );
+        let original = tool(
+            "call-1",
+            "process_payment",
+            args.clone(),
+            ToolState::OutputError {
+                error_text: "User denied execution: too much".into(),
+            },
+        );
+        let assistant = UiMessage {
+            id: "a".into(),
+            role: Role::Assistant,
+            parts: vec![
+                Part::StepStart,
+                confirmation,
+                original,
+                Part::StepStart,
+                Part::Text("ok".into()),
+            ],
+        };
+        let call = ToolCall {
+            id: "call-1".into(),
+            name: "process_payment".into(),
+            args,
+        };
+        assert_eq!(
+            to_model_messages(&[user("pay"), assistant]),
+            vec![
+                ModelMessage::User(vec![UserContent::Text("pay".into())]),
+                ModelMessage::Assistant(vec![AssistantContent::ToolCall(call)]),
+                ModelMessage::Tool(vec![ToolResult {
+                    call_id: "call-1".into(),
+                    tool_name: "process_payment".into(),
+                    outcome: ResultContent::Denied {
+                        reason: Some("too much".into())
+                    },
+                }]),
+                ModelMessage::Assistant(vec![AssistantContent::Text("ok".into())]),
+            ]
+        );
+    }
+
+    #[test]
+    fn unanswered_and_rejected_confirmations_still_get_a_result() {
+        let wrapper = |id: &str, state| {
+            tool(
+                id,
+                CONFIRMATION_TOOL,
+                json!({"originalFunctionCall": {"id": format!("call-{id}"), "name": "t", "args": {}}}),
+                state,
+            )
+        };
+        let assistant = UiMessage {
+            id: "a".into(),
+            role: Role::Assistant,
+            parts: vec![
+                wrapper("1", ToolState::InputAvailable),
+                wrapper(
+                    "2",
+                    ToolState::OutputError {
+                        error_text: "confirmation expired".into(),
+                    },
+                ),
+            ],
+        };
+        let messages = to_model_messages(&[assistant, user("next")]);
+        let Some(ModelMessage::Tool(results)) = messages.get(1) else {
+            panic!("{messages:?}")
+        };
+        let outcomes: Vec<_> = results.iter().map(|r| r.outcome.clone()).collect();
+        assert_eq!(
+            outcomes,
+            [
+                ResultContent::Error(UNANSWERED.into()),
+                ResultContent::Error("confirmation expired".into())
+            ]
+        );
+    }
+}

@@ -1,0 +1,24 @@
+//! The agent turn: UI history in, UI chunks out. The model is called through
+//! a [`ModelProvider`]; every tool call goes through the confirmation gate.
+
+mod blocks;
+pub mod history;
+mod turn;
+
+use std::sync::Arc;
+
+use crate::confirm::Gate;
+use crate::ids::Ids;
+use crate::provider::ModelProvider;
+
+/// Everything a turn needs; shared by all requests.
+pub struct Agent {
+    pub gate: Gate,
+    pub provider: Arc<dyn ModelProvider>,
+    pub ids: Ids,
+    /// Model calls per turn before it stops (default 8).
+    pub max_steps: usize,
+}
+
+/// The largest tool-call argument text accepted from a model.
+pub const MAX_ARGS_BYTES: usize = 1 << 20;

@@ -1,0 +1,344 @@
+//! One request's turn, as a stream of UI chunks. Dropping the stream (the
+//! client went away) cancels the model call and the tools still running,
+//! except a confirmed call, which finishes and records its outcome.
+
+use std::sync::Arc;
+
+use futures::StreamExt;
+use futures::stream::{BoxStream, FuturesOrdered};
+use serde_json::Value;
+
+use super::blocks::Blocks;
+use super::history::to_model_messages;
+use super::{Agent, MAX_ARGS_BYTES};
+use crate::confirm::{
+    Answer, Answered, CONFIRMATION_TOOL, NewCall, Scope, confirmation_input, denial_text,
+};
+use crate::protocol::{
+    ChatRequest, FinishReason, Part, Role, ToolPart, ToolState, UiChunk, UiMessage,
+};
+use crate::provider::{ModelRequest, ProviderEvent, StopReason, ToolCall};
+use crate::store::Outcome;
+
+/// A call the model is streaming.
+struct Streaming {
+    id: String,
+    name: String,
+    args: String,
+    /// Its input streams to the client as it arrives (it can never ask).
+    live: bool,
+}
+
+impl Agent {
+    /// Runs one turn for `request` on behalf of `principal`.
+    pub fn turn(
+        self: Arc<Self>,
+        request: ChatRequest,
+        principal: String,
+    ) -> BoxStream<'static, UiChunk> {
+        let agent = self;
+        async_stream::stream! {
+            let scope = Scope { chat_id: request.chat_id.clone(), principal };
+            let mut history = request.messages;
+            let continuing = history.last().is_some_and(|m| m.role == Role::Assistant);
+            if !continuing {
+                history.push(UiMessage { id: agent.ids.next("msg"), role: Role::Assistant, parts: Vec::new() });
+            }
+            let last = history.len() - 1;
+            yield UiChunk::Start { message_id: Some(history[last].id.clone()), message_metadata: None };
+
+            if continuing {
+                let (answers, unanswered) = answers(&history[last]);
+                for (answer, echo) in answers {
+                    if let Some(output) = echo {
+                        yield UiChunk::tool_output(&answer.confirmation_id, output);
+                    }
+                    let (call, outcome) = match agent.gate.check_answer(&scope, &answer).await {
+                        Err(e) => {
+                            yield UiChunk::Error { error_text: e.to_string() };
+                            return;
+                        }
+                        Ok(Answered::Rejected(why)) => {
+                            mark_rejected(&mut history[last], &answer.confirmation_id, &why);
+                            yield UiChunk::tool_error(&answer.confirmation_id, why);
+                            continue;
+                        }
+                        Ok(Answered::Recorded { call, outcome }) => {
+                            for chunk in input_chunks(&call, true) {
+                                yield chunk;
+                            }
+                            (call, outcome)
+                        }
+                        Ok(Answered::Run(permit)) => {
+                            let call = permit.call().clone();
+                            for chunk in input_chunks(&call, true) {
+                                yield chunk;
+                            }
+                            let outcome = agent.gate.run(permit, &scope.chat_id).await;
+                            (call, outcome)
+                        }
+                    };
+                    yield record(&mut history[last], call, &outcome);
+                }
+                if unanswered > 0 {
+                    yield UiChunk::finish(FinishReason::ToolCalls);
+                    return;
+                }
+            }
+
+            let tools = agent.gate.registry.specs();
+            for _ in 0..agent.max_steps {
+                yield UiChunk::StartStep;
+                history[last].parts.push(Part::StepStart);
+                let request = ModelRequest { messages: to_model_messages(&history), tools: tools.clone() };
+                let mut events = agent.provider.stream(request);
+                let mut blocks = Blocks::new(agent.ids.clone());
+                let mut out = Vec::new();
+                let mut calls: Vec<Streaming> = Vec::new();
+                let mut stop = StopReason::Stop;
+                while let Some(event) = events.next().await {
+                    let parts = &mut history[last].parts;
+                    match event {
+                        Err(e) => {
+                            yield UiChunk::Error { error_text: e.to_string() };
+                            return;
+                        }
+                        Ok(ProviderEvent::TextDelta(delta)) => blocks.text(delta, &mut out, parts),
+                        Ok(ProviderEvent::ReasoningDelta(delta)) => blocks.reasoning(delta, &mut out, parts),
+                        Ok(ProviderEvent::ToolCallStart { id, name }) => {
+                            blocks.close(&mut out, parts);
+                            let live = !agent.gate.may_ask(&name);
+                            if live {
+                                out.push(UiChunk::tool_input_start(&id, &name));
+                            }
+                            calls.push(Streaming { id, name, args: String::new(), live });
+                        }
+                        Ok(ProviderEvent::ToolCallDelta { id, delta }) => {
+                            let Some(call) = calls.iter_mut().find(|c| c.id == id) else {
+                                yield UiChunk::Error { error_text: format!("model sent arguments for an unknown call `{id}`") };
+                                return;
+                            };
+                            if call.args.len() + delta.len() > MAX_ARGS_BYTES {
+                                yield UiChunk::Error { error_text: format!("arguments of call `{id}` exceed {MAX_ARGS_BYTES} bytes") };
+                                return;
+                            }
+                            call.args.push_str(&delta);
+                            if call.live {
+                                out.push(UiChunk::ToolInputDelta { tool_call_id: id, input_text_delta: delta });
+                            }
+                        }
+                        Ok(ProviderEvent::ToolCallEnd { .. }) => {}
+                        Ok(ProviderEvent::Finish { reason, .. }) => stop = reason,
+                    }
+                    for chunk in out.drain(..) {
+                        yield chunk;
+                    }
+                }
+                blocks.close(&mut out, &mut history[last].parts);
+                for chunk in out.drain(..) {
+                    yield chunk;
+                }
+
+                // Every call through the gate, in the order the model made them.
+                let mut asked = false;
+                let mut permits = Vec::new();
+                let had_calls = !calls.is_empty();
+                for streaming in calls {
+                    let args = match parse_args(&streaming.args) {
+                        Ok(args) => args,
+                        Err(why) => {
+                            yield UiChunk::ToolInputError {
+                                tool_call_id: streaming.id.clone(),
+                                tool_name: streaming.name.clone(),
+                                input: Value::String(streaming.args.clone()),
+                                error_text: why.clone(),
+                                extras: Default::default(),
+                            };
+                            let call = ToolCall { id: streaming.id, name: streaming.name, args: Value::String(streaming.args) };
+                            record(&mut history[last], call, &Outcome::Error { message: why });
+                            continue;
+                        }
+                    };
+                    let call = ToolCall { id: streaming.id, name: streaming.name, args };
+                    match agent.gate.check_new(&scope, call.clone()).await {
+                        Err(e) => {
+                            yield UiChunk::Error { error_text: e.to_string() };
+                            return;
+                        }
+                        Ok(NewCall::Run(permit)) => {
+                            for chunk in input_chunks(&call, !streaming.live) {
+                                yield chunk;
+                            }
+                            permits.push(permit);
+                        }
+                        Ok(NewCall::Ask(issued)) => {
+                            asked = true;
+                            let input = confirmation_input(&issued);
+                            yield UiChunk::tool_input_start(&issued.id, CONFIRMATION_TOOL);
+                            yield UiChunk::tool_input_available(&issued.id, CONFIRMATION_TOOL, input.clone());
+                            history[last].parts.push(tool_part(issued.id, CONFIRMATION_TOOL.to_owned(), input, ToolState::InputAvailable));
+                        }
+                        Ok(NewCall::Refused(why)) => {
+                            for chunk in input_chunks(&call, !streaming.live) {
+                                yield chunk;
+                            }
+                            yield record(&mut history[last], call, &Outcome::Error { message: why });
+                        }
+                    }
+                }
+
+                // Calls that need no confirmation run together; results stream in call order.
+                let mut running: FuturesOrdered<_> = permits
+                    .into_iter()
+                    .map(|permit| {
+                        let call = permit.call().clone();
+                        let gate = &agent.gate;
+                        let chat_id = scope.chat_id.as_str();
+                        async move { (call, gate.run(permit, chat_id).await) }
+                    })
+                    .collect();
+                while let Some((call, outcome)) = running.next().await {
+                    yield record(&mut history[last], call, &outcome);
+                }
+                drop(running);
+
+                yield UiChunk::FinishStep;
+                if asked {
+                    yield UiChunk::finish(FinishReason::ToolCalls);
+                    return;
+                }
+                if !had_calls {
+                    yield UiChunk::finish(finish_reason(stop));
+                    return;
+                }
+            }
+            // Out of steps with tool results the model has not seen yet.
+            yield UiChunk::finish(FinishReason::ToolCalls);
+        }
+        .boxed()
+    }
+}
+
+/// The answered confirmations in the continued message (with the output to
+/// echo back), and how many are still unanswered.
+fn answers(message: &UiMessage) -> (Vec<(Answer, Option<Value>)>, usize) {
+    let resolved: Vec<&str> = message
+        .parts
+        .iter()
+        .filter_map(|p| match p {
+            Part::Tool(t) if t.tool_name != CONFIRMATION_TOOL && t.is_resolved() => {
+                Some(t.tool_call_id.as_str())
+            }
+            _ => None,
+        })
+        .collect();
+    let mut answers = Vec::new();
+    let mut unanswered = 0;
+    for part in &message.parts {
+        let Part::Tool(tool) = part else { continue };
+        if tool.tool_name != CONFIRMATION_TOOL {
+            continue;
+        }
+        let original = crate::confirm::original_call(&tool.input);
+        if original
+            .as_ref()
+            .is_some_and(|o| resolved.contains(&o.id.as_str()))
+        {
+            continue;
+        }
+        match Answer::from_part(tool) {
+            Some(answer) => {
+                let echo = match &tool.state {
+                    ToolState::OutputAvailable { output, .. } => Some(output.clone()),
+                    _ => None,
+                };
+                answers.push((answer, echo));
+            }
+            None => unanswered += 1,
+        }
+    }
+    (answers, unanswered)
+}
+
+fn parse_args(text: &str) -> Result<Value, String> {
+    if text.trim().is_empty() {
+        return Ok(Value::Object(Default::default()));
+    }
+    serde_json::from_str(text).map_err(|e| format!("invalid JSON arguments: {e}"))
+}
+
+/// `tool-input-start` (unless it already streamed) and `tool-input-available`.
+fn input_chunks(call: &ToolCall, with_start: bool) -> impl Iterator<Item = UiChunk> {
+    let start = with_start.then(|| UiChunk::tool_input_start(&call.id, &call.name));
+    start
+        .into_iter()
+        .chain(std::iter::once(UiChunk::tool_input_available(
+            &call.id,
+            &call.name,
+            call.args.clone(),
+        )))
+}
+
+/// Adds the call's final part to the message and returns its output chunk.
+fn record(message: &mut UiMessage, call: ToolCall, outcome: &Outcome) -> UiChunk {
+    let (chunk, state) = match outcome {
+        Outcome::Output { output } => (
+            UiChunk::tool_output(&call.id, output.clone()),
+            ToolState::OutputAvailable {
+                output: output.clone(),
+                preliminary: false,
+            },
+        ),
+        Outcome::Error { message } => (
+            UiChunk::tool_error(&call.id, message.clone()),
+            ToolState::OutputError {
+                error_text: message.clone(),
+            },
+        ),
+        Outcome::Denied { reason } => {
+            let text = denial_text(reason.as_deref());
+            (
+                UiChunk::tool_error(&call.id, text.clone()),
+                ToolState::OutputError { error_text: text },
+            )
+        }
+    };
+    message
+        .parts
+        .push(tool_part(call.id, call.name, call.args, state));
+    chunk
+}
+
+fn mark_rejected(message: &mut UiMessage, confirmation_id: &str, why: &str) {
+    for part in &mut message.parts {
+        if let Part::Tool(tool) = part {
+            if tool.tool_call_id == confirmation_id {
+                tool.state = ToolState::OutputError {
+                    error_text: why.to_owned(),
+                };
+            }
+        }
+    }
+}
+
+fn tool_part(tool_call_id: String, tool_name: String, input: Value, state: ToolState) -> Part {
+    Part::Tool(ToolPart {
+        tool_call_id,
+        tool_name,
+        dynamic: false,
+        input,
+        state,
+        provider_executed: false,
+        call_provider_metadata: None,
+    })
+}
+
+fn finish_reason(stop: StopReason) -> FinishReason {
+    match stop {
+        StopReason::Stop => FinishReason::Stop,
+        StopReason::Length => FinishReason::Length,
+        StopReason::ContentFilter => FinishReason::ContentFilter,
+        StopReason::ToolCalls => FinishReason::ToolCalls,
+        StopReason::Other => FinishReason::Other,
+    }
+}

@@ -1,0 +1,106 @@
+//! Wiring: config → gate, model and routes; and serving them.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::serve::ListenerExt;
+use tokio::net::TcpListener;
+
+use crate::agent::Agent;
+use crate::config::{Config, ProviderKind};
+use crate::confirm::Gate;
+use crate::ids::{Clock, Ids};
+use crate::provider::{ModelProvider, ScriptedModel};
+use crate::store::Store;
+use crate::tools::Registry;
+use crate::transport::{HttpState, router};
+
+/// A toolgate server, built from a config. Embedding applications replace
+/// parts (tools, model, ids, clock) before calling [`App::router`].
+pub struct App {
+    config: Config,
+    ids: Ids,
+    clock: Clock,
+    store: Store,
+    registry: Registry,
+    provider: Option<Arc<dyn ModelProvider>>,
+}
+
+impl App {
+    pub fn new(config: Config) -> Self {
+        let registry = Registry::with_builtins(config.tools.payment_limit);
+        Self {
+            config,
+            ids: Ids::random(),
+            clock: Clock::system(),
+            store: Store::memory(),
+            registry,
+            provider: None,
+        }
+    }
+
+    pub fn with_ids(mut self, ids: Ids) -> Self {
+        self.ids = ids;
+        self
+    }
+
+    pub fn with_clock(mut self, clock: Clock) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Replaces the tools (the built-in ones included).
+    pub fn with_registry(mut self, registry: Registry) -> Self {
+        self.registry = registry;
+        self
+    }
+
+    pub fn with_provider(mut self, provider: impl ModelProvider) -> Self {
+        self.provider = Some(Arc::new(provider));
+        self
+    }
+
+    pub fn router(self) -> Router {
+        let provider = self
+            .provider
+            .unwrap_or_else(|| match self.config.model.provider {
+                ProviderKind::Scripted => Arc::new(
+                    ScriptedModel::new(self.ids.clone())
+                        .with_delta_delay(Duration::from_millis(self.config.model.delta_delay_ms)),
+                ),
+            });
+        let gate = Gate::new(
+            self.registry,
+            self.store,
+            self.clock,
+            self.ids.clone(),
+            Duration::from_secs(self.config.tool_confirmation.expiry_secs),
+            Duration::from_millis(self.config.tools.timeout_ms),
+        );
+        let agent = Agent {
+            gate,
+            provider,
+            ids: self.ids,
+            max_steps: self.config.stream.max_steps.max(1),
+        };
+        router(HttpState {
+            agent: Arc::new(agent),
+            keep_alive: self.config.keep_alive(),
+            max_body_bytes: self.config.stream.max_body_bytes,
+            principal_header: self.config.auth.principal_header.clone(),
+        })
+    }
+
+    /// Serves until the process is stopped. Accepted sockets get
+    /// `TCP_NODELAY`: with Nagle on, each short streamed response stalls
+    /// about 40 ms on a delayed ACK.
+    pub async fn serve(self, listener: TcpListener) -> std::io::Result<()> {
+        let listener = listener.tap_io(|tcp| {
+            if let Err(e) = tcp.set_nodelay(true) {
+                tracing::warn!("cannot set TCP_NODELAY: {e}");
+            }
+        });
+        axum::serve(listener, self.router()).await
+    }
+}

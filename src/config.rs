@@ -1,0 +1,163 @@
+//! The YAML config file. Every field is optional; an unknown key is an error
+//! that names it.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("invalid config: {0}")]
+    Parse(#[from] yaml_serde::Error),
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct Config {
+    /// Address to listen on (default `127.0.0.1:8080`; `--bind` wins).
+    pub bind: Option<SocketAddr>,
+    pub model: ModelConfig,
+    pub stream: StreamConfig,
+    pub tools: ToolsConfig,
+    pub tool_confirmation: ConfirmationConfig,
+    pub auth: AuthConfig,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProviderKind {
+    #[default]
+    Scripted,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct ModelConfig {
+    pub provider: ProviderKind,
+    /// `scripted` only: pause before each delta, to simulate a slow model.
+    pub delta_delay_ms: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct StreamConfig {
+    /// Idle seconds before a `: keep-alive` comment.
+    pub keep_alive_secs: u64,
+    /// Largest request body; larger bodies get 413.
+    pub max_body_bytes: usize,
+    /// Model calls per turn.
+    pub max_steps: usize,
+}
+
+impl Default for StreamConfig {
+    fn default() -> Self {
+        Self {
+            keep_alive_secs: 15,
+            max_body_bytes: 4 << 20,
+            max_steps: 8,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct ToolsConfig {
+    /// Largest amount `process_payment` accepts.
+    pub payment_limit: f64,
+    /// How long one tool call may run.
+    pub timeout_ms: u64,
+}
+
+impl Default for ToolsConfig {
+    fn default() -> Self {
+        Self {
+            payment_limit: 10_000.0,
+            timeout_ms: 30_000,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct ConfirmationConfig {
+    /// How long an issued confirmation can be answered.
+    pub expiry_secs: u64,
+}
+
+impl Default for ConfirmationConfig {
+    fn default() -> Self {
+        Self {
+            expiry_secs: 24 * 60 * 60,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct AuthConfig {
+    /// A header, set by a trusted proxy in front of toolgate, naming the
+    /// user. Requests without it get 401. Unset: every request is
+    /// `anonymous` and confirmations are bound to the chat only.
+    pub principal_header: Option<String>,
+}
+
+impl Config {
+    pub fn from_yaml(text: &str) -> Result<Self, ConfigError> {
+        if text.trim().is_empty() {
+            return Ok(Self::default());
+        }
+        Ok(yaml_serde::from_str(text)?)
+    }
+
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.display().to_string(),
+            source,
+        })?;
+        Self::from_yaml(&text)
+    }
+
+    pub fn keep_alive(&self) -> Duration {
+        Duration::from_secs(self.stream.keep_alive_secs.max(1))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_field_is_optional() {
+        assert_eq!(Config::from_yaml("").ok(), Some(Config::default()));
+        assert_eq!(Config::from_yaml("{}").ok(), Some(Config::default()));
+        let config =
+            Config::from_yaml("stream:\n  keepAliveSecs: 3\ntoolConfirmation:\n  expirySecs: 60\n");
+        let Ok(config) = config else {
+            panic!("{config:?}")
+        };
+        assert_eq!(config.stream.keep_alive_secs, 3);
+        assert_eq!(config.stream.max_steps, 8);
+        assert_eq!(config.tool_confirmation.expiry_secs, 60);
+    }
+
+    #[test]
+    fn unknown_keys_are_named() {
+        let err = Config::from_yaml("stream:\n  keepAlive: 3\n")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(err.contains("unknown field `keepAlive`"), "{err}");
+        let err = Config::from_yaml("modle: {}\n")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(err.contains("unknown field `modle`"), "{err}");
+    }
+}

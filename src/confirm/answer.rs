@@ -1,0 +1,141 @@
+//! Reading a user's answer out of an `adk_request_confirmation` tool part.
+//! Everything here is untrusted: it only says what the client claims.
+
+use serde_json::Value;
+
+use crate::protocol::{ToolPart, ToolState};
+use crate::provider::ToolCall;
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Decision {
+    Approve { payload: Option<Value> },
+    Deny { reason: Option<String> },
+}
+
+/// What the client says about one confirmation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Answer {
+    pub confirmation_id: String,
+    /// The `originalFunctionCall` the client sent back, if it parses.
+    pub original: Option<ToolCall>,
+    pub decision: Decision,
+}
+
+impl Answer {
+    /// The answer in a confirmation part, or `None` while it is unanswered.
+    /// Anything but `confirmed: true` is a denial: malformed answers fail closed.
+    pub fn from_part(part: &ToolPart) -> Option<Self> {
+        let decision = match &part.state {
+            ToolState::OutputAvailable {
+                output,
+                preliminary: false,
+            } => decide(output),
+            ToolState::OutputError { error_text } => Decision::Deny {
+                reason: Some(error_text.clone()),
+            },
+            ToolState::OutputDenied(approval) => Decision::Deny {
+                reason: approval.as_ref().and_then(|a| a.reason.clone()),
+            },
+            _ => return None,
+        };
+        Some(Answer {
+            confirmation_id: part.tool_call_id.clone(),
+            original: original_call(&part.input),
+            decision,
+        })
+    }
+}
+
+fn decide(output: &Value) -> Decision {
+    if output.get("confirmed") == Some(&Value::Bool(true)) {
+        return Decision::Approve {
+            payload: output.get("payload").cloned(),
+        };
+    }
+    let reason = match output.get("reason") {
+        Some(Value::String(reason)) => Some(reason.clone()),
+        Some(Value::Null) | None => None,
+        Some(other) => Some(other.to_string()),
+    };
+    Decision::Deny { reason }
+}
+
+/// `input.originalFunctionCall` as a call, if it has the right shape.
+pub fn original_call(input: &Value) -> Option<ToolCall> {
+    let original = input.get("originalFunctionCall")?;
+    Some(ToolCall {
+        id: original.get("id")?.as_str()?.to_owned(),
+        name: original.get("name")?.as_str()?.to_owned(),
+        args: original.get("args").cloned().unwrap_or(Value::Null),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn part(state: ToolState) -> ToolPart {
+        ToolPart {
+            tool_call_id: "adk-1".into(),
+            tool_name: "adk_request_confirmation".into(),
+            dynamic: false,
+            input: json!({"originalFunctionCall": {"id": "c", "name": "t", "args": {"a": 1}}}),
+            state,
+            provider_executed: false,
+            call_provider_metadata: None,
+        }
+    }
+
+    fn output(value: Value) -> ToolState {
+        ToolState::OutputAvailable {
+            output: value,
+            preliminary: false,
+        }
+    }
+
+    #[test]
+    fn only_confirmed_true_approves() {
+        let decision = |state| Answer::from_part(&part(state)).map(|a| a.decision);
+        assert_eq!(
+            decision(output(json!({"confirmed": true, "payload": {"d": 2}}))),
+            Some(Decision::Approve {
+                payload: Some(json!({"d": 2}))
+            })
+        );
+        assert_eq!(
+            decision(output(json!({"confirmed": false, "reason": "no"}))),
+            Some(Decision::Deny {
+                reason: Some("no".into())
+            })
+        );
+        for malformed in [
+            json!({}),
+            json!({"confirmed": "true"}),
+            json!("yes"),
+            json!(null),
+            json!({"confirmed": 1}),
+        ] {
+            assert_eq!(
+                decision(output(malformed)),
+                Some(Decision::Deny { reason: None })
+            );
+        }
+        assert_eq!(decision(ToolState::InputAvailable), None);
+        assert_eq!(
+            decision(ToolState::OutputAvailable {
+                output: json!({"confirmed": true}),
+                preliminary: true
+            }),
+            None
+        );
+        assert_eq!(
+            Answer::from_part(&part(output(json!({"confirmed": true})))).and_then(|a| a.original),
+            Some(ToolCall {
+                id: "c".into(),
+                name: "t".into(),
+                args: json!({"a": 1})
+            })
+        );
+    }
+}

@@ -1,0 +1,40 @@
+//! toolgate puts a human gate in front of an AI agent's tool calls and speaks
+//! the Vercel AI SDK's UI message stream, so a `useChat` frontend can use it.
+//!
+//! # Data flow
+//!
+//! ```text
+//! POST /stream ─► transport ─► protocol::ChatRequest ─► agent::Agent::turn
+//!                                                          │   ▲
+//!                         provider::ModelProvider ◄────────┘   │ ProviderEvent
+//!                         confirm::Gate (issue / check / run) ─► tools::Tool
+//!                                   │
+//!                                   └─► store::Store (issued confirmations, ledger)
+//! agent ─► protocol::UiChunk ─► protocol::sse ─► transport (SSE body)
+//! ```
+//!
+//! - [`protocol`]: chunks, SSE framing, request bodies. Pure, no I/O.
+//! - [`agent`]: one turn: history → model messages → provider events → UI
+//!   chunks, multi-step, through the gate.
+//! - [`provider`]: the model trait and the embedded `scripted` model.
+//! - [`tools`]: the [`tools::Tool`] trait, the registry, the demo tools.
+//! - [`confirm`]: the only code that decides whether a call may run and the
+//!   only code that runs one.
+//! - [`store`]: issued confirmations and the execution ledger.
+//! - [`transport`]: routes, SSE responses, errors → statuses.
+//!
+//! `ARCHITECTURE.md` lists the invariants.
+
+pub mod agent;
+pub mod app;
+pub mod config;
+pub mod confirm;
+pub mod ids;
+pub mod protocol;
+pub mod provider;
+pub mod store;
+pub mod tools;
+pub mod transport;
+
+pub use app::App;
+pub use config::Config;

@@ -1,0 +1,62 @@
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use toolgate::{App, Config};
+
+#[derive(Parser)]
+#[command(version, about = "A human gate in front of an AI agent's tool calls")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve the UI message stream on POST /stream and /api/chat.
+    Serve {
+        /// YAML config file; every field is optional.
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Address to listen on [default: 127.0.0.1:8080]; port 0 picks one.
+        #[arg(long)]
+        bind: Option<SocketAddr>,
+    },
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "toolgate=info".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    match Cli::parse().command {
+        Command::Serve { config, bind } => {
+            let config = match config {
+                Some(path) => Config::load(&path)?,
+                None => Config::default(),
+            };
+            let addr = bind
+                .or(config.bind)
+                .unwrap_or(SocketAddr::from(([127, 0, 0, 1], 8080)));
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .with_context(|| format!("cannot bind {addr}"))?;
+            let local = listener.local_addr()?;
+            let mut stdout = std::io::stdout();
+            writeln!(stdout, "listening on http://{local}")?;
+            stdout.flush()?;
+            let server = App::new(config).serve(listener);
+            tokio::select! {
+                served = server => served?,
+                _ = tokio::signal::ctrl_c() => {}
+            }
+        }
+    }
+    Ok(())
+}

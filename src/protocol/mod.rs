@@ -1,0 +1,11 @@
+//! The AI SDK UI message stream: chunks, SSE framing and request bodies.
+//! Pure data and encoding; nothing here does I/O.
+
+pub mod chunk;
+pub mod message;
+pub mod request;
+pub mod sse;
+
+pub use chunk::{FinishReason, UiChunk};
+pub use message::{Part, Role, ToolPart, ToolState, UiMessage};
+pub use request::{ChatRequest, RequestError};

@@ -1,0 +1,179 @@
+//! State: confirmations the server issued and the execution ledger.
+//!
+//! One closed enum of backends; every backend gives the same guarantees:
+//! [`Store::claim`] is atomic, so one caller wins and every other one sees
+//! the claim or the recorded outcome.
+
+mod memory;
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+pub use memory::MemoryStore;
+
+use crate::provider::ToolCall;
+
+/// A confirmation as the server issued it: the authority for what may run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Issued {
+    /// The id of the `adk_request_confirmation` call.
+    pub id: String,
+    pub chat_id: String,
+    pub principal: String,
+    /// The original call, with the exact arguments the user was asked about.
+    pub call: ToolCall,
+    pub hint: String,
+    pub issued_at_ms: u64,
+    pub expires_at_ms: u64,
+}
+
+/// How a call ended, as recorded in the ledger.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Outcome {
+    Output { output: Value },
+    Error { message: String },
+    Denied { reason: Option<String> },
+}
+
+/// The result of trying to claim a confirmation for execution.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Claim {
+    /// This caller holds the claim and must record the outcome.
+    Won,
+    /// Another caller holds it and has not recorded an outcome yet.
+    InFlight,
+    /// The outcome that was recorded.
+    Done(Outcome),
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("confirmation `{0}` is already recorded")]
+    Duplicate(String),
+    #[error("confirmation `{0}` is not claimed")]
+    NotClaimed(String),
+}
+
+#[derive(Debug, Clone)]
+pub enum Store {
+    Memory(MemoryStore),
+}
+
+impl Store {
+    pub fn memory() -> Self {
+        Store::Memory(MemoryStore::default())
+    }
+
+    pub async fn insert(&self, issued: Issued) -> Result<(), StoreError> {
+        match self {
+            Store::Memory(s) => s.insert(issued),
+        }
+    }
+
+    pub async fn get(&self, id: &str) -> Result<Option<Issued>, StoreError> {
+        match self {
+            Store::Memory(s) => Ok(s.get(id)),
+        }
+    }
+
+    pub async fn claim(&self, id: &str) -> Result<Claim, StoreError> {
+        match self {
+            Store::Memory(s) => s.claim(id),
+        }
+    }
+
+    /// Records the outcome of a claimed confirmation.
+    pub async fn finish(&self, id: &str, outcome: Outcome) -> Result<(), StoreError> {
+        match self {
+            Store::Memory(s) => s.finish(id, outcome),
+        }
+    }
+
+    /// Waits up to `timeout` for another caller's outcome.
+    pub async fn wait_outcome(
+        &self,
+        id: &str,
+        timeout: Duration,
+    ) -> Result<Option<Outcome>, StoreError> {
+        match self {
+            Store::Memory(s) => Ok(s.wait_outcome(id, timeout).await),
+        }
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod conformance {
+    //! The suite every backend passes.
+    use super::*;
+    use serde_json::json;
+
+    pub fn issued(id: &str) -> Issued {
+        Issued {
+            id: id.into(),
+            chat_id: "chat".into(),
+            principal: "anonymous".into(),
+            call: ToolCall {
+                id: "call-1".into(),
+                name: "process_payment".into(),
+                args: json!({"amount": 1}),
+            },
+            hint: "ok?".into(),
+            issued_at_ms: 0,
+            expires_at_ms: 10,
+        }
+    }
+
+    pub async fn claims_exactly_once(store: Store) {
+        store
+            .insert(issued("a"))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(matches!(
+            store.insert(issued("a")).await,
+            Err(StoreError::Duplicate(_))
+        ));
+        assert_eq!(store.get("a").await.ok().flatten(), Some(issued("a")));
+        assert_eq!(store.get("b").await.ok().flatten(), None);
+        assert_eq!(store.claim("a").await.ok(), Some(Claim::Won));
+        assert_eq!(store.claim("a").await.ok(), Some(Claim::InFlight));
+        let outcome = Outcome::Output { output: json!(1) };
+        let waiter = {
+            let store = store.clone();
+            tokio::spawn(async move {
+                store
+                    .wait_outcome("a", Duration::from_secs(5))
+                    .await
+                    .ok()
+                    .flatten()
+            })
+        };
+        store
+            .finish("a", outcome.clone())
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(waiter.await.ok().flatten(), Some(outcome.clone()));
+        assert_eq!(store.claim("a").await.ok(), Some(Claim::Done(outcome)));
+        assert!(matches!(
+            store
+                .finish(
+                    "b",
+                    Outcome::Error {
+                        message: "x".into()
+                    }
+                )
+                .await,
+            Err(StoreError::NotClaimed(_))
+        ));
+        assert_eq!(
+            store
+                .wait_outcome("b", Duration::from_millis(10))
+                .await
+                .ok()
+                .flatten(),
+            None
+        );
+    }
+}

@@ -1,0 +1,123 @@
+//! Tools: the [`Tool`] trait an application implements, and the registry.
+//!
+//! Nothing outside `confirm/` calls [`Tool::execute`]: the gate is the one
+//! path by which a tool runs.
+
+mod payment;
+mod weather;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+pub use payment::ProcessPayment;
+pub use weather::GetWeather;
+
+use crate::ids::Ids;
+use crate::provider::ToolSpec;
+
+/// Why a tool call failed; reported to the client as `tool-output-error` and
+/// to the model as the call's error.
+#[derive(Debug, thiserror::Error, Clone, PartialEq)]
+pub enum ToolError {
+    #[error("invalid arguments: {0}")]
+    InvalidArgs(String),
+    #[error("{0}")]
+    Failed(String),
+    #[error("tool call timed out after {0} ms")]
+    TimedOut(u64),
+    #[error("tool call cancelled")]
+    Cancelled,
+}
+
+/// What a running call knows about itself.
+#[derive(Debug, Clone)]
+pub struct ToolContext {
+    pub chat_id: String,
+    pub call_id: String,
+    /// The user's `payload` from the confirmation answer, if any.
+    pub payload: Option<Value>,
+    /// Cancelled when the call's result is no longer wanted.
+    pub cancel: CancellationToken,
+    pub ids: Ids,
+}
+
+#[async_trait::async_trait]
+pub trait Tool: Send + Sync + 'static {
+    fn name(&self) -> &str;
+    fn description(&self) -> &str;
+    /// JSON schema of the arguments.
+    fn parameters(&self) -> Value;
+
+    /// Whether a call with these arguments needs a human's confirmation.
+    fn needs_confirmation(&self, args: &Value) -> bool;
+
+    /// `false` when no arguments can make this tool ask: its input then
+    /// streams to the client as the model produces it.
+    fn may_need_confirmation(&self) -> bool {
+        true
+    }
+
+    /// The question shown to the user.
+    fn confirmation_hint(&self, args: &Value) -> String {
+        format!("Please approve or reject the call {}({args}).", self.name())
+    }
+
+    async fn execute(&self, args: Value, ctx: ToolContext) -> Result<Value, ToolError>;
+}
+
+/// The tools offered to the model, by name, in registration order.
+#[derive(Clone, Default)]
+pub struct Registry {
+    order: Vec<Arc<dyn Tool>>,
+    by_name: HashMap<String, Arc<dyn Tool>>,
+}
+
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.order.iter().map(|t| t.name()))
+            .finish()
+    }
+}
+
+impl Registry {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// `process_payment` (limited to `payment_limit`) and `get_weather`.
+    pub fn with_builtins(payment_limit: f64) -> Self {
+        let mut registry = Self::new();
+        registry.register(ProcessPayment::new(payment_limit));
+        registry.register(GetWeather);
+        registry
+    }
+
+    /// Adds a tool, replacing one of the same name.
+    pub fn register(&mut self, tool: impl Tool) -> &mut Self {
+        let tool: Arc<dyn Tool> = Arc::new(tool);
+        let name = tool.name().to_owned();
+        self.order.retain(|t| t.name() != name);
+        self.order.push(tool.clone());
+        self.by_name.insert(name, tool);
+        self
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
+        self.by_name.get(name)
+    }
+
+    pub fn specs(&self) -> Vec<ToolSpec> {
+        self.order
+            .iter()
+            .map(|t| ToolSpec {
+                name: t.name().to_owned(),
+                description: t.description().to_owned(),
+                parameters: t.parameters(),
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,46 @@
+use axum::Json;
+use axum::extract::rejection::BytesRejection;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+use crate::protocol::RequestError;
+
+/// A request refused before its stream starts. Once a stream has started,
+/// errors are chunks, not statuses.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error(transparent)]
+    Request(#[from] RequestError),
+    #[error("request body is larger than {0} bytes")]
+    TooLarge(usize),
+    #[error("cannot read the request body: {0}")]
+    Body(String),
+    #[error("missing header `{0}` naming the user")]
+    Unauthorized(String),
+}
+
+impl ApiError {
+    pub(super) fn from_body_rejection(rejection: BytesRejection, limit: usize) -> Self {
+        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::TooLarge(limit)
+        } else {
+            ApiError::Body(rejection.body_text())
+        }
+    }
+
+    pub fn status(&self) -> StatusCode {
+        match self {
+            ApiError::Request(_) | ApiError::Body(_) => StatusCode::BAD_REQUEST,
+            ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        tracing::info!(status = %self.status(), "request refused: {self}");
+        (self.status(), Json(json!({"error": self.to_string()}))).into_response()
+    }
+}

@@ -1,0 +1,67 @@
+//! HTTP: routes, the SSE body, and the one place errors become statuses.
+
+mod error;
+mod sse;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+
+pub use error::ApiError;
+
+use crate::agent::Agent;
+use crate::protocol::ChatRequest;
+
+/// The principal when no principal header is configured.
+pub const ANONYMOUS: &str = "anonymous";
+
+#[derive(Clone)]
+pub struct HttpState {
+    pub agent: Arc<Agent>,
+    pub keep_alive: Duration,
+    pub max_body_bytes: usize,
+    pub principal_header: Option<String>,
+}
+
+pub fn router(state: HttpState) -> Router {
+    let limit = state.max_body_bytes;
+    Router::new()
+        .route("/stream", post(stream))
+        .route("/api/chat", post(stream))
+        .route("/healthz", get(|| async { "ok" }))
+        .layer(DefaultBodyLimit::max(limit))
+        .with_state(state)
+}
+
+async fn stream(
+    State(state): State<HttpState>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let principal = principal(&state, &headers)?;
+    let body =
+        body.map_err(|rejection| ApiError::from_body_rejection(rejection, state.max_body_bytes))?;
+    let request = ChatRequest::from_slice(&body)?;
+    tracing::debug!(chat = %request.chat_id, messages = request.messages.len(), "turn");
+    let chunks = state.agent.clone().turn(request, principal);
+    Ok(sse::response(chunks, state.keep_alive).into_response())
+}
+
+fn principal(state: &HttpState, headers: &HeaderMap) -> Result<String, ApiError> {
+    let Some(name) = &state.principal_header else {
+        return Ok(ANONYMOUS.to_owned());
+    };
+    headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| !v.is_empty())
+        .map(str::to_owned)
+        .ok_or_else(|| ApiError::Unauthorized(name.clone()))
+}

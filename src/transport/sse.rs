@@ -1,0 +1,46 @@
+//! The SSE response: chunks that are ready together go out in one write,
+//! a keep-alive comment after each idle interval, `[DONE]` at the end.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::{HeaderName, HeaderValue};
+use axum::response::Response;
+use futures::StreamExt;
+use futures::stream::BoxStream;
+
+use crate::protocol::UiChunk;
+use crate::protocol::sse::{DONE, HEADERS, KEEP_ALIVE, SseEncoder};
+
+/// Most chunks written in one frame.
+const BATCH: usize = 64;
+
+pub fn response(chunks: BoxStream<'static, UiChunk>, keep_alive: Duration) -> Response {
+    let bytes = async_stream::stream! {
+        let mut encoder = SseEncoder::new();
+        let mut batches = chunks.ready_chunks(BATCH);
+        loop {
+            match tokio::time::timeout(keep_alive, batches.next()).await {
+                Ok(Some(batch)) => {
+                    for chunk in &batch {
+                        encoder.push(chunk);
+                    }
+                }
+                Ok(None) => break,
+                Err(_idle) => encoder.push_raw(KEEP_ALIVE),
+            }
+            yield Ok::<_, Infallible>(encoder.take());
+        }
+        encoder.push_raw(DONE);
+        yield Ok(encoder.take());
+    };
+    let mut response = Response::new(Body::from_stream(bytes));
+    for (name, value) in HEADERS {
+        response.headers_mut().insert(
+            HeaderName::from_static(name),
+            HeaderValue::from_static(value),
+        );
+    }
+    response
+}
