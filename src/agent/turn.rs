@@ -50,10 +50,11 @@ impl Agent {
             if continuing {
                 let (answers, unanswered) = answers(&history[last]);
                 for (answer, echo) in answers {
-                    if let Some(output) = echo {
+                    let verdict = agent.gate.check_answer(&scope, &answer).await;
+                    if let (Some(output), Ok(Answered::Run(_) | Answered::Recorded { .. })) = (echo, &verdict) {
                         yield UiChunk::tool_output(&answer.confirmation_id, output);
                     }
-                    let (call, outcome) = match agent.gate.check_answer(&scope, &answer).await {
+                    let (call, outcome) = match verdict {
                         Err(e) => {
                             yield UiChunk::Error { error_text: e.to_string() };
                             return;

@@ -15,6 +15,9 @@ use tokio_util::sync::CancellationToken;
 pub use payment::ProcessPayment;
 pub use weather::GetWeather;
 
+/// Re-exported so that applications implement [`Tool`] without naming the crate.
+pub use async_trait::async_trait;
+
 use crate::ids::Ids;
 use crate::provider::ToolSpec;
 

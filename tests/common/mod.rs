@@ -1,0 +1,157 @@
+//! A toolgate server on 127.0.0.1:0 with sequential ids and a manual clock,
+//! and a counting wrapper that proves whether a tool ran.
+#![allow(dead_code)]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use serde_json::Value;
+use toolgate::confirm::CONFIRMATION_TOOL;
+use toolgate::ids::{Clock, Ids};
+use toolgate::tools::{GetWeather, ProcessPayment, Registry, Tool, ToolContext, ToolError};
+use toolgate::{App, Config};
+
+pub struct Server {
+    pub url: String,
+    pub clock: Clock,
+    pub payments: Arc<AtomicUsize>,
+    client: reqwest::Client,
+}
+
+pub struct Reply {
+    pub status: u16,
+    pub headers: reqwest::header::HeaderMap,
+    pub body: String,
+}
+
+impl Reply {
+    /// The JSON chunks of an SSE body, `[DONE]` and comments left out.
+    pub fn chunks(&self) -> Vec<Value> {
+        self.body
+            .split("\n\n")
+            .filter_map(|frame| frame.strip_prefix("data: "))
+            .filter(|data| *data != "[DONE]")
+            .map(|data| serde_json::from_str(data).unwrap_or_else(|e| panic!("{e}: {data}")))
+            .collect()
+    }
+
+    pub fn of_type(&self, kind: &str) -> Vec<Value> {
+        self.chunks().into_iter().filter(|c| c["type"] == kind).collect()
+    }
+}
+
+/// Counts its executions, then runs the wrapped tool.
+pub struct Counting<T> {
+    pub inner: T,
+    pub count: Arc<AtomicUsize>,
+}
+
+#[toolgate::tools::async_trait]
+impl<T: Tool> Tool for Counting<T> {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+    fn description(&self) -> &str {
+        self.inner.description()
+    }
+    fn parameters(&self) -> Value {
+        self.inner.parameters()
+    }
+    fn needs_confirmation(&self, args: &Value) -> bool {
+        self.inner.needs_confirmation(args)
+    }
+    fn may_need_confirmation(&self) -> bool {
+        self.inner.may_need_confirmation()
+    }
+    fn confirmation_hint(&self, args: &Value) -> String {
+        self.inner.confirmation_hint(args)
+    }
+    async fn execute(&self, args: Value, ctx: ToolContext) -> Result<Value, ToolError> {
+        self.count.fetch_add(1, Ordering::SeqCst);
+        self.inner.execute(args, ctx).await
+    }
+}
+
+pub const START_MS: u64 = 1_800_000_000_000;
+
+impl Server {
+    pub async fn start() -> Self {
+        Self::with(Config::default(), |app| app).await
+    }
+
+    pub async fn with_config(config: Config) -> Self {
+        Self::with(config, |app| app).await
+    }
+
+    /// A server whose tools are the demo tools with `process_payment` counted;
+    /// `customize` may replace more.
+    pub async fn with(config: Config, customize: impl FnOnce(App) -> App) -> Self {
+        let payments = Arc::new(AtomicUsize::new(0));
+        let mut registry = Registry::new();
+        registry.register(Counting {
+            inner: ProcessPayment::new(config.tools.payment_limit),
+            count: payments.clone(),
+        });
+        registry.register(GetWeather);
+        let clock = Clock::manual(START_MS);
+        let app = App::new(config).with_ids(Ids::sequential()).with_clock(clock.clone()).with_registry(registry);
+        let app = customize(app);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap_or_else(|e| panic!("{e}"));
+        let url = format!("http://{}", listener.local_addr().unwrap_or_else(|e| panic!("{e}")));
+        tokio::spawn(app.serve(listener));
+        Self { url, clock, payments, client: reqwest::Client::new() }
+    }
+
+    pub fn payments(&self) -> usize {
+        self.payments.load(Ordering::SeqCst)
+    }
+
+    pub async fn post(&self, path: &str, body: impl Into<reqwest::Body>) -> Reply {
+        let response = self
+            .client
+            .post(format!("{}{path}", self.url))
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        let body = response.text().await.unwrap_or_else(|e| panic!("{e}"));
+        Reply { status, headers, body }
+    }
+
+    pub async fn chat(&self, body: &Value) -> Reply {
+        self.post("/stream", body.to_string()).await
+    }
+}
+
+/// A fixture from `tests/fixtures/`.
+pub fn fixture(name: &str) -> Value {
+    let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// The `useChat` body of a first message.
+pub fn user_says(chat: &str, text: &str) -> Value {
+    serde_json::json!({
+        "id": chat,
+        "trigger": "submit-message",
+        "messages": [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": text}]}]
+    })
+}
+
+/// Asserts the snapshot of an SSE body in the top-level `snapshots/` folder.
+#[macro_export]
+macro_rules! assert_sse {
+    ($name:expr, $body:expr) => {
+        insta::with_settings!({snapshot_path => "../snapshots", prepend_module_to_snapshot => false, omit_expression => true}, {
+            insta::assert_snapshot!($name, $body);
+        });
+    };
+}
+
+pub fn confirmation_name() -> &'static str {
+    CONFIRMATION_TOOL
+}
