@@ -25,7 +25,10 @@ const HEADERS: [(&str, &str); 5] = [
 ];
 
 fn finish() -> ProviderEvent {
-    ProviderEvent::Finish { reason: StopReason::Stop, usage: Usage::default() }
+    ProviderEvent::Finish {
+        reason: StopReason::Stop,
+        usage: Usage::default(),
+    }
 }
 
 #[tokio::test]
@@ -35,11 +38,17 @@ async fn both_routes_stream_with_the_five_headers() {
         let reply = server.post(path, user_says("c", "hi").to_string()).await;
         assert_eq!(reply.status, 200);
         for (name, value) in HEADERS {
-            assert_eq!(reply.headers.get(name).and_then(|v| v.to_str().ok()), Some(value), "{path} {name}");
+            assert_eq!(
+                reply.headers.get(name).and_then(|v| v.to_str().ok()),
+                Some(value),
+                "{path} {name}"
+            );
         }
         assert!(reply.body.ends_with("data: [DONE]\n\n"));
     }
-    let health = reqwest::get(format!("{}/healthz", server.url)).await.unwrap_or_else(|e| panic!("{e}"));
+    let health = reqwest::get(format!("{}/healthz", server.url))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(health.status(), 200);
 }
 
@@ -65,8 +74,17 @@ async fn client_mistakes_get_a_clear_json_error() {
     for (body, status, error) in cases {
         let reply = server.post("/stream", body).await;
         assert_eq!(reply.status, status, "{}", reply.body);
-        assert_eq!(reply.headers.get("content-type").and_then(|v| v.to_str().ok()), Some("application/json"));
-        assert_eq!(serde_json::from_str::<serde_json::Value>(&reply.body).ok(), Some(json!({"error": error})));
+        assert_eq!(
+            reply
+                .headers
+                .get("content-type")
+                .and_then(|v| v.to_str().ok()),
+            Some("application/json")
+        );
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&reply.body).ok(),
+            Some(json!({"error": error}))
+        );
     }
 }
 
@@ -105,14 +123,31 @@ async fn a_failing_model_is_an_error_chunk_then_the_end() {
 struct CallsUnknownTool;
 
 impl ModelProvider for CallsUnknownTool {
-    fn stream(&self, request: ModelRequest) -> BoxStream<'static, Result<ProviderEvent, ProviderError>> {
+    fn stream(
+        &self,
+        request: ModelRequest,
+    ) -> BoxStream<'static, Result<ProviderEvent, ProviderError>> {
         let events = match request.messages.last() {
-            Some(ModelMessage::Tool(results)) => vec![ProviderEvent::TextDelta(format!("{:?}", results[0].outcome)), finish()],
+            Some(ModelMessage::Tool(results)) => vec![
+                ProviderEvent::TextDelta(format!("{:?}", results[0].outcome)),
+                finish(),
+            ],
             _ => vec![
-                ProviderEvent::ToolCallStart { id: "call-x".into(), name: "delete_everything".into() },
-                ProviderEvent::ToolCallDelta { id: "call-x".into(), delta: "{}".into() },
-                ProviderEvent::ToolCallEnd { id: "call-x".into() },
-                ProviderEvent::Finish { reason: StopReason::ToolCalls, usage: Usage::default() },
+                ProviderEvent::ToolCallStart {
+                    id: "call-x".into(),
+                    name: "delete_everything".into(),
+                },
+                ProviderEvent::ToolCallDelta {
+                    id: "call-x".into(),
+                    delta: "{}".into(),
+                },
+                ProviderEvent::ToolCallEnd {
+                    id: "call-x".into(),
+                },
+                ProviderEvent::Finish {
+                    reason: StopReason::ToolCalls,
+                    usage: Usage::default(),
+                },
             ],
         };
         futures::stream::iter(events.into_iter().map(Ok)).boxed()
@@ -125,11 +160,20 @@ async fn an_unknown_tool_is_a_tool_error_and_the_model_goes_on() {
     let reply = server.chat(&user_says("c", "hi")).await;
     assert_eq!(
         reply.of_type("tool-output-error"),
-        [json!({"type": "tool-output-error", "toolCallId": "call-x", "errorText": "unknown tool `delete_everything`"})]
+        [
+            json!({"type": "tool-output-error", "toolCallId": "call-x", "errorText": "unknown tool `delete_everything`"})
+        ]
     );
-    let text: String = reply.of_type("text-delta").iter().filter_map(|c| c["delta"].as_str()).collect();
+    let text: String = reply
+        .of_type("text-delta")
+        .iter()
+        .filter_map(|c| c["delta"].as_str())
+        .collect();
     assert_eq!(text, r#"Error("unknown tool `delete_everything`")"#);
-    assert_eq!(reply.of_type("finish"), [json!({"type": "finish", "finishReason": "stop"})]);
+    assert_eq!(
+        reply.of_type("finish"),
+        [json!({"type": "finish", "finishReason": "stop"})]
+    );
 }
 
 /// Streams deltas until dropped, and says when it was.
@@ -164,7 +208,10 @@ impl ModelProvider for Endless {
 #[tokio::test]
 async fn a_client_disconnect_cancels_the_model() {
     let dropped = Arc::new(AtomicBool::new(false));
-    let provider = Endless { dropped: dropped.clone(), delay: Duration::from_millis(5) };
+    let provider = Endless {
+        dropped: dropped.clone(),
+        delay: Duration::from_millis(5),
+    };
     let server = Server::with(Config::default(), |app| app.with_provider(provider)).await;
     let response = reqwest::Client::new()
         .post(format!("{}/stream", server.url))
@@ -190,7 +237,10 @@ async fn idle_streams_get_keep_alive_comments() {
     let mut config = Config::default();
     config.stream.keep_alive_secs = 1;
     let dropped = Arc::new(AtomicBool::new(false));
-    let provider = Endless { dropped, delay: Duration::from_millis(2500) };
+    let provider = Endless {
+        dropped,
+        delay: Duration::from_millis(2500),
+    };
     let server = Server::with(config, |app| app.with_provider(provider)).await;
     let response = reqwest::Client::new()
         .post(format!("{}/stream", server.url))
@@ -201,9 +251,14 @@ async fn idle_streams_get_keep_alive_comments() {
     let mut body = response.bytes_stream();
     let mut seen = String::new();
     while !seen.contains(": keep-alive\n\n") {
-        let Some(Ok(bytes)) = body.next().await else { panic!("stream ended: {seen}") };
+        let Some(Ok(bytes)) = body.next().await else {
+            panic!("stream ended: {seen}")
+        };
         seen.push_str(&String::from_utf8_lossy(&bytes));
-        assert!(!seen.contains("text-delta"), "no keep-alive before the first delta: {seen}");
+        assert!(
+            !seen.contains("text-delta"),
+            "no keep-alive before the first delta: {seen}"
+        );
     }
 }
 
@@ -234,7 +289,11 @@ async fn a_continuation_keeps_the_message_id() {
     let chunks = reply.chunks();
     assert_eq!(chunks[0], json!({"type": "start", "messageId": "a1"}));
     assert_eq!(chunks[1], json!({"type": "start-step"}));
-    let text: String = reply.of_type("text-delta").iter().filter_map(|c| c["delta"].as_str()).collect();
+    let text: String = reply
+        .of_type("text-delta")
+        .iter()
+        .filter_map(|c| c["delta"].as_str())
+        .collect();
     assert_eq!(text, "It is rainy and 3 °C in Oslo.");
 }
 
@@ -247,10 +306,19 @@ impl ModelProvider for Loops {
         let id = format!("w{n}");
         futures::stream::iter(
             [
-                ProviderEvent::ToolCallStart { id: id.clone(), name: "get_weather".into() },
-                ProviderEvent::ToolCallDelta { id: id.clone(), delta: r#"{"city":"Rome"}"#.into() },
+                ProviderEvent::ToolCallStart {
+                    id: id.clone(),
+                    name: "get_weather".into(),
+                },
+                ProviderEvent::ToolCallDelta {
+                    id: id.clone(),
+                    delta: r#"{"city":"Rome"}"#.into(),
+                },
                 ProviderEvent::ToolCallEnd { id },
-                ProviderEvent::Finish { reason: StopReason::ToolCalls, usage: Usage::default() },
+                ProviderEvent::Finish {
+                    reason: StopReason::ToolCalls,
+                    usage: Usage::default(),
+                },
             ]
             .map(Ok),
         )
@@ -268,5 +336,8 @@ async fn the_step_limit_stops_a_model_that_never_stops() {
     let reply = server.chat(&user_says("c", "hi")).await;
     assert_eq!(calls.load(Ordering::SeqCst), 3);
     assert_eq!(reply.of_type("start-step").len(), 3);
-    assert_eq!(reply.of_type("finish"), [json!({"type": "finish", "finishReason": "tool-calls"})]);
+    assert_eq!(
+        reply.of_type("finish"),
+        [json!({"type": "finish", "finishReason": "tool-calls"})]
+    );
 }

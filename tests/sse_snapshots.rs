@@ -15,14 +15,18 @@ async fn text_only() {
 #[tokio::test]
 async fn tool_without_confirmation() {
     let server = Server::start().await;
-    let reply = server.chat(&user_says("chat-weather", "What is the weather in Tokyo?")).await;
+    let reply = server
+        .chat(&user_says("chat-weather", "What is the weather in Tokyo?"))
+        .await;
     assert_sse!("tool_without_confirmation", reply.body);
 }
 
 #[tokio::test]
 async fn confirmation_requested() {
     let server = Server::start().await;
-    let reply = server.chat(&user_says("chat-pay", "Send 50 USD to Hanako")).await;
+    let reply = server
+        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
+        .await;
     assert_sse!("confirmation_requested", reply.body);
     assert_eq!(server.payments(), 0);
 }
@@ -30,7 +34,9 @@ async fn confirmation_requested() {
 #[tokio::test]
 async fn approved() {
     let server = Server::start().await;
-    server.chat(&user_says("chat-pay", "Send 50 USD to Hanako")).await;
+    server
+        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
+        .await;
     let reply = server.chat(&fixture("pay_hanako_approved.json")).await;
     assert_sse!("approved", reply.body);
     assert_eq!(server.payments(), 1);
@@ -39,7 +45,9 @@ async fn approved() {
 #[tokio::test]
 async fn denied() {
     let server = Server::start().await;
-    server.chat(&user_says("chat-pay", "Send 50 USD to Hanako")).await;
+    server
+        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
+        .await;
     let reply = server.chat(&fixture("pay_hanako_denied.json")).await;
     assert_sse!("denied", reply.body);
     assert_eq!(server.payments(), 0);
@@ -48,7 +56,12 @@ async fn denied() {
 #[tokio::test]
 async fn two_confirmations_approve_and_deny() {
     let server = Server::start().await;
-    let first = server.chat(&user_says("chat-pay", "Send 50 USD to Hanako and pay $20 to Bob")).await;
+    let first = server
+        .chat(&user_says(
+            "chat-pay",
+            "Send 50 USD to Hanako and pay $20 to Bob",
+        ))
+        .await;
     assert_sse!("two_confirmations_requested", first.body);
     let reply = server.chat(&fixture("pay_two_answered.json")).await;
     assert_sse!("two_confirmations_answered", reply.body);
@@ -58,7 +71,9 @@ async fn two_confirmations_approve_and_deny() {
 #[tokio::test]
 async fn forged_args() {
     let server = Server::start().await;
-    server.chat(&user_says("chat-pay", "Send 50 USD to Hanako")).await;
+    server
+        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
+        .await;
     let reply = server.chat(&fixture("pay_hanako_forged.json")).await;
     assert_sse!("forged_args", reply.body);
     assert_eq!(server.payments(), 0);
@@ -67,7 +82,9 @@ async fn forged_args() {
 #[tokio::test]
 async fn unknown_confirmation_id() {
     let server = Server::start().await;
-    server.chat(&user_says("chat-pay", "Send 50 USD to Hanako")).await;
+    server
+        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
+        .await;
     let reply = server.chat(&fixture("pay_unknown_confirmation.json")).await;
     assert_sse!("unknown_confirmation_id", reply.body);
     assert_eq!(server.payments(), 0);
@@ -76,7 +93,9 @@ async fn unknown_confirmation_id() {
 #[tokio::test]
 async fn replay() {
     let server = Server::start().await;
-    server.chat(&user_says("chat-pay", "Send 50 USD to Hanako")).await;
+    server
+        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
+        .await;
     let approved = fixture("pay_hanako_approved.json");
     server.chat(&approved).await;
     let replay = server.chat(&approved).await;

@@ -36,7 +36,10 @@ impl Reply {
     }
 
     pub fn of_type(&self, kind: &str) -> Vec<Value> {
-        self.chunks().into_iter().filter(|c| c["type"] == kind).collect()
+        self.chunks()
+            .into_iter()
+            .filter(|c| c["type"] == kind)
+            .collect()
     }
 }
 
@@ -94,12 +97,25 @@ impl Server {
         });
         registry.register(GetWeather);
         let clock = Clock::manual(START_MS);
-        let app = App::new(config).with_ids(Ids::sequential()).with_clock(clock.clone()).with_registry(registry);
+        let app = App::new(config)
+            .with_ids(Ids::sequential())
+            .with_clock(clock.clone())
+            .with_registry(registry);
         let app = customize(app);
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap_or_else(|e| panic!("{e}"));
-        let url = format!("http://{}", listener.local_addr().unwrap_or_else(|e| panic!("{e}")));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let url = format!(
+            "http://{}",
+            listener.local_addr().unwrap_or_else(|e| panic!("{e}"))
+        );
         tokio::spawn(app.serve(listener));
-        Self { url, clock, payments, client: reqwest::Client::new() }
+        Self {
+            url,
+            clock,
+            payments,
+            client: reqwest::Client::new(),
+        }
     }
 
     pub fn payments(&self) -> usize {
@@ -118,7 +134,11 @@ impl Server {
         let status = response.status().as_u16();
         let headers = response.headers().clone();
         let body = response.text().await.unwrap_or_else(|e| panic!("{e}"));
-        Reply { status, headers, body }
+        Reply {
+            status,
+            headers,
+            body,
+        }
     }
 
     pub async fn chat(&self, body: &Value) -> Reply {
@@ -154,4 +174,40 @@ macro_rules! assert_sse {
 
 pub fn confirmation_name() -> &'static str {
     CONFIRMATION_TOOL
+}
+
+/// The `toolgate` binary, serving on a free port; killed on drop.
+pub struct Binary {
+    pub url: String,
+    child: std::process::Child,
+}
+
+impl Binary {
+    pub fn serve(extra: &[&str]) -> Self {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
+            .args(["serve", "--bind", "127.0.0.1:0"])
+            .args(extra)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let stdout = child.stdout.take().unwrap_or_else(|| panic!("no stdout"));
+        let mut line = String::new();
+        std::io::BufReader::new(stdout)
+            .read_line(&mut line)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let url = line
+            .trim()
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("first line: {line:?}"))
+            .to_owned();
+        Self { url, child }
+    }
+}
+
+impl Drop for Binary {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
