@@ -250,12 +250,7 @@ async fn the_adk_documents_model_message_form_works() {
     );
     let reply = server.chat(&fixture("model_form_approved.json")).await;
     assert_eq!(server.payments(), 1);
-    let texts: String = reply
-        .of_type("text-delta")
-        .iter()
-        .filter_map(|c| c["delta"].as_str())
-        .collect();
-    assert_eq!(texts, "Sent 50 USD to Hanako (transaction tx-4).");
+    assert_eq!(reply.text(), "Sent 50 USD to Hanako (transaction tx-4).");
 }
 
 #[tokio::test]
@@ -276,13 +271,8 @@ async fn a_payment_over_the_limit_fails_and_the_model_goes_on() {
             "invalid arguments: amount must be > 0 and at most 10000".to_owned()
         )]
     );
-    let texts: String = reply
-        .of_type("text-delta")
-        .iter()
-        .filter_map(|c| c["delta"].as_str())
-        .collect();
     assert_eq!(
-        texts,
+        reply.text(),
         "The process_payment call failed: invalid arguments: amount must be > 0 and at most 10000."
     );
 }

@@ -164,12 +164,7 @@ async fn an_unknown_tool_is_a_tool_error_and_the_model_goes_on() {
             json!({"type": "tool-output-error", "toolCallId": "call-x", "errorText": "unknown tool `delete_everything`"})
         ]
     );
-    let text: String = reply
-        .of_type("text-delta")
-        .iter()
-        .filter_map(|c| c["delta"].as_str())
-        .collect();
-    assert_eq!(text, r#"Error("unknown tool `delete_everything`")"#);
+    assert_eq!(reply.text(), r#"Error("unknown tool `delete_everything`")"#);
     assert_eq!(
         reply.of_type("finish"),
         [json!({"type": "finish", "finishReason": "stop"})]
@@ -213,13 +208,7 @@ async fn a_client_disconnect_cancels_the_model() {
         delay: Duration::from_millis(5),
     };
     let server = Server::with(Config::default(), |app| app.with_provider(provider)).await;
-    let response = reqwest::Client::new()
-        .post(format!("{}/stream", server.url))
-        .body(user_says("c", "hi").to_string())
-        .send()
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    let mut body = response.bytes_stream();
+    let mut body = Box::pin(server.open(&user_says("c", "hi")).await);
     assert!(body.next().await.is_some());
     assert!(!dropped.load(Ordering::SeqCst));
     drop(body);
@@ -242,13 +231,7 @@ async fn idle_streams_get_keep_alive_comments() {
         delay: Duration::from_millis(2500),
     };
     let server = Server::with(config, |app| app.with_provider(provider)).await;
-    let response = reqwest::Client::new()
-        .post(format!("{}/stream", server.url))
-        .body(user_says("c", "hi").to_string())
-        .send()
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    let mut body = response.bytes_stream();
+    let mut body = Box::pin(server.open(&user_says("c", "hi")).await);
     let mut seen = String::new();
     while !seen.contains(": keep-alive\n\n") {
         let Some(Ok(bytes)) = body.next().await else {
@@ -289,12 +272,7 @@ async fn a_continuation_keeps_the_message_id() {
     let chunks = reply.chunks();
     assert_eq!(chunks[0], json!({"type": "start", "messageId": "a1"}));
     assert_eq!(chunks[1], json!({"type": "start-step"}));
-    let text: String = reply
-        .of_type("text-delta")
-        .iter()
-        .filter_map(|c| c["delta"].as_str())
-        .collect();
-    assert_eq!(text, "It is rainy and 3 °C in Oslo.");
+    assert_eq!(reply.text(), "It is rainy and 3 °C in Oslo.");
 }
 
 /// Counts model calls; always asks for the weather again.

@@ -41,6 +41,14 @@ impl Reply {
             .filter(|c| c["type"] == kind)
             .collect()
     }
+
+    /// The streamed text, all deltas joined.
+    pub fn text(&self) -> String {
+        self.of_type("text-delta")
+            .iter()
+            .filter_map(|c| c["delta"].as_str())
+            .collect()
+    }
 }
 
 /// Counts its executions, then runs the wrapped tool.
@@ -139,6 +147,20 @@ impl Server {
             headers,
             body,
         }
+    }
+
+    /// Sends a turn and hands back the body as it streams.
+    pub async fn open(
+        &self,
+        body: &Value,
+    ) -> impl futures::Stream<Item = reqwest::Result<bytes::Bytes>> + use<> {
+        self.client
+            .post(format!("{}/stream", self.url))
+            .body(body.to_string())
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+            .bytes_stream()
     }
 
     pub async fn chat(&self, body: &Value) -> Reply {
