@@ -10,7 +10,7 @@ use std::time::Duration;
 use common::{Server, user_says};
 use futures::StreamExt;
 use futures::stream::BoxStream;
-use serde_json::json;
+use serde_json::{Value, json};
 use toolgate::Config;
 use toolgate::provider::{
     ModelMessage, ModelProvider, ModelRequest, ProviderError, ProviderEvent, StopReason, Usage,
@@ -275,13 +275,13 @@ async fn a_continuation_keeps_the_message_id() {
     assert_eq!(reply.text(), "It is rainy and 3 °C in Oslo.");
 }
 
-/// Counts model calls; always asks for the weather again.
+/// Counts model calls; always asks for the weather again, with the same call id.
 struct Loops(Arc<AtomicUsize>);
 
 impl ModelProvider for Loops {
     fn stream(&self, _: ModelRequest) -> BoxStream<'static, Result<ProviderEvent, ProviderError>> {
-        let n = self.0.fetch_add(1, Ordering::SeqCst);
-        let id = format!("w{n}");
+        self.0.fetch_add(1, Ordering::SeqCst);
+        let id = "w".to_owned();
         futures::stream::iter(
             [
                 ProviderEvent::ToolCallStart {
@@ -314,6 +314,13 @@ async fn the_step_limit_stops_a_model_that_never_stops() {
     let reply = server.chat(&user_says("c", "hi")).await;
     assert_eq!(calls.load(Ordering::SeqCst), 3);
     assert_eq!(reply.of_type("start-step").len(), 3);
+    // A reused provider id is renamed: toolCallIds stay unique in the message.
+    let ids: Vec<Value> = reply
+        .of_type("tool-input-start")
+        .iter()
+        .map(|c| c["toolCallId"].clone())
+        .collect();
+    assert_eq!(ids, [json!("w"), json!("call-2"), json!("call-3")]);
     assert_eq!(
         reply.of_type("finish"),
         [json!({"type": "finish", "finishReason": "tool-calls"})]

@@ -22,6 +22,8 @@ use crate::store::Outcome;
 
 /// A call the model is streaming.
 struct Streaming {
+    /// The id the provider gave it; `id` differs only when that one was taken.
+    provider_id: String,
     id: String,
     name: String,
     args: String,
@@ -106,16 +108,19 @@ impl Agent {
                         }
                         Ok(ProviderEvent::TextDelta(delta)) => blocks.text(delta, &mut out, parts),
                         Ok(ProviderEvent::ReasoningDelta(delta)) => blocks.reasoning(delta, &mut out, parts),
-                        Ok(ProviderEvent::ToolCallStart { id, name }) => {
+                        Ok(ProviderEvent::ToolCallStart { id: provider_id, name }) => {
                             blocks.close(&mut out, parts);
+                            // The client rejects a message with two parts of one toolCallId.
+                            let taken = calls.iter().any(|c| c.id == provider_id) || has_tool_part(parts, &provider_id);
+                            let id = if taken { agent.ids.next("call") } else { provider_id.clone() };
                             let live = !agent.gate.may_ask(&name);
                             if live {
                                 out.push(UiChunk::tool_input_start(&id, &name));
                             }
-                            calls.push(Streaming { id, name, args: String::new(), live });
+                            calls.push(Streaming { provider_id, id, name, args: String::new(), live });
                         }
                         Ok(ProviderEvent::ToolCallDelta { id, delta }) => {
-                            let Some(call) = calls.iter_mut().find(|c| c.id == id) else {
+                            let Some(call) = calls.iter_mut().rev().find(|c| c.provider_id == id) else {
                                 yield UiChunk::Error { error_text: format!("model sent arguments for an unknown call `{id}`") };
                                 return;
                             };
@@ -125,7 +130,7 @@ impl Agent {
                             }
                             call.args.push_str(&delta);
                             if call.live {
-                                out.push(UiChunk::ToolInputDelta { tool_call_id: id, input_text_delta: delta });
+                                out.push(UiChunk::ToolInputDelta { tool_call_id: call.id.clone(), input_text_delta: delta });
                             }
                         }
                         Ok(ProviderEvent::ToolCallEnd { .. }) => {}
@@ -259,6 +264,12 @@ fn answers(message: &UiMessage) -> (Vec<(Answer, Option<Value>)>, usize) {
         }
     }
     (answers, unanswered)
+}
+
+fn has_tool_part(parts: &[Part], id: &str) -> bool {
+    parts
+        .iter()
+        .any(|p| matches!(p, Part::Tool(t) if t.tool_call_id == id))
 }
 
 fn parse_args(text: &str) -> Result<Value, String> {
