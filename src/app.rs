@@ -89,6 +89,8 @@ impl App {
             keep_alive: self.config.keep_alive(),
             max_body_bytes: self.config.stream.max_body_bytes,
             principal_header: self.config.auth.principal_header.clone(),
+            protocol: self.config.tool_confirmation.protocol,
+            client_version: self.config.client_version(),
         })
     }
 

@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::protocol::{ClientVersion, ConfirmationProtocol};
+
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error("cannot read {path}: {source}")]
@@ -16,6 +18,8 @@ pub enum ConfigError {
     },
     #[error("invalid config: {0}")]
     Parse(#[from] yaml_serde::Error),
+    #[error("invalid config: {0}")]
+    Invalid(String),
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize, Default)]
@@ -27,7 +31,16 @@ pub struct Config {
     pub stream: StreamConfig,
     pub tools: ToolsConfig,
     pub tool_confirmation: ConfirmationConfig,
+    pub protocol: ProtocolConfig,
     pub auth: AuthConfig,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct ProtocolConfig {
+    /// The `ai` version the frontend pins; chunks are fitted to it. Unset:
+    /// the newest this server knows (a strict older client must set it).
+    pub client_version: Option<ClientVersion>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
@@ -87,6 +100,8 @@ impl Default for ToolsConfig {
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct ConfirmationConfig {
+    /// How confirmations are asked: `adk` or `ai-sdk` (native approvals, ai 6+).
+    pub protocol: ConfirmationProtocol,
     /// How long an issued confirmation can be answered.
     pub expiry_secs: u64,
 }
@@ -94,6 +109,7 @@ pub struct ConfirmationConfig {
 impl Default for ConfirmationConfig {
     fn default() -> Self {
         Self {
+            protocol: ConfirmationProtocol::Adk,
             expiry_secs: 24 * 60 * 60,
         }
     }
@@ -113,7 +129,27 @@ impl Config {
         if text.trim().is_empty() {
             return Ok(Self::default());
         }
-        Ok(yaml_serde::from_str(text)?)
+        let config: Self = yaml_serde::from_str(text)?;
+        config.check()?;
+        Ok(config)
+    }
+
+    /// Settings that parse but cannot work together.
+    fn check(&self) -> Result<(), ConfigError> {
+        let client = self.client_version();
+        if self.tool_confirmation.protocol == ConfirmationProtocol::AiSdk && !client.has_approvals()
+        {
+            return Err(ConfigError::Invalid(format!(
+                "toolConfirmation.protocol ai-sdk needs ai 6 or later, but protocol.clientVersion is {client}; use adk"
+            )));
+        }
+        Ok(())
+    }
+
+    pub fn client_version(&self) -> ClientVersion {
+        self.protocol
+            .client_version
+            .unwrap_or(ClientVersion::LATEST)
     }
 
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
@@ -145,6 +181,24 @@ mod tests {
         assert_eq!(config.stream.keep_alive_secs, 3);
         assert_eq!(config.stream.max_steps, 8);
         assert_eq!(config.tool_confirmation.expiry_secs, 60);
+    }
+
+    #[test]
+    fn native_approvals_need_a_client_that_has_them() {
+        let config = Config::from_yaml(
+            "toolConfirmation: {protocol: ai-sdk}\nprotocol: {clientVersion: '6.0.0'}\n",
+        );
+        assert_eq!(
+            config.ok().map(|c| c.client_version()),
+            Some(ClientVersion::new(6, 0, 0))
+        );
+        let err = Config::from_yaml(
+            "toolConfirmation: {protocol: ai-sdk}\nprotocol: {clientVersion: '5.0.216'}\n",
+        );
+        assert_eq!(
+            err.err().map(|e| e.to_string()),
+            Some("invalid config: toolConfirmation.protocol ai-sdk needs ai 6 or later, but protocol.clientVersion is 5.0.216; use adk".into())
+        );
     }
 
     #[test]

@@ -14,8 +14,10 @@ use super::{Agent, MAX_ARGS_BYTES};
 use crate::confirm::{
     Answer, Answered, CONFIRMATION_TOOL, NewCall, Scope, confirmation_input, denial_text,
 };
+use crate::protocol::message::Approval;
 use crate::protocol::{
-    ChatRequest, FinishReason, Part, Role, ToolPart, ToolState, UiChunk, UiMessage,
+    ChatRequest, ConfirmationProtocol, FinishReason, Part, Role, ToolPart, ToolState, UiChunk,
+    UiMessage,
 };
 use crate::provider::{ModelRequest, ProviderEvent, StopReason, ToolCall};
 use crate::store::Outcome;
@@ -27,16 +29,18 @@ struct Streaming {
     id: String,
     name: String,
     args: String,
-    /// Its input streams to the client as it arrives (it can never ask).
+    /// Its input streams to the client as it arrives.
     live: bool,
 }
 
 impl Agent {
-    /// Runs one turn for `request` on behalf of `principal`.
+    /// Runs one turn for `request` on behalf of `principal`; new
+    /// confirmations are asked in `protocol`.
     pub fn turn(
         self: Arc<Self>,
         request: ChatRequest,
         principal: String,
+        protocol: ConfirmationProtocol,
     ) -> BoxStream<'static, UiChunk> {
         let agent = self;
         async_stream::stream! {
@@ -52,36 +56,39 @@ impl Agent {
             if continuing {
                 let (answers, unanswered) = answers(&history[last]);
                 for (answer, echo) in answers {
-                    let verdict = agent.gate.check_answer(&scope, &answer).await;
-                    if let (Some(output), Ok(Answered::Run(_) | Answered::Recorded { .. })) = (echo, &verdict) {
-                        yield UiChunk::tool_output(&answer.confirmation_id, output);
-                    }
-                    let (call, outcome) = match verdict {
+                    let adk = answer.protocol == ConfirmationProtocol::Adk;
+                    let (call, outcome) = match agent.gate.check_answer(&scope, &answer).await {
                         Err(e) => {
                             yield UiChunk::Error { error_text: e.to_string() };
                             return;
                         }
                         Ok(Answered::Rejected(why)) => {
-                            mark_rejected(&mut history[last], &answer.confirmation_id, &why);
-                            yield UiChunk::tool_error(&answer.confirmation_id, why);
+                            // ADK: on the confirmation part; native: on the call's own part.
+                            let part_id = match (&answer.original, adk) {
+                                (Some(original), false) => original.id.clone(),
+                                _ => answer.confirmation_id.clone(),
+                            };
+                            set_state(&mut history[last], &part_id, ToolState::OutputError { error_text: why.clone() });
+                            yield UiChunk::tool_error(&part_id, why);
                             continue;
                         }
-                        Ok(Answered::Recorded { call, outcome }) => {
-                            for chunk in input_chunks(&call, true) {
-                                yield chunk;
-                            }
-                            (call, outcome)
-                        }
-                        Ok(Answered::Run(permit)) => {
-                            let call = permit.call().clone();
-                            for chunk in input_chunks(&call, true) {
-                                yield chunk;
-                            }
-                            let outcome = agent.gate.run(permit, &scope.chat_id).await;
-                            (call, outcome)
-                        }
+                        Ok(Answered::Recorded { call, outcome }) => (call, Ok(outcome)),
+                        Ok(Answered::Run(permit)) => (permit.call().clone(), Err(permit)),
                     };
-                    yield record(&mut history[last], call, &outcome);
+                    if adk {
+                        if let Some(output) = echo {
+                            yield UiChunk::tool_output(&answer.confirmation_id, output);
+                        }
+                        for chunk in input_chunks(&call, true) {
+                            yield chunk;
+                        }
+                    }
+                    let outcome = match outcome {
+                        Ok(recorded) => recorded,
+                        Err(permit) => agent.gate.run(permit, &scope.chat_id).await,
+                    };
+                    let approval = (!adk).then_some(answer.confirmation_id.as_str());
+                    yield record(&mut history[last], call, &outcome, approval);
                 }
                 if unanswered > 0 {
                     yield UiChunk::finish(FinishReason::ToolCalls);
@@ -113,7 +120,9 @@ impl Agent {
                             // The client rejects a message with two parts of one toolCallId.
                             let taken = calls.iter().any(|c| c.id == provider_id) || has_tool_part(parts, &provider_id);
                             let id = if taken { agent.ids.next("call") } else { provider_id.clone() };
-                            let live = !agent.gate.may_ask(&name);
+                            // With ADK confirmations a call that may ask is held back: its
+                            // own part must not appear before it is allowed to run.
+                            let live = protocol == ConfirmationProtocol::AiSdk || !agent.gate.may_ask(&name);
                             if live {
                                 out.push(UiChunk::tool_input_start(&id, &name));
                             }
@@ -161,12 +170,12 @@ impl Agent {
                                 extras: Default::default(),
                             };
                             let call = ToolCall { id: streaming.id, name: streaming.name, args: Value::String(streaming.args) };
-                            record(&mut history[last], call, &Outcome::Error { message: why });
+                            record(&mut history[last], call, &Outcome::Error { message: why }, None);
                             continue;
                         }
                     };
                     let call = ToolCall { id: streaming.id, name: streaming.name, args };
-                    match agent.gate.check_new(&scope, call.clone()).await {
+                    match agent.gate.check_new(&scope, call.clone(), protocol).await {
                         Err(e) => {
                             yield UiChunk::Error { error_text: e.to_string() };
                             return;
@@ -179,16 +188,28 @@ impl Agent {
                         }
                         Ok(NewCall::Ask(issued)) => {
                             asked = true;
-                            let input = confirmation_input(&issued);
-                            yield UiChunk::tool_input_start(&issued.id, CONFIRMATION_TOOL);
-                            yield UiChunk::tool_input_available(&issued.id, CONFIRMATION_TOOL, input.clone());
-                            history[last].parts.push(tool_part(issued.id, CONFIRMATION_TOOL.to_owned(), input, ToolState::InputAvailable));
+                            match protocol {
+                                ConfirmationProtocol::Adk => {
+                                    let input = confirmation_input(&issued);
+                                    yield UiChunk::tool_input_start(&issued.id, CONFIRMATION_TOOL);
+                                    yield UiChunk::tool_input_available(&issued.id, CONFIRMATION_TOOL, input.clone());
+                                    history[last].parts.push(tool_part(issued.id, CONFIRMATION_TOOL.to_owned(), input, ToolState::InputAvailable));
+                                }
+                                ConfirmationProtocol::AiSdk => {
+                                    for chunk in input_chunks(&call, !streaming.live) {
+                                        yield chunk;
+                                    }
+                                    yield UiChunk::ToolApprovalRequest { approval_id: issued.id.clone(), tool_call_id: call.id.clone() };
+                                    let state = ToolState::ApprovalRequested { approval_id: issued.id };
+                                    history[last].parts.push(tool_part(call.id, call.name, call.args, state));
+                                }
+                            }
                         }
                         Ok(NewCall::Refused(why)) => {
                             for chunk in input_chunks(&call, !streaming.live) {
                                 yield chunk;
                             }
-                            yield record(&mut history[last], call, &Outcome::Error { message: why });
+                            yield record(&mut history[last], call, &Outcome::Error { message: why }, None);
                         }
                     }
                 }
@@ -204,7 +225,7 @@ impl Agent {
                     })
                     .collect();
                 while let Some((call, outcome)) = running.next().await {
-                    yield record(&mut history[last], call, &outcome);
+                    yield record(&mut history[last], call, &outcome, None);
                 }
                 drop(running);
 
@@ -225,8 +246,8 @@ impl Agent {
     }
 }
 
-/// The answered confirmations in the continued message (with the output to
-/// echo back), and how many are still unanswered.
+/// The answered confirmations in the continued message (with the ADK output
+/// to echo back), and how many questions are still unanswered.
 fn answers(message: &UiMessage) -> (Vec<(Answer, Option<Value>)>, usize) {
     let resolved: Vec<&str> = message
         .parts
@@ -242,26 +263,29 @@ fn answers(message: &UiMessage) -> (Vec<(Answer, Option<Value>)>, usize) {
     let mut unanswered = 0;
     for part in &message.parts {
         let Part::Tool(tool) = part else { continue };
-        if tool.tool_name != CONFIRMATION_TOOL {
+        if Answer::is_pending(tool) {
+            unanswered += 1;
             continue;
         }
-        let original = crate::confirm::original_call(&tool.input);
-        if original
-            .as_ref()
-            .is_some_and(|o| resolved.contains(&o.id.as_str()))
-        {
+        let Some(answer) = Answer::from_part(tool) else {
+            continue;
+        };
+        // An ADK answer whose original call already has its result was handled.
+        let handled = answer.protocol == ConfirmationProtocol::Adk
+            && answer
+                .original
+                .as_ref()
+                .is_some_and(|o| resolved.contains(&o.id.as_str()));
+        if handled {
             continue;
         }
-        match Answer::from_part(tool) {
-            Some(answer) => {
-                let echo = match &tool.state {
-                    ToolState::OutputAvailable { output, .. } => Some(output.clone()),
-                    _ => None,
-                };
-                answers.push((answer, echo));
+        let echo = match &tool.state {
+            ToolState::OutputAvailable { output, .. } if tool.tool_name == CONFIRMATION_TOOL => {
+                Some(output.clone())
             }
-            None => unanswered += 1,
-        }
+            _ => None,
+        };
+        answers.push((answer, echo));
     }
     (answers, unanswered)
 }
@@ -291,23 +315,40 @@ fn input_chunks(call: &ToolCall, with_start: bool) -> impl Iterator<Item = UiChu
         )))
 }
 
-/// Adds the call's final part to the message and returns its output chunk.
-fn record(message: &mut UiMessage, call: ToolCall, outcome: &Outcome) -> UiChunk {
-    let (chunk, state) = match outcome {
-        Outcome::Output { output } => (
+/// Gives the call's part its final state and returns the chunk that says so.
+/// A denial answered natively (`approval` is its id) is `tool-output-denied`;
+/// otherwise it is an error the user can read.
+fn record(
+    message: &mut UiMessage,
+    call: ToolCall,
+    outcome: &Outcome,
+    approval: Option<&str>,
+) -> UiChunk {
+    let (chunk, state) = match (outcome, approval) {
+        (Outcome::Output { output }, _) => (
             UiChunk::tool_output(&call.id, output.clone()),
             ToolState::OutputAvailable {
                 output: output.clone(),
                 preliminary: false,
             },
         ),
-        Outcome::Error { message } => (
+        (Outcome::Error { message }, _) => (
             UiChunk::tool_error(&call.id, message.clone()),
             ToolState::OutputError {
                 error_text: message.clone(),
             },
         ),
-        Outcome::Denied { reason } => {
+        (Outcome::Denied { reason }, Some(approval_id)) => (
+            UiChunk::ToolOutputDenied {
+                tool_call_id: call.id.clone(),
+            },
+            ToolState::OutputDenied(Some(Approval {
+                id: approval_id.to_owned(),
+                approved: Some(false),
+                reason: reason.clone(),
+            })),
+        ),
+        (Outcome::Denied { reason }, None) => {
             let text = denial_text(reason.as_deref());
             (
                 UiChunk::tool_error(&call.id, text.clone()),
@@ -315,22 +356,25 @@ fn record(message: &mut UiMessage, call: ToolCall, outcome: &Outcome) -> UiChunk
             )
         }
     };
-    message
-        .parts
-        .push(tool_part(call.id, call.name, call.args, state));
+    if !set_state(message, &call.id, state.clone()) {
+        message
+            .parts
+            .push(tool_part(call.id, call.name, call.args, state));
+    }
     chunk
 }
 
-fn mark_rejected(message: &mut UiMessage, confirmation_id: &str, why: &str) {
+/// Sets the state of the tool part `id`; false when there is none.
+fn set_state(message: &mut UiMessage, id: &str, state: ToolState) -> bool {
     for part in &mut message.parts {
         if let Part::Tool(tool) = part {
-            if tool.tool_call_id == confirmation_id {
-                tool.state = ToolState::OutputError {
-                    error_text: why.to_owned(),
-                };
+            if tool.tool_call_id == id {
+                tool.state = state;
+                return true;
             }
         }
     }
+    false
 }
 
 fn tool_part(tool_call_id: String, tool_name: String, input: Value, state: ToolState) -> Part {

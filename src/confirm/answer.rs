@@ -3,7 +3,8 @@
 
 use serde_json::Value;
 
-use crate::protocol::{ToolPart, ToolState};
+use super::CONFIRMATION_TOOL;
+use crate::protocol::{ConfirmationProtocol, ToolPart, ToolState};
 use crate::provider::ToolCall;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -19,12 +20,36 @@ pub struct Answer {
     /// The `originalFunctionCall` the client sent back, if it parses.
     pub original: Option<ToolCall>,
     pub decision: Decision,
+    pub protocol: ConfirmationProtocol,
 }
 
 impl Answer {
-    /// The answer in a confirmation part, or `None` while it is unanswered.
-    /// Anything but `confirmed: true` is a denial: malformed answers fail closed.
+    /// The answer in a tool part, or `None` when the part holds none: an
+    /// answered `adk_request_confirmation` part, or (ai 6+) a part whose
+    /// approval was responded to. Anything but an explicit yes is a denial:
+    /// malformed answers fail closed.
     pub fn from_part(part: &ToolPart) -> Option<Self> {
+        if part.tool_name != CONFIRMATION_TOOL {
+            let ToolState::ApprovalResponded(approval) = &part.state else {
+                return None;
+            };
+            let decision = match approval.approved {
+                Some(true) => Decision::Approve { payload: None },
+                Some(false) | None => Decision::Deny {
+                    reason: approval.reason.clone(),
+                },
+            };
+            return Some(Answer {
+                confirmation_id: approval.id.clone(),
+                original: Some(ToolCall {
+                    id: part.tool_call_id.clone(),
+                    name: part.tool_name.clone(),
+                    args: part.input.clone(),
+                }),
+                decision,
+                protocol: ConfirmationProtocol::AiSdk,
+            });
+        }
         let decision = match &part.state {
             ToolState::OutputAvailable {
                 output,
@@ -42,7 +67,19 @@ impl Answer {
             confirmation_id: part.tool_call_id.clone(),
             original: original_call(&part.input),
             decision,
+            protocol: ConfirmationProtocol::Adk,
         })
+    }
+
+    /// Whether `part` is a question still waiting for its answer.
+    pub fn is_pending(part: &ToolPart) -> bool {
+        match &part.state {
+            ToolState::InputStreaming | ToolState::InputAvailable => {
+                part.tool_name == CONFIRMATION_TOOL
+            }
+            ToolState::ApprovalRequested { .. } => true,
+            _ => false,
+        }
     }
 }
 
@@ -73,6 +110,7 @@ pub fn original_call(input: &Value) -> Option<ToolCall> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::message::Approval;
     use serde_json::json;
 
     fn part(state: ToolState) -> ToolPart {
@@ -92,6 +130,46 @@ mod tests {
             output: value,
             preliminary: false,
         }
+    }
+
+    #[test]
+    fn native_approval_responses() {
+        let native = |approval: Approval| {
+            let mut p = part(ToolState::ApprovalResponded(approval));
+            p.tool_name = "process_payment".into();
+            p.tool_call_id = "call-1".into();
+            p.input = json!({"amount": 1});
+            Answer::from_part(&p)
+        };
+        let yes = native(Approval {
+            id: "apr-1".into(),
+            approved: Some(true),
+            reason: None,
+        });
+        assert_eq!(
+            yes,
+            Some(Answer {
+                confirmation_id: "apr-1".into(),
+                original: Some(ToolCall {
+                    id: "call-1".into(),
+                    name: "process_payment".into(),
+                    args: json!({"amount": 1})
+                }),
+                decision: Decision::Approve { payload: None },
+                protocol: ConfirmationProtocol::AiSdk,
+            })
+        );
+        let unsure = native(Approval {
+            id: "apr-1".into(),
+            approved: None,
+            reason: Some("hm".into()),
+        });
+        assert_eq!(
+            unsure.map(|a| a.decision),
+            Some(Decision::Deny {
+                reason: Some("hm".into())
+            })
+        );
     }
 
     #[test]

@@ -18,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 pub use answer::{Answer, Decision, original_call};
 
 use crate::ids::{Clock, Ids};
+use crate::protocol::ConfirmationProtocol;
 use crate::provider::ToolCall;
 use crate::store::{Claim, Issued, Outcome, Store, StoreError};
 use crate::tools::{Registry, ToolContext, ToolError};
@@ -110,8 +111,14 @@ impl Gate {
             .is_none_or(|t| t.may_need_confirmation())
     }
 
-    /// Decides about a call the model made: run it, or issue a confirmation.
-    pub async fn check_new(&self, scope: &Scope, call: ToolCall) -> Result<NewCall, GateError> {
+    /// Decides about a call the model made: run it, or issue a confirmation
+    /// to be asked in `protocol`.
+    pub async fn check_new(
+        &self,
+        scope: &Scope,
+        call: ToolCall,
+        protocol: ConfirmationProtocol,
+    ) -> Result<NewCall, GateError> {
         let Some(tool) = self.registry.get(&call.name) else {
             return Ok(NewCall::Refused(format!("unknown tool `{}`", call.name)));
         };
@@ -131,10 +138,14 @@ impl Gate {
         }
         let now = self.clock.now_ms();
         let issued = Issued {
-            id: self.ids.next("adk"),
+            id: self.ids.next(match protocol {
+                ConfirmationProtocol::Adk => "adk",
+                ConfirmationProtocol::AiSdk => "approval",
+            }),
             chat_id: scope.chat_id.clone(),
             principal: scope.principal.clone(),
             hint: tool.confirmation_hint(&call.args),
+            protocol,
             call,
             issued_at_ms: now,
             expires_at_ms: now
@@ -166,8 +177,21 @@ impl Gate {
         if issued.principal != scope.principal {
             return reject("confirmation belongs to another user".into());
         }
+        if answer.protocol != issued.protocol {
+            return reject("confirmation answered in another form than it was asked".into());
+        }
         if answer.original.as_ref() != Some(&issued.call) {
-            return reject("originalFunctionCall differs from the call this server issued".into());
+            return reject(
+                match answer.protocol {
+                    ConfirmationProtocol::Adk => {
+                        "originalFunctionCall differs from the call this server issued"
+                    }
+                    ConfirmationProtocol::AiSdk => {
+                        "the approved call differs from the call this server issued"
+                    }
+                }
+                .into(),
+            );
         }
         let expired = self.clock.now_ms() > issued.expires_at_ms;
         match self.store.claim(&issued.id).await? {

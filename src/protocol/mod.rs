@@ -2,10 +2,12 @@
 //! Pure data and encoding; nothing here does I/O.
 
 pub mod chunk;
+pub mod compat;
 pub mod message;
 pub mod request;
 pub mod sse;
 
 pub use chunk::{FinishReason, UiChunk};
+pub use compat::{ClientVersion, ConfirmationProtocol};
 pub use message::{Part, Role, ToolPart, ToolState, UiMessage};
-pub use request::{ChatRequest, RequestError};
+pub use request::{ChatRequest, RequestError, RequestOptions};

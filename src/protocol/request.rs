@@ -5,6 +5,7 @@
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::compat::{ClientVersion, ConfirmationProtocol};
 use super::message::{Part, RawPart, Role, ToolPart, ToolState, UiMessage};
 
 /// A client's mistake in the body; the transport answers 400 with it.
@@ -31,6 +32,17 @@ pub struct ChatRequest {
     pub messages: Vec<UiMessage>,
     pub trigger: Trigger,
     pub message_id: Option<String>,
+    pub options: RequestOptions,
+}
+
+/// Per-request overrides of the server's config, sent as
+/// `"toolgate": {"protocol": "ai-sdk", "clientVersion": "6.0.0"}` (for example
+/// through the transport's `body` option).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RequestOptions {
+    pub protocol: Option<ConfirmationProtocol>,
+    pub client_version: Option<ClientVersion>,
 }
 
 impl ChatRequest {
@@ -56,6 +68,8 @@ struct RawBody {
     messages: Vec<RawMessage>,
     trigger: Option<String>,
     message_id: Option<String>,
+    #[serde(default)]
+    toolgate: RequestOptions,
 }
 
 #[derive(Deserialize)]
@@ -134,6 +148,7 @@ impl RawBody {
             messages,
             trigger,
             message_id: self.message_id,
+            options: self.toolgate,
         })
     }
 }

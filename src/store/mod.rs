@@ -13,6 +13,7 @@ use serde_json::Value;
 
 pub use memory::MemoryStore;
 
+use crate::protocol::ConfirmationProtocol;
 use crate::provider::ToolCall;
 
 /// A confirmation as the server issued it: the authority for what may run.
@@ -25,6 +26,8 @@ pub struct Issued {
     /// The original call, with the exact arguments the user was asked about.
     pub call: ToolCall,
     pub hint: String,
+    /// How it was asked; it must be answered the same way.
+    pub protocol: ConfirmationProtocol,
     pub issued_at_ms: u64,
     pub expires_at_ms: u64,
 }
@@ -121,6 +124,7 @@ pub(crate) mod conformance {
                 args: json!({"amount": 1}),
             },
             hint: "ok?".into(),
+            protocol: ConfirmationProtocol::Adk,
             issued_at_ms: 0,
             expires_at_ms: 10,
         }

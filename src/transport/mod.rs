@@ -17,7 +17,7 @@ use axum::routing::{get, post};
 pub use error::ApiError;
 
 use crate::agent::Agent;
-use crate::protocol::ChatRequest;
+use crate::protocol::{ChatRequest, ClientVersion, ConfirmationProtocol, RequestError};
 
 /// The principal when no principal header is configured.
 pub const ANONYMOUS: &str = "anonymous";
@@ -28,6 +28,8 @@ pub struct HttpState {
     pub keep_alive: Duration,
     pub max_body_bytes: usize,
     pub principal_header: Option<String>,
+    pub protocol: ConfirmationProtocol,
+    pub client_version: ClientVersion,
 }
 
 pub fn router(state: HttpState) -> Router {
@@ -49,8 +51,19 @@ async fn stream(
     let body =
         body.map_err(|rejection| ApiError::from_body_rejection(rejection, state.max_body_bytes))?;
     let request = ChatRequest::from_slice(&body)?;
+    let protocol = request.options.protocol.unwrap_or(state.protocol);
+    let client = request
+        .options
+        .client_version
+        .unwrap_or(state.client_version);
+    if protocol == ConfirmationProtocol::AiSdk && !client.has_approvals() {
+        return Err(RequestError::Invalid(format!(
+            "native approvals (protocol ai-sdk) need ai 6 or later, not {client}; use protocol adk"
+        ))
+        .into());
+    }
     tracing::debug!(chat = %request.chat_id, messages = request.messages.len(), "turn");
-    let chunks = state.agent.clone().turn(request, principal);
+    let chunks = state.agent.clone().turn(request, principal, protocol);
     Ok(sse::response(chunks, state.keep_alive).into_response())
 }
 
