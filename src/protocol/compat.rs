@@ -7,6 +7,8 @@ use std::str::FromStr;
 
 use serde::Deserialize;
 
+use super::chunk::{FinishReason, ToolExtras, UiChunk};
+
 /// How a confirmation is asked and answered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
 #[serde(rename_all = "kebab-case")]
@@ -40,9 +42,172 @@ impl ClientVersion {
 
     /// Native approvals (`tool-approval-request`, `tool-output-denied`) exist from 6.0.0.
     pub fn has_approvals(self) -> bool {
-        self.major >= 6
+        self >= V6_0_0
+    }
+
+    /// Releases whose schemas reject every key they do not declare.
+    fn strict(self) -> bool {
+        self <= ClientVersion::new(5, 0, 216)
+            || (V6_0_0 <= self && self <= ClientVersion::new(6, 0, 230))
+            || (V7_0_0 <= self && self <= ClientVersion::new(7, 0, 31))
+    }
+
+    /// Whether an optional key declared from `since` on is accepted. Loose
+    /// releases ignore keys they do not know; every key toolgate may emit is
+    /// declared by 7.0.0, so the 6.x and 7.x lines agree.
+    fn accepts(self, since: ClientVersion) -> bool {
+        !self.strict() || self >= since
+    }
+
+    /// The chunks that say `chunk` to this client: keys it would reject are
+    /// dropped, and a chunk type it lacks is said with older ones. Every
+    /// version boundary here was read off that release's own schema.
+    pub fn fit(self, chunk: UiChunk) -> impl Iterator<Item = UiChunk> {
+        let mut second = None;
+        let first = match chunk {
+            UiChunk::Finish {
+                finish_reason,
+                message_metadata,
+            } => UiChunk::Finish {
+                finish_reason: finish_reason
+                    .filter(|_| self.accepts(ClientVersion::new(5, 0, 92)))
+                    .map(|reason| match reason {
+                        FinishReason::Interrupted if self < ClientVersion::new(7, 0, 149) => {
+                            FinishReason::Other
+                        }
+                        reason => reason,
+                    }),
+                message_metadata,
+            },
+            UiChunk::Abort { reason } => UiChunk::Abort {
+                reason: reason.filter(|_| self.accepts(ClientVersion::new(6, 0, 15))),
+            },
+            UiChunk::ToolInputStart {
+                tool_call_id,
+                tool_name,
+                extras,
+            } => {
+                let extras = self.tool_extras(extras, ClientVersion::new(6, 0, 39));
+                UiChunk::ToolInputStart {
+                    tool_call_id,
+                    tool_name,
+                    extras,
+                }
+            }
+            UiChunk::ToolInputAvailable {
+                tool_call_id,
+                tool_name,
+                input,
+                extras,
+            } => {
+                let extras = self.tool_extras(extras, ClientVersion::new(5, 0, 0));
+                UiChunk::ToolInputAvailable {
+                    tool_call_id,
+                    tool_name,
+                    input,
+                    extras,
+                }
+            }
+            UiChunk::ToolInputError {
+                tool_call_id,
+                tool_name,
+                input,
+                error_text,
+                extras,
+            } if self < ClientVersion::new(5, 0, 7) => {
+                second = Some(UiChunk::tool_error(&tool_call_id, error_text));
+                let extras = self.tool_extras(extras, ClientVersion::new(5, 0, 0));
+                UiChunk::ToolInputAvailable {
+                    tool_call_id,
+                    tool_name,
+                    input,
+                    extras,
+                }
+            }
+            UiChunk::ToolInputError {
+                tool_call_id,
+                tool_name,
+                input,
+                error_text,
+                extras,
+            } => {
+                let extras = self.tool_extras(extras, ClientVersion::new(5, 0, 0));
+                UiChunk::ToolInputError {
+                    tool_call_id,
+                    tool_name,
+                    input,
+                    error_text,
+                    extras,
+                }
+            }
+            UiChunk::ToolOutputAvailable {
+                tool_call_id,
+                output,
+                provider_executed,
+                provider_metadata,
+                dynamic,
+                preliminary,
+            } => UiChunk::ToolOutputAvailable {
+                tool_call_id,
+                output,
+                provider_executed,
+                provider_metadata: provider_metadata
+                    .filter(|_| self.accepts(ClientVersion::new(6, 0, 120))),
+                dynamic,
+                preliminary: preliminary.filter(|_| self.accepts(ClientVersion::new(5, 0, 11))),
+            },
+            UiChunk::ToolOutputError {
+                tool_call_id,
+                error_text,
+                provider_executed,
+                provider_metadata,
+                dynamic,
+            } => UiChunk::ToolOutputError {
+                tool_call_id,
+                error_text,
+                provider_executed,
+                provider_metadata: provider_metadata
+                    .filter(|_| self.accepts(ClientVersion::new(6, 0, 120))),
+                dynamic,
+            },
+            // Every other chunk, with every key toolgate gives it, parses in every version;
+            // approval chunks are only sent to ai 6+ (the transport refuses the rest).
+            chunk @ (UiChunk::Start { .. }
+            | UiChunk::StartStep
+            | UiChunk::FinishStep
+            | UiChunk::Error { .. }
+            | UiChunk::MessageMetadata { .. }
+            | UiChunk::TextStart { .. }
+            | UiChunk::TextDelta { .. }
+            | UiChunk::TextEnd { .. }
+            | UiChunk::ReasoningStart { .. }
+            | UiChunk::ReasoningDelta { .. }
+            | UiChunk::ReasoningEnd { .. }
+            | UiChunk::ToolInputDelta { .. }
+            | UiChunk::ToolApprovalRequest { .. }
+            | UiChunk::ToolOutputDenied { .. }
+            | UiChunk::SourceUrl { .. }
+            | UiChunk::SourceDocument { .. }
+            | UiChunk::File { .. }
+            | UiChunk::Data(_)) => chunk,
+        };
+        [Some(first), second].into_iter().flatten()
+    }
+
+    /// `title` from 6.0.0; `providerMetadata` from `metadata_since`.
+    fn tool_extras(self, extras: ToolExtras, metadata_since: ClientVersion) -> ToolExtras {
+        ToolExtras {
+            provider_metadata: extras
+                .provider_metadata
+                .filter(|_| self.accepts(metadata_since)),
+            title: extras.title.filter(|_| self.accepts(V6_0_0)),
+            ..extras
+        }
     }
 }
+
+const V6_0_0: ClientVersion = ClientVersion::new(6, 0, 0);
+const V7_0_0: ClientVersion = ClientVersion::new(7, 0, 0);
 
 impl fmt::Display for ClientVersion {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -84,6 +249,127 @@ impl<'de> Deserialize<'de> for ClientVersion {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::{Value, json};
+
+    fn wire(version: &str, chunk: UiChunk) -> Vec<Value> {
+        let version: ClientVersion = version.parse().unwrap_or(ClientVersion::LATEST);
+        version
+            .fit(chunk)
+            .map(|c| serde_json::to_value(c).unwrap_or_default())
+            .collect()
+    }
+
+    #[test]
+    fn finish_reason_from_5_0_92() {
+        let finish = || UiChunk::finish(FinishReason::ToolCalls);
+        assert_eq!(wire("5.0.0", finish()), [json!({"type": "finish"})]);
+        assert_eq!(wire("5.0.91", finish()), [json!({"type": "finish"})]);
+        for version in ["5.0.92", "5.0.216", "6.0.0", "7.0.0", "7.0.173"] {
+            assert_eq!(
+                wire(version, finish()),
+                [json!({"type": "finish", "finishReason": "tool-calls"})],
+                "{version}"
+            );
+        }
+        let interrupted = || UiChunk::finish(FinishReason::Interrupted);
+        assert_eq!(
+            wire("7.0.148", interrupted()),
+            [json!({"type": "finish", "finishReason": "other"})]
+        );
+        assert_eq!(
+            wire("7.0.149", interrupted()),
+            [json!({"type": "finish", "finishReason": "interrupted"})]
+        );
+    }
+
+    #[test]
+    fn optional_keys_follow_each_release() {
+        let abort = || UiChunk::Abort {
+            reason: Some("stop".into()),
+        };
+        assert_eq!(wire("5.0.216", abort()), [json!({"type": "abort"})]);
+        assert_eq!(
+            wire("5.0.217", abort()),
+            [json!({"type": "abort", "reason": "stop"})]
+        );
+        assert_eq!(wire("6.0.14", abort()), [json!({"type": "abort"})]);
+        assert_eq!(
+            wire("6.0.15", abort()),
+            [json!({"type": "abort", "reason": "stop"})]
+        );
+        let start = || UiChunk::ToolInputStart {
+            tool_call_id: "c".into(),
+            tool_name: "t".into(),
+            extras: ToolExtras {
+                provider_metadata: Some(json!({})),
+                title: Some("T".into()),
+                ..ToolExtras::default()
+            },
+        };
+
+        assert_eq!(
+            wire("5.0.216", start()),
+            [json!({"type": "tool-input-start", "toolCallId": "c", "toolName": "t"})]
+        );
+        assert_eq!(
+            wire("6.0.38", start()),
+            [json!({"type": "tool-input-start", "toolCallId": "c", "toolName": "t", "title": "T"})]
+        );
+        assert_eq!(
+            wire("6.0.39", start()),
+            [
+                json!({"type": "tool-input-start", "toolCallId": "c", "toolName": "t", "providerMetadata": {}, "title": "T"})
+            ]
+        );
+        let output = || UiChunk::ToolOutputAvailable {
+            tool_call_id: "c".into(),
+            output: Value::Null,
+            provider_executed: None,
+            provider_metadata: Some(json!({})),
+            dynamic: None,
+            preliminary: Some(true),
+        };
+        assert_eq!(
+            wire("5.0.10", output()),
+            [json!({"type": "tool-output-available", "toolCallId": "c", "output": null})]
+        );
+        assert_eq!(
+            wire("6.0.119", output()),
+            [
+                json!({"type": "tool-output-available", "toolCallId": "c", "output": null, "preliminary": true})
+            ]
+        );
+        assert_eq!(
+            wire("6.0.120", output()),
+            [
+                json!({"type": "tool-output-available", "toolCallId": "c", "output": null, "providerMetadata": {}, "preliminary": true})
+            ]
+        );
+    }
+
+    #[test]
+    fn tool_input_error_before_5_0_7_is_said_with_older_chunks() {
+        let error = || UiChunk::ToolInputError {
+            tool_call_id: "c".into(),
+            tool_name: "t".into(),
+            input: json!("{bad"),
+            error_text: "invalid".into(),
+            extras: ToolExtras::default(),
+        };
+        assert_eq!(
+            wire("5.0.6", error()),
+            [
+                json!({"type": "tool-input-available", "toolCallId": "c", "toolName": "t", "input": "{bad"}),
+                json!({"type": "tool-output-error", "toolCallId": "c", "errorText": "invalid"}),
+            ]
+        );
+        assert_eq!(
+            wire("5.0.7", error()),
+            [
+                json!({"type": "tool-input-error", "toolCallId": "c", "toolName": "t", "input": "{bad", "errorText": "invalid"})
+            ]
+        );
+    }
 
     #[test]
     fn versions_parse_and_order() {

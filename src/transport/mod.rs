@@ -13,6 +13,7 @@ use axum::extract::{DefaultBodyLimit, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use futures::StreamExt;
 
 pub use error::ApiError;
 
@@ -63,7 +64,12 @@ async fn stream(
         .into());
     }
     tracing::debug!(chat = %request.chat_id, messages = request.messages.len(), "turn");
-    let chunks = state.agent.clone().turn(request, principal, protocol);
+    let chunks = state
+        .agent
+        .clone()
+        .turn(request, principal, protocol)
+        .flat_map(move |chunk| futures::stream::iter(client.fit(chunk)))
+        .boxed();
     Ok(sse::response(chunks, state.keep_alive).into_response())
 }
 
