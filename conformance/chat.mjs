@@ -1,42 +1,109 @@
 #!/usr/bin/env node
 // Real-client conformance check for toolgate.
 //
-// Drives the Vercel AI SDK chat client (`ai`, pinned in package.json) against a
-// running toolgate server and checks the five flows: text, weather,
-// approve, deny, two-confirmations.
+// Drives the Vercel AI SDK chat client (`ai`, pinned in package.json, or one of
+// the older releases installed next to it under an npm alias) against a running
+// toolgate server and checks the flows.
 //
 //   cd conformance && npm ci
-//   node chat.mjs http://127.0.0.1:4000            # all flows
-//   node chat.mjs http://127.0.0.1:4000 approve    # only the named flows
+//   node chat.mjs http://127.0.0.1:4000                        # ai 7.0.173, ADK confirmations
+//   node chat.mjs http://127.0.0.1:4000 approve                # only the named flows
+//   node chat.mjs http://127.0.0.1:4000 --client ai-5.0.60     # another installed release
+//   node chat.mjs http://127.0.0.1:4000 --client ai-6.0.0 --protocol ai-sdk
+//
+// Options:
+//   --client <package>   the installed `ai` package to drive: `ai` (7.0.173, the
+//                        default) or an alias from package.json (`ai-5.0.60`,
+//                        `ai-5.0.216`, `ai-6.0.0`, `ai-6.0.326`, `ai-7.0.0`).
+//   --protocol adk|ai-sdk  how tool confirmations are asked (default adk).
+//                        `ai-sdk` is the native approval flow and needs ai >= 6.
+//
+// The transport sends `toolgate: {clientVersion, protocol}` in the body, with
+// the version read from the client package, so the server fits its chunks to
+// that client.
+//
+// Flows: text and weather run with both protocols; approve, deny and
+// two-confirmations only with `--protocol adk`; native-approve, native-deny and
+// native-two only with `--protocol ai-sdk`. Without flow names, every flow of
+// the chosen protocol runs; a named flow of the other protocol is skipped.
 //
 // Prints `ok <flow>` or `FAIL <flow>: <reason>` per flow (the raw SSE of a
 // failed flow goes to stderr), then `N passed, N failed`. Exits 0 only if all
-// flows pass.
+// flows pass (2 on a usage error).
 //
-// Every response is also checked on a tee of its body, apart from the client:
-// status 200, `x-vercel-ai-ui-message-stream: v1`, each chunk valid against
-// `uiMessageChunkSchema`, the chunks replayed through
-// `readUIMessageStream({ terminateOnError: true })`, and the stream going from
-// `start` to `finish` and ending with `data: [DONE]`.
-import {
-  AbstractChat,
-  DefaultChatTransport,
-  lastAssistantMessageIsCompleteWithToolCalls,
-  parseJsonEventStream,
-  readUIMessageStream,
-  uiMessageChunkSchema,
-} from 'ai';
+// Every response is also checked on a tee of its body, apart from the client,
+// with the chosen release's own exports: status 200,
+// `x-vercel-ai-ui-message-stream: v1`, each chunk valid against its
+// `uiMessageChunkSchema` (through its `parseJsonEventStream`), the chunks
+// replayed through its `readUIMessageStream({ terminateOnError: true })`, and
+// the stream going from `start` to `finish` and ending with `data: [DONE]`.
+import { createRequire } from 'node:module';
 import { isDeepStrictEqual } from 'node:util';
 
 const FLOW_TIMEOUT_MS = 10_000;
 const MAX_REQUESTS = 6; // per flow; more means the client is re-sending in a loop
-const baseUrl = (process.argv[2] ?? '').replace(/\/+$/, '');
-if (!/^https?:\/\//.test(baseUrl)) {
-  console.error('usage: node chat.mjs <baseUrl> [flow ...]   e.g. http://127.0.0.1:4000');
+const PROTOCOLS = ['adk', 'ai-sdk'];
+
+function usage(problem) {
+  if (problem) console.error(`chat.mjs: ${problem}`);
+  console.error('usage: node chat.mjs <baseUrl> [--client ai|ai-<version>] [--protocol adk|ai-sdk] [flow ...]');
+  console.error('   e.g. node chat.mjs http://127.0.0.1:4000 --client ai-6.0.0 --protocol ai-sdk');
   process.exit(2);
 }
 
-// ---- the chat: AbstractChat needs a ChatState (ai 7.0.173, src/ui/chat.ts) ----
+// ---- command line ----
+const cli = { client: 'ai', protocol: 'adk', claimVersion: undefined, positional: [] };
+{
+  const args = process.argv.slice(2);
+  const options = { '--client': 'client', '--protocol': 'protocol', '--claim-version': 'claimVersion' };
+  for (let i = 0; i < args.length; i++) {
+    const [flag, inline] = args[i].startsWith('--') ? args[i].split(/=(.*)/s, 2) : [args[i]];
+    if (flag in options) {
+      const value = inline ?? args[++i];
+      if (value === undefined || value === '') usage(`${flag} needs a value`);
+      cli[options[flag]] = value;
+    } else if (flag.startsWith('--')) {
+      usage(`unknown option ${flag}`);
+    } else {
+      cli.positional.push(args[i]);
+    }
+  }
+}
+const baseUrl = (cli.positional[0] ?? '').replace(/\/+$/, '');
+if (!/^https?:\/\//.test(baseUrl)) usage('the first argument that is not an option must be the server\'s base URL');
+if (!PROTOCOLS.includes(cli.protocol)) usage(`--protocol must be one of ${PROTOCOLS.join(', ')}, not ${cli.protocol}`);
+
+// ---- the client package: imported dynamically, everything below uses its own exports ----
+let ai;
+let clientVersion;
+try {
+  clientVersion = createRequire(import.meta.url)(`${cli.client}/package.json`).version;
+  ai = await import(cli.client);
+} catch (err) {
+  usage(`cannot load the client package ${JSON.stringify(cli.client)} (is it in package.json and installed?): ${err.message}`);
+}
+const {
+  AbstractChat,
+  DefaultChatTransport,
+  lastAssistantMessageIsCompleteWithToolCalls,
+  lastAssistantMessageIsCompleteWithApprovalResponses,
+  parseJsonEventStream,
+  readUIMessageStream,
+  uiMessageChunkSchema,
+} = ai;
+for (const [name, value] of Object.entries({ AbstractChat, DefaultChatTransport, lastAssistantMessageIsCompleteWithToolCalls, parseJsonEventStream, readUIMessageStream, uiMessageChunkSchema })) {
+  // parseJsonEventStream and uiMessageChunkSchema are exported from ai 5.0.51 on
+  if (value === undefined) usage(`${cli.client} (ai ${clientVersion}) does not export ${name}`);
+}
+const nativeApprovals = typeof lastAssistantMessageIsCompleteWithApprovalResponses === 'function'; // ai >= 6.0.0
+if (cli.protocol === 'ai-sdk' && !nativeApprovals) {
+  usage(`--protocol ai-sdk needs ai 6 or later (native approvals); ${cli.client} is ai ${clientVersion}`);
+}
+// What the server is told; --claim-version (undocumented) lies about it, to
+// show that fitting the chunks to the client matters.
+const toolgateOptions = { clientVersion: cli.claimVersion ?? clientVersion, protocol: cli.protocol };
+
+// ---- the chat: AbstractChat needs a ChatState (src/ui/chat.ts; `snapshot` in every version) ----
 class PlainChatState {
   status = 'ready';
   error = undefined;
@@ -103,7 +170,7 @@ async function validateStream(stream, req) {
         if (!result.success) {
           throw new Error(result.rawValue === undefined
             ? `chunk is not JSON: ${oneLine(result.error.message)}`
-            : `chunk fails uiMessageChunkSchema: ${JSON.stringify(result.rawValue)}`);
+            : `chunk fails uiMessageChunkSchema of ai ${clientVersion}: ${JSON.stringify(result.rawValue)} (${schemaIssue(result.error)})`);
         }
         req.chunks.push(result.value);
         controller.enqueue(result.value);
@@ -129,11 +196,18 @@ function newChat(flowName, ctx) {
   const rec = makeRecorder();
   const chat = new ConformanceChat({
     id: `conf-${flowName}-${Math.random().toString(36).slice(2, 10)}`,
-    transport: new DefaultChatTransport({ api: `${baseUrl}/stream`, fetch: rec.fetch }),
-    sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithToolCalls,
+    transport: new DefaultChatTransport({ api: `${baseUrl}/stream`, fetch: rec.fetch, body: { toolgate: toolgateOptions } }),
+    sendAutomaticallyWhen: cli.protocol === 'ai-sdk'
+      ? lastAssistantMessageIsCompleteWithApprovalResponses
+      : lastAssistantMessageIsCompleteWithToolCalls,
   });
   Object.assign(ctx, { chat, rec });
   return { chat, rec };
+}
+
+// addToolOutput exists from ai 5.0.89; before, addToolResult takes the same arguments.
+function addToolOutput(chat, args) {
+  return typeof chat.addToolOutput === 'function' ? chat.addToolOutput(args) : chat.addToolResult(args);
 }
 
 // Wait until the chat is idle (including automatic follow-ups) and every
@@ -179,6 +253,15 @@ async function runFlow(name, flow) {
 
 // ---- assertion helpers ----
 const oneLine = s => String(s).replace(/\s+/g, ' ').slice(0, 600);
+// The validation error's own words (TypeValidationError carries the zod failure as its cause).
+function schemaIssue(error) {
+  const inner = error?.cause ?? error; // a zod error, or (ai 5.0.60) its issues array
+  const issues = Array.isArray(inner) ? inner : inner?.issues;
+  if (Array.isArray(issues) && issues.length) {
+    return issues.map(i => `${i.message}${i.keys ? ` ${show(i.keys)}` : ''}${i.path?.length ? ` at ${i.path.join('.')}` : ''}`).join('; ').slice(0, 300);
+  }
+  return oneLine(inner?.message ?? inner).slice(0, 300);
+}
 const show = v => JSON.stringify(v);
 function check(cond, msg) { if (!cond) throw new Error(msg); }
 function eq(actual, expected, what) {
@@ -223,6 +306,17 @@ function checkCompletedPayment(part, args) {
   for (const key of Object.keys(args)) eq(out[key], args[key], `payment output.${key}`);
   return out;
 }
+function checkNativeRequest(part, args) {
+  eq(part.state, 'approval-requested', `process_payment ${part.toolCallId} state`);
+  eq(part.input, args, `process_payment ${part.toolCallId} input`);
+  check(isNonEmptyString(part.approval?.id), `process_payment ${part.toolCallId} approval.id is not a non-empty string: ${show(part.approval)}`);
+  return part;
+}
+function checkNativeDenied(part, reason) {
+  eq(part.state, 'output-denied', `process_payment ${part.toolCallId} state`);
+  eq(part.approval?.approved, false, `process_payment ${part.toolCallId} approval.approved`);
+  eq(part.approval?.reason, reason, `process_payment ${part.toolCallId} approval.reason`);
+}
 function checkDeniedPayment(part, ...fragments) {
   eq(part.state, 'output-error', `process_payment ${part.toolCallId} state`);
   for (const f of fragments) check(String(part.errorText).includes(f), `errorText ${show(part.errorText)} lacks ${show(f)}`);
@@ -243,7 +337,7 @@ async function paymentTurnOne(ctx, name, output) {
   const confirm = onePart(first, 'tool-adk_request_confirmation');
   eq(partsOfType(first, 'tool-process_payment').length, 0, 'process_payment parts before confirmation');
   const call = checkConfirmation(confirm, HANAKO);
-  await chat.addToolOutput({ tool: 'adk_request_confirmation', toolCallId: confirm.toolCallId, output });
+  await addToolOutput(chat, { tool: 'adk_request_confirmation', toolCallId: confirm.toolCallId, output });
   await settle(ctx);
   requestCount(rec, 2, 'in total (one follow-up)');
   const msg = onlyAssistant(chat);
@@ -253,6 +347,38 @@ async function paymentTurnOne(ctx, name, output) {
   eq(answered.output, output, 'confirmation part output');
   return { msg, call };
 }
+
+// Native approvals (--protocol ai-sdk): sends the payment, checks the single
+// approval request on the process_payment part, answers it.
+async function nativeTurnOne(ctx, name, response) {
+  const { chat, rec } = newChat(name, ctx);
+  check(typeof chat.addToolApprovalResponse === 'function', `ai ${clientVersion} has no addToolApprovalResponse`);
+  await chat.sendMessage({ text: 'Send 50 USD to Hanako' });
+  await settle(ctx);
+  requestCount(rec, 1, 'after the first turn');
+  const first = onlyAssistant(chat);
+  eq(partsOfType(first, 'tool-adk_request_confirmation').length, 0, 'tool-adk_request_confirmation parts');
+  const requested = checkNativeRequest(onePart(first, 'tool-process_payment'), HANAKO);
+  await chat.addToolApprovalResponse({ id: requested.approval.id, ...response });
+  await settle(ctx);
+  requestCount(rec, 2, 'in total (one follow-up)');
+  const msg = onlyAssistant(chat);
+  eq(msg.id, first.id, 'continued assistant message id');
+  eq(partsOfType(msg, 'tool-adk_request_confirmation').length, 0, 'tool-adk_request_confirmation parts after answering');
+  const pay = paymentPart(msg, requested.toolCallId);
+  eq(pay.approval?.id, requested.approval.id, 'approval.id after answering');
+  return { msg, pay };
+}
+
+// Flows of one confirmation protocol only; the others run with both.
+const FLOW_PROTOCOL = {
+  approve: 'adk',
+  deny: 'adk',
+  'two-confirmations': 'adk',
+  'native-approve': 'ai-sdk',
+  'native-deny': 'ai-sdk',
+  'native-two': 'ai-sdk',
+};
 
 const flows = {
   async text(ctx) {
@@ -302,25 +428,70 @@ const flows = {
     const hanako = checkConfirmation(confirms[0], HANAKO);
     const bob = checkConfirmation(confirms[1], BOB);
     check(hanako.id !== bob.id, 'both confirmations carry the same originalFunctionCall.id');
-    await chat.addToolOutput({ tool: 'adk_request_confirmation', toolCallId: confirms[0].toolCallId, output: { confirmed: true } });
+    await addToolOutput(chat, { tool: 'adk_request_confirmation', toolCallId: confirms[0].toolCallId, output: { confirmed: true } });
     await settle(ctx);
     requestCount(rec, 1, 'after answering only the first confirmation');
-    await chat.addToolOutput({ tool: 'adk_request_confirmation', toolCallId: confirms[1].toolCallId, output: { confirmed: false, reason: 'no' } });
+    await addToolOutput(chat, { tool: 'adk_request_confirmation', toolCallId: confirms[1].toolCallId, output: { confirmed: false, reason: 'no' } });
     await settle(ctx);
     requestCount(rec, 2, 'in total (one follow-up)');
     const msg = onlyAssistant(chat);
     checkCompletedPayment(paymentPart(msg, hanako.id), HANAKO);
     checkDeniedPayment(paymentPart(msg, bob.id), 'User denied execution');
   },
+
+  async 'native-approve'(ctx) {
+    const { msg, pay } = await nativeTurnOne(ctx, 'native-approve', { approved: true });
+    const out = checkCompletedPayment(pay, HANAKO);
+    check(textAfter(msg, pay).includes(out.transactionId), `text after the payment lacks transactionId ${out.transactionId}`);
+  },
+
+  async 'native-deny'(ctx) {
+    const { msg, pay } = await nativeTurnOne(ctx, 'native-deny', { approved: false, reason: 'too much' });
+    checkNativeDenied(pay, 'too much');
+    const after = textAfter(msg, pay);
+    check(/denied/i.test(after), `text after the payment does not mention "denied": ${show(after)}`);
+    check(after.includes('too much'), `text after the payment does not mention the reason "too much": ${show(after)}`);
+  },
+
+  async 'native-two'(ctx) {
+    const { chat, rec } = newChat('native-two', ctx);
+    check(typeof chat.addToolApprovalResponse === 'function', `ai ${clientVersion} has no addToolApprovalResponse`);
+    await chat.sendMessage({ text: 'Send 50 USD to Hanako and pay $20 to Bob' });
+    await settle(ctx);
+    requestCount(rec, 1, 'after the first turn');
+    const first = onlyAssistant(chat);
+    eq(partsOfType(first, 'tool-adk_request_confirmation').length, 0, 'tool-adk_request_confirmation parts');
+    const requested = partsOfType(first, 'tool-process_payment');
+    eq(requested.length, 2, 'number of tool-process_payment parts');
+    const hanako = checkNativeRequest(requested[0], HANAKO);
+    const bob = checkNativeRequest(requested[1], BOB);
+    check(hanako.toolCallId !== bob.toolCallId, 'both payments carry the same toolCallId');
+    check(hanako.approval.id !== bob.approval.id, 'both payments carry the same approval.id');
+    await chat.addToolApprovalResponse({ id: hanako.approval.id, approved: true });
+    await settle(ctx);
+    requestCount(rec, 1, 'after answering only the first approval');
+    await chat.addToolApprovalResponse({ id: bob.approval.id, approved: false, reason: 'no' });
+    await settle(ctx);
+    requestCount(rec, 2, 'in total (one follow-up)');
+    const msg = onlyAssistant(chat);
+    eq(msg.id, first.id, 'continued assistant message id');
+    checkCompletedPayment(paymentPart(msg, hanako.toolCallId), HANAKO);
+    checkNativeDenied(paymentPart(msg, bob.toolCallId), 'no');
+  },
 };
 
-const selected = process.argv.length > 3 ? process.argv.slice(3) : Object.keys(flows);
+const forProtocol = name => (FLOW_PROTOCOL[name] ?? cli.protocol) === cli.protocol;
+const named = cli.positional.slice(1);
+const selected = named.length > 0 ? named : Object.keys(flows).filter(forProtocol);
+console.log(`# client ${cli.client} (ai ${clientVersion}), protocol ${cli.protocol}, body toolgate ${show(toolgateOptions)}`);
 let passed = 0;
 let failed = 0;
 for (const name of selected) {
   if (!flows[name]) {
     console.log(`FAIL ${name}: no such flow (have: ${Object.keys(flows).join(', ')})`);
     failed++;
+  } else if (!forProtocol(name)) {
+    console.log(`skip ${name}: runs only with --protocol ${FLOW_PROTOCOL[name]}`);
   } else if (await runFlow(name, flows[name])) passed++;
   else failed++;
 }
