@@ -103,6 +103,22 @@ impl App {
                 tracing::warn!("cannot set TCP_NODELAY: {e}");
             }
         });
-        axum::serve(listener, self.router()).await
+        let purge = tokio::spawn(purge_expired(self.store.clone(), self.clock.clone()));
+        let served = axum::serve(listener, self.router()).await;
+        purge.abort();
+        served
+    }
+}
+
+/// Forgets expired confirmations once a minute.
+async fn purge_expired(store: Store, clock: Clock) {
+    let mut every = tokio::time::interval(Duration::from_secs(60));
+    loop {
+        every.tick().await;
+        match store.purge_expired(clock.now_ms()).await {
+            Ok(0) => {}
+            Ok(n) => tracing::debug!("forgot {n} expired confirmations"),
+            Err(e) => tracing::warn!("purging expired confirmations failed: {e}"),
+        }
     }
 }

@@ -276,3 +276,17 @@ async fn a_payment_over_the_limit_fails_and_the_model_goes_on() {
         "The process_payment call failed: invalid arguments: amount must be > 0 and at most 10000."
     );
 }
+
+#[tokio::test]
+async fn a_whole_float_sent_back_as_an_integer_is_the_same_call() {
+    // A JavaScript client turns the issued `50.0` into `50`.
+    let server = Server::start().await;
+    let first = server
+        .chat(&user_says("chat-pay", "Send 50.0 USD to Hanako"))
+        .await;
+    assert!(first.body.contains(r#""amount":50.0"#), "{}", first.body);
+    let mut body = fixture("pay_hanako_approved.json");
+    body["messages"][0]["parts"][0]["text"] = json!("Send 50.0 USD to Hanako");
+    let reply = server.chat(&body).await;
+    assert_eq!(server.payments(), 1, "{}", reply.body);
+}

@@ -73,7 +73,7 @@ impl Agent {
                             continue;
                         }
                         Ok(Answered::Recorded { call, outcome }) => (call, Ok(outcome)),
-                        Ok(Answered::Run(permit)) => (permit.call().clone(), Err(permit)),
+                        Ok(Answered::Running { call, outcome }) => (call, Err(outcome)),
                     };
                     if adk {
                         if let Some(output) = echo {
@@ -85,7 +85,7 @@ impl Agent {
                     }
                     let outcome = match outcome {
                         Ok(recorded) => recorded,
-                        Err(permit) => agent.gate.run(permit, &scope.chat_id).await,
+                        Err(running) => running.await,
                     };
                     let approval = (!adk).then_some(answer.confirmation_id.as_str());
                     yield record(&mut history[last], call, &outcome, approval);

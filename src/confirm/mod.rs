@@ -33,13 +33,12 @@ pub struct Scope {
     pub principal: String,
 }
 
-/// Permission to run one call. Only the gate creates one.
+/// Permission to run one call that needs no confirmation. Only the gate
+/// creates one. (A confirmed call never leaves the gate: it starts the
+/// moment its claim is won.)
 #[derive(Debug)]
 pub struct Permit {
     call: ToolCall,
-    /// Set when the call was confirmed: its outcome goes to the ledger.
-    confirmation: Option<String>,
-    payload: Option<Value>,
 }
 
 impl Permit {
@@ -47,6 +46,10 @@ impl Permit {
         &self.call
     }
 }
+
+/// A confirmed call that is running to the end whatever happens to the
+/// request that approved it; resolves to its recorded outcome.
+pub type Running = futures::future::BoxFuture<'static, Outcome>;
 
 /// The gate's verdict on a call the model just made.
 #[derive(Debug)]
@@ -58,10 +61,9 @@ pub enum NewCall {
 }
 
 /// The gate's verdict on a user's answer.
-#[derive(Debug)]
 pub enum Answered {
-    /// Approved and claimed: run it.
-    Run(Permit),
+    /// Approved and claimed: the call is already running.
+    Running { call: ToolCall, outcome: Running },
     /// Already decided: the call (as issued) and its recorded outcome.
     Recorded { call: ToolCall, outcome: Outcome },
     /// Not an answer this server accepts; nothing runs.
@@ -123,11 +125,7 @@ impl Gate {
             return Ok(NewCall::Refused(format!("unknown tool `{}`", call.name)));
         };
         if !tool.needs_confirmation(&call.args) {
-            return Ok(NewCall::Run(Permit {
-                call,
-                confirmation: None,
-                payload: None,
-            }));
+            return Ok(NewCall::Run(Permit { call }));
         }
         if !tool.may_need_confirmation() {
             // Its input already streamed as a plain call; fail closed.
@@ -180,7 +178,11 @@ impl Gate {
         if answer.protocol != issued.protocol {
             return reject("confirmation answered in another form than it was asked".into());
         }
-        if answer.original.as_ref() != Some(&issued.call) {
+        if !answer
+            .original
+            .as_ref()
+            .is_some_and(|o| same_call(o, &issued.call))
+        {
             return reject(
                 match answer.protocol {
                     ConfirmationProtocol::Adk => {
@@ -193,7 +195,16 @@ impl Gate {
                 .into(),
             );
         }
-        let expired = self.clock.now_ms() > issued.expires_at_ms;
+        if self.clock.now_ms() > issued.expires_at_ms {
+            // A decided call keeps its outcome; an undecided one can no longer be.
+            return match self.store.outcome(&issued.id).await? {
+                Some(outcome) => Ok(Answered::Recorded {
+                    call: issued.call,
+                    outcome,
+                }),
+                None => reject("confirmation expired".into()),
+            };
+        }
         match self.store.claim(&issued.id).await? {
             Claim::Done(outcome) => Ok(Answered::Recorded {
                 call: issued.call,
@@ -212,23 +223,21 @@ impl Gate {
                     reject("the approved call is still running or its outcome is unknown".into())
                 }
             },
-            Claim::Won if expired => {
-                self.store
-                    .finish(
-                        &issued.id,
-                        Outcome::Error {
-                            message: "confirmation expired".into(),
-                        },
-                    )
-                    .await?;
-                reject("confirmation expired".into())
-            }
             Claim::Won => match &answer.decision {
-                Decision::Approve { payload } => Ok(Answered::Run(Permit {
-                    call: issued.call,
-                    confirmation: Some(issued.id),
-                    payload: payload.clone(),
-                })),
+                Decision::Approve { payload } => {
+                    // Started before this returns: no await point lies between
+                    // winning the claim and the call running.
+                    let outcome = self.start_confirmed(
+                        issued.id,
+                        issued.call.clone(),
+                        payload.clone(),
+                        &scope.chat_id,
+                    );
+                    Ok(Answered::Running {
+                        call: issued.call,
+                        outcome,
+                    })
+                }
                 Decision::Deny { reason } => {
                     let outcome = Outcome::Denied {
                         reason: reason.clone(),
@@ -243,43 +252,48 @@ impl Gate {
         }
     }
 
-    /// Runs a permitted call. A confirmed call, once claimed, runs to the end
-    /// and records its outcome even if the client goes away, so a replay
-    /// reports it instead of running the call again.
-    pub async fn run(&self, permit: Permit, chat_id: &str) -> Outcome {
-        let Permit {
-            call,
-            confirmation,
-            payload,
-        } = permit;
-        let cancel = CancellationToken::new();
-        let ctx = ToolContext {
+    /// Runs a confirmed, claimed call to the end in its own task and records
+    /// its outcome, even if the client goes away, so that a replay reports it
+    /// instead of running the call again.
+    fn start_confirmed(
+        &self,
+        id: String,
+        call: ToolCall,
+        payload: Option<Value>,
+        chat_id: &str,
+    ) -> Running {
+        let ctx = self.context(&call, payload, chat_id);
+        let execute = execute(self.registry.clone(), call, ctx, self.tool_timeout);
+        let store = self.store.clone();
+        let task = tokio::spawn(async move {
+            let outcome = execute.await;
+            if let Err(e) = store.finish(&id, outcome.clone()).await {
+                tracing::error!(confirmation = %id, "recording an outcome failed: {e}");
+            }
+            outcome
+        });
+        Box::pin(async move {
+            task.await.unwrap_or_else(|e| Outcome::Error {
+                message: format!("tool task failed: {e}"),
+            })
+        })
+    }
+
+    fn context(&self, call: &ToolCall, payload: Option<Value>, chat_id: &str) -> ToolContext {
+        ToolContext {
             chat_id: chat_id.to_owned(),
             call_id: call.id.clone(),
             payload,
-            cancel: cancel.clone(),
+            cancel: CancellationToken::new(),
             ids: self.ids.clone(),
-        };
-        let execute = execute(self.registry.clone(), call, ctx, self.tool_timeout);
-        match confirmation {
-            None => {
-                let _cancel_on_drop = cancel.drop_guard();
-                execute.await
-            }
-            Some(id) => {
-                let store = self.store.clone();
-                let task = tokio::spawn(async move {
-                    let outcome = execute.await;
-                    if let Err(e) = store.finish(&id, outcome.clone()).await {
-                        tracing::error!(confirmation = %id, "recording an outcome failed: {e}");
-                    }
-                    outcome
-                });
-                task.await.unwrap_or_else(|e| Outcome::Error {
-                    message: format!("tool task failed: {e}"),
-                })
-            }
         }
+    }
+
+    /// Runs a call that needs no confirmation; dropping the future cancels it.
+    pub async fn run(&self, permit: Permit, chat_id: &str) -> Outcome {
+        let ctx = self.context(&permit.call, None, chat_id);
+        let _cancel_on_drop = ctx.cancel.clone().drop_guard();
+        execute(self.registry.clone(), permit.call, ctx, self.tool_timeout).await
     }
 }
 
@@ -314,6 +328,39 @@ async fn execute(
     }
 }
 
+/// Whether the client's call is the issued one. JSON numbers compare by
+/// value: a JavaScript client sends back `50.0` as `50`. Integers compare
+/// exactly, and a float equals an integer only where both are exact.
+fn same_call(claimed: &ToolCall, issued: &ToolCall) -> bool {
+    claimed.id == issued.id && claimed.name == issued.name && same_json(&claimed.args, &issued.args)
+}
+
+fn same_json(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => match (x.as_i128(), y.as_i128()) {
+            (Some(x), Some(y)) => x == y,
+            (Some(int), None) => int_equals_float(int, y.as_f64()),
+            (None, Some(int)) => int_equals_float(int, x.as_f64()),
+            (None, None) => x.as_f64() == y.as_f64(),
+        },
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same_json(x, y))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| same_json(v, w)))
+        }
+        (a, b) => a == b,
+    }
+}
+
+/// Only integers up to 2^53 are exact as floats.
+fn int_equals_float(int: i128, float: Option<f64>) -> bool {
+    const EXACT: i128 = 1 << 53;
+    int.abs() <= EXACT && float.is_some_and(|f| f == int as f64)
+}
+
 /// The input of an `adk_request_confirmation` call, as ADK shapes it.
 pub fn confirmation_input(issued: &Issued) -> Value {
     json!({
@@ -339,5 +386,40 @@ pub fn parse_denial(text: &str) -> Option<Option<String>> {
         Some(reason) => Some(Some(reason.to_owned())),
         None if rest.is_empty() => Some(None),
         None => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_compare_by_value_exactly() {
+        let cases = [
+            (
+                json!({"amount": 50.0, "to": "a"}),
+                json!({"to": "a", "amount": 50}),
+                true,
+            ),
+            (json!([1.5, {"x": -0.0}]), json!([1.5, {"x": 0}]), true),
+            (json!({"amount": 50.5}), json!({"amount": 50}), false),
+            (
+                json!({"amount": 9_007_199_254_740_993_u64}),
+                json!({"amount": 9_007_199_254_740_992_u64}),
+                false,
+            ),
+            (
+                json!({"amount": 9_007_199_254_740_993_u64}),
+                json!({"amount": 9_007_199_254_740_992.0}),
+                false,
+            ),
+            (json!({"amount": 1}), json!({"amount": "1"}), false),
+            (json!({"a": 1}), json!({"a": 1, "b": null}), false),
+            (json!([1, 2]), json!([2, 1]), false),
+        ];
+        for (a, b, same) in cases {
+            assert_eq!(same_json(&a, &b), same, "{a} vs {b}");
+            assert_eq!(same_json(&b, &a), same, "{b} vs {a}");
+        }
     }
 }

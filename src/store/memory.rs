@@ -9,9 +9,13 @@ use tokio::sync::watch;
 
 use super::{Claim, Issued, Outcome, StoreError};
 
+/// Most confirmations kept at once (about 2 KB each).
+pub const DEFAULT_CAPACITY: usize = 100_000;
+
 #[derive(Debug, Clone)]
 pub struct MemoryStore {
     inner: Arc<Mutex<HashMap<String, Record>>>,
+    capacity: usize,
     /// Bumped whenever an outcome is recorded, to wake waiters.
     recorded: watch::Sender<u64>,
 }
@@ -20,6 +24,12 @@ pub struct MemoryStore {
 struct Record {
     issued: Issued,
     state: State,
+}
+
+impl Record {
+    fn expired(&self, now_ms: u64) -> bool {
+        now_ms > self.issued.expires_at_ms && !matches!(self.state, State::Claimed)
+    }
 }
 
 #[derive(Debug)]
@@ -31,14 +41,19 @@ enum State {
 
 impl Default for MemoryStore {
     fn default() -> Self {
-        Self {
-            inner: Arc::default(),
-            recorded: watch::Sender::new(0),
-        }
+        Self::with_capacity(DEFAULT_CAPACITY)
     }
 }
 
 impl MemoryStore {
+    pub fn with_capacity(capacity: usize) -> Self {
+        Self {
+            inner: Arc::default(),
+            capacity,
+            recorded: watch::Sender::new(0),
+        }
+    }
+
     // The map stays consistent under every operation, so a poisoned lock is
     // still safe to use.
     fn lock(&self) -> MutexGuard<'_, HashMap<String, Record>> {
@@ -46,7 +61,15 @@ impl MemoryStore {
     }
 
     pub(super) fn insert(&self, issued: Issued) -> Result<(), StoreError> {
-        match self.lock().entry(issued.id.clone()) {
+        let mut map = self.lock();
+        if map.len() >= self.capacity {
+            let now = issued.issued_at_ms;
+            map.retain(|_, r| !r.expired(now));
+            if map.len() >= self.capacity {
+                return Err(StoreError::Full(self.capacity));
+            }
+        }
+        match map.entry(issued.id.clone()) {
             Entry::Occupied(e) => Err(StoreError::Duplicate(e.key().clone())),
             Entry::Vacant(e) => {
                 e.insert(Record {
@@ -91,7 +114,14 @@ impl MemoryStore {
         Ok(())
     }
 
-    fn outcome(&self, id: &str) -> Option<Outcome> {
+    pub(super) fn purge_expired(&self, now_ms: u64) -> usize {
+        let mut map = self.lock();
+        let before = map.len();
+        map.retain(|_, r| !r.expired(now_ms));
+        before - map.len()
+    }
+
+    pub(super) fn outcome(&self, id: &str) -> Option<Outcome> {
         match &self.lock().get(id)?.state {
             State::Done(outcome) => Some(outcome.clone()),
             State::Pending | State::Claimed => None,
@@ -116,8 +146,25 @@ impl MemoryStore {
 
 #[cfg(test)]
 mod tests {
+    use super::super::{Store, StoreError, conformance};
+    use super::MemoryStore;
+
     #[tokio::test]
     async fn conformance() {
-        super::super::conformance::claims_exactly_once(super::super::Store::memory()).await;
+        conformance::claims_exactly_once(Store::memory()).await;
+        conformance::purges_what_expired_unless_running(Store::memory()).await;
+    }
+
+    #[tokio::test]
+    async fn full_means_full_until_something_expires() {
+        let store = Store::Memory(MemoryStore::with_capacity(1));
+        assert!(store.insert(conformance::issued("a")).await.is_ok());
+        assert!(matches!(
+            store.insert(conformance::issued("b")).await,
+            Err(StoreError::Full(1))
+        ));
+        let mut later = conformance::issued("c");
+        later.issued_at_ms = 11;
+        assert!(store.insert(later).await.is_ok());
     }
 }

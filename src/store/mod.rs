@@ -58,6 +58,8 @@ pub enum StoreError {
     Duplicate(String),
     #[error("confirmation `{0}` is not claimed")]
     NotClaimed(String),
+    #[error("too many open confirmations ({0}); try again later")]
+    Full(usize),
 }
 
 #[derive(Debug, Clone)]
@@ -79,6 +81,22 @@ impl Store {
     pub async fn get(&self, id: &str) -> Result<Option<Issued>, StoreError> {
         match self {
             Store::Memory(s) => Ok(s.get(id)),
+        }
+    }
+
+    /// The recorded outcome, without claiming anything.
+    pub async fn outcome(&self, id: &str) -> Result<Option<Outcome>, StoreError> {
+        match self {
+            Store::Memory(s) => Ok(s.outcome(id)),
+        }
+    }
+
+    /// Forgets every confirmation that expired before `now_ms`, unless its
+    /// call is running. Forgetting is safe: an answer to a confirmation the
+    /// server does not know runs nothing.
+    pub async fn purge_expired(&self, now_ms: u64) -> Result<usize, StoreError> {
+        match self {
+            Store::Memory(s) => Ok(s.purge_expired(now_ms)),
         }
     }
 
@@ -179,5 +197,32 @@ pub(crate) mod conformance {
                 .flatten(),
             None
         );
+        assert_eq!(
+            store.outcome("a").await.ok().flatten(),
+            Some(Outcome::Output { output: json!(1) })
+        );
+        assert_eq!(store.outcome("b").await.ok().flatten(), None);
+    }
+
+    /// `issued()` expires at 10 ms.
+    pub async fn purges_what_expired_unless_running(store: Store) {
+        for id in ["pending", "running", "done"] {
+            store
+                .insert(issued(id))
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
+        }
+        for id in ["running", "done"] {
+            assert_eq!(store.claim(id).await.ok(), Some(Claim::Won));
+        }
+        store
+            .finish("done", Outcome::Denied { reason: None })
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(store.purge_expired(10).await.ok(), Some(0));
+        assert_eq!(store.purge_expired(11).await.ok(), Some(2));
+        assert_eq!(store.get("pending").await.ok().flatten(), None);
+        assert_eq!(store.get("done").await.ok().flatten(), None);
+        assert!(store.get("running").await.ok().flatten().is_some());
     }
 }
