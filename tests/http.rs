@@ -326,3 +326,43 @@ async fn the_step_limit_stops_a_model_that_never_stops() {
         [json!({"type": "finish", "finishReason": "tool-calls"})]
     );
 }
+
+#[tokio::test]
+async fn a_model_making_too_many_calls_in_one_step_is_stopped() {
+    let server = Server::start().await;
+    let clauses = |n: usize| {
+        (0..n)
+            .map(|i| format!("weather in c{i}"))
+            .collect::<Vec<_>>()
+            .join(" and ")
+    };
+    let ok = server.chat(&user_says("c", &clauses(128))).await;
+    assert_eq!(ok.of_type("tool-output-available").len(), 128);
+    let reply = server.chat(&user_says("c", &clauses(129))).await;
+    assert_eq!(
+        reply.of_type("error"),
+        [
+            json!({"type": "error", "errorText": "the model made more than 128 tool calls in one step"})
+        ]
+    );
+}
+
+#[tokio::test]
+async fn oversized_tool_arguments_are_a_tool_input_error() {
+    let server = Server::start().await;
+    let name = "x".repeat(1_100_000);
+    let reply = server
+        .chat(&user_says("c", &format!("Send 5 USD to {name}")))
+        .await;
+    let errors = reply.of_type("tool-input-error");
+    assert_eq!(errors.len(), 1, "{}", &reply.body[..300]);
+    assert_eq!(
+        errors[0]["errorText"],
+        "tool call arguments exceed 1048576 bytes"
+    );
+    assert_eq!(
+        reply.of_type("finish"),
+        [json!({"type": "finish", "finishReason": "stop"})]
+    );
+    assert_eq!(server.payments(), 0);
+}

@@ -4,6 +4,8 @@
 //! `adk_request_confirmation` wrapper: a confirmation part stands for the
 //! original call it embeds. Every call gets a result, as providers require.
 
+use std::collections::HashMap;
+
 use crate::confirm::{CONFIRMATION_TOOL, original_call, parse_denial};
 use crate::protocol::{Part, Role, ToolPart, ToolState, UiMessage};
 use crate::provider::{
@@ -66,6 +68,7 @@ fn texts(parts: &[Part]) -> String {
 fn push_step(out: &mut Vec<ModelMessage>, parts: &[Part]) {
     let mut content = Vec::new();
     let mut results: Vec<(ToolCall, Option<ResultContent>)> = Vec::new();
+    let mut index: HashMap<String, usize> = HashMap::new();
     for part in parts {
         match part {
             Part::Text(t) if !t.is_empty() => content.push(AssistantContent::Text(t.clone())),
@@ -77,13 +80,14 @@ fn push_step(out: &mut Vec<ModelMessage>, parts: &[Part]) {
                     Some(found) => found,
                     None => continue,
                 };
-                match results.iter_mut().find(|(c, _)| c.id == call.id) {
-                    Some((_, slot)) => {
+                match index.get(call.id.as_str()) {
+                    Some(&i) => {
                         if result.is_some() {
-                            *slot = result;
+                            results[i].1 = result;
                         }
                     }
                     None => {
+                        index.insert(call.id.clone(), results.len());
                         content.push(AssistantContent::ToolCall(call.clone()));
                         results.push((call, result));
                     }

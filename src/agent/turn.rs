@@ -2,6 +2,7 @@
 //! client went away) cancels the model call and the tools still running,
 //! except a confirmed call, which finishes and records its outcome.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use futures::StreamExt;
@@ -10,7 +11,7 @@ use serde_json::Value;
 
 use super::blocks::Blocks;
 use super::history::to_model_messages;
-use super::{Agent, MAX_ARGS_BYTES};
+use super::{Agent, MAX_ARGS_BYTES, MAX_CALLS_PER_STEP};
 use crate::confirm::{
     Answer, Answered, CONFIRMATION_TOOL, NewCall, Scope, confirmation_input, denial_text,
 };
@@ -29,6 +30,8 @@ struct Streaming {
     id: String,
     name: String,
     args: String,
+    /// Its arguments grew past [`MAX_ARGS_BYTES`]; the rest were dropped.
+    too_large: bool,
     /// Its input streams to the client as it arrives.
     live: bool,
 }
@@ -97,6 +100,15 @@ impl Agent {
             }
 
             let tools = agent.gate.registry.specs();
+            // Every toolCallId in the message: the client rejects a message with two parts of one id.
+            let mut taken: HashSet<String> = history[last]
+                .parts
+                .iter()
+                .filter_map(|p| match p {
+                    Part::Tool(t) => Some(t.tool_call_id.clone()),
+                    _ => None,
+                })
+                .collect();
             for _ in 0..agent.max_steps {
                 yield UiChunk::StartStep;
                 history[last].parts.push(Part::StepStart);
@@ -107,6 +119,8 @@ impl Agent {
                 let mut calls: Vec<Streaming> = Vec::new();
                 let mut stop = StopReason::Stop;
                 while let Some(event) = events.next().await {
+                    // A model that is always ready must not hold the worker thread.
+                    tokio::task::coop::consume_budget().await;
                     let parts = &mut history[last].parts;
                     match event {
                         Err(e) => {
@@ -117,25 +131,28 @@ impl Agent {
                         Ok(ProviderEvent::ReasoningDelta(delta)) => blocks.reasoning(delta, &mut out, parts),
                         Ok(ProviderEvent::ToolCallStart { id: provider_id, name }) => {
                             blocks.close(&mut out, parts);
-                            // The client rejects a message with two parts of one toolCallId.
-                            let taken = calls.iter().any(|c| c.id == provider_id) || has_tool_part(parts, &provider_id);
-                            let id = if taken { agent.ids.next("call") } else { provider_id.clone() };
+                            if calls.len() == MAX_CALLS_PER_STEP {
+                                yield UiChunk::Error { error_text: format!("the model made more than {MAX_CALLS_PER_STEP} tool calls in one step") };
+                                return;
+                            }
+                            let id = if taken.contains(&provider_id) { agent.ids.next("call") } else { provider_id.clone() };
+                            taken.insert(id.clone());
                             // With ADK confirmations a call that may ask is held back: its
                             // own part must not appear before it is allowed to run.
                             let live = protocol == ConfirmationProtocol::AiSdk || !agent.gate.may_ask(&name);
                             if live {
                                 out.push(UiChunk::tool_input_start(&id, &name));
                             }
-                            calls.push(Streaming { provider_id, id, name, args: String::new(), live });
+                            calls.push(Streaming { provider_id, id, name, args: String::new(), too_large: false, live });
                         }
                         Ok(ProviderEvent::ToolCallDelta { id, delta }) => {
                             let Some(call) = calls.iter_mut().rev().find(|c| c.provider_id == id) else {
                                 yield UiChunk::Error { error_text: format!("model sent arguments for an unknown call `{id}`") };
                                 return;
                             };
-                            if call.args.len() + delta.len() > MAX_ARGS_BYTES {
-                                yield UiChunk::Error { error_text: format!("arguments of call `{id}` exceed {MAX_ARGS_BYTES} bytes") };
-                                return;
+                            if call.too_large || call.args.len() + delta.len() > MAX_ARGS_BYTES {
+                                call.too_large = true;
+                                continue;
                             }
                             call.args.push_str(&delta);
                             if call.live {
@@ -159,7 +176,11 @@ impl Agent {
                 let mut permits = Vec::new();
                 let had_calls = !calls.is_empty();
                 for streaming in calls {
-                    let args = match parse_args(&streaming.args) {
+                    let parsed = match streaming.too_large {
+                        true => Err(format!("tool call arguments exceed {MAX_ARGS_BYTES} bytes")),
+                        false => parse_args(&streaming.args),
+                    };
+                    let args = match parsed {
                         Ok(args) => args,
                         Err(why) => {
                             yield UiChunk::ToolInputError {
@@ -193,6 +214,7 @@ impl Agent {
                                     let input = confirmation_input(&issued);
                                     yield UiChunk::tool_input_start(&issued.id, CONFIRMATION_TOOL);
                                     yield UiChunk::tool_input_available(&issued.id, CONFIRMATION_TOOL, input.clone());
+                                    taken.insert(issued.id.clone());
                                     history[last].parts.push(tool_part(issued.id, CONFIRMATION_TOOL.to_owned(), input, ToolState::InputAvailable));
                                 }
                                 ConfirmationProtocol::AiSdk => {
@@ -249,7 +271,7 @@ impl Agent {
 /// The answered confirmations in the continued message (with the ADK output
 /// to echo back), and how many questions are still unanswered.
 fn answers(message: &UiMessage) -> (Vec<(Answer, Option<Value>)>, usize) {
-    let resolved: Vec<&str> = message
+    let resolved: HashSet<&str> = message
         .parts
         .iter()
         .filter_map(|p| match p {
@@ -275,7 +297,7 @@ fn answers(message: &UiMessage) -> (Vec<(Answer, Option<Value>)>, usize) {
             && answer
                 .original
                 .as_ref()
-                .is_some_and(|o| resolved.contains(&o.id.as_str()));
+                .is_some_and(|o| resolved.contains(o.id.as_str()));
         if handled {
             continue;
         }
@@ -288,12 +310,6 @@ fn answers(message: &UiMessage) -> (Vec<(Answer, Option<Value>)>, usize) {
         answers.push((answer, echo));
     }
     (answers, unanswered)
-}
-
-fn has_tool_part(parts: &[Part], id: &str) -> bool {
-    parts
-        .iter()
-        .any(|p| matches!(p, Part::Tool(t) if t.tool_call_id == id))
 }
 
 fn parse_args(text: &str) -> Result<Value, String> {
@@ -356,25 +372,34 @@ fn record(
             )
         }
     };
-    if !set_state(message, &call.id, state.clone()) {
-        message
+    // A part the client holds under this id gets the real call and outcome.
+    let held = message.parts.iter_mut().find_map(|p| match p {
+        Part::Tool(t) if t.tool_call_id == call.id => Some(t),
+        _ => None,
+    });
+    match held {
+        Some(part) => {
+            part.tool_name = call.name;
+            part.input = call.args;
+            part.state = state;
+        }
+        None => message
             .parts
-            .push(tool_part(call.id, call.name, call.args, state));
+            .push(tool_part(call.id, call.name, call.args, state)),
     }
     chunk
 }
 
-/// Sets the state of the tool part `id`; false when there is none.
-fn set_state(message: &mut UiMessage, id: &str, state: ToolState) -> bool {
+/// Sets the state of the tool part `id`, if there is one.
+fn set_state(message: &mut UiMessage, id: &str, state: ToolState) {
     for part in &mut message.parts {
         if let Part::Tool(tool) = part {
             if tool.tool_call_id == id {
                 tool.state = state;
-                return true;
+                return;
             }
         }
     }
-    false
 }
 
 fn tool_part(tool_call_id: String, tool_name: String, input: Value, state: ToolState) -> Part {

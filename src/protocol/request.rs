@@ -23,6 +23,9 @@ pub enum Trigger {
     RegenerateMessage,
 }
 
+/// The most parts one message may have (a long assistant turn has dozens).
+pub const MAX_PARTS_PER_MESSAGE: usize = 1000;
+
 /// The chat id used when a body names none (the model-message form often doesn't).
 pub const DEFAULT_CHAT_ID: &str = "default";
 
@@ -124,6 +127,11 @@ impl RawBody {
             let path = format!("messages[{i}]");
             let id = raw.id.unwrap_or_else(|| format!("m{i}"));
             match (raw.parts, raw.content) {
+                (Some(parts), _) if parts.len() > MAX_PARTS_PER_MESSAGE => {
+                    return Err(RequestError::Invalid(format!(
+                        "{path}: more than {MAX_PARTS_PER_MESSAGE} parts"
+                    )));
+                }
                 (Some(parts), _) => {
                     let role = ui_role(&raw.role, &path)?;
                     let parts = parts
@@ -181,6 +189,11 @@ fn push_model_message(
     };
     let parts = match content {
         RawContent::Text(text) => vec![Part::Text(text)],
+        RawContent::Parts(parts) if parts.len() > MAX_PARTS_PER_MESSAGE => {
+            return Err(RequestError::Invalid(format!(
+                "{path}: more than {MAX_PARTS_PER_MESSAGE} parts"
+            )));
+        }
         RawContent::Parts(parts) => {
             let mut out = Vec::with_capacity(parts.len());
             for (j, part) in parts.into_iter().enumerate() {
@@ -252,10 +265,12 @@ fn attach_tool_result(
             preliminary: false,
         },
     };
+    // A result answers a call of the latest assistant message.
     let tool = messages
         .iter_mut()
         .rev()
-        .filter(|m| m.role == Role::Assistant)
+        .find(|m| m.role == Role::Assistant)
+        .into_iter()
         .flat_map(|m| m.parts.iter_mut())
         .find_map(|p| match p {
             Part::Tool(t) if t.tool_call_id == id => Some(t),
@@ -357,6 +372,14 @@ mod tests {
             (
                 json!({"trigger": "x", "messages": [{"role": "user", "content": "a"}]}),
                 "invalid request: unknown trigger `x`",
+            ),
+            (
+                json!({"messages": [{"role": "user", "parts": vec![json!({"type": "step-start"}); 1001]}]}),
+                "invalid request: messages[0]: more than 1000 parts",
+            ),
+            (
+                json!({"messages": [{"role": "user", "content": vec![json!({"type": "text", "text": ""}); 1001]}]}),
+                "invalid request: messages[0]: more than 1000 parts",
             ),
             (
                 json!({"messages": [{"role": "tool", "content": [{"type": "tool-result", "toolCallId": "nope", "result": 1}]}]}),
