@@ -198,6 +198,40 @@ pub enum UiChunk {
         #[serde(skip_serializing_if = "Option::is_none")]
         provider_metadata: Option<Value>,
     },
+    /// 7.0+.
+    #[serde(rename_all = "camelCase")]
+    ToolApprovalResponse {
+        approval_id: String,
+        approved: bool,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        provider_executed: Option<bool>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        provider_metadata: Option<Value>,
+    },
+    /// 7.0+: `kind` is `<namespace>.<name>`.
+    #[serde(rename_all = "camelCase")]
+    Custom {
+        kind: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        provider_metadata: Option<Value>,
+    },
+    /// 7.0+.
+    #[serde(rename_all = "camelCase")]
+    ReasoningFile {
+        url: String,
+        media_type: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        provider_metadata: Option<Value>,
+    },
+    /// 7.0.70+.
+    ResetStep,
+    /// 7.0.163+: `parts` are text and file parts.
+    SteeringMessage {
+        id: String,
+        parts: Vec<Value>,
+    },
     /// `data-<name>`: the type is built from the name, so it serializes itself.
     #[serde(untagged)]
     Data(DataChunk),
@@ -327,6 +361,24 @@ mod tests {
                     tool_call_id: "c".into(),
                 },
                 r#"{"type":"tool-approval-request","approvalId":"a","toolCallId":"c"}"#,
+            ),
+            (UiChunk::ResetStep, r#"{"type":"reset-step"}"#),
+            (
+                UiChunk::ToolApprovalResponse {
+                    approval_id: "a".into(),
+                    approved: false,
+                    reason: Some("no".into()),
+                    provider_executed: None,
+                    provider_metadata: None,
+                },
+                r#"{"type":"tool-approval-response","approvalId":"a","approved":false,"reason":"no"}"#,
+            ),
+            (
+                UiChunk::SteeringMessage {
+                    id: "s".into(),
+                    parts: vec![json!({"type": "text", "text": "hi"})],
+                },
+                r#"{"type":"steering-message","id":"s","parts":[{"type":"text","text":"hi"}]}"#,
             ),
             (
                 UiChunk::ToolOutputDenied {

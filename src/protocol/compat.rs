@@ -63,6 +63,18 @@ impl ClientVersion {
     /// dropped, and a chunk type it lacks is said with older ones. Every
     /// version boundary here was read off that release's own schema.
     pub fn fit(self, chunk: UiChunk) -> impl Iterator<Item = UiChunk> {
+        // Even loose releases reject a chunk type they do not know.
+        let type_since = match &chunk {
+            UiChunk::ToolApprovalResponse { .. }
+            | UiChunk::Custom { .. }
+            | UiChunk::ReasoningFile { .. } => Some(V7_0_0),
+            UiChunk::ResetStep => Some(ClientVersion::new(7, 0, 70)),
+            UiChunk::SteeringMessage { .. } => Some(ClientVersion::new(7, 0, 163)),
+            _ => None,
+        };
+        if type_since.is_some_and(|since| self < since) {
+            return [None, None].into_iter().flatten();
+        }
         let mut second = None;
         let first = match chunk {
             UiChunk::Finish {
@@ -189,6 +201,11 @@ impl ClientVersion {
             | UiChunk::SourceUrl { .. }
             | UiChunk::SourceDocument { .. }
             | UiChunk::File { .. }
+            | UiChunk::ToolApprovalResponse { .. }
+            | UiChunk::Custom { .. }
+            | UiChunk::ReasoningFile { .. }
+            | UiChunk::ResetStep
+            | UiChunk::SteeringMessage { .. }
             | UiChunk::Data(_)) => chunk,
         };
         [Some(first), second].into_iter().flatten()
@@ -344,6 +361,24 @@ mod tests {
             [
                 json!({"type": "tool-output-available", "toolCallId": "c", "output": null, "providerMetadata": {}, "preliminary": true})
             ]
+        );
+    }
+
+    #[test]
+    fn newer_chunk_types_only_reach_clients_that_know_them() {
+        assert_eq!(wire("7.0.69", UiChunk::ResetStep), Vec::<Value>::new());
+        assert_eq!(
+            wire("7.0.70", UiChunk::ResetStep),
+            [json!({"type": "reset-step"})]
+        );
+        let custom = || UiChunk::Custom {
+            kind: "acme.ping".into(),
+            provider_metadata: None,
+        };
+        assert_eq!(wire("6.0.326", custom()), Vec::<Value>::new());
+        assert_eq!(
+            wire("7.0.0", custom()),
+            [json!({"type": "custom", "kind": "acme.ping"})]
         );
     }
 
