@@ -40,6 +40,7 @@ pub fn router(state: HttpState) -> Router {
         .route("/api/chat", post(stream))
         .route("/healthz", get(|| async { "ok" }))
         .layer(DefaultBodyLimit::max(limit))
+        .layer(tower_http::trace::TraceLayer::new_for_http())
         .with_state(state)
 }
 
