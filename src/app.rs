@@ -8,11 +8,11 @@ use axum::serve::ListenerExt;
 use tokio::net::TcpListener;
 
 use crate::agent::Agent;
-use crate::config::{Config, ProviderKind};
+use crate::config::{Config, ProviderKind, StoreConfig, StoreKind};
 use crate::confirm::Gate;
 use crate::ids::{Clock, Ids};
 use crate::provider::{ModelProvider, ScriptedModel};
-use crate::store::Store;
+use crate::store::{Store, StoreError};
 use crate::tools::Registry;
 use crate::transport::{HttpState, router};
 
@@ -42,6 +42,13 @@ impl App {
 
     pub fn with_ids(mut self, ids: Ids) -> Self {
         self.ids = ids;
+        self
+    }
+
+    /// Replaces the store (in memory unless set; `toolgate serve` opens the
+    /// configured one with [`open_store`]).
+    pub fn with_store(mut self, store: Store) -> Self {
+        self.store = store;
         self
     }
 
@@ -119,6 +126,23 @@ async fn purge_expired(store: Store, clock: Clock) {
             Ok(0) => {}
             Ok(n) => tracing::debug!("forgot {n} expired confirmations"),
             Err(e) => tracing::warn!("purging expired confirmations failed: {e}"),
+        }
+    }
+}
+
+/// Opens the store the config names, and says what it is.
+pub fn open_store(config: &StoreConfig) -> Result<(Store, String), StoreError> {
+    match config.kind {
+        StoreKind::Memory => Ok((
+            Store::memory(),
+            "memory (nothing survives a restart)".to_owned(),
+        )),
+        StoreKind::Sqlite => {
+            let path = config.sqlite_path();
+            Ok((
+                Store::sqlite(&path)?,
+                format!("sqlite at {}", path.display()),
+            ))
         }
     }
 }

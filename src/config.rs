@@ -2,7 +2,7 @@
 //! that names it.
 
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -33,6 +33,37 @@ pub struct Config {
     pub tool_confirmation: ConfirmationConfig,
     pub protocol: ProtocolConfig,
     pub auth: AuthConfig,
+    pub store: StoreConfig,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum StoreKind {
+    /// Nothing survives a restart: tests and throwaway runs.
+    Memory,
+    /// One file; the default.
+    #[default]
+    Sqlite,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct StoreConfig {
+    pub kind: StoreKind,
+    /// The SQLite file; default `toolgate.sqlite3` in the user's data
+    /// directory (e.g. `~/.local/share/toolgate/`).
+    pub path: Option<PathBuf>,
+}
+
+impl StoreConfig {
+    pub fn sqlite_path(&self) -> PathBuf {
+        self.path.clone().unwrap_or_else(|| {
+            dirs::data_dir()
+                .unwrap_or_else(|| PathBuf::from("."))
+                .join("toolgate")
+                .join("toolgate.sqlite3")
+        })
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize, Default)]

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
+use toolgate::app::open_store;
 use toolgate::{App, Config};
 
 #[derive(Parser)]
@@ -41,6 +42,7 @@ async fn main() -> anyhow::Result<()> {
                 Some(path) => Config::load(&path)?,
                 None => Config::default(),
             };
+            let (store, where_) = open_store(&config.store).context("cannot open the store")?;
             let addr = bind
                 .or(config.bind)
                 .unwrap_or(SocketAddr::from(([127, 0, 0, 1], 8080)));
@@ -51,7 +53,8 @@ async fn main() -> anyhow::Result<()> {
             let mut stdout = std::io::stdout();
             writeln!(stdout, "listening on http://{local}")?;
             stdout.flush()?;
-            let server = App::new(config).serve(listener);
+            tracing::info!("state: {where_}");
+            let server = App::new(config).with_store(store).serve(listener);
             tokio::select! {
                 served = server => served?,
                 _ = tokio::signal::ctrl_c() => {}

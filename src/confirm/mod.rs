@@ -20,8 +20,18 @@ pub use answer::{Answer, Decision, original_call};
 use crate::ids::{Clock, Ids};
 use crate::protocol::ConfirmationProtocol;
 use crate::provider::ToolCall;
-use crate::store::{Claim, Issued, Outcome, Store, StoreError};
+use crate::store::{Claim, Issued, Outcome, Status, Store, StoreError};
 use crate::tools::{Registry, ToolContext, ToolError};
+
+/// What a replay is told when the claimed call never reported an outcome.
+pub const OUTCOME_UNKNOWN: &str = "outcome unknown: the approved call was claimed but its outcome was never recorded (the server may have stopped while it ran); it will not run again";
+
+/// How long past the tool timeout a claim may go without an outcome.
+const CLAIM_GRACE_MS: u64 = 5_000;
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
 
 /// The name of the wrapper call that asks the user.
 pub const CONFIRMATION_TOOL: &str = "adk_request_confirmation";
@@ -195,34 +205,38 @@ impl Gate {
                 .into(),
             );
         }
-        if self.clock.now_ms() > issued.expires_at_ms {
+        let now = self.clock.now_ms();
+        if now > issued.expires_at_ms {
             // A decided call keeps its outcome; an undecided one can no longer be.
-            return match self.store.outcome(&issued.id).await? {
-                Some(outcome) => Ok(Answered::Recorded {
+            return match self.store.status(&issued.id).await? {
+                Some(Status::Done(outcome)) => Ok(Answered::Recorded {
                     call: issued.call,
                     outcome,
                 }),
-                None => reject("confirmation expired".into()),
+                Some(Status::Claimed { .. }) => reject(OUTCOME_UNKNOWN.into()),
+                Some(Status::Pending) | None => reject("confirmation expired".into()),
             };
         }
-        match self.store.claim(&issued.id).await? {
+        match self.store.claim(&issued.id, now).await? {
             Claim::Done(outcome) => Ok(Answered::Recorded {
                 call: issued.call,
                 outcome,
             }),
-            Claim::InFlight => match self
-                .store
-                .wait_outcome(&issued.id, self.tool_timeout * 2)
-                .await?
-            {
-                Some(outcome) => Ok(Answered::Recorded {
-                    call: issued.call,
-                    outcome,
-                }),
-                None => {
-                    reject("the approved call is still running or its outcome is unknown".into())
+            Claim::InFlight { since_ms } => {
+                // Past the longest a call can take, the claim was left by a
+                // process that stopped: the call may or may not have run.
+                let deadline = since_ms
+                    .saturating_add(millis(self.tool_timeout))
+                    .saturating_add(CLAIM_GRACE_MS);
+                let left = Duration::from_millis(deadline.saturating_sub(now));
+                match self.store.wait_outcome(&issued.id, left).await? {
+                    Some(outcome) => Ok(Answered::Recorded {
+                        call: issued.call,
+                        outcome,
+                    }),
+                    None => reject(OUTCOME_UNKNOWN.into()),
                 }
-            },
+            }
             Claim::Won => match &answer.decision {
                 Decision::Approve { payload } => {
                     // Started before this returns: no await point lies between

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use super::{Claim, Issued, Outcome, StoreError};
+use super::{Claim, Issued, Outcome, Status, StoreError};
 
 /// Most confirmations kept at once (about 2 KB each).
 pub const DEFAULT_CAPACITY: usize = 100_000;
@@ -28,14 +28,14 @@ struct Record {
 
 impl Record {
     fn expired(&self, now_ms: u64) -> bool {
-        now_ms > self.issued.expires_at_ms && !matches!(self.state, State::Claimed)
+        now_ms > self.issued.expires_at_ms && !matches!(self.state, State::Claimed { .. })
     }
 }
 
 #[derive(Debug)]
 enum State {
     Pending,
-    Claimed,
+    Claimed { since_ms: u64 },
     Done(Outcome),
 }
 
@@ -85,17 +85,19 @@ impl MemoryStore {
         self.lock().get(id).map(|r| r.issued.clone())
     }
 
-    pub(super) fn claim(&self, id: &str) -> Result<Claim, StoreError> {
+    pub(super) fn claim(&self, id: &str, now_ms: u64) -> Result<Claim, StoreError> {
         let mut map = self.lock();
         let record = map
             .get_mut(id)
             .ok_or_else(|| StoreError::NotClaimed(id.to_owned()))?;
         Ok(match &record.state {
             State::Pending => {
-                record.state = State::Claimed;
+                record.state = State::Claimed { since_ms: now_ms };
                 Claim::Won
             }
-            State::Claimed => Claim::InFlight,
+            State::Claimed { since_ms } => Claim::InFlight {
+                since_ms: *since_ms,
+            },
             State::Done(outcome) => Claim::Done(outcome.clone()),
         })
     }
@@ -104,7 +106,7 @@ impl MemoryStore {
         {
             let mut map = self.lock();
             match map.get_mut(id) {
-                Some(record) if matches!(record.state, State::Claimed) => {
+                Some(record) if matches!(record.state, State::Claimed { .. }) => {
                     record.state = State::Done(outcome);
                 }
                 _ => return Err(StoreError::NotClaimed(id.to_owned())),
@@ -121,10 +123,20 @@ impl MemoryStore {
         before - map.len()
     }
 
-    pub(super) fn outcome(&self, id: &str) -> Option<Outcome> {
+    pub(super) fn status(&self, id: &str) -> Option<Status> {
+        Some(match &self.lock().get(id)?.state {
+            State::Pending => Status::Pending,
+            State::Claimed { since_ms } => Status::Claimed {
+                since_ms: *since_ms,
+            },
+            State::Done(outcome) => Status::Done(outcome.clone()),
+        })
+    }
+
+    fn outcome(&self, id: &str) -> Option<Outcome> {
         match &self.lock().get(id)?.state {
             State::Done(outcome) => Some(outcome.clone()),
-            State::Pending | State::Claimed => None,
+            State::Pending | State::Claimed { .. } => None,
         }
     }
 

@@ -5,6 +5,7 @@
 //! the claim or the recorded outcome.
 
 mod memory;
+mod sqlite;
 
 use std::time::Duration;
 
@@ -12,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use memory::MemoryStore;
+pub use sqlite::SqliteStore;
 
 use crate::protocol::ConfirmationProtocol;
 use crate::provider::ToolCall;
@@ -41,13 +43,25 @@ pub enum Outcome {
     Denied { reason: Option<String> },
 }
 
+/// Where a confirmation stands.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Status {
+    Pending,
+    /// Claimed at `since_ms`; no outcome recorded yet.
+    Claimed {
+        since_ms: u64,
+    },
+    Done(Outcome),
+}
+
 /// The result of trying to claim a confirmation for execution.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Claim {
     /// This caller holds the claim and must record the outcome.
     Won,
-    /// Another caller holds it and has not recorded an outcome yet.
-    InFlight,
+    /// Another caller claimed it at `since_ms` and has not recorded an
+    /// outcome yet (or never will: it may have crashed).
+    InFlight { since_ms: u64 },
     /// The outcome that was recorded.
     Done(Outcome),
 }
@@ -60,11 +74,14 @@ pub enum StoreError {
     NotClaimed(String),
     #[error("too many open confirmations ({0}); try again later")]
     Full(usize),
+    #[error("store failed: {0}")]
+    Backend(String),
 }
 
 #[derive(Debug, Clone)]
 pub enum Store {
     Memory(MemoryStore),
+    Sqlite(SqliteStore),
 }
 
 impl Store {
@@ -72,22 +89,29 @@ impl Store {
         Store::Memory(MemoryStore::default())
     }
 
+    pub fn sqlite(path: &std::path::Path) -> Result<Self, StoreError> {
+        Ok(Store::Sqlite(SqliteStore::open(path)?))
+    }
+
     pub async fn insert(&self, issued: Issued) -> Result<(), StoreError> {
         match self {
             Store::Memory(s) => s.insert(issued),
+            Store::Sqlite(s) => s.insert(issued).await,
         }
     }
 
     pub async fn get(&self, id: &str) -> Result<Option<Issued>, StoreError> {
         match self {
             Store::Memory(s) => Ok(s.get(id)),
+            Store::Sqlite(s) => s.get(id).await,
         }
     }
 
-    /// The recorded outcome, without claiming anything.
-    pub async fn outcome(&self, id: &str) -> Result<Option<Outcome>, StoreError> {
+    /// Where a confirmation stands, without claiming anything.
+    pub async fn status(&self, id: &str) -> Result<Option<Status>, StoreError> {
         match self {
-            Store::Memory(s) => Ok(s.outcome(id)),
+            Store::Memory(s) => Ok(s.status(id)),
+            Store::Sqlite(s) => s.status(id).await,
         }
     }
 
@@ -97,12 +121,15 @@ impl Store {
     pub async fn purge_expired(&self, now_ms: u64) -> Result<usize, StoreError> {
         match self {
             Store::Memory(s) => Ok(s.purge_expired(now_ms)),
+            Store::Sqlite(s) => s.purge_expired(now_ms).await,
         }
     }
 
-    pub async fn claim(&self, id: &str) -> Result<Claim, StoreError> {
+    /// Claims a confirmation for execution at `now_ms`; atomic.
+    pub async fn claim(&self, id: &str, now_ms: u64) -> Result<Claim, StoreError> {
         match self {
-            Store::Memory(s) => s.claim(id),
+            Store::Memory(s) => s.claim(id, now_ms),
+            Store::Sqlite(s) => s.claim(id, now_ms).await,
         }
     }
 
@@ -110,6 +137,7 @@ impl Store {
     pub async fn finish(&self, id: &str, outcome: Outcome) -> Result<(), StoreError> {
         match self {
             Store::Memory(s) => s.finish(id, outcome),
+            Store::Sqlite(s) => s.finish(id, outcome).await,
         }
     }
 
@@ -121,6 +149,7 @@ impl Store {
     ) -> Result<Option<Outcome>, StoreError> {
         match self {
             Store::Memory(s) => Ok(s.wait_outcome(id, timeout).await),
+            Store::Sqlite(s) => s.wait_outcome(id, timeout).await,
         }
     }
 }
@@ -159,8 +188,11 @@ pub(crate) mod conformance {
         ));
         assert_eq!(store.get("a").await.ok().flatten(), Some(issued("a")));
         assert_eq!(store.get("b").await.ok().flatten(), None);
-        assert_eq!(store.claim("a").await.ok(), Some(Claim::Won));
-        assert_eq!(store.claim("a").await.ok(), Some(Claim::InFlight));
+        assert_eq!(store.claim("a", 5).await.ok(), Some(Claim::Won));
+        assert_eq!(
+            store.claim("a", 5).await.ok(),
+            Some(Claim::InFlight { since_ms: 5 })
+        );
         let outcome = Outcome::Output { output: json!(1) };
         let waiter = {
             let store = store.clone();
@@ -177,7 +209,7 @@ pub(crate) mod conformance {
             .await
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(waiter.await.ok().flatten(), Some(outcome.clone()));
-        assert_eq!(store.claim("a").await.ok(), Some(Claim::Done(outcome)));
+        assert_eq!(store.claim("a", 5).await.ok(), Some(Claim::Done(outcome)));
         assert!(matches!(
             store
                 .finish(
@@ -198,10 +230,10 @@ pub(crate) mod conformance {
             None
         );
         assert_eq!(
-            store.outcome("a").await.ok().flatten(),
-            Some(Outcome::Output { output: json!(1) })
+            store.status("a").await.ok().flatten(),
+            Some(Status::Done(Outcome::Output { output: json!(1) }))
         );
-        assert_eq!(store.outcome("b").await.ok().flatten(), None);
+        assert_eq!(store.status("b").await.ok().flatten(), None);
     }
 
     /// `issued()` expires at 10 ms.
@@ -213,7 +245,7 @@ pub(crate) mod conformance {
                 .unwrap_or_else(|e| panic!("{e}"));
         }
         for id in ["running", "done"] {
-            assert_eq!(store.claim(id).await.ok(), Some(Claim::Won));
+            assert_eq!(store.claim(id, 5).await.ok(), Some(Claim::Won));
         }
         store
             .finish("done", Outcome::Denied { reason: None })

@@ -198,14 +198,31 @@ pub fn confirmation_name() -> &'static str {
     CONFIRMATION_TOOL
 }
 
-/// The `toolgate` binary, serving on a free port; killed on drop.
+/// The `toolgate` binary, serving on a free port with its state in a
+/// temporary folder; killed on drop.
 pub struct Binary {
     pub url: String,
     child: std::process::Child,
+    _state: Option<tempfile::TempDir>,
+    /// Kept open: the server writes more lines after the first.
+    pub stdout: std::io::BufReader<std::process::ChildStdout>,
 }
 
 impl Binary {
     pub fn serve(extra: &[&str]) -> Self {
+        let state = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let config = state.path().join("toolgate.yaml");
+        let db = state.path().join("toolgate.sqlite3");
+        std::fs::write(&config, format!("store:\n  path: {}\n", db.display()))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let mut binary =
+            Self::serve_with(&[&["--config", &config.display().to_string()], extra].concat());
+        binary._state = Some(state);
+        binary
+    }
+
+    /// Serves with exactly these extra arguments (a config naming the store, say).
+    pub fn serve_with(extra: &[&str]) -> Self {
         use std::io::BufRead;
         let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
             .args(["serve", "--bind", "127.0.0.1:0"])
@@ -214,8 +231,9 @@ impl Binary {
             .spawn()
             .unwrap_or_else(|e| panic!("{e}"));
         let stdout = child.stdout.take().unwrap_or_else(|| panic!("no stdout"));
+        let mut stdout = std::io::BufReader::new(stdout);
         let mut line = String::new();
-        std::io::BufReader::new(stdout)
+        stdout
             .read_line(&mut line)
             .unwrap_or_else(|e| panic!("{e}"));
         let url = line
@@ -223,7 +241,12 @@ impl Binary {
             .strip_prefix("listening on ")
             .unwrap_or_else(|| panic!("first line: {line:?}"))
             .to_owned();
-        Self { url, child }
+        Self {
+            url,
+            child,
+            _state: None,
+            stdout,
+        }
     }
 }
 

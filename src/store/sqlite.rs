@@ -1,0 +1,334 @@
+//! The SQLite backend: the default for `toolgate serve`. One file, WAL mode,
+//! migrations embedded and applied at open. Every call runs on the blocking
+//! pool; the connection is never held across an await.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite_migration::{M, Migrations};
+use tokio::sync::watch;
+
+use super::{Claim, Issued, Outcome, Status, StoreError};
+use crate::protocol::ConfirmationProtocol;
+use crate::provider::ToolCall;
+
+const MIGRATIONS: &[M<'static>] = &[M::up(include_str!("migrations/001_confirmations.sql"))];
+
+/// How often a waiter looks for an outcome recorded by another process.
+const POLL: Duration = Duration::from_millis(100);
+
+#[derive(Debug, Clone)]
+pub struct SqliteStore {
+    conn: Arc<Mutex<Connection>>,
+    /// Bumped when this process records an outcome, to wake its waiters.
+    recorded: watch::Sender<u64>,
+}
+
+impl SqliteStore {
+    /// Opens (creating it and its folder if needed) and migrates the file.
+    pub fn open(path: &Path) -> Result<Self, StoreError> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| {
+                StoreError::Backend(format!("cannot create {}: {e}", dir.display()))
+            })?;
+        }
+        let mut conn = Connection::open(path).map_err(backend)?;
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(backend)?;
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(backend)?;
+        conn.busy_timeout(Duration::from_secs(5)).map_err(backend)?;
+        Migrations::from_slice(MIGRATIONS)
+            .to_latest(&mut conn)
+            .map_err(|e| StoreError::Backend(format!("migrating {}: {e}", path.display())))?;
+        Ok(Self {
+            conn: Arc::new(Mutex::new(conn)),
+            recorded: watch::Sender::new(0),
+        })
+    }
+
+    async fn with<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let conn = self.conn.clone();
+        tokio::task::spawn_blocking(move || {
+            let conn = conn.lock().unwrap_or_else(PoisonError::into_inner);
+            f(&conn)
+        })
+        .await
+        .map_err(|e| StoreError::Backend(format!("store task failed: {e}")))?
+    }
+
+    pub(super) async fn insert(&self, issued: Issued) -> Result<(), StoreError> {
+        self.with(move |conn| {
+            let inserted = conn
+                .execute(
+                    "INSERT INTO confirmations (id, chat_id, principal, call_id, tool_name, args, hint, protocol, issued_at_ms, expires_at_ms)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) ON CONFLICT (id) DO NOTHING",
+                    params![
+                        issued.id,
+                        issued.chat_id,
+                        issued.principal,
+                        issued.call.id,
+                        issued.call.name,
+                        issued.call.args.to_string(),
+                        issued.hint,
+                        protocol_name(issued.protocol),
+                        millis(issued.issued_at_ms),
+                        millis(issued.expires_at_ms),
+                    ],
+                )
+                .map_err(backend)?;
+            if inserted == 0 {
+                return Err(StoreError::Duplicate(issued.id));
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    pub(super) async fn get(&self, id: &str) -> Result<Option<Issued>, StoreError> {
+        let id = id.to_owned();
+        self.with(move |conn| {
+            conn.query_row(
+                "SELECT id, chat_id, principal, call_id, tool_name, args, hint, protocol, issued_at_ms, expires_at_ms
+                 FROM confirmations WHERE id = ?1",
+                [&id],
+                |row| {
+                    Ok((
+                        row.get::<_, String>(0)?,
+                        row.get::<_, String>(1)?,
+                        row.get::<_, String>(2)?,
+                        row.get::<_, String>(3)?,
+                        row.get::<_, String>(4)?,
+                        row.get::<_, String>(5)?,
+                        row.get::<_, String>(6)?,
+                        row.get::<_, String>(7)?,
+                        row.get::<_, i64>(8)?,
+                        row.get::<_, i64>(9)?,
+                    ))
+                },
+            )
+            .optional()
+            .map_err(backend)?
+            .map(|(id, chat_id, principal, call_id, tool_name, args, hint, protocol, issued, expires)| {
+                Ok(Issued {
+                    id,
+                    chat_id,
+                    principal,
+                    call: ToolCall { id: call_id, name: tool_name, args: json(&args)? },
+                    hint,
+                    protocol: match protocol.as_str() {
+                        "ai-sdk" => ConfirmationProtocol::AiSdk,
+                        _ => ConfirmationProtocol::Adk,
+                    },
+                    issued_at_ms: u64::try_from(issued).unwrap_or(0),
+                    expires_at_ms: u64::try_from(expires).unwrap_or(0),
+                })
+            })
+            .transpose()
+        })
+        .await
+    }
+
+    pub(super) async fn claim(&self, id: &str, now_ms: u64) -> Result<Claim, StoreError> {
+        let id = id.to_owned();
+        self.with(move |conn| {
+            // One statement: atomic, also against other processes on the same file.
+            let won = conn
+                .execute(
+                    "UPDATE confirmations SET claimed_at_ms = ?2 WHERE id = ?1 AND claimed_at_ms IS NULL AND outcome IS NULL",
+                    params![id, millis(now_ms)],
+                )
+                .map_err(backend)?;
+            if won == 1 {
+                return Ok(Claim::Won);
+            }
+            let row: Option<(Option<i64>, Option<String>)> = conn
+                .query_row("SELECT claimed_at_ms, outcome FROM confirmations WHERE id = ?1", [&id], |row| {
+                    Ok((row.get(0)?, row.get(1)?))
+                })
+                .optional()
+                .map_err(backend)?;
+            match row {
+                None => Err(StoreError::NotClaimed(id)),
+                Some((_, Some(outcome))) => Ok(Claim::Done(outcome_from(&outcome)?)),
+                Some((since, None)) => Ok(Claim::InFlight { since_ms: since.and_then(|s| u64::try_from(s).ok()).unwrap_or(0) }),
+            }
+        })
+        .await
+    }
+
+    pub(super) async fn finish(&self, id: &str, outcome: Outcome) -> Result<(), StoreError> {
+        let id = id.to_owned();
+        let text =
+            serde_json::to_string(&outcome).map_err(|e| StoreError::Backend(e.to_string()))?;
+        self.with(move |conn| {
+            let updated = conn
+                .execute(
+                    "UPDATE confirmations SET outcome = ?2 WHERE id = ?1 AND claimed_at_ms IS NOT NULL AND outcome IS NULL",
+                    params![id, text],
+                )
+                .map_err(backend)?;
+            if updated == 0 {
+                return Err(StoreError::NotClaimed(id));
+            }
+            Ok(())
+        })
+        .await?;
+        self.recorded.send_modify(|n| *n = n.wrapping_add(1));
+        Ok(())
+    }
+
+    pub(super) async fn status(&self, id: &str) -> Result<Option<Status>, StoreError> {
+        let id = id.to_owned();
+        self.with(move |conn| {
+            let row: Option<(Option<i64>, Option<String>)> = conn
+                .query_row(
+                    "SELECT claimed_at_ms, outcome FROM confirmations WHERE id = ?1",
+                    [&id],
+                    |row| Ok((row.get(0)?, row.get(1)?)),
+                )
+                .optional()
+                .map_err(backend)?;
+            row.map(|(since, outcome)| match (since, outcome) {
+                (_, Some(outcome)) => Ok(Status::Done(outcome_from(&outcome)?)),
+                (Some(since), None) => Ok(Status::Claimed {
+                    since_ms: u64::try_from(since).unwrap_or(0),
+                }),
+                (None, None) => Ok(Status::Pending),
+            })
+            .transpose()
+        })
+        .await
+    }
+
+    pub(super) async fn wait_outcome(
+        &self,
+        id: &str,
+        timeout: Duration,
+    ) -> Result<Option<Outcome>, StoreError> {
+        let mut changes = self.recorded.subscribe();
+        let wait = async {
+            loop {
+                if let Some(Status::Done(outcome)) = self.status(id).await? {
+                    return Ok(Some(outcome));
+                }
+                // Woken by this process, or polling for another one.
+                let _ = tokio::time::timeout(POLL, changes.changed()).await;
+            }
+        };
+        match tokio::time::timeout(timeout, wait).await {
+            Ok(result) => result,
+            Err(_elapsed) => Ok(None),
+        }
+    }
+
+    pub(super) async fn purge_expired(&self, now_ms: u64) -> Result<usize, StoreError> {
+        self.with(move |conn| {
+            conn.execute(
+                "DELETE FROM confirmations WHERE expires_at_ms < ?1 AND NOT (claimed_at_ms IS NOT NULL AND outcome IS NULL)",
+                [millis(now_ms)],
+            )
+            .map_err(backend)
+        })
+        .await
+    }
+}
+
+fn backend(e: rusqlite::Error) -> StoreError {
+    StoreError::Backend(e.to_string())
+}
+
+fn json(text: &str) -> Result<serde_json::Value, StoreError> {
+    serde_json::from_str(text)
+        .map_err(|e| StoreError::Backend(format!("stored JSON is corrupt: {e}")))
+}
+
+fn outcome_from(text: &str) -> Result<Outcome, StoreError> {
+    serde_json::from_str(text)
+        .map_err(|e| StoreError::Backend(format!("stored outcome is corrupt: {e}")))
+}
+
+/// SQLite integers are signed; times past 2262 saturate.
+fn millis(ms: u64) -> i64 {
+    i64::try_from(ms).unwrap_or(i64::MAX)
+}
+
+fn protocol_name(protocol: ConfirmationProtocol) -> &'static str {
+    match protocol {
+        ConfirmationProtocol::Adk => "adk",
+        ConfirmationProtocol::AiSdk => "ai-sdk",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Claim, Status, Store, conformance};
+    use super::*;
+
+    fn file() -> (tempfile::TempDir, std::path::PathBuf) {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("nested/toolgate.sqlite3");
+        (dir, path)
+    }
+
+    #[tokio::test]
+    async fn conformance() {
+        let (_dir, path) = file();
+        conformance::claims_exactly_once(Store::sqlite(&path).unwrap_or_else(|e| panic!("{e}")))
+            .await;
+        let (_dir, path) = file();
+        conformance::purges_what_expired_unless_running(
+            Store::sqlite(&path).unwrap_or_else(|e| panic!("{e}")),
+        )
+        .await;
+    }
+
+    #[tokio::test]
+    async fn everything_survives_reopening() {
+        let (_dir, path) = file();
+        let store = Store::sqlite(&path).unwrap_or_else(|e| panic!("{e}"));
+        for id in ["pending", "claimed", "done"] {
+            store
+                .insert(conformance::issued(id))
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
+        }
+        assert_eq!(store.claim("claimed", 7).await.ok(), Some(Claim::Won));
+        assert_eq!(store.claim("done", 7).await.ok(), Some(Claim::Won));
+        store
+            .finish(
+                "done",
+                Outcome::Denied {
+                    reason: Some("no".into()),
+                },
+            )
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        drop(store);
+
+        let store = Store::sqlite(&path).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            store.get("pending").await.ok().flatten(),
+            Some(conformance::issued("pending"))
+        );
+        assert_eq!(
+            store.status("pending").await.ok().flatten(),
+            Some(Status::Pending)
+        );
+        assert_eq!(
+            store.status("claimed").await.ok().flatten(),
+            Some(Status::Claimed { since_ms: 7 })
+        );
+        assert_eq!(
+            store.claim("done", 8).await.ok(),
+            Some(Claim::Done(Outcome::Denied {
+                reason: Some("no".into())
+            }))
+        );
+    }
+}
