@@ -1,0 +1,162 @@
+//! Nothing a user was asked is lost when the server stops: a confirmation
+//! issued before a SIGKILL is answered after the restart and runs once; the
+//! ledger outlives the next restart too. A call claimed by a process that
+//! died is reported as "outcome unknown" and never run again.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{Binary, Reply};
+use serde_json::{Value, json};
+use toolgate::confirm::{Answer, Answered, Decision, Gate, OUTCOME_UNKNOWN, Scope};
+use toolgate::ids::{Clock, Ids};
+use toolgate::protocol::ConfirmationProtocol;
+use toolgate::provider::ToolCall;
+use toolgate::store::{Claim, Store};
+use toolgate::tools::Registry;
+
+async fn post(url: &str, body: &Value) -> Reply {
+    let response = reqwest::Client::new()
+        .post(format!("{url}/stream"))
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    Reply {
+        status: response.status().as_u16(),
+        headers: response.headers().clone(),
+        body: response.text().await.unwrap_or_default(),
+    }
+}
+
+/// The follow-up `useChat` sends after `addToolOutput({confirmed: true})`.
+fn approval(first: &Reply) -> Value {
+    let message_id = first.of_type("start")[0]["messageId"].clone();
+    let ask = first.of_type("tool-input-available")[0].clone();
+    json!({
+        "id": "chat-restart", "trigger": "submit-message", "messageId": message_id,
+        "messages": [
+            {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "Send 50 USD to Hanako"}]},
+            {"id": message_id, "role": "assistant", "parts": [
+                {"type": "step-start"},
+                {"type": "tool-adk_request_confirmation", "toolCallId": ask["toolCallId"], "state": "output-available",
+                 "input": ask["input"], "output": {"confirmed": true}}
+            ]}
+        ]
+    })
+}
+
+fn transaction(reply: &Reply) -> Value {
+    reply
+        .of_type("tool-output-available")
+        .into_iter()
+        .find(|c| c["output"]["status"] == "completed")
+        .map_or(Value::Null, |c| c["output"]["transactionId"].clone())
+}
+
+#[tokio::test]
+async fn a_confirmation_survives_sigkill_and_runs_once() {
+    let state = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let config = state.path().join("toolgate.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "store:\n  kind: sqlite\n  path: {}\n",
+            state.path().join("db.sqlite3").display()
+        ),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let config = config.display().to_string();
+    let start = || Binary::serve_with(&["--config", &config]);
+
+    let server = start();
+    let first = post(&server.url, &json!({
+        "id": "chat-restart",
+        "messages": [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": "Send 50 USD to Hanako"}]}]
+    }))
+    .await;
+    let approve = approval(&first);
+    drop(server); // SIGKILL
+
+    let server = start();
+    let paid = post(&server.url, &approve).await;
+    let tx = transaction(&paid);
+    assert!(
+        tx.as_str().is_some_and(|t| t.starts_with("tx-")),
+        "{}",
+        paid.body
+    );
+    let replay = post(&server.url, &approve).await;
+    assert_eq!(
+        transaction(&replay),
+        tx,
+        "a replay reports the recorded payment"
+    );
+    drop(server);
+
+    let server = start();
+    let replay = post(&server.url, &approve).await;
+    assert_eq!(
+        transaction(&replay),
+        tx,
+        "the ledger survives a restart too"
+    );
+}
+
+#[tokio::test]
+async fn a_claim_left_by_a_dead_process_is_outcome_unknown() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let path = dir.path().join("db.sqlite3");
+    let clock = Clock::manual(1_000_000);
+    let gate = |store: Store| {
+        Gate::new(
+            Registry::with_builtins(100.0),
+            store,
+            clock.clone(),
+            Ids::sequential(),
+            Duration::from_secs(3600),
+            Duration::from_secs(30),
+        )
+    };
+    let scope = Scope {
+        chat_id: "c".into(),
+        principal: "anonymous".into(),
+    };
+    let call = ToolCall {
+        id: "call-1".into(),
+        name: "process_payment".into(),
+        args: json!({"amount": 5, "recipient": "Bo"}),
+    };
+
+    // The first process issues the confirmation, wins the claim, and dies.
+    let store = Store::sqlite(&path).unwrap_or_else(|e| panic!("{e}"));
+    let issued = match gate(store.clone())
+        .check_new(&scope, call.clone(), ConfirmationProtocol::Adk)
+        .await
+    {
+        Ok(toolgate::confirm::NewCall::Ask(issued)) => issued,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(
+        store.claim(&issued.id, clock.now_ms()).await.ok(),
+        Some(Claim::Won)
+    );
+    drop(store);
+
+    // Long after, the user answers again on a new process.
+    clock.advance(Duration::from_secs(60));
+    let gate = gate(Store::sqlite(&path).unwrap_or_else(|e| panic!("{e}")));
+    let answer = Answer {
+        confirmation_id: issued.id,
+        original: Some(call),
+        decision: Decision::Approve { payload: None },
+        protocol: ConfirmationProtocol::Adk,
+    };
+    match gate.check_answer(&scope, &answer).await {
+        Ok(Answered::Rejected(why)) => assert_eq!(why, OUTCOME_UNKNOWN),
+        Ok(Answered::Running { .. }) => panic!("ran again"),
+        Ok(Answered::Recorded { outcome, .. }) => panic!("recorded {outcome:?}"),
+        Err(e) => panic!("{e}"),
+    }
+}
