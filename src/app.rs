@@ -9,7 +9,7 @@ use tokio::net::TcpListener;
 
 use crate::agent::Agent;
 use crate::config::{Config, ProviderKind, StoreConfig, StoreKind};
-use crate::confirm::Gate;
+use crate::confirm::{Gate, Signer};
 use crate::ids::{Clock, Ids};
 use crate::provider::{ModelProvider, ScriptedModel};
 use crate::store::{Store, StoreError};
@@ -25,6 +25,7 @@ pub struct App {
     store: Store,
     registry: Registry,
     provider: Option<Arc<dyn ModelProvider>>,
+    signer: Option<Signer>,
 }
 
 impl App {
@@ -37,11 +38,18 @@ impl App {
             store: Store::memory(),
             registry,
             provider: None,
+            signer: None,
         }
     }
 
     pub fn with_ids(mut self, ids: Ids) -> Self {
         self.ids = ids;
+        self
+    }
+
+    /// Signs confirmations with these keys (see `toolConfirmation.signingKeys`).
+    pub fn with_signer(mut self, signer: Option<Signer>) -> Self {
+        self.signer = signer;
         self
     }
 
@@ -84,7 +92,8 @@ impl App {
             self.ids.clone(),
             Duration::from_secs(self.config.tool_confirmation.expiry_secs),
             Duration::from_millis(self.config.tools.timeout_ms),
-        );
+        )
+        .with_signer(self.signer);
         let agent = Agent {
             gate,
             provider,

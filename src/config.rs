@@ -135,6 +135,10 @@ pub struct ConfirmationConfig {
     pub protocol: ConfirmationProtocol,
     /// How long an issued confirmation can be answered.
     pub expiry_secs: u64,
+    /// HMAC keys for signed confirmations; signing is on when there is one.
+    /// The first signs, every one verifies (rotation). `env:NAME` reads the
+    /// key from the environment variable NAME.
+    pub signing_keys: Vec<String>,
 }
 
 impl Default for ConfirmationConfig {
@@ -142,6 +146,7 @@ impl Default for ConfirmationConfig {
         Self {
             protocol: ConfirmationProtocol::Adk,
             expiry_secs: 24 * 60 * 60,
+            signing_keys: Vec::new(),
         }
     }
 }
@@ -175,6 +180,22 @@ impl Config {
             )));
         }
         Ok(())
+    }
+
+    /// The signing keys, with `env:NAME` entries read from the environment.
+    pub fn signing_keys(&self) -> Result<Vec<String>, ConfigError> {
+        self.tool_confirmation
+            .signing_keys
+            .iter()
+            .map(|key| match key.strip_prefix("env:") {
+                Some(name) => std::env::var(name).map_err(|_| {
+                    ConfigError::Invalid(format!(
+                        "toolConfirmation.signingKeys: environment variable {name} is not set"
+                    ))
+                }),
+                None => Ok(key.clone()),
+            })
+            .collect()
     }
 
     pub fn client_version(&self) -> ClientVersion {

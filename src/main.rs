@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use toolgate::app::open_store;
+use toolgate::confirm::Signer;
 use toolgate::{App, Config};
 
 #[derive(Parser)]
@@ -43,6 +44,7 @@ async fn main() -> anyhow::Result<()> {
                 None => Config::default(),
             };
             let (store, where_) = open_store(&config.store).context("cannot open the store")?;
+            let signer = Signer::new(config.signing_keys()?);
             let addr = bind
                 .or(config.bind)
                 .unwrap_or(SocketAddr::from(([127, 0, 0, 1], 8080)));
@@ -54,7 +56,13 @@ async fn main() -> anyhow::Result<()> {
             writeln!(stdout, "listening on http://{local}")?;
             stdout.flush()?;
             tracing::info!("state: {where_}");
-            let server = App::new(config).with_store(store).serve(listener);
+            if signer.is_some() {
+                tracing::info!("confirmations are signed");
+            }
+            let server = App::new(config)
+                .with_store(store)
+                .with_signer(signer)
+                .serve(listener);
             tokio::select! {
                 served = server => served?,
                 _ = tokio::signal::ctrl_c() => {}

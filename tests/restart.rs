@@ -152,6 +152,7 @@ async fn a_claim_left_by_a_dead_process_is_outcome_unknown() {
         original: Some(call),
         decision: Decision::Approve { payload: None },
         protocol: ConfirmationProtocol::Adk,
+        seal: None,
     };
     match gate.check_answer(&scope, &answer).await {
         Ok(Answered::Rejected(why)) => assert_eq!(why, OUTCOME_UNKNOWN),

@@ -209,17 +209,18 @@ impl Agent {
                         }
                         Ok(NewCall::Ask(issued)) => {
                             asked = true;
+                            let metadata = agent.gate.seal(&issued).map(|seal| seal.to_metadata());
                             match protocol {
                                 ConfirmationProtocol::Adk => {
                                     let input = confirmation_input(&issued);
                                     yield UiChunk::tool_input_start(&issued.id, CONFIRMATION_TOOL);
-                                    yield UiChunk::tool_input_available(&issued.id, CONFIRMATION_TOOL, input.clone());
+                                    yield with_metadata(UiChunk::tool_input_available(&issued.id, CONFIRMATION_TOOL, input.clone()), metadata);
                                     taken.insert(issued.id.clone());
                                     history[last].parts.push(tool_part(issued.id, CONFIRMATION_TOOL.to_owned(), input, ToolState::InputAvailable));
                                 }
                                 ConfirmationProtocol::AiSdk => {
                                     for chunk in input_chunks(&call, !streaming.live) {
-                                        yield chunk;
+                                        yield with_metadata(chunk, metadata.clone());
                                     }
                                     yield UiChunk::ToolApprovalRequest { approval_id: issued.id.clone(), tool_call_id: call.id.clone() };
                                     let state = ToolState::ApprovalRequested { approval_id: issued.id };
@@ -400,6 +401,17 @@ fn set_state(message: &mut UiMessage, id: &str, state: ToolState) {
             }
         }
     }
+}
+
+/// Puts `metadata` on a `tool-input-available` chunk; the client returns it
+/// as the part's `callProviderMetadata`.
+fn with_metadata(mut chunk: UiChunk, metadata: Option<Value>) -> UiChunk {
+    if let UiChunk::ToolInputAvailable { extras, .. } = &mut chunk {
+        if metadata.is_some() {
+            extras.provider_metadata = metadata;
+        }
+    }
+    chunk
 }
 
 fn tool_part(tool_call_id: String, tool_name: String, input: Value, state: ToolState) -> Part {

@@ -4,6 +4,7 @@
 use serde_json::Value;
 
 use super::CONFIRMATION_TOOL;
+use super::signing::Seal;
 use crate::protocol::{ConfirmationProtocol, ToolPart, ToolState};
 use crate::provider::ToolCall;
 
@@ -21,6 +22,8 @@ pub struct Answer {
     pub original: Option<ToolCall>,
     pub decision: Decision,
     pub protocol: ConfirmationProtocol,
+    /// The signature that came back with the question, if any.
+    pub seal: Option<Seal>,
 }
 
 impl Answer {
@@ -48,6 +51,7 @@ impl Answer {
                 }),
                 decision,
                 protocol: ConfirmationProtocol::AiSdk,
+                seal: Seal::from_metadata(part.call_provider_metadata.as_ref()),
             });
         }
         let decision = match &part.state {
@@ -68,6 +72,7 @@ impl Answer {
             original: original_call(&part.input),
             decision,
             protocol: ConfirmationProtocol::Adk,
+            seal: Seal::from_metadata(part.call_provider_metadata.as_ref()),
         })
     }
 
@@ -157,6 +162,7 @@ mod tests {
                 }),
                 decision: Decision::Approve { payload: None },
                 protocol: ConfirmationProtocol::AiSdk,
+                seal: None,
             })
         );
         let unsure = native(Approval {

@@ -7,6 +7,7 @@
 //! with the exact call it issued, and wins the store's atomic claim.
 
 mod answer;
+pub mod signing;
 
 use std::panic::AssertUnwindSafe;
 use std::time::Duration;
@@ -16,6 +17,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 pub use answer::{Answer, Decision, original_call};
+pub use signing::{Seal, Signer};
 
 use crate::ids::{Clock, Ids};
 use crate::protocol::ConfirmationProtocol;
@@ -94,6 +96,7 @@ pub struct Gate {
     ids: Ids,
     expiry: Duration,
     tool_timeout: Duration,
+    signer: Option<Signer>,
 }
 
 impl Gate {
@@ -112,7 +115,27 @@ impl Gate {
             ids,
             expiry,
             tool_timeout,
+            signer: None,
         }
+    }
+
+    /// Signs every issued confirmation, and refuses answers whose signature
+    /// does not verify before looking anything up.
+    pub fn with_signer(mut self, signer: Option<Signer>) -> Self {
+        self.signer = signer;
+        self
+    }
+
+    /// The signature to send with a confirmation, when signing is on.
+    pub fn seal(&self, issued: &Issued) -> Option<Seal> {
+        let signer = self.signer.as_ref()?;
+        Some(signer.seal(&signing::Subject {
+            confirmation_id: &issued.id,
+            chat_id: &issued.chat_id,
+            principal: &issued.principal,
+            call: &issued.call,
+            expires_at_ms: issued.expires_at_ms,
+        }))
     }
 
     /// Whether calls to `name` may need confirmation; when not, their input
@@ -173,6 +196,24 @@ impl Gate {
             tracing::warn!(confirmation = %answer.confirmation_id, chat = %scope.chat_id, "confirmation rejected: {why}");
             Ok(Answered::Rejected(why))
         };
+        if let Some(signer) = &self.signer {
+            let verified = match (&answer.seal, &answer.original) {
+                (Some(seal), Some(call)) => signer.verify(
+                    seal,
+                    &signing::Subject {
+                        confirmation_id: &answer.confirmation_id,
+                        chat_id: &scope.chat_id,
+                        principal: &scope.principal,
+                        call,
+                        expires_at_ms: seal.expires_at_ms,
+                    },
+                ),
+                _ => false,
+            };
+            if !verified {
+                return reject("confirmation signature is missing or does not match".into());
+            }
+        }
         let Some(issued) = self.store.get(&answer.confirmation_id).await? else {
             return reject(format!(
                 "confirmation `{}` was not issued by this server",

@@ -199,7 +199,7 @@ pub fn confirmation_name() -> &'static str {
 }
 
 /// The `toolgate` binary, serving on a free port with its state in a
-/// temporary folder; killed on drop.
+/// temporary SQLite file and signed confirmations; killed on drop.
 pub struct Binary {
     pub url: String,
     child: std::process::Child,
@@ -213,8 +213,14 @@ impl Binary {
         let state = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let config = state.path().join("toolgate.yaml");
         let db = state.path().join("toolgate.sqlite3");
-        std::fs::write(&config, format!("store:\n  path: {}\n", db.display()))
-            .unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(
+            &config,
+            format!(
+                "store:\n  path: {}\ntoolConfirmation:\n  signingKeys: [test-signing-key]\n",
+                db.display()
+            ),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
         let mut binary =
             Self::serve_with(&[&["--config", &config.display().to_string()], extra].concat());
         binary._state = Some(state);

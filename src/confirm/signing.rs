@@ -1,0 +1,233 @@
+//! Signed confirmations: each issued confirmation carries an HMAC-SHA256
+//! over (confirmation id, chat, principal, tool, canonical arguments,
+//! expiry) that travels through the client in the tool-input chunk's
+//! `providerMetadata` (returned as the part's `callProviderMetadata`).
+//! Answers are verified before any store lookup, so forged ones cost nothing.
+
+use hmac::{Hmac, Mac};
+use serde_json::{Value, json};
+use sha2::Sha256;
+
+use crate::provider::ToolCall;
+
+type HmacSha256 = Hmac<Sha256>;
+
+/// What travels with a confirmation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Seal {
+    pub signature: String,
+    pub expires_at_ms: u64,
+}
+
+impl Seal {
+    /// `{"toolgate": {"signature", "expiresAt"}}`, the chunk's `providerMetadata`.
+    pub fn to_metadata(&self) -> Value {
+        json!({"toolgate": {"signature": self.signature, "expiresAt": self.expires_at_ms}})
+    }
+
+    /// The seal in a part's `callProviderMetadata`, if it has one.
+    pub fn from_metadata(metadata: Option<&Value>) -> Option<Self> {
+        let toolgate = metadata?.get("toolgate")?;
+        Some(Seal {
+            signature: toolgate.get("signature")?.as_str()?.to_owned(),
+            expires_at_ms: toolgate.get("expiresAt")?.as_u64()?,
+        })
+    }
+}
+
+/// Signs with the first key; accepts any, so keys can be rotated.
+#[derive(Clone)]
+pub struct Signer {
+    /// One keyed MAC per key, cloned for each use.
+    keys: Vec<HmacSha256>,
+}
+
+impl std::fmt::Debug for Signer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Signer({} keys)", self.keys.len())
+    }
+}
+
+/// What a seal covers.
+pub struct Subject<'a> {
+    pub confirmation_id: &'a str,
+    pub chat_id: &'a str,
+    pub principal: &'a str,
+    pub call: &'a ToolCall,
+    pub expires_at_ms: u64,
+}
+
+impl Signer {
+    /// `None` without keys: signing is off.
+    pub fn new(keys: impl IntoIterator<Item = String>) -> Option<Self> {
+        // HMAC accepts a key of any length; an empty one is no secret.
+        let keys: Vec<HmacSha256> = keys
+            .into_iter()
+            .filter(|k| !k.is_empty())
+            .filter_map(|k| HmacSha256::new_from_slice(k.as_bytes()).ok())
+            .collect();
+        (!keys.is_empty()).then_some(Self { keys })
+    }
+
+    pub fn seal(&self, subject: &Subject<'_>) -> Seal {
+        let signature = self.keys.first().map_or_else(String::new, |key| {
+            hex::encode(mac(key, subject).finalize().into_bytes())
+        });
+        Seal {
+            signature,
+            expires_at_ms: subject.expires_at_ms,
+        }
+    }
+
+    /// Whether `seal` was made by one of the keys for exactly this subject.
+    pub fn verify(&self, seal: &Seal, subject: &Subject<'_>) -> bool {
+        let Ok(signature) = hex::decode(&seal.signature) else {
+            return false;
+        };
+        seal.expires_at_ms == subject.expires_at_ms
+            && self
+                .keys
+                .iter()
+                .any(|key| mac(key, subject).verify_slice(&signature).is_ok())
+    }
+}
+
+fn mac(key: &HmacSha256, subject: &Subject<'_>) -> HmacSha256 {
+    let mut mac = key.clone();
+    let mut message = String::with_capacity(256);
+    for field in [
+        "toolgate-confirmation-v1",
+        subject.confirmation_id,
+        subject.chat_id,
+        subject.principal,
+        &subject.call.id,
+        &subject.call.name,
+    ] {
+        // Length-prefixed, so no field can run into the next.
+        message.push_str(&field.len().to_string());
+        message.push(':');
+        message.push_str(field);
+    }
+    canonical(&subject.call.args, &mut message);
+    message.push('|');
+    message.push_str(&subject.expires_at_ms.to_string());
+    mac.update(message.as_bytes());
+    mac
+}
+
+/// JSON with sorted keys and integral numbers written as integers, so that
+/// the arguments a JavaScript client sends back (`50.0` as `50`, keys in any
+/// order) sign the same as the issued ones.
+fn canonical(value: &Value, out: &mut String) {
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (i, key) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String(key.clone()).to_string());
+                out.push(':');
+                canonical(&map[key], out);
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                canonical(item, out);
+            }
+            out.push(']');
+        }
+        Value::Number(n) => match n.as_f64() {
+            Some(f) if n.is_f64() && f.fract() == 0.0 && f.abs() <= 9_007_199_254_740_992.0 => {
+                out.push_str(&format!("{}", f as i64));
+            }
+            _ => out.push_str(&n.to_string()),
+        },
+        other => out.push_str(&other.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn subject<'a>(call: &'a ToolCall, chat: &'a str) -> Subject<'a> {
+        Subject {
+            confirmation_id: "adk-1",
+            chat_id: chat,
+            principal: "alice",
+            call,
+            expires_at_ms: 99,
+        }
+    }
+
+    #[test]
+    fn seals_verify_only_for_their_subject() {
+        let signer = Signer::new(["k1".to_owned()]).unwrap_or_else(|| panic!("no signer"));
+        let call = ToolCall {
+            id: "c".into(),
+            name: "pay".into(),
+            args: json!({"amount": 50.0, "to": "b"}),
+        };
+        let seal = signer.seal(&subject(&call, "chat"));
+        assert!(signer.verify(&seal, &subject(&call, "chat")));
+        // What a JavaScript client sends back is the same call.
+        let echoed = ToolCall {
+            args: json!({"to": "b", "amount": 50}),
+            ..call.clone()
+        };
+        assert!(signer.verify(&seal, &subject(&echoed, "chat")));
+        assert!(!signer.verify(&seal, &subject(&call, "other")));
+        let more = ToolCall {
+            args: json!({"amount": 51, "to": "b"}),
+            ..call.clone()
+        };
+        assert!(!signer.verify(&seal, &subject(&more, "chat")));
+        let later = Seal {
+            expires_at_ms: 100,
+            ..seal.clone()
+        };
+        assert!(!signer.verify(&later, &subject(&call, "chat")));
+        assert!(!signer.verify(
+            &Seal {
+                signature: "zz".into(),
+                ..seal.clone()
+            },
+            &subject(&call, "chat")
+        ));
+    }
+
+    #[test]
+    fn keys_rotate() {
+        let old = Signer::new(["old".to_owned()]).unwrap_or_else(|| panic!("no signer"));
+        let rotated = Signer::new(["new".to_owned(), "old".to_owned()])
+            .unwrap_or_else(|| panic!("no signer"));
+        let retired = Signer::new(["new".to_owned()]).unwrap_or_else(|| panic!("no signer"));
+        let call = ToolCall {
+            id: "c".into(),
+            name: "pay".into(),
+            args: json!({}),
+        };
+        let seal = old.seal(&subject(&call, "chat"));
+        assert!(rotated.verify(&seal, &subject(&call, "chat")));
+        assert!(!retired.verify(&seal, &subject(&call, "chat")));
+        assert!(Signer::new(Vec::<String>::new()).is_none());
+    }
+
+    #[test]
+    fn seals_travel_as_provider_metadata() {
+        let seal = Seal {
+            signature: "ab".into(),
+            expires_at_ms: 7,
+        };
+        assert_eq!(Seal::from_metadata(Some(&seal.to_metadata())), Some(seal));
+        assert_eq!(Seal::from_metadata(Some(&json!({"other": 1}))), None);
+    }
+}
