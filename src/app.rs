@@ -140,7 +140,7 @@ async fn purge_expired(store: Store, clock: Clock) {
 }
 
 /// Opens the store the config names, and says what it is.
-pub fn open_store(config: &StoreConfig) -> Result<(Store, String), StoreError> {
+pub async fn open_store(config: &StoreConfig) -> Result<(Store, String), StoreError> {
     match config.kind {
         StoreKind::Memory => Ok((
             Store::memory(),
@@ -151,6 +151,17 @@ pub fn open_store(config: &StoreConfig) -> Result<(Store, String), StoreError> {
             Ok((
                 Store::sqlite(&path)?,
                 format!("sqlite at {}", path.display()),
+            ))
+        }
+        StoreKind::Redis => {
+            let url = config
+                .url
+                .as_deref()
+                .ok_or_else(|| StoreError::Backend("store.kind redis needs store.url".into()))?;
+            let prefix = config.key_prefix.as_deref().unwrap_or("toolgate:");
+            Ok((
+                Store::redis(url, prefix).await?,
+                format!("redis at {url}, keys {prefix}*"),
             ))
         }
     }

@@ -44,6 +44,8 @@ pub enum StoreKind {
     /// One file; the default.
     #[default]
     Sqlite,
+    /// Shared by several instances.
+    Redis,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize, Default)]
@@ -53,6 +55,11 @@ pub struct StoreConfig {
     /// The SQLite file; default `toolgate.sqlite3` in the user's data
     /// directory (e.g. `~/.local/share/toolgate/`).
     pub path: Option<PathBuf>,
+    /// The Redis server, e.g. `redis://127.0.0.1:6379/0`.
+    pub url: Option<String>,
+    /// Prefix of every Redis key (default `toolgate:`); instances of one
+    /// deployment share it.
+    pub key_prefix: Option<String>,
 }
 
 impl StoreConfig {

@@ -43,7 +43,9 @@ async fn main() -> anyhow::Result<()> {
                 Some(path) => Config::load(&path)?,
                 None => Config::default(),
             };
-            let (store, where_) = open_store(&config.store).context("cannot open the store")?;
+            let (store, where_) = open_store(&config.store)
+                .await
+                .context("cannot open the store")?;
             let signer = Signer::new(config.signing_keys()?);
             let addr = bind
                 .or(config.bind)

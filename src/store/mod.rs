@@ -5,6 +5,7 @@
 //! the claim or the recorded outcome.
 
 mod memory;
+mod redis;
 mod sqlite;
 
 use std::time::Duration;
@@ -13,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use memory::MemoryStore;
+pub use redis::RedisStore;
 pub use sqlite::SqliteStore;
 
 use crate::protocol::ConfirmationProtocol;
@@ -82,6 +84,7 @@ pub enum StoreError {
 pub enum Store {
     Memory(MemoryStore),
     Sqlite(SqliteStore),
+    Redis(std::sync::Arc<RedisStore>),
 }
 
 impl Store {
@@ -93,10 +96,18 @@ impl Store {
         Ok(Store::Sqlite(SqliteStore::open(path)?))
     }
 
+    /// Every key starts with `prefix`, so instances of one deployment share it.
+    pub async fn redis(url: &str, prefix: &str) -> Result<Self, StoreError> {
+        Ok(Store::Redis(std::sync::Arc::new(
+            RedisStore::connect(url, prefix).await?,
+        )))
+    }
+
     pub async fn insert(&self, issued: Issued) -> Result<(), StoreError> {
         match self {
             Store::Memory(s) => s.insert(issued),
             Store::Sqlite(s) => s.insert(issued).await,
+            Store::Redis(s) => s.insert(issued).await,
         }
     }
 
@@ -104,6 +115,7 @@ impl Store {
         match self {
             Store::Memory(s) => Ok(s.get(id)),
             Store::Sqlite(s) => s.get(id).await,
+            Store::Redis(s) => s.get(id).await,
         }
     }
 
@@ -112,6 +124,7 @@ impl Store {
         match self {
             Store::Memory(s) => Ok(s.status(id)),
             Store::Sqlite(s) => s.status(id).await,
+            Store::Redis(s) => s.status(id).await,
         }
     }
 
@@ -122,6 +135,8 @@ impl Store {
         match self {
             Store::Memory(s) => Ok(s.purge_expired(now_ms)),
             Store::Sqlite(s) => s.purge_expired(now_ms).await,
+            // Redis expires records itself.
+            Store::Redis(_) => Ok(0),
         }
     }
 
@@ -130,6 +145,7 @@ impl Store {
         match self {
             Store::Memory(s) => s.claim(id, now_ms),
             Store::Sqlite(s) => s.claim(id, now_ms).await,
+            Store::Redis(s) => s.claim(id, now_ms).await,
         }
     }
 
@@ -138,6 +154,7 @@ impl Store {
         match self {
             Store::Memory(s) => s.finish(id, outcome),
             Store::Sqlite(s) => s.finish(id, outcome).await,
+            Store::Redis(s) => s.finish(id, outcome).await,
         }
     }
 
@@ -150,6 +167,7 @@ impl Store {
         match self {
             Store::Memory(s) => Ok(s.wait_outcome(id, timeout).await),
             Store::Sqlite(s) => s.wait_outcome(id, timeout).await,
+            Store::Redis(s) => s.wait_outcome(id, timeout).await,
         }
     }
 }

@@ -1,0 +1,300 @@
+//! The Redis backend, for several instances sharing the work. One hash per
+//! confirmation (`issued`, `claimed_at`, `outcome`) that expires with it;
+//! claims and outcomes are Lua scripts, so exactly one instance wins; an
+//! outcome is published, so an instance waiting on it learns at once.
+
+use std::time::Duration;
+
+use futures::StreamExt;
+use redis::AsyncCommands;
+use redis::aio::ConnectionManager;
+use serde::{Deserialize, Serialize};
+
+use super::{Claim, Issued, Outcome, Status, StoreError};
+use crate::protocol::ConfirmationProtocol;
+use crate::provider::ToolCall;
+
+/// How long a record outlives its expiry, for a running call to report.
+const LINGER_MS: u64 = 60 * 60 * 1000;
+
+/// A waiter also looks on its own this often, in case a message was missed.
+const POLL: Duration = Duration::from_millis(500);
+
+const CLAIM: &str = r"
+if redis.call('EXISTS', KEYS[1]) == 0 then return {'missing'} end
+local outcome = redis.call('HGET', KEYS[1], 'outcome')
+if outcome then return {'done', outcome} end
+local since = redis.call('HGET', KEYS[1], 'claimed_at')
+if since then return {'claimed', since} end
+redis.call('HSET', KEYS[1], 'claimed_at', ARGV[1])
+return {'won'}
+";
+
+const FINISH: &str = r"
+if redis.call('HEXISTS', KEYS[1], 'claimed_at') == 0 or redis.call('HEXISTS', KEYS[1], 'outcome') == 1 then
+  return 0
+end
+redis.call('HSET', KEYS[1], 'outcome', ARGV[1])
+redis.call('PUBLISH', KEYS[2], ARGV[2])
+return 1
+";
+
+#[derive(Clone)]
+pub struct RedisStore {
+    client: redis::Client,
+    conn: ConnectionManager,
+    prefix: String,
+    claim: redis::Script,
+    finish: redis::Script,
+}
+
+impl std::fmt::Debug for RedisStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisStore")
+            .field("prefix", &self.prefix)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The stored form of [`Issued`].
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Record {
+    id: String,
+    chat_id: String,
+    principal: String,
+    call_id: String,
+    tool_name: String,
+    args: serde_json::Value,
+    hint: String,
+    native: bool,
+    issued_at_ms: u64,
+    expires_at_ms: u64,
+}
+
+impl RedisStore {
+    pub async fn connect(url: &str, prefix: &str) -> Result<Self, StoreError> {
+        let client = redis::Client::open(url).map_err(backend)?;
+        let conn = ConnectionManager::new(client.clone())
+            .await
+            .map_err(backend)?;
+        Ok(Self {
+            client,
+            conn,
+            prefix: prefix.to_owned(),
+            claim: redis::Script::new(CLAIM),
+            finish: redis::Script::new(FINISH),
+        })
+    }
+
+    fn key(&self, id: &str) -> String {
+        format!("{}confirmation:{id}", self.prefix)
+    }
+
+    fn channel(&self) -> String {
+        format!("{}outcomes", self.prefix)
+    }
+
+    pub(super) async fn insert(&self, issued: Issued) -> Result<(), StoreError> {
+        let record = Record {
+            id: issued.id.clone(),
+            chat_id: issued.chat_id,
+            principal: issued.principal,
+            call_id: issued.call.id,
+            tool_name: issued.call.name,
+            args: issued.call.args,
+            hint: issued.hint,
+            native: issued.protocol == ConfirmationProtocol::AiSdk,
+            issued_at_ms: issued.issued_at_ms,
+            expires_at_ms: issued.expires_at_ms,
+        };
+        let text =
+            serde_json::to_string(&record).map_err(|e| StoreError::Backend(e.to_string()))?;
+        let key = self.key(&issued.id);
+        let mut conn = self.conn.clone();
+        let inserted: bool = conn.hset_nx(&key, "issued", text).await.map_err(backend)?;
+        if !inserted {
+            return Err(StoreError::Duplicate(issued.id));
+        }
+        // Relative to now: the instances' clocks need not agree.
+        let lives = record
+            .expires_at_ms
+            .saturating_sub(record.issued_at_ms)
+            .saturating_add(LINGER_MS);
+        let _: bool = conn
+            .pexpire(&key, i64::try_from(lives).unwrap_or(i64::MAX))
+            .await
+            .map_err(backend)?;
+        Ok(())
+    }
+
+    pub(super) async fn get(&self, id: &str) -> Result<Option<Issued>, StoreError> {
+        let mut conn = self.conn.clone();
+        let text: Option<String> = conn.hget(self.key(id), "issued").await.map_err(backend)?;
+        let Some(text) = text else { return Ok(None) };
+        let record: Record = serde_json::from_str(&text)
+            .map_err(|e| StoreError::Backend(format!("stored record is corrupt: {e}")))?;
+        Ok(Some(Issued {
+            id: record.id,
+            chat_id: record.chat_id,
+            principal: record.principal,
+            call: ToolCall {
+                id: record.call_id,
+                name: record.tool_name,
+                args: record.args,
+            },
+            hint: record.hint,
+            protocol: if record.native {
+                ConfirmationProtocol::AiSdk
+            } else {
+                ConfirmationProtocol::Adk
+            },
+            issued_at_ms: record.issued_at_ms,
+            expires_at_ms: record.expires_at_ms,
+        }))
+    }
+
+    pub(super) async fn claim(&self, id: &str, now_ms: u64) -> Result<Claim, StoreError> {
+        let mut conn = self.conn.clone();
+        let reply: Vec<String> = self
+            .claim
+            .key(self.key(id))
+            .arg(now_ms)
+            .invoke_async(&mut conn)
+            .await
+            .map_err(backend)?;
+        match reply.as_slice() {
+            [won] if won == "won" => Ok(Claim::Won),
+            [done, outcome] if done == "done" => Ok(Claim::Done(outcome_from(outcome)?)),
+            [claimed, since] if claimed == "claimed" => Ok(Claim::InFlight {
+                since_ms: since.parse().unwrap_or(0),
+            }),
+            _ => Err(StoreError::NotClaimed(id.to_owned())),
+        }
+    }
+
+    pub(super) async fn finish(&self, id: &str, outcome: Outcome) -> Result<(), StoreError> {
+        let text =
+            serde_json::to_string(&outcome).map_err(|e| StoreError::Backend(e.to_string()))?;
+        let mut conn = self.conn.clone();
+        let done: i64 = self
+            .finish
+            .key(self.key(id))
+            .key(self.channel())
+            .arg(text)
+            .arg(id)
+            .invoke_async(&mut conn)
+            .await
+            .map_err(backend)?;
+        if done == 1 {
+            Ok(())
+        } else {
+            Err(StoreError::NotClaimed(id.to_owned()))
+        }
+    }
+
+    pub(super) async fn status(&self, id: &str) -> Result<Option<Status>, StoreError> {
+        let mut conn = self.conn.clone();
+        let (issued, since, outcome): (Option<String>, Option<u64>, Option<String>) =
+            redis::cmd("HMGET")
+                .arg(self.key(id))
+                .arg("issued")
+                .arg("claimed_at")
+                .arg("outcome")
+                .query_async(&mut conn)
+                .await
+                .map_err(backend)?;
+        Ok(match (issued, since, outcome) {
+            (None, _, _) => None,
+            (Some(_), _, Some(outcome)) => Some(Status::Done(outcome_from(&outcome)?)),
+            (Some(_), Some(since_ms), None) => Some(Status::Claimed { since_ms }),
+            (Some(_), None, None) => Some(Status::Pending),
+        })
+    }
+
+    pub(super) async fn wait_outcome(
+        &self,
+        id: &str,
+        timeout: Duration,
+    ) -> Result<Option<Outcome>, StoreError> {
+        let mut pubsub = self.client.get_async_pubsub().await.map_err(backend)?;
+        pubsub.subscribe(self.channel()).await.map_err(backend)?;
+        let mut messages = pubsub.on_message();
+        let wait = async {
+            loop {
+                // Subscribed first, then looked: an outcome cannot slip between.
+                if let Some(Status::Done(outcome)) = self.status(id).await? {
+                    return Ok(Some(outcome));
+                }
+                let _ = tokio::time::timeout(POLL, messages.next()).await;
+            }
+        };
+        match tokio::time::timeout(timeout, wait).await {
+            Ok(result) => result,
+            Err(_elapsed) => Ok(None),
+        }
+    }
+}
+
+fn backend(e: redis::RedisError) -> StoreError {
+    StoreError::Backend(e.to_string())
+}
+
+fn outcome_from(text: &str) -> Result<Outcome, StoreError> {
+    serde_json::from_str(text)
+        .map_err(|e| StoreError::Backend(format!("stored outcome is corrupt: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Store, conformance};
+
+    /// The Redis tests need a server: `scripts/test` starts one and sets
+    /// `TOOLGATE_TEST_REDIS_URL`.
+    pub fn url() -> Option<String> {
+        let url = std::env::var("TOOLGATE_TEST_REDIS_URL")
+            .ok()
+            .filter(|u| !u.is_empty());
+        if url.is_none() {
+            eprintln!(
+                "SKIPPED: no Redis server (set TOOLGATE_TEST_REDIS_URL; scripts/test starts one)"
+            );
+        }
+        url
+    }
+
+    #[tokio::test]
+    async fn conformance() {
+        let Some(url) = url() else { return };
+        let prefix = format!("test-{}:", uuid::Uuid::new_v4().simple());
+        let store = Store::redis(&url, &prefix)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        conformance::claims_exactly_once(store).await;
+    }
+
+    #[tokio::test]
+    async fn records_expire_with_their_confirmation() {
+        use redis::AsyncCommands;
+        let Some(url) = url() else { return };
+        let prefix = format!("test-{}:", uuid::Uuid::new_v4().simple());
+        let Store::Redis(store) = Store::redis(&url, &prefix)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+        else {
+            panic!("not redis")
+        };
+        let mut issued = conformance::issued("ttl");
+        issued.expires_at_ms = issued.issued_at_ms + 60_000;
+        store.insert(issued).await.unwrap_or_else(|e| panic!("{e}"));
+        let mut conn = store.conn.clone();
+        let ttl: i64 = conn
+            .pttl(store.key("ttl"))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            (60_000..=60_000 + super::LINGER_MS as i64).contains(&ttl),
+            "{ttl}"
+        );
+    }
+}
