@@ -159,9 +159,16 @@ pub async fn open_store(config: &StoreConfig) -> Result<(Store, String), StoreEr
                 .as_deref()
                 .ok_or_else(|| StoreError::Backend("store.kind redis needs store.url".into()))?;
             let prefix = config.key_prefix.as_deref().unwrap_or("toolgate:");
+            // Credentials stay out of the log.
+            let shown = match (url.find("://"), url.rfind('@')) {
+                (Some(scheme), Some(at)) if at > scheme => {
+                    format!("{}***{}", &url[..scheme + 3], &url[at..])
+                }
+                _ => url.to_owned(),
+            };
             Ok((
                 Store::redis(url, prefix).await?,
-                format!("redis at {url}, keys {prefix}*"),
+                format!("redis at {shown}, keys {prefix}*"),
             ))
         }
     }
