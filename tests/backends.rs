@@ -23,15 +23,7 @@ async fn server(kind: &str) -> Option<(Server, Option<tempfile::TempDir>)> {
             )
         }
         _ => {
-            let Some(url) = std::env::var("TOOLGATE_TEST_REDIS_URL")
-                .ok()
-                .filter(|u| !u.is_empty())
-            else {
-                eprintln!(
-                    "SKIPPED: no Redis server (set TOOLGATE_TEST_REDIS_URL; scripts/test starts one)"
-                );
-                return None;
-            };
+            let url = common::redis_url()?;
             let prefix = format!("test-{}:", uuid::Uuid::new_v4().simple());
             (
                 Store::redis(&url, &prefix)

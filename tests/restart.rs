@@ -7,53 +7,14 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Binary, Reply};
-use serde_json::{Value, json};
+use common::{Binary, approval, transaction};
+use serde_json::json;
 use toolgate::confirm::{Answer, Answered, Decision, Gate, OUTCOME_UNKNOWN, Scope};
 use toolgate::ids::{Clock, Ids};
 use toolgate::protocol::ConfirmationProtocol;
 use toolgate::provider::ToolCall;
 use toolgate::store::{Claim, Store};
 use toolgate::tools::Registry;
-
-async fn post(url: &str, body: &Value) -> Reply {
-    let response = reqwest::Client::new()
-        .post(format!("{url}/stream"))
-        .body(body.to_string())
-        .send()
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    Reply {
-        status: response.status().as_u16(),
-        headers: response.headers().clone(),
-        body: response.text().await.unwrap_or_default(),
-    }
-}
-
-/// The follow-up `useChat` sends after `addToolOutput({confirmed: true})`.
-fn approval(first: &Reply) -> Value {
-    let message_id = first.of_type("start")[0]["messageId"].clone();
-    let ask = first.of_type("tool-input-available")[0].clone();
-    json!({
-        "id": "chat-restart", "trigger": "submit-message", "messageId": message_id,
-        "messages": [
-            {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "Send 50 USD to Hanako"}]},
-            {"id": message_id, "role": "assistant", "parts": [
-                {"type": "step-start"},
-                {"type": "tool-adk_request_confirmation", "toolCallId": ask["toolCallId"], "state": "output-available",
-                 "input": ask["input"], "output": {"confirmed": true}}
-            ]}
-        ]
-    })
-}
-
-fn transaction(reply: &Reply) -> Value {
-    reply
-        .of_type("tool-output-available")
-        .into_iter()
-        .find(|c| c["output"]["status"] == "completed")
-        .map_or(Value::Null, |c| c["output"]["transactionId"].clone())
-}
 
 #[tokio::test]
 async fn a_confirmation_survives_sigkill_and_runs_once() {
@@ -71,23 +32,23 @@ async fn a_confirmation_survives_sigkill_and_runs_once() {
     let start = || Binary::serve_with(&["--config", &config]);
 
     let server = start();
-    let first = post(&server.url, &json!({
+    let first = server.chat(&json!({
         "id": "chat-restart",
         "messages": [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": "Send 50 USD to Hanako"}]}]
     }))
     .await;
-    let approve = approval(&first);
+    let approve = approval("chat-restart", &first);
     drop(server); // SIGKILL
 
     let server = start();
-    let paid = post(&server.url, &approve).await;
+    let paid = server.chat(&approve).await;
     let tx = transaction(&paid);
     assert!(
-        tx.as_str().is_some_and(|t| t.starts_with("tx-")),
+        tx.as_deref().is_some_and(|t| t.starts_with("tx-")),
         "{}",
         paid.body
     );
-    let replay = post(&server.url, &approve).await;
+    let replay = server.chat(&approve).await;
     assert_eq!(
         transaction(&replay),
         tx,
@@ -96,7 +57,7 @@ async fn a_confirmation_survives_sigkill_and_runs_once() {
     drop(server);
 
     let server = start();
-    let replay = post(&server.url, &approve).await;
+    let replay = server.chat(&approve).await;
     assert_eq!(
         transaction(&replay),
         tx,

@@ -262,3 +262,59 @@ impl Drop for Binary {
         let _ = self.child.wait();
     }
 }
+
+impl Binary {
+    pub async fn chat(&self, body: &Value) -> Reply {
+        let response = reqwest::Client::new()
+            .post(format!("{}/stream", self.url))
+            .body(body.to_string())
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        Reply {
+            status: response.status().as_u16(),
+            headers: response.headers().clone(),
+            body: response.text().await.unwrap_or_default(),
+        }
+    }
+}
+
+/// The follow-up `useChat` sends in chat `chat` after approving the question
+/// "Send 50 USD to Hanako" that `first` asked (with its signature, if any).
+pub fn approval(chat: &str, first: &Reply) -> Value {
+    let message_id = first.of_type("start")[0]["messageId"].clone();
+    let ask = first.of_type("tool-input-available")[0].clone();
+    serde_json::json!({
+        "id": chat, "trigger": "submit-message", "messageId": message_id,
+        "messages": [
+            {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "Send 50 USD to Hanako"}]},
+            {"id": message_id, "role": "assistant", "parts": [
+                {"type": "step-start"},
+                {"type": "tool-adk_request_confirmation", "toolCallId": ask["toolCallId"], "state": "output-available",
+                 "input": ask["input"], "output": {"confirmed": true}, "callProviderMetadata": ask["providerMetadata"]}
+            ]}
+        ]
+    })
+}
+
+/// The transaction id of the payment a reply reports, if any.
+pub fn transaction(reply: &Reply) -> Option<String> {
+    reply
+        .of_type("tool-output-available")
+        .into_iter()
+        .find(|c| c["output"]["status"] == "completed")
+        .and_then(|c| c["output"]["transactionId"].as_str().map(str::to_owned))
+}
+
+/// The Redis server for tests (`scripts/test` starts one); says SKIPPED without.
+pub fn redis_url() -> Option<String> {
+    let url = std::env::var("TOOLGATE_TEST_REDIS_URL")
+        .ok()
+        .filter(|u| !u.is_empty());
+    if url.is_none() {
+        eprintln!(
+            "SKIPPED: no Redis server (set TOOLGATE_TEST_REDIS_URL; scripts/test starts one)"
+        );
+    }
+    url
+}
