@@ -233,6 +233,7 @@ impl Binary {
         let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
             .args(["serve", "--bind", "127.0.0.1:0"])
             .args(extra)
+            .env("RUST_LOG", "toolgate=warn")
             .stdout(std::process::Stdio::piped())
             .spawn()
             .unwrap_or_else(|e| panic!("{e}"));
