@@ -1,10 +1,12 @@
 //! The confirmation gate: the one place that decides whether a tool call may
 //! run, and the one place that runs it.
 //!
-//! A call runs only with a [`Permit`], and only this module makes permits:
-//! either the tool needs no confirmation for these arguments, or the answer
-//! names a confirmation this server issued, for this chat and principal,
-//! with the exact call it issued, and wins the store's atomic claim.
+//! A call that needs no confirmation for its arguments runs with a
+//! [`Permit`], which only this module makes. A call that needs one runs only
+//! when an answer names a confirmation this server issued (its signature
+//! verified first, when signing is on), for this chat and principal, asked
+//! in the same protocol, for the same call, unexpired, and wins the store's
+//! atomic claim; the gate then starts it at once ([`Answered::Running`]).
 
 mod answer;
 pub mod signing;
@@ -179,8 +181,7 @@ impl Gate {
             protocol,
             call,
             issued_at_ms: now,
-            expires_at_ms: now
-                .saturating_add(u64::try_from(self.expiry.as_millis()).unwrap_or(u64::MAX)),
+            expires_at_ms: now.saturating_add(millis(self.expiry)),
         };
         self.store.insert(issued.clone()).await?;
         Ok(NewCall::Ask(issued))
