@@ -11,6 +11,7 @@ use crate::agent::Agent;
 use crate::config::{Config, ProviderKind, StoreConfig, StoreKind};
 use crate::confirm::{Gate, Signer};
 use crate::ids::{Clock, Ids};
+use crate::policy::{Mode, Policy, ToolPolicies};
 use crate::provider::{ModelProvider, ScriptedModel};
 use crate::store::{Store, StoreError};
 use crate::tools::Registry;
@@ -26,10 +27,18 @@ pub struct App {
     registry: Registry,
     provider: Option<Arc<dyn ModelProvider>>,
     signer: Option<Signer>,
+    policy: Policy,
 }
 
 impl App {
     pub fn new(config: Config) -> Self {
+        // A config that parsed has a valid policy; one built in code might
+        // not, and then nothing runs unasked.
+        let policy = config.policy().unwrap_or_else(|e| {
+            tracing::error!("{e}: every call that would ask is denied");
+            Policy::new(Mode::AutoDeny, &ToolPolicies::default(), Default::default())
+                .unwrap_or_default()
+        });
         let registry = Registry::with_builtins(config.tools.payment_limit);
         Self {
             config,
@@ -39,11 +48,19 @@ impl App {
             registry,
             provider: None,
             signer: None,
+            policy,
         }
     }
 
     pub fn with_ids(mut self, ids: Ids) -> Self {
         self.ids = ids;
+        self
+    }
+
+    /// Decides with this policy (built from the config unless set), for an
+    /// application that adds its own deciders.
+    pub fn with_policy(mut self, policy: Policy) -> Self {
+        self.policy = policy;
         self
     }
 
@@ -90,10 +107,11 @@ impl App {
             self.store,
             self.clock,
             self.ids.clone(),
-            Duration::from_secs(self.config.tool_confirmation.expiry_secs),
+            self.config.confirmation_window(),
             Duration::from_millis(self.config.tools.timeout_ms),
         )
-        .with_signer(self.signer);
+        .with_signer(self.signer)
+        .with_policy(self.policy);
         let agent = Agent {
             gate,
             provider,

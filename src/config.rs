@@ -1,12 +1,14 @@
 //! The YAML config file. Every field is optional; an unknown key is an error
 //! that names it.
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::policy::{Mode, Policy, ToolPolicies, ToolRule};
 use crate::protocol::{ClientVersion, ConfirmationProtocol};
 
 #[derive(Debug, thiserror::Error)]
@@ -34,6 +36,15 @@ pub struct Config {
     pub protocol: ProtocolConfig,
     pub auth: AuthConfig,
     pub store: StoreConfig,
+}
+
+/// Dexto's `allowedToolsStorage`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum AllowedToolsStorage {
+    #[default]
+    Storage,
+    Memory,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
@@ -142,6 +153,16 @@ pub struct ConfirmationConfig {
     pub protocol: ConfirmationProtocol,
     /// How long an issued confirmation can be answered.
     pub expiry_secs: u64,
+    /// `event-based` (ask; the default), `auto-approve`, `auto-deny`.
+    pub mode: Mode,
+    /// Milliseconds a user has to answer (Dexto's `timeout`); unanswered
+    /// confirmations then expire. Unset: `expirySecs`.
+    pub timeout: Option<u64>,
+    /// Where remembered approvals are kept: `storage` (the store) or `memory`.
+    pub allowed_tools_storage: AllowedToolsStorage,
+    pub tool_policies: ToolPolicies,
+    /// Rules per tool, by name or qualified name.
+    pub tools: BTreeMap<String, ToolRule>,
     /// HMAC keys for signed confirmations; signing is on when there is one.
     /// The first signs, every one verifies (rotation). `env:NAME` reads the
     /// key from the environment variable NAME.
@@ -154,6 +175,11 @@ impl Default for ConfirmationConfig {
             protocol: ConfirmationProtocol::Adk,
             expiry_secs: 24 * 60 * 60,
             signing_keys: Vec::new(),
+            mode: Mode::EventBased,
+            timeout: None,
+            allowed_tools_storage: AllowedToolsStorage::Storage,
+            tool_policies: ToolPolicies::default(),
+            tools: BTreeMap::new(),
         }
     }
 }
@@ -179,6 +205,7 @@ impl Config {
 
     /// Settings that parse but cannot work together.
     fn check(&self) -> Result<(), ConfigError> {
+        self.policy()?;
         let client = self.client_version();
         if self.tool_confirmation.protocol == ConfirmationProtocol::AiSdk && !client.has_approvals()
         {
@@ -187,6 +214,21 @@ impl Config {
             )));
         }
         Ok(())
+    }
+
+    /// The confirmation policy the config describes.
+    pub fn policy(&self) -> Result<Policy, ConfigError> {
+        let c = &self.tool_confirmation;
+        Policy::new(c.mode, &c.tool_policies, c.tools.clone())
+            .map_err(|e| ConfigError::Invalid(e.to_string()))
+    }
+
+    /// How long an issued confirmation can be answered.
+    pub fn confirmation_window(&self) -> Duration {
+        match self.tool_confirmation.timeout {
+            Some(ms) => Duration::from_millis(ms),
+            None => Duration::from_secs(self.tool_confirmation.expiry_secs),
+        }
     }
 
     /// The signing keys, with `env:NAME` entries read from the environment.

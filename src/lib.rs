@@ -30,6 +30,7 @@ pub mod app;
 pub mod config;
 pub mod confirm;
 pub mod ids;
+pub mod policy;
 pub mod protocol;
 pub mod provider;
 pub mod store;

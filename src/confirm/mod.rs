@@ -22,9 +22,11 @@ pub use answer::{Answer, Decision, original_call};
 pub use signing::{Seal, Signer};
 
 use crate::ids::{Clock, Ids};
+use crate::policy::{CallInfo, Policy, ToolInfo, Verdict};
 use crate::protocol::ConfirmationProtocol;
 use crate::provider::ToolCall;
 use crate::store::{Claim, Issued, Outcome, Status, Store, StoreError};
+use crate::tools::qualified_name;
 use crate::tools::{Registry, ToolContext, ToolError};
 
 /// What a replay is told when the claimed call never reported an outcome.
@@ -99,6 +101,7 @@ pub struct Gate {
     expiry: Duration,
     tool_timeout: Duration,
     signer: Option<Signer>,
+    policy: Policy,
 }
 
 impl Gate {
@@ -118,7 +121,14 @@ impl Gate {
             expiry,
             tool_timeout,
             signer: None,
+            policy: Policy::default(),
         }
+    }
+
+    /// Decides with `policy` instead of the default (tools ask when they say so).
+    pub fn with_policy(mut self, policy: Policy) -> Self {
+        self.policy = policy;
+        self
     }
 
     /// Signs every issued confirmation, and refuses answers whose signature
@@ -143,9 +153,32 @@ impl Gate {
     /// Whether calls to `name` may need confirmation; when not, their input
     /// can stream live.
     pub fn may_ask(&self, name: &str) -> bool {
-        self.registry
-            .get(name)
-            .is_none_or(|t| t.may_need_confirmation())
+        let Some(tool) = self.registry.get(name) else {
+            return true;
+        };
+        let qualified = qualified_name(name);
+        self.policy.may_ask(&ToolInfo {
+            name,
+            qualified: &qualified,
+            tool_may_ask: tool.may_need_confirmation(),
+        })
+    }
+
+    /// What the policy says about this call now.
+    fn verdict(&self, scope: &Scope, call: &ToolCall) -> Option<Verdict> {
+        let tool = self.registry.get(&call.name)?;
+        let qualified = qualified_name(&call.name);
+        Some(self.policy.decide(&CallInfo {
+            tool: ToolInfo {
+                name: &call.name,
+                qualified: &qualified,
+                tool_may_ask: tool.may_need_confirmation(),
+            },
+            args: &call.args,
+            tool_asks: tool.needs_confirmation(&call.args),
+            chat_id: &scope.chat_id,
+            principal: &scope.principal,
+        }))
     }
 
     /// Decides about a call the model made: run it, or issue a confirmation
@@ -159,16 +192,33 @@ impl Gate {
         let Some(tool) = self.registry.get(&call.name) else {
             return Ok(NewCall::Refused(format!("unknown tool `{}`", call.name)));
         };
-        if !tool.needs_confirmation(&call.args) {
-            return Ok(NewCall::Run(Permit { call }));
+        match self.verdict(scope, &call) {
+            Some(Verdict::Allow { by }) => {
+                tracing::debug!(tool = %call.name, "allowed by {by}");
+                return Ok(NewCall::Run(Permit { call }));
+            }
+            Some(Verdict::Deny { reason }) => {
+                return Ok(NewCall::Refused(format!("denied by policy: {reason}")));
+            }
+            Some(Verdict::Ask | Verdict::Pass) | None => {}
         }
-        if !tool.may_need_confirmation() {
-            // Its input already streamed as a plain call; fail closed.
+        if !self.may_ask(&call.name) {
+            // Its input already streamed as a call that would not ask; fail closed.
             return Ok(NewCall::Refused(format!(
-                "tool `{}` asks for confirmation it declared it never needs",
+                "tool `{}` asks for confirmation its policy said it never needs",
                 call.name
             )));
         }
+        let qualified = qualified_name(&call.name);
+        let tool_info = ToolInfo {
+            name: &call.name,
+            qualified: &qualified,
+            tool_may_ask: true,
+        };
+        let hint = self
+            .policy
+            .hint(&tool_info, &call.args)
+            .unwrap_or_else(|| tool.confirmation_hint(&call.args));
         let now = self.clock.now_ms();
         let issued = Issued {
             id: self.ids.next(match protocol {
@@ -177,7 +227,7 @@ impl Gate {
             }),
             chat_id: scope.chat_id.clone(),
             principal: scope.principal.clone(),
-            hint: tool.confirmation_hint(&call.args),
+            hint,
             protocol,
             call,
             issued_at_ms: now,
@@ -280,6 +330,19 @@ impl Gate {
                 }
             }
             Claim::Won => match &answer.decision {
+                Decision::Approve { .. }
+                    if let Some(Verdict::Deny { reason }) = self.verdict(scope, &issued.call) =>
+                {
+                    // A rule added since the question was asked still wins.
+                    let outcome = Outcome::Error {
+                        message: format!("denied by policy: {reason}"),
+                    };
+                    self.store.finish(&issued.id, outcome.clone()).await?;
+                    Ok(Answered::Recorded {
+                        call: issued.call,
+                        outcome,
+                    })
+                }
                 Decision::Approve { payload } => {
                     // Started before this returns: no await point lies between
                     // winning the claim and the call running.

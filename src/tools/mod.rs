@@ -71,6 +71,16 @@ pub trait Tool: Send + Sync + 'static {
     async fn execute(&self, args: Value, ctx: ToolContext) -> Result<Value, ToolError>;
 }
 
+/// The name policies use for a tool: `mcp--<server>--<tool>` as given,
+/// `internal--<tool>` for a tool of this server.
+pub fn qualified_name(name: &str) -> String {
+    if name.starts_with("mcp--") {
+        name.to_owned()
+    } else {
+        format!("internal--{name}")
+    }
+}
+
 /// The tools offered to the model, by name, in registration order.
 #[derive(Clone, Default)]
 pub struct Registry {

@@ -1,0 +1,245 @@
+//! Conditions on a call's arguments, as written in config:
+//! `amount > 100`, `recipient not in ["Mallory"]`, `command matches "git *"`,
+//! `command ~ "^rm "`. A path (dotted, into the arguments), an operator, and a
+//! JSON value. A missing argument satisfies nothing but `!=` and `not in`.
+
+use std::fmt;
+use std::str::FromStr;
+
+use globset::{Glob, GlobMatcher};
+use regex::Regex;
+use serde::Deserialize;
+use serde_json::Value;
+
+#[derive(Debug, Clone)]
+pub struct Condition {
+    text: String,
+    path: Vec<String>,
+    test: Test,
+}
+
+#[derive(Debug, Clone)]
+enum Test {
+    Compare(Compare, f64),
+    Eq(Value),
+    Ne(Value),
+    In(Vec<Value>),
+    NotIn(Vec<Value>),
+    Glob(GlobMatcher),
+    Regex(Regex),
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Compare {
+    Gt,
+    Ge,
+    Lt,
+    Le,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("condition `{text}`: {why}")]
+pub struct BadCondition {
+    text: String,
+    why: String,
+}
+
+impl FromStr for Condition {
+    type Err = BadCondition;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let bad = |why: &str| BadCondition {
+            text: text.to_owned(),
+            why: why.to_owned(),
+        };
+        let trimmed = text.trim();
+        let path_end = trimmed
+            .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.' || c == '-'))
+            .ok_or_else(|| bad("expected `<argument> <operator> <value>`"))?;
+        let (path, rest) = trimmed.split_at(path_end);
+        if path.is_empty() {
+            return Err(bad("no argument name"));
+        }
+        let rest = rest.trim_start();
+        // Longest operators first.
+        let ops = [
+            "not in", "matches", ">=", "<=", "==", "!=", "in", ">", "<", "~",
+        ];
+        let op = ops
+            .iter()
+            .find(|op| {
+                rest.starts_with(*op)
+                    && (!op.chars().all(char::is_alphabetic)
+                        || rest[op.len()..].starts_with(char::is_whitespace))
+            })
+            .ok_or_else(|| bad("unknown operator (use > >= < <= == != in, not in, matches, ~)"))?;
+        let literal = rest[op.len()..].trim();
+        let value: Value =
+            serde_json::from_str(literal).map_err(|e| bad(&format!("value is not JSON: {e}")))?;
+        let number = || value.as_f64().ok_or_else(|| bad("expected a number"));
+        let list = || {
+            value
+                .as_array()
+                .cloned()
+                .ok_or_else(|| bad("expected a JSON array"))
+        };
+        let string = || {
+            value
+                .as_str()
+                .map(str::to_owned)
+                .ok_or_else(|| bad("expected a JSON string"))
+        };
+        let test = match *op {
+            ">" => Test::Compare(Compare::Gt, number()?),
+            ">=" => Test::Compare(Compare::Ge, number()?),
+            "<" => Test::Compare(Compare::Lt, number()?),
+            "<=" => Test::Compare(Compare::Le, number()?),
+            "==" => Test::Eq(value.clone()),
+            "!=" => Test::Ne(value.clone()),
+            "in" => Test::In(list()?),
+            "not in" => Test::NotIn(list()?),
+            "matches" => Test::Glob(
+                Glob::new(&string()?)
+                    .map_err(|e| bad(&format!("bad pattern: {e}")))?
+                    .compile_matcher(),
+            ),
+            _ => Test::Regex(Regex::new(&string()?).map_err(|e| bad(&format!("bad regex: {e}")))?),
+        };
+        Ok(Condition {
+            text: trimmed.to_owned(),
+            path: path.split('.').map(str::to_owned).collect(),
+            test,
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for Condition {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        String::deserialize(deserializer)?
+            .parse()
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+impl PartialEq for Condition {
+    fn eq(&self, other: &Self) -> bool {
+        self.text == other.text
+    }
+}
+
+impl fmt::Display for Condition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+impl Condition {
+    pub fn holds(&self, args: &Value) -> bool {
+        let value = self.path.iter().try_fold(args, |v, key| v.get(key));
+        match (&self.test, value) {
+            (Test::Ne(expected), value) => value != Some(expected),
+            (Test::NotIn(list), value) => value.is_none_or(|v| !list.contains(v)),
+            (_, None) => false,
+            (Test::Compare(op, limit), Some(v)) => v.as_f64().is_some_and(|x| match op {
+                Compare::Gt => x > *limit,
+                Compare::Ge => x >= *limit,
+                Compare::Lt => x < *limit,
+                Compare::Le => x <= *limit,
+            }),
+            (Test::Eq(expected), Some(v)) => v == expected,
+            (Test::In(list), Some(v)) => list.contains(v),
+            (Test::Glob(glob), Some(v)) => v.as_str().is_some_and(|s| glob.is_match(s)),
+            (Test::Regex(re), Some(v)) => v.as_str().is_some_and(|s| re.is_match(s)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn holds(condition: &str, args: Value) -> bool {
+        condition
+            .parse::<Condition>()
+            .map(|c| c.holds(&args))
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn conditions_on_arguments() {
+        let cases = [
+            ("amount > 100", json!({"amount": 150}), true),
+            ("amount > 100", json!({"amount": 100}), false),
+            ("amount >= 100", json!({"amount": 100}), true),
+            ("amount < 1.5", json!({"amount": 1}), true),
+            ("amount > 100", json!({"amount": "150"}), false),
+            ("amount > 100", json!({}), false),
+            (
+                r#"recipient not in ["Mallory", "Eve"]"#,
+                json!({"recipient": "Bob"}),
+                true,
+            ),
+            (
+                r#"recipient not in ["Mallory", "Eve"]"#,
+                json!({"recipient": "Eve"}),
+                false,
+            ),
+            (r#"recipient not in ["Mallory"]"#, json!({}), true),
+            (
+                r#"currency in ["USD", "EUR"]"#,
+                json!({"currency": "EUR"}),
+                true,
+            ),
+            (r#"currency == "USD""#, json!({"currency": "USD"}), true),
+            (r#"currency != "USD""#, json!({}), true),
+            (
+                r#"command matches "git *""#,
+                json!({"command": "git status"}),
+                true,
+            ),
+            (
+                r#"command matches "git *""#,
+                json!({"command": "rm -rf /"}),
+                false,
+            ),
+            (
+                r#"command ~ "^rm\\s""#,
+                json!({"command": "rm -rf /"}),
+                true,
+            ),
+            (
+                "payee.country == \"JP\"",
+                json!({"payee": {"country": "JP"}}),
+                true,
+            ),
+        ];
+        for (condition, args, expected) in cases {
+            assert_eq!(
+                holds(condition, args.clone()),
+                expected,
+                "{condition} on {args}"
+            );
+        }
+    }
+
+    #[test]
+    fn bad_conditions_say_why() {
+        for (text, why) in [
+            ("amount", "expected `<argument> <operator> <value>`"),
+            ("amount >> 3", "value is not JSON"),
+            ("amount <> 3", "value is not JSON"),
+            ("amount > \"x\"", "expected a number"),
+            ("who in \"x\"", "expected a JSON array"),
+            ("cmd ~ \"(\"", "bad regex"),
+            ("amount is 3", "unknown operator"),
+        ] {
+            let err = text
+                .parse::<Condition>()
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            assert!(err.contains(why), "{text}: {err}");
+        }
+    }
+}

@@ -1,0 +1,512 @@
+//! The confirmation policy: for each call, allow it, deny it, or ask a human.
+//!
+//! One chain of deciders, highest priority first; each allows, denies, asks,
+//! or passes to the next. The built-in ones implement `toolConfirmation`, in
+//! this order (deny always wins, and with no rule at all the mode decides,
+//! which by default asks):
+//!
+//! | priority | decider | from config |
+//! | --- | --- | --- |
+//! | 100 | always deny | `toolPolicies.alwaysDeny` |
+//! | 90 | per-tool deny rule | `tools.<tool>.deny` |
+//! | 80 | always allow | `toolPolicies.alwaysAllow` |
+//! | 70 | per-tool confirmation | `tools.<tool>.confirm` (`never`, or a condition that is false), else the tool's own declaration |
+//! | 0 | mode | `mode`: `event-based` asks, `auto-approve`, `auto-deny` |
+//!
+//! An application adds its own deciders with [`Policy::with_decider`]. An
+//! unknown tool never reaches the policy: the gate refuses it first.
+
+mod condition;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use globset::{Glob, GlobSet, GlobSetBuilder};
+use serde::Deserialize;
+use serde_json::Value;
+
+pub use condition::{BadCondition, Condition};
+
+/// A call, as the policy sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct CallInfo<'a> {
+    pub tool: ToolInfo<'a>,
+    pub args: &'a Value,
+    /// What the tool itself says about these arguments.
+    pub tool_asks: bool,
+    pub chat_id: &'a str,
+    pub principal: &'a str,
+}
+
+/// A tool, as the policy sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct ToolInfo<'a> {
+    pub name: &'a str,
+    /// `internal--<name>`, `mcp--<server>--<name>`.
+    pub qualified: &'a str,
+    /// `false` when the tool never asks, whatever the arguments.
+    pub tool_may_ask: bool,
+}
+
+/// A decider's answer for one call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    Allow {
+        by: String,
+    },
+    Deny {
+        reason: String,
+    },
+    Ask,
+    /// No opinion: the next decider decides.
+    Pass,
+}
+
+/// What a decider says about a tool before seeing the arguments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Stance {
+    Allow(String),
+    Deny(String),
+    Ask(String),
+    Pass,
+    /// It depends on the arguments, as described; `may_ask` when one of
+    /// the outcomes is to ask (the others allow, deny or pass).
+    Depends {
+        how: String,
+        may_ask: bool,
+    },
+}
+
+pub trait Decider: Send + Sync + 'static {
+    /// Higher runs first.
+    fn priority(&self) -> i32;
+
+    fn decide(&self, call: &CallInfo<'_>) -> Verdict;
+
+    /// What this decider does with `tool` whatever the arguments. The
+    /// default (it depends) is always safe: it only stops input streaming live.
+    fn stance(&self, _tool: &ToolInfo<'_>) -> Stance {
+        Stance::Depends {
+            how: "an application rule decides".into(),
+            may_ask: true,
+        }
+    }
+}
+
+/// `toolConfirmation.mode`, as Dexto names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    /// Ask a human.
+    #[default]
+    EventBased,
+    AutoApprove,
+    AutoDeny,
+}
+
+/// `toolConfirmation.toolPolicies`.
+#[derive(Debug, Clone, PartialEq, Deserialize, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct ToolPolicies {
+    /// Qualified names or globs (`internal--get_weather`, `mcp--filesystem--*`).
+    pub always_allow: Vec<String>,
+    pub always_deny: Vec<String>,
+}
+
+/// `toolConfirmation.tools.<tool>`: rules for one tool.
+#[derive(Debug, Clone, PartialEq, Deserialize, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct ToolRule {
+    pub confirm: Option<ConfirmRule>,
+    pub deny: Option<DenyRule>,
+    /// The question shown to the user; `{argument}` is replaced by its value.
+    pub hint: Option<String>,
+    /// Whether the user may edit the arguments before approving.
+    pub editable: bool,
+}
+
+/// When a tool asks: `always`, `never`, or `{when: <condition or list>}`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum ConfirmRule {
+    Word(ConfirmWord),
+    When { when: Conditions },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ConfirmWord {
+    Always,
+    Never,
+}
+
+/// One condition, or a list of which any may hold.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum Conditions {
+    One(Condition),
+    Any(Vec<Condition>),
+}
+
+impl Conditions {
+    fn any_holds(&self, args: &Value) -> bool {
+        match self {
+            Conditions::One(c) => c.holds(args),
+            Conditions::Any(cs) => cs.iter().any(|c| c.holds(args)),
+        }
+    }
+}
+
+impl std::fmt::Display for Conditions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Conditions::One(c) => write!(f, "{c}"),
+            Conditions::Any(cs) => {
+                let texts: Vec<String> = cs.iter().map(ToString::to_string).collect();
+                f.write_str(&texts.join(" or "))
+            }
+        }
+    }
+}
+
+/// `tools.<tool>.deny`: never run calls that match; without `when`, never run the tool.
+#[derive(Debug, Clone, PartialEq, Deserialize, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct DenyRule {
+    pub when: Option<Conditions>,
+    /// Told to the model and the user.
+    pub reason: Option<String>,
+}
+
+/// The whole chain.
+#[derive(Clone)]
+pub struct Policy {
+    deciders: Vec<Arc<dyn Decider>>,
+    rules: Arc<BTreeMap<String, ToolRule>>,
+}
+
+impl std::fmt::Debug for Policy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Policy")
+            .field("deciders", &self.deciders.len())
+            .finish()
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("toolConfirmation.toolPolicies: bad pattern `{pattern}`: {why}")]
+pub struct BadPattern {
+    pattern: String,
+    why: String,
+}
+
+impl Default for Policy {
+    /// No rules, mode `event-based`: tools ask when they say they do.
+    fn default() -> Self {
+        Self::new(Mode::EventBased, &ToolPolicies::default(), BTreeMap::new()).unwrap_or_else(
+            |_| Policy {
+                deciders: Vec::new(),
+                rules: Arc::default(),
+            },
+        )
+    }
+}
+
+impl Policy {
+    pub fn new(
+        mode: Mode,
+        lists: &ToolPolicies,
+        rules: BTreeMap<String, ToolRule>,
+    ) -> Result<Self, BadPattern> {
+        let rules = Arc::new(rules);
+        let mut policy = Policy {
+            deciders: Vec::new(),
+            rules: rules.clone(),
+        };
+        policy = policy
+            .with_decider(List {
+                priority: 100,
+                set: globs(&lists.always_deny)?,
+                deny: true,
+            })
+            .with_decider(ToolDeny {
+                rules: rules.clone(),
+            })
+            .with_decider(List {
+                priority: 80,
+                set: globs(&lists.always_allow)?,
+                deny: false,
+            })
+            .with_decider(ToolConfirm { rules })
+            .with_decider(ModeDecider(mode));
+        Ok(policy)
+    }
+
+    /// Adds a decider to the chain at its priority.
+    pub fn with_decider(mut self, decider: impl Decider) -> Self {
+        self.deciders.push(Arc::new(decider));
+        self.deciders
+            .sort_by_key(|d| std::cmp::Reverse(d.priority()));
+        self
+    }
+
+    pub fn decide(&self, call: &CallInfo<'_>) -> Verdict {
+        self.deciders
+            .iter()
+            .map(|d| d.decide(call))
+            .find(|v| *v != Verdict::Pass)
+            // Fails closed: with every decider passing, ask.
+            .unwrap_or(Verdict::Ask)
+    }
+
+    /// Whether some arguments could make `tool` ask.
+    pub fn may_ask(&self, tool: &ToolInfo<'_>) -> bool {
+        for decider in &self.deciders {
+            match decider.stance(tool) {
+                Stance::Pass | Stance::Depends { may_ask: false, .. } => continue,
+                Stance::Allow(_) | Stance::Deny(_) => return false,
+                Stance::Ask(_) | Stance::Depends { may_ask: true, .. } => return true,
+            }
+        }
+        true
+    }
+
+    /// The effective policy of `tool`, in words.
+    pub fn describe(&self, tool: &ToolInfo<'_>) -> String {
+        let mut steps = Vec::new();
+        for decider in &self.deciders {
+            match decider.stance(tool) {
+                Stance::Pass => continue,
+                Stance::Allow(why) => steps.push(format!("runs ({why})")),
+                Stance::Deny(why) => steps.push(format!("never runs ({why})")),
+                Stance::Ask(why) => steps.push(format!("asks ({why})")),
+                Stance::Depends { how, .. } => {
+                    steps.push(how);
+                    continue;
+                }
+            }
+            break;
+        }
+        steps.join("; otherwise ")
+    }
+
+    /// The configured question for a call, if `tools.<tool>.hint` is set.
+    pub fn hint(&self, tool: &ToolInfo<'_>, args: &Value) -> Option<String> {
+        let template = rule(&self.rules, tool)?.hint.as_ref()?;
+        let mut hint = template.clone();
+        if let Value::Object(map) = args {
+            for (key, value) in map {
+                let text = value
+                    .as_str()
+                    .map_or_else(|| value.to_string(), str::to_owned);
+                hint = hint.replace(&format!("{{{key}}}"), &text);
+            }
+        }
+        Some(hint)
+    }
+}
+
+/// `tools.<qualified name>`, or `tools.<name>` for a tool of this server.
+fn rule<'a>(rules: &'a BTreeMap<String, ToolRule>, tool: &ToolInfo<'_>) -> Option<&'a ToolRule> {
+    rules.get(tool.qualified).or_else(|| {
+        tool.qualified
+            .strip_prefix("internal--")
+            .filter(|name| *name == tool.name)
+            .and_then(|name| rules.get(name))
+    })
+}
+
+fn globs(patterns: &[String]) -> Result<(GlobSet, Vec<String>), BadPattern> {
+    let mut set = GlobSetBuilder::new();
+    for pattern in patterns {
+        let glob = Glob::new(pattern).map_err(|e| BadPattern {
+            pattern: pattern.clone(),
+            why: e.to_string(),
+        })?;
+        set.add(glob);
+    }
+    let set = set.build().map_err(|e| BadPattern {
+        pattern: patterns.join(", "),
+        why: e.to_string(),
+    })?;
+    Ok((set, patterns.to_vec()))
+}
+
+/// `alwaysDeny` / `alwaysAllow`.
+struct List {
+    priority: i32,
+    set: (GlobSet, Vec<String>),
+    deny: bool,
+}
+
+impl List {
+    fn matching(&self, qualified: &str) -> Option<&str> {
+        let (set, patterns) = &self.set;
+        set.matches(qualified)
+            .first()
+            .and_then(|&i| patterns.get(i))
+            .map(String::as_str)
+    }
+
+    fn why(&self, pattern: &str) -> String {
+        format!(
+            "{} {pattern}",
+            if self.deny {
+                "alwaysDeny"
+            } else {
+                "alwaysAllow"
+            }
+        )
+    }
+}
+
+impl Decider for List {
+    fn priority(&self) -> i32 {
+        self.priority
+    }
+
+    fn decide(&self, call: &CallInfo<'_>) -> Verdict {
+        match (self.matching(call.tool.qualified), self.deny) {
+            (None, _) => Verdict::Pass,
+            (Some(p), true) => Verdict::Deny {
+                reason: self.why(p),
+            },
+            (Some(p), false) => Verdict::Allow { by: self.why(p) },
+        }
+    }
+
+    fn stance(&self, tool: &ToolInfo<'_>) -> Stance {
+        match (self.matching(tool.qualified), self.deny) {
+            (None, _) => Stance::Pass,
+            (Some(p), true) => Stance::Deny(self.why(p)),
+            (Some(p), false) => Stance::Allow(self.why(p)),
+        }
+    }
+}
+
+/// `tools.<tool>.deny`.
+struct ToolDeny {
+    rules: Arc<BTreeMap<String, ToolRule>>,
+}
+
+impl Decider for ToolDeny {
+    fn priority(&self) -> i32 {
+        90
+    }
+
+    fn decide(&self, call: &CallInfo<'_>) -> Verdict {
+        let Some(deny) = rule(&self.rules, &call.tool).and_then(|r| r.deny.as_ref()) else {
+            return Verdict::Pass;
+        };
+        let applies = deny
+            .when
+            .as_ref()
+            .is_none_or(|when| when.any_holds(call.args));
+        match applies {
+            true => Verdict::Deny {
+                reason: deny_reason(call.tool.name, deny),
+            },
+            false => Verdict::Pass,
+        }
+    }
+
+    fn stance(&self, tool: &ToolInfo<'_>) -> Stance {
+        match rule(&self.rules, tool).and_then(|r| r.deny.as_ref()) {
+            None => Stance::Pass,
+            Some(deny @ DenyRule { when: None, .. }) => Stance::Deny(deny_reason(tool.name, deny)),
+            Some(DenyRule {
+                when: Some(when), ..
+            }) => Stance::Depends {
+                how: format!("never runs when {when}"),
+                may_ask: false,
+            },
+        }
+    }
+}
+
+fn deny_reason(tool: &str, deny: &DenyRule) -> String {
+    match (&deny.reason, &deny.when) {
+        (Some(reason), _) => reason.clone(),
+        (None, Some(when)) => format!("tools.{tool}.deny when {when}"),
+        (None, None) => format!("tools.{tool}.deny"),
+    }
+}
+
+/// `tools.<tool>.confirm`, else what the tool itself declares.
+struct ToolConfirm {
+    rules: Arc<BTreeMap<String, ToolRule>>,
+}
+
+impl Decider for ToolConfirm {
+    fn priority(&self) -> i32 {
+        70
+    }
+
+    fn decide(&self, call: &CallInfo<'_>) -> Verdict {
+        let name = call.tool.name;
+        match rule(&self.rules, &call.tool).and_then(|r| r.confirm.as_ref()) {
+            Some(ConfirmRule::Word(ConfirmWord::Never)) => Verdict::Allow {
+                by: format!("tools.{name}.confirm: never"),
+            },
+            Some(ConfirmRule::Word(ConfirmWord::Always)) => Verdict::Pass,
+            Some(ConfirmRule::When { when }) if !when.any_holds(call.args) => Verdict::Allow {
+                by: format!("tools.{name}.confirm: {when} is false"),
+            },
+            Some(ConfirmRule::When { .. }) => Verdict::Pass,
+            None if !call.tool_asks => Verdict::Allow {
+                by: format!("{name} does not ask for these arguments"),
+            },
+            None => Verdict::Pass,
+        }
+    }
+
+    fn stance(&self, tool: &ToolInfo<'_>) -> Stance {
+        let name = tool.name;
+        match rule(&self.rules, tool).and_then(|r| r.confirm.as_ref()) {
+            Some(ConfirmRule::Word(ConfirmWord::Never)) => {
+                Stance::Allow(format!("tools.{name}.confirm: never"))
+            }
+            Some(ConfirmRule::Word(ConfirmWord::Always)) => Stance::Pass,
+            Some(ConfirmRule::When { when }) => Stance::Depends {
+                how: format!("runs unless {when}"),
+                may_ask: false,
+            },
+            None if !tool.tool_may_ask => Stance::Allow(format!("{name} never asks")),
+            None => Stance::Depends {
+                how: format!("{name} decides from its arguments whether to ask"),
+                may_ask: false,
+            },
+        }
+    }
+}
+
+struct ModeDecider(Mode);
+
+impl Decider for ModeDecider {
+    fn priority(&self) -> i32 {
+        0
+    }
+
+    fn decide(&self, _call: &CallInfo<'_>) -> Verdict {
+        match self.0 {
+            Mode::EventBased => Verdict::Ask,
+            Mode::AutoApprove => Verdict::Allow {
+                by: "mode auto-approve".into(),
+            },
+            Mode::AutoDeny => Verdict::Deny {
+                reason: "mode auto-deny".into(),
+            },
+        }
+    }
+
+    fn stance(&self, _tool: &ToolInfo<'_>) -> Stance {
+        match self.0 {
+            Mode::EventBased => Stance::Ask("mode event-based".into()),
+            Mode::AutoApprove => Stance::Allow("mode auto-approve".into()),
+            Mode::AutoDeny => Stance::Deny("mode auto-deny".into()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
