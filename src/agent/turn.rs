@@ -394,11 +394,11 @@ fn record(
 /// Sets the state of the tool part `id`, if there is one.
 fn set_state(message: &mut UiMessage, id: &str, state: ToolState) {
     for part in &mut message.parts {
-        if let Part::Tool(tool) = part {
-            if tool.tool_call_id == id {
-                tool.state = state;
-                return;
-            }
+        if let Part::Tool(tool) = part
+            && tool.tool_call_id == id
+        {
+            tool.state = state;
+            return;
         }
     }
 }
@@ -406,10 +406,10 @@ fn set_state(message: &mut UiMessage, id: &str, state: ToolState) {
 /// Puts `metadata` on a `tool-input-available` chunk; the client returns it
 /// as the part's `callProviderMetadata`.
 fn with_metadata(mut chunk: UiChunk, metadata: Option<Value>) -> UiChunk {
-    if let UiChunk::ToolInputAvailable { extras, .. } = &mut chunk {
-        if metadata.is_some() {
-            extras.provider_metadata = metadata;
-        }
+    if let UiChunk::ToolInputAvailable { extras, .. } = &mut chunk
+        && metadata.is_some()
+    {
+        extras.provider_metadata = metadata;
     }
     chunk
 }
