@@ -57,6 +57,20 @@ impl App {
         self
     }
 
+    /// Every tool with its qualified name and effective policy.
+    pub fn tools(self) -> Vec<crate::confirm::ToolView> {
+        let gate = Gate::new(
+            self.registry,
+            self.store,
+            self.clock,
+            self.ids,
+            Duration::ZERO,
+            Duration::ZERO,
+        )
+        .with_policy(self.policy);
+        gate.tools()
+    }
+
     /// Decides with this policy (built from the config unless set), for an
     /// application that adds its own deciders.
     pub fn with_policy(mut self, policy: Policy) -> Self {

@@ -6,6 +6,7 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 use toolgate::app::open_store;
 use toolgate::confirm::Signer;
+use toolgate::policy::Mode;
 use toolgate::{App, Config};
 
 #[derive(Parser)]
@@ -25,6 +26,15 @@ enum Command {
         /// Address to listen on [default: 127.0.0.1:8080]; port 0 picks one.
         #[arg(long)]
         bind: Option<SocketAddr>,
+        /// Approve every call that would ask (toolPolicies.alwaysDeny still holds).
+        #[arg(long)]
+        auto_approve: bool,
+    },
+    /// List every tool with its qualified name and effective policy.
+    Tools {
+        /// YAML config file; every field is optional.
+        #[arg(long)]
+        config: Option<PathBuf>,
     },
 }
 
@@ -38,11 +48,26 @@ async fn main() -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .init();
     match Cli::parse().command {
-        Command::Serve { config, bind } => {
-            let config = match config {
-                Some(path) => Config::load(&path)?,
-                None => Config::default(),
-            };
+        Command::Tools { config } => {
+            let app = App::new(load(config.as_deref())?);
+            let mut stdout = std::io::stdout();
+            for tool in app.tools() {
+                writeln!(
+                    stdout,
+                    "{}\t{}\n    {}",
+                    tool.qualified_name, tool.description, tool.policy
+                )?;
+            }
+        }
+        Command::Serve {
+            config,
+            bind,
+            auto_approve,
+        } => {
+            let mut config = load(config.as_deref())?;
+            if auto_approve {
+                config.tool_confirmation.mode = Mode::AutoApprove;
+            }
             let (store, where_) = open_store(&config.store)
                 .await
                 .context("cannot open the store")?;
@@ -72,4 +97,11 @@ async fn main() -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+fn load(path: Option<&std::path::Path>) -> anyhow::Result<Config> {
+    Ok(match path {
+        Some(path) => Config::load(path)?,
+        None => Config::default(),
+    })
 }

@@ -67,6 +67,18 @@ impl Permit {
 /// request that approved it; resolves to its recorded outcome.
 pub type Running = futures::future::BoxFuture<'static, Outcome>;
 
+/// A tool as `toolgate tools` and `GET /api/tools` show it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolView {
+    pub name: String,
+    pub qualified_name: String,
+    pub description: String,
+    pub parameters: Value,
+    /// The effective policy, in words.
+    pub policy: String,
+}
+
 /// The gate's verdict on a call the model just made.
 #[derive(Debug)]
 pub enum NewCall {
@@ -162,6 +174,33 @@ impl Gate {
             qualified: &qualified,
             tool_may_ask: tool.may_need_confirmation(),
         })
+    }
+
+    /// Every tool with its qualified name and effective policy.
+    pub fn tools(&self) -> Vec<ToolView> {
+        self.registry
+            .specs()
+            .into_iter()
+            .map(|spec| {
+                let qualified = qualified_name(&spec.name);
+                let tool_may_ask = self
+                    .registry
+                    .get(&spec.name)
+                    .is_none_or(|t| t.may_need_confirmation());
+                let policy = self.policy.describe(&ToolInfo {
+                    name: &spec.name,
+                    qualified: &qualified,
+                    tool_may_ask,
+                });
+                ToolView {
+                    name: spec.name,
+                    qualified_name: qualified,
+                    description: spec.description,
+                    parameters: spec.parameters,
+                    policy,
+                }
+            })
+            .collect()
     }
 
     /// What the policy says about this call now.

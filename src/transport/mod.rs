@@ -39,6 +39,7 @@ pub fn router(state: HttpState) -> Router {
         .route("/stream", post(stream))
         .route("/api/chat", post(stream))
         .route("/healthz", get(|| async { "ok" }))
+        .route("/api/tools", get(tools))
         .layer(DefaultBodyLimit::max(limit))
         .layer(tower_http::trace::TraceLayer::new_for_http())
         .with_state(state)
@@ -72,6 +73,10 @@ async fn stream(
         .flat_map(move |chunk| futures::stream::iter(client.fit(chunk)))
         .boxed();
     Ok(sse::response(chunks, state.keep_alive).into_response())
+}
+
+async fn tools(State(state): State<HttpState>) -> axum::Json<Vec<crate::confirm::ToolView>> {
+    axum::Json(state.agent.gate.tools())
 }
 
 fn principal(state: &HttpState, headers: &HeaderMap) -> Result<String, ApiError> {
