@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use super::{Claim, Issued, Outcome, Status, StoreError};
+use super::{Claim, Issued, Outcome, Remembered, Status, StoreError};
 
 /// Most confirmations kept at once (about 2 KB each).
 pub const DEFAULT_CAPACITY: usize = 100_000;
@@ -15,6 +15,10 @@ pub const DEFAULT_CAPACITY: usize = 100_000;
 #[derive(Debug, Clone)]
 pub struct MemoryStore {
     inner: Arc<Mutex<HashMap<String, Record>>>,
+    /// Remembered approvals, by (principal, chat or "", tool).
+    remembered: Arc<Mutex<HashMap<(String, String, String), Remembered>>>,
+    /// Budgets, by (principal, chat, tool).
+    budgets: Arc<Mutex<HashMap<(String, String, String), u32>>>,
     capacity: usize,
     /// Bumped whenever an outcome is recorded, to wake waiters.
     recorded: watch::Sender<u64>,
@@ -49,6 +53,8 @@ impl MemoryStore {
     pub fn with_capacity(capacity: usize) -> Self {
         Self {
             inner: Arc::default(),
+            remembered: Arc::default(),
+            budgets: Arc::default(),
             capacity,
             recorded: watch::Sender::new(0),
         }
@@ -58,6 +64,75 @@ impl MemoryStore {
     // still safe to use.
     fn lock(&self) -> MutexGuard<'_, HashMap<String, Record>> {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(super) fn remember(&self, approval: Remembered) {
+        let key = (
+            approval.principal.clone(),
+            approval.chat_id.clone().unwrap_or_default(),
+            approval.tool.clone(),
+        );
+        self.remembered
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(key, approval);
+    }
+
+    pub(super) fn remembered(
+        &self,
+        principal: &str,
+        chat_id: &str,
+        tool: &str,
+    ) -> Option<Remembered> {
+        let map = self
+            .remembered
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let key = |chat: &str| (principal.to_owned(), chat.to_owned(), tool.to_owned());
+        map.get(&key(chat_id))
+            .or_else(|| map.get(&key("")))
+            .cloned()
+    }
+
+    pub(super) fn list_remembered(&self, principal: &str) -> Vec<Remembered> {
+        let map = self
+            .remembered
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        map.values()
+            .filter(|r| r.principal == principal)
+            .cloned()
+            .collect()
+    }
+
+    pub(super) fn revoke(&self, principal: &str, id: &str) -> bool {
+        let mut map = self
+            .remembered
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let before = map.len();
+        map.retain(|_, r| !(r.principal == principal && r.id == id));
+        map.len() < before
+    }
+
+    pub(super) fn grant_budget(&self, principal: &str, chat_id: &str, tool: &str, n: u32) {
+        let key = (principal.to_owned(), chat_id.to_owned(), tool.to_owned());
+        self.budgets
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(key, n);
+    }
+
+    pub(super) fn take_budget(&self, principal: &str, chat_id: &str, tool: &str) -> bool {
+        let key = (principal.to_owned(), chat_id.to_owned(), tool.to_owned());
+        let mut budgets = self.budgets.lock().unwrap_or_else(PoisonError::into_inner);
+        match budgets.get_mut(&key) {
+            Some(left) if *left > 0 => {
+                *left -= 1;
+                true
+            }
+            _ => false,
+        }
     }
 
     pub(super) fn insert(&self, issued: Issued) -> Result<(), StoreError> {
@@ -165,6 +240,7 @@ mod tests {
     async fn conformance() {
         conformance::claims_exactly_once(Store::memory()).await;
         conformance::purges_what_expired_unless_running(Store::memory()).await;
+        conformance::remembers_and_budgets(Store::memory()).await;
     }
 
     #[tokio::test]

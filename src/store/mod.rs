@@ -45,6 +45,20 @@ pub enum Outcome {
     Denied { reason: Option<String> },
 }
 
+/// An approval a user asked to be remembered: calls of `tool` by
+/// `principal` then run without asking, in `chat_id` or (when `None`) in
+/// every chat of theirs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Remembered {
+    pub id: String,
+    pub principal: String,
+    pub chat_id: Option<String>,
+    /// The qualified tool name.
+    pub tool: String,
+    pub created_at_ms: u64,
+}
+
 /// Where a confirmation stands.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Status {
@@ -137,6 +151,77 @@ impl Store {
             Store::Sqlite(s) => s.purge_expired(now_ms).await,
             // Redis expires records itself.
             Store::Redis(_) => Ok(0),
+        }
+    }
+
+    /// Remembers an approval; one for the same principal, chat and tool replaces it.
+    pub async fn remember(&self, approval: Remembered) -> Result<(), StoreError> {
+        match self {
+            Store::Memory(s) => Ok(s.remember(approval)),
+            Store::Sqlite(s) => s.remember(approval).await,
+            Store::Redis(s) => s.remember(approval).await,
+        }
+    }
+
+    /// The approval that covers `tool` for `principal` in `chat_id`: one for
+    /// this chat first, then one for all their chats.
+    pub async fn remembered(
+        &self,
+        principal: &str,
+        chat_id: &str,
+        tool: &str,
+    ) -> Result<Option<Remembered>, StoreError> {
+        match self {
+            Store::Memory(s) => Ok(s.remembered(principal, chat_id, tool)),
+            Store::Sqlite(s) => s.remembered(principal, chat_id, tool).await,
+            Store::Redis(s) => s.remembered(principal, chat_id, tool).await,
+        }
+    }
+
+    /// Every approval `principal` asked to be remembered.
+    pub async fn list_remembered(&self, principal: &str) -> Result<Vec<Remembered>, StoreError> {
+        match self {
+            Store::Memory(s) => Ok(s.list_remembered(principal)),
+            Store::Sqlite(s) => s.list_remembered(principal).await,
+            Store::Redis(s) => s.list_remembered(principal).await,
+        }
+    }
+
+    /// Forgets one of `principal`'s remembered approvals; false if there was none.
+    pub async fn revoke(&self, principal: &str, id: &str) -> Result<bool, StoreError> {
+        match self {
+            Store::Memory(s) => Ok(s.revoke(principal, id)),
+            Store::Sqlite(s) => s.revoke(principal, id).await,
+            Store::Redis(s) => s.revoke(principal, id).await,
+        }
+    }
+
+    /// Lets the next `n` calls of `tool` in this chat run without asking.
+    pub async fn grant_budget(
+        &self,
+        principal: &str,
+        chat_id: &str,
+        tool: &str,
+        n: u32,
+    ) -> Result<(), StoreError> {
+        match self {
+            Store::Memory(s) => Ok(s.grant_budget(principal, chat_id, tool, n)),
+            Store::Sqlite(s) => s.grant_budget(principal, chat_id, tool, n).await,
+            Store::Redis(s) => s.grant_budget(principal, chat_id, tool, n).await,
+        }
+    }
+
+    /// Spends one call of the budget, atomically; false when none is left.
+    pub async fn take_budget(
+        &self,
+        principal: &str,
+        chat_id: &str,
+        tool: &str,
+    ) -> Result<bool, StoreError> {
+        match self {
+            Store::Memory(s) => Ok(s.take_budget(principal, chat_id, tool)),
+            Store::Sqlite(s) => s.take_budget(principal, chat_id, tool).await,
+            Store::Redis(s) => s.take_budget(principal, chat_id, tool).await,
         }
     }
 
@@ -274,5 +359,122 @@ pub(crate) mod conformance {
         assert_eq!(store.get("pending").await.ok().flatten(), None);
         assert_eq!(store.get("done").await.ok().flatten(), None);
         assert!(store.get("running").await.ok().flatten().is_some());
+    }
+
+    pub async fn remembers_and_budgets(store: Store) {
+        let approval = |id: &str, chat: Option<&str>, tool: &str| Remembered {
+            id: id.into(),
+            principal: "alice".into(),
+            chat_id: chat.map(str::to_owned),
+            tool: tool.into(),
+            created_at_ms: 1,
+        };
+        let ok = |r: Result<(), StoreError>| r.unwrap_or_else(|e| panic!("{e}"));
+        ok(store.remember(approval("r1", None, "internal--pay")).await);
+        ok(store
+            .remember(approval("r2", Some("chat"), "internal--pay"))
+            .await);
+        assert_eq!(
+            store
+                .remembered("alice", "chat", "internal--pay")
+                .await
+                .ok()
+                .flatten()
+                .map(|r| r.id),
+            Some("r2".into())
+        );
+        assert_eq!(
+            store
+                .remembered("alice", "other", "internal--pay")
+                .await
+                .ok()
+                .flatten()
+                .map(|r| r.id),
+            Some("r1".into())
+        );
+        assert_eq!(
+            store
+                .remembered("bob", "chat", "internal--pay")
+                .await
+                .ok()
+                .flatten(),
+            None
+        );
+        assert_eq!(
+            store
+                .remembered("alice", "chat", "internal--weather")
+                .await
+                .ok()
+                .flatten(),
+            None
+        );
+        // The same scope again replaces, and keeps one entry.
+        ok(store
+            .remember(approval("r3", Some("chat"), "internal--pay"))
+            .await);
+        let mut ids: Vec<String> = store
+            .list_remembered("alice")
+            .await
+            .unwrap_or_default()
+            .into_iter()
+            .map(|r| r.id)
+            .collect();
+        ids.sort();
+        assert_eq!(ids, ["r1", "r3"]);
+        assert_eq!(
+            store.revoke("bob", "r3").await.ok(),
+            Some(false),
+            "another user cannot revoke it"
+        );
+        assert_eq!(store.revoke("alice", "r3").await.ok(), Some(true));
+        assert_eq!(store.revoke("alice", "r3").await.ok(), Some(false));
+        assert_eq!(
+            store
+                .remembered("alice", "chat", "internal--pay")
+                .await
+                .ok()
+                .flatten()
+                .map(|r| r.id),
+            Some("r1".into())
+        );
+
+        assert_eq!(
+            store
+                .take_budget("alice", "chat", "internal--pay")
+                .await
+                .ok(),
+            Some(false)
+        );
+        ok(store
+            .grant_budget("alice", "chat", "internal--pay", 2)
+            .await);
+        assert_eq!(
+            store
+                .take_budget("alice", "other", "internal--pay")
+                .await
+                .ok(),
+            Some(false)
+        );
+        assert_eq!(
+            store
+                .take_budget("alice", "chat", "internal--pay")
+                .await
+                .ok(),
+            Some(true)
+        );
+        assert_eq!(
+            store
+                .take_budget("alice", "chat", "internal--pay")
+                .await
+                .ok(),
+            Some(true)
+        );
+        assert_eq!(
+            store
+                .take_budget("alice", "chat", "internal--pay")
+                .await
+                .ok(),
+            Some(false)
+        );
     }
 }

@@ -10,7 +10,7 @@ use redis::AsyncCommands;
 use redis::aio::ConnectionManager;
 use serde::{Deserialize, Serialize};
 
-use super::{Claim, Issued, Outcome, Status, StoreError};
+use super::{Claim, Issued, Outcome, Remembered, Status, StoreError};
 use crate::protocol::ConfirmationProtocol;
 use crate::provider::ToolCall;
 
@@ -30,6 +30,15 @@ redis.call('HSET', KEYS[1], 'claimed_at', ARGV[1])
 return {'won'}
 ";
 
+const TAKE_BUDGET: &str = r"
+local left = tonumber(redis.call('GET', KEYS[1]) or '0')
+if left > 0 then
+  redis.call('DECR', KEYS[1])
+  return 1
+end
+return 0
+";
+
 const FINISH: &str = r"
 if redis.call('HEXISTS', KEYS[1], 'claimed_at') == 0 or redis.call('HEXISTS', KEYS[1], 'outcome') == 1 then
   return 0
@@ -46,6 +55,7 @@ pub struct RedisStore {
     prefix: String,
     claim: redis::Script,
     finish: redis::Script,
+    take_budget: redis::Script,
 }
 
 impl std::fmt::Debug for RedisStore {
@@ -84,6 +94,7 @@ impl RedisStore {
             prefix: prefix.to_owned(),
             claim: redis::Script::new(CLAIM),
             finish: redis::Script::new(FINISH),
+            take_budget: redis::Script::new(TAKE_BUDGET),
         })
     }
 
@@ -152,6 +163,110 @@ impl RedisStore {
             issued_at_ms: record.issued_at_ms,
             expires_at_ms: record.expires_at_ms,
         }))
+    }
+
+    /// One hash per principal; a field per (chat or "", tool).
+    fn remembered_key(&self, principal: &str) -> String {
+        format!("{}remembered:{principal}", self.prefix)
+    }
+
+    fn budget_key(&self, principal: &str, chat_id: &str, tool: &str) -> String {
+        format!(
+            "{}budget:{principal}\u{1f}{chat_id}\u{1f}{tool}",
+            self.prefix
+        )
+    }
+
+    pub(super) async fn remember(&self, approval: Remembered) -> Result<(), StoreError> {
+        let field = format!(
+            "{}\u{1f}{}",
+            approval.chat_id.as_deref().unwrap_or(""),
+            approval.tool
+        );
+        let text =
+            serde_json::to_string(&approval).map_err(|e| StoreError::Backend(e.to_string()))?;
+        let mut conn = self.conn.clone();
+        let _: i64 = conn
+            .hset(self.remembered_key(&approval.principal), field, text)
+            .await
+            .map_err(backend)?;
+        Ok(())
+    }
+
+    pub(super) async fn remembered(
+        &self,
+        principal: &str,
+        chat_id: &str,
+        tool: &str,
+    ) -> Result<Option<Remembered>, StoreError> {
+        let mut conn = self.conn.clone();
+        let (this_chat, every_chat): (Option<String>, Option<String>) = redis::cmd("HMGET")
+            .arg(self.remembered_key(principal))
+            .arg(format!("{chat_id}\u{1f}{tool}"))
+            .arg(format!("\u{1f}{tool}"))
+            .query_async(&mut conn)
+            .await
+            .map_err(backend)?;
+        this_chat
+            .or(every_chat)
+            .map(|t| remembered_from(&t))
+            .transpose()
+    }
+
+    pub(super) async fn list_remembered(
+        &self,
+        principal: &str,
+    ) -> Result<Vec<Remembered>, StoreError> {
+        let mut conn = self.conn.clone();
+        let values: Vec<String> = conn
+            .hvals(self.remembered_key(principal))
+            .await
+            .map_err(backend)?;
+        values.iter().map(|t| remembered_from(t)).collect()
+    }
+
+    pub(super) async fn revoke(&self, principal: &str, id: &str) -> Result<bool, StoreError> {
+        let key = self.remembered_key(principal);
+        let mut conn = self.conn.clone();
+        let all: Vec<(String, String)> = conn.hgetall(&key).await.map_err(backend)?;
+        for (field, text) in all {
+            if remembered_from(&text)?.id == id {
+                let removed: i64 = conn.hdel(&key, field).await.map_err(backend)?;
+                return Ok(removed > 0);
+            }
+        }
+        Ok(false)
+    }
+
+    pub(super) async fn grant_budget(
+        &self,
+        principal: &str,
+        chat_id: &str,
+        tool: &str,
+        n: u32,
+    ) -> Result<(), StoreError> {
+        let mut conn = self.conn.clone();
+        let _: () = conn
+            .set(self.budget_key(principal, chat_id, tool), n)
+            .await
+            .map_err(backend)?;
+        Ok(())
+    }
+
+    pub(super) async fn take_budget(
+        &self,
+        principal: &str,
+        chat_id: &str,
+        tool: &str,
+    ) -> Result<bool, StoreError> {
+        let mut conn = self.conn.clone();
+        let taken: i64 = self
+            .take_budget
+            .key(self.budget_key(principal, chat_id, tool))
+            .invoke_async(&mut conn)
+            .await
+            .map_err(backend)?;
+        Ok(taken == 1)
     }
 
     pub(super) async fn claim(&self, id: &str, now_ms: u64) -> Result<Claim, StoreError> {
@@ -240,6 +355,11 @@ fn backend(e: redis::RedisError) -> StoreError {
     StoreError::Backend(e.to_string())
 }
 
+fn remembered_from(text: &str) -> Result<Remembered, StoreError> {
+    serde_json::from_str(text)
+        .map_err(|e| StoreError::Backend(format!("stored approval is corrupt: {e}")))
+}
+
 fn outcome_from(text: &str) -> Result<Outcome, StoreError> {
     serde_json::from_str(text)
         .map_err(|e| StoreError::Backend(format!("stored outcome is corrupt: {e}")))
@@ -270,7 +390,8 @@ mod tests {
         let store = Store::redis(&url, &prefix)
             .await
             .unwrap_or_else(|e| panic!("{e}"));
-        conformance::claims_exactly_once(store).await;
+        conformance::claims_exactly_once(store.clone()).await;
+        conformance::remembers_and_budgets(store).await;
     }
 
     #[tokio::test]

@@ -10,11 +10,14 @@ use rusqlite::{Connection, OptionalExtension, params};
 use rusqlite_migration::{M, Migrations};
 use tokio::sync::watch;
 
-use super::{Claim, Issued, Outcome, Status, StoreError};
+use super::{Claim, Issued, Outcome, Remembered, Status, StoreError};
 use crate::protocol::ConfirmationProtocol;
 use crate::provider::ToolCall;
 
-const MIGRATIONS: &[M<'static>] = &[M::up(include_str!("migrations/001_confirmations.sql"))];
+const MIGRATIONS: &[M<'static>] = &[
+    M::up(include_str!("migrations/001_confirmations.sql")),
+    M::up(include_str!("migrations/002_remembered.sql")),
+];
 
 /// How often a waiter looks for an outcome recorded by another process.
 const POLL: Duration = Duration::from_millis(100);
@@ -134,6 +137,115 @@ impl SqliteStore {
         .await
     }
 
+    pub(super) async fn remember(&self, approval: Remembered) -> Result<(), StoreError> {
+        self.with(move |conn| {
+            conn.execute(
+                "INSERT INTO remembered (id, principal, chat_id, tool, created_at_ms) VALUES (?1, ?2, ?3, ?4, ?5)
+                 ON CONFLICT (principal, chat_id, tool) DO UPDATE SET id = excluded.id, created_at_ms = excluded.created_at_ms",
+                params![
+                    approval.id,
+                    approval.principal,
+                    approval.chat_id.unwrap_or_default(),
+                    approval.tool,
+                    millis(approval.created_at_ms)
+                ],
+            )
+            .map(drop)
+            .map_err(backend)
+        })
+        .await
+    }
+
+    pub(super) async fn remembered(
+        &self,
+        principal: &str,
+        chat_id: &str,
+        tool: &str,
+    ) -> Result<Option<Remembered>, StoreError> {
+        let (principal, chat_id, tool) =
+            (principal.to_owned(), chat_id.to_owned(), tool.to_owned());
+        self.with(move |conn| {
+            // This chat's approval first, then one for every chat.
+            conn.query_row(
+                "SELECT id, principal, chat_id, tool, created_at_ms FROM remembered
+                 WHERE principal = ?1 AND tool = ?3 AND chat_id IN (?2, '') ORDER BY chat_id = '' LIMIT 1",
+                params![principal, chat_id, tool],
+                remembered_row,
+            )
+            .optional()
+            .map_err(backend)
+        })
+        .await
+    }
+
+    pub(super) async fn list_remembered(
+        &self,
+        principal: &str,
+    ) -> Result<Vec<Remembered>, StoreError> {
+        let principal = principal.to_owned();
+        self.with(move |conn| {
+            let mut statement = conn
+                .prepare("SELECT id, principal, chat_id, tool, created_at_ms FROM remembered WHERE principal = ?1 ORDER BY created_at_ms")
+                .map_err(backend)?;
+            let rows = statement.query_map([principal], remembered_row).map_err(backend)?;
+            rows.collect::<Result<Vec<_>, _>>().map_err(backend)
+        })
+        .await
+    }
+
+    pub(super) async fn revoke(&self, principal: &str, id: &str) -> Result<bool, StoreError> {
+        let (principal, id) = (principal.to_owned(), id.to_owned());
+        self.with(move |conn| {
+            conn.execute(
+                "DELETE FROM remembered WHERE principal = ?1 AND id = ?2",
+                params![principal, id],
+            )
+            .map(|n| n > 0)
+            .map_err(backend)
+        })
+        .await
+    }
+
+    pub(super) async fn grant_budget(
+        &self,
+        principal: &str,
+        chat_id: &str,
+        tool: &str,
+        n: u32,
+    ) -> Result<(), StoreError> {
+        let (principal, chat_id, tool) =
+            (principal.to_owned(), chat_id.to_owned(), tool.to_owned());
+        self.with(move |conn| {
+            conn.execute(
+                "INSERT INTO budgets (principal, chat_id, tool, remaining) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT (principal, chat_id, tool) DO UPDATE SET remaining = excluded.remaining",
+                params![principal, chat_id, tool, n],
+            )
+            .map(drop)
+            .map_err(backend)
+        })
+        .await
+    }
+
+    pub(super) async fn take_budget(
+        &self,
+        principal: &str,
+        chat_id: &str,
+        tool: &str,
+    ) -> Result<bool, StoreError> {
+        let (principal, chat_id, tool) =
+            (principal.to_owned(), chat_id.to_owned(), tool.to_owned());
+        self.with(move |conn| {
+            conn.execute(
+                "UPDATE budgets SET remaining = remaining - 1 WHERE principal = ?1 AND chat_id = ?2 AND tool = ?3 AND remaining > 0",
+                params![principal, chat_id, tool],
+            )
+            .map(|n| n == 1)
+            .map_err(backend)
+        })
+        .await
+    }
+
     pub(super) async fn claim(&self, id: &str, now_ms: u64) -> Result<Claim, StoreError> {
         let id = id.to_owned();
         self.with(move |conn| {
@@ -239,6 +351,17 @@ impl SqliteStore {
     }
 }
 
+fn remembered_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Remembered> {
+    let chat_id: String = row.get(2)?;
+    Ok(Remembered {
+        id: row.get(0)?,
+        principal: row.get(1)?,
+        chat_id: (!chat_id.is_empty()).then_some(chat_id),
+        tool: row.get(3)?,
+        created_at_ms: u64::try_from(row.get::<_, i64>(4)?).unwrap_or(0),
+    })
+}
+
 fn backend(e: rusqlite::Error) -> StoreError {
     StoreError::Backend(e.to_string())
 }
@@ -286,6 +409,9 @@ mod tests {
             Store::sqlite(&path).unwrap_or_else(|e| panic!("{e}")),
         )
         .await;
+        let (_dir, path) = file();
+        conformance::remembers_and_budgets(Store::sqlite(&path).unwrap_or_else(|e| panic!("{e}")))
+            .await;
     }
 
     #[tokio::test]
