@@ -12,13 +12,16 @@ use super::{Claim, Issued, Outcome, Remembered, Status, StoreError};
 /// Most confirmations kept at once (about 2 KB each).
 pub const DEFAULT_CAPACITY: usize = 100_000;
 
+/// Keyed by (principal, chat, qualified tool).
+type ByCall<T> = Arc<Mutex<HashMap<(String, String, String), T>>>;
+
 #[derive(Debug, Clone)]
 pub struct MemoryStore {
     inner: Arc<Mutex<HashMap<String, Record>>>,
     /// Remembered approvals, by (principal, chat or "", tool).
-    remembered: Arc<Mutex<HashMap<(String, String, String), Remembered>>>,
+    remembered: ByCall<Remembered>,
     /// Budgets, by (principal, chat, tool).
-    budgets: Arc<Mutex<HashMap<(String, String, String), u32>>>,
+    budgets: ByCall<u32>,
     capacity: usize,
     /// Bumped whenever an outcome is recorded, to wake waiters.
     recorded: watch::Sender<u64>,

@@ -157,7 +157,10 @@ impl Store {
     /// Remembers an approval; one for the same principal, chat and tool replaces it.
     pub async fn remember(&self, approval: Remembered) -> Result<(), StoreError> {
         match self {
-            Store::Memory(s) => Ok(s.remember(approval)),
+            Store::Memory(s) => {
+                s.remember(approval);
+                Ok(())
+            }
             Store::Sqlite(s) => s.remember(approval).await,
             Store::Redis(s) => s.remember(approval).await,
         }
@@ -205,7 +208,10 @@ impl Store {
         n: u32,
     ) -> Result<(), StoreError> {
         match self {
-            Store::Memory(s) => Ok(s.grant_budget(principal, chat_id, tool, n)),
+            Store::Memory(s) => {
+                s.grant_budget(principal, chat_id, tool, n);
+                Ok(())
+            }
             Store::Sqlite(s) => s.grant_budget(principal, chat_id, tool, n).await,
             Store::Redis(s) => s.grant_budget(principal, chat_id, tool, n).await,
         }
