@@ -8,7 +8,7 @@ use axum::serve::ListenerExt;
 use tokio::net::TcpListener;
 
 use crate::agent::Agent;
-use crate::config::{Config, ProviderKind, StoreConfig, StoreKind};
+use crate::config::{AllowedToolsStorage, Config, ProviderKind, StoreConfig, StoreKind};
 use crate::confirm::{Gate, Signer};
 use crate::ids::{Clock, Ids};
 use crate::policy::{Mode, Policy, ToolPolicies};
@@ -126,6 +126,10 @@ impl App {
         )
         .with_signer(self.signer)
         .with_policy(self.policy);
+        let gate = match self.config.tool_confirmation.allowed_tools_storage {
+            AllowedToolsStorage::Storage => gate,
+            AllowedToolsStorage::Memory => gate.with_remembered_store(Store::memory()),
+        };
         let agent = Agent {
             gate,
             provider,

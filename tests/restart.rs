@@ -111,7 +111,11 @@ async fn a_claim_left_by_a_dead_process_is_outcome_unknown() {
     let answer = Answer {
         confirmation_id: issued.id,
         original: Some(call),
-        decision: Decision::Approve { payload: None },
+        decision: Decision::Approve {
+            payload: None,
+            remember: None,
+            approve_next: None,
+        },
         protocol: ConfirmationProtocol::Adk,
         seal: None,
     };

@@ -57,30 +57,51 @@ impl Agent {
             yield UiChunk::Start { message_id: Some(history[last].id.clone()), message_metadata: None };
 
             if continuing {
-                let (answers, unanswered) = answers(&history[last]);
-                for (answer, echo) in answers {
-                    let adk = answer.protocol == ConfirmationProtocol::Adk;
-                    let (call, outcome) = match agent.gate.check_answer(&scope, &answer).await {
+                let (answers, open) = answers(&history[last]);
+                // Answers first: an approval remembered there may settle an open question.
+                let work = answers.into_iter().map(|a| Work::Answer(Box::new(a))).chain(open.into_iter().map(Work::Open));
+                let mut unanswered = 0;
+                for item in work {
+                    let (confirmation_id, adk, echo, verdict) = match item {
+                        Work::Answer(boxed) => {
+                            let (answer, echo) = *boxed;
+                            let adk = answer.protocol == ConfirmationProtocol::Adk;
+                            let verdict = agent.gate.check_answer(&scope, &answer).await;
+                            if let Ok(Answered::Rejected(why)) = &verdict {
+                                // ADK: on the confirmation part; native: on the call's own part.
+                                let part_id = match (&answer.original, adk) {
+                                    (Some(original), false) => original.id.clone(),
+                                    _ => answer.confirmation_id.clone(),
+                                };
+                                set_state(&mut history[last], &part_id, ToolState::OutputError { error_text: why.clone() });
+                                yield UiChunk::tool_error(&part_id, why.clone());
+                                continue;
+                            }
+                            (answer.confirmation_id, adk, echo, verdict)
+                        }
+                        Work::Open(open) => match agent.gate.settle(&scope, &open.confirmation_id).await {
+                            Ok(None) => {
+                                unanswered += 1;
+                                continue;
+                            }
+                            verdict => {
+                                let echo = open.adk.then(|| serde_json::json!({"confirmed": true, "remembered": true}));
+                                (open.confirmation_id, open.adk, echo, verdict.map(|v| v.unwrap_or(Answered::Rejected(String::new()))))
+                            }
+                        },
+                    };
+                    let (call, outcome) = match verdict {
                         Err(e) => {
                             yield UiChunk::Error { error_text: e.to_string() };
                             return;
                         }
-                        Ok(Answered::Rejected(why)) => {
-                            // ADK: on the confirmation part; native: on the call's own part.
-                            let part_id = match (&answer.original, adk) {
-                                (Some(original), false) => original.id.clone(),
-                                _ => answer.confirmation_id.clone(),
-                            };
-                            set_state(&mut history[last], &part_id, ToolState::OutputError { error_text: why.clone() });
-                            yield UiChunk::tool_error(&part_id, why);
-                            continue;
-                        }
+                        Ok(Answered::Rejected(_)) => continue,
                         Ok(Answered::Recorded { call, outcome }) => (call, Ok(outcome)),
                         Ok(Answered::Running { call, outcome }) => (call, Err(outcome)),
                     };
                     if adk {
                         if let Some(output) = echo {
-                            yield UiChunk::tool_output(&answer.confirmation_id, output);
+                            yield UiChunk::tool_output(&confirmation_id, output);
                         }
                         for chunk in input_chunks(&call, true) {
                             yield chunk;
@@ -90,7 +111,7 @@ impl Agent {
                         Ok(recorded) => recorded,
                         Err(running) => running.await,
                     };
-                    let approval = (!adk).then_some(answer.confirmation_id.as_str());
+                    let approval = (!adk).then_some(confirmation_id.as_str());
                     yield record(&mut history[last], call, &outcome, approval);
                 }
                 if unanswered > 0 {
@@ -270,8 +291,8 @@ impl Agent {
 }
 
 /// The answered confirmations in the continued message (with the ADK output
-/// to echo back), and how many questions are still unanswered.
-fn answers(message: &UiMessage) -> (Vec<(Answer, Option<Value>)>, usize) {
+/// to echo back), and the questions still open.
+fn answers(message: &UiMessage) -> (Vec<(Answer, Option<Value>)>, Vec<Open>) {
     let resolved: HashSet<&str> = message
         .parts
         .iter()
@@ -283,11 +304,18 @@ fn answers(message: &UiMessage) -> (Vec<(Answer, Option<Value>)>, usize) {
         })
         .collect();
     let mut answers = Vec::new();
-    let mut unanswered = 0;
+    let mut open = Vec::new();
     for part in &message.parts {
         let Part::Tool(tool) = part else { continue };
         if Answer::is_pending(tool) {
-            unanswered += 1;
+            let confirmation_id = match &tool.state {
+                ToolState::ApprovalRequested { approval_id } => approval_id.clone(),
+                _ => tool.tool_call_id.clone(),
+            };
+            open.push(Open {
+                confirmation_id,
+                adk: tool.tool_name == CONFIRMATION_TOOL,
+            });
             continue;
         }
         let Some(answer) = Answer::from_part(tool) else {
@@ -310,7 +338,19 @@ fn answers(message: &UiMessage) -> (Vec<(Answer, Option<Value>)>, usize) {
         };
         answers.push((answer, echo));
     }
-    (answers, unanswered)
+    (answers, open)
+}
+
+/// A question in the continued message that nobody answered yet.
+struct Open {
+    confirmation_id: String,
+    adk: bool,
+}
+
+/// What a continuation works through, in order.
+enum Work {
+    Answer(Box<(Answer, Option<Value>)>),
+    Open(Open),
 }
 
 fn parse_args(text: &str) -> Result<Value, String> {

@@ -10,8 +10,23 @@ use crate::provider::ToolCall;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Decision {
-    Approve { payload: Option<Value> },
-    Deny { reason: Option<String> },
+    Approve {
+        payload: Option<Value>,
+        remember: Option<Remember>,
+        approve_next: Option<u32>,
+    },
+    Deny {
+        reason: Option<String>,
+    },
+}
+
+/// How far an approval reaches beyond the call it answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Remember {
+    /// `"session"`: this tool, in this chat, without asking.
+    Chat,
+    /// `"global"`: this tool, in every chat of this user, without asking.
+    Everywhere,
 }
 
 /// What the client says about one confirmation.
@@ -37,7 +52,11 @@ impl Answer {
                 return None;
             };
             let decision = match approval.approved {
-                Some(true) => Decision::Approve { payload: None },
+                Some(true) => Decision::Approve {
+                    payload: None,
+                    remember: None,
+                    approve_next: None,
+                },
                 Some(false) | None => Decision::Deny {
                     reason: approval.reason.clone(),
                 },
@@ -90,8 +109,19 @@ impl Answer {
 
 fn decide(output: &Value) -> Decision {
     if output.get("confirmed") == Some(&Value::Bool(true)) {
+        let remember = match output.get("remember").and_then(Value::as_str) {
+            Some("session") => Some(Remember::Chat),
+            Some("global") => Some(Remember::Everywhere),
+            _ => None,
+        };
+        let approve_next = output
+            .get("approveNext")
+            .and_then(Value::as_u64)
+            .map(|n| u32::try_from(n).unwrap_or(u32::MAX));
         return Decision::Approve {
             payload: output.get("payload").cloned(),
+            remember,
+            approve_next,
         };
     }
     let reason = match output.get("reason") {
@@ -160,7 +190,11 @@ mod tests {
                     name: "process_payment".into(),
                     args: json!({"amount": 1})
                 }),
-                decision: Decision::Approve { payload: None },
+                decision: Decision::Approve {
+                    payload: None,
+                    remember: None,
+                    approve_next: None
+                },
                 protocol: ConfirmationProtocol::AiSdk,
                 seal: None,
             })
@@ -184,7 +218,9 @@ mod tests {
         assert_eq!(
             decision(output(json!({"confirmed": true, "payload": {"d": 2}}))),
             Some(Decision::Approve {
-                payload: Some(json!({"d": 2}))
+                payload: Some(json!({"d": 2})),
+                remember: None,
+                approve_next: None
             })
         );
         assert_eq!(

@@ -18,14 +18,14 @@ use futures::FutureExt;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-pub use answer::{Answer, Decision, original_call};
+pub use answer::{Answer, Decision, Remember, original_call};
 pub use signing::{Seal, Signer};
 
 use crate::ids::{Clock, Ids};
-use crate::policy::{CallInfo, Policy, ToolInfo, Verdict};
+use crate::policy::{BUDGET, CallInfo, Policy, REMEMBERED, ToolInfo, Verdict};
 use crate::protocol::ConfirmationProtocol;
 use crate::provider::ToolCall;
-use crate::store::{Claim, Issued, Outcome, Status, Store, StoreError};
+use crate::store::{Claim, Issued, Outcome, Remembered, Status, Store, StoreError};
 use crate::tools::qualified_name;
 use crate::tools::{Registry, ToolContext, ToolError};
 
@@ -114,6 +114,8 @@ pub struct Gate {
     tool_timeout: Duration,
     signer: Option<Signer>,
     policy: Policy,
+    /// Where remembered approvals and budgets live (`allowedToolsStorage`).
+    remembered: Store,
 }
 
 impl Gate {
@@ -127,14 +129,22 @@ impl Gate {
     ) -> Self {
         Self {
             registry,
-            store,
+            store: store.clone(),
             clock,
             ids,
             expiry,
             tool_timeout,
             signer: None,
             policy: Policy::default(),
+            remembered: store,
         }
+    }
+
+    /// Keeps remembered approvals in `store` rather than with the
+    /// confirmations (Dexto's `allowedToolsStorage: memory`).
+    pub fn with_remembered_store(mut self, store: Store) -> Self {
+        self.remembered = store;
+        self
     }
 
     /// Decides with `policy` instead of the default (tools ask when they say so).
@@ -203,6 +213,134 @@ impl Gate {
             .collect()
     }
 
+    /// The whole chain for a new call: the policy's deciders, with
+    /// remembered approvals and budgets from the store in their place.
+    async fn decide(&self, scope: &Scope, call: &ToolCall) -> Result<Option<Verdict>, GateError> {
+        let Some(tool) = self.registry.get(&call.name) else {
+            return Ok(None);
+        };
+        let qualified = qualified_name(&call.name);
+        let info = CallInfo {
+            tool: ToolInfo {
+                name: &call.name,
+                qualified: &qualified,
+                tool_may_ask: tool.may_need_confirmation(),
+            },
+            args: &call.args,
+            tool_asks: tool.needs_confirmation(&call.args),
+            chat_id: &scope.chat_id,
+            principal: &scope.principal,
+        };
+        let above = self.policy.decide_in(&info, REMEMBERED + 1..=i32::MAX);
+        if above != Verdict::Pass {
+            return Ok(Some(above));
+        }
+        if let Some(approval) = self
+            .remembered
+            .remembered(&scope.principal, &scope.chat_id, &qualified)
+            .await?
+        {
+            let reach = if approval.chat_id.is_some() {
+                "this chat"
+            } else {
+                "every chat"
+            };
+            return Ok(Some(Verdict::Allow {
+                by: format!("remembered approval {} for {reach}", approval.id),
+            }));
+        }
+        let between = self.policy.decide_in(&info, BUDGET + 1..=REMEMBERED);
+        if between != Verdict::Pass {
+            return Ok(Some(between));
+        }
+        if self
+            .remembered
+            .take_budget(&scope.principal, &scope.chat_id, &qualified)
+            .await?
+        {
+            return Ok(Some(Verdict::Allow {
+                by: "approve the next N".into(),
+            }));
+        }
+        Ok(Some(
+            match self.policy.decide_in(&info, i32::MIN..=BUDGET) {
+                Verdict::Pass => Verdict::Ask,
+                verdict => verdict,
+            },
+        ))
+    }
+
+    /// Records how far an approval reaches beyond its own call.
+    async fn extend(
+        &self,
+        scope: &Scope,
+        tool: &str,
+        remember: Option<Remember>,
+        approve_next: Option<u32>,
+    ) -> Result<(), GateError> {
+        let qualified = qualified_name(tool);
+        if let Some(remember) = remember {
+            let approval = Remembered {
+                id: self.ids.next("remembered"),
+                principal: scope.principal.clone(),
+                chat_id: (remember == Remember::Chat).then(|| scope.chat_id.clone()),
+                tool: qualified.clone(),
+                created_at_ms: self.clock.now_ms(),
+            };
+            self.remembered.remember(approval).await?;
+        }
+        if let Some(n) = approve_next.filter(|n| *n > 0) {
+            self.remembered
+                .grant_budget(&scope.principal, &scope.chat_id, &qualified, n)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Settles a confirmation nobody answered yet when a remembered approval
+    /// now covers it: claims it and starts the call, as an approval would.
+    pub async fn settle(
+        &self,
+        scope: &Scope,
+        confirmation_id: &str,
+    ) -> Result<Option<Answered>, GateError> {
+        let Some(issued) = self.store.get(confirmation_id).await? else {
+            return Ok(None);
+        };
+        let ours = issued.chat_id == scope.chat_id && issued.principal == scope.principal;
+        let now = self.clock.now_ms();
+        if !ours || now > issued.expires_at_ms {
+            return Ok(None);
+        }
+        let qualified = qualified_name(&issued.call.name);
+        if self
+            .remembered
+            .remembered(&scope.principal, &scope.chat_id, &qualified)
+            .await?
+            .is_none()
+        {
+            return Ok(None);
+        }
+        if let Some(Verdict::Deny { .. }) = self.verdict(scope, &issued.call) {
+            return Ok(None);
+        }
+        match self.store.claim(&issued.id, now).await? {
+            Claim::Won => {
+                let outcome =
+                    self.start_confirmed(issued.id, issued.call.clone(), None, &scope.chat_id);
+                Ok(Some(Answered::Running {
+                    call: issued.call,
+                    outcome,
+                }))
+            }
+            Claim::Done(outcome) => Ok(Some(Answered::Recorded {
+                call: issued.call,
+                outcome,
+            })),
+            Claim::InFlight { .. } => Ok(None),
+        }
+    }
+
     /// What the policy says about this call now.
     fn verdict(&self, scope: &Scope, call: &ToolCall) -> Option<Verdict> {
         let tool = self.registry.get(&call.name)?;
@@ -231,7 +369,7 @@ impl Gate {
         let Some(tool) = self.registry.get(&call.name) else {
             return Ok(NewCall::Refused(format!("unknown tool `{}`", call.name)));
         };
-        match self.verdict(scope, &call) {
+        match self.decide(scope, &call).await? {
             Some(Verdict::Allow { by }) => {
                 tracing::debug!(tool = %call.name, "allowed by {by}");
                 return Ok(NewCall::Run(Permit { call }));
@@ -382,7 +520,11 @@ impl Gate {
                         outcome,
                     })
                 }
-                Decision::Approve { payload } => {
+                Decision::Approve {
+                    payload,
+                    remember,
+                    approve_next,
+                } => {
                     // Started before this returns: no await point lies between
                     // winning the claim and the call running.
                     let outcome = self.start_confirmed(
@@ -391,6 +533,8 @@ impl Gate {
                         payload.clone(),
                         &scope.chat_id,
                     );
+                    self.extend(scope, &issued.call.name, *remember, *approve_next)
+                        .await?;
                     Ok(Answered::Running {
                         call: issued.call,
                         outcome,

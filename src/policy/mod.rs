@@ -11,6 +11,8 @@
 //! | 90 | per-tool deny rule | `tools.<tool>.deny` |
 //! | 80 | always allow | `toolPolicies.alwaysAllow` |
 //! | 70 | per-tool confirmation | `tools.<tool>.confirm` (`never`, or a condition that is false), else the tool's own declaration |
+//! | 60 | remembered approval | the user's answer, for this chat, then for all their chats |
+//! | 50 | approve the next N | the user's answer, this chat |
 //! | 0 | mode | `mode`: `event-based` asks, `auto-approve`, `auto-deny` |
 //!
 //! An application adds its own deciders with [`Policy::with_decider`]. An
@@ -26,6 +28,12 @@ use serde::Deserialize;
 use serde_json::Value;
 
 pub use condition::{BadCondition, Condition};
+
+/// Where remembered approvals stand in the chain (they live in the store).
+pub const REMEMBERED: i32 = 60;
+
+/// Where "approve the next N" budgets stand in the chain.
+pub const BUDGET: i32 = 50;
 
 /// A call, as the policy sees it.
 #[derive(Debug, Clone, Copy)]
@@ -251,12 +259,27 @@ impl Policy {
     }
 
     pub fn decide(&self, call: &CallInfo<'_>) -> Verdict {
+        match self.decide_in(call, i32::MIN..=i32::MAX) {
+            // Fails closed: with every decider passing, ask.
+            Verdict::Pass => Verdict::Ask,
+            verdict => verdict,
+        }
+    }
+
+    /// The first verdict of the deciders whose priority is in `priorities`,
+    /// or `Pass`. The gate interleaves remembered approvals ([`REMEMBERED`])
+    /// and budgets ([`BUDGET`]) with the chain this way.
+    pub fn decide_in(
+        &self,
+        call: &CallInfo<'_>,
+        priorities: std::ops::RangeInclusive<i32>,
+    ) -> Verdict {
         self.deciders
             .iter()
+            .filter(|d| priorities.contains(&d.priority()))
             .map(|d| d.decide(call))
             .find(|v| *v != Verdict::Pass)
-            // Fails closed: with every decider passing, ask.
-            .unwrap_or(Verdict::Ask)
+            .unwrap_or(Verdict::Pass)
     }
 
     /// Whether some arguments could make `tool` ask.
