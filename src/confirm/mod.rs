@@ -186,6 +186,20 @@ impl Gate {
         })
     }
 
+    /// Every approval `principal` asked to be remembered.
+    pub async fn remembered(&self, principal: &str) -> Result<Vec<Remembered>, GateError> {
+        Ok(self.remembered.list_remembered(principal).await?)
+    }
+
+    /// Forgets one of `principal`'s remembered approvals; false if they have none by that id.
+    pub async fn revoke(&self, principal: &str, id: &str) -> Result<bool, GateError> {
+        let revoked = self.remembered.revoke(principal, id).await?;
+        if revoked {
+            tracing::info!(principal, approval = id, "remembered approval revoked");
+        }
+        Ok(revoked)
+    }
+
     /// Every tool with its qualified name and effective policy.
     pub fn tools(&self) -> Vec<ToolView> {
         self.registry

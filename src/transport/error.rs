@@ -18,6 +18,10 @@ pub enum ApiError {
     Body(String),
     #[error("missing header `{0}` naming the user")]
     Unauthorized(String),
+    #[error("{0}")]
+    NotFound(String),
+    #[error(transparent)]
+    Gate(#[from] crate::confirm::GateError),
 }
 
 impl ApiError {
@@ -34,6 +38,9 @@ impl ApiError {
             ApiError::Request(_) | ApiError::Body(_) => StatusCode::BAD_REQUEST,
             ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
+            ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            // The store failed: not the client's mistake.
+            ApiError::Gate(_) => StatusCode::SERVICE_UNAVAILABLE,
         }
     }
 }

@@ -40,6 +40,8 @@ pub fn router(state: HttpState) -> Router {
         .route("/api/chat", post(stream))
         .route("/healthz", get(|| async { "ok" }))
         .route("/api/tools", get(tools))
+        .route("/api/approvals", get(approvals))
+        .route("/api/approvals/{id}", axum::routing::delete(revoke))
         .layer(DefaultBodyLimit::max(limit))
         .layer(tower_http::trace::TraceLayer::new_for_http())
         .with_state(state)
@@ -77,6 +79,29 @@ async fn stream(
 
 async fn tools(State(state): State<HttpState>) -> axum::Json<Vec<crate::confirm::ToolView>> {
     axum::Json(state.agent.gate.tools())
+}
+
+/// The caller's remembered approvals.
+async fn approvals(
+    State(state): State<HttpState>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let principal = principal(&state, &headers)?;
+    let list = state.agent.gate.remembered(&principal).await?;
+    Ok(axum::Json(list).into_response())
+}
+
+/// Revokes one of the caller's remembered approvals: 204, or 404.
+async fn revoke(
+    State(state): State<HttpState>,
+    headers: HeaderMap,
+    axum::extract::Path(id): axum::extract::Path<String>,
+) -> Result<Response, ApiError> {
+    let principal = principal(&state, &headers)?;
+    match state.agent.gate.revoke(&principal, &id).await? {
+        true => Ok(axum::http::StatusCode::NO_CONTENT.into_response()),
+        false => Err(ApiError::NotFound(format!("no remembered approval `{id}`"))),
+    }
 }
 
 fn principal(state: &HttpState, headers: &HeaderMap) -> Result<String, ApiError> {
