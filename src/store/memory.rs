@@ -7,7 +7,10 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use super::{Claim, Issued, Outcome, Remembered, Status, StoreError};
+use super::{AuditEvent, Claim, Issued, Outcome, Remembered, Status, StoreError};
+
+/// Most audit events kept in memory; the oldest go first.
+pub const AUDIT_CAPACITY: usize = 100_000;
 
 /// Most confirmations kept at once (about 2 KB each).
 pub const DEFAULT_CAPACITY: usize = 100_000;
@@ -22,6 +25,8 @@ pub struct MemoryStore {
     remembered: ByCall<Remembered>,
     /// Budgets, by (principal, chat, tool).
     budgets: ByCall<u32>,
+    /// The audit log, oldest first; at most [`AUDIT_CAPACITY`] events.
+    audit: Arc<Mutex<std::collections::VecDeque<AuditEvent>>>,
     capacity: usize,
     /// Bumped whenever an outcome is recorded, to wake waiters.
     recorded: watch::Sender<u64>,
@@ -58,6 +63,7 @@ impl MemoryStore {
             inner: Arc::default(),
             remembered: Arc::default(),
             budgets: Arc::default(),
+            audit: Arc::default(),
             capacity,
             recorded: watch::Sender::new(0),
         }
@@ -67,6 +73,29 @@ impl MemoryStore {
     // still safe to use.
     fn lock(&self) -> MutexGuard<'_, HashMap<String, Record>> {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(super) fn audit(&self, event: AuditEvent) {
+        let mut log = self.audit.lock().unwrap_or_else(PoisonError::into_inner);
+        if log.len() == AUDIT_CAPACITY {
+            log.pop_front();
+        }
+        log.push_back(event);
+    }
+
+    pub(super) fn audit_log(&self, principal: &str, since_ms: u64) -> Vec<AuditEvent> {
+        let log = self.audit.lock().unwrap_or_else(PoisonError::into_inner);
+        log.iter()
+            .filter(|e| e.principal == principal && e.at_ms >= since_ms)
+            .cloned()
+            .collect()
+    }
+
+    pub(super) fn prune_audit(&self, before_ms: u64) -> usize {
+        let mut log = self.audit.lock().unwrap_or_else(PoisonError::into_inner);
+        let before = log.len();
+        log.retain(|e| e.at_ms >= before_ms);
+        before - log.len()
     }
 
     pub(super) fn remember(&self, approval: Remembered) {
@@ -244,6 +273,7 @@ mod tests {
         conformance::claims_exactly_once(Store::memory()).await;
         conformance::purges_what_expired_unless_running(Store::memory()).await;
         conformance::remembers_and_budgets(Store::memory()).await;
+        conformance::keeps_an_audit_log(Store::memory()).await;
     }
 
     #[tokio::test]

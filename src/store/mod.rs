@@ -59,6 +59,47 @@ pub struct Remembered {
     pub created_at_ms: u64,
 }
 
+/// One decision about a tool call, as the audit log keeps it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AuditEvent {
+    pub at_ms: u64,
+    pub principal: String,
+    pub chat_id: String,
+    /// The qualified tool name.
+    pub tool: String,
+    pub call_id: String,
+    /// SHA-256 of the canonical arguments: who decided what, without the data.
+    pub args_digest: String,
+    pub decision: AuditDecision,
+    /// The rule or person that decided.
+    pub by: String,
+    pub reason: Option<String>,
+    pub confirmation_id: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AuditDecision {
+    /// A rule let the call run without asking.
+    Allowed,
+    /// A rule refused the call.
+    Denied,
+    /// A confirmation was issued.
+    Asked,
+    Approved,
+    /// The user refused.
+    Rejected,
+    /// An answer was refused: forged, unknown, foreign, expired.
+    Refused,
+    /// An answer repeated one already decided.
+    Replayed,
+    /// Nobody answered in time.
+    TimedOut,
+    /// A remembered approval was revoked.
+    Revoked,
+}
+
 /// Where a confirmation stands.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Status {
@@ -228,6 +269,48 @@ impl Store {
             Store::Memory(s) => Ok(s.take_budget(principal, chat_id, tool)),
             Store::Sqlite(s) => s.take_budget(principal, chat_id, tool).await,
             Store::Redis(s) => s.take_budget(principal, chat_id, tool).await,
+        }
+    }
+
+    /// Appends to the audit log.
+    pub async fn audit(&self, event: AuditEvent) -> Result<(), StoreError> {
+        match self {
+            Store::Memory(s) => {
+                s.audit(event);
+                Ok(())
+            }
+            Store::Sqlite(s) => s.audit(event).await,
+            Store::Redis(s) => s.audit(event).await,
+        }
+    }
+
+    /// `principal`'s audit log from `since_ms` on, oldest first, at most
+    /// `limit` events, optionally of one chat.
+    pub async fn audit_log(
+        &self,
+        principal: &str,
+        chat_id: Option<&str>,
+        since_ms: u64,
+        limit: usize,
+    ) -> Result<Vec<AuditEvent>, StoreError> {
+        let events = match self {
+            Store::Memory(s) => s.audit_log(principal, since_ms),
+            Store::Sqlite(s) => s.audit_log(principal, since_ms).await?,
+            Store::Redis(s) => s.audit_log(principal, since_ms).await?,
+        };
+        Ok(events
+            .into_iter()
+            .filter(|e| chat_id.is_none_or(|c| e.chat_id == c))
+            .take(limit)
+            .collect())
+    }
+
+    /// Drops audit events older than `before_ms` (the retention setting).
+    pub async fn prune_audit(&self, before_ms: u64) -> Result<usize, StoreError> {
+        match self {
+            Store::Memory(s) => Ok(s.prune_audit(before_ms)),
+            Store::Sqlite(s) => s.prune_audit(before_ms).await,
+            Store::Redis(s) => s.prune_audit(before_ms).await,
         }
     }
 
@@ -481,6 +564,87 @@ pub(crate) mod conformance {
                 .await
                 .ok(),
             Some(false)
+        );
+    }
+
+    pub async fn keeps_an_audit_log(store: Store) {
+        let event = |at_ms: u64, principal: &str, chat: &str| AuditEvent {
+            at_ms,
+            principal: principal.into(),
+            chat_id: chat.into(),
+            tool: "internal--pay".into(),
+            call_id: "call-1".into(),
+            args_digest: "00".into(),
+            decision: AuditDecision::Asked,
+            by: "mode event-based".into(),
+            reason: None,
+            confirmation_id: Some("adk-1".into()),
+        };
+        for (at, who, chat) in [
+            (10, "alice", "a"),
+            (20, "bob", "a"),
+            (30, "alice", "b"),
+            (40, "alice", "a"),
+        ] {
+            store
+                .audit(event(at, who, chat))
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
+        }
+        let times =
+            |events: Vec<AuditEvent>| events.into_iter().map(|e| e.at_ms).collect::<Vec<_>>();
+        assert_eq!(
+            times(
+                store
+                    .audit_log("alice", None, 0, 100)
+                    .await
+                    .unwrap_or_default()
+            ),
+            [10, 30, 40]
+        );
+        assert_eq!(
+            times(
+                store
+                    .audit_log("alice", Some("a"), 0, 100)
+                    .await
+                    .unwrap_or_default()
+            ),
+            [10, 40]
+        );
+        assert_eq!(
+            times(
+                store
+                    .audit_log("alice", None, 30, 100)
+                    .await
+                    .unwrap_or_default()
+            ),
+            [30, 40]
+        );
+        assert_eq!(
+            times(
+                store
+                    .audit_log("alice", None, 0, 2)
+                    .await
+                    .unwrap_or_default()
+            ),
+            [10, 30]
+        );
+        assert_eq!(
+            store
+                .audit_log("alice", None, 0, 100)
+                .await
+                .unwrap_or_default()[0],
+            event(10, "alice", "a")
+        );
+        assert_eq!(store.prune_audit(30).await.ok(), Some(2));
+        assert_eq!(
+            times(
+                store
+                    .audit_log("alice", None, 0, 100)
+                    .await
+                    .unwrap_or_default()
+            ),
+            [30, 40]
         );
     }
 }

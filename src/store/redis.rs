@@ -10,7 +10,7 @@ use redis::AsyncCommands;
 use redis::aio::ConnectionManager;
 use serde::{Deserialize, Serialize};
 
-use super::{Claim, Issued, Outcome, Remembered, Status, StoreError};
+use super::{AuditEvent, Claim, Issued, Outcome, Remembered, Status, StoreError};
 use crate::protocol::ConfirmationProtocol;
 use crate::provider::ToolCall;
 
@@ -163,6 +163,68 @@ impl RedisStore {
             issued_at_ms: record.issued_at_ms,
             expires_at_ms: record.expires_at_ms,
         }))
+    }
+
+    /// One sorted set per principal, scored by time.
+    fn audit_key(&self, principal: &str) -> String {
+        format!("{}audit:{principal}", self.prefix)
+    }
+
+    fn audit_index(&self) -> String {
+        format!("{}audit-principals", self.prefix)
+    }
+
+    pub(super) async fn audit(&self, event: AuditEvent) -> Result<(), StoreError> {
+        // A unique prefix keeps equal events apart in the set; it is cut on reading.
+        let text = format!(
+            "{}\u{1f}{}",
+            uuid::Uuid::new_v4().simple(),
+            serde_json::to_string(&event).map_err(|e| StoreError::Backend(e.to_string()))?
+        );
+        let mut conn = self.conn.clone();
+        let _: i64 = conn
+            .zadd(self.audit_key(&event.principal), text, event.at_ms)
+            .await
+            .map_err(backend)?;
+        let _: i64 = conn
+            .sadd(self.audit_index(), &event.principal)
+            .await
+            .map_err(backend)?;
+        Ok(())
+    }
+
+    pub(super) async fn audit_log(
+        &self,
+        principal: &str,
+        since_ms: u64,
+    ) -> Result<Vec<AuditEvent>, StoreError> {
+        let mut conn = self.conn.clone();
+        let members: Vec<String> = conn
+            .zrangebyscore(self.audit_key(principal), since_ms, "+inf")
+            .await
+            .map_err(backend)?;
+        members
+            .iter()
+            .map(|m| {
+                let json = m.split_once('\u{1f}').map_or(m.as_str(), |(_, json)| json);
+                serde_json::from_str(json)
+                    .map_err(|e| StoreError::Backend(format!("stored audit event is corrupt: {e}")))
+            })
+            .collect()
+    }
+
+    pub(super) async fn prune_audit(&self, before_ms: u64) -> Result<usize, StoreError> {
+        let mut conn = self.conn.clone();
+        let principals: Vec<String> = conn.smembers(self.audit_index()).await.map_err(backend)?;
+        let mut pruned = 0;
+        for principal in principals {
+            let n: usize = conn
+                .zrembyscore(self.audit_key(&principal), "-inf", format!("({before_ms}"))
+                .await
+                .map_err(backend)?;
+            pruned += n;
+        }
+        Ok(pruned)
     }
 
     /// One hash per principal; a field per (chat or "", tool).
@@ -391,7 +453,8 @@ mod tests {
             .await
             .unwrap_or_else(|e| panic!("{e}"));
         conformance::claims_exactly_once(store.clone()).await;
-        conformance::remembers_and_budgets(store).await;
+        conformance::remembers_and_budgets(store.clone()).await;
+        conformance::keeps_an_audit_log(store).await;
     }
 
     #[tokio::test]

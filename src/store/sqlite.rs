@@ -10,13 +10,14 @@ use rusqlite::{Connection, OptionalExtension, params};
 use rusqlite_migration::{M, Migrations};
 use tokio::sync::watch;
 
-use super::{Claim, Issued, Outcome, Remembered, Status, StoreError};
+use super::{AuditEvent, Claim, Issued, Outcome, Remembered, Status, StoreError};
 use crate::protocol::ConfirmationProtocol;
 use crate::provider::ToolCall;
 
 const MIGRATIONS: &[M<'static>] = &[
     M::up(include_str!("migrations/001_confirmations.sql")),
     M::up(include_str!("migrations/002_remembered.sql")),
+    M::up(include_str!("migrations/003_audit.sql")),
 ];
 
 /// How often a waiter looks for an outcome recorded by another process.
@@ -133,6 +134,47 @@ impl SqliteStore {
                 })
             })
             .transpose()
+        })
+        .await
+    }
+
+    pub(super) async fn audit(&self, event: AuditEvent) -> Result<(), StoreError> {
+        let text = serde_json::to_string(&event).map_err(|e| StoreError::Backend(e.to_string()))?;
+        self.with(move |conn| {
+            conn.execute(
+                "INSERT INTO audit (at_ms, principal, event) VALUES (?1, ?2, ?3)",
+                params![millis(event.at_ms), event.principal, text],
+            )
+            .map(drop)
+            .map_err(backend)
+        })
+        .await
+    }
+
+    pub(super) async fn audit_log(
+        &self,
+        principal: &str,
+        since_ms: u64,
+    ) -> Result<Vec<AuditEvent>, StoreError> {
+        let principal = principal.to_owned();
+        self.with(move |conn| {
+            let mut statement = conn
+                .prepare("SELECT event FROM audit WHERE principal = ?1 AND at_ms >= ?2 ORDER BY at_ms, seq")
+                .map_err(backend)?;
+            let rows = statement.query_map(params![principal, millis(since_ms)], |row| row.get::<_, String>(0)).map_err(backend)?;
+            rows.map(|text| {
+                let text = text.map_err(backend)?;
+                serde_json::from_str(&text).map_err(|e| StoreError::Backend(format!("stored audit event is corrupt: {e}")))
+            })
+            .collect()
+        })
+        .await
+    }
+
+    pub(super) async fn prune_audit(&self, before_ms: u64) -> Result<usize, StoreError> {
+        self.with(move |conn| {
+            conn.execute("DELETE FROM audit WHERE at_ms < ?1", [millis(before_ms)])
+                .map_err(backend)
         })
         .await
     }
@@ -411,6 +453,9 @@ mod tests {
         .await;
         let (_dir, path) = file();
         conformance::remembers_and_budgets(Store::sqlite(&path).unwrap_or_else(|e| panic!("{e}")))
+            .await;
+        let (_dir, path) = file();
+        conformance::keeps_an_audit_log(Store::sqlite(&path).unwrap_or_else(|e| panic!("{e}")))
             .await;
     }
 
