@@ -155,15 +155,20 @@ impl App {
                 tracing::warn!("cannot set TCP_NODELAY: {e}");
             }
         });
-        let purge = tokio::spawn(purge_expired(self.store.clone(), self.clock.clone()));
+        let retention = self.config.store.audit_retention();
+        let purge = tokio::spawn(purge_expired(
+            self.store.clone(),
+            self.clock.clone(),
+            retention,
+        ));
         let served = axum::serve(listener, self.router()).await;
         purge.abort();
         served
     }
 }
 
-/// Forgets expired confirmations once a minute.
-async fn purge_expired(store: Store, clock: Clock) {
+/// Forgets expired confirmations, and audit events past `retention`, once a minute.
+async fn purge_expired(store: Store, clock: Clock, retention: Duration) {
     let mut every = tokio::time::interval(Duration::from_secs(60));
     loop {
         every.tick().await;
@@ -171,6 +176,12 @@ async fn purge_expired(store: Store, clock: Clock) {
             Ok(0) => {}
             Ok(n) => tracing::debug!("forgot {n} expired confirmations"),
             Err(e) => tracing::warn!("purging expired confirmations failed: {e}"),
+        }
+        let cutoff = clock
+            .now_ms()
+            .saturating_sub(u64::try_from(retention.as_millis()).unwrap_or(u64::MAX));
+        if let Err(e) = store.prune_audit(cutoff).await {
+            tracing::warn!("pruning the audit log failed: {e}");
         }
     }
 }

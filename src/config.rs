@@ -71,6 +71,18 @@ pub struct StoreConfig {
     /// Prefix of every Redis key (default `toolgate:`); instances of one
     /// deployment share it.
     pub key_prefix: Option<String>,
+    /// Days the audit log keeps an event (default 90).
+    pub audit_retention_days: Option<u64>,
+}
+
+impl StoreConfig {
+    pub fn audit_retention(&self) -> Duration {
+        Duration::from_secs(
+            self.audit_retention_days
+                .unwrap_or(90)
+                .saturating_mul(24 * 60 * 60),
+        )
+    }
 }
 
 impl StoreConfig {

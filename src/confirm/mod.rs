@@ -25,7 +25,9 @@ use crate::ids::{Clock, Ids};
 use crate::policy::{BUDGET, CallInfo, Policy, REMEMBERED, ToolInfo, Verdict};
 use crate::protocol::ConfirmationProtocol;
 use crate::provider::ToolCall;
-use crate::store::{Claim, Issued, Outcome, Remembered, Status, Store, StoreError};
+use crate::store::{
+    AuditDecision, AuditEvent, Claim, Issued, Outcome, Remembered, Status, Store, StoreError,
+};
 use crate::tools::qualified_name;
 use crate::tools::{Registry, ToolContext, ToolError};
 
@@ -193,9 +195,30 @@ impl Gate {
 
     /// Forgets one of `principal`'s remembered approvals; false if they have none by that id.
     pub async fn revoke(&self, principal: &str, id: &str) -> Result<bool, GateError> {
+        let mine = self.remembered.list_remembered(principal).await?;
+        let Some(approval) = mine.into_iter().find(|r| r.id == id) else {
+            return Ok(false);
+        };
         let revoked = self.remembered.revoke(principal, id).await?;
         if revoked {
-            tracing::info!(principal, approval = id, "remembered approval revoked");
+            let scope = Scope {
+                chat_id: approval.chat_id.unwrap_or_default(),
+                principal: principal.to_owned(),
+            };
+            let tool = ToolCall {
+                id: String::new(),
+                name: approval.tool,
+                args: Value::Null,
+            };
+            self.note(
+                &scope,
+                &tool,
+                AuditDecision::Revoked,
+                "user".into(),
+                None,
+                Some(id),
+            )
+            .await;
         }
         Ok(revoked)
     }
@@ -284,6 +307,52 @@ impl Gate {
         ))
     }
 
+    /// Appends a decision to the audit log. A failing log is reported, but
+    /// does not undo or block the decision.
+    async fn note(
+        &self,
+        scope: &Scope,
+        call: &ToolCall,
+        decision: AuditDecision,
+        by: String,
+        reason: Option<String>,
+        confirmation_id: Option<&str>,
+    ) {
+        let event = AuditEvent {
+            at_ms: self.clock.now_ms(),
+            principal: scope.principal.clone(),
+            chat_id: scope.chat_id.clone(),
+            tool: if call.name.is_empty() {
+                String::new()
+            } else {
+                qualified_name(&call.name)
+            },
+            call_id: call.id.clone(),
+            args_digest: signing::digest(&call.args),
+            decision,
+            by,
+            reason,
+            confirmation_id: confirmation_id.map(str::to_owned),
+        };
+        if let Err(e) = self.store.audit(event).await {
+            tracing::error!("writing the audit log failed: {e}");
+        }
+    }
+
+    /// `principal`'s audit log.
+    pub async fn audit_log(
+        &self,
+        principal: &str,
+        chat_id: Option<&str>,
+        since_ms: u64,
+        limit: usize,
+    ) -> Result<Vec<AuditEvent>, GateError> {
+        Ok(self
+            .store
+            .audit_log(principal, chat_id, since_ms, limit)
+            .await?)
+    }
+
     /// Records how far an approval reaches beyond its own call.
     async fn extend(
         &self,
@@ -340,6 +409,16 @@ impl Gate {
         }
         match self.store.claim(&issued.id, now).await? {
             Claim::Won => {
+                let by = "remembered approval".to_owned();
+                self.note(
+                    scope,
+                    &issued.call,
+                    AuditDecision::Approved,
+                    by,
+                    None,
+                    Some(&issued.id),
+                )
+                .await;
                 let outcome =
                     self.start_confirmed(issued.id, issued.call.clone(), None, &scope.chat_id);
                 Ok(Some(Answered::Running {
@@ -385,10 +464,20 @@ impl Gate {
         };
         match self.decide(scope, &call).await? {
             Some(Verdict::Allow { by }) => {
-                tracing::debug!(tool = %call.name, "allowed by {by}");
+                self.note(scope, &call, AuditDecision::Allowed, by, None, None)
+                    .await;
                 return Ok(NewCall::Run(Permit { call }));
             }
             Some(Verdict::Deny { reason }) => {
+                self.note(
+                    scope,
+                    &call,
+                    AuditDecision::Denied,
+                    "policy".into(),
+                    Some(reason.clone()),
+                    None,
+                )
+                .await;
                 return Ok(NewCall::Refused(format!("denied by policy: {reason}")));
             }
             Some(Verdict::Ask | Verdict::Pass) | None => {}
@@ -425,18 +514,64 @@ impl Gate {
             expires_at_ms: now.saturating_add(millis(self.expiry)),
         };
         self.store.insert(issued.clone()).await?;
+        self.note(
+            scope,
+            &issued.call,
+            AuditDecision::Asked,
+            "policy".into(),
+            None,
+            Some(&issued.id),
+        )
+        .await;
         Ok(NewCall::Ask(issued))
     }
 
-    /// Checks a user's answer against what this server issued.
+    /// Checks a user's answer against what this server issued, and records
+    /// the decision in the audit log.
     pub async fn check_answer(
         &self,
         scope: &Scope,
         answer: &Answer,
     ) -> Result<Answered, GateError> {
-        let reject = |why: String| {
+        let (answered, decision, by) = self.judge_answer(scope, answer).await?;
+        let (call, reason) = match &answered {
+            Answered::Rejected(why) => (answer.original.clone(), Some(why.clone())),
+            Answered::Recorded { call, outcome } => (Some(call.clone()), outcome_reason(outcome)),
+            Answered::Running { call, .. } => (Some(call.clone()), None),
+        };
+        let unknown = ToolCall {
+            id: String::new(),
+            name: String::new(),
+            args: Value::Null,
+        };
+        let call = call.unwrap_or(unknown);
+        self.note(
+            scope,
+            &call,
+            decision,
+            by,
+            reason,
+            Some(&answer.confirmation_id),
+        )
+        .await;
+        Ok(answered)
+    }
+
+    async fn judge_answer(
+        &self,
+        scope: &Scope,
+        answer: &Answer,
+    ) -> Result<(Answered, AuditDecision, String), GateError> {
+        let reject = |decision: AuditDecision, why: String| {
             tracing::warn!(confirmation = %answer.confirmation_id, chat = %scope.chat_id, "confirmation rejected: {why}");
-            Ok(Answered::Rejected(why))
+            Ok((Answered::Rejected(why), decision, "toolgate".to_owned()))
+        };
+        let recorded = |call: ToolCall, outcome: Outcome| {
+            Ok((
+                Answered::Recorded { call, outcome },
+                AuditDecision::Replayed,
+                "an earlier answer".to_owned(),
+            ))
         };
         if let Some(signer) = &self.signer {
             let verified = match (&answer.seal, &answer.original) {
@@ -453,23 +588,38 @@ impl Gate {
                 _ => false,
             };
             if !verified {
-                return reject("confirmation signature is missing or does not match".into());
+                return reject(
+                    AuditDecision::Refused,
+                    "confirmation signature is missing or does not match".into(),
+                );
             }
         }
         let Some(issued) = self.store.get(&answer.confirmation_id).await? else {
-            return reject(format!(
-                "confirmation `{}` was not issued by this server",
-                answer.confirmation_id
-            ));
+            return reject(
+                AuditDecision::Refused,
+                format!(
+                    "confirmation `{}` was not issued by this server",
+                    answer.confirmation_id
+                ),
+            );
         };
         if issued.chat_id != scope.chat_id {
-            return reject("confirmation belongs to another chat".into());
+            return reject(
+                AuditDecision::Refused,
+                "confirmation belongs to another chat".into(),
+            );
         }
         if issued.principal != scope.principal {
-            return reject("confirmation belongs to another user".into());
+            return reject(
+                AuditDecision::Refused,
+                "confirmation belongs to another user".into(),
+            );
         }
         if answer.protocol != issued.protocol {
-            return reject("confirmation answered in another form than it was asked".into());
+            return reject(
+                AuditDecision::Refused,
+                "confirmation answered in another form than it was asked".into(),
+            );
         }
         if !answer
             .original
@@ -477,6 +627,7 @@ impl Gate {
             .is_some_and(|o| same_call(o, &issued.call))
         {
             return reject(
+                AuditDecision::Refused,
                 match answer.protocol {
                     ConfirmationProtocol::Adk => {
                         "originalFunctionCall differs from the call this server issued"
@@ -492,19 +643,17 @@ impl Gate {
         if now > issued.expires_at_ms {
             // A decided call keeps its outcome; an undecided one can no longer be.
             return match self.store.status(&issued.id).await? {
-                Some(Status::Done(outcome)) => Ok(Answered::Recorded {
-                    call: issued.call,
-                    outcome,
-                }),
-                Some(Status::Claimed { .. }) => reject(OUTCOME_UNKNOWN.into()),
-                Some(Status::Pending) | None => reject("confirmation expired".into()),
+                Some(Status::Done(outcome)) => recorded(issued.call, outcome),
+                Some(Status::Claimed { .. }) => {
+                    reject(AuditDecision::Refused, OUTCOME_UNKNOWN.into())
+                }
+                Some(Status::Pending) | None => {
+                    reject(AuditDecision::TimedOut, "confirmation expired".into())
+                }
             };
         }
         match self.store.claim(&issued.id, now).await? {
-            Claim::Done(outcome) => Ok(Answered::Recorded {
-                call: issued.call,
-                outcome,
-            }),
+            Claim::Done(outcome) => recorded(issued.call, outcome),
             Claim::InFlight { since_ms } => {
                 // Past the longest a call can take, the claim was left by a
                 // process that stopped: the call may or may not have run.
@@ -513,11 +662,8 @@ impl Gate {
                     .saturating_add(CLAIM_GRACE_MS);
                 let left = Duration::from_millis(deadline.saturating_sub(now));
                 match self.store.wait_outcome(&issued.id, left).await? {
-                    Some(outcome) => Ok(Answered::Recorded {
-                        call: issued.call,
-                        outcome,
-                    }),
-                    None => reject(OUTCOME_UNKNOWN.into()),
+                    Some(outcome) => recorded(issued.call, outcome),
+                    None => reject(AuditDecision::Refused, OUTCOME_UNKNOWN.into()),
                 }
             }
             Claim::Won => match &answer.decision {
@@ -529,10 +675,14 @@ impl Gate {
                         message: format!("denied by policy: {reason}"),
                     };
                     self.store.finish(&issued.id, outcome.clone()).await?;
-                    Ok(Answered::Recorded {
-                        call: issued.call,
-                        outcome,
-                    })
+                    Ok((
+                        Answered::Recorded {
+                            call: issued.call,
+                            outcome,
+                        },
+                        AuditDecision::Denied,
+                        "policy".to_owned(),
+                    ))
                 }
                 Decision::Approve {
                     payload,
@@ -549,20 +699,28 @@ impl Gate {
                     );
                     self.extend(scope, &issued.call.name, *remember, *approve_next)
                         .await?;
-                    Ok(Answered::Running {
-                        call: issued.call,
-                        outcome,
-                    })
+                    Ok((
+                        Answered::Running {
+                            call: issued.call,
+                            outcome,
+                        },
+                        AuditDecision::Approved,
+                        approver(*remember, *approve_next),
+                    ))
                 }
                 Decision::Deny { reason } => {
                     let outcome = Outcome::Denied {
                         reason: reason.clone(),
                     };
                     self.store.finish(&issued.id, outcome.clone()).await?;
-                    Ok(Answered::Recorded {
-                        call: issued.call,
-                        outcome,
-                    })
+                    Ok((
+                        Answered::Recorded {
+                            call: issued.call,
+                            outcome,
+                        },
+                        AuditDecision::Rejected,
+                        "user".to_owned(),
+                    ))
                 }
             },
         }
@@ -641,6 +799,25 @@ async fn execute(
         Err(e) => Outcome::Error {
             message: e.to_string(),
         },
+    }
+}
+
+/// Why a recorded outcome is what it is, for the audit log.
+fn outcome_reason(outcome: &Outcome) -> Option<String> {
+    match outcome {
+        Outcome::Output { .. } => None,
+        Outcome::Error { message } => Some(message.clone()),
+        Outcome::Denied { reason } => reason.clone(),
+    }
+}
+
+/// Who approved, and how far the approval reaches.
+fn approver(remember: Option<Remember>, approve_next: Option<u32>) -> String {
+    match (remember, approve_next) {
+        (Some(Remember::Chat), _) => "user, remembered for this chat".into(),
+        (Some(Remember::Everywhere), _) => "user, remembered for every chat".into(),
+        (None, Some(n)) if n > 0 => format!("user, and the next {n} calls"),
+        _ => "user".into(),
     }
 }
 

@@ -115,6 +115,14 @@ fn mac(key: &HmacSha256, subject: &Subject<'_>) -> HmacSha256 {
     mac
 }
 
+/// SHA-256 (hex) of the canonical arguments: what the audit log keeps.
+pub fn digest(args: &Value) -> String {
+    use sha2::Digest;
+    let mut text = String::new();
+    canonical(args, &mut text);
+    hex::encode(Sha256::digest(text.as_bytes()))
+}
+
 /// JSON with sorted keys and integral numbers written as integers, so that
 /// the arguments a JavaScript client sends back (`50.0` as `50`, keys in any
 /// order) sign the same as the issued ones.

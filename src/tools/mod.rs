@@ -72,7 +72,7 @@ pub trait Tool: Send + Sync + 'static {
 }
 
 /// The name policies use for a tool: `mcp--<server>--<tool>` as given,
-/// `internal--<tool>` for a tool of this server.
+/// `internal--<tool>` for a tool of this server (a qualified name stays).
 pub fn qualified_name(name: &str) -> String {
     if name.starts_with("mcp--") {
         name.to_owned()

@@ -41,6 +41,7 @@ pub fn router(state: HttpState) -> Router {
         .route("/healthz", get(|| async { "ok" }))
         .route("/api/tools", get(tools))
         .route("/api/approvals", get(approvals))
+        .route("/api/audit", get(audit))
         .route("/api/approvals/{id}", axum::routing::delete(revoke))
         .layer(DefaultBodyLimit::max(limit))
         .layer(tower_http::trace::TraceLayer::new_for_http())
@@ -80,6 +81,47 @@ async fn stream(
 async fn tools(State(state): State<HttpState>) -> axum::Json<Vec<crate::confirm::ToolView>> {
     axum::Json(state.agent.gate.tools())
 }
+
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct AuditQuery {
+    chat_id: Option<String>,
+    /// Milliseconds since the Unix epoch.
+    #[serde(default)]
+    since: u64,
+}
+
+/// The caller's audit log as JSON lines, oldest first.
+async fn audit(
+    State(state): State<HttpState>,
+    headers: HeaderMap,
+    axum::extract::Query(query): axum::extract::Query<AuditQuery>,
+) -> Result<Response, ApiError> {
+    let principal = principal(&state, &headers)?;
+    let events = state
+        .agent
+        .gate
+        .audit_log(
+            &principal,
+            query.chat_id.as_deref(),
+            query.since,
+            AUDIT_PAGE,
+        )
+        .await?;
+    let mut lines = String::new();
+    for event in events {
+        lines.push_str(&serde_json::to_string(&event).unwrap_or_default());
+        lines.push('\n');
+    }
+    Ok((
+        [(axum::http::header::CONTENT_TYPE, "application/x-ndjson")],
+        lines,
+    )
+        .into_response())
+}
+
+/// Most audit events one request returns; page on with `since`.
+const AUDIT_PAGE: usize = 10_000;
 
 /// The caller's remembered approvals.
 async fn approvals(
