@@ -75,6 +75,23 @@ impl MemoryStore {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    pub(super) fn open_confirmations(
+        &self,
+        principal: &str,
+        chat_id: &str,
+        now_ms: u64,
+    ) -> Vec<Issued> {
+        self.lock()
+            .values()
+            .filter(|r| matches!(r.state, State::Pending))
+            .map(|r| &r.issued)
+            .filter(|i| {
+                i.principal == principal && i.chat_id == chat_id && now_ms <= i.expires_at_ms
+            })
+            .cloned()
+            .collect()
+    }
+
     pub(super) fn audit(&self, event: AuditEvent) {
         let mut log = self.audit.lock().unwrap_or_else(PoisonError::into_inner);
         if log.len() == AUDIT_CAPACITY {
@@ -274,6 +291,7 @@ mod tests {
         conformance::purges_what_expired_unless_running(Store::memory()).await;
         conformance::remembers_and_budgets(Store::memory()).await;
         conformance::keeps_an_audit_log(Store::memory()).await;
+        conformance::lists_open_confirmations(Store::memory()).await;
     }
 
     #[tokio::test]

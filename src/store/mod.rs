@@ -272,6 +272,27 @@ impl Store {
         }
     }
 
+    /// `principal`'s confirmations in `chat_id` that nobody decided yet and
+    /// that have not expired at `now_ms`, oldest first.
+    pub async fn open(
+        &self,
+        principal: &str,
+        chat_id: &str,
+        now_ms: u64,
+    ) -> Result<Vec<Issued>, StoreError> {
+        let mut open = match self {
+            Store::Memory(s) => s.open_confirmations(principal, chat_id, now_ms),
+            Store::Sqlite(s) => s.open_confirmations(principal, chat_id, now_ms).await?,
+            Store::Redis(s) => s.open_confirmations(principal, chat_id, now_ms).await?,
+        };
+        open.sort_by(|a, b| {
+            a.issued_at_ms
+                .cmp(&b.issued_at_ms)
+                .then_with(|| a.id.cmp(&b.id))
+        });
+        Ok(open)
+    }
+
     /// Appends to the audit log.
     pub async fn audit(&self, event: AuditEvent) -> Result<(), StoreError> {
         match self {
@@ -645,6 +666,43 @@ pub(crate) mod conformance {
                     .unwrap_or_default()
             ),
             [30, 40]
+        );
+    }
+
+    pub async fn lists_open_confirmations(store: Store) {
+        let with = |id: &str, chat: &str, principal: &str| Issued {
+            chat_id: chat.into(),
+            principal: principal.into(),
+            ..issued(id)
+        };
+        for (id, chat, who) in [
+            ("o1", "chat", "anonymous"),
+            ("o2", "chat", "anonymous"),
+            ("o3", "other", "anonymous"),
+            ("o4", "chat", "bob"),
+        ] {
+            store
+                .insert(with(id, chat, who))
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
+        }
+        assert_eq!(store.claim("o2", 5).await.ok(), Some(Claim::Won));
+        let ids = |v: Vec<Issued>| v.into_iter().map(|i| i.id).collect::<Vec<_>>();
+        assert_eq!(
+            ids(store.open("anonymous", "chat", 5).await.unwrap_or_default()),
+            ["o1"]
+        );
+        assert_eq!(
+            ids(store.open("bob", "chat", 5).await.unwrap_or_default()),
+            ["o4"]
+        );
+        assert!(
+            store
+                .open("anonymous", "chat", 11)
+                .await
+                .unwrap_or_default()
+                .is_empty(),
+            "expired at 10"
         );
     }
 }

@@ -127,15 +127,18 @@ impl RedisStore {
         if !inserted {
             return Err(StoreError::Duplicate(issued.id));
         }
+        // The chat's index of confirmations, for listing the open ones.
+        let index = self.chat_key(&record.principal, &record.chat_id);
+        let _: i64 = conn.sadd(&index, &issued.id).await.map_err(backend)?;
         // Relative to now: the instances' clocks need not agree.
         let lives = record
             .expires_at_ms
             .saturating_sub(record.issued_at_ms)
             .saturating_add(LINGER_MS);
-        let _: bool = conn
-            .pexpire(&key, i64::try_from(lives).unwrap_or(i64::MAX))
-            .await
-            .map_err(backend)?;
+        let lives = i64::try_from(lives).unwrap_or(i64::MAX);
+        let _: bool = conn.pexpire(&key, lives).await.map_err(backend)?;
+        // The index lives as long as its newest confirmation.
+        let _: bool = conn.pexpire(&index, lives).await.map_err(backend)?;
         Ok(())
     }
 
@@ -163,6 +166,35 @@ impl RedisStore {
             issued_at_ms: record.issued_at_ms,
             expires_at_ms: record.expires_at_ms,
         }))
+    }
+
+    fn chat_key(&self, principal: &str, chat_id: &str) -> String {
+        format!("{}chat:{principal}\u{1f}{chat_id}", self.prefix)
+    }
+
+    pub(super) async fn open_confirmations(
+        &self,
+        principal: &str,
+        chat_id: &str,
+        now_ms: u64,
+    ) -> Result<Vec<Issued>, StoreError> {
+        let index = self.chat_key(principal, chat_id);
+        let mut conn = self.conn.clone();
+        let ids: Vec<String> = conn.smembers(&index).await.map_err(backend)?;
+        let mut open = Vec::new();
+        for id in ids {
+            match (self.get(&id).await?, self.status(&id).await?) {
+                (Some(issued), Some(Status::Pending)) if now_ms <= issued.expires_at_ms => {
+                    open.push(issued)
+                }
+                // Gone (expired in Redis): drop it from the index too.
+                (None, _) => {
+                    let _: i64 = conn.srem(&index, &id).await.map_err(backend)?;
+                }
+                _ => {}
+            }
+        }
+        Ok(open)
     }
 
     /// One sorted set per principal, scored by time.
@@ -454,7 +486,8 @@ mod tests {
             .unwrap_or_else(|e| panic!("{e}"));
         conformance::claims_exactly_once(store.clone()).await;
         conformance::remembers_and_budgets(store.clone()).await;
-        conformance::keeps_an_audit_log(store).await;
+        conformance::keeps_an_audit_log(store.clone()).await;
+        conformance::lists_open_confirmations(store).await;
     }
 
     #[tokio::test]

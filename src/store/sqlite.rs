@@ -138,6 +138,32 @@ impl SqliteStore {
         .await
     }
 
+    pub(super) async fn open_confirmations(
+        &self,
+        principal: &str,
+        chat_id: &str,
+        now_ms: u64,
+    ) -> Result<Vec<Issued>, StoreError> {
+        let (principal, chat_id) = (principal.to_owned(), chat_id.to_owned());
+        let ids: Vec<String> = self
+            .with(move |conn| {
+                let mut statement = conn
+                    .prepare(
+                        "SELECT id FROM confirmations WHERE principal = ?1 AND chat_id = ?2 AND expires_at_ms >= ?3
+                         AND claimed_at_ms IS NULL AND outcome IS NULL",
+                    )
+                    .map_err(backend)?;
+                let rows = statement.query_map(params![principal, chat_id, millis(now_ms)], |row| row.get(0)).map_err(backend)?;
+                rows.collect::<Result<Vec<String>, _>>().map_err(backend)
+            })
+            .await?;
+        let mut open = Vec::with_capacity(ids.len());
+        for id in ids {
+            open.extend(self.get(&id).await?);
+        }
+        Ok(open)
+    }
+
     pub(super) async fn audit(&self, event: AuditEvent) -> Result<(), StoreError> {
         let text = serde_json::to_string(&event).map_err(|e| StoreError::Backend(e.to_string()))?;
         self.with(move |conn| {
@@ -457,6 +483,11 @@ mod tests {
         let (_dir, path) = file();
         conformance::keeps_an_audit_log(Store::sqlite(&path).unwrap_or_else(|e| panic!("{e}")))
             .await;
+        let (_dir, path) = file();
+        conformance::lists_open_confirmations(
+            Store::sqlite(&path).unwrap_or_else(|e| panic!("{e}")),
+        )
+        .await;
     }
 
     #[tokio::test]
