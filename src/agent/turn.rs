@@ -84,8 +84,15 @@ impl Agent {
                                 unanswered += 1;
                                 continue;
                             }
-                            verdict => {
-                                let echo = open.adk.then(|| serde_json::json!({"confirmed": true, "remembered": true}));
+                                                        verdict => {
+                                // What the confirmation's output becomes: settled by a
+                                // remembered approval, or decided elsewhere.
+                                let echo = match &verdict {
+                                    Ok(Some(Answered::Recorded { outcome: Outcome::Denied { .. }, .. })) => serde_json::json!({"confirmed": false}),
+                                    Ok(Some(Answered::Recorded { .. })) => serde_json::json!({"confirmed": true}),
+                                    _ => serde_json::json!({"confirmed": true, "remembered": true}),
+                                };
+                                let echo = open.adk.then_some(echo);
                                 (open.confirmation_id, open.adk, echo, verdict.map(|v| v.unwrap_or(Answered::Rejected(String::new()))))
                             }
                         },

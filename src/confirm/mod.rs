@@ -81,6 +81,16 @@ pub struct ToolView {
     pub policy: String,
 }
 
+/// The result of a decision made through the API.
+#[derive(Debug, Clone, PartialEq)]
+pub enum OutOfBand {
+    Decided(Outcome),
+    /// Already decided the other way, expired, or of unknown outcome.
+    Conflict(String),
+    /// No such confirmation for this user.
+    NotFound,
+}
+
 /// The gate's verdict on a call the model just made.
 #[derive(Debug)]
 pub enum NewCall {
@@ -339,6 +349,132 @@ impl Gate {
         }
     }
 
+    /// The questions still open in a chat, for a reloaded page.
+    pub async fn open(&self, scope: &Scope) -> Result<Vec<Issued>, GateError> {
+        Ok(self
+            .store
+            .open(&scope.principal, &scope.chat_id, self.clock.now_ms())
+            .await?)
+    }
+
+    /// Decides a confirmation through the API rather than the chat: the
+    /// caller is authenticated as `principal`, so no signature or history
+    /// check applies. The same decision twice is fine; a different one is a
+    /// conflict. An approved call runs here, and the chat's next request
+    /// reports its outcome.
+    pub async fn decide_out_of_band(
+        &self,
+        principal: &str,
+        id: &str,
+        decision: Decision,
+    ) -> Result<OutOfBand, GateError> {
+        let Some(issued) = self
+            .store
+            .get(id)
+            .await?
+            .filter(|i| i.principal == principal)
+        else {
+            return Ok(OutOfBand::NotFound);
+        };
+        let scope = Scope {
+            chat_id: issued.chat_id.clone(),
+            principal: principal.to_owned(),
+        };
+        let approve = matches!(decision, Decision::Approve { .. });
+        let now = self.clock.now_ms();
+        let settled = |outcome: Outcome| {
+            let was_approved = !matches!(outcome, Outcome::Denied { .. });
+            if was_approved == approve {
+                OutOfBand::Decided(outcome)
+            } else {
+                OutOfBand::Conflict(format!(
+                    "confirmation `{id}` was already {}",
+                    if was_approved { "approved" } else { "denied" }
+                ))
+            }
+        };
+        if now > issued.expires_at_ms {
+            return Ok(match self.store.status(id).await? {
+                Some(Status::Done(outcome)) => settled(outcome),
+                _ => OutOfBand::Conflict("confirmation expired".into()),
+            });
+        }
+        match self.store.claim(id, now).await? {
+            Claim::Done(outcome) => Ok(settled(outcome)),
+            Claim::InFlight { .. } => Ok(
+                match self.store.wait_outcome(id, self.tool_timeout * 2).await? {
+                    Some(outcome) => settled(outcome),
+                    None => OutOfBand::Conflict(OUTCOME_UNKNOWN.into()),
+                },
+            ),
+            Claim::Won => {
+                let outcome = match decision {
+                    Decision::Approve { .. }
+                        if let Some(Verdict::Deny { reason }) =
+                            self.verdict(&scope, &issued.call) =>
+                    {
+                        let outcome = Outcome::Error {
+                            message: format!("denied by policy: {reason}"),
+                        };
+                        self.store.finish(id, outcome.clone()).await?;
+                        self.note(
+                            &scope,
+                            &issued.call,
+                            AuditDecision::Denied,
+                            "policy".into(),
+                            Some(reason),
+                            Some(id),
+                        )
+                        .await;
+                        outcome
+                    }
+                    Decision::Approve {
+                        payload,
+                        remember,
+                        approve_next,
+                    } => {
+                        let running = self.start_confirmed(
+                            id.to_owned(),
+                            issued.call.clone(),
+                            payload,
+                            &scope.chat_id,
+                        );
+                        self.extend(&scope, &issued.call.name, remember, approve_next)
+                            .await?;
+                        let by = format!("{} through the API", approver(remember, approve_next));
+                        self.note(
+                            &scope,
+                            &issued.call,
+                            AuditDecision::Approved,
+                            by,
+                            None,
+                            Some(id),
+                        )
+                        .await;
+                        running.await
+                    }
+                    Decision::Deny { reason } => {
+                        let outcome = Outcome::Denied {
+                            reason: reason.clone(),
+                        };
+                        self.store.finish(id, outcome.clone()).await?;
+                        self.note(
+                            &scope,
+                            &issued.call,
+                            AuditDecision::Rejected,
+                            "user through the API".into(),
+                            reason,
+                            Some(id),
+                        )
+                        .await;
+                        outcome
+                    }
+                };
+                Ok(OutOfBand::Decided(outcome))
+            }
+        }
+    }
+
     /// `principal`'s audit log.
     pub async fn audit_log(
         &self,
@@ -394,6 +530,13 @@ impl Gate {
         let now = self.clock.now_ms();
         if !ours || now > issued.expires_at_ms {
             return Ok(None);
+        }
+        // Decided meanwhile (through the API, or by another tab): report it.
+        if let Some(Status::Done(outcome)) = self.store.status(confirmation_id).await? {
+            return Ok(Some(Answered::Recorded {
+                call: issued.call,
+                outcome,
+            }));
         }
         let qualified = qualified_name(&issued.call.name);
         if self

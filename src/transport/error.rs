@@ -20,6 +20,8 @@ pub enum ApiError {
     Unauthorized(String),
     #[error("{0}")]
     NotFound(String),
+    #[error("{0}")]
+    Conflict(String),
     #[error(transparent)]
     Gate(#[from] crate::confirm::GateError),
 }
@@ -39,6 +41,7 @@ impl ApiError {
             ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::Conflict(_) => StatusCode::CONFLICT,
             // The store failed: not the client's mistake.
             ApiError::Gate(_) => StatusCode::SERVICE_UNAVAILABLE,
         }

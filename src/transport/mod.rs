@@ -42,6 +42,8 @@ pub fn router(state: HttpState) -> Router {
         .route("/api/tools", get(tools))
         .route("/api/approvals", get(approvals))
         .route("/api/audit", get(audit))
+        .route("/api/confirmations", get(open_confirmations))
+        .route("/api/confirmations/{id}", post(decide))
         .route("/api/approvals/{id}", axum::routing::delete(revoke))
         .layer(DefaultBodyLimit::max(limit))
         .layer(tower_http::trace::TraceLayer::new_for_http())
@@ -122,6 +124,104 @@ async fn audit(
 
 /// Most audit events one request returns; page on with `since`.
 const AUDIT_PAGE: usize = 10_000;
+
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ChatQuery {
+    chat_id: String,
+}
+
+/// The caller's open questions in a chat, for a page that reloads.
+async fn open_confirmations(
+    State(state): State<HttpState>,
+    headers: HeaderMap,
+    axum::extract::Query(query): axum::extract::Query<ChatQuery>,
+) -> Result<Response, ApiError> {
+    let principal = principal(&state, &headers)?;
+    let scope = crate::confirm::Scope {
+        chat_id: query.chat_id,
+        principal,
+    };
+    let open: Vec<serde_json::Value> = state
+        .agent
+        .gate
+        .open(&scope)
+        .await?
+        .into_iter()
+        .map(|issued| {
+            serde_json::json!({
+                "id": issued.id,
+                "chatId": issued.chat_id,
+                "protocol": match issued.protocol {
+                    ConfirmationProtocol::Adk => "adk",
+                    ConfirmationProtocol::AiSdk => "ai-sdk",
+                },
+                "originalFunctionCall": {"id": issued.call.id, "name": issued.call.name, "args": issued.call.args},
+                "hint": issued.hint,
+                "expiresAtMs": issued.expires_at_ms,
+            })
+        })
+        .collect();
+    Ok(axum::Json(open).into_response())
+}
+
+/// A decision made through the API: `{approved, reason?, payload?, remember?, approveNext?}`.
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct DecisionBody {
+    approved: bool,
+    reason: Option<String>,
+    payload: Option<serde_json::Value>,
+    remember: Option<String>,
+    approve_next: Option<u32>,
+}
+
+async fn decide(
+    State(state): State<HttpState>,
+    headers: HeaderMap,
+    axum::extract::Path(id): axum::extract::Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let principal = principal(&state, &headers)?;
+    let body =
+        body.map_err(|rejection| ApiError::from_body_rejection(rejection, state.max_body_bytes))?;
+    let body: DecisionBody = serde_json::from_slice(&body)
+        .map_err(|e| ApiError::Request(RequestError::Json(e.to_string())))?;
+    let decision = match body.approved {
+        true => crate::confirm::Decision::Approve {
+            payload: body.payload,
+            remember: match body.remember.as_deref() {
+                None => None,
+                Some("session") => Some(crate::confirm::Remember::Chat),
+                Some("global") => Some(crate::confirm::Remember::Everywhere),
+                Some(other) => {
+                    return Err(RequestError::Invalid(format!(
+                        "remember must be session or global, not `{other}`"
+                    ))
+                    .into());
+                }
+            },
+            approve_next: body.approve_next,
+        },
+        false => crate::confirm::Decision::Deny {
+            reason: body.reason,
+        },
+    };
+    match state
+        .agent
+        .gate
+        .decide_out_of_band(&principal, &id, decision)
+        .await?
+    {
+        crate::confirm::OutOfBand::Decided(outcome) => {
+            Ok(axum::Json(serde_json::json!({"id": id, "outcome": outcome})).into_response())
+        }
+        crate::confirm::OutOfBand::Conflict(why) => Err(ApiError::Conflict(why)),
+        crate::confirm::OutOfBand::NotFound => {
+            Err(ApiError::NotFound(format!("no confirmation `{id}`")))
+        }
+    }
+}
 
 /// The caller's remembered approvals.
 async fn approvals(
