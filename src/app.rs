@@ -141,6 +141,11 @@ impl App {
             keep_alive: self.config.keep_alive(),
             max_body_bytes: self.config.stream.max_body_bytes,
             principal_header: self.config.auth.principal_header.clone(),
+            // A config that loaded has valid keys; if not, nobody gets in.
+            api_keys: Arc::new(self.config.api_keys().unwrap_or_else(|e| {
+                tracing::error!("{e}: every request is refused");
+                vec![(String::new(), [0; 32])]
+            })),
             protocol: self.config.tool_confirmation.protocol,
             client_version: self.config.client_version(),
         })

@@ -203,6 +203,19 @@ pub struct AuthConfig {
     /// user. Requests without it get 401. Unset: every request is
     /// `anonymous` and confirmations are bound to the chat only.
     pub principal_header: Option<String>,
+    /// API keys, sent as `Authorization: Bearer <key>`; each names the
+    /// principal it acts for. With keys, every route but `/healthz` needs
+    /// one. Without, toolgate listens on loopback only.
+    pub api_keys: Vec<ApiKeyConfig>,
+}
+
+/// One API key: its SHA-256 (hex), or the environment variable holding it.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ApiKeyConfig {
+    pub principal: String,
+    pub sha256: Option<String>,
+    pub key_env: Option<String>,
 }
 
 impl Config {
@@ -218,6 +231,7 @@ impl Config {
     /// Settings that parse but cannot work together.
     fn check(&self) -> Result<(), ConfigError> {
         self.policy()?;
+        self.api_keys()?;
         let client = self.client_version();
         if self.tool_confirmation.protocol == ConfirmationProtocol::AiSdk && !client.has_approvals()
         {
@@ -241,6 +255,39 @@ impl Config {
             Some(ms) => Duration::from_millis(ms),
             None => Duration::from_secs(self.tool_confirmation.expiry_secs),
         }
+    }
+
+    /// Each API key's principal and SHA-256.
+    pub fn api_keys(&self) -> Result<Vec<(String, [u8; 32])>, ConfigError> {
+        use sha2::Digest;
+        self.auth
+            .api_keys
+            .iter()
+            .map(|key| {
+                let bad = |why: String| {
+                    ConfigError::Invalid(format!("auth.apiKeys ({}): {why}", key.principal))
+                };
+                let hash: [u8; 32] = match (&key.sha256, &key.key_env) {
+                    (Some(hex_hash), None) => hex::decode(hex_hash)
+                        .ok()
+                        .and_then(|h| h.try_into().ok())
+                        .ok_or_else(|| bad("sha256 must be 64 hex digits".into()))?,
+                    (None, Some(name)) => {
+                        let key = std::env::var(name)
+                            .map_err(|_| bad(format!("environment variable {name} is not set")))?;
+                        if key.is_empty() {
+                            return Err(bad(format!("environment variable {name} is empty")));
+                        }
+                        sha2::Sha256::digest(key.as_bytes()).into()
+                    }
+                    _ => return Err(bad("give exactly one of sha256 and keyEnv".into())),
+                };
+                if key.principal.is_empty() {
+                    return Err(bad("principal is empty".into()));
+                }
+                Ok((key.principal.clone(), hash))
+            })
+            .collect()
     }
 
     /// The signing keys, with `env:NAME` entries read from the environment.

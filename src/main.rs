@@ -68,13 +68,19 @@ async fn main() -> anyhow::Result<()> {
             if auto_approve {
                 config.tool_confirmation.mode = Mode::AutoApprove;
             }
+            let keyless = config.auth.api_keys.is_empty();
+            let addr = bind
+                .or(config.bind)
+                .unwrap_or(SocketAddr::from(([127, 0, 0, 1], 8080)));
+            if keyless && !addr.ip().is_loopback() {
+                anyhow::bail!(
+                    "refusing to listen on {addr} without API keys: add auth.apiKeys to the config, or bind to loopback"
+                );
+            }
             let (store, where_) = open_store(&config.store)
                 .await
                 .context("cannot open the store")?;
             let signer = Signer::new(config.signing_keys()?);
-            let addr = bind
-                .or(config.bind)
-                .unwrap_or(SocketAddr::from(([127, 0, 0, 1], 8080)));
             let listener = tokio::net::TcpListener::bind(addr)
                 .await
                 .with_context(|| format!("cannot bind {addr}"))?;
@@ -83,6 +89,9 @@ async fn main() -> anyhow::Result<()> {
             writeln!(stdout, "listening on http://{local}")?;
             stdout.flush()?;
             tracing::info!("state: {where_}");
+            if keyless {
+                tracing::info!("no API keys configured: listening on loopback only");
+            }
             if signer.is_some() {
                 tracing::info!("confirmations are signed");
             }

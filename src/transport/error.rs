@@ -18,6 +18,10 @@ pub enum ApiError {
     Body(String),
     #[error("missing header `{0}` naming the user")]
     Unauthorized(String),
+    #[error("an API key is needed: Authorization: Bearer <key>")]
+    NoKey,
+    #[error("the API key is not valid")]
+    BadKey,
     #[error("{0}")]
     NotFound(String),
     #[error("{0}")]
@@ -39,7 +43,9 @@ impl ApiError {
         match self {
             ApiError::Request(_) | ApiError::Body(_) => StatusCode::BAD_REQUEST,
             ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
-            ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
+            ApiError::Unauthorized(_) | ApiError::NoKey | ApiError::BadKey => {
+                StatusCode::UNAUTHORIZED
+            }
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::Conflict(_) => StatusCode::CONFLICT,
             // The store failed: not the client's mistake.

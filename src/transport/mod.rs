@@ -29,6 +29,8 @@ pub struct HttpState {
     pub keep_alive: Duration,
     pub max_body_bytes: usize,
     pub principal_header: Option<String>,
+    /// (principal, SHA-256 of the key); empty when keys are off.
+    pub api_keys: Arc<Vec<(String, [u8; 32])>>,
     pub protocol: ConfirmationProtocol,
     pub client_version: ClientVersion,
 }
@@ -80,8 +82,9 @@ async fn stream(
     Ok(sse::response(chunks, state.keep_alive).into_response())
 }
 
-async fn tools(State(state): State<HttpState>) -> axum::Json<Vec<crate::confirm::ToolView>> {
-    axum::Json(state.agent.gate.tools())
+async fn tools(State(state): State<HttpState>, headers: HeaderMap) -> Result<Response, ApiError> {
+    principal(&state, &headers)?;
+    Ok(axum::Json(state.agent.gate.tools()).into_response())
 }
 
 #[derive(serde::Deserialize)]
@@ -246,7 +249,31 @@ async fn revoke(
     }
 }
 
+/// Who is asking: the principal of the API key when keys are configured,
+/// else the trusted proxy's header, else `anonymous`.
 fn principal(state: &HttpState, headers: &HeaderMap) -> Result<String, ApiError> {
+    if !state.api_keys.is_empty() {
+        use sha2::Digest;
+        use subtle::ConstantTimeEq;
+        let key = headers
+            .get(axum::http::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .ok_or(ApiError::NoKey)?;
+        let hash: [u8; 32] = sha2::Sha256::digest(key.trim().as_bytes()).into();
+        // Every key is compared, in constant time.
+        let found = state
+            .api_keys
+            .iter()
+            .fold(None, |found, (principal, known)| {
+                if bool::from(known.ct_eq(&hash)) {
+                    Some(principal)
+                } else {
+                    found
+                }
+            });
+        return found.cloned().ok_or(ApiError::BadKey);
+    }
     let Some(name) = &state.principal_header else {
         return Ok(ANONYMOUS.to_owned());
     };
