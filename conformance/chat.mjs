@@ -7,7 +7,7 @@
 //
 //   cd conformance && npm ci
 //   node chat.mjs http://127.0.0.1:4000                        # ai 7.0.173, ADK confirmations
-//   node chat.mjs http://127.0.0.1:4000 approve                # only the named flows
+//   node chat.mjs http://127.0.0.1:4000 approve remember       # only the named flows
 //   node chat.mjs http://127.0.0.1:4000 --client ai-5.0.60     # another installed release
 //   node chat.mjs http://127.0.0.1:4000 --client ai-6.0.0 --protocol ai-sdk
 //
@@ -22,9 +22,9 @@
 // the version read from the client package, so the server fits its chunks to
 // that client.
 //
-// Flows: text and weather run with both protocols; approve, deny and
-// two-confirmations only with `--protocol adk`; native-approve, native-deny and
-// native-two only with `--protocol ai-sdk`. Without flow names, every flow of
+// Flows: text and weather run with both protocols; approve, deny,
+// two-confirmations and remember only with `--protocol adk`; native-approve,
+// native-deny and native-two only with `--protocol ai-sdk`. Without flow names, every flow of
 // the chosen protocol runs; a named flow of the other protocol is skipped.
 //
 // Prints `ok <flow>` or `FAIL <flow>: <reason>` per flow (the raw SSE of a
@@ -326,6 +326,7 @@ const requestCount = (rec, n, when) => eq(rec.requests.length, n, `number of req
 // ---- the flows ----
 const HANAKO = { amount: 50, recipient: 'Hanako', currency: 'USD' };
 const BOB = { amount: 20, recipient: 'Bob', currency: 'USD' };
+const CAROL = { amount: 5, recipient: 'Carol', currency: 'USD' };
 
 // Sends `text`, checks the single confirmation request, answers it with `output`.
 async function paymentTurnOne(ctx, name, output) {
@@ -375,6 +376,7 @@ const FLOW_PROTOCOL = {
   approve: 'adk',
   deny: 'adk',
   'two-confirmations': 'adk',
+  remember: 'adk',
   'native-approve': 'ai-sdk',
   'native-deny': 'ai-sdk',
   'native-two': 'ai-sdk',
@@ -437,6 +439,31 @@ const flows = {
     const msg = onlyAssistant(chat);
     checkCompletedPayment(paymentPart(msg, hanako.id), HANAKO);
     checkDeniedPayment(paymentPart(msg, bob.id), 'User denied execution');
+  },
+
+  // An approval answered with `remember: 'session'` is not asked again in the
+  // same chat: the next payment runs in a single request.
+  async remember(ctx) {
+    const output = { confirmed: true, remember: 'session' };
+    const { msg: first, call } = await paymentTurnOne(ctx, 'remember', output);
+    const firstPay = paymentPart(first, call.id);
+    const firstOut = checkCompletedPayment(firstPay, HANAKO);
+    check(textAfter(first, firstPay).includes(firstOut.transactionId), `text after the first payment lacks transactionId ${firstOut.transactionId}`);
+
+    const { chat, rec } = ctx;
+    await chat.sendMessage({ text: 'Send 5 USD to Carol' });
+    await settle(ctx);
+    requestCount(rec, 3, 'in total (two for the first payment, one for the second)');
+    const assistants = chat.messages.filter(m => m.role === 'assistant');
+    eq(assistants.length, 2, 'number of assistant messages after the second payment');
+    check(assistants[1].id !== first.id, `the second payment continued the first assistant message ${first.id}`);
+    const msg = assistants[1];
+    eq(partsOfType(msg, 'tool-adk_request_confirmation').length, 0, 'tool-adk_request_confirmation parts in the second payment (remembered)');
+    const pay = onePart(msg, 'tool-process_payment');
+    check(pay.toolCallId !== call.id, `the second payment reuses toolCallId ${call.id}`);
+    const out = checkCompletedPayment(pay, CAROL);
+    check(out.transactionId !== firstOut.transactionId, `both payments carry transactionId ${out.transactionId}`);
+    check(textAfter(msg, pay).includes(out.transactionId), `text after the second payment lacks transactionId ${out.transactionId}`);
   },
 
   async 'native-approve'(ctx) {

@@ -198,7 +198,7 @@ async fn a_bad_decision_body_is_a_clear_400() {
         ),
         (
             json!({"approved": true, "bogus": 1}),
-            "invalid JSON body: unknown field `bogus`, expected one of `approved`, `reason`, `payload`, `remember`, `approveNext` at line 1 column 24",
+            "invalid JSON body: unknown field `bogus`, expected one of `approved`, `reason`, `payload`, `remember`, `approveNext`, `editedArgs` at line 1 column 24",
         ),
         (
             json!({"approved": true, "remember": "forever"}),

@@ -115,6 +115,7 @@ async fn a_claim_left_by_a_dead_process_is_outcome_unknown() {
             payload: None,
             remember: None,
             approve_next: None,
+            edited: None,
         },
         protocol: ConfirmationProtocol::Adk,
         seal: None,

@@ -14,6 +14,8 @@ pub enum Decision {
         payload: Option<Value>,
         remember: Option<Remember>,
         approve_next: Option<u32>,
+        /// Arguments the user changed before approving.
+        edited: Option<Value>,
     },
     Deny {
         reason: Option<String>,
@@ -56,6 +58,7 @@ impl Answer {
                     payload: None,
                     remember: None,
                     approve_next: None,
+                    edited: None,
                 },
                 Some(false) | None => Decision::Deny {
                     reason: approval.reason.clone(),
@@ -122,6 +125,7 @@ fn decide(output: &Value) -> Decision {
             payload: output.get("payload").cloned(),
             remember,
             approve_next,
+            edited: output.get("editedArgs").cloned(),
         };
     }
     let reason = match output.get("reason") {
@@ -193,7 +197,8 @@ mod tests {
                 decision: Decision::Approve {
                     payload: None,
                     remember: None,
-                    approve_next: None
+                    approve_next: None,
+                    edited: None
                 },
                 protocol: ConfirmationProtocol::AiSdk,
                 seal: None,
@@ -220,7 +225,8 @@ mod tests {
             Some(Decision::Approve {
                 payload: Some(json!({"d": 2})),
                 remember: None,
-                approve_next: None
+                approve_next: None,
+                edited: None
             })
         );
         assert_eq!(

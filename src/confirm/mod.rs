@@ -85,6 +85,8 @@ pub struct ToolView {
 #[derive(Debug, Clone, PartialEq)]
 pub enum OutOfBand {
     Decided(Outcome),
+    /// The decision itself is wrong (e.g. an edit the tool does not allow).
+    Invalid(String),
     /// Already decided the other way, expired, or of unknown outcome.
     Conflict(String),
     /// No such confirmation for this user.
@@ -328,7 +330,20 @@ impl Gate {
         reason: Option<String>,
         confirmation_id: Option<&str>,
     ) {
-        let event = AuditEvent {
+        self.note_full(scope, call, decision, by, reason, confirmation_id, None)
+            .await;
+    }
+
+    fn event(
+        &self,
+        scope: &Scope,
+        call: &ToolCall,
+        decision: AuditDecision,
+        by: String,
+        reason: Option<String>,
+        confirmation_id: Option<&str>,
+    ) -> AuditEvent {
+        AuditEvent {
             at_ms: self.clock.now_ms(),
             principal: scope.principal.clone(),
             chat_id: scope.chat_id.clone(),
@@ -339,13 +354,11 @@ impl Gate {
             },
             call_id: call.id.clone(),
             args_digest: signing::digest(&call.args),
+            issued_args_digest: None,
             decision,
             by,
             reason,
             confirmation_id: confirmation_id.map(str::to_owned),
-        };
-        if let Err(e) = self.store.audit(event).await {
-            tracing::error!("writing the audit log failed: {e}");
         }
     }
 
@@ -393,6 +406,16 @@ impl Gate {
                 ))
             }
         };
+        let call = match &decision {
+            Decision::Approve {
+                edited: Some(edited),
+                ..
+            } => match self.effective_call(&issued, Some(edited)) {
+                Ok(call) => Some(call),
+                Err(why) => return Ok(OutOfBand::Invalid(why)),
+            },
+            _ => None,
+        };
         if now > issued.expires_at_ms {
             return Ok(match self.store.status(id).await? {
                 Some(Status::Done(outcome)) => settled(outcome),
@@ -408,50 +431,43 @@ impl Gate {
                 },
             ),
             Claim::Won => {
-                let outcome = match decision {
-                    Decision::Approve { .. }
-                        if let Some(Verdict::Deny { reason }) =
-                            self.verdict(&scope, &issued.call) =>
-                    {
-                        let outcome = Outcome::Error {
-                            message: format!("denied by policy: {reason}"),
-                        };
-                        self.store.finish(id, outcome.clone()).await?;
-                        self.note(
-                            &scope,
-                            &issued.call,
-                            AuditDecision::Denied,
-                            "policy".into(),
-                            Some(reason),
-                            Some(id),
-                        )
-                        .await;
-                        outcome
-                    }
-                    Decision::Approve {
-                        payload,
-                        remember,
-                        approve_next,
-                    } => {
-                        let running = self.start_confirmed(
-                            id.to_owned(),
-                            issued.call.clone(),
-                            payload,
-                            &scope.chat_id,
-                        );
-                        self.extend(&scope, &issued.call.name, remember, approve_next)
+                let outcome = match &decision {
+                    Decision::Approve { .. } => {
+                        let call = call.unwrap_or_else(|| issued.call.clone());
+                        let (answered, decision, by) = self
+                            .approve_won(&scope, id, call, &issued.call.args, &decision)
                             .await?;
-                        let by = format!("{} through the API", approver(remember, approve_next));
-                        self.note(
-                            &scope,
-                            &issued.call,
-                            AuditDecision::Approved,
-                            by,
-                            None,
-                            Some(id),
-                        )
-                        .await;
-                        running.await
+                        let original =
+                            (decision == AuditDecision::Edited).then_some(&issued.call.args);
+                        match answered {
+                            Answered::Running { call, outcome } => {
+                                self.note_full(
+                                    &scope,
+                                    &call,
+                                    decision,
+                                    format!("{by} through the API"),
+                                    None,
+                                    Some(id),
+                                    original,
+                                )
+                                .await;
+                                outcome.await
+                            }
+                            Answered::Recorded { call, outcome } => {
+                                self.note_full(
+                                    &scope,
+                                    &call,
+                                    decision,
+                                    by,
+                                    outcome_reason(&outcome),
+                                    Some(id),
+                                    original,
+                                )
+                                .await;
+                                outcome
+                            }
+                            Answered::Rejected(why) => Outcome::Error { message: why },
+                        }
                     }
                     Decision::Deny { reason } => {
                         let outcome = Outcome::Denied {
@@ -463,7 +479,7 @@ impl Gate {
                             &issued.call,
                             AuditDecision::Rejected,
                             "user through the API".into(),
-                            reason,
+                            reason.clone(),
                             Some(id),
                         )
                         .await;
@@ -472,6 +488,25 @@ impl Gate {
                 };
                 Ok(OutOfBand::Decided(outcome))
             }
+        }
+    }
+
+    /// [`Gate::note`], keeping the issued arguments' digest beside an edit's.
+    #[allow(clippy::too_many_arguments)]
+    async fn note_full(
+        &self,
+        scope: &Scope,
+        call: &ToolCall,
+        decision: AuditDecision,
+        by: String,
+        reason: Option<String>,
+        confirmation_id: Option<&str>,
+        issued_args: Option<&Value>,
+    ) {
+        let mut event = self.event(scope, call, decision, by, reason, confirmation_id);
+        event.issued_args_digest = issued_args.map(signing::digest);
+        if let Err(e) = self.store.audit(event).await {
+            tracing::error!("writing the audit log failed: {e}");
         }
     }
 
@@ -688,13 +723,17 @@ impl Gate {
             args: Value::Null,
         };
         let call = call.unwrap_or(unknown);
-        self.note(
+        let issued_args = (decision == AuditDecision::Edited)
+            .then(|| answer.original.as_ref().map(|o| &o.args))
+            .flatten();
+        self.note_full(
             scope,
             &call,
             decision,
             by,
             reason,
             Some(&answer.confirmation_id),
+            issued_args,
         )
         .await;
         Ok(answered)
@@ -795,6 +834,15 @@ impl Gate {
                 }
             };
         }
+        // An edit is checked before the claim: a refused edit leaves the question open.
+        let edited = match &answer.decision {
+            Decision::Approve { edited, .. } => edited.as_ref(),
+            Decision::Deny { .. } => None,
+        };
+        let call = match self.effective_call(&issued, edited) {
+            Ok(call) => call,
+            Err(why) => return reject(AuditDecision::Refused, why),
+        };
         match self.store.claim(&issued.id, now).await? {
             Claim::Done(outcome) => recorded(issued.call, outcome),
             Claim::InFlight { since_ms } => {
@@ -810,46 +858,9 @@ impl Gate {
                 }
             }
             Claim::Won => match &answer.decision {
-                Decision::Approve { .. }
-                    if let Some(Verdict::Deny { reason }) = self.verdict(scope, &issued.call) =>
-                {
-                    // A rule added since the question was asked still wins.
-                    let outcome = Outcome::Error {
-                        message: format!("denied by policy: {reason}"),
-                    };
-                    self.store.finish(&issued.id, outcome.clone()).await?;
-                    Ok((
-                        Answered::Recorded {
-                            call: issued.call,
-                            outcome,
-                        },
-                        AuditDecision::Denied,
-                        "policy".to_owned(),
-                    ))
-                }
-                Decision::Approve {
-                    payload,
-                    remember,
-                    approve_next,
-                } => {
-                    // Started before this returns: no await point lies between
-                    // winning the claim and the call running.
-                    let outcome = self.start_confirmed(
-                        issued.id,
-                        issued.call.clone(),
-                        payload.clone(),
-                        &scope.chat_id,
-                    );
-                    self.extend(scope, &issued.call.name, *remember, *approve_next)
-                        .await?;
-                    Ok((
-                        Answered::Running {
-                            call: issued.call,
-                            outcome,
-                        },
-                        AuditDecision::Approved,
-                        approver(*remember, *approve_next),
-                    ))
+                Decision::Approve { .. } => {
+                    self.approve_won(scope, &issued.id, call, &issued.call.args, &answer.decision)
+                        .await
                 }
                 Decision::Deny { reason } => {
                     let outcome = Outcome::Denied {
@@ -867,6 +878,89 @@ impl Gate {
                 }
             },
         }
+    }
+
+    /// The call an approval runs: the issued one, or the user's edit of its
+    /// arguments where `tools.<tool>.editable` allows it and the edit fits
+    /// the tool's JSON schema.
+    fn effective_call(&self, issued: &Issued, edited: Option<&Value>) -> Result<ToolCall, String> {
+        let Some(args) = edited.filter(|args| **args != issued.call.args) else {
+            return Ok(issued.call.clone());
+        };
+        let name = &issued.call.name;
+        let qualified = qualified_name(name);
+        let tool = ToolInfo {
+            name,
+            qualified: &qualified,
+            tool_may_ask: true,
+        };
+        if !self.policy.editable(&tool) {
+            return Err(format!("the arguments of {name} may not be edited"));
+        }
+        let schema = self
+            .registry
+            .get(name)
+            .map(|t| t.parameters())
+            .unwrap_or(Value::Null);
+        let validator = jsonschema::validator_for(&schema)
+            .map_err(|e| format!("{name} has no usable schema: {e}"))?;
+        if let Some(error) = validator.iter_errors(args).next() {
+            return Err(format!("edited arguments are not valid: {error}"));
+        }
+        Ok(ToolCall {
+            id: issued.call.id.clone(),
+            name: name.clone(),
+            args: args.clone(),
+        })
+    }
+
+    /// An approval that won the claim: runs `call` (the issued one or the
+    /// user's edit), unless a rule now denies it.
+    async fn approve_won(
+        &self,
+        scope: &Scope,
+        id: &str,
+        call: ToolCall,
+        issued_args: &Value,
+        approval: &Decision,
+    ) -> Result<(Answered, AuditDecision, String), GateError> {
+        let (payload, remember, approve_next) = match approval {
+            Decision::Approve {
+                payload,
+                remember,
+                approve_next,
+                ..
+            } => (payload.clone(), *remember, *approve_next),
+            Decision::Deny { .. } => (None, None, None),
+        };
+        if let Some(Verdict::Deny { reason }) = self.verdict(scope, &call) {
+            // A rule added since the question was asked, or one the edit hits, still wins.
+            let outcome = Outcome::Error {
+                message: format!("denied by policy: {reason}"),
+            };
+            self.store.finish(id, outcome.clone()).await?;
+            return Ok((
+                Answered::Recorded { call, outcome },
+                AuditDecision::Denied,
+                "policy".to_owned(),
+            ));
+        }
+        let edited = *issued_args != call.args;
+        // Started before this returns: no await point lies between winning
+        // the claim and the call running.
+        let outcome = self.start_confirmed(id.to_owned(), call.clone(), payload, &scope.chat_id);
+        self.extend(scope, &call.name, remember, approve_next)
+            .await?;
+        let decision = if edited {
+            AuditDecision::Edited
+        } else {
+            AuditDecision::Approved
+        };
+        Ok((
+            Answered::Running { call, outcome },
+            decision,
+            approver(remember, approve_next),
+        ))
     }
 
     /// Runs a confirmed, claimed call to the end in its own task and records

@@ -313,6 +313,11 @@ impl Policy {
         steps.join("; otherwise ")
     }
 
+    /// Whether the user may edit `tool`'s arguments before approving.
+    pub fn editable(&self, tool: &ToolInfo<'_>) -> bool {
+        rule(&self.rules, tool).is_some_and(|r| r.editable)
+    }
+
     /// The configured question for a call, if `tools.<tool>.hint` is set.
     pub fn hint(&self, tool: &ToolInfo<'_>, args: &Value) -> Option<String> {
         let template = rule(&self.rules, tool)?.hint.as_ref()?;

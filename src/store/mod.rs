@@ -71,6 +71,9 @@ pub struct AuditEvent {
     pub call_id: String,
     /// SHA-256 of the canonical arguments: who decided what, without the data.
     pub args_digest: String,
+    /// For an edit: the digest of the arguments as issued (`argsDigest` is what ran).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub issued_args_digest: Option<String>,
     pub decision: AuditDecision,
     /// The rule or person that decided.
     pub by: String,
@@ -88,6 +91,8 @@ pub enum AuditDecision {
     /// A confirmation was issued.
     Asked,
     Approved,
+    /// The user approved after editing the arguments.
+    Edited,
     /// The user refused.
     Rejected,
     /// An answer was refused: forged, unknown, foreign, expired.
@@ -596,6 +601,7 @@ pub(crate) mod conformance {
             tool: "internal--pay".into(),
             call_id: "call-1".into(),
             args_digest: "00".into(),
+            issued_args_digest: None,
             decision: AuditDecision::Asked,
             by: "mode event-based".into(),
             reason: None,

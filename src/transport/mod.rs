@@ -177,6 +177,7 @@ struct DecisionBody {
     payload: Option<serde_json::Value>,
     remember: Option<String>,
     approve_next: Option<u32>,
+    edited_args: Option<serde_json::Value>,
 }
 
 async fn decide(
@@ -205,6 +206,7 @@ async fn decide(
                 }
             },
             approve_next: body.approve_next,
+            edited: body.edited_args,
         },
         false => crate::confirm::Decision::Deny {
             reason: body.reason,
@@ -220,6 +222,7 @@ async fn decide(
             Ok(axum::Json(serde_json::json!({"id": id, "outcome": outcome})).into_response())
         }
         crate::confirm::OutOfBand::Conflict(why) => Err(ApiError::Conflict(why)),
+        crate::confirm::OutOfBand::Invalid(why) => Err(RequestError::Invalid(why).into()),
         crate::confirm::OutOfBand::NotFound => {
             Err(ApiError::NotFound(format!("no confirmation `{id}`")))
         }
