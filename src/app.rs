@@ -144,7 +144,11 @@ impl App {
             // A config that loaded has valid keys; if not, nobody gets in.
             api_keys: Arc::new(self.config.api_keys().unwrap_or_else(|e| {
                 tracing::error!("{e}: every request is refused");
-                vec![(String::new(), [0; 32])]
+                vec![crate::config::ApiKey {
+                    principal: String::new(),
+                    sha256: [0; 32],
+                    admin: false,
+                }]
             })),
             protocol: self.config.tool_confirmation.protocol,
             client_version: self.config.client_version(),

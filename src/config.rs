@@ -209,6 +209,14 @@ pub struct AuthConfig {
     pub api_keys: Vec<ApiKeyConfig>,
 }
 
+/// A resolved API key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiKey {
+    pub principal: String,
+    pub sha256: [u8; 32],
+    pub admin: bool,
+}
+
 /// One API key: its SHA-256 (hex), or the environment variable holding it.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -216,6 +224,10 @@ pub struct ApiKeyConfig {
     pub principal: String,
     pub sha256: Option<String>,
     pub key_env: Option<String>,
+    /// An operator: may read and revoke other principals' remembered
+    /// approvals and read their audit log (`?principal=`).
+    #[serde(default)]
+    pub admin: bool,
 }
 
 impl Config {
@@ -257,8 +269,8 @@ impl Config {
         }
     }
 
-    /// Each API key's principal and SHA-256.
-    pub fn api_keys(&self) -> Result<Vec<(String, [u8; 32])>, ConfigError> {
+    /// Each API key: its principal, SHA-256, and whether it is an operator's.
+    pub fn api_keys(&self) -> Result<Vec<ApiKey>, ConfigError> {
         use sha2::Digest;
         self.auth
             .api_keys
@@ -285,7 +297,11 @@ impl Config {
                 if key.principal.is_empty() {
                     return Err(bad("principal is empty".into()));
                 }
-                Ok((key.principal.clone(), hash))
+                Ok(ApiKey {
+                    principal: key.principal.clone(),
+                    sha256: hash,
+                    admin: key.admin,
+                })
             })
             .collect()
     }

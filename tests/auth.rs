@@ -185,3 +185,105 @@ fn without_keys_only_loopback() {
         "{stderr}"
     );
 }
+
+#[tokio::test]
+async fn an_operator_reads_and_revokes_for_everyone_others_get_403() {
+    let yaml = format!(
+        "auth:\n  apiKeys:\n    - {{principal: alice, sha256: '{}'}}\n    - {{principal: ops, sha256: '{}', admin: true}}\n",
+        hashed("alice-key"),
+        hashed("ops-key")
+    );
+    let server =
+        Server::with_config(Config::from_yaml(&yaml).unwrap_or_else(|e| panic!("{e}"))).await;
+    call(
+        &server,
+        Some("alice-key"),
+        "POST",
+        "/stream",
+        Some(user_says("chat-pay", "Send 50 USD to Hanako")),
+    )
+    .await;
+    let mut remember = fixture("pay_hanako_approved.json");
+    remember["messages"][1]["parts"][1]["output"] =
+        json!({"confirmed": true, "remember": "global"});
+    call(
+        &server,
+        Some("alice-key"),
+        "POST",
+        "/stream",
+        Some(remember),
+    )
+    .await;
+
+    let forbidden = r#"{"error":"only an operator's key may read another principal's records"}"#;
+    assert_eq!(
+        call(
+            &server,
+            Some("alice-key"),
+            "GET",
+            "/api/approvals?principal=ops",
+            None
+        )
+        .await,
+        (403, forbidden.into())
+    );
+    assert_eq!(
+        call(
+            &server,
+            Some("alice-key"),
+            "GET",
+            "/api/audit?principal=ops",
+            None
+        )
+        .await,
+        (403, forbidden.into())
+    );
+
+    let (status, listed) = call(
+        &server,
+        Some("ops-key"),
+        "GET",
+        "/api/approvals?principal=alice",
+        None,
+    )
+    .await;
+    assert_eq!(status, 200);
+    let listed: Value = serde_json::from_str(&listed).unwrap_or_default();
+    let id = listed[0]["id"].as_str().unwrap_or("").to_owned();
+    assert_eq!(
+        listed[0]["chatId"],
+        Value::Null,
+        "remembered for every chat"
+    );
+    assert_eq!(
+        call(
+            &server,
+            Some("ops-key"),
+            "DELETE",
+            &format!("/api/approvals/{id}?principal=alice"),
+            None
+        )
+        .await
+        .0,
+        204
+    );
+
+    let (status, log) = call(
+        &server,
+        Some("ops-key"),
+        "GET",
+        "/api/audit?principal=alice",
+        None,
+    )
+    .await;
+    assert_eq!(status, 200);
+    let last: Value = log
+        .lines()
+        .last()
+        .and_then(|l| serde_json::from_str(l).ok())
+        .unwrap_or_default();
+    assert_eq!(
+        (last["decision"].as_str(), last["by"].as_str()),
+        (Some("revoked"), Some("operator ops"))
+    );
+}

@@ -206,7 +206,8 @@ impl Gate {
     }
 
     /// Forgets one of `principal`'s remembered approvals; false if they have none by that id.
-    pub async fn revoke(&self, principal: &str, id: &str) -> Result<bool, GateError> {
+    /// `by` names who revoked it, for the audit log.
+    pub async fn revoke(&self, principal: &str, id: &str, by: String) -> Result<bool, GateError> {
         let mine = self.remembered.list_remembered(principal).await?;
         let Some(approval) = mine.into_iter().find(|r| r.id == id) else {
             return Ok(false);
@@ -222,15 +223,8 @@ impl Gate {
                 name: approval.tool,
                 args: Value::Null,
             };
-            self.note(
-                &scope,
-                &tool,
-                AuditDecision::Revoked,
-                "user".into(),
-                None,
-                Some(id),
-            )
-            .await;
+            self.note(&scope, &tool, AuditDecision::Revoked, by, None, Some(id))
+                .await;
         }
         Ok(revoked)
     }

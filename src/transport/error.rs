@@ -22,6 +22,8 @@ pub enum ApiError {
     NoKey,
     #[error("the API key is not valid")]
     BadKey,
+    #[error("only an operator's key may read another principal's records")]
+    Forbidden,
     #[error("{0}")]
     NotFound(String),
     #[error("{0}")]
@@ -47,6 +49,7 @@ impl ApiError {
                 StatusCode::UNAUTHORIZED
             }
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::Forbidden => StatusCode::FORBIDDEN,
             ApiError::Conflict(_) => StatusCode::CONFLICT,
             // The store failed: not the client's mistake.
             ApiError::Gate(_) => StatusCode::SERVICE_UNAVAILABLE,

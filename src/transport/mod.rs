@@ -29,8 +29,8 @@ pub struct HttpState {
     pub keep_alive: Duration,
     pub max_body_bytes: usize,
     pub principal_header: Option<String>,
-    /// (principal, SHA-256 of the key); empty when keys are off.
-    pub api_keys: Arc<Vec<(String, [u8; 32])>>,
+    /// Empty when keys are off.
+    pub api_keys: Arc<Vec<crate::config::ApiKey>>,
     pub protocol: ConfirmationProtocol,
     pub client_version: ClientVersion,
 }
@@ -91,6 +91,8 @@ async fn tools(State(state): State<HttpState>, headers: HeaderMap) -> Result<Res
 #[serde(rename_all = "camelCase")]
 struct AuditQuery {
     chat_id: Option<String>,
+    /// Operators only: another principal's log.
+    principal: Option<String>,
     /// Milliseconds since the Unix epoch.
     #[serde(default)]
     since: u64,
@@ -102,7 +104,7 @@ async fn audit(
     headers: HeaderMap,
     axum::extract::Query(query): axum::extract::Query<AuditQuery>,
 ) -> Result<Response, ApiError> {
-    let principal = principal(&state, &headers)?;
+    let principal = subject(&state, &headers, query.principal)?;
     let events = state
         .agent
         .gate
@@ -229,12 +231,19 @@ async fn decide(
     }
 }
 
-/// The caller's remembered approvals.
+#[derive(serde::Deserialize)]
+struct PrincipalQuery {
+    /// Operators only: another principal's.
+    principal: Option<String>,
+}
+
+/// The caller's remembered approvals (an operator's: anyone's).
 async fn approvals(
     State(state): State<HttpState>,
     headers: HeaderMap,
+    axum::extract::Query(query): axum::extract::Query<PrincipalQuery>,
 ) -> Result<Response, ApiError> {
-    let principal = principal(&state, &headers)?;
+    let principal = subject(&state, &headers, query.principal)?;
     let list = state.agent.gate.remembered(&principal).await?;
     Ok(axum::Json(list).into_response())
 }
@@ -244,9 +253,16 @@ async fn revoke(
     State(state): State<HttpState>,
     headers: HeaderMap,
     axum::extract::Path(id): axum::extract::Path<String>,
+    axum::extract::Query(query): axum::extract::Query<PrincipalQuery>,
 ) -> Result<Response, ApiError> {
-    let principal = principal(&state, &headers)?;
-    match state.agent.gate.revoke(&principal, &id).await? {
+    let (caller, _) = caller(&state, &headers)?;
+    let principal = subject(&state, &headers, query.principal)?;
+    let by = if caller == principal {
+        "user".to_owned()
+    } else {
+        format!("operator {caller}")
+    };
+    match state.agent.gate.revoke(&principal, &id, by).await? {
         true => Ok(axum::http::StatusCode::NO_CONTENT.into_response()),
         false => Err(ApiError::NotFound(format!("no remembered approval `{id}`"))),
     }
@@ -255,6 +271,26 @@ async fn revoke(
 /// Who is asking: the principal of the API key when keys are configured,
 /// else the trusted proxy's header, else `anonymous`.
 fn principal(state: &HttpState, headers: &HeaderMap) -> Result<String, ApiError> {
+    caller(state, headers).map(|(principal, _)| principal)
+}
+
+/// The principal whose records an operator's request reads: their own, or
+/// with `?principal=` (operators only; anyone else gets 403) another's.
+fn subject(
+    state: &HttpState,
+    headers: &HeaderMap,
+    asked: Option<String>,
+) -> Result<String, ApiError> {
+    let (principal, admin) = caller(state, headers)?;
+    match asked {
+        Some(other) if other != principal && !admin => Err(ApiError::Forbidden),
+        Some(other) => Ok(other),
+        None => Ok(principal),
+    }
+}
+
+/// The caller's principal, and whether their key is an operator's.
+fn caller(state: &HttpState, headers: &HeaderMap) -> Result<(String, bool), ApiError> {
     if !state.api_keys.is_empty() {
         use sha2::Digest;
         use subtle::ConstantTimeEq;
@@ -265,25 +301,24 @@ fn principal(state: &HttpState, headers: &HeaderMap) -> Result<String, ApiError>
             .ok_or(ApiError::NoKey)?;
         let hash: [u8; 32] = sha2::Sha256::digest(key.trim().as_bytes()).into();
         // Every key is compared, in constant time.
-        let found = state
-            .api_keys
-            .iter()
-            .fold(None, |found, (principal, known)| {
-                if bool::from(known.ct_eq(&hash)) {
-                    Some(principal)
-                } else {
-                    found
-                }
-            });
-        return found.cloned().ok_or(ApiError::BadKey);
+        let found = state.api_keys.iter().fold(None, |found, key| {
+            if bool::from(key.sha256.ct_eq(&hash)) {
+                Some(key)
+            } else {
+                found
+            }
+        });
+        return found
+            .map(|key| (key.principal.clone(), key.admin))
+            .ok_or(ApiError::BadKey);
     }
     let Some(name) = &state.principal_header else {
-        return Ok(ANONYMOUS.to_owned());
+        return Ok((ANONYMOUS.to_owned(), false));
     };
     headers
         .get(name)
         .and_then(|v| v.to_str().ok())
         .filter(|v| !v.is_empty())
-        .map(str::to_owned)
+        .map(|v| (v.to_owned(), false))
         .ok_or_else(|| ApiError::Unauthorized(name.clone()))
 }
