@@ -108,6 +108,11 @@ impl App {
     }
 
     pub fn router(self) -> Router {
+        self.build().0
+    }
+
+    /// The routes, and the gate behind them.
+    fn build(self) -> (Router, Gate) {
         let provider = self
             .provider
             .unwrap_or_else(|| match self.config.model.provider {
@@ -131,12 +136,12 @@ impl App {
             AllowedToolsStorage::Memory => gate.with_remembered_store(Store::memory()),
         };
         let agent = Agent {
-            gate,
+            gate: gate.clone(),
             provider,
             ids: self.ids,
             max_steps: self.config.stream.max_steps.max(1),
         };
-        router(HttpState {
+        let router = router(HttpState {
             agent: Arc::new(agent),
             keep_alive: self.config.keep_alive(),
             max_body_bytes: self.config.stream.max_body_bytes,
@@ -152,7 +157,8 @@ impl App {
             })),
             protocol: self.config.tool_confirmation.protocol,
             client_version: self.config.client_version(),
-        })
+        });
+        (router, gate)
     }
 
     /// Serves until the process is stopped. Accepted sockets get
@@ -165,22 +171,23 @@ impl App {
             }
         });
         let retention = self.config.store.audit_retention();
-        let purge = tokio::spawn(purge_expired(
-            self.store.clone(),
-            self.clock.clone(),
-            retention,
-        ));
-        let served = axum::serve(listener, self.router()).await;
+        let (store, clock) = (self.store.clone(), self.clock.clone());
+        let (router, gate) = self.build();
+        let purge = tokio::spawn(purge_expired(gate, store, clock, retention));
+        let served = axum::serve(listener, router).await;
         purge.abort();
         served
     }
 }
 
 /// Forgets expired confirmations, and audit events past `retention`, once a minute.
-async fn purge_expired(store: Store, clock: Clock, retention: Duration) {
+async fn purge_expired(gate: Gate, store: Store, clock: Clock, retention: Duration) {
     let mut every = tokio::time::interval(Duration::from_secs(60));
     loop {
         every.tick().await;
+        if let Err(e) = gate.sweep().await {
+            tracing::warn!("logging timed-out confirmations failed: {e}");
+        }
         match store.purge_expired(clock.now_ms()).await {
             Ok(0) => {}
             Ok(n) => tracing::debug!("forgot {n} expired confirmations"),

@@ -117,3 +117,61 @@ async fn who_decided_what() {
         "another user sees none of it"
     );
 }
+
+#[tokio::test]
+async fn a_question_nobody_answers_is_logged_as_timed_out() {
+    use std::time::Duration;
+    use toolgate::confirm::{Gate, NewCall, Scope};
+    use toolgate::ids::{Clock, Ids};
+    use toolgate::protocol::ConfirmationProtocol;
+    use toolgate::provider::ToolCall;
+    use toolgate::store::Store;
+    use toolgate::tools::Registry;
+
+    let clock = Clock::manual(1_000);
+    let gate = Gate::new(
+        Registry::with_builtins(100.0),
+        Store::memory(),
+        clock.clone(),
+        Ids::sequential(),
+        Duration::from_secs(60),
+        Duration::from_secs(5),
+    );
+    let scope = Scope {
+        chat_id: "c".into(),
+        principal: "alice".into(),
+    };
+    let call = ToolCall {
+        id: "call-1".into(),
+        name: "process_payment".into(),
+        args: serde_json::json!({"amount": 5, "recipient": "Bo"}),
+    };
+    assert!(matches!(
+        gate.check_new(&scope, call, ConfirmationProtocol::Adk)
+            .await,
+        Ok(NewCall::Ask(_))
+    ));
+    assert_eq!(gate.sweep().await.ok(), Some(0), "not expired yet");
+    clock.advance(Duration::from_secs(61));
+    assert_eq!(gate.sweep().await.ok(), Some(1));
+    assert_eq!(gate.sweep().await.ok(), Some(0), "logged once");
+    let log = gate
+        .audit_log("alice", None, 0, 10)
+        .await
+        .unwrap_or_default();
+    let decisions: Vec<String> = log
+        .iter()
+        .map(|e| {
+            serde_json::to_value(e.decision)
+                .unwrap_or_default()
+                .as_str()
+                .unwrap_or("")
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(decisions, ["asked", "timed-out"]);
+    assert_eq!(
+        log[1].reason.as_deref(),
+        Some("nobody answered before the confirmation expired")
+    );
+}

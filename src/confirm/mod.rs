@@ -356,6 +356,29 @@ impl Gate {
         }
     }
 
+    /// Logs every confirmation that expired unanswered as timed out (and
+    /// forgets it).
+    pub async fn sweep(&self) -> Result<usize, GateError> {
+        let expired = self.store.take_expired(self.clock.now_ms()).await?;
+        for issued in &expired {
+            let scope = Scope {
+                chat_id: issued.chat_id.clone(),
+                principal: issued.principal.clone(),
+            };
+            let why = "nobody answered before the confirmation expired".to_owned();
+            self.note(
+                &scope,
+                &issued.call,
+                AuditDecision::TimedOut,
+                "toolgate".into(),
+                Some(why),
+                Some(&issued.id),
+            )
+            .await;
+        }
+        Ok(expired.len())
+    }
+
     /// The questions still open in a chat, for a reloaded page.
     pub async fn open(&self, scope: &Scope) -> Result<Vec<Issued>, GateError> {
         Ok(self

@@ -240,6 +240,19 @@ impl MemoryStore {
         Ok(())
     }
 
+    pub(super) fn take_expired(&self, now_ms: u64) -> Vec<Issued> {
+        let mut map = self.lock();
+        let ids: Vec<String> = map
+            .values()
+            .filter(|r| matches!(r.state, State::Pending) && now_ms > r.issued.expires_at_ms)
+            .map(|r| r.issued.id.clone())
+            .collect();
+        ids.iter()
+            .filter_map(|id| map.remove(id))
+            .map(|r| r.issued)
+            .collect()
+    }
+
     pub(super) fn purge_expired(&self, now_ms: u64) -> usize {
         let mut map = self.lock();
         let before = map.len();
@@ -292,6 +305,7 @@ mod tests {
         conformance::remembers_and_budgets(Store::memory()).await;
         conformance::keeps_an_audit_log(Store::memory()).await;
         conformance::lists_open_confirmations(Store::memory()).await;
+        conformance::hands_out_unanswered_expired_once(Store::memory()).await;
     }
 
     #[tokio::test]

@@ -188,6 +188,17 @@ impl Store {
         }
     }
 
+    /// Hands out, once each, the confirmations that expired before `now_ms`
+    /// with nobody's answer, and forgets them: the audit log records them as
+    /// timed out. With several instances, each is handed to one of them.
+    pub async fn take_expired(&self, now_ms: u64) -> Result<Vec<Issued>, StoreError> {
+        match self {
+            Store::Memory(s) => Ok(s.take_expired(now_ms)),
+            Store::Sqlite(s) => s.take_expired(now_ms).await,
+            Store::Redis(s) => s.take_expired(now_ms).await,
+        }
+    }
+
     /// Forgets every confirmation that expired before `now_ms`, unless its
     /// call is running. Forgetting is safe: an answer to a confirmation the
     /// server does not know runs nothing.
@@ -710,5 +721,30 @@ pub(crate) mod conformance {
                 .is_empty(),
             "expired at 10"
         );
+    }
+
+    /// `issued()` expires at 10 ms.
+    pub async fn hands_out_unanswered_expired_once(store: Store) {
+        for id in ["unanswered", "answered"] {
+            store
+                .insert(issued(id))
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
+        }
+        assert_eq!(store.claim("answered", 5).await.ok(), Some(Claim::Won));
+        assert!(
+            store.take_expired(10).await.unwrap_or_default().is_empty(),
+            "not expired yet"
+        );
+        let ids = |v: Vec<Issued>| v.into_iter().map(|i| i.id).collect::<Vec<_>>();
+        assert_eq!(
+            ids(store.take_expired(11).await.unwrap_or_default()),
+            ["unanswered"]
+        );
+        assert!(
+            store.take_expired(12).await.unwrap_or_default().is_empty(),
+            "only once"
+        );
+        assert_eq!(store.get("unanswered").await.ok().flatten(), None);
     }
 }

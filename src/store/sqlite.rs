@@ -407,6 +407,39 @@ impl SqliteStore {
         }
     }
 
+    pub(super) async fn take_expired(&self, now_ms: u64) -> Result<Vec<Issued>, StoreError> {
+        let ids: Vec<String> = self
+            .with(move |conn| {
+                let mut statement = conn
+                    .prepare("SELECT id FROM confirmations WHERE expires_at_ms < ?1 AND claimed_at_ms IS NULL AND outcome IS NULL")
+                    .map_err(backend)?;
+                let rows = statement.query_map([millis(now_ms)], |row| row.get(0)).map_err(backend)?;
+                rows.collect::<Result<Vec<String>, _>>().map_err(backend)
+            })
+            .await?;
+        let mut taken = Vec::with_capacity(ids.len());
+        for id in ids {
+            let Some(issued) = self.get(&id).await? else {
+                continue;
+            };
+            // Deleting only what is still unanswered hands each out once, also
+            // to several processes on one file.
+            let deleted = self
+                .with(move |conn| {
+                    conn.execute(
+                        "DELETE FROM confirmations WHERE id = ?1 AND claimed_at_ms IS NULL AND outcome IS NULL",
+                        [id],
+                    )
+                    .map_err(backend)
+                })
+                .await?;
+            if deleted == 1 {
+                taken.push(issued);
+            }
+        }
+        Ok(taken)
+    }
+
     pub(super) async fn purge_expired(&self, now_ms: u64) -> Result<usize, StoreError> {
         self.with(move |conn| {
             conn.execute(
@@ -485,6 +518,11 @@ mod tests {
             .await;
         let (_dir, path) = file();
         conformance::lists_open_confirmations(
+            Store::sqlite(&path).unwrap_or_else(|e| panic!("{e}")),
+        )
+        .await;
+        let (_dir, path) = file();
+        conformance::hands_out_unanswered_expired_once(
             Store::sqlite(&path).unwrap_or_else(|e| panic!("{e}")),
         )
         .await;
