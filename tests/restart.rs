@@ -127,3 +127,37 @@ async fn a_claim_left_by_a_dead_process_is_outcome_unknown() {
         Err(e) => panic!("{e}"),
     }
 }
+
+#[tokio::test]
+async fn a_remembered_approval_survives_sigkill() {
+    let state = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let config = state.path().join("toolgate.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "store:\n  path: {}\n",
+            state.path().join("db.sqlite3").display()
+        ),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let config = config.display().to_string();
+    let start = || Binary::serve_with(&["--config", &config]);
+    let ask = |text: &str| json!({"id": "chat-restart", "messages": [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": text}]}]});
+
+    let server = start();
+    let first = server.chat(&ask("Send 50 USD to Hanako")).await;
+    let mut remember = approval("chat-restart", &first);
+    remember["messages"][1]["parts"][1]["output"] =
+        json!({"confirmed": true, "remember": "session"});
+    assert!(transaction(&server.chat(&remember).await).is_some());
+    drop(server); // SIGKILL
+
+    let server = start();
+    let next = server.chat(&ask("Send 5 USD to Carol")).await;
+    let asked = next
+        .of_type("tool-input-available")
+        .iter()
+        .any(|c| c["toolName"] == "adk_request_confirmation");
+    assert!(!asked, "the remembered approval still holds: {}", next.body);
+    assert!(transaction(&next).is_some(), "{}", next.body);
+}
