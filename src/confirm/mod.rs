@@ -69,6 +69,29 @@ impl Permit {
 /// request that approved it; resolves to its recorded outcome.
 pub type Running = futures::future::BoxFuture<'static, Outcome>;
 
+/// What the policy needs to know about a call's tool.
+struct Facts {
+    qualified: String,
+    tool_may_ask: bool,
+    tool_asks: bool,
+}
+
+impl Facts {
+    fn info<'a>(&'a self, scope: &'a Scope, call: &'a ToolCall) -> CallInfo<'a> {
+        CallInfo {
+            tool: ToolInfo {
+                name: &call.name,
+                qualified: &self.qualified,
+                tool_may_ask: self.tool_may_ask,
+            },
+            args: &call.args,
+            tool_asks: self.tool_asks,
+            chat_id: &scope.chat_id,
+            principal: &scope.principal,
+        }
+    }
+}
+
 /// A tool as `toolgate tools` and `GET /api/tools` show it.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -259,28 +282,18 @@ impl Gate {
     /// The whole chain for a new call: the policy's deciders, with
     /// remembered approvals and budgets from the store in their place.
     async fn decide(&self, scope: &Scope, call: &ToolCall) -> Result<Option<Verdict>, GateError> {
-        let Some(tool) = self.registry.get(&call.name) else {
+        let Some(facts) = self.facts(call) else {
             return Ok(None);
         };
-        let qualified = qualified_name(&call.name);
-        let info = CallInfo {
-            tool: ToolInfo {
-                name: &call.name,
-                qualified: &qualified,
-                tool_may_ask: tool.may_need_confirmation(),
-            },
-            args: &call.args,
-            tool_asks: tool.needs_confirmation(&call.args),
-            chat_id: &scope.chat_id,
-            principal: &scope.principal,
-        };
+        let qualified = &facts.qualified;
+        let info = facts.info(scope, call);
         let above = self.policy.decide_in(&info, REMEMBERED + 1..=i32::MAX);
         if above != Verdict::Pass {
             return Ok(Some(above));
         }
         if let Some(approval) = self
             .remembered
-            .remembered(&scope.principal, &scope.chat_id, &qualified)
+            .remembered(&scope.principal, &scope.chat_id, qualified)
             .await?
         {
             let reach = if approval.chat_id.is_some() {
@@ -298,7 +311,7 @@ impl Gate {
         }
         if self
             .remembered
-            .take_budget(&scope.principal, &scope.chat_id, &qualified)
+            .take_budget(&scope.principal, &scope.chat_id, qualified)
             .await?
         {
             return Ok(Some(Verdict::Allow {
@@ -631,19 +644,18 @@ impl Gate {
 
     /// What the policy says about this call now.
     fn verdict(&self, scope: &Scope, call: &ToolCall) -> Option<Verdict> {
+        let facts = self.facts(call)?;
+        Some(self.policy.decide(&facts.info(scope, call)))
+    }
+
+    /// What the policy needs to know about a call's tool; `None` for an unknown tool.
+    fn facts(&self, call: &ToolCall) -> Option<Facts> {
         let tool = self.registry.get(&call.name)?;
-        let qualified = qualified_name(&call.name);
-        Some(self.policy.decide(&CallInfo {
-            tool: ToolInfo {
-                name: &call.name,
-                qualified: &qualified,
-                tool_may_ask: tool.may_need_confirmation(),
-            },
-            args: &call.args,
+        Some(Facts {
+            qualified: qualified_name(&call.name),
+            tool_may_ask: tool.may_need_confirmation(),
             tool_asks: tool.needs_confirmation(&call.args),
-            chat_id: &scope.chat_id,
-            principal: &scope.principal,
-        }))
+        })
     }
 
     /// Decides about a call the model made: run it, or issue a confirmation
