@@ -30,6 +30,7 @@ pub mod app;
 pub mod config;
 pub mod confirm;
 pub mod ids;
+pub mod json;
 pub mod policy;
 pub mod protocol;
 pub mod provider;

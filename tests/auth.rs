@@ -286,4 +286,5 @@ async fn an_operator_reads_and_revokes_for_everyone_others_get_403() {
         (last["decision"].as_str(), last["by"].as_str()),
         (Some("revoked"), Some("operator ops"))
     );
+    assert_eq!(last["tool"], "internal--process_payment");
 }

@@ -119,6 +119,29 @@ async fn approve_through_the_api_then_the_chat_reports_it() {
         )
     );
     assert_eq!(client.open("alice").await, json!([]));
+    // Every attempt is in the audit log, the refused ones too.
+    let (_, log) = client
+        .send(
+            "alice",
+            client.http.get(format!("{}/api/audit", server.url)),
+        )
+        .await;
+    let decisions: Vec<String> = log
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .map(|e| e["decision"].as_str().unwrap_or("").to_owned())
+        .collect();
+    assert_eq!(decisions, ["asked", "approved", "replayed", "refused"]);
+    let (_, theirs) = client
+        .send(
+            "mallory",
+            client.http.get(format!("{}/api/audit", server.url)),
+        )
+        .await;
+    assert!(
+        theirs.contains(r#""reason":"no confirmation `adk-3` for this user""#),
+        "{theirs}"
+    );
 
     // The page still shows the question; its next request learns the outcome.
     let reply = client

@@ -173,3 +173,15 @@ async fn the_tools_and_their_effective_policy() {
         ]
     );
 }
+
+#[tokio::test]
+async fn writing_a_number_as_a_float_does_not_get_around_a_rule() {
+    let config = Config::from_yaml("toolConfirmation:\n  tools:\n    process_payment:\n      deny: {when: \"amount == 5000\", reason: \"no 5000s\"}\n")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let server = Server::with_config(config).await;
+    for text in ["Send 5000 USD to Bob", "Send 5000.0 USD to Bob"] {
+        let reply = server.chat(&user_says("c", text)).await;
+        assert_eq!(errors(&reply), ["denied by policy: no 5000s"], "{text}");
+    }
+    assert_eq!(server.payments(), 0);
+}

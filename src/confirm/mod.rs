@@ -417,6 +417,25 @@ impl Gate {
             .await?
             .filter(|i| i.principal == principal)
         else {
+            let caller = Scope {
+                chat_id: String::new(),
+                principal: principal.to_owned(),
+            };
+            let nothing = ToolCall {
+                id: String::new(),
+                name: String::new(),
+                args: Value::Null,
+            };
+            let why = format!("no confirmation `{id}` for this user");
+            self.note(
+                &caller,
+                &nothing,
+                AuditDecision::Refused,
+                "toolgate".into(),
+                Some(why),
+                Some(id),
+            )
+            .await;
             return Ok(OutOfBand::NotFound);
         };
         let scope = Scope {
@@ -442,83 +461,113 @@ impl Gate {
                 ..
             } => match self.effective_call(&issued, Some(edited)) {
                 Ok(call) => Some(call),
-                Err(why) => return Ok(OutOfBand::Invalid(why)),
+                Err(why) => {
+                    let reason = Some(why.clone());
+                    self.note(
+                        &scope,
+                        &issued.call,
+                        AuditDecision::Refused,
+                        "toolgate".into(),
+                        reason,
+                        Some(id),
+                    )
+                    .await;
+                    return Ok(OutOfBand::Invalid(why));
+                }
             },
             _ => None,
         };
-        if now > issued.expires_at_ms {
-            return Ok(match self.store.status(id).await? {
-                Some(Status::Done(outcome)) => settled(outcome),
-                _ => OutOfBand::Conflict("confirmation expired".into()),
-            });
+        // Decided before: the same decision again is a replay, another one a conflict.
+        let earlier = match self.store.status(id).await? {
+            Some(Status::Done(outcome)) if now > issued.expires_at_ms => Some(settled(outcome)),
+            _ if now > issued.expires_at_ms => {
+                let why = "confirmation expired".to_owned();
+                self.note(
+                    &scope,
+                    &issued.call,
+                    AuditDecision::TimedOut,
+                    "toolgate".into(),
+                    Some(why.clone()),
+                    Some(id),
+                )
+                .await;
+                return Ok(OutOfBand::Conflict(why));
+            }
+            _ => match self.store.claim(id, now).await? {
+                Claim::Done(outcome) => Some(settled(outcome)),
+                Claim::InFlight { .. } => Some(
+                    match self.store.wait_outcome(id, self.tool_timeout * 2).await? {
+                        Some(outcome) => settled(outcome),
+                        None => OutOfBand::Conflict(OUTCOME_UNKNOWN.into()),
+                    },
+                ),
+                Claim::Won => None,
+            },
+        };
+        if let Some(result) = earlier {
+            let (decision, by, reason) = match &result {
+                OutOfBand::Conflict(why) => (AuditDecision::Refused, "toolgate", Some(why.clone())),
+                _ => (AuditDecision::Replayed, "an earlier answer", None),
+            };
+            self.note(&scope, &issued.call, decision, by.into(), reason, Some(id))
+                .await;
+            return Ok(result);
         }
-        match self.store.claim(id, now).await? {
-            Claim::Done(outcome) => Ok(settled(outcome)),
-            Claim::InFlight { .. } => Ok(
-                match self.store.wait_outcome(id, self.tool_timeout * 2).await? {
-                    Some(outcome) => settled(outcome),
-                    None => OutOfBand::Conflict(OUTCOME_UNKNOWN.into()),
-                },
-            ),
-            Claim::Won => {
-                let outcome = match &decision {
-                    Decision::Approve { .. } => {
-                        let call = call.unwrap_or_else(|| issued.call.clone());
-                        let (answered, decision, by) = self
-                            .approve_won(&scope, id, call, &issued.call.args, &decision)
-                            .await?;
-                        let original =
-                            (decision == AuditDecision::Edited).then_some(&issued.call.args);
-                        match answered {
-                            Answered::Running { call, outcome } => {
-                                self.note_full(
-                                    &scope,
-                                    &call,
-                                    decision,
-                                    format!("{by} through the API"),
-                                    None,
-                                    Some(id),
-                                    original,
-                                )
-                                .await;
-                                outcome.await
-                            }
-                            Answered::Recorded { call, outcome } => {
-                                self.note_full(
-                                    &scope,
-                                    &call,
-                                    decision,
-                                    by,
-                                    outcome_reason(&outcome),
-                                    Some(id),
-                                    original,
-                                )
-                                .await;
-                                outcome
-                            }
-                            Answered::Rejected(why) => Outcome::Error { message: why },
-                        }
-                    }
-                    Decision::Deny { reason } => {
-                        let outcome = Outcome::Denied {
-                            reason: reason.clone(),
-                        };
-                        self.store.finish(id, outcome.clone()).await?;
-                        self.note(
+        let outcome = match &decision {
+            Decision::Approve { .. } => {
+                let call = call.unwrap_or_else(|| issued.call.clone());
+                let (answered, decision, by) = self
+                    .approve_won(&scope, id, call, &issued.call.args, &decision)
+                    .await?;
+                let original = (decision == AuditDecision::Edited).then_some(&issued.call.args);
+                match answered {
+                    Answered::Running { call, outcome } => {
+                        self.note_full(
                             &scope,
-                            &issued.call,
-                            AuditDecision::Rejected,
-                            "user through the API".into(),
-                            reason.clone(),
+                            &call,
+                            decision,
+                            format!("{by} through the API"),
+                            None,
                             Some(id),
+                            original,
+                        )
+                        .await;
+                        outcome.await
+                    }
+                    Answered::Recorded { call, outcome } => {
+                        self.note_full(
+                            &scope,
+                            &call,
+                            decision,
+                            by,
+                            outcome_reason(&outcome),
+                            Some(id),
+                            original,
                         )
                         .await;
                         outcome
                     }
-                };
-                Ok(OutOfBand::Decided(outcome))
+                    Answered::Rejected(why) => Outcome::Error { message: why },
+                }
             }
-        }
+            Decision::Deny { reason } => {
+                let outcome = Outcome::Denied {
+                    reason: reason.clone(),
+                };
+                self.store.finish(id, outcome.clone()).await?;
+                self.note(
+                    &scope,
+                    &issued.call,
+                    AuditDecision::Rejected,
+                    "user through the API".into(),
+                    reason.clone(),
+                    Some(id),
+                )
+                .await;
+                outcome
+            }
+        };
+        Ok(OutOfBand::Decided(outcome))
     }
 
     /// [`Gate::note`], keeping the issued arguments' digest beside an edit's.
@@ -917,6 +966,12 @@ impl Gate {
             return Ok(issued.call.clone());
         };
         let name = &issued.call.name;
+        if args.to_string().len() > crate::agent::MAX_ARGS_BYTES {
+            return Err(format!(
+                "edited arguments exceed {} bytes",
+                crate::agent::MAX_ARGS_BYTES
+            ));
+        }
         let qualified = qualified_name(name);
         let tool = ToolInfo {
             name,
@@ -1091,33 +1146,9 @@ fn approver(remember: Option<Remember>, approve_next: Option<u32>) -> String {
 /// value: a JavaScript client sends back `50.0` as `50`. Integers compare
 /// exactly, and a float equals an integer only where both are exact.
 fn same_call(claimed: &ToolCall, issued: &ToolCall) -> bool {
-    claimed.id == issued.id && claimed.name == issued.name && same_json(&claimed.args, &issued.args)
-}
-
-fn same_json(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        (Value::Number(x), Value::Number(y)) => match (x.as_i128(), y.as_i128()) {
-            (Some(x), Some(y)) => x == y,
-            (Some(int), None) => int_equals_float(int, y.as_f64()),
-            (None, Some(int)) => int_equals_float(int, x.as_f64()),
-            (None, None) => x.as_f64() == y.as_f64(),
-        },
-        (Value::Array(x), Value::Array(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same_json(x, y))
-        }
-        (Value::Object(x), Value::Object(y)) => {
-            x.len() == y.len()
-                && x.iter()
-                    .all(|(k, v)| y.get(k).is_some_and(|w| same_json(v, w)))
-        }
-        (a, b) => a == b,
-    }
-}
-
-/// Only integers up to 2^53 are exact as floats.
-fn int_equals_float(int: i128, float: Option<f64>) -> bool {
-    const EXACT: i128 = 1 << 53;
-    int.abs() <= EXACT && float.is_some_and(|f| f == int as f64)
+    claimed.id == issued.id
+        && claimed.name == issued.name
+        && crate::json::same(&claimed.args, &issued.args)
 }
 
 /// The input of an `adk_request_confirmation` call, as ADK shapes it.
@@ -1177,8 +1208,8 @@ mod tests {
             (json!([1, 2]), json!([2, 1]), false),
         ];
         for (a, b, same) in cases {
-            assert_eq!(same_json(&a, &b), same, "{a} vs {b}");
-            assert_eq!(same_json(&b, &a), same, "{b} vs {a}");
+            assert_eq!(crate::json::same(&a, &b), same, "{a} vs {b}");
+            assert_eq!(crate::json::same(&b, &a), same, "{b} vs {a}");
         }
     }
 }

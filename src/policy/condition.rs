@@ -11,6 +11,8 @@ use regex::Regex;
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::json::same;
+
 #[derive(Debug, Clone)]
 pub struct Condition {
     text: String,
@@ -137,8 +139,8 @@ impl Condition {
     pub fn holds(&self, args: &Value) -> bool {
         let value = self.path.iter().try_fold(args, |v, key| v.get(key));
         match (&self.test, value) {
-            (Test::Ne(expected), value) => value != Some(expected),
-            (Test::NotIn(list), value) => value.is_none_or(|v| !list.contains(v)),
+            (Test::Ne(expected), value) => !value.is_some_and(|v| same(v, expected)),
+            (Test::NotIn(list), value) => value.is_none_or(|v| !list.iter().any(|x| same(v, x))),
             (_, None) => false,
             (Test::Compare(op, limit), Some(v)) => v.as_f64().is_some_and(|x| match op {
                 Compare::Gt => x > *limit,
@@ -146,8 +148,8 @@ impl Condition {
                 Compare::Lt => x < *limit,
                 Compare::Le => x <= *limit,
             }),
-            (Test::Eq(expected), Some(v)) => v == expected,
-            (Test::In(list), Some(v)) => list.contains(v),
+            (Test::Eq(expected), Some(v)) => same(v, expected),
+            (Test::In(list), Some(v)) => list.iter().any(|x| same(v, x)),
             (Test::Glob(glob), Some(v)) => v.as_str().is_some_and(|s| glob.is_match(s)),
             (Test::Regex(re), Some(v)) => v.as_str().is_some_and(|s| re.is_match(s)),
         }
@@ -213,6 +215,11 @@ mod tests {
                 json!({"payee": {"country": "JP"}}),
                 true,
             ),
+            // A float is the number it equals: no way around a rule by writing 5000.0.
+            ("amount == 5000", json!({"amount": 5000.0}), true),
+            ("amount != 5000", json!({"amount": 5000.0}), false),
+            ("amount in [5000]", json!({"amount": 5000.0}), true),
+            ("amount not in [5000]", json!({"amount": 5000.0}), false),
         ];
         for (condition, args, expected) in cases {
             assert_eq!(

@@ -202,7 +202,7 @@ impl std::fmt::Debug for Policy {
 }
 
 #[derive(Debug, thiserror::Error)]
-#[error("toolConfirmation.toolPolicies: bad pattern `{pattern}`: {why}")]
+#[error("toolConfirmation: `{pattern}`: {why}")]
 pub struct BadPattern {
     pattern: String,
     why: String,
@@ -226,6 +226,27 @@ impl Policy {
         lists: &ToolPolicies,
         rules: BTreeMap<String, ToolRule>,
     ) -> Result<Self, BadPattern> {
+        // A rule that could never apply, or two rules for one tool, would be
+        // silently ignored: say so instead.
+        for pattern in lists.always_allow.iter().chain(&lists.always_deny) {
+            if !pattern.contains("--") && pattern.chars().any(char::is_alphanumeric) {
+                return Err(BadPattern {
+                    pattern: pattern.clone(),
+                    why: format!(
+                        "toolPolicies take qualified names, e.g. internal--{pattern} or mcp--<server>--{pattern}"
+                    ),
+                });
+            }
+        }
+        let mut seen = std::collections::HashSet::new();
+        for name in rules.keys() {
+            if !seen.insert(crate::tools::qualified_name(name)) {
+                return Err(BadPattern {
+                    pattern: name.clone(),
+                    why: "tools names this tool twice (by name and by qualified name)".into(),
+                });
+            }
+        }
         let rules = Arc::new(rules);
         let mut policy = Policy {
             deciders: Vec::new(),

@@ -303,3 +303,36 @@ fn hints_fill_in_arguments() {
         None
     );
 }
+
+#[test]
+fn rules_that_would_be_ignored_are_errors() {
+    let lists = |deny: &str| ToolPolicies {
+        always_allow: vec![],
+        always_deny: vec![deny.to_owned()],
+    };
+    let err = |r: Result<Policy, BadPattern>| r.err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(
+        err(Policy::new(
+            Mode::EventBased,
+            &lists("get_weather"),
+            BTreeMap::new()
+        ))
+        .contains("qualified names")
+    );
+    assert!(
+        Policy::new(Mode::EventBased, &lists("*"), BTreeMap::new()).is_ok(),
+        "a bare glob is fine"
+    );
+    let twice: BTreeMap<String, ToolRule> = yaml_serde::from_str(
+        "process_payment: {editable: true}\ninternal--process_payment: {hint: x}\n",
+    )
+    .unwrap_or_default();
+    assert!(
+        err(Policy::new(
+            Mode::EventBased,
+            &ToolPolicies::default(),
+            twice
+        ))
+        .contains("names this tool twice")
+    );
+}

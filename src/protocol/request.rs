@@ -122,6 +122,11 @@ impl RawBody {
         if self.messages.is_empty() {
             return Err(RequestError::Invalid("`messages` is empty".into()));
         }
+        if self.id.as_deref().is_some_and(|id| id.trim().is_empty()) {
+            return Err(RequestError::Invalid(
+                "`id` (the chat) must not be empty".into(),
+            ));
+        }
         let mut messages: Vec<UiMessage> = Vec::with_capacity(self.messages.len());
         for (i, raw) in self.messages.into_iter().enumerate() {
             let path = format!("messages[{i}]");
@@ -360,6 +365,10 @@ mod tests {
             (
                 json!({"messages": []}),
                 "invalid request: `messages` is empty",
+            ),
+            (
+                json!({"id": " ", "messages": [{"role": "user", "content": "a"}]}),
+                "invalid request: `id` (the chat) must not be empty",
             ),
             (
                 json!({"messages": [{"role": "robot", "parts": []}]}),

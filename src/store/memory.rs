@@ -9,8 +9,8 @@ use tokio::sync::watch;
 
 use super::{AuditEvent, Claim, Issued, Outcome, Remembered, Status, StoreError};
 
-/// Most audit events kept in memory; the oldest go first.
-pub const AUDIT_CAPACITY: usize = 100_000;
+/// Most audit events kept in memory per principal; the oldest go first.
+pub const AUDIT_CAPACITY: usize = 10_000;
 
 /// Most confirmations kept at once (about 2 KB each).
 pub const DEFAULT_CAPACITY: usize = 100_000;
@@ -25,8 +25,9 @@ pub struct MemoryStore {
     remembered: ByCall<Remembered>,
     /// Budgets, by (principal, chat, tool).
     budgets: ByCall<u32>,
-    /// The audit log, oldest first; at most [`AUDIT_CAPACITY`] events.
-    audit: Arc<Mutex<std::collections::VecDeque<AuditEvent>>>,
+    /// The audit log per principal, oldest first; at most [`AUDIT_CAPACITY`]
+    /// events each, so one principal cannot push out another's.
+    audit: Arc<Mutex<HashMap<String, std::collections::VecDeque<AuditEvent>>>>,
     capacity: usize,
     /// Bumped whenever an outcome is recorded, to wake waiters.
     recorded: watch::Sender<u64>,
@@ -93,7 +94,8 @@ impl MemoryStore {
     }
 
     pub(super) fn audit(&self, event: AuditEvent) {
-        let mut log = self.audit.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut logs = self.audit.lock().unwrap_or_else(PoisonError::into_inner);
+        let log = logs.entry(event.principal.clone()).or_default();
         if log.len() == AUDIT_CAPACITY {
             log.pop_front();
         }
@@ -101,18 +103,25 @@ impl MemoryStore {
     }
 
     pub(super) fn audit_log(&self, principal: &str, since_ms: u64) -> Vec<AuditEvent> {
-        let log = self.audit.lock().unwrap_or_else(PoisonError::into_inner);
-        log.iter()
-            .filter(|e| e.principal == principal && e.at_ms >= since_ms)
+        let logs = self.audit.lock().unwrap_or_else(PoisonError::into_inner);
+        logs.get(principal)
+            .into_iter()
+            .flatten()
+            .filter(|e| e.at_ms >= since_ms)
             .cloned()
             .collect()
     }
 
     pub(super) fn prune_audit(&self, before_ms: u64) -> usize {
-        let mut log = self.audit.lock().unwrap_or_else(PoisonError::into_inner);
-        let before = log.len();
-        log.retain(|e| e.at_ms >= before_ms);
-        before - log.len()
+        let mut logs = self.audit.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut pruned = 0;
+        for log in logs.values_mut() {
+            let before = log.len();
+            log.retain(|e| e.at_ms >= before_ms);
+            pruned += before - log.len();
+        }
+        logs.retain(|_, log| !log.is_empty());
+        pruned
     }
 
     pub(super) fn remember(&self, approval: Remembered) {

@@ -74,7 +74,8 @@ pub trait Tool: Send + Sync + 'static {
 /// The name policies use for a tool: `mcp--<server>--<tool>` as given,
 /// `internal--<tool>` for a tool of this server (a qualified name stays).
 pub fn qualified_name(name: &str) -> String {
-    if name.starts_with("mcp--") {
+    // Already qualified names stay as they are.
+    if name.starts_with("mcp--") || name.starts_with("internal--") {
         name.to_owned()
     } else {
         format!("internal--{name}")
