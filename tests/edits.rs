@@ -135,3 +135,24 @@ async fn the_audit_log_keeps_both_versions() {
         "and the one that ran"
     );
 }
+
+#[tokio::test]
+async fn a_replay_shows_the_call_as_it_ran() {
+    let server = Server::with_config(editable()).await;
+    server
+        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
+        .await;
+    server.chat(&fixture("pay_hanako_edited.json")).await;
+    // The page re-sends its history, with the plain approval it shows.
+    let replay = server.chat(&fixture("pay_hanako_approved.json")).await;
+    let input = replay
+        .of_type("tool-input-available")
+        .into_iter()
+        .find(|c| c["toolCallId"] == "call-2")
+        .map(|c| c["input"].clone());
+    assert_eq!(
+        input,
+        Some(json!({"amount": 40, "recipient": "Hanako", "currency": "USD"}))
+    );
+    assert_eq!(server.payments(), 1);
+}

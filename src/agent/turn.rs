@@ -219,7 +219,7 @@ impl Agent {
                                 extras: Default::default(),
                             };
                             let call = ToolCall { id: streaming.id, name: streaming.name, args: Value::String(streaming.args) };
-                            record(&mut history[last], call, &Outcome::Error { message: why }, None);
+                            record(&mut history[last], call, &Outcome::Error { message: why, ran_with: None }, None);
                             continue;
                         }
                     };
@@ -260,7 +260,7 @@ impl Agent {
                             for chunk in input_chunks(&call, !streaming.live) {
                                 yield chunk;
                             }
-                            yield record(&mut history[last], call, &Outcome::Error { message: why }, None);
+                            yield record(&mut history[last], call, &Outcome::Error { message: why, ran_with: None }, None);
                         }
                     }
                 }
@@ -389,14 +389,14 @@ fn record(
     approval: Option<&str>,
 ) -> UiChunk {
     let (chunk, state) = match (outcome, approval) {
-        (Outcome::Output { output }, _) => (
+        (Outcome::Output { output, .. }, _) => (
             UiChunk::tool_output(&call.id, output.clone()),
             ToolState::OutputAvailable {
                 output: output.clone(),
                 preliminary: false,
             },
         ),
-        (Outcome::Error { message }, _) => (
+        (Outcome::Error { message, .. }, _) => (
             UiChunk::tool_error(&call.id, message.clone()),
             ToolState::OutputError {
                 error_text: message.clone(),

@@ -547,7 +547,10 @@ impl Gate {
                         .await;
                         outcome
                     }
-                    Answered::Rejected(why) => Outcome::Error { message: why },
+                    Answered::Rejected(why) => Outcome::Error {
+                        message: why,
+                        ran_with: None,
+                    },
                 }
             }
             Decision::Deny { reason } => {
@@ -648,7 +651,7 @@ impl Gate {
         // Decided meanwhile (through the API, or by another tab): report it.
         if let Some(Status::Done(outcome)) = self.store.status(confirmation_id).await? {
             return Ok(Some(Answered::Recorded {
-                call: issued.call,
+                call: as_ran(issued.call, &outcome),
                 outcome,
             }));
         }
@@ -676,8 +679,13 @@ impl Gate {
                     Some(&issued.id),
                 )
                 .await;
-                let outcome =
-                    self.start_confirmed(issued.id, issued.call.clone(), None, &scope.chat_id);
+                let outcome = self.start_confirmed(
+                    issued.id,
+                    issued.call.clone(),
+                    None,
+                    &scope.chat_id,
+                    None,
+                );
                 Ok(Some(Answered::Running {
                     call: issued.call,
                     outcome,
@@ -828,7 +836,10 @@ impl Gate {
         };
         let recorded = |call: ToolCall, outcome: Outcome| {
             Ok((
-                Answered::Recorded { call, outcome },
+                Answered::Recorded {
+                    call: as_ran(call, &outcome),
+                    outcome,
+                },
                 AuditDecision::Replayed,
                 "an earlier answer".to_owned(),
             ))
@@ -1021,6 +1032,7 @@ impl Gate {
             // A rule added since the question was asked, or one the edit hits, still wins.
             let outcome = Outcome::Error {
                 message: format!("denied by policy: {reason}"),
+                ran_with: None,
             };
             self.store.finish(id, outcome.clone()).await?;
             return Ok((
@@ -1032,7 +1044,14 @@ impl Gate {
         let edited = *issued_args != call.args;
         // Started before this returns: no await point lies between winning
         // the claim and the call running.
-        let outcome = self.start_confirmed(id.to_owned(), call.clone(), payload, &scope.chat_id);
+        let ran_with = edited.then(|| call.args.clone());
+        let outcome = self.start_confirmed(
+            id.to_owned(),
+            call.clone(),
+            payload,
+            &scope.chat_id,
+            ran_with,
+        );
         self.extend(scope, &call.name, remember, approve_next)
             .await?;
         let decision = if edited {
@@ -1056,12 +1075,19 @@ impl Gate {
         call: ToolCall,
         payload: Option<Value>,
         chat_id: &str,
+        ran_with: Option<Value>,
     ) -> Running {
         let ctx = self.context(&call, payload, chat_id);
         let execute = execute(self.registry.clone(), call, ctx, self.tool_timeout);
         let store = self.store.clone();
         let task = tokio::spawn(async move {
-            let outcome = execute.await;
+            let mut outcome = execute.await;
+            // The ledger keeps the arguments an edited call ran with.
+            if let Outcome::Output { ran_with: slot, .. } | Outcome::Error { ran_with: slot, .. } =
+                &mut outcome
+            {
+                *slot = ran_with;
+            }
             if let Err(e) = store.finish(&id, outcome.clone()).await {
                 tracing::error!(confirmation = %id, "recording an outcome failed: {e}");
             }
@@ -1070,6 +1096,7 @@ impl Gate {
         Box::pin(async move {
             task.await.unwrap_or_else(|e| Outcome::Error {
                 message: format!("tool task failed: {e}"),
+                ran_with: None,
             })
         })
     }
@@ -1101,6 +1128,7 @@ async fn execute(
     let Some(tool) = registry.get(&call.name).cloned() else {
         return Outcome::Error {
             message: format!("unknown tool `{}`", call.name),
+            ran_with: None,
         };
     };
     let cancel = ctx.cancel.clone();
@@ -1116,18 +1144,38 @@ async fn execute(
         }
     };
     match result {
-        Ok(output) => Outcome::Output { output },
+        Ok(output) => Outcome::Output {
+            output,
+            ran_with: None,
+        },
         Err(e) => Outcome::Error {
             message: e.to_string(),
+            ran_with: None,
         },
     }
+}
+
+/// The call as it ran: with the user's edit, if the ledger recorded one.
+fn as_ran(mut call: ToolCall, outcome: &Outcome) -> ToolCall {
+    if let Outcome::Output {
+        ran_with: Some(args),
+        ..
+    }
+    | Outcome::Error {
+        ran_with: Some(args),
+        ..
+    } = outcome
+    {
+        call.args = args.clone();
+    }
+    call
 }
 
 /// Why a recorded outcome is what it is, for the audit log.
 fn outcome_reason(outcome: &Outcome) -> Option<String> {
     match outcome {
         Outcome::Output { .. } => None,
-        Outcome::Error { message } => Some(message.clone()),
+        Outcome::Error { message, .. } => Some(message.clone()),
         Outcome::Denied { reason } => reason.clone(),
     }
 }

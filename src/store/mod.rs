@@ -40,9 +40,20 @@ pub struct Issued {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum Outcome {
-    Output { output: Value },
-    Error { message: String },
-    Denied { reason: Option<String> },
+    Output {
+        output: Value,
+        /// The arguments the call ran with, when the user edited them.
+        #[serde(rename = "ranWith", default, skip_serializing_if = "Option::is_none")]
+        ran_with: Option<Value>,
+    },
+    Error {
+        message: String,
+        #[serde(rename = "ranWith", default, skip_serializing_if = "Option::is_none")]
+        ran_with: Option<Value>,
+    },
+    Denied {
+        reason: Option<String>,
+    },
 }
 
 /// An approval a user asked to be remembered: calls of `tool` by
@@ -422,7 +433,10 @@ pub(crate) mod conformance {
             store.claim("a", 5).await.ok(),
             Some(Claim::InFlight { since_ms: 5 })
         );
-        let outcome = Outcome::Output { output: json!(1) };
+        let outcome = Outcome::Output {
+            output: json!(1),
+            ran_with: None,
+        };
         let waiter = {
             let store = store.clone();
             tokio::spawn(async move {
@@ -444,7 +458,8 @@ pub(crate) mod conformance {
                 .finish(
                     "b",
                     Outcome::Error {
-                        message: "x".into()
+                        message: "x".into(),
+                        ran_with: None,
                     }
                 )
                 .await,
@@ -460,7 +475,10 @@ pub(crate) mod conformance {
         );
         assert_eq!(
             store.status("a").await.ok().flatten(),
-            Some(Status::Done(Outcome::Output { output: json!(1) }))
+            Some(Status::Done(Outcome::Output {
+                output: json!(1),
+                ran_with: None
+            }))
         );
         assert_eq!(store.status("b").await.ok().flatten(), None);
     }
