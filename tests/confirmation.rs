@@ -290,3 +290,19 @@ async fn a_whole_float_sent_back_as_an_integer_is_the_same_call() {
     let reply = server.chat(&body).await;
     assert_eq!(server.payments(), 1, "{}", reply.body);
 }
+
+#[tokio::test]
+async fn a_principal_header_given_twice_is_refused() {
+    let mut config = Config::default();
+    config.auth.principal_header = Some("x-user".into());
+    let server = Server::with_config(config).await;
+    let response = reqwest::Client::new()
+        .post(format!("{}/stream", server.url))
+        .header("x-user", "mallory")
+        .header("x-user", "alice")
+        .body(user_says("c", "hi").to_string())
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(response.status().as_u16(), 401);
+}

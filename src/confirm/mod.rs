@@ -664,7 +664,15 @@ impl Gate {
         {
             return Ok(None);
         }
-        if let Some(Verdict::Deny { .. }) = self.verdict(scope, &issued.call) {
+        // Only what the chain would settle by a remembered approval: a rule
+        // ranked above it that denies or asks still holds.
+        let Some(facts) = self.facts(&issued.call) else {
+            return Ok(None);
+        };
+        let above = self
+            .policy
+            .decide_in(&facts.info(scope, &issued.call), REMEMBERED + 1..=i32::MAX);
+        if matches!(above, Verdict::Deny { .. } | Verdict::Ask) {
             return Ok(None);
         }
         match self.store.claim(&issued.id, now).await? {

@@ -315,6 +315,10 @@ fn caller(state: &HttpState, headers: &HeaderMap) -> Result<(String, bool), ApiE
     let Some(name) = &state.principal_header else {
         return Ok((ANONYMOUS.to_owned(), false));
     };
+    // Two values mean the proxy appended to one the client sent: trust neither.
+    if headers.get_all(name).iter().count() > 1 {
+        return Err(ApiError::Unauthorized(name.clone()));
+    }
     headers
         .get(name)
         .and_then(|v| v.to_str().ok())
