@@ -1,0 +1,70 @@
+//! A client that stops reading does not make the server buffer without
+//! bound: the response is pulled, so the model is paused once the socket's
+//! buffers are full.
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use common::{Server, user_says};
+use futures::StreamExt;
+use futures::stream::BoxStream;
+use toolgate::Config;
+use toolgate::provider::{ModelProvider, ModelRequest, ProviderError, ProviderEvent};
+
+/// Produces 1 KiB text deltas as fast as it is asked, counting them.
+struct Firehose(Arc<AtomicU64>);
+
+impl ModelProvider for Firehose {
+    fn stream(&self, _: ModelRequest) -> BoxStream<'static, Result<ProviderEvent, ProviderError>> {
+        let produced = self.0.clone();
+        futures::stream::repeat_with(move || {
+            produced.fetch_add(1, Ordering::Relaxed);
+            Ok(ProviderEvent::TextDelta("x".repeat(1024)))
+        })
+        .boxed()
+    }
+}
+
+#[tokio::test]
+async fn a_reader_that_stops_pauses_the_model() {
+    let produced = Arc::new(AtomicU64::new(0));
+    let provider = Firehose(produced.clone());
+    let server = Server::with(Config::default(), |app| app.with_provider(provider)).await;
+    let mut body = Box::pin(server.open(&user_says("c", "hi")).await);
+    assert!(body.next().await.is_some());
+    // Stop reading. The model runs until the buffers between it and the
+    // client are full, then waits.
+    let mut last = 0;
+    for _ in 0..100 {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let now = produced.load(Ordering::Relaxed);
+        if now == last {
+            break;
+        }
+        last = now;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let paused_at = produced.load(Ordering::Relaxed);
+    eprintln!("the model paused after {paused_at} KiB of text for a reader that stopped");
+    assert_eq!(
+        paused_at, last,
+        "the model must be paused while nobody reads"
+    );
+    // What is held is bounded by socket buffers, not by the answer: a few MiB at most.
+    assert!(
+        paused_at < 16 * 1024,
+        "produced {paused_at} KiB before pausing"
+    );
+    // Reading again resumes it.
+    for _ in 0..64 {
+        body.next().await;
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(
+        produced.load(Ordering::Relaxed) > paused_at,
+        "reading again resumes the model"
+    );
+}
