@@ -37,16 +37,18 @@ async fn a_reader_that_stops_pauses_the_model() {
     assert!(body.next().await.is_some());
     // Stop reading. The model runs until the buffers between it and the
     // client are full, then waits.
-    let mut last = 0;
-    for _ in 0..100 {
-        tokio::time::sleep(Duration::from_millis(50)).await;
+    // Paused means: no progress for five windows in a row (within 20 s).
+    let (mut last, mut still) = (0, 0);
+    for _ in 0..200 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
         let now = produced.load(Ordering::Relaxed);
-        if now == last {
+        still = if now == last { still + 1 } else { 0 };
+        last = now;
+        if still == 5 {
             break;
         }
-        last = now;
     }
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
     let paused_at = produced.load(Ordering::Relaxed);
     eprintln!("the model paused after {paused_at} KiB of text for a reader that stopped");
     assert_eq!(
