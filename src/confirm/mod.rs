@@ -326,8 +326,7 @@ impl Gate {
         ))
     }
 
-    /// Appends a decision to the audit log. A failing log is reported, but
-    /// does not undo or block the decision.
+    /// Appends a decision to the audit log.
     async fn note(
         &self,
         scope: &Scope,
@@ -337,7 +336,7 @@ impl Gate {
         reason: Option<String>,
         confirmation_id: Option<&str>,
     ) {
-        self.note_full(scope, call, decision, by, reason, confirmation_id, None)
+        self.record(self.event(scope, call, decision, by, reason, confirmation_id))
             .await;
     }
 
@@ -522,28 +521,20 @@ impl Gate {
                 let original = (decision == AuditDecision::Edited).then_some(&issued.call.args);
                 match answered {
                     Answered::Running { call, outcome } => {
-                        self.note_full(
-                            &scope,
-                            &call,
-                            decision,
-                            format!("{by} through the API"),
-                            None,
-                            Some(id),
+                        let by = format!("{by} through the API");
+                        self.record(edited_from(
+                            self.event(&scope, &call, decision, by, None, Some(id)),
                             original,
-                        )
+                        ))
                         .await;
                         outcome.await
                     }
                     Answered::Recorded { call, outcome } => {
-                        self.note_full(
-                            &scope,
-                            &call,
-                            decision,
-                            by,
-                            outcome_reason(&outcome),
-                            Some(id),
+                        let reason = outcome_reason(&outcome);
+                        self.record(edited_from(
+                            self.event(&scope, &call, decision, by, reason, Some(id)),
                             original,
-                        )
+                        ))
                         .await;
                         outcome
                     }
@@ -573,20 +564,9 @@ impl Gate {
         Ok(OutOfBand::Decided(outcome))
     }
 
-    /// [`Gate::note`], keeping the issued arguments' digest beside an edit's.
-    #[allow(clippy::too_many_arguments)]
-    async fn note_full(
-        &self,
-        scope: &Scope,
-        call: &ToolCall,
-        decision: AuditDecision,
-        by: String,
-        reason: Option<String>,
-        confirmation_id: Option<&str>,
-        issued_args: Option<&Value>,
-    ) {
-        let mut event = self.event(scope, call, decision, by, reason, confirmation_id);
-        event.issued_args_digest = issued_args.map(signing::digest);
+    /// Appends to the audit log. A failing log is reported, but does not
+    /// undo or block the decision.
+    async fn record(&self, event: AuditEvent) {
         if let Err(e) = self.store.audit(event).await {
             tracing::error!("writing the audit log failed: {e}");
         }
@@ -820,16 +800,15 @@ impl Gate {
         let issued_args = (decision == AuditDecision::Edited)
             .then(|| answer.original.as_ref().map(|o| &o.args))
             .flatten();
-        self.note_full(
+        let event = self.event(
             scope,
             &call,
             decision,
             by,
             reason,
             Some(&answer.confirmation_id),
-            issued_args,
-        )
-        .await;
+        );
+        self.record(edited_from(event, issued_args)).await;
         Ok(answered)
     }
 
@@ -1161,6 +1140,12 @@ async fn execute(
             ran_with: None,
         },
     }
+}
+
+/// An edit's event also keeps the digest of the arguments as issued.
+fn edited_from(mut event: AuditEvent, issued_args: Option<&Value>) -> AuditEvent {
+    event.issued_args_digest = issued_args.map(signing::digest);
+    event
 }
 
 /// The call as it ran: with the user's edit, if the ledger recorded one.
