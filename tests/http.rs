@@ -136,6 +136,7 @@ impl ModelProvider for CallsUnknownTool {
                 ProviderEvent::ToolCallStart {
                     id: "call-x".into(),
                     name: "delete_everything".into(),
+                    metadata: None,
                 },
                 ProviderEvent::ToolCallDelta {
                     id: "call-x".into(),
@@ -287,6 +288,7 @@ impl ModelProvider for Loops {
                 ProviderEvent::ToolCallStart {
                     id: id.clone(),
                     name: "get_weather".into(),
+                    metadata: None,
                 },
                 ProviderEvent::ToolCallDelta {
                     id: id.clone(),

@@ -2,6 +2,8 @@
 //! at most one open block at a time. Pure: chunks go into a caller's buffer,
 //! finished blocks into the message being built.
 
+use serde_json::Value;
+
 use crate::ids::Ids;
 use crate::protocol::{Part, UiChunk};
 
@@ -16,6 +18,7 @@ struct Open {
     kind: Kind,
     id: String,
     content: String,
+    metadata: Option<Value>,
 }
 
 #[derive(Debug)]
@@ -58,6 +61,7 @@ impl Blocks {
                 kind,
                 id,
                 content: String::new(),
+                metadata: None,
             }
         });
         open.content.push_str(&delta);
@@ -71,9 +75,44 @@ impl Blocks {
         });
     }
 
+    /// Ends the reasoning block being streamed with the metadata its
+    /// provider needs back; a block with no text yet (a redacted one) is
+    /// started for it.
+    pub fn reasoning_end(
+        &mut self,
+        metadata: Value,
+        out: &mut Vec<UiChunk>,
+        parts: &mut Vec<Part>,
+    ) {
+        if self.open.as_ref().is_none_or(|o| o.kind != Kind::Reasoning) {
+            self.close(out, parts);
+            let id = self.ids.next("rsn");
+            out.push(UiChunk::ReasoningStart {
+                id: id.clone(),
+                provider_metadata: None,
+            });
+            self.open = Some(Open {
+                kind: Kind::Reasoning,
+                id,
+                content: String::new(),
+                metadata: None,
+            });
+        }
+        if let Some(open) = &mut self.open {
+            open.metadata = Some(metadata);
+        }
+        self.close(out, parts);
+    }
+
     /// Ends the open block, if any.
     pub fn close(&mut self, out: &mut Vec<UiChunk>, parts: &mut Vec<Part>) {
-        let Some(Open { kind, id, content }) = self.open.take() else {
+        let Some(Open {
+            kind,
+            id,
+            content,
+            metadata,
+        }) = self.open.take()
+        else {
             return;
         };
         match kind {
@@ -87,9 +126,12 @@ impl Blocks {
             Kind::Reasoning => {
                 out.push(UiChunk::ReasoningEnd {
                     id,
-                    provider_metadata: None,
+                    provider_metadata: metadata.clone(),
                 });
-                parts.push(Part::Reasoning(content));
+                parts.push(Part::Reasoning {
+                    text: content,
+                    provider_metadata: metadata,
+                });
             }
         }
     }
@@ -126,7 +168,13 @@ mod tests {
         );
         assert_eq!(
             parts,
-            [Part::Reasoning("think".into()), Part::Text("ab".into())]
+            [
+                Part::Reasoning {
+                    text: "think".into(),
+                    provider_metadata: None
+                },
+                Part::Text("ab".into())
+            ]
         );
     }
 }

@@ -72,10 +72,18 @@ fn push_step(out: &mut Vec<ModelMessage>, parts: &[Part]) {
     for part in parts {
         match part {
             Part::Text(t) if !t.is_empty() => content.push(AssistantContent::Text(t.clone())),
-            Part::Reasoning(t) if !t.is_empty() => {
-                content.push(AssistantContent::Reasoning(t.clone()))
+            // A redacted thinking block has no text, only its metadata.
+            Part::Reasoning {
+                text,
+                provider_metadata,
+            } if !text.is_empty() || provider_metadata.is_some() => {
+                content.push(AssistantContent::Reasoning {
+                    text: text.clone(),
+                    metadata: provider_metadata.clone(),
+                })
             }
             Part::Tool(tool) => {
+                let metadata = tool.call_provider_metadata.as_ref();
                 let (call, result) = match call_and_result(tool) {
                     Some(found) => found,
                     None => continue,
@@ -88,7 +96,10 @@ fn push_step(out: &mut Vec<ModelMessage>, parts: &[Part]) {
                     }
                     None => {
                         index.insert(call.id.clone(), results.len());
-                        content.push(AssistantContent::ToolCall(call.clone()));
+                        content.push(AssistantContent::ToolCall {
+                            call: call.clone(),
+                            metadata: metadata.cloned(),
+                        });
                         results.push((call, result));
                     }
                 }
@@ -213,7 +224,10 @@ mod tests {
             to_model_messages(&[user("pay"), assistant]),
             vec![
                 ModelMessage::User(vec![UserContent::Text("pay".into())]),
-                ModelMessage::Assistant(vec![AssistantContent::ToolCall(call)]),
+                ModelMessage::Assistant(vec![AssistantContent::ToolCall {
+                    call,
+                    metadata: None
+                }]),
                 ModelMessage::Tool(vec![ToolResult {
                     call_id: "call-1".into(),
                     tool_name: "process_payment".into(),

@@ -34,6 +34,8 @@ struct Streaming {
     too_large: bool,
     /// Its input streams to the client as it arrives.
     live: bool,
+    /// What the provider needs back with the call.
+    metadata: Option<Value>,
 }
 
 impl Agent {
@@ -157,7 +159,8 @@ impl Agent {
                         }
                         Ok(ProviderEvent::TextDelta(delta)) => blocks.text(delta, &mut out, parts),
                         Ok(ProviderEvent::ReasoningDelta(delta)) => blocks.reasoning(delta, &mut out, parts),
-                        Ok(ProviderEvent::ToolCallStart { id: provider_id, name }) => {
+                        Ok(ProviderEvent::ReasoningMetadata(metadata)) => blocks.reasoning_end(metadata, &mut out, parts),
+                        Ok(ProviderEvent::ToolCallStart { id: provider_id, name, metadata }) => {
                             blocks.close(&mut out, parts);
                             if calls.len() == MAX_CALLS_PER_STEP {
                                 yield UiChunk::Error { error_text: format!("the model made more than {MAX_CALLS_PER_STEP} tool calls in one step") };
@@ -171,7 +174,7 @@ impl Agent {
                             if live {
                                 out.push(UiChunk::tool_input_start(&id, &name));
                             }
-                            calls.push(Streaming { provider_id, id, name, args: String::new(), too_large: false, live });
+                            calls.push(Streaming { provider_id, id, name, args: String::new(), too_large: false, live, metadata });
                         }
                         Ok(ProviderEvent::ToolCallDelta { id, delta }) => {
                             let Some(call) = calls.iter_mut().rev().find(|c| c.provider_id == id) else {
@@ -218,6 +221,7 @@ impl Agent {
                                 error_text: why.clone(),
                                 extras: Default::default(),
                             };
+                                                                                    set_metadata(&mut history[last], &streaming.id, streaming.metadata);
                             let call = ToolCall { id: streaming.id, name: streaming.name, args: Value::String(streaming.args) };
                             record(&mut history[last], call, &Outcome::Error { message: why, ran_with: None }, None);
                             continue;
@@ -229,22 +233,23 @@ impl Agent {
                             yield UiChunk::Error { error_text: e.to_string() };
                             return;
                         }
-                        Ok(NewCall::Run(permit)) => {
+                                                Ok(NewCall::Run(permit)) => {
                             for chunk in input_chunks(&call, !streaming.live) {
-                                yield chunk;
+                                yield with_metadata(chunk, streaming.metadata.clone());
                             }
-                            permits.push(permit);
+                            permits.push((permit, streaming.metadata));
                         }
                         Ok(NewCall::Ask(issued)) => {
                             asked = true;
-                            let metadata = agent.gate.seal(&issued).map(|seal| seal.to_metadata());
+                                                        let seal = agent.gate.seal(&issued).map(|seal| seal.to_metadata());
+                            let metadata = merge(seal, streaming.metadata);
                             match protocol {
                                 ConfirmationProtocol::Adk => {
                                     let input = confirmation_input(&issued);
                                     yield UiChunk::tool_input_start(&issued.id, CONFIRMATION_TOOL);
-                                    yield with_metadata(UiChunk::tool_input_available(&issued.id, CONFIRMATION_TOOL, input.clone()), metadata);
+                                                                        yield with_metadata(UiChunk::tool_input_available(&issued.id, CONFIRMATION_TOOL, input.clone()), metadata.clone());
                                     taken.insert(issued.id.clone());
-                                    history[last].parts.push(tool_part(issued.id, CONFIRMATION_TOOL.to_owned(), input, ToolState::InputAvailable));
+                                    history[last].parts.push(tool_part(issued.id, CONFIRMATION_TOOL.to_owned(), input, ToolState::InputAvailable, metadata));
                                 }
                                 ConfirmationProtocol::AiSdk => {
                                     for chunk in input_chunks(&call, !streaming.live) {
@@ -252,14 +257,15 @@ impl Agent {
                                     }
                                     yield UiChunk::ToolApprovalRequest { approval_id: issued.id.clone(), tool_call_id: call.id.clone() };
                                     let state = ToolState::ApprovalRequested { approval_id: issued.id };
-                                    history[last].parts.push(tool_part(call.id, call.name, call.args, state));
+                                                                        history[last].parts.push(tool_part(call.id, call.name, call.args, state, metadata));
                                 }
                             }
                         }
-                        Ok(NewCall::Refused(why)) => {
+                                                Ok(NewCall::Refused(why)) => {
                             for chunk in input_chunks(&call, !streaming.live) {
-                                yield chunk;
+                                yield with_metadata(chunk, streaming.metadata.clone());
                             }
+                                                        set_metadata(&mut history[last], &call.id, streaming.metadata);
                             yield record(&mut history[last], call, &Outcome::Error { message: why, ran_with: None }, None);
                         }
                     }
@@ -268,14 +274,15 @@ impl Agent {
                 // Calls that need no confirmation run together; results stream in call order.
                 let mut running: FuturesOrdered<_> = permits
                     .into_iter()
-                    .map(|permit| {
+                                        .map(|(permit, metadata)| {
                         let call = permit.call().clone();
                         let gate = &agent.gate;
                         let chat_id = scope.chat_id.as_str();
-                        async move { (call, gate.run(permit, chat_id).await) }
+                        async move { (call, metadata, gate.run(permit, chat_id).await) }
                     })
                     .collect();
-                while let Some((call, outcome)) = running.next().await {
+                while let Some((call, metadata, outcome)) = running.next().await {
+                                        set_metadata(&mut history[last], &call.id, metadata);
                     yield record(&mut history[last], call, &outcome, None);
                 }
                 drop(running);
@@ -433,9 +440,35 @@ fn record(
         }
         None => message
             .parts
-            .push(tool_part(call.id, call.name, call.args, state)),
+            .push(tool_part(call.id, call.name, call.args, state, None)),
     }
     chunk
+}
+
+/// Starts the part of call `id` (which [`record`] then completes) with the
+/// metadata its provider needs back.
+fn set_metadata(message: &mut UiMessage, id: &str, metadata: Option<Value>) {
+    if metadata.is_some() {
+        let part = tool_part(
+            id.to_owned(),
+            String::new(),
+            Value::Null,
+            ToolState::InputAvailable,
+            metadata,
+        );
+        message.parts.push(part);
+    }
+}
+
+/// Both providers' metadata in one object (`{"toolgate": …, "google": …}`).
+fn merge(a: Option<Value>, b: Option<Value>) -> Option<Value> {
+    match (a, b) {
+        (Some(Value::Object(mut a)), Some(Value::Object(b))) => {
+            a.extend(b);
+            Some(Value::Object(a))
+        }
+        (a, b) => a.or(b),
+    }
 }
 
 /// Sets the state of the tool part `id`, if there is one.
@@ -456,12 +489,18 @@ fn with_metadata(mut chunk: UiChunk, metadata: Option<Value>) -> UiChunk {
     if let UiChunk::ToolInputAvailable { extras, .. } = &mut chunk
         && metadata.is_some()
     {
-        extras.provider_metadata = metadata;
+        extras.provider_metadata = merge(extras.provider_metadata.take(), metadata);
     }
     chunk
 }
 
-fn tool_part(tool_call_id: String, tool_name: String, input: Value, state: ToolState) -> Part {
+fn tool_part(
+    tool_call_id: String,
+    tool_name: String,
+    input: Value,
+    state: ToolState,
+    call_provider_metadata: Option<Value>,
+) -> Part {
     Part::Tool(ToolPart {
         tool_call_id,
         tool_name,
@@ -469,7 +508,7 @@ fn tool_part(tool_call_id: String, tool_name: String, input: Value, state: ToolS
         input,
         state,
         provider_executed: false,
-        call_provider_metadata: None,
+        call_provider_metadata,
     })
 }
 

@@ -22,7 +22,11 @@ pub struct UiMessage {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Part {
     Text(String),
-    Reasoning(String),
+    Reasoning {
+        text: String,
+        /// What the model needs back with it (an Anthropic thinking signature).
+        provider_metadata: Option<Value>,
+    },
     StepStart,
     File {
         media_type: String,
@@ -109,6 +113,7 @@ pub(crate) struct RawPart {
     preliminary: Option<bool>,
     provider_executed: Option<bool>,
     call_provider_metadata: Option<Value>,
+    provider_metadata: Option<Value>,
     media_type: Option<String>,
     url: Option<String>,
     filename: Option<String>,
@@ -125,7 +130,10 @@ impl RawPart {
     pub(crate) fn into_part(self, path: &str) -> Result<Part, RequestError> {
         let part = match self.kind.as_str() {
             "text" => Part::Text(required(self.text, path, "text")?),
-            "reasoning" => Part::Reasoning(required(self.text, path, "text")?),
+            "reasoning" => Part::Reasoning {
+                text: required(self.text, path, "text")?,
+                provider_metadata: self.provider_metadata,
+            },
             "step-start" => Part::StepStart,
             "file" => Part::File {
                 media_type: required(self.media_type, path, "mediaType")?,

@@ -221,7 +221,10 @@ fn model_part(part: RawContentPart, path: &str) -> Result<Part, RequestError> {
     let missing = |key: &str| RequestError::Invalid(format!("{path}: missing `{key}`"));
     Ok(match part.kind.as_str() {
         "text" => Part::Text(part.text.ok_or_else(|| missing("text"))?),
-        "reasoning" => Part::Reasoning(part.text.ok_or_else(|| missing("text"))?),
+        "reasoning" => Part::Reasoning {
+            text: part.text.ok_or_else(|| missing("text"))?,
+            provider_metadata: None,
+        },
         "tool-call" => Part::Tool(ToolPart {
             tool_call_id: part.tool_call_id.ok_or_else(|| missing("toolCallId"))?,
             tool_name: part.tool_name.ok_or_else(|| missing("toolName"))?,

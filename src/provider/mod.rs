@@ -27,8 +27,17 @@ pub enum UserContent {
 #[derive(Debug, Clone, PartialEq)]
 pub enum AssistantContent {
     Text(String),
-    Reasoning(String),
-    ToolCall(ToolCall),
+    /// `metadata` is the `providerMetadata` the provider attached, returned
+    /// by the client (a thinking signature).
+    Reasoning {
+        text: String,
+        metadata: Option<Value>,
+    },
+    /// `metadata` as above (a Gemini `thoughtSignature`).
+    ToolCall {
+        call: ToolCall,
+        metadata: Option<Value>,
+    },
 }
 
 /// A call as the model made it.
@@ -88,9 +97,15 @@ pub struct Usage {
 pub enum ProviderEvent {
     TextDelta(String),
     ReasoningDelta(String),
+    /// Metadata for the reasoning block being streamed, which the provider
+    /// needs back on the next request (`{"anthropic": {"signature": …}}`).
+    ReasoningMetadata(Value),
     ToolCallStart {
         id: String,
         name: String,
+        /// Metadata the provider needs back with this call
+        /// (`{"google": {"thoughtSignature": …}}`).
+        metadata: Option<Value>,
     },
     /// A fragment of the call's JSON arguments.
     ToolCallDelta {

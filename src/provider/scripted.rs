@@ -92,7 +92,7 @@ impl ModelProvider for ScriptedModel {
                 Plan::Calls(calls) => {
                     for (name, args) in calls {
                         let id = ids.next("call");
-                        yield Ok(ProviderEvent::ToolCallStart { id: id.clone(), name: name.to_owned() });
+                        yield Ok(ProviderEvent::ToolCallStart { id: id.clone(), name: name.to_owned(), metadata: None });
                         for delta in fragments(&args.to_string(), ARG_FRAGMENTS) {
                             pause().await;
                             output_tokens += 1;
