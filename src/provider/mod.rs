@@ -1,6 +1,8 @@
 //! Model providers: provider-neutral messages in, a stream of
 //! [`ProviderEvent`]s out. One file per provider.
 
+pub mod http;
+pub mod openai;
 pub mod scripted;
 
 use futures::stream::BoxStream;
@@ -71,6 +73,37 @@ pub struct ToolSpec {
     pub parameters: Value,
 }
 
+/// What a user sets for an upstream model.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ModelOptions {
+    pub model: String,
+    pub temperature: Option<f64>,
+    pub max_tokens: Option<u64>,
+    /// Merged into the request body last, so it can set what toolgate does
+    /// not know (`reasoning_effort`, `thinking`, `generationConfig`…).
+    pub extra_body: serde_json::Map<String, Value>,
+}
+
+impl ModelOptions {
+    /// `body` with the extra keys merged in, as bytes.
+    fn finish_body(
+        &self,
+        mut body: serde_json::Map<String, Value>,
+    ) -> Result<Vec<u8>, ProviderError> {
+        for (key, value) in &self.extra_body {
+            match (body.get_mut(key), value) {
+                (Some(Value::Object(into)), Value::Object(from)) => {
+                    into.extend(from.iter().map(|(k, v)| (k.clone(), v.clone())))
+                }
+                _ => {
+                    body.insert(key.clone(), value.clone());
+                }
+            }
+        }
+        serde_json::to_vec(&body).map_err(|e| ProviderError::Request(e.to_string()))
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct ModelRequest {
     pub messages: Vec<ModelMessage>,
@@ -121,12 +154,59 @@ pub enum ProviderEvent {
     },
 }
 
+/// A model that failed; every variant reaches the client as an `error` chunk.
 #[derive(Debug, thiserror::Error)]
 pub enum ProviderError {
     #[error("model request failed: {0}")]
     Request(String),
     #[error("model stream broke: {0}")]
     Stream(String),
+    #[error("{provider} answered HTTP {status}: {message}{}", retry_hint(*.retry_after))]
+    Status {
+        provider: &'static str,
+        status: u16,
+        message: String,
+        /// Seconds the upstream asked to wait (`retry-after`).
+        retry_after: Option<u64>,
+    },
+    #[error("cannot reach {provider}: {message}")]
+    Connect {
+        provider: &'static str,
+        message: String,
+    },
+    #[error("{provider} sent nothing for {secs} s")]
+    Timeout { provider: &'static str, secs: f32 },
+    #[error("{provider} reported an error: {message}")]
+    Upstream {
+        provider: &'static str,
+        message: String,
+    },
+    #[error("{provider}'s stream ended before its answer finished")]
+    Incomplete { provider: &'static str },
+}
+
+fn retry_hint(retry_after: Option<u64>) -> String {
+    match retry_after {
+        Some(secs) => format!(" (retry after {secs} s)"),
+        None => String::new(),
+    }
+}
+
+impl ResultContent {
+    /// The result as text, for APIs that take a string.
+    pub fn text(&self) -> String {
+        match self {
+            ResultContent::Output(Value::String(text)) => text.clone(),
+            ResultContent::Output(value) => value.to_string(),
+            ResultContent::Error(message) => message.clone(),
+            ResultContent::Denied { reason } => crate::confirm::denial_text(reason.as_deref()),
+        }
+    }
+
+    /// The call failed or was denied.
+    pub fn is_error(&self) -> bool {
+        !matches!(self, ResultContent::Output(_))
+    }
 }
 
 /// A model. Dropping the stream cancels the upstream request.

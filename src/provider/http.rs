@@ -1,0 +1,399 @@
+//! What the HTTP providers share: one client, retries that cannot repeat
+//! work, timeouts, SSE decoding with a size cap, and upstream errors told
+//! without the key.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::stream::BoxStream;
+use futures::{Stream, StreamExt, TryStreamExt};
+use reqwest::StatusCode;
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
+use sse_stream::{Sse, SseByteStream};
+
+use super::{ProviderError, ProviderEvent};
+
+/// The most bytes one SSE event may take: a 1 MiB argument text, escaped.
+const MAX_EVENT_BYTES: usize = 8 << 20;
+/// The most of an error body read for its message.
+const MAX_ERROR_BODY: usize = 64 << 10;
+/// The longest `retry-after` worth waiting for before the first byte.
+const MAX_RETRY_WAIT: Duration = Duration::from_secs(10);
+
+/// How to reach one upstream.
+#[derive(Debug, Clone)]
+pub struct UpstreamConfig {
+    /// Names the provider in errors and logs.
+    pub provider: &'static str,
+    pub base_url: String,
+    /// Sent on every request; the key among them is marked sensitive.
+    pub headers: HeaderMap,
+    /// Removed from any text an error shows.
+    pub secret: Option<String>,
+    pub connect_timeout: Duration,
+    /// The longest silence: waiting for the headers, or between two reads.
+    pub read_timeout: Duration,
+    /// Attempts after the first, for failures that did no work upstream.
+    pub retries: u32,
+}
+
+/// A configured upstream; cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Upstream {
+    client: reqwest::Client,
+    config: Arc<UpstreamConfig>,
+}
+
+impl Upstream {
+    pub fn new(config: UpstreamConfig) -> Result<Self, ProviderError> {
+        let client = reqwest::Client::builder()
+            .connect_timeout(config.connect_timeout)
+            .tcp_nodelay(true)
+            .build()
+            .map_err(|e| ProviderError::Request(e.to_string()))?;
+        Ok(Self {
+            client,
+            config: Arc::new(config),
+        })
+    }
+
+    pub fn provider(&self) -> &'static str {
+        self.config.provider
+    }
+
+    /// `base_url` joined with `path`.
+    pub fn url(&self, path: &str) -> String {
+        format!("{}/{}", self.config.base_url.trim_end_matches('/'), path)
+    }
+
+    /// Posts `body` and streams the answer's SSE events through `decoder`.
+    /// Dropping the stream drops the connection.
+    pub fn stream<D: Decoder>(
+        &self,
+        url: String,
+        body: Result<Vec<u8>, ProviderError>,
+        mut decoder: D,
+    ) -> BoxStream<'static, Result<ProviderEvent, ProviderError>> {
+        let upstream = self.clone();
+        let provider = self.config.provider;
+        async_stream::stream! {
+            let body = match body {
+                Ok(body) => Bytes::from(body),
+                Err(e) => {
+                    yield Err(e);
+                    return;
+                }
+            };
+            let response = match upstream.send(&url, body).await {
+                Ok(response) => response,
+                Err(e) => {
+                    tracing::warn!(provider, "model request failed: {e}");
+                    yield Err(e);
+                    return;
+                }
+            };
+            let mut events = std::pin::pin!(upstream.events(response));
+            let mut out = Vec::new();
+            let mut ended = false;
+            while let Some(event) = events.next().await {
+                let done = event.and_then(|event| decoder.event(event, &mut out));
+                for event in out.drain(..) {
+                    log_finish(provider, &event);
+                    yield Ok(event);
+                }
+                match done {
+                    Ok(false) => {}
+                    Ok(true) => {
+                        ended = true;
+                        break;
+                    }
+                    Err(e) => {
+                        tracing::warn!(provider, "model stream failed: {e}");
+                        yield Err(e);
+                        return;
+                    }
+                }
+            }
+            let last = if ended { Ok(()) } else { decoder.end(&mut out) };
+            for event in out.drain(..) {
+                log_finish(provider, &event);
+                yield Ok(event);
+            }
+            if let Err(e) = last {
+                tracing::warn!(provider, "model stream failed: {e}");
+                yield Err(e);
+            }
+        }
+        .boxed()
+    }
+
+    /// Sends the request, retrying only what never reached the model: a
+    /// refused connection, or a 429/503/529 that says it did no work.
+    async fn send(&self, url: &str, body: Bytes) -> Result<reqwest::Response, ProviderError> {
+        let config = &self.config;
+        let mut attempt = 0;
+        loop {
+            let request = self
+                .client
+                .post(url)
+                .headers(config.headers.clone())
+                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .body(body.clone())
+                .send();
+            let failure = match tokio::time::timeout(config.read_timeout, request).await {
+                Err(_) => {
+                    return Err(ProviderError::Timeout {
+                        provider: config.provider,
+                        secs: config.read_timeout.as_secs_f32(),
+                    });
+                }
+                Ok(Ok(response)) if response.status().is_success() => return Ok(response),
+                Ok(Ok(response)) => {
+                    let status = response.status();
+                    let retry_after = retry_after(response.headers());
+                    let wait = retry_after.unwrap_or_else(|| backoff(attempt));
+                    if retryable(status) && attempt < config.retries && wait <= MAX_RETRY_WAIT {
+                        Some(wait)
+                    } else {
+                        let message = self.redact(&error_message(response).await);
+                        return Err(ProviderError::Status {
+                            provider: config.provider,
+                            status: status.as_u16(),
+                            message,
+                            retry_after: retry_after.map(|d| d.as_secs()),
+                        });
+                    }
+                }
+                Ok(Err(e)) if e.is_connect() && attempt < config.retries => Some(backoff(attempt)),
+                Ok(Err(e)) => {
+                    return Err(ProviderError::Connect {
+                        provider: config.provider,
+                        message: self.redact(&error_chain(&e.without_url())),
+                    });
+                }
+            };
+            if let Some(wait) = failure {
+                tracing::info!(
+                    provider = config.provider,
+                    attempt,
+                    "model not reached; retrying in {wait:?}"
+                );
+                tokio::time::sleep(wait).await;
+                attempt += 1;
+            }
+        }
+    }
+
+    /// The response's SSE events; every read within the read timeout, every
+    /// event within the size cap.
+    fn events(
+        &self,
+        response: reqwest::Response,
+    ) -> impl Stream<Item = Result<Sse, ProviderError>> + Send + 'static {
+        let since_event = Arc::new(AtomicUsize::new(0));
+        let counted = since_event.clone();
+        let read_timeout = self.config.read_timeout;
+        let bytes = futures::stream::unfold(response.bytes_stream(), move |mut body| async move {
+            let chunk = match tokio::time::timeout(read_timeout, body.next()).await {
+                Err(_) => Err(BodyError::Timeout),
+                Ok(None) => return None,
+                Ok(Some(Err(e))) => Err(BodyError::Read(error_chain(&e.without_url()))),
+                Ok(Some(Ok(chunk))) => Ok(chunk),
+            };
+            Some((chunk, body))
+        })
+        .map(move |chunk| {
+            let chunk = chunk?;
+            if counted.fetch_add(chunk.len(), Ordering::Relaxed) + chunk.len() > MAX_EVENT_BYTES {
+                return Err(BodyError::TooLarge);
+            }
+            Ok(chunk)
+        });
+        let upstream = self.clone();
+        SseByteStream::new(bytes)
+            .inspect_ok(move |_| since_event.store(0, Ordering::Relaxed))
+            .map_err(move |e| upstream.stream_error(e))
+    }
+
+    fn stream_error(&self, error: sse_stream::Error) -> ProviderError {
+        let provider = self.config.provider;
+        match error {
+            sse_stream::Error::Body(inner) => match inner.downcast_ref::<BodyError>() {
+                Some(BodyError::Timeout) => ProviderError::Timeout {
+                    provider,
+                    secs: self.config.read_timeout.as_secs_f32(),
+                },
+                _ => ProviderError::Stream(self.redact(&inner.to_string())),
+            },
+            other => ProviderError::Stream(format!("{provider} sent an unreadable event: {other}")),
+        }
+    }
+
+    fn redact(&self, text: &str) -> String {
+        match &self.config.secret {
+            Some(secret) if !secret.is_empty() => text.replace(secret.as_str(), "[redacted]"),
+            _ => text.to_owned(),
+        }
+    }
+}
+
+/// Turns one provider's SSE events into [`ProviderEvent`]s.
+pub trait Decoder: Send + 'static {
+    /// Decodes one event into `out`; `Ok(true)` when it was the provider's
+    /// end marker.
+    fn event(&mut self, event: Sse, out: &mut Vec<ProviderEvent>) -> Result<bool, ProviderError>;
+
+    /// The upstream closed without an end marker: the last events if the
+    /// answer was complete, or an error saying it was cut short.
+    fn end(&mut self, out: &mut Vec<ProviderEvent>) -> Result<(), ProviderError>;
+}
+
+#[derive(Debug, thiserror::Error)]
+enum BodyError {
+    #[error("the connection to the model broke: {0}")]
+    Read(String),
+    #[error("the model went silent")]
+    Timeout,
+    #[error("the model sent an event larger than {MAX_EVENT_BYTES} bytes")]
+    TooLarge,
+}
+
+fn log_finish(provider: &'static str, event: &ProviderEvent) {
+    if let ProviderEvent::Finish { reason, usage } = event {
+        tracing::info!(
+            provider,
+            ?reason,
+            input_tokens = usage.input_tokens,
+            output_tokens = usage.output_tokens,
+            "model step finished"
+        );
+    }
+}
+
+/// Statuses that promise the request did nothing: rate limited, unavailable,
+/// and Anthropic's "overloaded".
+fn retryable(status: StatusCode) -> bool {
+    matches!(status.as_u16(), 429 | 503 | 529)
+}
+
+fn backoff(attempt: u32) -> Duration {
+    Duration::from_millis(250u64 << attempt.min(5))
+}
+
+/// `retry-after` in seconds (an HTTP date is not worth a clock here).
+fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    let value = headers.get(RETRY_AFTER)?.to_str().ok()?.trim();
+    let secs: f64 = value.parse().ok()?;
+    (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs.min(86_400.0)))
+}
+
+/// The provider's own message from an error body: `error.message` (OpenAI,
+/// Anthropic, Gemini) or `error` as text, else the start of the body.
+async fn error_message(response: reqwest::Response) -> String {
+    let mut body = Vec::new();
+    let mut chunks = response.bytes_stream();
+    while let Ok(Some(Ok(chunk))) =
+        tokio::time::timeout(Duration::from_secs(5), chunks.next()).await
+    {
+        let room = MAX_ERROR_BODY.saturating_sub(body.len());
+        body.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        if body.len() >= MAX_ERROR_BODY {
+            break;
+        }
+    }
+    message_of(&body)
+}
+
+fn message_of(body: &[u8]) -> String {
+    let json: Option<serde_json::Value> = serde_json::from_slice(body).ok();
+    // Gemini wraps its error in a one-element array on the SSE endpoint.
+    let json = match json {
+        Some(serde_json::Value::Array(mut items)) if !items.is_empty() => {
+            Some(items.swap_remove(0))
+        }
+        other => other,
+    };
+    let found = json.as_ref().and_then(|json| {
+        let error = json.get("error")?;
+        match error.get("message").and_then(|m| m.as_str()) {
+            Some(message) => Some(message.to_owned()),
+            None => error.as_str().map(str::to_owned),
+        }
+    });
+    found.unwrap_or_else(|| {
+        let text = String::from_utf8_lossy(body);
+        let text = text.trim();
+        match text.char_indices().nth(500) {
+            Some((cut, _)) => format!("{}…", &text[..cut]),
+            None if text.is_empty() => "no message".to_owned(),
+            None => text.to_owned(),
+        }
+    })
+}
+
+/// An error with its causes: reqwest's own text is often only "error sending request".
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+/// A header for the config's `headers`, or an error naming it.
+pub fn header(
+    name: &str,
+    value: &str,
+    sensitive: bool,
+) -> Result<(HeaderName, HeaderValue), ProviderError> {
+    let name = HeaderName::from_bytes(name.as_bytes())
+        .map_err(|_| ProviderError::Request(format!("invalid header name `{name}`")))?;
+    let mut value = HeaderValue::from_str(value)
+        .map_err(|_| ProviderError::Request(format!("invalid value for header `{name}`")))?;
+    value.set_sensitive(sensitive);
+    Ok((name, value))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_messages_are_the_providers_own() {
+        assert_eq!(
+            message_of(br#"{"error":{"message":"Rate limit reached","type":"requests"}}"#),
+            "Rate limit reached"
+        );
+        assert_eq!(
+            message_of(br#"[{"error":{"code":400,"message":"API key not valid"}}]"#),
+            "API key not valid"
+        );
+        assert_eq!(
+            message_of(br#"{"error":"model not found"}"#),
+            "model not found"
+        );
+        assert_eq!(message_of(b"Bad Gateway"), "Bad Gateway");
+        assert_eq!(message_of(b""), "no message");
+        assert_eq!(message_of("é".repeat(600).as_bytes()).chars().count(), 501);
+    }
+
+    #[test]
+    fn retry_after_in_seconds() {
+        let mut headers = HeaderMap::new();
+        assert_eq!(retry_after(&headers), None);
+        headers.insert(RETRY_AFTER, HeaderValue::from_static("3"));
+        assert_eq!(retry_after(&headers), Some(Duration::from_secs(3)));
+        headers.insert(
+            RETRY_AFTER,
+            HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"),
+        );
+        assert_eq!(retry_after(&headers), None);
+        headers.insert(RETRY_AFTER, HeaderValue::from_static("-1"));
+        assert_eq!(retry_after(&headers), None);
+    }
+}

@@ -1,0 +1,512 @@
+//! OpenAI Chat Completions, streaming; any server that speaks it (OpenAI,
+//! Azure-style gateways, OpenRouter, Groq, vLLM, llama.cpp, Ollama, LM Studio).
+
+use futures::stream::BoxStream;
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+use sse_stream::Sse;
+
+use super::http::{Decoder, Upstream};
+use super::{
+    AssistantContent, ModelMessage, ModelOptions, ModelProvider, ModelRequest, ProviderError,
+    ProviderEvent, StopReason, Usage, UserContent,
+};
+use crate::ids::Ids;
+
+const PROVIDER: &str = "openai";
+pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+
+pub struct OpenAi {
+    upstream: Upstream,
+    options: ModelOptions,
+    ids: Ids,
+}
+
+impl OpenAi {
+    pub fn new(upstream: Upstream, options: ModelOptions, ids: Ids) -> Self {
+        Self {
+            upstream,
+            options,
+            ids,
+        }
+    }
+}
+
+impl ModelProvider for OpenAi {
+    fn stream(
+        &self,
+        request: ModelRequest,
+    ) -> BoxStream<'static, Result<ProviderEvent, ProviderError>> {
+        let body = body(&self.options, &request);
+        let url = self.upstream.url("chat/completions");
+        self.upstream
+            .stream(url, body, Decode::new(self.ids.clone()))
+    }
+}
+
+/// The request body for `request`.
+pub fn body(options: &ModelOptions, request: &ModelRequest) -> Result<Vec<u8>, ProviderError> {
+    let mut messages = Vec::with_capacity(request.messages.len());
+    for message in &request.messages {
+        match message {
+            ModelMessage::System(text) => messages.push(json!({"role": "system", "content": text})),
+            ModelMessage::User(content) => {
+                messages.push(json!({"role": "user", "content": user_content(content)?}))
+            }
+            ModelMessage::Assistant(content) => {
+                let mut text = String::new();
+                let mut calls = Vec::new();
+                for item in content {
+                    match item {
+                        AssistantContent::Text(t) => text.push_str(t),
+                        // Chat Completions takes no reasoning back.
+                        AssistantContent::Reasoning { .. } => {}
+                        AssistantContent::ToolCall { call, .. } => calls.push(json!({
+                            "id": call.id,
+                            "type": "function",
+                            "function": {"name": call.name, "arguments": call.args.to_string()},
+                        })),
+                    }
+                }
+                let mut message =
+                    json!({"role": "assistant", "content": (!text.is_empty()).then_some(text)});
+                if !calls.is_empty() {
+                    message["tool_calls"] = Value::Array(calls);
+                }
+                messages.push(message);
+            }
+            ModelMessage::Tool(results) => {
+                for result in results {
+                    messages.push(json!({
+                        "role": "tool",
+                        "tool_call_id": result.call_id,
+                        "content": result.outcome.text(),
+                    }));
+                }
+            }
+        }
+    }
+    let mut body = Map::new();
+    body.insert("model".into(), options.model.clone().into());
+    body.insert("messages".into(), Value::Array(messages));
+    body.insert("stream".into(), true.into());
+    body.insert("stream_options".into(), json!({"include_usage": true}));
+    if !request.tools.is_empty() {
+        let tools = request
+            .tools
+            .iter()
+            .map(|tool| {
+                json!({"type": "function", "function": {
+                    "name": tool.name,
+                    "description": tool.description,
+                    "parameters": tool.parameters,
+                }})
+            })
+            .collect();
+        body.insert("tools".into(), Value::Array(tools));
+    }
+    if let Some(temperature) = options.temperature {
+        body.insert("temperature".into(), temperature.into());
+    }
+    if let Some(max_tokens) = options.max_tokens {
+        body.insert("max_tokens".into(), max_tokens.into());
+    }
+    options.finish_body(body)
+}
+
+fn user_content(content: &[UserContent]) -> Result<Value, ProviderError> {
+    if let [UserContent::Text(text)] = content {
+        return Ok(Value::String(text.clone()));
+    }
+    content
+        .iter()
+        .map(|item| match item {
+            UserContent::Text(text) => Ok(json!({"type": "text", "text": text})),
+            UserContent::File { media_type, url } if media_type.starts_with("image/") => {
+                Ok(json!({"type": "image_url", "image_url": {"url": url}}))
+            }
+            UserContent::File { media_type, url }
+                if media_type == "application/pdf" && url.starts_with("data:") =>
+            {
+                Ok(json!({"type": "file", "file": {"file_data": url}}))
+            }
+            UserContent::File { media_type, .. } => Err(ProviderError::Request(format!(
+                "{PROVIDER} does not take files of type `{media_type}` here"
+            ))),
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(Value::Array)
+}
+
+/// One chunk of the stream; everything else in it is ignored.
+#[derive(Deserialize)]
+struct Chunk {
+    #[serde(default)]
+    choices: Vec<Choice>,
+    usage: Option<ChunkUsage>,
+    error: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct Choice {
+    #[serde(default)]
+    index: u32,
+    #[serde(default)]
+    delta: Delta,
+    finish_reason: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+struct Delta {
+    content: Option<String>,
+    refusal: Option<String>,
+    reasoning_content: Option<String>,
+    reasoning: Option<String>,
+    tool_calls: Option<Vec<CallDelta>>,
+}
+
+#[derive(Deserialize)]
+struct CallDelta {
+    index: Option<u32>,
+    id: Option<String>,
+    function: Option<FunctionDelta>,
+}
+
+#[derive(Deserialize)]
+struct FunctionDelta {
+    name: Option<String>,
+    arguments: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct ChunkUsage {
+    #[serde(default)]
+    prompt_tokens: u64,
+    #[serde(default)]
+    completion_tokens: u64,
+}
+
+/// A call being assembled from fragments.
+struct Call {
+    index: Option<u32>,
+    id: String,
+    /// Set once the name is known, which starts the call.
+    name: Option<String>,
+    /// Arguments that came before the name.
+    pending: String,
+}
+
+pub struct Decode {
+    ids: Ids,
+    calls: Vec<Call>,
+    reason: Option<StopReason>,
+    usage: Usage,
+}
+
+impl Decode {
+    pub fn new(ids: Ids) -> Self {
+        Self {
+            ids,
+            calls: Vec::new(),
+            reason: None,
+            usage: Usage::default(),
+        }
+    }
+
+    /// Finds the call a fragment continues: by `index`, else by `id`, else
+    /// by position (a lone fragment continues the newest call).
+    fn call_for(&mut self, delta: &CallDelta, position: usize, count: usize) -> usize {
+        let found = match (delta.index, &delta.id) {
+            (Some(index), _) => self.calls.iter().position(|c| c.index == Some(index)),
+            (None, Some(id)) => self.calls.iter().position(|c| &c.id == id),
+            (None, None) if count == 1 => self.calls.len().checked_sub(1),
+            (None, None) => (position < self.calls.len()).then_some(position),
+        };
+        found.unwrap_or_else(|| {
+            let id = match &delta.id {
+                Some(id) if !id.is_empty() => id.clone(),
+                _ => self.ids.next("call"),
+            };
+            self.calls.push(Call {
+                index: delta.index,
+                id,
+                name: None,
+                pending: String::new(),
+            });
+            self.calls.len() - 1
+        })
+    }
+
+    fn tool_calls(&mut self, deltas: Vec<CallDelta>, out: &mut Vec<ProviderEvent>) {
+        let count = deltas.len();
+        for (position, delta) in deltas.into_iter().enumerate() {
+            let i = self.call_for(&delta, position, count);
+            let call = &mut self.calls[i];
+            let (name, arguments) = match delta.function {
+                Some(f) => (f.name, f.arguments),
+                None => (None, None),
+            };
+            let arguments = arguments.unwrap_or_default();
+            match (&call.name, name) {
+                (None, Some(name)) if !name.is_empty() => {
+                    out.push(ProviderEvent::ToolCallStart {
+                        id: call.id.clone(),
+                        name: name.clone(),
+                        metadata: None,
+                    });
+                    call.name = Some(name);
+                    call.pending.push_str(&arguments);
+                    if !call.pending.is_empty() {
+                        out.push(ProviderEvent::ToolCallDelta {
+                            id: call.id.clone(),
+                            delta: std::mem::take(&mut call.pending),
+                        });
+                    }
+                }
+                (None, _) => call.pending.push_str(&arguments),
+                (Some(_), _) if !arguments.is_empty() => out.push(ProviderEvent::ToolCallDelta {
+                    id: call.id.clone(),
+                    delta: arguments,
+                }),
+                (Some(_), _) => {}
+            }
+        }
+    }
+
+    fn finish(&mut self, out: &mut Vec<ProviderEvent>) -> Result<(), ProviderError> {
+        for call in self.calls.drain(..) {
+            if call.name.is_none() {
+                return Err(ProviderError::Stream(format!(
+                    "{PROVIDER} sent tool call `{}` without a name",
+                    call.id
+                )));
+            }
+            out.push(ProviderEvent::ToolCallEnd { id: call.id });
+        }
+        out.push(ProviderEvent::Finish {
+            reason: self.reason.unwrap_or(StopReason::Stop),
+            usage: self.usage,
+        });
+        Ok(())
+    }
+}
+
+impl Decoder for Decode {
+    fn event(&mut self, event: Sse, out: &mut Vec<ProviderEvent>) -> Result<bool, ProviderError> {
+        let Some(data) = event.data else {
+            return Ok(false);
+        };
+        if data.trim() == "[DONE]" {
+            self.finish(out)?;
+            return Ok(true);
+        }
+        let chunk: Chunk = serde_json::from_str(&data).map_err(|e| {
+            ProviderError::Stream(format!("{PROVIDER} sent an event that is not a chunk: {e}"))
+        })?;
+        if let Some(error) = chunk.error {
+            let message = match error.get("message").and_then(Value::as_str) {
+                Some(message) => message.to_owned(),
+                None => error.to_string(),
+            };
+            return Err(ProviderError::Upstream {
+                provider: PROVIDER,
+                message,
+            });
+        }
+        if let Some(usage) = chunk.usage {
+            self.usage = Usage {
+                input_tokens: usage.prompt_tokens,
+                output_tokens: usage.completion_tokens,
+            };
+        }
+        // One answer is asked for; other choices are not this conversation.
+        for choice in chunk.choices.into_iter().filter(|c| c.index == 0) {
+            let delta = choice.delta;
+            for reasoning in [delta.reasoning_content, delta.reasoning]
+                .into_iter()
+                .flatten()
+            {
+                if !reasoning.is_empty() {
+                    out.push(ProviderEvent::ReasoningDelta(reasoning));
+                }
+            }
+            for text in [delta.content, delta.refusal].into_iter().flatten() {
+                if !text.is_empty() {
+                    out.push(ProviderEvent::TextDelta(text));
+                }
+            }
+            if let Some(calls) = delta.tool_calls {
+                self.tool_calls(calls, out);
+            }
+            if let Some(reason) = choice.finish_reason {
+                self.reason = Some(stop_reason(&reason));
+            }
+        }
+        Ok(false)
+    }
+
+    fn end(&mut self, out: &mut Vec<ProviderEvent>) -> Result<(), ProviderError> {
+        // Some servers close without `[DONE]` once the finish reason is out.
+        match self.reason {
+            Some(_) => self.finish(out),
+            None => Err(ProviderError::Incomplete { provider: PROVIDER }),
+        }
+    }
+}
+
+fn stop_reason(reason: &str) -> StopReason {
+    match reason {
+        "stop" | "end_turn" | "eos" => StopReason::Stop,
+        "length" | "max_tokens" => StopReason::Length,
+        "content_filter" => StopReason::ContentFilter,
+        "tool_calls" | "function_call" => StopReason::ToolCalls,
+        _ => StopReason::Other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provider::{ResultContent, ToolCall, ToolResult, ToolSpec};
+
+    fn data(text: &str) -> Sse {
+        Sse::default().data(text)
+    }
+
+    fn decode(events: &[&str]) -> Result<Vec<ProviderEvent>, ProviderError> {
+        let mut decode = Decode::new(Ids::sequential());
+        let mut out = Vec::new();
+        for event in events {
+            if decode.event(data(event), &mut out)? {
+                return Ok(out);
+            }
+        }
+        decode.end(&mut out)?;
+        Ok(out)
+    }
+
+    #[test]
+    fn fragments_without_index_join_by_id_then_position() {
+        let events = decode(&[
+            r#"{"choices":[{"delta":{"tool_calls":[{"id":"a","function":{"name":"x","arguments":"{\"q\""}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"function":{"arguments":":1}"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"id":"b","function":{"name":"y","arguments":""}}]}}]}"#,
+            r#"{"choices":[{"delta":{},"finish_reason":"tool_calls"}]}"#,
+            "[DONE]",
+        ]);
+        let deltas: Vec<_> = events
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|e| match e {
+                ProviderEvent::ToolCallDelta { id, delta } => Some((id, delta)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            deltas,
+            [("a".into(), "{\"q\"".into()), ("a".into(), ":1}".into())]
+        );
+    }
+
+    #[test]
+    fn a_name_that_comes_late_still_starts_the_call() {
+        let events = decode(&[
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{}"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"name":"x"}}]},"finish_reason":"tool_calls"}]}"#,
+        ]);
+        assert!(matches!(
+            events.as_deref(),
+            Ok([
+                ProviderEvent::ToolCallStart { id, .. },
+                ProviderEvent::ToolCallDelta { delta, .. },
+                ProviderEvent::ToolCallEnd { .. },
+                ProviderEvent::Finish { reason: StopReason::ToolCalls, .. },
+            ]) if id == "call-1" && delta == "{}"
+        ));
+    }
+
+    #[test]
+    fn a_call_that_never_gets_a_name_is_an_error() {
+        let events = decode(&[
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{}"}}]},"finish_reason":"tool_calls"}]}"#,
+            "[DONE]",
+        ]);
+        assert!(matches!(events, Err(ProviderError::Stream(_))));
+    }
+
+    #[test]
+    fn an_end_without_a_finish_is_incomplete() {
+        let events = decode(&[r#"{"choices":[{"delta":{"content":"Hel"}}]}"#]);
+        assert!(matches!(events, Err(ProviderError::Incomplete { .. })));
+        assert!(matches!(
+            decode(&[r#"{"error":{"message":"overloaded"}}"#]),
+            Err(ProviderError::Upstream { message, .. }) if message == "overloaded"
+        ));
+        assert!(matches!(
+            decode(&["{not json"]),
+            Err(ProviderError::Stream(_))
+        ));
+    }
+
+    #[test]
+    fn history_becomes_chat_messages() {
+        let call = ToolCall {
+            id: "c1".into(),
+            name: "get_weather".into(),
+            args: json!({"city": "Paris"}),
+        };
+        let request = ModelRequest {
+            messages: vec![
+                ModelMessage::System("be brief".into()),
+                ModelMessage::User(vec![UserContent::Text("weather?".into())]),
+                ModelMessage::Assistant(vec![
+                    AssistantContent::Reasoning {
+                        text: "hm".into(),
+                        metadata: None,
+                    },
+                    AssistantContent::ToolCall {
+                        call,
+                        metadata: None,
+                    },
+                ]),
+                ModelMessage::Tool(vec![ToolResult {
+                    call_id: "c1".into(),
+                    tool_name: "get_weather".into(),
+                    outcome: ResultContent::Denied {
+                        reason: Some("not now".into()),
+                    },
+                }]),
+            ],
+            tools: vec![ToolSpec {
+                name: "get_weather".into(),
+                description: "Weather".into(),
+                parameters: json!({"type": "object"}),
+            }],
+        };
+        let options = ModelOptions {
+            model: "m".into(),
+            max_tokens: Some(100),
+            ..ModelOptions::default()
+        };
+        let body: Value = serde_json::from_slice(&body(&options, &request).unwrap_or_default())
+            .unwrap_or_default();
+        assert_eq!(
+            body,
+            json!({
+                "model": "m",
+                "messages": [
+                    {"role": "system", "content": "be brief"},
+                    {"role": "user", "content": "weather?"},
+                    {"role": "assistant", "content": null, "tool_calls": [
+                        {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\":\"Paris\"}"}}
+                    ]},
+                    {"role": "tool", "tool_call_id": "c1", "content": "User denied execution: not now"},
+                ],
+                "stream": true,
+                "stream_options": {"include_usage": true},
+                "tools": [{"type": "function", "function": {"name": "get_weather", "description": "Weather", "parameters": {"type": "object"}}}],
+                "max_tokens": 100,
+            })
+        );
+    }
+}
