@@ -9,13 +9,17 @@ use tokio::net::TcpListener;
 
 use crate::agent::Agent;
 use crate::config::{AllowedToolsStorage, Config, ProviderKind, StoreConfig, StoreKind};
+use crate::config::{ConfigError, ModelConfig};
 use crate::confirm::{Gate, Signer};
 use crate::ids::{Clock, Ids};
 use crate::policy::{Mode, Policy, ToolPolicies};
-use crate::provider::{ModelProvider, ScriptedModel};
+use crate::provider::http::Upstream;
+use crate::provider::openai::OpenAi;
+use crate::provider::{ModelProvider, ModelRequest, ProviderError, ProviderEvent, ScriptedModel};
 use crate::store::{Store, StoreError};
 use crate::tools::Registry;
 use crate::transport::{HttpState, router};
+use futures::stream::BoxStream;
 
 /// A toolgate server, built from a config. Embedding applications replace
 /// parts (tools, model, ids, clock) before calling [`App::router`].
@@ -113,14 +117,13 @@ impl App {
 
     /// The routes, and the gate behind them.
     fn build(self) -> (Router, Gate) {
-        let provider = self
-            .provider
-            .unwrap_or_else(|| match self.config.model.provider {
-                ProviderKind::Scripted => Arc::new(
-                    ScriptedModel::new(self.ids.clone())
-                        .with_delta_delay(Duration::from_millis(self.config.model.delta_delay_ms)),
-                ),
-            });
+        let provider = self.provider.unwrap_or_else(|| {
+            model_provider(&self.config.model, self.ids.clone()).unwrap_or_else(|e| {
+                // Reported on every turn, where the user sees it.
+                tracing::error!("{e}");
+                Arc::new(Unavailable(e.to_string()))
+            })
+        });
         let gate = Gate::new(
             self.registry,
             self.store,
@@ -234,5 +237,31 @@ pub async fn open_store(config: &StoreConfig) -> Result<(Store, String), StoreEr
                 format!("redis at {shown}, keys {prefix}*"),
             ))
         }
+    }
+}
+
+/// The model the config names.
+pub fn model_provider(
+    config: &ModelConfig,
+    ids: Ids,
+) -> Result<Arc<dyn ModelProvider>, ConfigError> {
+    let Some((upstream, options)) = config.upstream()? else {
+        let delay = Duration::from_millis(config.delta_delay_ms);
+        return Ok(Arc::new(ScriptedModel::new(ids).with_delta_delay(delay)));
+    };
+    let upstream = Upstream::new(upstream).map_err(|e| ConfigError::Invalid(e.to_string()))?;
+    Ok(match config.provider {
+        ProviderKind::Openai => Arc::new(OpenAi::new(upstream, options, ids)),
+        ProviderKind::Scripted => Arc::new(ScriptedModel::new(ids)),
+    })
+}
+
+/// A model that could not be set up: every turn says why.
+struct Unavailable(String);
+
+impl ModelProvider for Unavailable {
+    fn stream(&self, _: ModelRequest) -> BoxStream<'static, Result<ProviderEvent, ProviderError>> {
+        let error = ProviderError::Request(self.0.clone());
+        Box::pin(futures::stream::once(async move { Err(error) }))
     }
 }

@@ -8,8 +8,12 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use reqwest::header::HeaderMap;
+
 use crate::policy::{Mode, Policy, ToolPolicies, ToolRule};
 use crate::protocol::{ClientVersion, ConfirmationProtocol};
+use crate::provider::ModelOptions;
+use crate::provider::http::{UpstreamConfig, header};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -104,19 +108,154 @@ pub struct ProtocolConfig {
     pub client_version: Option<ClientVersion>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum ProviderKind {
+    /// The embedded deterministic model: no key, no network.
     #[default]
     Scripted,
+    /// OpenAI Chat Completions, or any server that speaks it.
+    Openai,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct ModelConfig {
     pub provider: ProviderKind,
+    /// The upstream's model name, e.g. `gpt-4o-mini`.
+    pub model: Option<String>,
+    /// Default: the provider's public API.
+    pub base_url: Option<String>,
+    /// The environment variable holding the API key (default
+    /// `OPENAI_API_KEY`). The key itself never goes in the file.
+    pub api_key_env: Option<String>,
+    /// Sent with every upstream request.
+    pub headers: BTreeMap<String, String>,
+    pub temperature: Option<f64>,
+    pub max_tokens: Option<u64>,
+    /// Merged into the request body (e.g. `reasoning_effort`).
+    pub extra_body: serde_json::Map<String, serde_json::Value>,
+    /// Default 10.
+    pub connect_timeout_secs: Option<f64>,
+    /// The longest silence from the upstream, before its headers or
+    /// between two reads (default 120).
+    pub read_timeout_secs: Option<f64>,
+    /// Retries of a request that never reached the model (default 2).
+    pub retries: Option<u32>,
+    /// The key, for an application that embeds toolgate; never read from a file.
+    #[serde(skip)]
+    pub api_key: Option<Secret>,
     /// `scripted` only: pause before each delta, to simulate a slow model.
     pub delta_delay_ms: u64,
+}
+
+/// A key that debug output does not show.
+#[derive(Clone, PartialEq)]
+pub struct Secret(pub String);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("[redacted]")
+    }
+}
+
+/// How a provider is reached by default and how its key is sent.
+struct ProviderDefaults {
+    name: &'static str,
+    base_url: &'static str,
+    key_env: &'static str,
+    /// The header carrying the key, and its value for a key.
+    auth: fn(&str) -> (&'static str, String),
+    /// Headers the API requires.
+    fixed: &'static [(&'static str, &'static str)],
+}
+
+impl ModelConfig {
+    fn defaults(&self) -> Option<ProviderDefaults> {
+        use crate::provider::openai;
+        match self.provider {
+            ProviderKind::Scripted => None,
+            ProviderKind::Openai => Some(ProviderDefaults {
+                name: "openai",
+                base_url: openai::DEFAULT_BASE_URL,
+                key_env: "OPENAI_API_KEY",
+                auth: |key| ("authorization", format!("Bearer {key}")),
+                fixed: &[],
+            }),
+        }
+    }
+
+    /// How to reach the upstream model and what to ask it; `None` for `scripted`.
+    pub fn upstream(&self) -> Result<Option<(UpstreamConfig, ModelOptions)>, ConfigError> {
+        let Some(defaults) = self.defaults() else {
+            return Ok(None);
+        };
+        let bad = |why: String| ConfigError::Invalid(format!("model: {why}"));
+        let model = match &self.model {
+            Some(model) if !model.is_empty() => model.clone(),
+            _ => {
+                return Err(bad(format!(
+                    "provider {} needs a model name",
+                    defaults.name
+                )));
+            }
+        };
+        // A named variable must be set; the default one may be absent (a local server).
+        let key = match &self.api_key_env {
+            _ if self.api_key.is_some() => self.api_key.as_ref().map(|k| k.0.clone()),
+            Some(name) => match std::env::var(name) {
+                Ok(key) if !key.is_empty() => Some(key),
+                _ => {
+                    return Err(bad(format!(
+                        "environment variable {name} (apiKeyEnv) is not set"
+                    )));
+                }
+            },
+            None => std::env::var(defaults.key_env)
+                .ok()
+                .filter(|k| !k.is_empty()),
+        };
+        let mut headers = HeaderMap::new();
+        let fixed = defaults
+            .fixed
+            .iter()
+            .map(|(n, v)| (*n, v.to_string(), false));
+        let auth = key.as_deref().map(|key| {
+            let (name, value) = (defaults.auth)(key);
+            (name, value, true)
+        });
+        let extra = self
+            .headers
+            .iter()
+            .map(|(n, v)| (n.as_str(), v.clone(), false));
+        for (name, value, sensitive) in fixed.chain(auth).chain(extra) {
+            let (name, value) = header(name, &value, sensitive).map_err(|e| bad(e.to_string()))?;
+            headers.insert(name, value);
+        }
+        let secs = |value: Option<f64>, default: f64, key: &str| match value.unwrap_or(default) {
+            s if s.is_finite() && s > 0.0 => Ok(Duration::from_secs_f64(s)),
+            _ => Err(bad(format!("{key} must be a positive number of seconds"))),
+        };
+        let upstream = UpstreamConfig {
+            provider: defaults.name,
+            base_url: self
+                .base_url
+                .clone()
+                .unwrap_or_else(|| defaults.base_url.to_owned()),
+            headers,
+            secret: key,
+            connect_timeout: secs(self.connect_timeout_secs, 10.0, "connectTimeoutSecs")?,
+            read_timeout: secs(self.read_timeout_secs, 120.0, "readTimeoutSecs")?,
+            retries: self.retries.unwrap_or(2),
+        };
+        let options = ModelOptions {
+            model,
+            temperature: self.temperature,
+            max_tokens: self.max_tokens,
+            extra_body: self.extra_body.clone(),
+        };
+        Ok(Some((upstream, options)))
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -243,6 +382,7 @@ impl Config {
     /// Settings that parse but cannot work together.
     fn check(&self) -> Result<(), ConfigError> {
         self.policy()?;
+        self.model.upstream()?;
         self.api_keys()?;
         let client = self.client_version();
         if self.tool_confirmation.protocol == ConfirmationProtocol::AiSdk && !client.has_approvals()

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use toolgate::app::open_store;
+use toolgate::config::ProviderKind;
 use toolgate::confirm::Signer;
 use toolgate::policy::Mode;
 use toolgate::{App, Config};
@@ -29,6 +30,15 @@ enum Command {
         /// Approve every call that would ask (toolPolicies.alwaysDeny still holds).
         #[arg(long)]
         auto_approve: bool,
+        /// The model provider (config: model.provider).
+        #[arg(long, value_enum)]
+        provider: Option<ProviderKind>,
+        /// The upstream model name, e.g. gpt-4o-mini (config: model.model).
+        #[arg(long)]
+        model: Option<String>,
+        /// The provider's API base URL (config: model.baseUrl).
+        #[arg(long)]
+        base_url: Option<String>,
     },
     /// List every tool with its qualified name and effective policy.
     Tools {
@@ -63,11 +73,20 @@ async fn main() -> anyhow::Result<()> {
             config,
             bind,
             auto_approve,
+            provider,
+            model,
+            base_url,
         } => {
             let mut config = load(config.as_deref())?;
             if auto_approve {
                 config.tool_confirmation.mode = Mode::AutoApprove;
             }
+            if let Some(provider) = provider {
+                config.model.provider = provider;
+            }
+            config.model.model = model.or(config.model.model);
+            config.model.base_url = base_url.or(config.model.base_url);
+            config.model.upstream()?;
             let keyless = config.auth.api_keys.is_empty();
             let addr = bind
                 .or(config.bind)

@@ -11,6 +11,8 @@ use toolgate::ids::{Clock, Ids};
 use toolgate::tools::{GetWeather, ProcessPayment, Registry, Tool, ToolContext, ToolError};
 use toolgate::{App, Config};
 
+pub mod upstream;
+
 pub struct Server {
     pub url: String,
     pub clock: Clock,
