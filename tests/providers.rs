@@ -154,9 +154,17 @@ mod openai {
     }
 
     #[tokio::test]
-    async fn the_key_goes_in_the_authorization_header() {
-        let (_, upstream) = weather(P, vec![Answer::sse(sse_fixture("openai", "text"))]).await;
+    async fn the_key_and_extra_headers_are_sent() {
+        let upstream = Upstream::start(vec![Answer::sse(sse_fixture("openai", "text"))]).await;
+        let mut config = config(P, &upstream);
+        config.model.headers.insert("X-Title".into(), "toolgate tests".into());
+        let server = Server::with_config(config).await;
+        server.chat(&user_says("chat-h", "hi")).await;
         let received = upstream.received();
+        assert_eq!(
+            received[0].headers.get("x-title").and_then(|v| v.to_str().ok()),
+            Some("toolgate tests")
+        );
         assert_eq!(received[0].path, "/chat/completions");
         assert_eq!(
             received[0]
