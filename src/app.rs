@@ -13,6 +13,7 @@ use crate::config::{ConfigError, ModelConfig};
 use crate::confirm::{Gate, Signer};
 use crate::ids::{Clock, Ids};
 use crate::policy::{Mode, Policy, ToolPolicies};
+use crate::provider::anthropic::Anthropic;
 use crate::provider::http::Upstream;
 use crate::provider::openai::OpenAi;
 use crate::provider::{ModelProvider, ModelRequest, ProviderError, ProviderEvent, ScriptedModel};
@@ -252,6 +253,7 @@ pub fn model_provider(
     let upstream = Upstream::new(upstream).map_err(|e| ConfigError::Invalid(e.to_string()))?;
     Ok(match config.provider {
         ProviderKind::Openai => Arc::new(OpenAi::new(upstream, options, ids)),
+        ProviderKind::Anthropic => Arc::new(Anthropic::new(upstream, options, ids)),
         ProviderKind::Scripted => Arc::new(ScriptedModel::new(ids)),
     })
 }

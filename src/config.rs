@@ -116,6 +116,8 @@ pub enum ProviderKind {
     Scripted,
     /// OpenAI Chat Completions, or any server that speaks it.
     Openai,
+    /// Anthropic Messages.
+    Anthropic,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize, Default)]
@@ -127,7 +129,8 @@ pub struct ModelConfig {
     /// Default: the provider's public API.
     pub base_url: Option<String>,
     /// The environment variable holding the API key (default
-    /// `OPENAI_API_KEY`). The key itself never goes in the file.
+    /// `OPENAI_API_KEY`, `ANTHROPIC_API_KEY`, `GEMINI_API_KEY`). The key
+    /// itself never goes in the file.
     pub api_key_env: Option<String>,
     /// Sent with every upstream request.
     pub headers: BTreeMap<String, String>,
@@ -172,7 +175,7 @@ struct ProviderDefaults {
 
 impl ModelConfig {
     fn defaults(&self) -> Option<ProviderDefaults> {
-        use crate::provider::openai;
+        use crate::provider::{anthropic, openai};
         match self.provider {
             ProviderKind::Scripted => None,
             ProviderKind::Openai => Some(ProviderDefaults {
@@ -181,6 +184,13 @@ impl ModelConfig {
                 key_env: "OPENAI_API_KEY",
                 auth: |key| ("authorization", format!("Bearer {key}")),
                 fixed: &[],
+            }),
+            ProviderKind::Anthropic => Some(ProviderDefaults {
+                name: "anthropic",
+                base_url: anthropic::DEFAULT_BASE_URL,
+                key_env: "ANTHROPIC_API_KEY",
+                auth: |key| ("x-api-key", key.to_owned()),
+                fixed: &[("anthropic-version", anthropic::API_VERSION)],
             }),
         }
     }

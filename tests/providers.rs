@@ -157,12 +157,18 @@ mod openai {
     async fn the_key_and_extra_headers_are_sent() {
         let upstream = Upstream::start(vec![Answer::sse(sse_fixture("openai", "text"))]).await;
         let mut config = config(P, &upstream);
-        config.model.headers.insert("X-Title".into(), "toolgate tests".into());
+        config
+            .model
+            .headers
+            .insert("X-Title".into(), "toolgate tests".into());
         let server = Server::with_config(config).await;
         server.chat(&user_says("chat-h", "hi")).await;
         let received = upstream.received();
         assert_eq!(
-            received[0].headers.get("x-title").and_then(|v| v.to_str().ok()),
+            received[0]
+                .headers
+                .get("x-title")
+                .and_then(|v| v.to_str().ok()),
             Some("toolgate tests")
         );
         assert_eq!(received[0].path, "/chat/completions");
@@ -196,6 +202,105 @@ mod openai {
             error_of(&reply),
             "openai reported an error: Provider returned error"
         );
+    }
+}
+
+mod anthropic {
+    use super::*;
+
+    const P: ProviderKind = ProviderKind::Anthropic;
+
+    macro_rules! fixtures {
+        ($($name:ident),* $(,)?) => {$(
+            #[tokio::test]
+            async fn $name() {
+                let body = replay(P, "anthropic", stringify!($name)).await;
+                assert_sse!(concat!("anthropic_", stringify!($name)), body);
+            }
+        )*};
+    }
+
+    fixtures!(text, thinking, tool_call, parallel_tool_calls);
+
+    #[tokio::test]
+    async fn confirmation_round_trip() {
+        let bodies = round_trip(P, "anthropic").await;
+        let messages = bodies[1]["messages"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        let roles: Vec<&str> = messages.iter().filter_map(|m| m["role"].as_str()).collect();
+        assert_eq!(roles, ["user", "assistant", "user"]);
+        assert_eq!(messages[1]["content"][0]["type"], "tool_use");
+        assert_eq!(messages[1]["content"][0]["id"], "toolu_01Pay");
+        assert_eq!(messages[1]["content"][0]["input"]["amount"], 50);
+        assert_eq!(messages[2]["content"][0]["type"], "tool_result");
+        assert_eq!(messages[2]["content"][0]["tool_use_id"], "toolu_01Pay");
+        assert_eq!(bodies[0]["stream"], true);
+        assert!(bodies[0]["max_tokens"].as_u64().is_some());
+    }
+
+    /// The thinking signature goes to the client and comes back to the model.
+    #[tokio::test]
+    async fn a_thinking_signature_makes_the_round_trip() {
+        let answers = vec![
+            Answer::sse(sse_fixture("anthropic", "thinking")),
+            Answer::sse(sse_fixture("anthropic", "after_tool")),
+        ];
+        let (server, upstream) = serve(P, answers).await;
+        let first = server.chat(&user_says("chat-t", "think")).await;
+        let end = first.of_type("reasoning-end");
+        let signature = end[0]["providerMetadata"]["anthropic"]["signature"].clone();
+        assert!(signature.is_string(), "{}", first.body);
+        let reasoning = first.of_type("reasoning-delta");
+        let text: String = reasoning
+            .iter()
+            .filter_map(|c| c["delta"].as_str())
+            .collect();
+        let follow_up = serde_json::json!({
+            "id": "chat-t", "trigger": "submit-message",
+            "messages": [
+                {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "think"}]},
+                {"id": "a1", "role": "assistant", "parts": [
+                    {"type": "step-start"},
+                    {"type": "reasoning", "text": text, "state": "done", "providerMetadata": end[0]["providerMetadata"]},
+                    {"type": "text", "text": first.text(), "state": "done"}
+                ]},
+                {"id": "u2", "role": "user", "parts": [{"type": "text", "text": "and?"}]}
+            ]
+        });
+        server.chat(&follow_up).await;
+        let sent = &upstream.received()[1].body;
+        let thinking = &sent["messages"][1]["content"][0];
+        assert_eq!(thinking["type"], "thinking", "{sent}");
+        assert_eq!(thinking["signature"], signature);
+        assert_eq!(thinking["thinking"], text.as_str());
+    }
+
+    #[tokio::test]
+    async fn the_key_and_version_headers_are_sent() {
+        let (_, upstream) = weather(P, vec![Answer::sse(sse_fixture("anthropic", "text"))]).await;
+        let received = upstream.received();
+        assert_eq!(received[0].path, "/messages");
+        let header = |name| received[0].headers.get(name).and_then(|v| v.to_str().ok());
+        assert_eq!(header("x-api-key"), Some(KEY));
+        assert_eq!(header("anthropic-version"), Some("2023-06-01"));
+    }
+
+    #[tokio::test]
+    async fn an_error_event_is_reported() {
+        let (reply, _) = weather(P, vec![Answer::sse(sse_fixture("anthropic", "error"))]).await;
+        assert_eq!(
+            error_of(&reply),
+            "anthropic reported an error: overloaded_error: Overloaded"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_truncated_stream_is_an_error_after_the_text_it_had() {
+        let (reply, _) = weather(P, vec![Answer::sse(sse_fixture("anthropic", "truncated"))]).await;
+        assert_eq!(reply.text(), "Bonjour from the café ");
+        assert!(error_of(&reply).contains("ended before its answer finished"));
     }
 }
 

@@ -712,7 +712,7 @@ mod tests {
     fn start(id: &str) -> ProviderEvent {
         ProviderEvent::ToolCallStart {
             id: id.into(),
-            name: "internal--get_weather".into(),
+            name: "get_weather".into(),
             metadata: None,
         }
     }
@@ -862,7 +862,7 @@ mod tests {
     fn a_stop_reason_without_message_stop_ends_open_calls() {
         let events = decode_sse(concat!(
             "event: content_block_start\n",
-            r#"data: {"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_01A","name":"internal--get_weather","input":{"city":"Paris"}}}"#,
+            r#"data: {"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_01A","name":"get_weather","input":{"city":"Paris"}}}"#,
             "\n\nevent: message_delta\n",
             r#"data: {"type":"message_delta","delta":{"stop_reason":"max_tokens"},"usage":{"output_tokens":7}}"#,
             "\n\n",
@@ -930,7 +930,7 @@ mod tests {
     fn history_becomes_alternating_messages() {
         let call = ToolCall {
             id: "toolu_01A".into(),
-            name: "internal--get_weather".into(),
+            name: "get_weather".into(),
             args: json!({"city": "Paris"}),
         };
         let request = ModelRequest {
@@ -959,7 +959,7 @@ mod tests {
                 ]),
                 ModelMessage::Tool(vec![ToolResult {
                     call_id: "toolu_01A".into(),
-                    tool_name: "internal--get_weather".into(),
+                    tool_name: "get_weather".into(),
                     outcome: ResultContent::Denied {
                         reason: Some("not now".into()),
                     },
@@ -971,7 +971,7 @@ mod tests {
                 }]),
             ],
             tools: vec![ToolSpec {
-                name: "internal--get_weather".into(),
+                name: "get_weather".into(),
                 description: "Weather".into(),
                 parameters: json!({"type": "object"}),
             }],
@@ -997,14 +997,14 @@ mod tests {
                 "stream": true,
                 "temperature": 1.0,
                 "system": "Be brief.\n\nUse metric units.",
-                "tools": [{"name": "internal--get_weather", "description": "Weather", "input_schema": {"type": "object"}}],
+                "tools": [{"name": "get_weather", "description": "Weather", "input_schema": {"type": "object"}}],
                 "messages": [
                     {"role": "user", "content": [{"type": "text", "text": "Weather in Paris?"}]},
                     {"role": "assistant", "content": [
                         {"type": "thinking", "thinking": "I should ask the tool.", "signature": "sig-1"},
                         {"type": "redacted_thinking", "data": "EmwK"},
                         {"type": "text", "text": "Checking."},
-                        {"type": "tool_use", "id": "toolu_01A", "name": "internal--get_weather", "input": {"city": "Paris"}},
+                        {"type": "tool_use", "id": "toolu_01A", "name": "get_weather", "input": {"city": "Paris"}},
                     ]},
                     {"role": "user", "content": [
                         {"type": "tool_result", "tool_use_id": "toolu_01A", "content": "User denied execution: not now", "is_error": true},
@@ -1029,7 +1029,7 @@ mod tests {
                 ]),
                 ModelMessage::Tool(vec![ToolResult {
                     call_id: "toolu_01B".into(),
-                    tool_name: "internal--get_weather".into(),
+                    tool_name: "get_weather".into(),
                     outcome: ResultContent::Output(json!({"sky": "clear"})),
                 }]),
             ],
