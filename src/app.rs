@@ -14,6 +14,7 @@ use crate::confirm::{Gate, Signer};
 use crate::ids::{Clock, Ids};
 use crate::policy::{Mode, Policy, ToolPolicies};
 use crate::provider::anthropic::Anthropic;
+use crate::provider::gemini::Gemini;
 use crate::provider::http::Upstream;
 use crate::provider::openai::OpenAi;
 use crate::provider::{ModelProvider, ModelRequest, ProviderError, ProviderEvent, ScriptedModel};
@@ -254,6 +255,7 @@ pub fn model_provider(
     Ok(match config.provider {
         ProviderKind::Openai => Arc::new(OpenAi::new(upstream, options, ids)),
         ProviderKind::Anthropic => Arc::new(Anthropic::new(upstream, options, ids)),
+        ProviderKind::Gemini => Arc::new(Gemini::new(upstream, options, ids)),
         ProviderKind::Scripted => Arc::new(ScriptedModel::new(ids)),
     })
 }

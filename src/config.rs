@@ -118,6 +118,8 @@ pub enum ProviderKind {
     Openai,
     /// Anthropic Messages.
     Anthropic,
+    /// Google Gemini (`streamGenerateContent`).
+    Gemini,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize, Default)]
@@ -175,7 +177,7 @@ struct ProviderDefaults {
 
 impl ModelConfig {
     fn defaults(&self) -> Option<ProviderDefaults> {
-        use crate::provider::{anthropic, openai};
+        use crate::provider::{anthropic, gemini, openai};
         match self.provider {
             ProviderKind::Scripted => None,
             ProviderKind::Openai => Some(ProviderDefaults {
@@ -191,6 +193,13 @@ impl ModelConfig {
                 key_env: "ANTHROPIC_API_KEY",
                 auth: |key| ("x-api-key", key.to_owned()),
                 fixed: &[("anthropic-version", anthropic::API_VERSION)],
+            }),
+            ProviderKind::Gemini => Some(ProviderDefaults {
+                name: "gemini",
+                base_url: gemini::DEFAULT_BASE_URL,
+                key_env: "GEMINI_API_KEY",
+                auth: |key| ("x-goog-api-key", key.to_owned()),
+                fixed: &[],
             }),
         }
     }

@@ -304,6 +304,93 @@ mod anthropic {
     }
 }
 
+mod gemini {
+    use super::*;
+
+    const P: ProviderKind = ProviderKind::Gemini;
+
+    macro_rules! fixtures {
+        ($($name:ident),* $(,)?) => {$(
+            #[tokio::test]
+            async fn $name() {
+                let body = replay(P, "gemini", stringify!($name)).await;
+                assert_sse!(concat!("gemini_", stringify!($name)), body);
+            }
+        )*};
+    }
+
+    fixtures!(text, thinking, tool_call, parallel_tool_calls);
+
+    /// Gemini's calls have no ids; the signature rides on the confirmation
+    /// through the client and back to Gemini with the call.
+    #[tokio::test]
+    async fn confirmation_round_trip() {
+        let bodies = round_trip(P, "gemini").await;
+        let contents = bodies[1]["contents"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        let roles: Vec<&str> = contents.iter().filter_map(|m| m["role"].as_str()).collect();
+        assert_eq!(roles, ["user", "model", "user"]);
+        let call = &contents[1]["parts"][0];
+        assert_eq!(call["functionCall"]["name"], "process_payment");
+        assert_eq!(call["functionCall"]["args"]["amount"], 50);
+        assert_eq!(call["thoughtSignature"], "CiQBPaySignatureX7");
+        let response = &contents[2]["parts"][0]["functionResponse"];
+        assert_eq!(response["name"], "process_payment");
+        assert_eq!(response["response"]["output"]["status"], "completed");
+    }
+
+    /// Within one turn, the next step sends the signature back too.
+    #[tokio::test]
+    async fn a_thought_signature_goes_back_with_its_call() {
+        let answers = vec![
+            Answer::sse(sse_fixture("gemini", "tool_call")),
+            Answer::sse(sse_fixture("gemini", "after_tool")),
+        ];
+        let (reply, upstream) = weather(P, answers).await;
+        let available = reply.of_type("tool-input-available");
+        let signature = available[0]["providerMetadata"]["google"]["thoughtSignature"].clone();
+        assert!(signature.is_string(), "{}", reply.body);
+        let sent = &upstream.received()[1].body;
+        assert_eq!(
+            sent["contents"][1]["parts"][0]["thoughtSignature"], signature,
+            "{sent}"
+        );
+    }
+
+    #[tokio::test]
+    async fn the_key_goes_in_a_header_not_the_url() {
+        let (_, upstream) = weather(P, vec![Answer::sse(sse_fixture("gemini", "text"))]).await;
+        let received = upstream.received();
+        assert_eq!(
+            received[0].path,
+            "/models/test-model:streamGenerateContent?alt=sse"
+        );
+        let key = received[0]
+            .headers
+            .get("x-goog-api-key")
+            .and_then(|v| v.to_str().ok());
+        assert_eq!(key, Some(KEY));
+    }
+
+    #[tokio::test]
+    async fn an_error_event_is_reported() {
+        let (reply, _) = weather(P, vec![Answer::sse(sse_fixture("gemini", "error"))]).await;
+        assert_eq!(
+            error_of(&reply),
+            "gemini reported an error: The model is overloaded."
+        );
+    }
+
+    #[tokio::test]
+    async fn a_truncated_stream_is_an_error_after_the_text_it_had() {
+        let (reply, _) = weather(P, vec![Answer::sse(sse_fixture("gemini", "truncated"))]).await;
+        assert_eq!(reply.text(), "Bonjour ! Il fait beau à");
+        assert!(error_of(&reply).contains("ended before its answer finished"));
+    }
+}
+
 /// What every HTTP provider shares, shown with the OpenAI one.
 mod failures {
     use super::*;

@@ -10,7 +10,7 @@ use sse_stream::Sse;
 use super::http::{Decoder, Upstream};
 use super::{
     AssistantContent, ModelMessage, ModelOptions, ModelProvider, ModelRequest, ProviderError,
-    ProviderEvent, StopReason, ToolResult, Usage, UserContent,
+    ProviderEvent, StopReason, ToolResult, Usage, UserContent, inline_data,
 };
 use crate::ids::Ids;
 
@@ -140,20 +140,10 @@ fn user_blocks(content: &[UserContent]) -> Result<Vec<Value>, ProviderError> {
     Ok(blocks)
 }
 
-/// A file's `source`: the data of a base64 `data:` URL, or an http(s) URL
+/// A file's `source`: the data of a `data:` URL, or an http(s) URL
 /// for Anthropic to fetch.
 fn file_source(media_type: &str, url: &str) -> Result<Value, ProviderError> {
-    if let Some(rest) = url.strip_prefix("data:") {
-        let base64 = rest.split_once(',').filter(|(header, _)| {
-            header
-                .split(';')
-                .any(|param| param.trim().eq_ignore_ascii_case("base64"))
-        });
-        let Some((_, data)) = base64 else {
-            return Err(ProviderError::Request(format!(
-                "{PROVIDER} takes `{media_type}` data URLs only in base64"
-            )));
-        };
+    if let Some((_, data)) = inline_data(url)? {
         return Ok(json!({"type": "base64", "media_type": media_type, "data": data}));
     }
     let scheme = url.split_once(':').map(|(scheme, _)| scheme);

@@ -2,6 +2,7 @@
 //! [`ProviderEvent`]s out. One file per provider.
 
 pub mod anthropic;
+pub mod gemini;
 pub mod http;
 pub mod openai;
 pub mod scripted;
@@ -184,6 +185,29 @@ pub enum ProviderError {
     },
     #[error("{provider}'s stream ended before its answer finished")]
     Incomplete { provider: &'static str },
+}
+
+/// A `data:` URL's bytes in base64 with its media type; `None` for any
+/// other URL. Decoded and encoded again, so a percent-encoded or malformed
+/// one is caught here rather than by the upstream.
+pub(crate) fn inline_data(url: &str) -> Result<Option<(String, String)>, ProviderError> {
+    use base64::Engine;
+    if !url
+        .get(..5)
+        .is_some_and(|s| s.eq_ignore_ascii_case("data:"))
+    {
+        return Ok(None);
+    }
+    let bad =
+        |why: String| ProviderError::Request(format!("a file's data URL is unreadable: {why}"));
+    let data = data_url::DataUrl::process(url).map_err(|e| bad(format!("{e:?}")))?;
+    let (bytes, _) = data.decode_to_vec().map_err(|e| bad(format!("{e:?}")))?;
+    let mime = data.mime_type();
+    let media_type = format!("{}/{}", mime.type_, mime.subtype);
+    Ok(Some((
+        media_type,
+        base64::engine::general_purpose::STANDARD.encode(bytes),
+    )))
 }
 
 fn retry_hint(retry_after: Option<u64>) -> String {

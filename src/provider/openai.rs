@@ -9,7 +9,7 @@ use sse_stream::Sse;
 use super::http::{Decoder, Upstream};
 use super::{
     AssistantContent, ModelMessage, ModelOptions, ModelProvider, ModelRequest, ProviderError,
-    ProviderEvent, StopReason, Usage, UserContent,
+    ProviderEvent, StopReason, Usage, UserContent, inline_data,
 };
 use crate::ids::Ids;
 
@@ -125,10 +125,15 @@ fn user_content(content: &[UserContent]) -> Result<Value, ProviderError> {
             UserContent::File { media_type, url } if media_type.starts_with("image/") => {
                 Ok(json!({"type": "image_url", "image_url": {"url": url}}))
             }
-            UserContent::File { media_type, url }
-                if media_type == "application/pdf" && url.starts_with("data:") =>
-            {
-                Ok(json!({"type": "file", "file": {"file_data": url}}))
+            UserContent::File { media_type, url } if media_type == "application/pdf" => {
+                match inline_data(url)? {
+                    Some((_, data)) => Ok(json!({"type": "file", "file": {
+                        "file_data": format!("data:application/pdf;base64,{data}"),
+                    }})),
+                    None => Err(ProviderError::Request(format!(
+                        "{PROVIDER} takes a PDF as a data: URL only"
+                    ))),
+                }
             }
             UserContent::File { media_type, .. } => Err(ProviderError::Request(format!(
                 "{PROVIDER} does not take files of type `{media_type}` here"

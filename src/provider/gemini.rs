@@ -1,0 +1,800 @@
+//! Google Gemini `streamGenerateContent` with `alt=sse`.
+//!
+//! Gemini sends every call whole in one part, matches results to calls by
+//! name and order, and needs a call's `thoughtSignature` back beside it.
+
+use futures::stream::BoxStream;
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+use sse_stream::Sse;
+
+use super::http::{Decoder, Upstream};
+use super::{
+    AssistantContent, ModelMessage, ModelOptions, ModelProvider, ModelRequest, ProviderError,
+    ProviderEvent, ResultContent, StopReason, ToolCall, ToolResult, Usage, UserContent,
+    inline_data,
+};
+use crate::ids::Ids;
+
+const PROVIDER: &str = "gemini";
+pub const DEFAULT_BASE_URL: &str = "https://generativelanguage.googleapis.com/v1beta";
+
+pub struct Gemini {
+    upstream: Upstream,
+    options: ModelOptions,
+    ids: Ids,
+}
+
+impl Gemini {
+    pub fn new(upstream: Upstream, options: ModelOptions, ids: Ids) -> Self {
+        Self {
+            upstream,
+            options,
+            ids,
+        }
+    }
+}
+
+impl ModelProvider for Gemini {
+    fn stream(
+        &self,
+        request: ModelRequest,
+    ) -> BoxStream<'static, Result<ProviderEvent, ProviderError>> {
+        let body = body(&self.options, &request);
+        let url = self.upstream.url(&format!(
+            "models/{}:streamGenerateContent?alt=sse",
+            self.options.model
+        ));
+        self.upstream
+            .stream(url, body, Decode::new(self.ids.clone()))
+    }
+}
+
+/// The request body for `request`.
+pub fn body(options: &ModelOptions, request: &ModelRequest) -> Result<Vec<u8>, ProviderError> {
+    let mut system = Vec::new();
+    let mut contents = Contents::default();
+    for message in &request.messages {
+        match message {
+            ModelMessage::System(text) if !text.is_empty() => system.push(text.as_str()),
+            ModelMessage::System(_) => {}
+            ModelMessage::User(content) => {
+                let parts = content.iter().map(user_part).collect::<Result<_, _>>()?;
+                contents.push("user", parts);
+            }
+            ModelMessage::Assistant(content) => {
+                contents.push("model", content.iter().filter_map(model_part).collect())
+            }
+            ModelMessage::Tool(results) => {
+                contents.push("user", results.iter().map(function_response).collect())
+            }
+        }
+    }
+    let mut body = Map::new();
+    body.insert("contents".into(), contents.into_json());
+    if !system.is_empty() {
+        body.insert(
+            "systemInstruction".into(),
+            json!({"parts": [{"text": system.join("\n\n")}]}),
+        );
+    }
+    if !request.tools.is_empty() {
+        let declarations: Vec<Value> = request
+            .tools
+            .iter()
+            .map(|tool| {
+                json!({
+                    "name": tool.name,
+                    "description": tool.description,
+                    "parametersJsonSchema": tool.parameters,
+                })
+            })
+            .collect();
+        body.insert(
+            "tools".into(),
+            json!([{"functionDeclarations": declarations}]),
+        );
+    }
+    let mut config = Map::new();
+    if let Some(temperature) = options.temperature {
+        config.insert("temperature".into(), temperature.into());
+    }
+    if let Some(max_tokens) = options.max_tokens {
+        config.insert("maxOutputTokens".into(), max_tokens.into());
+    }
+    if !config.is_empty() {
+        body.insert("generationConfig".into(), Value::Object(config));
+    }
+    options.finish_body(body)
+}
+
+/// Contents in order, consecutive ones of a role merged: Gemini wants the
+/// roles to alternate.
+#[derive(Default)]
+struct Contents(Vec<(&'static str, Vec<Value>)>);
+
+impl Contents {
+    fn push(&mut self, role: &'static str, parts: Vec<Value>) {
+        if parts.is_empty() {
+            return;
+        }
+        match self.0.last_mut() {
+            Some((last, into)) if *last == role => into.extend(parts),
+            _ => self.0.push((role, parts)),
+        }
+    }
+
+    fn into_json(self) -> Value {
+        self.0
+            .into_iter()
+            .map(|(role, parts)| json!({"role": role, "parts": parts}))
+            .collect()
+    }
+}
+
+fn user_part(content: &UserContent) -> Result<Value, ProviderError> {
+    match content {
+        UserContent::Text(text) => Ok(json!({"text": text})),
+        UserContent::File { media_type, url } => match inline_data(url)? {
+            Some((url_type, data)) => {
+                let mime_type = if media_type.is_empty() {
+                    url_type
+                } else {
+                    media_type.clone()
+                };
+                Ok(json!({"inlineData": {"mimeType": mime_type, "data": data}}))
+            }
+            None => Ok(json!({"fileData": {"mimeType": media_type, "fileUri": url}})),
+        },
+    }
+}
+
+fn model_part(content: &AssistantContent) -> Option<Value> {
+    match content {
+        AssistantContent::Text(text) if !text.is_empty() => Some(json!({"text": text})),
+        AssistantContent::Text(_) | AssistantContent::Reasoning { .. } => None,
+        AssistantContent::ToolCall { call, metadata } => {
+            // No id: toolgate's ids are not Gemini's; it matches by name and order.
+            let mut part = json!({"functionCall": {"name": call.name, "args": call_args(call)}});
+            let signature = metadata
+                .as_ref()
+                .and_then(|m| m.get("google"))
+                .and_then(|g| g.get("thoughtSignature"))
+                .and_then(Value::as_str);
+            if let Some(signature) = signature {
+                part["thoughtSignature"] = signature.into();
+            }
+            Some(part)
+        }
+    }
+}
+
+/// Gemini takes only an object: arguments that never parsed are kept as
+/// text, which it would refuse.
+fn call_args(call: &ToolCall) -> Value {
+    match &call.args {
+        Value::Object(_) => call.args.clone(),
+        Value::String(text) => match serde_json::from_str(text) {
+            Ok(Value::Object(args)) => Value::Object(args),
+            _ => json!({}),
+        },
+        _ => json!({}),
+    }
+}
+
+fn function_response(result: &ToolResult) -> Value {
+    let response = match &result.outcome {
+        ResultContent::Output(output) => json!({"output": output}),
+        outcome => json!({"error": outcome.text()}),
+    };
+    json!({"functionResponse": {"name": result.tool_name, "response": response}})
+}
+
+/// One `GenerateContentResponse`; everything else in it is ignored.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Response {
+    #[serde(default)]
+    candidates: Vec<Candidate>,
+    usage_metadata: Option<UsageMetadata>,
+    prompt_feedback: Option<PromptFeedback>,
+    error: Option<Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Candidate {
+    #[serde(default)]
+    index: u32,
+    content: Option<Content>,
+    finish_reason: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Content {
+    #[serde(default)]
+    parts: Vec<Part>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Part {
+    text: Option<String>,
+    thought: Option<bool>,
+    function_call: Option<FunctionCall>,
+    thought_signature: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct FunctionCall {
+    id: Option<String>,
+    #[serde(default)]
+    name: String,
+    args: Option<Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct UsageMetadata {
+    #[serde(default)]
+    prompt_token_count: u64,
+    #[serde(default)]
+    candidates_token_count: u64,
+    #[serde(default)]
+    thoughts_token_count: u64,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PromptFeedback {
+    block_reason: Option<String>,
+}
+
+pub struct Decode {
+    ids: Ids,
+    /// A function call came in this answer.
+    called: bool,
+    reason: Option<StopReason>,
+    usage: Usage,
+}
+
+impl Decode {
+    pub fn new(ids: Ids) -> Self {
+        Self {
+            ids,
+            called: false,
+            reason: None,
+            usage: Usage::default(),
+        }
+    }
+
+    fn part(&mut self, part: Part, out: &mut Vec<ProviderEvent>) -> Result<(), ProviderError> {
+        if let Some(call) = part.function_call {
+            if call.name.is_empty() {
+                return Err(ProviderError::Stream(format!(
+                    "{PROVIDER} sent a function call without a name"
+                )));
+            }
+            let id = match call.id {
+                Some(id) if !id.is_empty() => id,
+                _ => self.ids.next("call"),
+            };
+            let metadata = part
+                .thought_signature
+                .map(|signature| json!({"google": {"thoughtSignature": signature}}));
+            let args = match call.args {
+                Some(Value::Null) | None => "{}".to_owned(),
+                Some(args) => args.to_string(),
+            };
+            self.called = true;
+            out.push(ProviderEvent::ToolCallStart {
+                id: id.clone(),
+                name: call.name,
+                metadata,
+            });
+            out.push(ProviderEvent::ToolCallDelta {
+                id: id.clone(),
+                delta: args,
+            });
+            out.push(ProviderEvent::ToolCallEnd { id });
+            return Ok(());
+        }
+        // A signature on text is optional and not needed back.
+        match part.text {
+            Some(text) if text.is_empty() => {}
+            Some(text) if part.thought == Some(true) => {
+                out.push(ProviderEvent::ReasoningDelta(text))
+            }
+            Some(text) => out.push(ProviderEvent::TextDelta(text)),
+            None => {}
+        }
+        Ok(())
+    }
+}
+
+impl Decoder for Decode {
+    fn event(&mut self, event: Sse, out: &mut Vec<ProviderEvent>) -> Result<bool, ProviderError> {
+        let Some(data) = event.data else {
+            return Ok(false);
+        };
+        if data.trim().is_empty() {
+            return Ok(false);
+        }
+        let response: Response = serde_json::from_str(&data).map_err(|e| {
+            ProviderError::Stream(format!(
+                "{PROVIDER} sent an event that is not a GenerateContentResponse: {e}"
+            ))
+        })?;
+        if let Some(error) = response.error {
+            let message = match error.get("message").and_then(Value::as_str) {
+                Some(message) => message.to_owned(),
+                None => error.to_string(),
+            };
+            return Err(ProviderError::Upstream {
+                provider: PROVIDER,
+                message,
+            });
+        }
+        if let Some(usage) = response.usage_metadata {
+            self.usage = Usage {
+                input_tokens: usage.prompt_token_count,
+                // Thinking is output too, as other providers count it.
+                output_tokens: usage.candidates_token_count + usage.thoughts_token_count,
+            };
+        }
+        if response.candidates.is_empty() {
+            let blocked = response.prompt_feedback.and_then(|f| f.block_reason);
+            if blocked.is_some() {
+                self.reason = Some(StopReason::ContentFilter);
+            }
+        }
+        // One answer is asked for; other candidates are not this conversation.
+        for candidate in response.candidates.into_iter().filter(|c| c.index == 0) {
+            for part in candidate.content.map(|c| c.parts).unwrap_or_default() {
+                self.part(part, out)?;
+            }
+            if let Some(reason) = candidate.finish_reason {
+                self.reason = Some(stop_reason(&reason));
+            }
+        }
+        // No end marker: usage may still follow the finish reason.
+        Ok(false)
+    }
+
+    fn end(&mut self, out: &mut Vec<ProviderEvent>) -> Result<(), ProviderError> {
+        let reason = match self.reason {
+            Some(StopReason::Stop) if self.called => StopReason::ToolCalls,
+            Some(reason) => reason,
+            None => return Err(ProviderError::Incomplete { provider: PROVIDER }),
+        };
+        out.push(ProviderEvent::Finish {
+            reason,
+            usage: self.usage,
+        });
+        Ok(())
+    }
+}
+
+fn stop_reason(reason: &str) -> StopReason {
+    match reason {
+        "STOP" => StopReason::Stop,
+        "MAX_TOKENS" => StopReason::Length,
+        "SAFETY"
+        | "RECITATION"
+        | "BLOCKLIST"
+        | "PROHIBITED_CONTENT"
+        | "SPII"
+        | "IMAGE_SAFETY"
+        | "IMAGE_PROHIBITED_CONTENT" => StopReason::ContentFilter,
+        _ => StopReason::Other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provider::ToolSpec;
+    use futures::StreamExt;
+
+    fn data(text: &str) -> Sse {
+        Sse::default().data(text)
+    }
+
+    fn decode(events: &[&str]) -> Result<Vec<ProviderEvent>, ProviderError> {
+        let mut decode = Decode::new(Ids::sequential());
+        let mut out = Vec::new();
+        for event in events {
+            if decode.event(data(event), &mut out)? {
+                return Ok(out);
+            }
+        }
+        decode.end(&mut out)?;
+        Ok(out)
+    }
+
+    /// A fixture through the real SSE parser, a few bytes at a time, and
+    /// the decoder: the events, and the error that ended them if any.
+    fn decode_fixture(name: &str) -> (Vec<ProviderEvent>, Option<ProviderError>) {
+        let path = format!(
+            "{}/tests/fixtures/providers/gemini/{name}",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let bytes = std::fs::read(&path).unwrap_or_default();
+        assert!(!bytes.is_empty(), "fixture {name} is missing");
+        let chunks: Vec<Result<bytes::Bytes, std::io::Error>> = bytes
+            .chunks(7)
+            .map(|c| Ok(bytes::Bytes::copy_from_slice(c)))
+            .collect();
+        let events: Vec<_> = futures::executor::block_on(
+            sse_stream::SseByteStream::new(futures::stream::iter(chunks)).collect(),
+        );
+        let mut decode = Decode::new(Ids::sequential());
+        let mut out = Vec::new();
+        for event in events {
+            let Ok(event) = event else {
+                panic!("fixture {name} is not SSE: {event:?}");
+            };
+            match decode.event(event, &mut out) {
+                Ok(false) => {}
+                Ok(true) => return (out, None),
+                Err(e) => return (out, Some(e)),
+            }
+        }
+        let end = decode.end(&mut out).err();
+        (out, end)
+    }
+
+    fn text_of(events: &[ProviderEvent]) -> String {
+        events
+            .iter()
+            .filter_map(|e| match e {
+                ProviderEvent::TextDelta(t) => Some(t.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn text_parts_stream_as_text() {
+        let events = decode(&[
+            r#"{"candidates":[{"content":{"parts":[{"text":"Hel"}],"role":"model"},"index":0}]}"#,
+            r#"{"candidates":[{"content":{"parts":[{"text":"lo","thoughtSignature":"c2ln"}],"role":"model"},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":4,"candidatesTokenCount":2,"totalTokenCount":6}}"#,
+        ]);
+        assert_eq!(
+            events.unwrap_or_default(),
+            [
+                ProviderEvent::TextDelta("Hel".into()),
+                ProviderEvent::TextDelta("lo".into()),
+                ProviderEvent::Finish {
+                    reason: StopReason::Stop,
+                    usage: Usage {
+                        input_tokens: 4,
+                        output_tokens: 2
+                    },
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn thought_parts_are_reasoning() {
+        let events = decode(&[
+            r#"{"candidates":[{"content":{"parts":[{"text":"Let me think.","thought":true}],"role":"model"}}]}"#,
+            r#"{"candidates":[{"content":{"parts":[{"text":"Yes."}],"role":"model"},"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":3,"candidatesTokenCount":2,"thoughtsTokenCount":5}}"#,
+        ]);
+        assert_eq!(
+            events.unwrap_or_default(),
+            [
+                ProviderEvent::ReasoningDelta("Let me think.".into()),
+                ProviderEvent::TextDelta("Yes.".into()),
+                ProviderEvent::Finish {
+                    reason: StopReason::Stop,
+                    usage: Usage {
+                        input_tokens: 3,
+                        output_tokens: 7
+                    },
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn a_call_without_id_gets_one_and_keeps_its_signature() {
+        let events = decode(&[
+            r#"{"candidates":[{"content":{"parts":[{"functionCall":{"name":"get_weather","args":{"city":"Paris"}},"thoughtSignature":"c2ln"}],"role":"model"},"finishReason":"STOP"}]}"#,
+        ]);
+        assert_eq!(
+            events.unwrap_or_default(),
+            [
+                ProviderEvent::ToolCallStart {
+                    id: "call-1".into(),
+                    name: "get_weather".into(),
+                    metadata: Some(json!({"google": {"thoughtSignature": "c2ln"}})),
+                },
+                ProviderEvent::ToolCallDelta {
+                    id: "call-1".into(),
+                    delta: r#"{"city":"Paris"}"#.into(),
+                },
+                ProviderEvent::ToolCallEnd {
+                    id: "call-1".into()
+                },
+                ProviderEvent::Finish {
+                    reason: StopReason::ToolCalls,
+                    usage: Usage::default(),
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn a_call_with_id_keeps_it() {
+        let events = decode(&[
+            r#"{"candidates":[{"content":{"parts":[{"functionCall":{"id":"g1","name":"now"}}],"role":"model"},"finishReason":"STOP"}]}"#,
+        ]);
+        assert!(matches!(
+            events.as_deref(),
+            Ok([
+                ProviderEvent::ToolCallStart { id, metadata: None, .. },
+                ProviderEvent::ToolCallDelta { delta, .. },
+                ProviderEvent::ToolCallEnd { .. },
+                ProviderEvent::Finish { reason: StopReason::ToolCalls, .. },
+            ]) if id == "g1" && delta == "{}"
+        ));
+    }
+
+    #[test]
+    fn parallel_calls_in_one_event() {
+        let events = decode(&[
+            r#"{"candidates":[{"content":{"parts":[{"functionCall":{"name":"w","args":{"city":"Paris"}},"thoughtSignature":"c2ln"},{"functionCall":{"name":"w","args":{"city":"Rome"}}}],"role":"model"},"finishReason":"STOP"}]}"#,
+        ]);
+        let starts: Vec<_> = events
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|e| match e {
+                ProviderEvent::ToolCallStart { id, metadata, .. } => Some((id, metadata)),
+                ProviderEvent::ToolCallDelta { id, delta } => Some((id, Some(delta.into()))),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            starts,
+            [
+                (
+                    "call-1".into(),
+                    Some(json!({"google": {"thoughtSignature": "c2ln"}}))
+                ),
+                ("call-1".into(), Some(json!(r#"{"city":"Paris"}"#))),
+                ("call-2".into(), None),
+                ("call-2".into(), Some(json!(r#"{"city":"Rome"}"#))),
+            ]
+        );
+    }
+
+    #[test]
+    fn errors_truncation_and_blocks() {
+        assert!(matches!(
+            decode(&[
+                r#"{"candidates":[{"content":{"parts":[{"text":"Hi"}]}}]}"#,
+                r#"{"error":{"code":503,"message":"The model is overloaded.","status":"UNAVAILABLE"}}"#,
+            ]),
+            Err(ProviderError::Upstream { provider: "gemini", message }) if message == "The model is overloaded."
+        ));
+        assert!(matches!(
+            decode(&[r#"{"candidates":[{"content":{"parts":[{"text":"Hel"}]}}]}"#]),
+            Err(ProviderError::Incomplete { provider: "gemini" })
+        ));
+        assert!(matches!(
+            decode(&["{not json"]),
+            Err(ProviderError::Stream(message)) if message.contains("gemini")
+        ));
+        assert!(matches!(
+            decode(&[r#"{"promptFeedback":{"blockReason":"SAFETY"},"usageMetadata":{"promptTokenCount":9}}"#]).as_deref(),
+            Ok([ProviderEvent::Finish { reason: StopReason::ContentFilter, .. }])
+        ));
+    }
+
+    #[test]
+    fn finish_reasons() {
+        for (reason, expected) in [
+            ("MAX_TOKENS", StopReason::Length),
+            ("SAFETY", StopReason::ContentFilter),
+            ("RECITATION", StopReason::ContentFilter),
+            ("SPII", StopReason::ContentFilter),
+            ("MALFORMED_FUNCTION_CALL", StopReason::Other),
+            ("OTHER", StopReason::Other),
+        ] {
+            let event = format!(r#"{{"candidates":[{{"finishReason":"{reason}"}}]}}"#);
+            assert!(
+                matches!(decode(&[&event]).as_deref(), Ok([ProviderEvent::Finish { reason, .. }]) if *reason == expected),
+                "{reason}"
+            );
+        }
+    }
+
+    #[test]
+    fn fixtures_decode() {
+        let (events, error) = decode_fixture("text.sse");
+        assert!(error.is_none(), "{error:?}");
+        assert_eq!(text_of(&events), "Bonjour ! Il fait beau à Paris ☀️.");
+        assert!(matches!(
+            events.last(),
+            Some(ProviderEvent::Finish { reason: StopReason::Stop, usage }) if usage.input_tokens > 0 && usage.output_tokens > 0
+        ));
+
+        let (events, error) = decode_fixture("thinking.sse");
+        assert!(error.is_none(), "{error:?}");
+        assert!(matches!(
+            events.first(),
+            Some(ProviderEvent::ReasoningDelta(_))
+        ));
+        assert!(!text_of(&events).is_empty());
+
+        let (events, error) = decode_fixture("tool_call.sse");
+        assert!(error.is_none(), "{error:?}");
+        assert!(matches!(
+            events.as_slice(),
+            [
+                ProviderEvent::ToolCallStart { id, name, metadata: Some(_) },
+                ProviderEvent::ToolCallDelta { delta, .. },
+                ProviderEvent::ToolCallEnd { .. },
+                ProviderEvent::Finish { reason: StopReason::ToolCalls, .. },
+            ] if id == "call-1" && name == "get_weather" && delta == r#"{"city":"Paris"}"#
+        ));
+
+        let (events, error) = decode_fixture("parallel_tool_calls.sse");
+        assert!(error.is_none(), "{error:?}");
+        let deltas: Vec<_> = events
+            .iter()
+            .filter_map(|e| match e {
+                ProviderEvent::ToolCallDelta { id, delta } => Some((id.as_str(), delta.as_str())),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            deltas,
+            [
+                ("call-1", r#"{"city":"Paris"}"#),
+                ("call-2", r#"{"city":"Rome"}"#)
+            ]
+        );
+
+        let (events, error) = decode_fixture("error.sse");
+        assert!(!text_of(&events).is_empty());
+        assert!(matches!(
+            error,
+            Some(ProviderError::Upstream { message, .. }) if message == "The model is overloaded."
+        ));
+
+        let (events, error) = decode_fixture("after_tool.sse");
+        assert!(error.is_none(), "{error:?}");
+        assert_eq!(text_of(&events), "It is sunny in Paris.");
+    }
+
+    #[test]
+    fn history_becomes_contents() {
+        let call = ToolCall {
+            id: "call-7".into(),
+            name: "get_weather".into(),
+            args: json!({"city": "Paris"}),
+        };
+        let request = ModelRequest {
+            messages: vec![
+                ModelMessage::System("be brief".into()),
+                ModelMessage::System("answer in French".into()),
+                ModelMessage::User(vec![
+                    UserContent::Text("weather here?".into()),
+                    UserContent::File {
+                        media_type: "image/png".into(),
+                        url: "data:image/png;base64,iVBORw0KGgo=".into(),
+                    },
+                    UserContent::File {
+                        media_type: "application/pdf".into(),
+                        url: "https://example.com/a.pdf".into(),
+                    },
+                ]),
+                ModelMessage::Assistant(vec![
+                    AssistantContent::Reasoning {
+                        text: "hm".into(),
+                        metadata: None,
+                    },
+                    AssistantContent::Text("Let me look.".into()),
+                    AssistantContent::ToolCall {
+                        call,
+                        metadata: Some(json!({"google": {"thoughtSignature": "c2ln"}})),
+                    },
+                ]),
+                ModelMessage::Tool(vec![ToolResult {
+                    call_id: "call-7".into(),
+                    tool_name: "get_weather".into(),
+                    outcome: ResultContent::Denied {
+                        reason: Some("not now".into()),
+                    },
+                }]),
+                ModelMessage::User(vec![UserContent::Text("ok then".into())]),
+            ],
+            tools: vec![ToolSpec {
+                name: "get_weather".into(),
+                description: "Weather".into(),
+                parameters: json!({"type": "object"}),
+            }],
+        };
+        let mut extra_body = Map::new();
+        extra_body.insert(
+            "generationConfig".into(),
+            json!({"thinkingConfig": {"includeThoughts": true}}),
+        );
+        let options = ModelOptions {
+            model: "gemini-2.5-flash".into(),
+            max_tokens: Some(100),
+            extra_body,
+            ..ModelOptions::default()
+        };
+        let body: Value = serde_json::from_slice(&body(&options, &request).unwrap_or_default())
+            .unwrap_or_default();
+        assert_eq!(
+            body,
+            json!({
+                "contents": [
+                    {"role": "user", "parts": [
+                        {"text": "weather here?"},
+                        {"inlineData": {"mimeType": "image/png", "data": "iVBORw0KGgo="}},
+                        {"fileData": {"mimeType": "application/pdf", "fileUri": "https://example.com/a.pdf"}},
+                    ]},
+                    {"role": "model", "parts": [
+                        {"text": "Let me look."},
+                        {"functionCall": {"name": "get_weather", "args": {"city": "Paris"}}, "thoughtSignature": "c2ln"},
+                    ]},
+                    {"role": "user", "parts": [
+                        {"functionResponse": {"name": "get_weather", "response": {"error": "User denied execution: not now"}}},
+                        {"text": "ok then"},
+                    ]},
+                ],
+                "systemInstruction": {"parts": [{"text": "be brief\n\nanswer in French"}]},
+                "tools": [{"functionDeclarations": [
+                    {"name": "get_weather", "description": "Weather", "parametersJsonSchema": {"type": "object"}}
+                ]}],
+                "generationConfig": {"maxOutputTokens": 100, "thinkingConfig": {"includeThoughts": true}},
+            })
+        );
+    }
+
+    #[test]
+    fn outputs_and_bare_options() {
+        let request = ModelRequest {
+            messages: vec![
+                ModelMessage::User(vec![UserContent::File {
+                    media_type: "text/plain".into(),
+                    url: "data:text/plain,h%C3%A9llo".into(),
+                }]),
+                ModelMessage::Assistant(vec![AssistantContent::ToolCall {
+                    call: ToolCall {
+                        id: "c".into(),
+                        name: "now".into(),
+                        args: Value::String("{broken".into()),
+                    },
+                    metadata: None,
+                }]),
+                ModelMessage::Tool(vec![ToolResult {
+                    call_id: "c".into(),
+                    tool_name: "now".into(),
+                    outcome: ResultContent::Output(json!({"t": 1})),
+                }]),
+            ],
+            tools: Vec::new(),
+        };
+        let options = ModelOptions {
+            model: "m".into(),
+            ..ModelOptions::default()
+        };
+        let body: Value = serde_json::from_slice(&body(&options, &request).unwrap_or_default())
+            .unwrap_or_default();
+        assert_eq!(
+            body,
+            json!({"contents": [
+                {"role": "user", "parts": [{"inlineData": {"mimeType": "text/plain", "data": "aMOpbGxv"}}]},
+                {"role": "model", "parts": [{"functionCall": {"name": "now", "args": {}}}]},
+                {"role": "user", "parts": [{"functionResponse": {"name": "now", "response": {"output": {"t": 1}}}}]},
+            ]})
+        );
+    }
+}
