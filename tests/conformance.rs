@@ -10,6 +10,7 @@ use std::path::Path;
 use std::process::Command;
 
 use common::Binary;
+use common::upstream::{Answer, Upstream, sse_fixture};
 
 /// `(npm package alias, confirmation protocol)`: each an installed `ai` release.
 const RUNS: [(&str, &str); 10] = [
@@ -25,10 +26,11 @@ const RUNS: [(&str, &str); 10] = [
     ("ai-5.0.60", "adk"),
 ];
 
-fn run(dir: &Path, url: &str, client: &str, protocol: &str) -> (bool, String) {
+fn run(dir: &Path, url: &str, client: &str, protocol: &str, flows: &[&str]) -> (bool, String) {
     let output = Command::new("node")
         .arg(dir.join("chat.mjs"))
         .args([url, "--client", client, "--protocol", protocol])
+        .args(flows)
         .output()
         .unwrap_or_else(|e| panic!("cannot run node: {e}"));
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -47,7 +49,7 @@ fn every_claimed_client_completes_every_flow() {
     let server = Binary::serve(&[]);
     let failures: Vec<String> = RUNS
         .iter()
-        .map(|(client, protocol)| run(&dir, &server.url, client, protocol))
+        .map(|(client, protocol)| run(&dir, &server.url, client, protocol, &[]))
         .filter(|(passed, _)| !passed)
         .map(|(_, report)| report)
         .collect();
@@ -79,4 +81,55 @@ fn a_strict_old_client_fails_when_the_server_is_told_the_wrong_version() {
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(!output.status.success(), "{stdout}");
     assert!(stdout.contains("0 passed, 1 failed"), "{stdout}");
+}
+
+/// What the real providers add to the stream (reasoning with a signature,
+/// calls with a thought signature, minted ids) passes every client's schema
+/// and state machine, with the provider picked by the command-line flags.
+#[tokio::test(flavor = "multi_thread")]
+async fn provider_streams_pass_every_claimed_client() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("conformance");
+    let answers = |provider: &str, names: &[&str]| -> Vec<Answer> {
+        names
+            .iter()
+            .map(|name| Answer::sse(sse_fixture(provider, name)))
+            .collect()
+    };
+    let cases = [
+        ("openai", answers("openai", &["reasoning"])),
+        ("anthropic", answers("anthropic", &["thinking"])),
+        ("gemini", answers("gemini", &["tool_call", "after_tool"])),
+    ];
+    let mut failures = Vec::new();
+    for (provider, answers) in cases {
+        let upstream = Upstream::cycle(answers).await;
+        let server = Binary::serve(&[
+            "--provider",
+            provider,
+            "--model",
+            "test-model",
+            "--base-url",
+            &upstream.url,
+        ]);
+        let clients = RUNS.iter().filter(|(_, protocol)| *protocol == "adk");
+        for (client, _) in clients {
+            let (dir, url, client) = (dir.clone(), server.url.clone(), client.to_string());
+            let (passed, report) =
+                tokio::task::spawn_blocking(move || run(&dir, &url, &client, "adk", &["text"]))
+                    .await
+                    .unwrap_or_else(|e| panic!("{e}"));
+            if !passed {
+                failures.push(format!("{provider}: {report}"));
+            }
+        }
+        assert!(
+            !upstream.received().is_empty(),
+            "{provider}: the model was never asked"
+        );
+    }
+    assert!(
+        failures.is_empty(),
+        "conformance failed:\n{}",
+        failures.join("\n")
+    );
 }

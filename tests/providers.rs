@@ -391,6 +391,18 @@ mod gemini {
     }
 }
 
+#[test]
+fn mock_cuts_rejoin_to_the_original() {
+    use common::upstream::cut;
+    let bytes = "data: {\"a\":\"é😀\"}\n\n".as_bytes();
+    for split in [Split::Whole, Split::Bytes, Split::Awkward] {
+        assert_eq!(cut(bytes, split).concat(), bytes);
+    }
+    let awkward = cut(bytes, Split::Awkward);
+    assert!(awkward.iter().any(|p| p.ends_with(b"data:")));
+    assert!(awkward.iter().any(|p| std::str::from_utf8(p).is_err()));
+}
+
 /// What every HTTP provider shares, shown with the OpenAI one.
 mod failures {
     use super::*;

@@ -75,6 +75,7 @@ pub struct Upstream {
 
 struct State {
     answers: Mutex<VecDeque<Answer>>,
+    cycle: bool,
     received: Arc<Mutex<Vec<Received>>>,
     gone: mpsc::Sender<()>,
 }
@@ -82,10 +83,20 @@ struct State {
 impl Upstream {
     /// A mock that gives `answers` in turn, one per request; the last repeats.
     pub async fn start(answers: Vec<Answer>) -> Self {
+        Self::serve(answers, false).await
+    }
+
+    /// A mock that gives `answers` in turn, over and over.
+    pub async fn cycle(answers: Vec<Answer>) -> Self {
+        Self::serve(answers, true).await
+    }
+
+    async fn serve(answers: Vec<Answer>, cycle: bool) -> Self {
         let received = Arc::new(Mutex::new(Vec::new()));
         let (gone_tx, gone_rx) = mpsc::channel(16);
         let state = Arc::new(State {
             answers: Mutex::new(answers.into()),
+            cycle,
             received: received.clone(),
             gone: gone_tx,
         });
@@ -142,6 +153,10 @@ async fn answer(
         let mut answers = state.answers.lock().unwrap_or_else(|e| e.into_inner());
         match answers.len() {
             0 => None,
+            _ if state.cycle => {
+                answers.rotate_left(1);
+                answers.back().cloned()
+            }
             1 => answers.front().cloned(),
             _ => answers.pop_front(),
         }
@@ -275,20 +290,4 @@ pub fn sse_fixture(provider: &str, name: &str) -> Vec<u8> {
         env!("CARGO_MANIFEST_DIR")
     );
     std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cuts_rejoin_to_the_original() {
-        let bytes = "data: {\"a\":\"é😀\"}\n\n".as_bytes();
-        for split in [Split::Whole, Split::Bytes, Split::Awkward] {
-            assert_eq!(cut(bytes, split).concat(), bytes);
-        }
-        let awkward = cut(bytes, Split::Awkward);
-        assert!(awkward.iter().any(|p| p.ends_with(b"data:")));
-        assert!(awkward.iter().any(|p| std::str::from_utf8(p).is_err()));
-    }
 }
