@@ -640,37 +640,14 @@ fn stop_reason(reason: &str) -> StopReason {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::provider::http::{self, testing::decode_sse};
     use crate::provider::{ResultContent, ToolCall, ToolSpec};
 
-    /// Decodes a raw SSE text as it would come off the wire, in small reads:
-    /// the events, and the error that ended them, if any.
     fn run(text: &str) -> (Vec<ProviderEvent>, Option<ProviderError>) {
-        use futures::StreamExt;
-        let reads: Vec<Result<bytes::Bytes, std::io::Error>> = text
-            .as_bytes()
-            .chunks(7)
-            .map(|chunk| Ok(bytes::Bytes::copy_from_slice(chunk)))
-            .collect();
-        let events = futures::executor::block_on(
-            sse_stream::SseByteStream::new(futures::stream::iter(reads)).collect::<Vec<_>>(),
-        );
-        let mut decode = Decode::new(Ids::sequential());
-        let mut out = Vec::new();
-        for event in events {
-            let Ok(event) = event else {
-                panic!("unreadable SSE: {event:?}")
-            };
-            match decode.event(event, &mut out) {
-                Ok(false) => {}
-                Ok(true) => return (out, None),
-                Err(e) => return (out, Some(e)),
-            }
-        }
-        let last = decode.end(&mut out).err();
-        (out, last)
+        decode_sse(Decode::new(Ids::sequential()), text.as_bytes())
     }
 
-    fn decode_sse(text: &str) -> Result<Vec<ProviderEvent>, ProviderError> {
+    fn decode_text(text: &str) -> Result<Vec<ProviderEvent>, ProviderError> {
         match run(text) {
             (events, None) => Ok(events),
             (_, Some(e)) => Err(e),
@@ -678,11 +655,7 @@ mod tests {
     }
 
     fn fixture(name: &str) -> String {
-        let path = format!(
-            "{}/tests/fixtures/providers/anthropic/{name}.sse",
-            env!("CARGO_MANIFEST_DIR")
-        );
-        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+        String::from_utf8_lossy(&http::testing::fixture(PROVIDER, name)).into_owned()
     }
 
     fn text(delta: &str) -> ProviderEvent {
@@ -721,7 +694,7 @@ mod tests {
     #[test]
     fn text_streams_as_it_comes() {
         assert_eq!(
-            decode_sse(&fixture("text")).unwrap_or_default(),
+            decode_text(&fixture("text")).unwrap_or_default(),
             [
                 text("Bonjour"),
                 text(" from the café "),
@@ -730,7 +703,7 @@ mod tests {
             ]
         );
         assert_eq!(
-            decode_sse(&fixture("after_tool")).unwrap_or_default(),
+            decode_text(&fixture("after_tool")).unwrap_or_default(),
             [
                 text("It is sunny"),
                 text(" in Paris."),
@@ -742,7 +715,7 @@ mod tests {
     #[test]
     fn thinking_ends_with_its_signature() {
         assert_eq!(
-            decode_sse(&fixture("thinking")).unwrap_or_default(),
+            decode_text(&fixture("thinking")).unwrap_or_default(),
             [
                 ProviderEvent::ReasoningDelta("The user wants the GCD of 1071 and 462.".into()),
                 ProviderEvent::ReasoningDelta(
@@ -759,7 +732,7 @@ mod tests {
 
     #[test]
     fn redacted_thinking_is_metadata_alone() {
-        let events = decode_sse(concat!(
+        let events = decode_text(concat!(
             "event: content_block_start\n",
             r#"data: {"type":"content_block_start","index":0,"content_block":{"type":"redacted_thinking","data":"EmwKAhgB"}}"#,
             "\n\nevent: content_block_stop\n",
@@ -782,7 +755,7 @@ mod tests {
     #[test]
     fn a_tool_call_streams_its_fragments() {
         assert_eq!(
-            decode_sse(&fixture("tool_call")).unwrap_or_default(),
+            decode_text(&fixture("tool_call")).unwrap_or_default(),
             [
                 text("Let me check the weather"),
                 text(" in Paris."),
@@ -799,7 +772,7 @@ mod tests {
     #[test]
     fn parallel_tool_calls_keep_their_own_fragments() {
         assert_eq!(
-            decode_sse(&fixture("parallel_tool_calls")).unwrap_or_default(),
+            decode_text(&fixture("parallel_tool_calls")).unwrap_or_default(),
             [
                 start("toolu_01A"),
                 args("toolu_01A", "{\"city\": "),
@@ -833,7 +806,7 @@ mod tests {
             .map(|(head, _)| head)
             .unwrap_or_default();
         assert!(matches!(
-            decode_sse(cut),
+            decode_text(cut),
             Err(ProviderError::Incomplete {
                 provider: "anthropic"
             })
@@ -844,13 +817,13 @@ mod tests {
             .split_once("event: message_stop")
             .map(|(head, _)| head)
             .unwrap_or_default();
-        let events = decode_sse(without_stop).unwrap_or_default();
+        let events = decode_text(without_stop).unwrap_or_default();
         assert_eq!(events.last(), Some(&finish(StopReason::ToolCalls, 380, 54)));
     }
 
     #[test]
     fn a_stop_reason_without_message_stop_ends_open_calls() {
-        let events = decode_sse(concat!(
+        let events = decode_text(concat!(
             "event: content_block_start\n",
             r#"data: {"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_01A","name":"get_weather","input":{"city":"Paris"}}}"#,
             "\n\nevent: message_delta\n",

@@ -326,14 +326,7 @@ impl Decoder for Decode {
             ))
         })?;
         if let Some(error) = response.error {
-            let message = match error.get("message").and_then(Value::as_str) {
-                Some(message) => message.to_owned(),
-                None => error.to_string(),
-            };
-            return Err(ProviderError::Upstream {
-                provider: PROVIDER,
-                message,
-            });
+            return Err(ProviderError::in_stream(PROVIDER, &error));
         }
         if let Some(usage) = response.usage_metadata {
             self.usage = Usage {
@@ -394,54 +387,15 @@ fn stop_reason(reason: &str) -> StopReason {
 mod tests {
     use super::*;
     use crate::provider::ToolSpec;
-    use futures::StreamExt;
-
-    fn data(text: &str) -> Sse {
-        Sse::default().data(text)
-    }
+    use crate::provider::http::testing::{decode_data, decode_sse, fixture};
 
     fn decode(events: &[&str]) -> Result<Vec<ProviderEvent>, ProviderError> {
-        let mut decode = Decode::new(Ids::sequential());
-        let mut out = Vec::new();
-        for event in events {
-            if decode.event(data(event), &mut out)? {
-                return Ok(out);
-            }
-        }
-        decode.end(&mut out)?;
-        Ok(out)
+        decode_data(Decode::new(Ids::sequential()), events)
     }
 
-    /// A fixture through the real SSE parser, a few bytes at a time, and
-    /// the decoder: the events, and the error that ended them if any.
     fn decode_fixture(name: &str) -> (Vec<ProviderEvent>, Option<ProviderError>) {
-        let path = format!(
-            "{}/tests/fixtures/providers/gemini/{name}",
-            env!("CARGO_MANIFEST_DIR")
-        );
-        let bytes = std::fs::read(&path).unwrap_or_default();
-        assert!(!bytes.is_empty(), "fixture {name} is missing");
-        let chunks: Vec<Result<bytes::Bytes, std::io::Error>> = bytes
-            .chunks(7)
-            .map(|c| Ok(bytes::Bytes::copy_from_slice(c)))
-            .collect();
-        let events: Vec<_> = futures::executor::block_on(
-            sse_stream::SseByteStream::new(futures::stream::iter(chunks)).collect(),
-        );
-        let mut decode = Decode::new(Ids::sequential());
-        let mut out = Vec::new();
-        for event in events {
-            let Ok(event) = event else {
-                panic!("fixture {name} is not SSE: {event:?}");
-            };
-            match decode.event(event, &mut out) {
-                Ok(false) => {}
-                Ok(true) => return (out, None),
-                Err(e) => return (out, Some(e)),
-            }
-        }
-        let end = decode.end(&mut out).err();
-        (out, end)
+        let name = name.trim_end_matches(".sse");
+        decode_sse(Decode::new(Ids::sequential()), &fixture("gemini", name))
     }
 
     fn text_of(events: &[ProviderEvent]) -> String {

@@ -210,6 +210,18 @@ pub(crate) fn inline_data(url: &str) -> Result<Option<(String, String)>, Provide
     )))
 }
 
+impl ProviderError {
+    /// An `error` object the upstream sent inside its stream: its
+    /// `message`, else the whole object.
+    pub(crate) fn in_stream(provider: &'static str, error: &Value) -> Self {
+        let message = match error.get("message").and_then(Value::as_str) {
+            Some(message) => message.to_owned(),
+            None => error.to_string(),
+        };
+        ProviderError::Upstream { provider, message }
+    }
+}
+
 fn retry_hint(retry_after: Option<u64>) -> String {
     match retry_after {
         Some(secs) => format!(" (retry after {secs} s)"),

@@ -309,14 +309,7 @@ impl Decoder for Decode {
             ProviderError::Stream(format!("{PROVIDER} sent an event that is not a chunk: {e}"))
         })?;
         if let Some(error) = chunk.error {
-            let message = match error.get("message").and_then(Value::as_str) {
-                Some(message) => message.to_owned(),
-                None => error.to_string(),
-            };
-            return Err(ProviderError::Upstream {
-                provider: PROVIDER,
-                message,
-            });
+            return Err(ProviderError::in_stream(PROVIDER, &error));
         }
         if let Some(usage) = chunk.usage {
             self.usage = Usage {
@@ -372,22 +365,11 @@ fn stop_reason(reason: &str) -> StopReason {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::provider::http::testing::decode_data;
     use crate::provider::{ResultContent, ToolCall, ToolResult, ToolSpec};
 
-    fn data(text: &str) -> Sse {
-        Sse::default().data(text)
-    }
-
     fn decode(events: &[&str]) -> Result<Vec<ProviderEvent>, ProviderError> {
-        let mut decode = Decode::new(Ids::sequential());
-        let mut out = Vec::new();
-        for event in events {
-            if decode.event(data(event), &mut out)? {
-                return Ok(out);
-            }
-        }
-        decode.end(&mut out)?;
-        Ok(out)
+        decode_data(Decode::new(Ids::sequential()), events)
     }
 
     #[test]
