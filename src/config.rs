@@ -13,6 +13,7 @@ use reqwest::header::HeaderMap;
 use crate::policy::{Mode, Policy, ToolPolicies, ToolRule};
 use crate::protocol::{ClientVersion, ConfirmationProtocol};
 use crate::provider::ModelOptions;
+pub use crate::provider::http::Secret;
 use crate::provider::http::{UpstreamConfig, header};
 
 #[derive(Debug, thiserror::Error)]
@@ -154,16 +155,6 @@ pub struct ModelConfig {
     pub delta_delay_ms: u64,
 }
 
-/// A key that debug output does not show.
-#[derive(Clone, PartialEq)]
-pub struct Secret(pub String);
-
-impl std::fmt::Debug for Secret {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("[redacted]")
-    }
-}
-
 /// How a provider is reached by default and how its key is sent.
 struct ProviderDefaults {
     name: &'static str,
@@ -251,9 +242,11 @@ impl ModelConfig {
             let (name, value) = header(name, &value, sensitive).map_err(|e| bad(e.to_string()))?;
             headers.insert(name, value);
         }
-        let secs = |value: Option<f64>, default: f64, key: &str| match value.unwrap_or(default) {
-            s if s.is_finite() && s > 0.0 => Ok(Duration::from_secs_f64(s)),
-            _ => Err(bad(format!("{key} must be a positive number of seconds"))),
+        let secs = |value: Option<f64>, default: f64, key: &str| {
+            Duration::try_from_secs_f64(value.unwrap_or(default))
+                .ok()
+                .filter(|d| !d.is_zero())
+                .ok_or_else(|| bad(format!("{key} must be a positive number of seconds")))
         };
         let upstream = UpstreamConfig {
             provider: defaults.name,
@@ -262,7 +255,7 @@ impl ModelConfig {
                 .clone()
                 .unwrap_or_else(|| defaults.base_url.to_owned()),
             headers,
-            secret: key,
+            secret: key.map(Secret),
             connect_timeout: secs(self.connect_timeout_secs, 10.0, "connectTimeoutSecs")?,
             read_timeout: secs(self.read_timeout_secs, 120.0, "readTimeoutSecs")?,
             retries: self.retries.unwrap_or(2),
@@ -534,6 +527,28 @@ mod tests {
             err.err().map(|e| e.to_string()),
             Some("invalid config: toolConfirmation.protocol ai-sdk needs ai 6 or later, but protocol.clientVersion is 5.0.216; use adk".into())
         );
+    }
+
+    #[test]
+    fn a_model_needs_a_name_and_sane_timeouts() {
+        let error = |yaml: &str| Config::from_yaml(yaml).err().map(|e| e.to_string());
+        assert_eq!(
+            error("model: {provider: openai}"),
+            Some("invalid config: model: provider openai needs a model name".into())
+        );
+        for secs in ["0", "-1", "1e300", ".nan"] {
+            let yaml = format!("model: {{provider: openai, model: m, readTimeoutSecs: {secs}}}");
+            assert_eq!(
+                error(&yaml),
+                Some(
+                    "invalid config: model: readTimeoutSecs must be a positive number of seconds"
+                        .into()
+                ),
+                "{secs}"
+            );
+        }
+        let named = "model: {provider: anthropic, model: m, apiKeyEnv: TOOLGATE_SURELY_UNSET_KEY}";
+        assert!(error(named).is_some_and(|e| e.contains("TOOLGATE_SURELY_UNSET_KEY")));
     }
 
     #[test]

@@ -430,6 +430,16 @@ mod failures {
         assert_eq!(upstream.received().len(), 1, "a 401 is not retried");
     }
 
+    /// A redirect would take the key and the conversation to another host.
+    #[tokio::test]
+    async fn a_redirect_is_not_followed() {
+        let elsewhere = Upstream::start(vec![Answer::sse(sse_fixture("openai", "text"))]).await;
+        let location = format!("{}/steal", elsewhere.url);
+        let (reply, _) = weather(P, vec![status(307, vec![("location", location)], "")]).await;
+        assert_eq!(error_of(&reply), "openai answered HTTP 307: no message");
+        assert!(elsewhere.received().is_empty());
+    }
+
     #[tokio::test]
     async fn a_server_error_is_not_retried() {
         let (reply, upstream) = weather(P, vec![status(500, vec![], "upstream exploded")]).await;
@@ -554,12 +564,18 @@ mod failures {
         };
         let (server, upstream) = serve(P, vec![endless]).await;
         let mut body = server.open(&user_says("chat-bye", "talk forever")).await;
-        let mut seen = 0;
-        while seen < 5 {
-            let piece = body.next().await;
-            assert!(matches!(piece, Some(Ok(_))), "{piece:?}");
-            seen += 1;
+        let mut seen = String::new();
+        while seen.matches("more ").count() < 5 {
+            match body.next().await {
+                Some(Ok(piece)) => seen.push_str(&String::from_utf8_lossy(&piece)),
+                other => panic!("{other:?} after {seen}"),
+            }
         }
+        // The turn is still running when the client leaves.
+        assert!(
+            !seen.contains("\"finish\"") && !seen.contains("\"error\""),
+            "{seen}"
+        );
         drop(body);
         assert!(
             upstream.client_gone(Duration::from_secs(5)).await,

@@ -20,8 +20,4 @@ pub struct Agent {
     pub max_steps: usize,
 }
 
-/// The largest tool-call argument text accepted from a model.
-pub const MAX_ARGS_BYTES: usize = 1 << 20;
-
-/// The most tool calls one model step may make; models make a handful.
-pub const MAX_CALLS_PER_STEP: usize = 128;
+pub use crate::provider::{MAX_ARGS_BYTES, MAX_CALLS_PER_STEP};

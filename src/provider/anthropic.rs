@@ -9,8 +9,9 @@ use sse_stream::Sse;
 
 use super::http::{Decoder, Upstream};
 use super::{
-    AssistantContent, ModelMessage, ModelOptions, ModelProvider, ModelRequest, ProviderError,
-    ProviderEvent, StopReason, ToolResult, Usage, UserContent, inline_data,
+    AssistantContent, MAX_ARGS_BYTES, MAX_CALLS_PER_STEP, ModelMessage, ModelOptions,
+    ModelProvider, ModelRequest, ProviderError, ProviderEvent, StopReason, ToolResult, Usage,
+    UserContent, inline_data,
 };
 use crate::ids::Ids;
 
@@ -426,6 +427,11 @@ impl Decode {
                 "{PROVIDER} started content block {index} twice"
             )));
         }
+        if self.blocks.len() == MAX_CALLS_PER_STEP {
+            return Err(ProviderError::Stream(format!(
+                "{PROVIDER} kept more than {MAX_CALLS_PER_STEP} content blocks open"
+            )));
+        }
         let block = match block {
             StartBlock::Text { text } => {
                 if !text.is_empty() {
@@ -502,6 +508,11 @@ impl Decode {
                 }
             }
             (Block::Thinking { signature }, BlockDelta::SignatureDelta { signature: more }) => {
+                if signature.len() + more.len() > MAX_ARGS_BYTES {
+                    return Err(ProviderError::Stream(format!(
+                        "{PROVIDER} sent a thinking signature over {MAX_ARGS_BYTES} bytes"
+                    )));
+                }
                 signature.push_str(&more);
             }
             (Block::ToolUse { id, streamed, .. }, BlockDelta::InputJsonDelta { partial_json }) => {

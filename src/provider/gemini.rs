@@ -54,6 +54,7 @@ impl ModelProvider for Gemini {
 pub fn body(options: &ModelOptions, request: &ModelRequest) -> Result<Vec<u8>, ProviderError> {
     let mut system = Vec::new();
     let mut contents = Contents::default();
+    let mut order: Vec<&str> = Vec::new();
     for message in &request.messages {
         match message {
             ModelMessage::System(text) if !text.is_empty() => system.push(text.as_str()),
@@ -63,10 +64,30 @@ pub fn body(options: &ModelOptions, request: &ModelRequest) -> Result<Vec<u8>, P
                 contents.push("user", parts);
             }
             ModelMessage::Assistant(content) => {
-                contents.push("model", content.iter().filter_map(model_part).collect())
+                order = call_order(content);
+                let mut ordered: Vec<&AssistantContent> = content.iter().collect();
+                ordered.sort_by_key(|item| match item {
+                    AssistantContent::ToolCall { call, .. } => order
+                        .iter()
+                        .position(|id| *id == call.id.as_str())
+                        .map_or(usize::MAX, |i| i + 1),
+                    _ => 0,
+                });
+                contents.push(
+                    "model",
+                    ordered.into_iter().filter_map(model_part).collect(),
+                )
             }
             ModelMessage::Tool(results) => {
-                contents.push("user", results.iter().map(function_response).collect())
+                // In the order of the calls they answer.
+                let mut ordered: Vec<&ToolResult> = results.iter().collect();
+                ordered.sort_by_key(|r| {
+                    order
+                        .iter()
+                        .position(|id| *id == r.call_id.as_str())
+                        .unwrap_or(usize::MAX)
+                });
+                contents.push("user", ordered.into_iter().map(function_response).collect())
             }
         }
     }
@@ -156,17 +177,37 @@ fn model_part(content: &AssistantContent) -> Option<Value> {
         AssistantContent::ToolCall { call, metadata } => {
             // No id: toolgate's ids are not Gemini's; it matches by name and order.
             let mut part = json!({"functionCall": {"name": call.name, "args": call_args(call)}});
-            let signature = metadata
-                .as_ref()
-                .and_then(|m| m.get("google"))
-                .and_then(|g| g.get("thoughtSignature"))
-                .and_then(Value::as_str);
-            if let Some(signature) = signature {
+            if let Some(signature) = signature(metadata.as_ref()) {
                 part["thoughtSignature"] = signature.into();
             }
             Some(part)
         }
     }
+}
+
+/// The ids of a step's calls in the order Gemini must get them back: the
+/// first signed call first (Gemini checks the signature on a step's first
+/// call; toolgate may have recorded an unsigned one before it), the rest as
+/// the model made them.
+fn call_order(content: &[AssistantContent]) -> Vec<&str> {
+    let mut calls: Vec<(&str, bool)> = content
+        .iter()
+        .filter_map(|item| match item {
+            AssistantContent::ToolCall { call, metadata } => {
+                Some((call.id.as_str(), signature(metadata.as_ref()).is_some()))
+            }
+            _ => None,
+        })
+        .collect();
+    if let Some(signed) = calls.iter().position(|(_, signed)| *signed) {
+        let first = calls.remove(signed);
+        calls.insert(0, first);
+    }
+    calls.into_iter().map(|(id, _)| id).collect()
+}
+
+fn signature(metadata: Option<&Value>) -> Option<&str> {
+    metadata?.get("google")?.get("thoughtSignature")?.as_str()
 }
 
 /// Gemini takes only an object: arguments that never parsed are kept as
@@ -749,6 +790,56 @@ mod tests {
                 {"role": "model", "parts": [{"functionCall": {"name": "now", "args": {}}}]},
                 {"role": "user", "parts": [{"functionResponse": {"name": "now", "response": {"output": {"t": 1}}}}]},
             ]})
+        );
+    }
+
+    /// Gemini checks the signature on a step's first call: a signed call
+    /// recorded after an unsigned one goes first, and so does its answer.
+    #[test]
+    fn the_signed_call_goes_first_with_its_answer() {
+        let call = |id: &str, signed: bool| AssistantContent::ToolCall {
+            call: ToolCall {
+                id: id.into(),
+                name: format!("tool_{id}"),
+                args: json!({}),
+            },
+            metadata: signed
+                .then(|| json!({"toolgate": {"seal": 1}, "google": {"thoughtSignature": "SIG"}})),
+        };
+        let result = |id: &str| ToolResult {
+            call_id: id.into(),
+            tool_name: format!("tool_{id}"),
+            outcome: ResultContent::Output(json!(id)),
+        };
+        let request = ModelRequest {
+            messages: vec![
+                ModelMessage::User(vec![UserContent::Text("go".into())]),
+                ModelMessage::Assistant(vec![
+                    AssistantContent::Text("ok".into()),
+                    call("a", false),
+                    call("b", true),
+                ]),
+                ModelMessage::Tool(vec![result("a"), result("b")]),
+            ],
+            tools: vec![],
+        };
+        let options = ModelOptions::default();
+        let body: Value = serde_json::from_slice(&body(&options, &request).unwrap_or_default())
+            .unwrap_or_default();
+        assert_eq!(
+            body["contents"][1]["parts"],
+            json!([
+                {"text": "ok"},
+                {"functionCall": {"name": "tool_b", "args": {}}, "thoughtSignature": "SIG"},
+                {"functionCall": {"name": "tool_a", "args": {}}},
+            ])
+        );
+        assert_eq!(
+            body["contents"][2]["parts"],
+            json!([
+                {"functionResponse": {"name": "tool_b", "response": {"output": "b"}}},
+                {"functionResponse": {"name": "tool_a", "response": {"output": "a"}}},
+            ])
         );
     }
 }

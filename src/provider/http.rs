@@ -31,7 +31,7 @@ pub struct UpstreamConfig {
     /// Sent on every request; the key among them is marked sensitive.
     pub headers: HeaderMap,
     /// Removed from any text an error shows.
-    pub secret: Option<String>,
+    pub secret: Option<Secret>,
     pub connect_timeout: Duration,
     /// The longest silence: waiting for the headers, or between two reads.
     pub read_timeout: Duration,
@@ -48,7 +48,10 @@ pub struct Upstream {
 
 impl Upstream {
     pub fn new(config: UpstreamConfig) -> Result<Self, ProviderError> {
+        // A redirect would carry the key (`x-api-key` survives reqwest's
+        // cross-host stripping) and the conversation to another host.
         let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
             .connect_timeout(config.connect_timeout)
             .tcp_nodelay(true)
             .build()
@@ -233,9 +236,21 @@ impl Upstream {
 
     fn redact(&self, text: &str) -> String {
         match &self.config.secret {
-            Some(secret) if !secret.is_empty() => text.replace(secret.as_str(), "[redacted]"),
+            Some(Secret(secret)) if !secret.is_empty() => {
+                text.replace(secret.as_str(), "[redacted]")
+            }
             _ => text.to_owned(),
         }
+    }
+}
+
+/// A key that debug output does not show.
+#[derive(Clone, PartialEq)]
+pub struct Secret(pub String);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("[redacted]")
     }
 }
 

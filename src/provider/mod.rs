@@ -82,7 +82,8 @@ pub struct ModelOptions {
     pub temperature: Option<f64>,
     pub max_tokens: Option<u64>,
     /// Merged into the request body last, so it can set what toolgate does
-    /// not know (`reasoning_effort`, `thinking`, `generationConfig`…).
+    /// not know (`reasoning_effort`, `thinking`, `generationConfig`…); a
+    /// `null` removes a key.
     pub extra_body: serde_json::Map<String, Value>,
 }
 
@@ -94,6 +95,10 @@ impl ModelOptions {
     ) -> Result<Vec<u8>, ProviderError> {
         for (key, value) in &self.extra_body {
             match (body.get_mut(key), value) {
+                // `null` takes a key out (`max_tokens: null` for a model that wants `max_completion_tokens`).
+                (_, Value::Null) => {
+                    body.remove(key);
+                }
                 (Some(Value::Object(into)), Value::Object(from)) => {
                     into.extend(from.iter().map(|(k, v)| (k.clone(), v.clone())))
                 }
@@ -155,6 +160,12 @@ pub enum ProviderEvent {
         usage: Usage,
     },
 }
+
+/// The largest tool-call argument text accepted from a model.
+pub const MAX_ARGS_BYTES: usize = 1 << 20;
+
+/// The most tool calls one model step may make; models make a handful.
+pub const MAX_CALLS_PER_STEP: usize = 128;
 
 /// A model that failed; every variant reaches the client as an `error` chunk.
 #[derive(Debug, thiserror::Error)]

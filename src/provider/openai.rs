@@ -8,8 +8,9 @@ use sse_stream::Sse;
 
 use super::http::{Decoder, Upstream};
 use super::{
-    AssistantContent, ModelMessage, ModelOptions, ModelProvider, ModelRequest, ProviderError,
-    ProviderEvent, StopReason, Usage, UserContent, inline_data,
+    AssistantContent, MAX_ARGS_BYTES, MAX_CALLS_PER_STEP, ModelMessage, ModelOptions,
+    ModelProvider, ModelRequest, ProviderError, ProviderEvent, StopReason, Usage, UserContent,
+    inline_data,
 };
 use crate::ids::Ids;
 
@@ -67,6 +68,10 @@ pub fn body(options: &ModelOptions, request: &ModelRequest) -> Result<Vec<u8>, P
                             "function": {"name": call.name, "arguments": call.args.to_string()},
                         })),
                     }
+                }
+                // A step of reasoning only has nothing this API takes back.
+                if text.is_empty() && calls.is_empty() {
+                    continue;
                 }
                 let mut message =
                     json!({"role": "assistant", "content": (!text.is_empty()).then_some(text)});
@@ -219,33 +224,52 @@ impl Decode {
     }
 
     /// Finds the call a fragment continues: by `index`, else by `id`, else
-    /// by position (a lone fragment continues the newest call).
-    fn call_for(&mut self, delta: &CallDelta, position: usize, count: usize) -> usize {
-        let found = match (delta.index, &delta.id) {
-            (Some(index), _) => self.calls.iter().position(|c| c.index == Some(index)),
-            (None, Some(id)) => self.calls.iter().position(|c| &c.id == id),
+    /// by position (a lone fragment continues the newest call). A fragment
+    /// with an id of its own starts a call even at a used `index`: some
+    /// servers send every parallel call at index 0.
+    fn call_for(
+        &mut self,
+        delta: &CallDelta,
+        position: usize,
+        count: usize,
+    ) -> Result<usize, ProviderError> {
+        let id = delta.id.as_deref().filter(|id| !id.is_empty());
+        let found = match (delta.index, id) {
+            (Some(index), _) => self.calls.iter().rposition(|c| c.index == Some(index)),
+            (None, Some(id)) => self.calls.iter().position(|c| c.id == id),
             (None, None) if count == 1 => self.calls.len().checked_sub(1),
             (None, None) => (position < self.calls.len()).then_some(position),
         };
-        found.unwrap_or_else(|| {
-            let id = match &delta.id {
-                Some(id) if !id.is_empty() => id.clone(),
-                _ => self.ids.next("call"),
-            };
-            self.calls.push(Call {
-                index: delta.index,
-                id,
-                name: None,
-                pending: String::new(),
-            });
-            self.calls.len() - 1
-        })
+        let found = found.filter(|&i| id.is_none_or(|id| self.calls[i].id == id));
+        if let Some(i) = found {
+            return Ok(i);
+        }
+        if self.calls.len() == MAX_CALLS_PER_STEP {
+            return Err(ProviderError::Stream(format!(
+                "{PROVIDER} made more than {MAX_CALLS_PER_STEP} tool calls in one step"
+            )));
+        }
+        let id = match id {
+            Some(id) => id.to_owned(),
+            None => self.ids.next("call"),
+        };
+        self.calls.push(Call {
+            index: delta.index,
+            id,
+            name: None,
+            pending: String::new(),
+        });
+        Ok(self.calls.len() - 1)
     }
 
-    fn tool_calls(&mut self, deltas: Vec<CallDelta>, out: &mut Vec<ProviderEvent>) {
+    fn tool_calls(
+        &mut self,
+        deltas: Vec<CallDelta>,
+        out: &mut Vec<ProviderEvent>,
+    ) -> Result<(), ProviderError> {
         let count = deltas.len();
         for (position, delta) in deltas.into_iter().enumerate() {
-            let i = self.call_for(&delta, position, count);
+            let i = self.call_for(&delta, position, count)?;
             let call = &mut self.calls[i];
             let (name, arguments) = match delta.function {
                 Some(f) => (f.name, f.arguments),
@@ -268,6 +292,11 @@ impl Decode {
                         });
                     }
                 }
+                (None, _) if call.pending.len() + arguments.len() > MAX_ARGS_BYTES => {
+                    return Err(ProviderError::Stream(format!(
+                        "{PROVIDER} sent more than {MAX_ARGS_BYTES} bytes of arguments for an unnamed call"
+                    )));
+                }
                 (None, _) => call.pending.push_str(&arguments),
                 (Some(_), _) if !arguments.is_empty() => out.push(ProviderEvent::ToolCallDelta {
                     id: call.id.clone(),
@@ -276,6 +305,7 @@ impl Decode {
                 (Some(_), _) => {}
             }
         }
+        Ok(())
     }
 
     fn finish(&mut self, out: &mut Vec<ProviderEvent>) -> Result<(), ProviderError> {
@@ -320,13 +350,11 @@ impl Decoder for Decode {
         // One answer is asked for; other choices are not this conversation.
         for choice in chunk.choices.into_iter().filter(|c| c.index == 0) {
             let delta = choice.delta;
-            for reasoning in [delta.reasoning_content, delta.reasoning]
-                .into_iter()
-                .flatten()
+            // Some servers send both names for one delta.
+            if let Some(reasoning) = delta.reasoning_content.or(delta.reasoning)
+                && !reasoning.is_empty()
             {
-                if !reasoning.is_empty() {
-                    out.push(ProviderEvent::ReasoningDelta(reasoning));
-                }
+                out.push(ProviderEvent::ReasoningDelta(reasoning));
             }
             for text in [delta.content, delta.refusal].into_iter().flatten() {
                 if !text.is_empty() {
@@ -334,7 +362,7 @@ impl Decoder for Decode {
                 }
             }
             if let Some(calls) = delta.tool_calls {
-                self.tool_calls(calls, out);
+                self.tool_calls(calls, out)?;
             }
             if let Some(reason) = choice.finish_reason {
                 self.reason = Some(stop_reason(&reason));
@@ -372,27 +400,98 @@ mod tests {
         decode_data(Decode::new(Ids::sequential()), events)
     }
 
+    /// Each call's (id, name, joined arguments), in order.
+    fn calls(events: &[ProviderEvent]) -> Vec<(String, String, String)> {
+        let mut calls: Vec<(String, String, String)> = Vec::new();
+        for event in events {
+            match event {
+                ProviderEvent::ToolCallStart { id, name, .. } => {
+                    calls.push((id.clone(), name.clone(), String::new()))
+                }
+                ProviderEvent::ToolCallDelta { id, delta } => {
+                    match calls.iter_mut().find(|c| &c.0 == id) {
+                        Some(call) => call.2.push_str(delta),
+                        None => panic!("a delta for unstarted `{id}`"),
+                    }
+                }
+                _ => {}
+            }
+        }
+        calls
+    }
+
+    fn call(id: &str, name: &str, args: &str) -> (String, String, String) {
+        (id.into(), name.into(), args.into())
+    }
+
     #[test]
     fn fragments_without_index_join_by_id_then_position() {
         let events = decode(&[
             r#"{"choices":[{"delta":{"tool_calls":[{"id":"a","function":{"name":"x","arguments":"{\"q\""}}]}}]}"#,
-            r#"{"choices":[{"delta":{"tool_calls":[{"function":{"arguments":":1}"}}]}}]}"#,
-            r#"{"choices":[{"delta":{"tool_calls":[{"id":"b","function":{"name":"y","arguments":""}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"id":"b","function":{"name":"y","arguments":"{"}}]}}]}"#,
+            // By id: back to `a`.
+            r#"{"choices":[{"delta":{"tool_calls":[{"id":"a","function":{"arguments":":1}"}}]}}]}"#,
+            // Neither: the newest call.
+            r#"{"choices":[{"delta":{"tool_calls":[{"function":{"arguments":"}"}}]}}]}"#,
+            // Two at once, neither: by position.
+            r#"{"choices":[{"delta":{"tool_calls":[{"function":{"arguments":""}},{"function":{"arguments":" "}}]}}]}"#,
             r#"{"choices":[{"delta":{},"finish_reason":"tool_calls"}]}"#,
             "[DONE]",
         ]);
-        let deltas: Vec<_> = events
+        assert_eq!(
+            calls(&events.unwrap_or_default()),
+            [call("a", "x", "{\"q\":1}"), call("b", "y", "{} ")]
+        );
+    }
+
+    /// Some servers send every parallel call at index 0; an id of its own
+    /// starts a call.
+    #[test]
+    fn a_reused_index_with_a_new_id_is_a_new_call() {
+        let events = decode(&[
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"call_a","function":{"name":"get_time","arguments":""}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"call_b","function":{"name":"process_payment","arguments":"{\"amount\":"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"50}"}}]}}]}"#,
+            r#"{"choices":[{"delta":{},"finish_reason":"tool_calls"}]}"#,
+        ]);
+        assert_eq!(
+            calls(&events.unwrap_or_default()),
+            [
+                call("call_a", "get_time", ""),
+                call("call_b", "process_payment", "{\"amount\":50}")
+            ]
+        );
+    }
+
+    #[test]
+    fn both_reasoning_names_in_one_delta_are_one_delta() {
+        let events = decode(&[
+            r#"{"choices":[{"delta":{"reasoning":"Hm.","reasoning_content":"Hm."},"finish_reason":"stop"}]}"#,
+        ]);
+        let reasoning = events
             .unwrap_or_default()
             .into_iter()
-            .filter_map(|e| match e {
-                ProviderEvent::ToolCallDelta { id, delta } => Some((id, delta)),
-                _ => None,
-            })
-            .collect();
-        assert_eq!(
-            deltas,
-            [("a".into(), "{\"q\"".into()), ("a".into(), ":1}".into())]
+            .filter(|e| matches!(e, ProviderEvent::ReasoningDelta(_)))
+            .count();
+        assert_eq!(reasoning, 1);
+    }
+
+    #[test]
+    fn unnamed_calls_cannot_grow_without_bound() {
+        let chunk = format!(
+            r#"{{"choices":[{{"delta":{{"tool_calls":[{{"index":0,"function":{{"arguments":"{}"}}}}]}}}}]}}"#,
+            "x".repeat(MAX_ARGS_BYTES / 2 + 1)
         );
+        let events = decode(&[&chunk, &chunk]);
+        assert!(
+            matches!(events, Err(ProviderError::Stream(_))),
+            "{events:?}"
+        );
+        let many: Vec<String> = (0..=MAX_CALLS_PER_STEP)
+            .map(|i| format!(r#"{{"choices":[{{"delta":{{"tool_calls":[{{"index":{i},"function":{{"arguments":""}}}}]}}}}]}}"#))
+            .collect();
+        let many: Vec<&str> = many.iter().map(String::as_str).collect();
+        assert!(matches!(decode(&many), Err(ProviderError::Stream(_))));
     }
 
     #[test]
@@ -446,6 +545,11 @@ mod tests {
             messages: vec![
                 ModelMessage::System("be brief".into()),
                 ModelMessage::User(vec![UserContent::Text("weather?".into())]),
+                // Reasoning alone has nothing Chat Completions takes back.
+                ModelMessage::Assistant(vec![AssistantContent::Reasoning {
+                    text: "cut off".into(),
+                    metadata: None,
+                }]),
                 ModelMessage::Assistant(vec![
                     AssistantContent::Reasoning {
                         text: "hm".into(),
@@ -470,9 +574,14 @@ mod tests {
                 parameters: json!({"type": "object"}),
             }],
         };
+        // A model that wants `max_completion_tokens` instead.
+        let mut extra_body = Map::new();
+        extra_body.insert("max_tokens".into(), Value::Null);
+        extra_body.insert("max_completion_tokens".into(), 100.into());
         let options = ModelOptions {
             model: "m".into(),
             max_tokens: Some(100),
+            extra_body,
             ..ModelOptions::default()
         };
         let body: Value = serde_json::from_slice(&body(&options, &request).unwrap_or_default())
@@ -491,8 +600,8 @@ mod tests {
                 ],
                 "stream": true,
                 "stream_options": {"include_usage": true},
-                "tools": [{"type": "function", "function": {"name": "get_weather", "description": "Weather", "parameters": {"type": "object"}}}],
-                "max_tokens": 100,
+                                "tools": [{"type": "function", "function": {"name": "get_weather", "description": "Weather", "parameters": {"type": "object"}}}],
+                "max_completion_tokens": 100,
             })
         );
     }
