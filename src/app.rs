@@ -161,6 +161,7 @@ impl App {
                 }]
             })),
             protocol: self.config.tool_confirmation.protocol,
+            flow: self.config.tool_confirmation.flow,
             client_version: self.config.client_version(),
         });
         (router, gate)

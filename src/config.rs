@@ -11,7 +11,7 @@ use serde::Deserialize;
 use reqwest::header::HeaderMap;
 
 use crate::policy::{Mode, Policy, ToolPolicies, ToolRule};
-use crate::protocol::{ClientVersion, ConfirmationProtocol};
+use crate::protocol::{ClientVersion, ConfirmationFlow, ConfirmationProtocol};
 use crate::provider::ModelOptions;
 pub use crate::provider::http::Secret;
 use crate::provider::http::{UpstreamConfig, header};
@@ -314,6 +314,9 @@ impl Default for ToolsConfig {
 pub struct ConfirmationConfig {
     /// How confirmations are asked: `adk` or `ai-sdk` (native approvals, ai 6+).
     pub protocol: ConfirmationProtocol,
+    /// `finish` (the answer comes with the next request) or `hold` (the
+    /// stream waits for a decision made elsewhere, or the timeout).
+    pub flow: ConfirmationFlow,
     /// How long an issued confirmation can be answered.
     pub expiry_secs: u64,
     /// `event-based` (ask; the default), `auto-approve`, `auto-deny`.
@@ -336,6 +339,7 @@ impl Default for ConfirmationConfig {
     fn default() -> Self {
         Self {
             protocol: ConfirmationProtocol::Adk,
+            flow: ConfirmationFlow::Finish,
             expiry_secs: 24 * 60 * 60,
             signing_keys: Vec::new(),
             mode: Mode::EventBased,

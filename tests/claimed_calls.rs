@@ -12,7 +12,7 @@ use futures::StreamExt;
 use toolgate::agent::Agent;
 use toolgate::confirm::Gate;
 use toolgate::ids::{Clock, Ids};
-use toolgate::protocol::{ChatRequest, ConfirmationProtocol, UiChunk};
+use toolgate::protocol::{ChatRequest, ConfirmationFlow, ConfirmationProtocol, UiChunk};
 use toolgate::provider::ScriptedModel;
 use toolgate::store::Store;
 use toolgate::tools::{ProcessPayment, Registry};
@@ -54,6 +54,7 @@ async fn dropping_the_stream_right_after_the_claim_still_runs_the_call_once() {
             request(common::user_says("chat-pay", "Send 50 USD to Hanako")),
             "anonymous".into(),
             ConfirmationProtocol::Adk,
+            ConfirmationFlow::Finish,
         )
         .collect::<Vec<_>>()
         .await;
@@ -67,6 +68,7 @@ async fn dropping_the_stream_right_after_the_claim_still_runs_the_call_once() {
         approved.clone(),
         "anonymous".into(),
         ConfirmationProtocol::Adk,
+        ConfirmationFlow::Finish,
     );
     assert!(matches!(stream.next().await, Some(UiChunk::Start { .. })));
     assert!(matches!(
@@ -77,7 +79,12 @@ async fn dropping_the_stream_right_after_the_claim_still_runs_the_call_once() {
 
     // The call ran anyway, and a retry reports its outcome instead of running it again.
     let replay = agent
-        .turn(approved, "anonymous".into(), ConfirmationProtocol::Adk)
+        .turn(
+            approved,
+            "anonymous".into(),
+            ConfirmationProtocol::Adk,
+            ConfirmationFlow::Finish,
+        )
         .collect::<Vec<_>>()
         .await;
     assert_eq!(payments.load(Ordering::SeqCst), 1);

@@ -17,8 +17,8 @@ use crate::confirm::{
 };
 use crate::protocol::message::Approval;
 use crate::protocol::{
-    ChatRequest, ConfirmationProtocol, FinishReason, Part, Role, ToolPart, ToolState, UiChunk,
-    UiMessage,
+    ChatRequest, ConfirmationFlow, ConfirmationProtocol, FinishReason, Part, Role, ToolPart,
+    ToolState, UiChunk, UiMessage,
 };
 use crate::provider::{ModelRequest, ProviderEvent, StopReason, ToolCall};
 use crate::store::Outcome;
@@ -46,6 +46,7 @@ impl Agent {
         request: ChatRequest,
         principal: String,
         protocol: ConfirmationProtocol,
+        flow: ConfirmationFlow,
     ) -> BoxStream<'static, UiChunk> {
         let agent = self;
         async_stream::stream! {
@@ -202,8 +203,10 @@ impl Agent {
                     yield chunk;
                 }
 
-                // Every call through the gate, in the order the model made them.
+                                // Every call through the gate, in the order the model made them.
                 let mut asked = false;
+                // The questions this step asked: (confirmation id, asked the ADK way).
+                let mut questions: Vec<(String, bool)> = Vec::new();
                 let mut permits = Vec::new();
                 let had_calls = !calls.is_empty();
                 for streaming in calls {
@@ -239,8 +242,9 @@ impl Agent {
                             }
                             permits.push((permit, streaming.metadata));
                         }
-                        Ok(NewCall::Ask(issued)) => {
+                                                Ok(NewCall::Ask(issued)) => {
                             asked = true;
+                            questions.push((issued.id.clone(), protocol == ConfirmationProtocol::Adk));
                                                         let seal = agent.gate.seal(&issued).map(|seal| seal.to_metadata());
                             let metadata = merge(seal, streaming.metadata);
                             match protocol {
@@ -285,7 +289,31 @@ impl Agent {
                                         set_metadata(&mut history[last], &call.id, metadata);
                     yield record(&mut history[last], call, &outcome, None);
                 }
-                drop(running);
+                                drop(running);
+
+                // Held: each question is decided elsewhere, or times out, and the model goes on.
+                if flow == ConfirmationFlow::Hold {
+                    for (confirmation_id, adk) in questions.drain(..) {
+                        let (call, outcome) = match agent.gate.hold(&scope, &confirmation_id).await {
+                            Ok(decided) => decided,
+                            Err(e) => {
+                                yield UiChunk::Error { error_text: e.to_string() };
+                                return;
+                            }
+                        };
+                        if adk {
+                            let echo = serde_json::json!({"confirmed": !matches!(outcome, Outcome::Denied { .. })});
+                            set_state(&mut history[last], &confirmation_id, ToolState::OutputAvailable { output: echo.clone(), preliminary: false });
+                            yield UiChunk::tool_output(&confirmation_id, echo);
+                            for chunk in input_chunks(&call, true) {
+                                yield chunk;
+                            }
+                        }
+                        let approval = (!adk).then_some(confirmation_id.as_str());
+                        yield record(&mut history[last], call, &outcome, approval);
+                    }
+                    asked = false;
+                }
 
                 yield UiChunk::FinishStep;
                 if asked {

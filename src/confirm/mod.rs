@@ -34,6 +34,9 @@ use crate::tools::{Registry, ToolContext, ToolError};
 /// What a replay is told when the claimed call never reported an outcome.
 pub const OUTCOME_UNKNOWN: &str = "outcome unknown: the approved call was claimed but its outcome was never recorded (the server may have stopped while it ran); it will not run again";
 
+/// The reason a held question is denied with when nobody decided in time.
+pub const TIMEOUT: &str = "timeout";
+
 /// How long past the tool timeout a claim may go without an outcome.
 const CLAIM_GRACE_MS: u64 = 5_000;
 
@@ -562,6 +565,74 @@ impl Gate {
             }
         };
         Ok(OutOfBand::Decided(outcome))
+    }
+
+    /// Waits for the question `id` to be decided elsewhere (the approvals
+    /// API, a socket's `confirm` frame, another tab). When its window closes
+    /// first, it is denied with reason `timeout`, unless a decision wins the
+    /// store's claim at that moment. The call as it ran and its outcome.
+    pub async fn hold(&self, scope: &Scope, id: &str) -> Result<(ToolCall, Outcome), GateError> {
+        let issued = self
+            .store
+            .get(id)
+            .await?
+            .filter(|i| i.chat_id == scope.chat_id && i.principal == scope.principal);
+        let Some(issued) = issued else {
+            let outcome = Outcome::Error {
+                message: format!("confirmation `{id}` is gone"),
+                ran_with: None,
+            };
+            return Ok((
+                ToolCall {
+                    id: id.to_owned(),
+                    name: String::new(),
+                    args: Value::Null,
+                },
+                outcome,
+            ));
+        };
+        let window =
+            Duration::from_millis(issued.expires_at_ms.saturating_sub(self.clock.now_ms()));
+        if let Some(outcome) = self.store.wait_outcome(id, window).await? {
+            return Ok((as_ran(issued.call, &outcome), outcome));
+        }
+        let claim = match self.store.claim(id, self.clock.now_ms()).await {
+            // Forgotten as expired meanwhile: it timed out all the same.
+            Err(StoreError::NotClaimed(_)) => Claim::Done(Outcome::Denied {
+                reason: Some(TIMEOUT.to_owned()),
+            }),
+            claim => claim?,
+        };
+        let outcome = match claim {
+            Claim::Won => {
+                let outcome = Outcome::Denied {
+                    reason: Some(TIMEOUT.to_owned()),
+                };
+                self.store.finish(id, outcome.clone()).await?;
+                let why = "nobody answered before the confirmation timed out".to_owned();
+                self.note(
+                    scope,
+                    &issued.call,
+                    AuditDecision::TimedOut,
+                    "toolgate".into(),
+                    Some(why),
+                    Some(id),
+                )
+                .await;
+                outcome
+            }
+            Claim::Done(outcome) => outcome,
+            Claim::InFlight { .. } => {
+                match self.store.wait_outcome(id, self.tool_timeout * 2).await? {
+                    Some(outcome) => outcome,
+                    None => Outcome::Error {
+                        message: OUTCOME_UNKNOWN.into(),
+                        ran_with: None,
+                    },
+                }
+            }
+        };
+        Ok((as_ran(issued.call, &outcome), outcome))
     }
 
     /// Appends to the audit log. A failing log is reported, but does not

@@ -20,6 +20,18 @@ pub enum ConfirmationProtocol {
     AiSdk,
 }
 
+/// What a turn does once it asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum ConfirmationFlow {
+    /// Finish (`tool-calls`); the answer comes with the next request.
+    #[default]
+    Finish,
+    /// Keep the stream open until each question is decided (through the
+    /// approvals API or a socket's `confirm` frame) or times out, then go on.
+    Hold,
+}
+
 /// An `ai` package version, `major.minor.patch`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct ClientVersion {

@@ -8,6 +8,6 @@ pub mod request;
 pub mod sse;
 
 pub use chunk::{FinishReason, UiChunk};
-pub use compat::{ClientVersion, ConfirmationProtocol};
+pub use compat::{ClientVersion, ConfirmationFlow, ConfirmationProtocol};
 pub use message::{Part, Role, ToolPart, ToolState, UiMessage};
 pub use request::{ChatRequest, RequestError, RequestOptions};

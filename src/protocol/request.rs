@@ -5,7 +5,7 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::compat::{ClientVersion, ConfirmationProtocol};
+use super::compat::{ClientVersion, ConfirmationFlow, ConfirmationProtocol};
 use super::message::{Part, RawPart, Role, ToolPart, ToolState, UiMessage};
 
 /// A client's mistake in the body; the transport answers 400 with it.
@@ -46,6 +46,7 @@ pub struct ChatRequest {
 pub struct RequestOptions {
     pub protocol: Option<ConfirmationProtocol>,
     pub client_version: Option<ClientVersion>,
+    pub flow: Option<ConfirmationFlow>,
 }
 
 impl ChatRequest {

@@ -18,7 +18,9 @@ use futures::StreamExt;
 pub use error::ApiError;
 
 use crate::agent::Agent;
-use crate::protocol::{ChatRequest, ClientVersion, ConfirmationProtocol, RequestError};
+use crate::protocol::{
+    ChatRequest, ClientVersion, ConfirmationFlow, ConfirmationProtocol, RequestError,
+};
 
 /// The principal when no principal header is configured.
 pub const ANONYMOUS: &str = "anonymous";
@@ -32,6 +34,7 @@ pub struct HttpState {
     /// Empty when keys are off.
     pub api_keys: Arc<Vec<crate::config::ApiKey>>,
     pub protocol: ConfirmationProtocol,
+    pub flow: ConfirmationFlow,
     pub client_version: ClientVersion,
 }
 
@@ -62,6 +65,7 @@ async fn stream(
         body.map_err(|rejection| ApiError::from_body_rejection(rejection, state.max_body_bytes))?;
     let request = ChatRequest::from_slice(&body)?;
     let protocol = request.options.protocol.unwrap_or(state.protocol);
+    let flow = request.options.flow.unwrap_or(state.flow);
     let client = request
         .options
         .client_version
@@ -76,7 +80,7 @@ async fn stream(
     let chunks = state
         .agent
         .clone()
-        .turn(request, principal, protocol)
+        .turn(request, principal, protocol, flow)
         .flat_map(move |chunk| futures::stream::iter(client.fit(chunk)))
         .boxed();
     Ok(sse::response(chunks, state.keep_alive).into_response())

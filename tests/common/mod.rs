@@ -151,6 +151,23 @@ impl Server {
         }
     }
 
+    pub async fn get(&self, path: &str) -> Reply {
+        let response = self
+            .client
+            .get(format!("{}{path}", self.url))
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        let body = response.text().await.unwrap_or_else(|e| panic!("{e}"));
+        Reply {
+            status,
+            headers,
+            body,
+        }
+    }
+
     /// Sends a turn and hands back the body as it streams.
     pub async fn open(
         &self,
