@@ -162,6 +162,10 @@ impl App {
             })),
             protocol: self.config.tool_confirmation.protocol,
             flow: self.config.tool_confirmation.flow,
+            runs: Arc::new(crate::transport::runs::Runs::new(
+                self.config.stream.max_turns_per_user.max(1),
+                self.config.stream.max_turns.max(1),
+            )),
             client_version: self.config.client_version(),
         });
         (router, gate)

@@ -279,6 +279,10 @@ pub struct StreamConfig {
     pub max_body_bytes: usize,
     /// Model calls per turn.
     pub max_steps: usize,
+    /// Turns in flight (streaming, or held for an answer) per user.
+    pub max_turns_per_user: usize,
+    /// Turns in flight in all.
+    pub max_turns: usize,
 }
 
 impl Default for StreamConfig {
@@ -287,6 +291,8 @@ impl Default for StreamConfig {
             keep_alive_secs: 15,
             max_body_bytes: 4 << 20,
             max_steps: 8,
+            max_turns_per_user: 16,
+            max_turns: 10_000,
         }
     }
 }

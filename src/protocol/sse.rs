@@ -44,6 +44,13 @@ impl SseEncoder {
         self.buf.extend_from_slice(b"\n\n");
     }
 
+    /// Appends `data: <json>\n\n` for a chunk already serialized.
+    pub fn push_json(&mut self, json: &[u8]) {
+        self.buf.extend_from_slice(b"data: ");
+        self.buf.extend_from_slice(json);
+        self.buf.extend_from_slice(b"\n\n");
+    }
+
     pub fn push_raw(&mut self, bytes: &[u8]) {
         self.buf.extend_from_slice(bytes);
     }

@@ -30,6 +30,8 @@ pub enum ApiError {
     Conflict(String),
     #[error(transparent)]
     Gate(#[from] crate::confirm::GateError),
+    #[error(transparent)]
+    Busy(#[from] super::runs::RunError),
 }
 
 impl ApiError {
@@ -51,6 +53,7 @@ impl ApiError {
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::Forbidden => StatusCode::FORBIDDEN,
             ApiError::Conflict(_) => StatusCode::CONFLICT,
+            ApiError::Busy(_) => StatusCode::TOO_MANY_REQUESTS,
             // The store failed: not the client's mistake.
             ApiError::Gate(_) => StatusCode::SERVICE_UNAVAILABLE,
         }

@@ -1,6 +1,7 @@
 //! HTTP: routes, the SSE body, and the one place errors become statuses.
 
 mod error;
+pub mod runs;
 mod sse;
 
 use std::sync::Arc;
@@ -36,6 +37,7 @@ pub struct HttpState {
     pub protocol: ConfirmationProtocol,
     pub flow: ConfirmationFlow,
     pub client_version: ClientVersion,
+    pub runs: Arc<runs::Runs>,
 }
 
 pub fn router(state: HttpState) -> Router {
@@ -43,6 +45,8 @@ pub fn router(state: HttpState) -> Router {
     Router::new()
         .route("/stream", post(stream))
         .route("/api/chat", post(stream))
+        .route("/stream/{chat_id}/stream", get(resume))
+        .route("/api/chat/{chat_id}/stream", get(resume))
         .route("/healthz", get(|| async { "ok" }))
         .route("/api/tools", get(tools))
         .route("/api/approvals", get(approvals))
@@ -77,13 +81,37 @@ async fn stream(
         .into());
     }
     tracing::debug!(chat = %request.chat_id, messages = request.messages.len(), "turn");
+    let chat_id = request.chat_id.clone();
     let chunks = state
         .agent
         .clone()
-        .turn(request, principal, protocol, flow)
+        .turn(request, principal.clone(), protocol, flow)
         .flat_map(move |chunk| futures::stream::iter(client.fit(chunk)))
         .boxed();
+    let (_, reader) = state.runs.start(&principal, &chat_id, chunks)?;
+    let chunks = reader.chunks().map(|(_, json)| json);
     Ok(sse::response(chunks, state.keep_alive).into_response())
+}
+
+/// `useChat({resume: true})`: the turn in flight in this chat, replayed
+/// from its `start` chunk; 204 when there is none.
+async fn resume(
+    State(state): State<HttpState>,
+    headers: HeaderMap,
+    axum::extract::Path(chat_id): axum::extract::Path<String>,
+) -> Result<Response, ApiError> {
+    let principal = principal(&state, &headers)?;
+    let reader = state
+        .runs
+        .get(&principal, &chat_id)
+        .and_then(|run| run.resume());
+    match reader {
+        Some(reader) => {
+            let chunks = reader.chunks().map(|(_, json)| json);
+            Ok(sse::response(chunks, state.keep_alive).into_response())
+        }
+        None => Ok(axum::http::StatusCode::NO_CONTENT.into_response()),
+    }
 }
 
 async fn tools(State(state): State<HttpState>, headers: HeaderMap) -> Result<Response, ApiError> {

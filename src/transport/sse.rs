@@ -7,24 +7,27 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::http::{HeaderName, HeaderValue};
 use axum::response::Response;
-use futures::StreamExt;
-use futures::stream::BoxStream;
+use bytes::Bytes;
+use futures::{Stream, StreamExt};
 
-use crate::protocol::UiChunk;
 use crate::protocol::sse::{DONE, HEADERS, KEEP_ALIVE, SseEncoder};
 
 /// Most chunks written in one frame.
 const BATCH: usize = 64;
 
-pub fn response(chunks: BoxStream<'static, UiChunk>, keep_alive: Duration) -> Response {
+/// The SSE response for a turn's chunks, each already JSON.
+pub fn response(
+    chunks: impl Stream<Item = Bytes> + Send + 'static,
+    keep_alive: Duration,
+) -> Response {
     let bytes = async_stream::stream! {
         let mut encoder = SseEncoder::new();
-        let mut batches = chunks.ready_chunks(BATCH);
+        let mut batches = Box::pin(chunks.ready_chunks(BATCH));
         loop {
             match tokio::time::timeout(keep_alive, batches.next()).await {
                 Ok(Some(batch)) => {
                     for chunk in &batch {
-                        encoder.push(chunk);
+                        encoder.push_json(chunk);
                     }
                 }
                 Ok(None) => break,

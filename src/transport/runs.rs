@@ -1,0 +1,378 @@
+//! Turns in flight, by chat. Each turn runs as its own task and appends its
+//! chunks (as JSON) to a log; subscribers read the log at their own pace:
+//! the request that started the turn, and any `resume` (SSE `GET …/stream`,
+//! or a socket's `resume` frame), which replays from the `start` chunk.
+//!
+//! A turn whose subscribers all left is cancelled at once (the model and
+//! its tools stop), unless it is waiting for a human: then it stays, so a
+//! reload or a reconnect finds it, until its question is decided or times
+//! out. The log's reader furthest behind holds the turn back by at most
+//! [`LAG`] chunks, so a client that stops reading pauses the model.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use bytes::{BufMut, Bytes, BytesMut};
+use futures::stream::BoxStream;
+use futures::{Stream, StreamExt};
+use tokio::sync::{Notify, watch};
+
+use crate::confirm::CONFIRMATION_TOOL;
+use crate::protocol::UiChunk;
+
+/// Chunks the producer may run ahead of its slowest reader.
+const LAG: usize = 256;
+/// Bytes of log kept for replay; beyond, the turn can no longer be resumed.
+const MAX_LOG_BYTES: usize = 16 << 20;
+
+/// Why a turn was not started.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("too many turns in flight for this user (at most {0})")]
+    PerPrincipal(usize),
+    #[error("too many turns in flight (at most {0})")]
+    Total(usize),
+}
+
+type Key = (String, String);
+
+/// The registry: at most one resumable turn per (principal, chat).
+pub struct Runs {
+    runs: Mutex<HashMap<Key, Arc<Run>>>,
+    per_principal: usize,
+    total: usize,
+}
+
+impl Runs {
+    pub fn new(per_principal: usize, total: usize) -> Self {
+        Self {
+            runs: Mutex::new(HashMap::new()),
+            per_principal,
+            total,
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<Key, Arc<Run>>> {
+        self.runs.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Starts `chunks` as the turn of `chat_id`, and subscribes to it.
+    pub fn start(
+        self: &Arc<Self>,
+        principal: &str,
+        chat_id: &str,
+        chunks: BoxStream<'static, UiChunk>,
+    ) -> Result<(Arc<Run>, Subscription), RunError> {
+        let key = (principal.to_owned(), chat_id.to_owned());
+        let run = {
+            let mut runs = self.lock();
+            runs.retain(|_, run| !run.is_done());
+            if runs.len() >= self.total && !runs.contains_key(&key) {
+                return Err(RunError::Total(self.total));
+            }
+            let mine = runs.keys().filter(|(p, _)| p == principal).count();
+            if mine >= self.per_principal && !runs.contains_key(&key) {
+                return Err(RunError::PerPrincipal(self.per_principal));
+            }
+            let run = Arc::new(Run::new());
+            // A new turn of a chat supersedes the old one for resuming.
+            runs.insert(key.clone(), run.clone());
+            run
+        };
+        let subscription = run.subscribe();
+        let task = tokio::spawn(produce(run.clone(), chunks, self.clone(), key));
+        run.lock().abort = Some(task.abort_handle());
+        Ok((run, subscription))
+    }
+
+    /// The turn in flight in `chat_id` for `principal`, if any.
+    pub fn get(&self, principal: &str, chat_id: &str) -> Option<Arc<Run>> {
+        let key = (principal.to_owned(), chat_id.to_owned());
+        self.lock().get(&key).filter(|run| !run.is_done()).cloned()
+    }
+
+    fn forget(&self, key: &Key, run: &Arc<Run>) {
+        let mut runs = self.lock();
+        if runs.get(key).is_some_and(|r| Arc::ptr_eq(r, run)) {
+            runs.remove(key);
+        }
+    }
+}
+
+/// One turn's log.
+pub struct Run {
+    log: Mutex<Log>,
+    changed: Notify,
+    readers: watch::Sender<usize>,
+}
+
+#[derive(Default)]
+struct Log {
+    /// Chunk JSON; `entries[0]` is chunk number `first`.
+    entries: VecDeque<Bytes>,
+    first: usize,
+    bytes: usize,
+    done: bool,
+    /// The last chunk asked a human; the turn waits for the answer.
+    asking: bool,
+    /// Each reader's next chunk number.
+    cursors: HashMap<u64, usize>,
+    next_reader: u64,
+    abort: Option<tokio::task::AbortHandle>,
+}
+
+impl Log {
+    fn end(&self) -> usize {
+        self.first + self.entries.len()
+    }
+
+    fn slowest(&self) -> Option<usize> {
+        self.cursors.values().copied().min()
+    }
+}
+
+impl Run {
+    fn new() -> Self {
+        Self {
+            log: Mutex::new(Log::default()),
+            changed: Notify::new(),
+            readers: watch::Sender::new(0),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Log> {
+        self.log.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn is_done(&self) -> bool {
+        self.lock().done
+    }
+
+    /// Stops the turn: the model and tools still running are dropped.
+    pub fn abort(&self) {
+        if let Some(abort) = self.lock().abort.take() {
+            abort.abort();
+        }
+    }
+
+    /// Reads the turn from its first chunk; `None` when the start of the
+    /// log is gone (the turn outgrew the replay limit).
+    pub fn resume(self: &Arc<Self>) -> Option<Subscription> {
+        if self.lock().first > 0 {
+            return None;
+        }
+        Some(self.subscribe())
+    }
+
+    fn subscribe(self: &Arc<Self>) -> Subscription {
+        let id = {
+            let mut log = self.lock();
+            let id = log.next_reader;
+            log.next_reader += 1;
+            let first = log.first;
+            log.cursors.insert(id, first);
+            id
+        };
+        self.readers.send_modify(|n| *n += 1);
+        Subscription {
+            run: self.clone(),
+            id,
+        }
+    }
+}
+
+/// A reader of a turn's log. Dropping it lets the turn go on without it.
+pub struct Subscription {
+    run: Arc<Run>,
+    id: u64,
+}
+
+impl Subscription {
+    /// `(chunk number, chunk JSON)` until the turn ends.
+    pub fn chunks(self) -> impl Stream<Item = (usize, Bytes)> + Send + 'static {
+        async_stream::stream! {
+            let mut batch = Vec::new();
+            loop {
+                let notified = self.run.changed.notified();
+                tokio::pin!(notified);
+                notified.as_mut().enable();
+                let done = {
+                    let mut log = self.run.lock();
+                    let cursor = log.cursors.get(&self.id).copied().unwrap_or(log.first).max(log.first);
+                    let end = log.end();
+                    batch.extend((cursor..end).map(|n| (n, log.entries[n - log.first].clone())));
+                    log.cursors.insert(self.id, end);
+                    log.done && cursor == end
+                };
+                if !batch.is_empty() {
+                    self.run.changed.notify_waiters();
+                    for item in batch.drain(..) {
+                        yield item;
+                    }
+                    continue;
+                }
+                if done {
+                    break;
+                }
+                notified.await;
+            }
+        }
+    }
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        self.run.lock().cursors.remove(&self.id);
+        self.run.readers.send_modify(|n| *n = n.saturating_sub(1));
+        self.run.changed.notify_waiters();
+    }
+}
+
+/// Marks the run done however its task ends (finished, cancelled, aborted).
+struct Finished {
+    run: Arc<Run>,
+    runs: Arc<Runs>,
+    key: Key,
+}
+
+impl Drop for Finished {
+    fn drop(&mut self) {
+        self.run.lock().done = true;
+        self.run.changed.notify_waiters();
+        self.runs.forget(&self.key, &self.run);
+    }
+}
+
+async fn produce(
+    run: Arc<Run>,
+    mut chunks: BoxStream<'static, UiChunk>,
+    runs: Arc<Runs>,
+    key: Key,
+) {
+    let _finished = Finished {
+        run: run.clone(),
+        runs,
+        key,
+    };
+    let mut readers = run.readers.subscribe();
+    let mut buf = BytesMut::with_capacity(64 << 10);
+    loop {
+        let asking = run.lock().asking;
+        let chunk = tokio::select! {
+            chunk = chunks.next() => chunk,
+            // Everyone left and nobody is asked anything: stop the work.
+            _ = readers.wait_for(|n| *n == 0), if !asking => None,
+        };
+        let Some(chunk) = chunk else { break };
+        let asking = is_question(&chunk);
+        if serde_json::to_writer((&mut buf).writer(), &chunk).is_err() {
+            buf.extend_from_slice(br#"{"type":"error","errorText":"unencodable chunk"}"#);
+        }
+        let json = buf.split().freeze();
+        {
+            let mut log = run.lock();
+            log.bytes += json.len();
+            log.entries.push_back(json);
+            log.asking = asking;
+            // Over the replay limit: forget what every reader has read.
+            while log.bytes > MAX_LOG_BYTES && log.slowest().is_some_and(|s| s > log.first) {
+                if let Some(old) = log.entries.pop_front() {
+                    log.bytes -= old.len();
+                    log.first += 1;
+                }
+            }
+        }
+        run.changed.notify_waiters();
+        // Backpressure: wait for the slowest reader.
+        loop {
+            let notified = run.changed.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            let behind = {
+                let log = run.lock();
+                log.slowest().is_some_and(|s| log.end() - s > LAG)
+            };
+            if !behind {
+                break;
+            }
+            notified.await;
+        }
+    }
+}
+
+/// A chunk after which a turn may wait for a human.
+fn is_question(chunk: &UiChunk) -> bool {
+    match chunk {
+        UiChunk::ToolApprovalRequest { .. } => true,
+        UiChunk::ToolInputAvailable { tool_name, .. } => tool_name == CONFIRMATION_TOOL,
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chunks(n: usize) -> BoxStream<'static, UiChunk> {
+        futures::stream::iter((0..n).map(|_| UiChunk::StartStep)).boxed()
+    }
+
+    #[tokio::test]
+    async fn a_resume_replays_from_the_start() {
+        let runs = Arc::new(Runs::new(4, 16));
+        let pending = futures::stream::pending::<UiChunk>();
+        let turn = chunks(3).chain(pending).boxed();
+        let Ok((run, first)) = runs.start("p", "c", turn) else {
+            panic!("not started")
+        };
+        let mut first = Box::pin(first.chunks());
+        for n in 0..3 {
+            assert_eq!(first.next().await.map(|(i, _)| i), Some(n));
+        }
+        let Some(again) = runs.get("p", "c").and_then(|r| r.resume()) else {
+            panic!("not resumable")
+        };
+        let seen: Vec<usize> = Box::pin(again.chunks())
+            .take(3)
+            .map(|(i, _)| i)
+            .collect()
+            .await;
+        assert_eq!(seen, [0, 1, 2]);
+        run.abort();
+        assert_eq!(first.next().await, None);
+        assert!(runs.get("p", "c").is_none());
+    }
+
+    #[tokio::test]
+    async fn a_turn_everyone_left_stops() {
+        let runs = Arc::new(Runs::new(4, 16));
+        let turn = chunks(1).chain(futures::stream::pending()).boxed();
+        let Ok((run, reader)) = runs.start("p", "c", turn) else {
+            panic!("not started")
+        };
+        drop(reader);
+        tokio::time::timeout(std::time::Duration::from_secs(5), async {
+            while !run.is_done() {
+                tokio::task::yield_now().await;
+            }
+        })
+        .await
+        .unwrap_or_else(|_| panic!("the turn kept going"));
+    }
+
+    #[tokio::test]
+    async fn limits_per_user_and_in_all() {
+        let runs = Arc::new(Runs::new(1, 2));
+        let hold = || futures::stream::pending().boxed();
+        let _a = runs.start("p", "c1", hold());
+        assert!(matches!(
+            runs.start("p", "c2", hold()),
+            Err(RunError::PerPrincipal(1))
+        ));
+        let _b = runs.start("q", "c1", hold());
+        assert!(matches!(
+            runs.start("r", "c1", hold()),
+            Err(RunError::Total(2))
+        ));
+    }
+}
