@@ -162,6 +162,10 @@ impl App {
             })),
             protocol: self.config.tool_confirmation.protocol,
             flow: self.config.tool_confirmation.flow,
+            live: crate::transport::LiveLimits {
+                idle: Duration::from_secs(self.config.stream.live_idle_secs.max(1)),
+                frames_per_sec: self.config.stream.live_frames_per_sec,
+            },
             runs: Arc::new(crate::transport::runs::Runs::new(
                 self.config.stream.max_turns_per_user.max(1),
                 self.config.stream.max_turns.max(1),

@@ -283,6 +283,10 @@ pub struct StreamConfig {
     pub max_turns_per_user: usize,
     /// Turns in flight in all.
     pub max_turns: usize,
+    /// `/live`: a socket silent this long is closed.
+    pub live_idle_secs: u64,
+    /// `/live`: frames a client may send per second (a burst of as many).
+    pub live_frames_per_sec: u32,
 }
 
 impl Default for StreamConfig {
@@ -293,6 +297,8 @@ impl Default for StreamConfig {
             max_steps: 8,
             max_turns_per_user: 16,
             max_turns: 10_000,
+            live_idle_secs: 300,
+            live_frames_per_sec: 20,
         }
     }
 }

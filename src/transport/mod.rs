@@ -1,8 +1,11 @@
 //! HTTP: routes, the SSE body, and the one place errors become statuses.
 
 mod error;
+mod live;
 pub mod runs;
 mod sse;
+
+pub use live::LiveLimits;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -38,6 +41,7 @@ pub struct HttpState {
     pub flow: ConfirmationFlow,
     pub client_version: ClientVersion,
     pub runs: Arc<runs::Runs>,
+    pub live: LiveLimits,
 }
 
 pub fn router(state: HttpState) -> Router {
@@ -45,6 +49,7 @@ pub fn router(state: HttpState) -> Router {
     Router::new()
         .route("/stream", post(stream))
         .route("/api/chat", post(stream))
+        .route("/live", get(live::live))
         .route("/stream/{chat_id}/stream", get(resume))
         .route("/api/chat/{chat_id}/stream", get(resume))
         .route("/healthz", get(|| async { "ok" }))
@@ -68,6 +73,20 @@ async fn stream(
     let body =
         body.map_err(|rejection| ApiError::from_body_rejection(rejection, state.max_body_bytes))?;
     let request = ChatRequest::from_slice(&body)?;
+    let chat_id = request.chat_id.clone();
+    let chunks = turn(&state, request, principal.clone())?;
+    let (_, reader) = state.runs.start(&principal, &chat_id, chunks)?;
+    let chunks = reader.chunks().map(|(_, json)| json);
+    Ok(sse::response(chunks, state.keep_alive).into_response())
+}
+
+/// The turn for `request`, in the confirmation protocol and flow it asks
+/// for, its chunks fitted to the client's `ai` version.
+fn turn(
+    state: &HttpState,
+    request: ChatRequest,
+    principal: String,
+) -> Result<futures::stream::BoxStream<'static, crate::protocol::UiChunk>, ApiError> {
     let protocol = request.options.protocol.unwrap_or(state.protocol);
     let flow = request.options.flow.unwrap_or(state.flow);
     let client = request
@@ -81,16 +100,12 @@ async fn stream(
         .into());
     }
     tracing::debug!(chat = %request.chat_id, messages = request.messages.len(), "turn");
-    let chat_id = request.chat_id.clone();
-    let chunks = state
+    Ok(state
         .agent
         .clone()
-        .turn(request, principal.clone(), protocol, flow)
+        .turn(request, principal, protocol, flow)
         .flat_map(move |chunk| futures::stream::iter(client.fit(chunk)))
-        .boxed();
-    let (_, reader) = state.runs.start(&principal, &chat_id, chunks)?;
-    let chunks = reader.chunks().map(|(_, json)| json);
-    Ok(sse::response(chunks, state.keep_alive).into_response())
+        .boxed())
 }
 
 /// `useChat({resume: true})`: the turn in flight in this chat, replayed
@@ -225,27 +240,14 @@ async fn decide(
         body.map_err(|rejection| ApiError::from_body_rejection(rejection, state.max_body_bytes))?;
     let body: DecisionBody = serde_json::from_slice(&body)
         .map_err(|e| ApiError::Request(RequestError::Json(e.to_string())))?;
-    let decision = match body.approved {
-        true => crate::confirm::Decision::Approve {
-            payload: body.payload,
-            remember: match body.remember.as_deref() {
-                None => None,
-                Some("session") => Some(crate::confirm::Remember::Chat),
-                Some("global") => Some(crate::confirm::Remember::Everywhere),
-                Some(other) => {
-                    return Err(RequestError::Invalid(format!(
-                        "remember must be session or global, not `{other}`"
-                    ))
-                    .into());
-                }
-            },
-            approve_next: body.approve_next,
-            edited: body.edited_args,
-        },
-        false => crate::confirm::Decision::Deny {
-            reason: body.reason,
-        },
-    };
+    let decision = decision(
+        body.approved,
+        body.reason,
+        body.payload,
+        body.remember,
+        body.approve_next,
+        body.edited_args,
+    )?;
     match state
         .agent
         .gate
@@ -261,6 +263,37 @@ async fn decide(
             Err(ApiError::NotFound(format!("no confirmation `{id}`")))
         }
     }
+}
+
+/// A decision as the API and a socket's `confirm` frame give it.
+fn decision(
+    approved: bool,
+    reason: Option<String>,
+    payload: Option<serde_json::Value>,
+    remember: Option<String>,
+    approve_next: Option<u32>,
+    edited: Option<serde_json::Value>,
+) -> Result<crate::confirm::Decision, RequestError> {
+    use crate::confirm::{Decision, Remember};
+    if !approved {
+        return Ok(Decision::Deny { reason });
+    }
+    let remember = match remember.as_deref() {
+        None => None,
+        Some("session") => Some(Remember::Chat),
+        Some("global") => Some(Remember::Everywhere),
+        Some(other) => {
+            return Err(RequestError::Invalid(format!(
+                "remember must be session or global, not `{other}`"
+            )));
+        }
+    };
+    Ok(Decision::Approve {
+        payload,
+        remember,
+        approve_next,
+        edited,
+    })
 }
 
 #[derive(serde::Deserialize)]

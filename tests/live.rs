@@ -1,0 +1,388 @@
+//! `GET /live` with a WebSocket client: the frame protocol, confirmations
+//! answered on the socket, through the API, by the timeout, and after a
+//! reconnect; aborts; bad frames answered with `error` frames.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{Server, fixture};
+use futures::{SinkExt, StreamExt};
+use serde_json::{Value, json};
+use tokio_tungstenite::tungstenite::Message;
+use toolgate::Config;
+
+type Socket =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+async fn connect(server: &Server) -> Socket {
+    let url = format!("{}/live", server.url.replacen("http", "ws", 1));
+    let (socket, _) = tokio_tungstenite::connect_async(url)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    socket
+}
+
+async fn send(socket: &mut Socket, frame: Value) {
+    socket
+        .send(Message::Text(frame.to_string().into()))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+}
+
+/// The next text frame, as JSON.
+async fn next(socket: &mut Socket) -> Value {
+    let wait = async {
+        loop {
+            match socket.next().await {
+                Some(Ok(Message::Text(text))) => {
+                    return serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+                }
+                Some(Ok(Message::Ping(_) | Message::Pong(_))) => continue,
+                other => panic!("the socket ended: {other:?}"),
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), wait)
+        .await
+        .unwrap_or_else(|_| panic!("no frame"))
+}
+
+/// Frames of `request` up to its `end` (or `error`), checking the sequence.
+async fn until_end(socket: &mut Socket, frames: &mut Vec<Value>, request: &str) {
+    loop {
+        let frame = next(socket).await;
+        let done = frame["requestId"] == request
+            && matches!(frame["type"].as_str(), Some("end" | "error"));
+        frames.push(frame);
+        if done {
+            break;
+        }
+    }
+    check_sequence(frames, request);
+}
+
+/// Frames up to the first chunk whose JSON contains `needle`.
+async fn until(socket: &mut Socket, frames: &mut Vec<Value>, needle: &str) {
+    loop {
+        let frame = next(socket).await;
+        let found = frame["chunk"].to_string().contains(needle);
+        frames.push(frame);
+        if found {
+            return;
+        }
+    }
+}
+
+fn check_sequence(frames: &[Value], request: &str) {
+    let sequence: Vec<u64> = frames
+        .iter()
+        .filter(|f| f["type"] == "chunk" && f["requestId"] == request)
+        .filter_map(|f| f["sequence"].as_u64())
+        .collect();
+    let expected: Vec<u64> = (0..sequence.len() as u64).collect();
+    assert_eq!(sequence, expected, "sequence with gaps");
+}
+
+fn lines(frames: &[Value]) -> String {
+    frames.iter().map(|f| format!("{f}\n")).collect()
+}
+
+fn turn(request: &str, body: &Value) -> Value {
+    let mut frame = json!({
+        "type": "send", "requestId": request, "id": body["id"], "trigger": "submit-message",
+        "messages": body["messages"], "headers": {}, "body": {},
+    });
+    if let Some(message_id) = body.get("messageId") {
+        frame["messageId"] = message_id.clone();
+    }
+    if let Some(options) = body.get("toolgate") {
+        frame["body"]["toolgate"] = options.clone();
+    }
+    frame
+}
+
+fn says(chat: &str, text: &str) -> Value {
+    common::user_says(chat, text)
+}
+
+fn held(chat: &str, text: &str) -> Value {
+    let mut body = says(chat, text);
+    body["toolgate"] = json!({"flow": "hold"});
+    body
+}
+
+#[tokio::test]
+async fn a_text_turn_is_start_chunks_end() {
+    let server = Server::start().await;
+    let mut socket = connect(&server).await;
+    send(&mut socket, turn("r1", &says("chat-text", "hello there"))).await;
+    let mut frames = Vec::new();
+    until_end(&mut socket, &mut frames, "r1").await;
+    insta::with_settings!({snapshot_path => "../snapshots", prepend_module_to_snapshot => false, omit_expression => true}, {
+        insta::assert_snapshot!("live_text_only", lines(&frames));
+    });
+}
+
+/// The stock transport: the turn ends with the question; the answer comes
+/// as the next `send`, checked by the gate as over SSE.
+#[tokio::test]
+async fn the_stock_flow_asks_then_the_next_send_answers() {
+    let server = Server::start().await;
+    let mut socket = connect(&server).await;
+    send(
+        &mut socket,
+        turn("r1", &says("chat-pay", "Send 50 USD to Hanako")),
+    )
+    .await;
+    let mut frames = Vec::new();
+    until_end(&mut socket, &mut frames, "r1").await;
+    assert!(lines(&frames).contains(r#""finishReason":"tool-calls""#));
+    assert_eq!(server.payments(), 0);
+    send(
+        &mut socket,
+        turn("r2", &fixture("pay_hanako_approved.json")),
+    )
+    .await;
+    let mut second = Vec::new();
+    until_end(&mut socket, &mut second, "r2").await;
+    assert_eq!(server.payments(), 1);
+    insta::with_settings!({snapshot_path => "../snapshots", prepend_module_to_snapshot => false, omit_expression => true}, {
+        insta::assert_snapshot!("live_stock_approved", lines(&second));
+    });
+}
+
+#[tokio::test]
+async fn a_confirm_frame_continues_the_same_request() {
+    let server = Server::start().await;
+    let mut socket = connect(&server).await;
+    send(
+        &mut socket,
+        turn("r1", &held("chat-hold", "Send 50 USD to Hanako")),
+    )
+    .await;
+    let mut frames = Vec::new();
+    until(&mut socket, &mut frames, "originalFunctionCall").await;
+    send(
+        &mut socket,
+        json!({"type": "confirm", "confirmationId": "adk-3", "confirmed": true, "requestId": "r1"}),
+    )
+    .await;
+    until_end(&mut socket, &mut frames, "r1").await;
+    assert_eq!(server.payments(), 1);
+    insta::with_settings!({snapshot_path => "../snapshots", prepend_module_to_snapshot => false, omit_expression => true}, {
+        insta::assert_snapshot!("live_confirm_frame", lines(&frames));
+    });
+}
+
+#[tokio::test]
+async fn an_approval_through_the_api_reaches_the_waiting_socket() {
+    let server = Server::start().await;
+    let mut socket = connect(&server).await;
+    send(
+        &mut socket,
+        turn("r1", &held("chat-hold", "Send 50 USD to Hanako")),
+    )
+    .await;
+    let mut frames = Vec::new();
+    until(&mut socket, &mut frames, "originalFunctionCall").await;
+    let decided = server
+        .post(
+            "/api/confirmations/adk-3",
+            r#"{"approved": false, "reason": "no"}"#,
+        )
+        .await;
+    assert_eq!(decided.status, 200, "{}", decided.body);
+    until_end(&mut socket, &mut frames, "r1").await;
+    assert_eq!(server.payments(), 0);
+    assert!(lines(&frames).contains("User denied execution: no"));
+}
+
+#[tokio::test]
+async fn nobody_deciding_in_time_denies_on_the_socket() {
+    let config =
+        Config::from_yaml("toolConfirmation:\n  timeout: 300\n").unwrap_or_else(|e| panic!("{e}"));
+    let server = Server::with_config(config).await;
+    let mut socket = connect(&server).await;
+    send(
+        &mut socket,
+        turn("r1", &held("chat-late", "Send 50 USD to Hanako")),
+    )
+    .await;
+    let mut frames = Vec::new();
+    until_end(&mut socket, &mut frames, "r1").await;
+    let all = lines(&frames);
+    assert!(all.contains("User denied execution: timeout"), "{all}");
+    assert!(all.contains(r#""finishReason":"stop""#), "{all}");
+    assert_eq!(server.payments(), 0);
+}
+
+/// A dropped socket with a question open: a new socket's `resume` replays
+/// the turn from its first chunk, question included, and can answer it.
+#[tokio::test]
+async fn a_reconnect_resumes_the_held_turn() {
+    let server = Server::start().await;
+    let mut first = connect(&server).await;
+    send(
+        &mut first,
+        turn("r1", &held("chat-back", "Send 50 USD to Hanako")),
+    )
+    .await;
+    let mut before = Vec::new();
+    until(&mut first, &mut before, "originalFunctionCall").await;
+    drop(first);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+
+    let mut second = connect(&server).await;
+    send(
+        &mut second,
+        json!({"type": "resume", "requestId": "r9", "id": "chat-back", "headers": {}, "body": {}}),
+    )
+    .await;
+    let mut after = Vec::new();
+    until(&mut second, &mut after, "originalFunctionCall").await;
+    let chunks = |frames: &[Value]| -> Vec<Value> {
+        frames
+            .iter()
+            .filter(|f| f["type"] == "chunk")
+            .map(|f| f["chunk"].clone())
+            .collect()
+    };
+    assert_eq!(chunks(&after), chunks(&before), "the replay differs");
+    send(
+        &mut second,
+        json!({"type": "confirm", "confirmationId": "adk-3", "confirmed": true}),
+    )
+    .await;
+    until_end(&mut second, &mut after, "r9").await;
+    assert_eq!(server.payments(), 1);
+    assert_eq!(after.last().map(|f| f["type"].clone()), Some(json!("end")));
+}
+
+#[tokio::test]
+async fn a_resume_with_nothing_in_flight_is_no_active() {
+    let server = Server::start().await;
+    let mut socket = connect(&server).await;
+    send(
+        &mut socket,
+        json!({"type": "resume", "requestId": "r1", "id": "chat-none", "headers": {}, "body": {}}),
+    )
+    .await;
+    assert_eq!(
+        next(&mut socket).await,
+        json!({"type": "no-active", "requestId": "r1"})
+    );
+}
+
+#[tokio::test]
+async fn an_abort_stops_the_turn() {
+    let config =
+        Config::from_yaml("model:\n  deltaDelayMs: 20\n").unwrap_or_else(|e| panic!("{e}"));
+    let server = Server::with_config(config).await;
+    let mut socket = connect(&server).await;
+    send(&mut socket, turn("r1", &says("chat-long", "count to 1000"))).await;
+    let mut frames = Vec::new();
+    until(&mut socket, &mut frames, "text-delta").await;
+    send(&mut socket, json!({"type": "abort", "requestId": "r1"})).await;
+    // The socket still serves; the aborted turn is gone.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    send(
+        &mut socket,
+        json!({"type": "resume", "requestId": "r2", "id": "chat-long", "headers": {}, "body": {}}),
+    )
+    .await;
+    loop {
+        let frame = next(&mut socket).await;
+        if frame["requestId"] == "r2" {
+            assert_eq!(frame["type"], "no-active");
+            break;
+        }
+    }
+}
+
+#[tokio::test]
+async fn bad_frames_get_error_frames_and_the_socket_stays() {
+    let server = Server::start().await;
+    let mut socket = connect(&server).await;
+    socket
+        .send(Message::Text("not json".into()))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let frame = next(&mut socket).await;
+    assert_eq!(frame["type"], "error");
+    assert!(
+        frame["errorText"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("not a JSON frame"))
+    );
+
+    send(&mut socket, json!({"type": "bogus", "requestId": "r0"})).await;
+    let frame = next(&mut socket).await;
+    assert_eq!(
+        (frame["type"].clone(), frame["requestId"].clone()),
+        (json!("error"), json!("r0"))
+    );
+
+    socket
+        .send(Message::Binary(vec![1, 2, 3].into()))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(next(&mut socket).await["type"], "error");
+
+    let mut bad = turn("r1", &says("chat-bad", "hi"));
+    bad["messages"] = json!([{"id": "u1", "role": "wizard", "parts": []}]);
+    send(&mut socket, bad).await;
+    let frame = next(&mut socket).await;
+    assert_eq!(
+        (frame["type"].clone(), frame["requestId"].clone()),
+        (json!("error"), json!("r1"))
+    );
+
+    send(
+        &mut socket,
+        json!({"type": "confirm", "confirmationId": "nope", "confirmed": true}),
+    )
+    .await;
+    let frame = next(&mut socket).await;
+    assert_eq!(frame["type"], "error");
+    assert_eq!(frame["errorText"], "no confirmation `nope`");
+
+    // Still serving.
+    send(&mut socket, turn("r2", &says("chat-ok", "hello"))).await;
+    let mut frames = Vec::new();
+    until_end(&mut socket, &mut frames, "r2").await;
+    assert_eq!(frames.last().map(|f| f["type"].clone()), Some(json!("end")));
+}
+
+#[tokio::test]
+async fn too_many_frames_are_refused_one_by_one() {
+    let config =
+        Config::from_yaml("stream:\n  liveFramesPerSec: 2\n").unwrap_or_else(|e| panic!("{e}"));
+    let server = Server::with_config(config).await;
+    let mut socket = connect(&server).await;
+    for n in 0..3 {
+        send(&mut socket, json!({"type": "resume", "requestId": format!("r{n}"), "id": "c", "headers": {}, "body": {}})).await;
+    }
+    let replies: Vec<Value> = vec![
+        next(&mut socket).await,
+        next(&mut socket).await,
+        next(&mut socket).await,
+    ];
+    let refused = replies.iter().filter(|f| f["type"] == "error").count();
+    assert_eq!(refused, 1, "{replies:?}");
+}
+
+#[tokio::test]
+async fn an_idle_socket_is_told_and_closed() {
+    let config =
+        Config::from_yaml("stream:\n  liveIdleSecs: 1\n").unwrap_or_else(|e| panic!("{e}"));
+    let server = Server::with_config(config).await;
+    let mut socket = connect(&server).await;
+    let frame = next(&mut socket).await;
+    assert_eq!(frame["type"], "error");
+    assert!(
+        frame["errorText"]
+            .as_str()
+            .is_some_and(|t| t.contains("idle"))
+    );
+}
