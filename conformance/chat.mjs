@@ -17,6 +17,11 @@
 //                        `ai-5.0.216`, `ai-6.0.0`, `ai-6.0.326`, `ai-7.0.0`).
 //   --protocol adk|ai-sdk  how tool confirmations are asked (default adk).
 //                        `ai-sdk` is the native approval flow and needs ai >= 6.
+//   --transport sse|ws   `sse` (default): DefaultChatTransport on POST /stream;
+//                        `ws`: the client's own WebSocketChatTransport (ai >=
+//                        7.0.135) on GET /live, with the `ws` package as its
+//                        WebSocket. The transport validates every chunk with
+//                        its schema and every sequence number itself.
 //
 // The transport sends `toolgate: {clientVersion, protocol}` in the body, with
 // the version read from the client package, so the server fits its chunks to
@@ -38,6 +43,7 @@
 // replayed through its `readUIMessageStream({ terminateOnError: true })`, and
 // the stream going from `start` to `finish` and ending with `data: [DONE]`.
 import { createRequire } from 'node:module';
+import { WebSocket as WebSocketImpl } from 'ws';
 import { isDeepStrictEqual } from 'node:util';
 
 const FLOW_TIMEOUT_MS = 10_000;
@@ -52,10 +58,10 @@ function usage(problem) {
 }
 
 // ---- command line ----
-const cli = { client: 'ai', protocol: 'adk', claimVersion: undefined, positional: [] };
+const cli = { client: 'ai', protocol: 'adk', transport: 'sse', claimVersion: undefined, positional: [] };
 {
   const args = process.argv.slice(2);
-  const options = { '--client': 'client', '--protocol': 'protocol', '--claim-version': 'claimVersion' };
+  const options = { '--client': 'client', '--protocol': 'protocol', '--transport': 'transport', '--claim-version': 'claimVersion' };
   for (let i = 0; i < args.length; i++) {
     const [flag, inline] = args[i].startsWith('--') ? args[i].split(/=(.*)/s, 2) : [args[i]];
     if (flag in options) {
@@ -72,6 +78,7 @@ const cli = { client: 'ai', protocol: 'adk', claimVersion: undefined, positional
 const baseUrl = (cli.positional[0] ?? '').replace(/\/+$/, '');
 if (!/^https?:\/\//.test(baseUrl)) usage('the first argument that is not an option must be the server\'s base URL');
 if (!PROTOCOLS.includes(cli.protocol)) usage(`--protocol must be one of ${PROTOCOLS.join(', ')}, not ${cli.protocol}`);
+if (!['sse', 'ws'].includes(cli.transport)) usage(`--transport must be sse or ws, not ${cli.transport}`);
 
 // ---- the client package: imported dynamically, everything below uses its own exports ----
 let ai;
@@ -85,6 +92,7 @@ try {
 const {
   AbstractChat,
   DefaultChatTransport,
+  WebSocketChatTransport,
   lastAssistantMessageIsCompleteWithToolCalls,
   lastAssistantMessageIsCompleteWithApprovalResponses,
   parseJsonEventStream,
@@ -94,6 +102,9 @@ const {
 for (const [name, value] of Object.entries({ AbstractChat, DefaultChatTransport, lastAssistantMessageIsCompleteWithToolCalls, parseJsonEventStream, readUIMessageStream, uiMessageChunkSchema })) {
   // parseJsonEventStream and uiMessageChunkSchema are exported from ai 5.0.51 on
   if (value === undefined) usage(`${cli.client} (ai ${clientVersion}) does not export ${name}`);
+}
+if (cli.transport === 'ws' && WebSocketChatTransport === undefined) {
+  usage(`--transport ws needs ai 7.0.135 or later (WebSocketChatTransport); ${cli.client} is ai ${clientVersion}`);
 }
 const nativeApprovals = typeof lastAssistantMessageIsCompleteWithApprovalResponses === 'function'; // ai >= 6.0.0
 if (cli.protocol === 'ai-sdk' && !nativeApprovals) {
@@ -194,15 +205,52 @@ async function validateStream(stream, req) {
 // ---- running a flow ----
 function newChat(flowName, ctx) {
   const rec = makeRecorder();
+  const id = `conf-${flowName}-${Math.random().toString(36).slice(2, 10)}`;
+  const transport = cli.transport === 'ws'
+    ? new WebSocketChatTransport({ url: `${baseUrl.replace(/^http/, 'ws')}/live`, webSocket: recordingWebSocket(rec), body: { toolgate: toolgateOptions } })
+    : new DefaultChatTransport({ api: `${baseUrl}/stream`, fetch: rec.fetch, body: { toolgate: toolgateOptions } });
   const chat = new ConformanceChat({
-    id: `conf-${flowName}-${Math.random().toString(36).slice(2, 10)}`,
-    transport: new DefaultChatTransport({ api: `${baseUrl}/stream`, fetch: rec.fetch, body: { toolgate: toolgateOptions } }),
+    id,
+    transport,
     sendAutomaticallyWhen: cli.protocol === 'ai-sdk'
       ? lastAssistantMessageIsCompleteWithApprovalResponses
       : lastAssistantMessageIsCompleteWithToolCalls,
   });
   Object.assign(ctx, { chat, rec });
   return { chat, rec };
+}
+
+// The `ws` WebSocket, counting `send` frames as requests and keeping each
+// request's frames for a failure report. The transport itself checks them.
+function recordingWebSocket(rec) {
+  return class extends WebSocketImpl {
+    constructor(...args) {
+      super(...args);
+      this.addEventListener('message', event => {
+        let frame;
+        try { frame = JSON.parse(String(event.data)); } catch { rec.problems.push(`a frame that is not JSON: ${String(event.data).slice(0, 200)}`); return; }
+        const req = rec.requests.find(r => r.requestId === frame.requestId);
+        if (!req) return;
+        req.raw += `${JSON.stringify(frame)}\n`;
+        if (frame.type === 'end' || frame.type === 'error' || frame.type === 'no-active') rec.inflight--;
+        if (frame.type === 'error') rec.problems.push(`request ${req.n}: error frame: ${frame.errorText}`);
+      });
+    }
+    send(data) {
+      const frame = JSON.parse(String(data));
+      if (frame.type === 'send' || frame.type === 'resume') {
+        const req = { n: rec.requests.length + 1, requestId: frame.requestId, body: frame, raw: '', chunks: [] };
+        rec.requests.push(req);
+        if (req.n > MAX_REQUESTS) rec.problems.push(`more than ${MAX_REQUESTS} requests: the client keeps re-sending (auto-send loop)`);
+        rec.inflight++;
+      }
+      if (frame.type === 'abort') {
+        const req = rec.requests.find(r => r.requestId === frame.requestId);
+        if (req) rec.inflight--;
+      }
+      super.send(data);
+    }
+  };
 }
 
 // addToolOutput exists from ai 5.0.89; before, addToolResult takes the same arguments.
@@ -372,6 +420,10 @@ async function nativeTurnOne(ctx, name, response) {
 }
 
 // Flows of one confirmation protocol only; the others run with both.
+// Flows that need one transport: an abort over SSE leaves a cut body, which
+// the SSE validator would report.
+const FLOW_TRANSPORT = { abort: 'ws' };
+
 const FLOW_PROTOCOL = {
   approve: 'adk',
   deny: 'adk',
@@ -383,6 +435,27 @@ const FLOW_PROTOCOL = {
 };
 
 const flows = {
+  // The client stops a long answer: the server stops the turn, and the chat
+  // goes on with a new one on the same socket.
+  async abort(ctx) {
+    const { chat } = newChat('abort', ctx);
+    const sending = chat.sendMessage({ text: 'count to 100000' }).catch(() => {});
+    const counted = () => {
+      const last = chat.messages.at(-1);
+      return last?.role === 'assistant' && partsOfType(last, 'text').some(p => p.text.length > 0);
+    };
+    for (let i = 0; i < 500 && !counted(); i++) await new Promise(resolve => setTimeout(resolve, 10));
+    check(counted(), 'no text arrived before the abort');
+    await chat.stop();
+    await sending;
+    await settle(ctx);
+    const text = partsOfType(onlyAssistant(chat), 'text').map(p => p.text).join('');
+    check(!text.includes('100000'), 'the whole count arrived: the abort stopped nothing');
+    await chat.sendMessage({ text: 'hello there' });
+    await settle(ctx);
+    eq(chat.messages.filter(m => m.role === 'assistant').length, 2, 'assistant messages after the abort and a new turn');
+  },
+
   async text(ctx) {
     const { chat, rec } = newChat('text', ctx);
     await chat.sendMessage({ text: 'hello there' });
@@ -507,10 +580,11 @@ const flows = {
   },
 };
 
-const forProtocol = name => (FLOW_PROTOCOL[name] ?? cli.protocol) === cli.protocol;
+const forProtocol = name => (FLOW_PROTOCOL[name] ?? cli.protocol) === cli.protocol
+  && (FLOW_TRANSPORT[name] ?? cli.transport) === cli.transport;
 const named = cli.positional.slice(1);
 const selected = named.length > 0 ? named : Object.keys(flows).filter(forProtocol);
-console.log(`# client ${cli.client} (ai ${clientVersion}), protocol ${cli.protocol}, body toolgate ${show(toolgateOptions)}`);
+console.log(`# client ${cli.client} (ai ${clientVersion}), protocol ${cli.protocol}, transport ${cli.transport}, body toolgate ${show(toolgateOptions)}`);
 let passed = 0;
 let failed = 0;
 for (const name of selected) {
@@ -518,7 +592,7 @@ for (const name of selected) {
     console.log(`FAIL ${name}: no such flow (have: ${Object.keys(flows).join(', ')})`);
     failed++;
   } else if (!forProtocol(name)) {
-    console.log(`skip ${name}: runs only with --protocol ${FLOW_PROTOCOL[name]}`);
+    console.log(`skip ${name}: runs only with --protocol ${FLOW_PROTOCOL[name] ?? cli.protocol} --transport ${FLOW_TRANSPORT[name] ?? cli.transport}`);
   } else if (await runFlow(name, flows[name])) passed++;
   else failed++;
 }

@@ -133,3 +133,30 @@ async fn provider_streams_pass_every_claimed_client() {
         failures.join("\n")
     );
 }
+
+/// The client's own `WebSocketChatTransport` (ai 7.x) on `/live`: every
+/// flow of both protocols, and an abort, against a model slow enough to be
+/// stopped mid-answer.
+#[test]
+fn the_websocket_transport_completes_every_flow() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("conformance");
+    let state = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let config = state.path().join("toolgate.yaml");
+    std::fs::write(
+        &config,
+        "model:\n  deltaDelayMs: 2\nstore:\n  kind: memory\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let server = Binary::serve_with(&["--config", &config.display().to_string()]);
+    let failures: Vec<String> = ["adk", "ai-sdk"]
+        .iter()
+        .map(|protocol| run(&dir, &server.url, "ai", protocol, &["--transport", "ws"]))
+        .filter(|(passed, _)| !passed)
+        .map(|(_, report)| report)
+        .collect();
+    assert!(
+        failures.is_empty(),
+        "conformance failed:\n{}",
+        failures.join("\n")
+    );
+}
