@@ -386,3 +386,23 @@ async fn an_idle_socket_is_told_and_closed() {
             .is_some_and(|t| t.contains("idle"))
     );
 }
+
+#[tokio::test]
+async fn a_frame_over_the_size_limit_is_named_before_the_close() {
+    let config =
+        Config::from_yaml("stream:\n  maxBodyBytes: 2000\n").unwrap_or_else(|e| panic!("{e}"));
+    let server = Server::with_config(config).await;
+    let mut socket = connect(&server).await;
+    let big = says("chat-big", &"x".repeat(5000));
+    let _ = socket
+        .send(Message::Text(turn("r1", &big).to_string().into()))
+        .await;
+    let frame = next(&mut socket).await;
+    assert_eq!(frame["type"], "error");
+    assert!(
+        frame["errorText"]
+            .as_str()
+            .is_some_and(|t| t.contains("closing the socket")),
+        "{frame}"
+    );
+}

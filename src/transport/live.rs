@@ -126,7 +126,14 @@ async fn connection(socket: WebSocket, state: HttpState, upgrade: HeaderMap) {
             }
         };
         let text = match message {
-            None | Some(Err(_)) | Some(Ok(Message::Close(_))) => break,
+            None | Some(Ok(Message::Close(_))) => break,
+            // A frame over the size limit, or a broken protocol: say why, then close.
+            Some(Err(e)) => {
+                let _ = outbox
+                    .send(error("", &format!("closing the socket: {e}")))
+                    .await;
+                break;
+            }
             Some(Ok(Message::Text(text))) => text,
             Some(Ok(Message::Binary(_))) => {
                 last_heard = Instant::now();

@@ -75,8 +75,13 @@ impl Runs {
                 return Err(RunError::PerPrincipal(self.per_principal));
             }
             let run = Arc::new(Run::new());
-            // A new turn of a chat supersedes the old one for resuming.
-            runs.insert(key.clone(), run.clone());
+            // A new turn of a chat supersedes the old one: nobody could
+            // resume that one any more, so if nobody reads it, it stops.
+            if let Some(old) = runs.insert(key.clone(), run.clone())
+                && *old.readers.borrow() == 0
+            {
+                old.abort();
+            }
             run
         };
         let subscription = run.subscribe();
