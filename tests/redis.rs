@@ -52,3 +52,62 @@ async fn issued_on_one_instance_answered_on_another_runs_exactly_once() {
         replies[0].body
     );
 }
+
+/// A held stream on one instance goes on as soon as another instance
+/// records the decision (Redis pub/sub wakes it).
+#[tokio::test]
+async fn a_decision_on_another_instance_wakes_a_held_stream() {
+    use futures::StreamExt;
+    let Some(url) = redis_url() else { return };
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let prefix = format!("test-{}:", uuid::Uuid::new_v4().simple());
+    let a = instance(dir.path(), "a", &url, &prefix);
+    let b = instance(dir.path(), "b", &url, &prefix);
+    let body = json!({
+        "id": "chat-held", "toolgate": {"flow": "hold"},
+        "messages": [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": "Send 50 USD to Hanako"}]}]
+    });
+    let response = reqwest::Client::new()
+        .post(format!("{}/stream", a.url))
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut stream = response.bytes_stream();
+    let mut seen = String::new();
+    let id = loop {
+        let piece = stream
+            .next()
+            .await
+            .unwrap_or_else(|| panic!("ended: {seen}"));
+        seen.push_str(&String::from_utf8_lossy(&piece.unwrap_or_default()));
+        let asked = seen.split("\n\n").find_map(|frame| {
+            let chunk: serde_json::Value =
+                serde_json::from_str(frame.strip_prefix("data: ")?).ok()?;
+            (chunk["toolName"] == "adk_request_confirmation"
+                && chunk["type"] == "tool-input-available")
+                .then(|| chunk["toolCallId"].as_str().map(str::to_owned))?
+        });
+        if let Some(id) = asked {
+            break id;
+        }
+    };
+    let decided = reqwest::Client::new()
+        .post(format!("{}/api/confirmations/{id}", b.url))
+        .body(r#"{"approved": true}"#)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(decided.status(), 200);
+    let rest = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+        while let Some(piece) = stream.next().await {
+            seen.push_str(&String::from_utf8_lossy(&piece.unwrap_or_default()));
+        }
+    })
+    .await;
+    assert!(rest.is_ok(), "the held stream was not woken: {seen}");
+    assert!(
+        seen.contains(r#""status":"completed""#) && seen.ends_with("data: [DONE]\n\n"),
+        "{seen}"
+    );
+}
