@@ -22,6 +22,8 @@ use crate::protocol::UiChunk;
 
 /// Chunks the producer may run ahead of its slowest reader.
 const LAG: usize = 256;
+/// Most chunks appended to the log at once.
+const BATCH: usize = 64;
 /// Bytes of log kept for replay; beyond, the turn can no longer be resumed.
 const MAX_LOG_BYTES: usize = 16 << 20;
 
@@ -38,22 +40,29 @@ type Key = (String, String);
 
 /// The registry: at most one resumable turn per (principal, chat).
 pub struct Runs {
-    runs: Mutex<HashMap<Key, Arc<Run>>>,
+    inner: Mutex<Registry>,
     per_principal: usize,
     total: usize,
 }
 
+#[derive(Default)]
+struct Registry {
+    runs: HashMap<Key, Arc<Run>>,
+    /// Entries of `runs` per principal.
+    counts: HashMap<String, usize>,
+}
+
 impl Runs {
     pub fn new(per_principal: usize, total: usize) -> Self {
-        Self {
-            runs: Mutex::new(HashMap::new()),
+                Self {
+            inner: Mutex::new(Registry::default()),
             per_principal,
             total,
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, HashMap<Key, Arc<Run>>> {
-        self.runs.lock().unwrap_or_else(|e| e.into_inner())
+    fn lock(&self) -> MutexGuard<'_, Registry> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Starts `chunks` as the turn of `chat_id`, and subscribes to it.
@@ -64,20 +73,23 @@ impl Runs {
         chunks: BoxStream<'static, UiChunk>,
     ) -> Result<(Arc<Run>, Subscription), RunError> {
         let key = (principal.to_owned(), chat_id.to_owned());
-        let run = {
-            let mut runs = self.lock();
-            runs.retain(|_, run| !run.is_done());
-            if runs.len() >= self.total && !runs.contains_key(&key) {
+                let run = {
+            let mut registry = self.lock();
+            let new = !registry.runs.contains_key(&key);
+            if new && registry.runs.len() >= self.total {
                 return Err(RunError::Total(self.total));
             }
-            let mine = runs.keys().filter(|(p, _)| p == principal).count();
-            if mine >= self.per_principal && !runs.contains_key(&key) {
+            let mine = registry.counts.get(principal).copied().unwrap_or(0);
+            if new && mine >= self.per_principal {
                 return Err(RunError::PerPrincipal(self.per_principal));
             }
             let run = Arc::new(Run::new());
+            if new {
+                *registry.counts.entry(principal.to_owned()).or_default() += 1;
+            }
             // A new turn of a chat supersedes the old one: nobody could
             // resume that one any more, so if nobody reads it, it stops.
-            if let Some(old) = runs.insert(key.clone(), run.clone())
+            if let Some(old) = registry.runs.insert(key.clone(), run.clone())
                 && *old.readers.borrow() == 0
             {
                 old.abort();
@@ -92,14 +104,20 @@ impl Runs {
 
     /// The turn in flight in `chat_id` for `principal`, if any.
     pub fn get(&self, principal: &str, chat_id: &str) -> Option<Arc<Run>> {
-        let key = (principal.to_owned(), chat_id.to_owned());
-        self.lock().get(&key).filter(|run| !run.is_done()).cloned()
+                let key = (principal.to_owned(), chat_id.to_owned());
+        self.lock().runs.get(&key).filter(|run| !run.is_done()).cloned()
     }
 
     fn forget(&self, key: &Key, run: &Arc<Run>) {
-        let mut runs = self.lock();
-        if runs.get(key).is_some_and(|r| Arc::ptr_eq(r, run)) {
-            runs.remove(key);
+        let mut registry = self.lock();
+        if registry.runs.get(key).is_some_and(|r| Arc::ptr_eq(r, run)) {
+            registry.runs.remove(key);
+            if let Some(n) = registry.counts.get_mut(&key.0) {
+                *n -= 1;
+                if *n == 0 {
+                    registry.counts.remove(&key.0);
+                }
+            }
         }
     }
 }
@@ -118,8 +136,6 @@ struct Log {
     first: usize,
     bytes: usize,
     done: bool,
-    /// The last chunk asked a human; the turn waits for the answer.
-    asking: bool,
     /// Each reader's next chunk number.
     cursors: HashMap<u64, usize>,
     next_reader: u64,
@@ -133,6 +149,11 @@ impl Log {
 
     fn slowest(&self) -> Option<usize> {
         self.cursors.values().copied().min()
+    }
+
+    /// The slowest reader is more than [`LAG`] chunks behind.
+    fn is_behind(&self) -> bool {
+        self.slowest().is_some_and(|s| self.end() - s > LAG)
     }
 }
 
@@ -248,12 +269,7 @@ impl Drop for Finished {
     }
 }
 
-async fn produce(
-    run: Arc<Run>,
-    mut chunks: BoxStream<'static, UiChunk>,
-    runs: Arc<Runs>,
-    key: Key,
-) {
+async fn produce(run: Arc<Run>, chunks: BoxStream<'static, UiChunk>, runs: Arc<Runs>, key: Key) {
     let _finished = Finished {
         run: run.clone(),
         runs,
@@ -261,24 +277,31 @@ async fn produce(
     };
     let mut readers = run.readers.subscribe();
     let mut buf = BytesMut::with_capacity(64 << 10);
+    // Chunks that are ready together go into the log under one lock.
+    let mut batches = chunks.ready_chunks(BATCH);
+    let mut framed = Vec::with_capacity(BATCH);
+    // The last chunk asked a human: the turn may wait for the answer.
+    let mut asking = false;
     loop {
-        let asking = run.lock().asking;
-        let chunk = tokio::select! {
-            chunk = chunks.next() => chunk,
+        let batch = tokio::select! {
+            batch = batches.next() => batch,
             // Everyone left and nobody is asked anything: stop the work.
             _ = readers.wait_for(|n| *n == 0), if !asking => None,
         };
-        let Some(chunk) = chunk else { break };
-        let asking = is_question(&chunk);
-        if serde_json::to_writer((&mut buf).writer(), &chunk).is_err() {
-            buf.extend_from_slice(br#"{"type":"error","errorText":"unencodable chunk"}"#);
+        let Some(batch) = batch else { break };
+        for chunk in &batch {
+            asking = is_question(chunk);
+            if serde_json::to_writer((&mut buf).writer(), chunk).is_err() {
+                buf.extend_from_slice(br#"{"type":"error","errorText":"unencodable chunk"}"#);
+            }
+            framed.push(buf.split().freeze());
         }
-        let json = buf.split().freeze();
-        {
+        let mut behind = {
             let mut log = run.lock();
-            log.bytes += json.len();
-            log.entries.push_back(json);
-            log.asking = asking;
+            for json in framed.drain(..) {
+                log.bytes += json.len();
+                log.entries.push_back(json);
+            }
             // Over the replay limit: forget what every reader has read.
             while log.bytes > MAX_LOG_BYTES && log.slowest().is_some_and(|s| s > log.first) {
                 if let Some(old) = log.entries.pop_front() {
@@ -286,21 +309,18 @@ async fn produce(
                     log.first += 1;
                 }
             }
-        }
+            log.is_behind()
+        };
         run.changed.notify_waiters();
         // Backpressure: wait for the slowest reader.
-        loop {
+        while behind {
             let notified = run.changed.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            let behind = {
-                let log = run.lock();
-                log.slowest().is_some_and(|s| log.end() - s > LAG)
-            };
-            if !behind {
-                break;
+            behind = run.lock().is_behind();
+            if behind {
+                notified.await;
             }
-            notified.await;
         }
     }
 }

@@ -1,0 +1,685 @@
+//! toolgate's load generator: SSE-aware, against a toolgate it starts (the
+//! release binary next to this example) or one at `--url`.
+//!
+//! ```sh
+//! cargo build --release --bin toolgate --example load
+//! target/release/examples/load w1 --concurrency 1,64,256
+//! target/release/examples/load w2 --concurrency 64
+//! target/release/examples/load w3 --streams 10000
+//! target/release/examples/load w4 --streams 1000
+//! target/release/examples/load w5 --concurrency 1,64,256
+//! ```
+//!
+//! Each run prints one JSON line per measurement: turns/s, chunks/s, time
+//! to first chunk and to `[DONE]` (p50, p99, max, in ms), errors, and the
+//! server's peak RSS.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use axum::body::Body;
+use axum::response::Response;
+use clap::{Parser, Subcommand};
+use futures::StreamExt;
+use serde_json::{Value, json};
+
+#[derive(Parser)]
+struct Cli {
+    #[command(subcommand)]
+    workload: Workload,
+    /// A running toolgate to load instead of starting one (W1, W2 only).
+    #[arg(long, global = true)]
+    url: Option<String>,
+    /// Seconds each measurement runs.
+    #[arg(long, global = true, default_value_t = 10)]
+    secs: u64,
+}
+
+#[derive(Subcommand)]
+enum Workload {
+    /// `count to 100`, as fast as the server answers.
+    W1 {
+        #[arg(long, value_delimiter = ',', default_value = "1,64,256")]
+        concurrency: Vec<usize>,
+    },
+    /// The confirmation round trip: the request, then the approving follow-up.
+    W2 {
+        #[arg(long, value_delimiter = ',', default_value = "64")]
+        concurrency: Vec<usize>,
+    },
+    /// Open streams on a slow model, held: server memory per open stream.
+    W3 {
+        #[arg(long, default_value_t = 10_000)]
+        streams: usize,
+    },
+    /// Proxy overhead: an OpenAI-compatible mock, directly and through
+    /// toolgate, interleaved.
+    W4 {
+        #[arg(long, default_value_t = 1000)]
+        streams: usize,
+    },
+    /// The ceiling: a bare axum handler streaming W1's bytes, pre-serialized.
+    W5 {
+        #[arg(long, value_delimiter = ',', default_value = "1,64,256")]
+        concurrency: Vec<usize>,
+    },
+    /// (internal) The W5 and W3 baseline server.
+    #[command(hide = true)]
+    Baseline,
+    /// (internal) The W4 upstream: an OpenAI-compatible stream of 20 deltas.
+    #[command(hide = true)]
+    MockOpenai,
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(run(cli))
+}
+
+async fn run(cli: Cli) -> anyhow::Result<()> {
+    let secs = Duration::from_secs(cli.secs);
+    match cli.workload {
+        Workload::Baseline => serve(baseline()).await,
+        Workload::MockOpenai => serve(mock_openai()).await,
+        Workload::W1 { concurrency } => {
+            let server = Target::toolgate(cli.url, "store:\n  kind: memory\n")?;
+            for c in concurrency {
+                let body = say("count to 100");
+                let mut report =
+                    drive(&server.url, c, secs, move |_| Turn::One(body.clone())).await;
+                report.print("w1", c, server.peak_rss_kib());
+            }
+            Ok(())
+        }
+        Workload::W2 { concurrency } => {
+            let server = Target::toolgate(cli.url, "store:\n  kind: memory\n")?;
+            for c in concurrency {
+                let mut report = drive(&server.url, c, secs, |_| Turn::RoundTrip).await;
+                report.print("w2", c, server.peak_rss_kib());
+            }
+            Ok(())
+        }
+        Workload::W5 { concurrency } => {
+            let server = Target::spawn_self("baseline")?;
+            for c in concurrency {
+                let body = say("count to 100");
+                let mut report =
+                    drive(&server.url, c, secs, move |_| Turn::One(body.clone())).await;
+                report.print("w5", c, server.peak_rss_kib());
+            }
+            Ok(())
+        }
+        Workload::W3 { streams } => {
+            let config = "store:\n  kind: memory\nmodel:\n  deltaDelayMs: 1000\nstream:\n  maxTurnsPerUser: 1000000\n  maxTurns: 1000000\n";
+            let toolgate = Target::toolgate(None, config)?;
+            let per = held_streams(&toolgate, streams, "/stream").await?;
+            let baseline = Target::spawn_self("baseline")?;
+            let bare = held_streams(&baseline, streams, "/hold").await?;
+            println!(
+                "{}",
+                json!({"workload": "w3", "streams": streams, "toolgateKiBPerStream": per, "bareAxumKiBPerStream": bare})
+            );
+            Ok(())
+        }
+        Workload::W4 { streams } => w4(streams, secs).await,
+    }
+}
+
+/// What one worker sends, again and again.
+#[derive(Clone)]
+enum Turn {
+    One(Value),
+    RoundTrip,
+}
+
+fn say(text: &str) -> Value {
+    json!({
+        "id": format!("load-{}", uuid_like()),
+        "messages": [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": text}]}]
+    })
+}
+
+fn uuid_like() -> String {
+    use std::sync::atomic::AtomicU64;
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    format!("{:x}", NEXT.fetch_add(1, Ordering::Relaxed))
+}
+
+/// One streamed answer as the client saw it.
+struct Seen {
+    first: Duration,
+    done: Duration,
+    chunks: usize,
+    body: Vec<u8>,
+}
+
+async fn post(client: &reqwest::Client, url: &str, body: &Value) -> anyhow::Result<Seen> {
+    let start = Instant::now();
+    let response = client.post(url).body(body.to_string()).send().await?;
+    if !response.status().is_success() {
+        bail!("HTTP {}", response.status());
+    }
+    let mut stream = response.bytes_stream();
+    let mut first = None;
+    let mut body = Vec::new();
+    while let Some(piece) = stream.next().await {
+        let piece = piece?;
+        first.get_or_insert_with(|| start.elapsed());
+        body.extend_from_slice(&piece);
+    }
+    let done = start.elapsed();
+    if !body.ends_with(b"data: [DONE]\n\n") {
+        bail!("the stream did not end with [DONE]");
+    }
+    let chunks = body.windows(6).filter(|w| w == b"data: ").count() - 1;
+    Ok(Seen {
+        first: first.unwrap_or(done),
+        done,
+        chunks,
+        body,
+    })
+}
+
+/// The follow-up that approves the question a first answer asked.
+fn approval(chat: &str, first: &[u8]) -> anyhow::Result<Value> {
+    let text = String::from_utf8_lossy(first);
+    let chunks: Vec<Value> = text
+        .split("\n\n")
+        .filter_map(|f| f.strip_prefix("data: "))
+        .filter_map(|d| serde_json::from_str(d).ok())
+        .collect();
+    let message_id = chunks
+        .iter()
+        .find(|c| c["type"] == "start")
+        .map(|c| c["messageId"].clone())
+        .context("no start chunk")?;
+    let ask = chunks
+        .iter()
+        .find(|c| c["type"] == "tool-input-available")
+        .context("no question")?;
+    Ok(json!({
+        "id": chat, "messageId": message_id,
+        "messages": [
+            {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "Send 50 USD to Hanako"}]},
+            {"id": message_id, "role": "assistant", "parts": [
+                {"type": "step-start"},
+                {"type": "tool-adk_request_confirmation", "toolCallId": ask["toolCallId"], "state": "output-available",
+                 "input": ask["input"], "output": {"confirmed": true}, "callProviderMetadata": ask["providerMetadata"]}
+            ]}
+        ]
+    }))
+}
+
+async fn one_turn(client: &reqwest::Client, url: &str, turn: &Turn) -> anyhow::Result<Seen> {
+    let stream = format!("{url}/stream");
+    match turn {
+        Turn::One(body) => {
+            let mut body = body.clone();
+            body["id"] = json!(format!("load-{}", uuid_like()));
+            post(client, &stream, &body).await
+        }
+        Turn::RoundTrip => {
+            let chat = format!("load-{}", uuid_like());
+            let mut ask = say("Send 50 USD to Hanako");
+            ask["id"] = json!(chat);
+            let first = post(client, &stream, &ask).await?;
+            let second = post(client, &stream, &approval(&chat, &first.body)?).await?;
+            if !String::from_utf8_lossy(&second.body).contains("\"status\":\"completed\"") {
+                bail!("the approved payment did not complete");
+            }
+            Ok(Seen {
+                first: first.first,
+                done: first.done + second.done,
+                chunks: first.chunks + second.chunks,
+                body: Vec::new(),
+            })
+        }
+    }
+}
+
+#[derive(Default)]
+struct Report {
+    turns: usize,
+    chunks: usize,
+    errors: usize,
+    first: Vec<Duration>,
+    done: Vec<Duration>,
+    elapsed: Duration,
+    first_error: Option<String>,
+}
+
+impl Report {
+    fn print(&mut self, workload: &str, concurrency: usize, rss: Option<u64>) {
+        let secs = self.elapsed.as_secs_f64();
+        println!(
+            "{}",
+            json!({
+                "workload": workload,
+                "concurrency": concurrency,
+                "turns": self.turns,
+                "turnsPerSec": round(self.turns as f64 / secs),
+                "chunksPerSec": round(self.chunks as f64 / secs),
+                "firstChunkMs": percentiles(&mut self.first),
+                "doneMs": percentiles(&mut self.done),
+                "errors": self.errors,
+                "firstError": self.first_error,
+                "serverPeakRssKiB": rss,
+            })
+        );
+    }
+}
+
+fn round(x: f64) -> f64 {
+    (x * 10.0).round() / 10.0
+}
+
+fn percentiles(samples: &mut [Duration]) -> Value {
+    if samples.is_empty() {
+        return Value::Null;
+    }
+    samples.sort_unstable();
+    let at = |q: f64| {
+        let i = ((samples.len() as f64 - 1.0) * q).round() as usize;
+        (samples[i].as_secs_f64() * 1000.0 * 1000.0).round() / 1000.0
+    };
+    json!({"p50": at(0.5), "p99": at(0.99), "max": at(1.0)})
+}
+
+/// `concurrency` workers sending `turn` for `secs`.
+async fn drive(
+    url: &str,
+    concurrency: usize,
+    secs: Duration,
+    turn: impl Fn(usize) -> Turn,
+) -> Report {
+    let client = reqwest::Client::builder()
+        .tcp_nodelay(true)
+        .pool_max_idle_per_host(concurrency)
+        .build()
+        .unwrap_or_default();
+    let stop = Arc::new(AtomicBool::new(false));
+    let started = Instant::now();
+    let workers: Vec<_> = (0..concurrency)
+        .map(|i| {
+            let (client, url, stop, turn) = (client.clone(), url.to_owned(), stop.clone(), turn(i));
+            tokio::spawn(async move {
+                let mut report = Report::default();
+                while !stop.load(Ordering::Relaxed) {
+                    match one_turn(&client, &url, &turn).await {
+                        Ok(seen) => {
+                            report.turns += 1;
+                            report.chunks += seen.chunks;
+                            report.first.push(seen.first);
+                            report.done.push(seen.done);
+                        }
+                        Err(e) => {
+                            report.errors += 1;
+                            report.first_error.get_or_insert(e.to_string());
+                        }
+                    }
+                }
+                report
+            })
+        })
+        .collect();
+    tokio::time::sleep(secs).await;
+    stop.store(true, Ordering::Relaxed);
+    let mut total = Report::default();
+    for worker in workers {
+        if let Ok(report) = worker.await {
+            total.turns += report.turns;
+            total.chunks += report.chunks;
+            total.errors += report.errors;
+            total.first.extend(report.first);
+            total.done.extend(report.done);
+            if total.first_error.is_none() {
+                total.first_error = report.first_error;
+            }
+        }
+    }
+    total.elapsed = started.elapsed();
+    total
+}
+
+/// Opens `n` streams at `path`, waits until each has its first bytes, and
+/// returns the server's memory growth per stream in KiB.
+async fn held_streams(server: &Target, n: usize, path: &str) -> anyhow::Result<f64> {
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let before = server.rss_kib().context("no server RSS")?;
+    let url = format!("{}{path}", server.url);
+    let (opened, mut open) = tokio::sync::mpsc::channel(n.max(1));
+    let mut holders = Vec::with_capacity(n);
+    for i in 0..n {
+        let (url, opened) = (url.clone(), opened.clone());
+        holders.push(tokio::spawn(async move {
+            // One connection per stream, as browsers hold them.
+            let client = reqwest::Client::builder()
+                .tcp_nodelay(true)
+                .build()
+                .unwrap_or_default();
+            let mut body = say("count to 100000");
+            body["id"] = json!(format!("held-{i}"));
+            let Ok(response) = client.post(&url).body(body.to_string()).send().await else {
+                let _ = opened.send(false).await;
+                return;
+            };
+            let mut stream = response.bytes_stream();
+            let first = stream.next().await.is_some_and(|p| p.is_ok());
+            let _ = opened.send(first).await;
+            // Keep reading, as a client would, until dropped.
+            while stream.next().await.is_some() {}
+        }));
+    }
+    let mut ok = 0;
+    for _ in 0..n {
+        if open.recv().await == Some(true) {
+            ok += 1;
+        }
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let after = server.rss_kib().context("no server RSS")?;
+    for holder in holders {
+        holder.abort();
+    }
+    if ok < n {
+        bail!("only {ok} of {n} streams opened");
+    }
+    Ok(round((after.saturating_sub(before)) as f64 / n as f64))
+}
+
+/// W4: time to the first text through toolgate against directly, on the
+/// same mock upstream, `streams` workers alternating the two.
+async fn w4(streams: usize, secs: Duration) -> anyhow::Result<()> {
+    let mock = Target::spawn_self("mock-openai")?;
+    let config = format!(
+        "store:\n  kind: memory\nmodel:\n  provider: openai\n  model: mock\n  baseUrl: {}/v1\nstream:\n  maxTurnsPerUser: 1000000\n  maxTurns: 1000000\n",
+        mock.url
+    );
+    let toolgate = Target::toolgate(None, &config)?;
+    let client = reqwest::Client::builder()
+        .tcp_nodelay(true)
+        .pool_max_idle_per_host(streams * 2)
+        .build()?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let workers: Vec<_> = (0..streams)
+        .map(|i| {
+            let client = client.clone();
+            let stop = stop.clone();
+            let direct = format!("{}/v1/chat/completions", mock.url);
+            let through = format!("{}/stream", toolgate.url);
+            tokio::spawn(async move {
+                let (mut plain, mut proxied, mut errors) = (Vec::new(), Vec::new(), 0usize);
+                let mut n = i;
+                while !stop.load(Ordering::Relaxed) {
+                    n += 1;
+                    let result = if n % 2 == 0 {
+                        first_text(
+                            &client,
+                            &direct,
+                            &json!({"stream": true}),
+                            b"\"content\":\"",
+                        )
+                        .await
+                        .map(|d| plain.push(d))
+                    } else {
+                        let mut body = say("hi");
+                        body["id"] = json!(format!("w4-{i}-{n}"));
+                        first_text(&client, &through, &body, b"text-delta")
+                            .await
+                            .map(|d| proxied.push(d))
+                    };
+                    if result.is_err() {
+                        errors += 1;
+                    }
+                }
+                (plain, proxied, errors)
+            })
+        })
+        .collect();
+    tokio::time::sleep(secs).await;
+    stop.store(true, Ordering::Relaxed);
+    let (mut plain, mut proxied, mut errors) = (Vec::new(), Vec::new(), 0);
+    for worker in workers {
+        if let Ok((a, b, e)) = worker.await {
+            plain.extend(a);
+            proxied.extend(b);
+            errors += e;
+        }
+    }
+    let direct = percentiles(&mut plain);
+    let through = percentiles(&mut proxied);
+    let added = |q: &str| {
+        round((through[q].as_f64().unwrap_or(0.0) - direct[q].as_f64().unwrap_or(0.0)) * 100.0)
+            / 100.0
+    };
+    println!(
+        "{}",
+        json!({
+            "workload": "w4", "streams": streams,
+            "directFirstTextMs": direct, "throughToolgateFirstTextMs": through,
+            "addedMs": {"p50": added("p50"), "p99": added("p99")},
+            "samples": plain.len() + proxied.len(), "errors": errors,
+            "serverPeakRssKiB": toolgate.peak_rss_kib(),
+        })
+    );
+    Ok(())
+}
+
+/// Time until the body holds `marker`; the rest is read and dropped.
+async fn first_text(
+    client: &reqwest::Client,
+    url: &str,
+    body: &Value,
+    marker: &[u8],
+) -> anyhow::Result<Duration> {
+    let start = Instant::now();
+    let response = client.post(url).body(body.to_string()).send().await?;
+    let mut stream = response.bytes_stream();
+    let mut seen = Vec::new();
+    let mut at = None;
+    while let Some(piece) = stream.next().await {
+        let piece = piece?;
+        if at.is_none() {
+            seen.extend_from_slice(&piece);
+            if seen.windows(marker.len()).any(|w| w == marker) {
+                at = Some(start.elapsed());
+            }
+        }
+    }
+    at.context("no text in the answer")
+}
+
+/// A server process this run started (killed on drop), or a URL.
+struct Target {
+    url: String,
+    child: Option<Child>,
+}
+
+impl Target {
+    fn toolgate(url: Option<String>, config: &str) -> anyhow::Result<Self> {
+        if let Some(url) = url {
+            return Ok(Self { url, child: None });
+        }
+        let dir = std::env::temp_dir().join(format!("toolgate-load-{}", std::process::id()));
+        std::fs::create_dir_all(&dir)?;
+        let path = dir.join(format!("{}.yaml", uuid_like()));
+        std::fs::write(&path, config)?;
+        let exe = sibling("toolgate")?;
+        Self::spawn(
+            Command::new(exe)
+                .args(["serve", "--bind", "127.0.0.1:0", "--config"])
+                .arg(path),
+        )
+    }
+
+    fn spawn_self(mode: &str) -> anyhow::Result<Self> {
+        Self::spawn(Command::new(std::env::current_exe()?).arg(mode))
+    }
+
+    fn spawn(command: &mut Command) -> anyhow::Result<Self> {
+        let mut child = command
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .spawn()
+            .context("cannot start the server (build it first: cargo build --release)")?;
+        let stdout = child.stdout.take().context("no stdout")?;
+        let mut line = String::new();
+        BufReader::new(stdout).read_line(&mut line)?;
+        let url = line
+            .trim()
+            .strip_prefix("listening on ")
+            .with_context(|| format!("unexpected first line {line:?}"))?
+            .to_owned();
+        Ok(Self {
+            url,
+            child: Some(child),
+        })
+    }
+
+    fn status(&self, key: &str) -> Option<u64> {
+        let pid = self.child.as_ref()?.id();
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(key))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+    }
+
+    fn rss_kib(&self) -> Option<u64> {
+        self.status("VmRSS:")
+    }
+
+    fn peak_rss_kib(&self) -> Option<u64> {
+        self.status("VmHWM:")
+    }
+}
+
+impl Drop for Target {
+    fn drop(&mut self) {
+        if let Some(child) = &mut self.child {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// A binary built next to this example (`target/release/toolgate`).
+fn sibling(name: &str) -> anyhow::Result<std::path::PathBuf> {
+    let exe = std::env::current_exe()?;
+    let dir = exe
+        .parent()
+        .and_then(|examples| examples.parent())
+        .context("no target directory")?;
+    let path = dir.join(name);
+    if !path.exists() {
+        bail!(
+            "{} is missing: cargo build --release --bin toolgate",
+            path.display()
+        );
+    }
+    Ok(path)
+}
+
+/// Serves `router` on a free port, printing the address as toolgate does.
+async fn serve(router: axum::Router) -> anyhow::Result<()> {
+    use axum::serve::ListenerExt;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    println!("listening on http://{}", listener.local_addr()?);
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
+    axum::serve(listener, router).await?;
+    Ok(())
+}
+
+/// W1's answer, byte for byte as toolgate streams it, served from memory;
+/// and `/hold`, a stream of one small chunk a second (W3's bare baseline).
+fn baseline() -> axum::Router {
+    use toolgate::protocol::sse::{DONE, HEADERS, SseEncoder};
+    use toolgate::protocol::{FinishReason, UiChunk};
+    let mut encoder = SseEncoder::new();
+    let text = |delta: String| UiChunk::text_delta("txt-1", delta);
+    encoder.push(&UiChunk::Start {
+        message_id: Some("msg-1".into()),
+        message_metadata: None,
+    });
+    encoder.push(&UiChunk::StartStep);
+    encoder.push(&UiChunk::TextStart {
+        id: "txt-1".into(),
+        provider_metadata: None,
+    });
+    for n in 1..=100 {
+        encoder.push(&text(if n == 1 { "1".into() } else { format!(" {n}") }));
+    }
+    encoder.push(&UiChunk::TextEnd {
+        id: "txt-1".into(),
+        provider_metadata: None,
+    });
+    encoder.push(&UiChunk::FinishStep);
+    encoder.push(&UiChunk::finish(FinishReason::Stop));
+    encoder.push_raw(DONE);
+    let bytes = encoder.take();
+    let with_headers = |body: Body| {
+        let mut response = Response::new(body);
+        for (name, value) in HEADERS {
+            response.headers_mut().insert(
+                axum::http::HeaderName::from_static(name),
+                axum::http::HeaderValue::from_static(value),
+            );
+        }
+        response
+    };
+    axum::Router::new()
+        .route(
+            "/stream",
+            axum::routing::post(move || {
+                let bytes = bytes.clone();
+                async move { with_headers(Body::from(bytes)) }
+            }),
+        )
+        .route(
+            "/hold",
+            axum::routing::post(move || async move {
+                let ticks = futures::stream::unfold(0u64, |n| async move {
+                    if n > 0 {
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                    }
+                    let chunk = format!(
+                        "data: {{\"type\":\"text-delta\",\"id\":\"t\",\"delta\":\" {n}\"}}\n\n"
+                    );
+                    Some((Ok::<_, std::convert::Infallible>(chunk), n + 1))
+                });
+                with_headers(Body::from_stream(ticks))
+            }),
+        )
+}
+
+/// An OpenAI-compatible upstream: 20 text deltas at once, then `[DONE]`.
+fn mock_openai() -> axum::Router {
+    let mut body = String::new();
+    for n in 0..20 {
+        body.push_str(&format!(
+            "data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"word{n} \"}}}}]}}\n\n"
+        ));
+    }
+    body.push_str("data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n");
+    axum::Router::new().route(
+        "/v1/chat/completions",
+        axum::routing::post(move || {
+            let body = body.clone();
+            async move {
+                Response::builder()
+                    .header("content-type", "text/event-stream")
+                    .body(Body::from(body))
+                    .unwrap_or_default()
+            }
+        }),
+    )
+}
