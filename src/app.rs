@@ -169,6 +169,7 @@ impl App {
             runs: Arc::new(crate::transport::runs::Runs::new(
                 self.config.stream.max_turns_per_user.max(1),
                 self.config.stream.max_turns.max(1),
+                Duration::from_secs(self.config.stream.stalled_reader_secs.max(1)),
             )),
             client_version: self.config.client_version(),
         });

@@ -283,6 +283,8 @@ pub struct StreamConfig {
     pub max_turns_per_user: usize,
     /// Turns in flight in all.
     pub max_turns: usize,
+    /// A reader that holds its turn back this long stops the turn.
+    pub stalled_reader_secs: u64,
     /// `/live`: a socket silent this long is closed.
     pub live_idle_secs: u64,
     /// `/live`: frames a client may send per second (a burst of as many).
@@ -297,6 +299,7 @@ impl Default for StreamConfig {
             max_steps: 8,
             max_turns_per_user: 16,
             max_turns: 10_000,
+            stalled_reader_secs: 60,
             live_idle_secs: 300,
             live_frames_per_sec: 20,
         }

@@ -70,3 +70,55 @@ async fn a_reader_that_stops_pauses_the_model() {
         "reading again resumes the model"
     );
 }
+
+/// Sets its flag when the model stream it lives in is dropped.
+struct Dropped(Arc<std::sync::atomic::AtomicBool>);
+
+impl Drop for Dropped {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+struct WatchedFirehose(Arc<std::sync::atomic::AtomicBool>);
+
+impl ModelProvider for WatchedFirehose {
+    fn stream(&self, _: ModelRequest) -> BoxStream<'static, Result<ProviderEvent, ProviderError>> {
+        let guard = Dropped(self.0.clone());
+        futures::stream::repeat_with(move || {
+            let _alive = &guard;
+            Ok(ProviderEvent::TextDelta("x".repeat(1024)))
+        })
+        .boxed()
+    }
+}
+
+#[tokio::test]
+async fn a_reader_stalled_past_the_limit_stops_the_turn() {
+    let dropped = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let config =
+        Config::from_yaml("stream:\n  stalledReaderSecs: 1\n").unwrap_or_else(|e| panic!("{e}"));
+    let provider = WatchedFirehose(dropped.clone());
+    let server = Server::with(config, |app| app.with_provider(provider)).await;
+    let mut body = Box::pin(server.open(&user_says("c", "hi")).await);
+    assert!(body.next().await.is_some());
+    let stopped = async {
+        while !dropped.load(Ordering::SeqCst) {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), stopped)
+        .await
+        .unwrap_or_else(|_| panic!("the model kept its turn for a stalled reader"));
+    // Reading again: the rest, then why it ended.
+    let mut tail = Vec::new();
+    while let Some(piece) = body.next().await {
+        tail.extend_from_slice(&piece.unwrap_or_default());
+        if tail.len() > 64 << 10 {
+            tail.drain(..tail.len() - 1024);
+        }
+    }
+    let tail = String::from_utf8_lossy(&tail);
+    assert!(tail.contains("a reader stopped reading for 1 s"), "{tail}");
+    assert!(tail.ends_with("data: [DONE]\n\n"));
+}

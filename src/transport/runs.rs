@@ -11,6 +11,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use futures::stream::BoxStream;
@@ -43,6 +44,8 @@ pub struct Runs {
     inner: Mutex<Registry>,
     per_principal: usize,
     total: usize,
+    /// How long a reader may hold a turn back before the turn is stopped.
+    stall: Duration,
 }
 
 #[derive(Default)]
@@ -53,11 +56,12 @@ struct Registry {
 }
 
 impl Runs {
-    pub fn new(per_principal: usize, total: usize) -> Self {
-                Self {
+    pub fn new(per_principal: usize, total: usize, stall: Duration) -> Self {
+        Self {
             inner: Mutex::new(Registry::default()),
             per_principal,
             total,
+            stall,
         }
     }
 
@@ -73,7 +77,7 @@ impl Runs {
         chunks: BoxStream<'static, UiChunk>,
     ) -> Result<(Arc<Run>, Subscription), RunError> {
         let key = (principal.to_owned(), chat_id.to_owned());
-                let run = {
+        let run = {
             let mut registry = self.lock();
             let new = !registry.runs.contains_key(&key);
             if new && registry.runs.len() >= self.total {
@@ -97,15 +101,19 @@ impl Runs {
             run
         };
         let subscription = run.subscribe();
-        let task = tokio::spawn(produce(run.clone(), chunks, self.clone(), key));
+        let task = tokio::spawn(produce(run.clone(), chunks, self.clone(), key, self.stall));
         run.lock().abort = Some(task.abort_handle());
         Ok((run, subscription))
     }
 
     /// The turn in flight in `chat_id` for `principal`, if any.
     pub fn get(&self, principal: &str, chat_id: &str) -> Option<Arc<Run>> {
-                let key = (principal.to_owned(), chat_id.to_owned());
-        self.lock().runs.get(&key).filter(|run| !run.is_done()).cloned()
+        let key = (principal.to_owned(), chat_id.to_owned());
+        self.lock()
+            .runs
+            .get(&key)
+            .filter(|run| !run.is_done())
+            .cloned()
     }
 
     fn forget(&self, key: &Key, run: &Arc<Run>) {
@@ -269,7 +277,13 @@ impl Drop for Finished {
     }
 }
 
-async fn produce(run: Arc<Run>, chunks: BoxStream<'static, UiChunk>, runs: Arc<Runs>, key: Key) {
+async fn produce(
+    run: Arc<Run>,
+    chunks: BoxStream<'static, UiChunk>,
+    runs: Arc<Runs>,
+    key: Key,
+    stall: Duration,
+) {
     let _finished = Finished {
         run: run.clone(),
         runs,
@@ -312,14 +326,27 @@ async fn produce(run: Arc<Run>, chunks: BoxStream<'static, UiChunk>, runs: Arc<R
             log.is_behind()
         };
         run.changed.notify_waiters();
-        // Backpressure: wait for the slowest reader.
+        // Backpressure: wait for the slowest reader, for so long.
+        let deadline = tokio::time::Instant::now() + stall;
         while behind {
             let notified = run.changed.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
             behind = run.lock().is_behind();
-            if behind {
-                notified.await;
+            if behind && tokio::time::timeout_at(deadline, notified).await.is_err() {
+                let why = format!(
+                    "a reader stopped reading for {} s; the turn was stopped",
+                    stall.as_secs()
+                );
+                tracing::info!("{why}");
+                let error = UiChunk::Error { error_text: why };
+                if serde_json::to_writer((&mut buf).writer(), &error).is_ok() {
+                    let json = buf.split().freeze();
+                    let mut log = run.lock();
+                    log.bytes += json.len();
+                    log.entries.push_back(json);
+                }
+                return;
             }
         }
     }
@@ -344,7 +371,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_resume_replays_from_the_start() {
-        let runs = Arc::new(Runs::new(4, 16));
+        let runs = Arc::new(Runs::new(4, 16, Duration::from_secs(60)));
         let pending = futures::stream::pending::<UiChunk>();
         let turn = chunks(3).chain(pending).boxed();
         let Ok((run, first)) = runs.start("p", "c", turn) else {
@@ -370,7 +397,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_turn_everyone_left_stops() {
-        let runs = Arc::new(Runs::new(4, 16));
+        let runs = Arc::new(Runs::new(4, 16, Duration::from_secs(60)));
         let turn = chunks(1).chain(futures::stream::pending()).boxed();
         let Ok((run, reader)) = runs.start("p", "c", turn) else {
             panic!("not started")
@@ -387,7 +414,7 @@ mod tests {
 
     #[tokio::test]
     async fn limits_per_user_and_in_all() {
-        let runs = Arc::new(Runs::new(1, 2));
+        let runs = Arc::new(Runs::new(1, 2, Duration::from_secs(60)));
         let hold = || futures::stream::pending().boxed();
         let _a = runs.start("p", "c1", hold());
         assert!(matches!(
