@@ -167,9 +167,12 @@ impl App {
                 frames_per_sec: self.config.stream.live_frames_per_sec,
             },
             runs: Arc::new(crate::transport::runs::Runs::new(
-                self.config.stream.max_turns_per_user.max(1),
-                self.config.stream.max_turns.max(1),
-                Duration::from_secs(self.config.stream.stalled_reader_secs.max(1)),
+                crate::transport::runs::Limits {
+                    per_principal: self.config.stream.max_turns_per_user.max(1),
+                    total: self.config.stream.max_turns.max(1),
+                    stall: Duration::from_secs(self.config.stream.stalled_reader_secs.max(1)),
+                    held: Duration::from_secs(self.config.stream.held_turn_secs.max(1)),
+                },
             )),
             client_version: self.config.client_version(),
         });

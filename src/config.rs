@@ -285,6 +285,9 @@ pub struct StreamConfig {
     pub max_turns: usize,
     /// A reader that holds its turn back this long stops the turn.
     pub stalled_reader_secs: u64,
+    /// A turn waiting for a human that nobody reads is kept this long; its
+    /// question stays answerable by the next request.
+    pub held_turn_secs: u64,
     /// `/live`: a socket silent this long is closed.
     pub live_idle_secs: u64,
     /// `/live`: frames a client may send per second (a burst of as many).
@@ -300,6 +303,7 @@ impl Default for StreamConfig {
             max_turns_per_user: 16,
             max_turns: 10_000,
             stalled_reader_secs: 60,
+            held_turn_secs: 600,
             live_idle_secs: 300,
             live_frames_per_sec: 20,
         }

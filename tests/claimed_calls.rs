@@ -55,6 +55,7 @@ async fn dropping_the_stream_right_after_the_claim_still_runs_the_call_once() {
             "anonymous".into(),
             ConfirmationProtocol::Adk,
             ConfirmationFlow::Finish,
+            tokio::sync::watch::channel(false).0,
         )
         .collect::<Vec<_>>()
         .await;
@@ -69,6 +70,7 @@ async fn dropping_the_stream_right_after_the_claim_still_runs_the_call_once() {
         "anonymous".into(),
         ConfirmationProtocol::Adk,
         ConfirmationFlow::Finish,
+        tokio::sync::watch::channel(false).0,
     );
     assert!(matches!(stream.next().await, Some(UiChunk::Start { .. })));
     assert!(matches!(
@@ -84,6 +86,7 @@ async fn dropping_the_stream_right_after_the_claim_still_runs_the_call_once() {
             "anonymous".into(),
             ConfirmationProtocol::Adk,
             ConfirmationFlow::Finish,
+            tokio::sync::watch::channel(false).0,
         )
         .collect::<Vec<_>>()
         .await;

@@ -275,32 +275,6 @@ async fn a_resume_with_nothing_in_flight_is_no_active() {
 }
 
 #[tokio::test]
-async fn an_abort_stops_the_turn() {
-    let config =
-        Config::from_yaml("model:\n  deltaDelayMs: 20\n").unwrap_or_else(|e| panic!("{e}"));
-    let server = Server::with_config(config).await;
-    let mut socket = connect(&server).await;
-    send(&mut socket, turn("r1", &says("chat-long", "count to 1000"))).await;
-    let mut frames = Vec::new();
-    until(&mut socket, &mut frames, "text-delta").await;
-    send(&mut socket, json!({"type": "abort", "requestId": "r1"})).await;
-    // The socket still serves; the aborted turn is gone.
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    send(
-        &mut socket,
-        json!({"type": "resume", "requestId": "r2", "id": "chat-long", "headers": {}, "body": {}}),
-    )
-    .await;
-    loop {
-        let frame = next(&mut socket).await;
-        if frame["requestId"] == "r2" {
-            assert_eq!(frame["type"], "no-active");
-            break;
-        }
-    }
-}
-
-#[tokio::test]
 async fn bad_frames_get_error_frames_and_the_socket_stays() {
     let server = Server::start().await;
     let mut socket = connect(&server).await;

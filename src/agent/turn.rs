@@ -47,6 +47,7 @@ impl Agent {
         principal: String,
         protocol: ConfirmationProtocol,
         flow: ConfirmationFlow,
+        waiting: tokio::sync::watch::Sender<bool>,
     ) -> BoxStream<'static, UiChunk> {
         let agent = self;
         async_stream::stream! {
@@ -294,7 +295,11 @@ impl Agent {
                 // Held: each question is decided elsewhere, or times out, and the model goes on.
                 if flow == ConfirmationFlow::Hold {
                     for (confirmation_id, adk) in questions.drain(..) {
-                        let (call, outcome) = match agent.gate.hold(&scope, &confirmation_id).await {
+                                                // Held: whoever reads this turn may leave; it stays for the answer.
+                        waiting.send_replace(true);
+                        let held = agent.gate.hold(&scope, &confirmation_id).await;
+                        waiting.send_replace(false);
+                        let (call, outcome) = match held {
                             Ok(decided) => decided,
                             Err(e) => {
                                 yield UiChunk::Error { error_text: e.to_string() };

@@ -462,7 +462,10 @@ impl RedisStore {
                 if let Some(Status::Done(outcome)) = self.status(id).await? {
                     return Ok(Some(outcome));
                 }
-                let _ = tokio::time::timeout(POLL, messages.next()).await;
+                // A dropped subscription ends the messages at once: poll then.
+                if let Ok(None) = tokio::time::timeout(POLL, messages.next()).await {
+                    tokio::time::sleep(POLL).await;
+                }
             }
         };
         match tokio::time::timeout(timeout, wait).await {

@@ -31,6 +31,10 @@ use crate::protocol::ChatRequest;
 const OUTBOX: usize = 256;
 /// How often an idle socket is pinged.
 const PING_EVERY: Duration = Duration::from_secs(20);
+/// A write the peer has not taken in this long closes the socket.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
+/// Requests (sends and resumes) in flight on one socket.
+const MAX_REQUESTS: usize = 64;
 
 /// A client's frame.
 #[derive(Deserialize)]
@@ -95,12 +99,15 @@ async fn connection(socket: WebSocket, state: HttpState, upgrade: HeaderMap) {
     let (mut sink, mut incoming) = socket.split();
     let (outbox, mut queued) = mpsc::channel::<Message>(OUTBOX);
     let writer = tokio::spawn(async move {
+        // A peer that stops taking frames is let go: its turns then see
+        // their reader stall, and stop.
         while let Some(message) = queued.recv().await {
-            if sink.send(message).await.is_err() {
-                break;
+            match tokio::time::timeout(WRITE_TIMEOUT, sink.send(message)).await {
+                Ok(Ok(())) => {}
+                _ => return,
             }
         }
-        let _ = sink.close().await;
+        let _ = tokio::time::timeout(WRITE_TIMEOUT, sink.close()).await;
     });
     let mut requests: HashMap<String, (Arc<Run>, JoinHandle<()>)> = HashMap::new();
     let mut ping = tokio::time::interval(
@@ -116,12 +123,13 @@ async fn connection(socket: WebSocket, state: HttpState, upgrade: HeaderMap) {
                         _ = ping.tick() => {
                 requests.retain(|_, (_, task)| !task.is_finished());
                 // Idle: no frame from the client, and none of its turns in flight.
-                if requests.is_empty() && last_heard.elapsed() > state.live.idle {
+                                if requests.is_empty() && last_heard.elapsed() > state.live.idle {
                     let why = format!("closing a socket idle for {} s", state.live.idle.as_secs());
-                    let _ = outbox.send(error("", &why)).await;
+                    let _ = outbox.try_send(error("", &why));
                     break;
                 }
-                let _ = outbox.send(Message::Ping(Default::default())).await;
+                // Never wait on a full outbox here: that is a peer not reading.
+                let _ = outbox.try_send(Message::Ping(Default::default()));
                 continue;
             }
         };
@@ -129,20 +137,16 @@ async fn connection(socket: WebSocket, state: HttpState, upgrade: HeaderMap) {
             None | Some(Ok(Message::Close(_))) => break,
             // A frame over the size limit, or a broken protocol: say why, then close.
             Some(Err(e)) => {
-                let _ = outbox
-                    .send(error("", &format!("closing the socket: {e}")))
-                    .await;
+                let _ = outbox.try_send(error("", &format!("closing the socket: {e}")));
                 break;
             }
             Some(Ok(Message::Text(text))) => text,
             Some(Ok(Message::Binary(_))) => {
                 last_heard = Instant::now();
-                let _ = outbox
-                    .send(error(
-                        "",
-                        "binary frames are not part of the protocol; send JSON text",
-                    ))
-                    .await;
+                let _ = outbox.try_send(error(
+                    "",
+                    "binary frames are not part of the protocol; send JSON text",
+                ));
                 continue;
             }
             // A pong says the peer is there, not that it is busy.
@@ -156,11 +160,11 @@ async fn connection(socket: WebSocket, state: HttpState, upgrade: HeaderMap) {
                 "more than {} frames a second; this one was dropped",
                 state.live.frames_per_sec
             );
-            let _ = outbox.send(error(&id, &why)).await;
+            let _ = outbox.try_send(error(&id, &why));
             continue;
         }
         if let Err((id, why)) = frame(&state, &upgrade, &text, &outbox, &mut requests).await {
-            let _ = outbox.send(error(&id, &why)).await;
+            let _ = outbox.try_send(error(&id, &why));
         }
     }
     // The socket is gone: its readers leave, and turns nobody waits on stop.
@@ -199,9 +203,7 @@ async fn frame(
             headers,
             mut body,
         } => {
-            if requests.contains_key(&request_id) {
-                return Err((request_id, "this requestId is already in use".into()));
-            }
+            check_request(requests, &request_id)?;
             let principal = principal(state, upgrade, &headers).map_err(fail)?;
             // The body `useChat` would post: the transport's `body` with the turn.
             body.insert("id".into(), chat_id.into());
@@ -216,12 +218,7 @@ async fn frame(
             let bytes =
                 serde_json::to_vec(&body).map_err(|e| (request_id.clone(), e.to_string()))?;
             let request = ChatRequest::from_slice(&bytes).map_err(|e| fail(e.into()))?;
-            let chat = request.chat_id.clone();
-            let chunks = super::turn(state, request, principal.clone()).map_err(fail)?;
-            let (run, reader) = state
-                .runs
-                .start(&principal, &chat, chunks)
-                .map_err(|e| fail(e.into()))?;
+            let (run, reader) = super::start(state, request, &principal).map_err(fail)?;
             let task = tokio::spawn(forward(request_id.clone(), reader, outbox.clone()));
             requests.insert(request_id, (run, task));
         }
@@ -230,6 +227,7 @@ async fn frame(
             id: chat_id,
             headers,
         } => {
+            check_request(requests, &request_id)?;
             let principal = principal(state, upgrade, &headers).map_err(fail)?;
             let run = state.runs.get(&principal, &chat_id);
             match run.as_ref().and_then(|run| run.resume()) {
@@ -241,7 +239,7 @@ async fn frame(
                 }
                 None => {
                     let frame = json!({"type": "no-active", "requestId": request_id});
-                    let _ = outbox.send(Message::Text(frame.to_string().into())).await;
+                    let _ = outbox.try_send(Message::Text(frame.to_string().into()));
                 }
             }
         }
@@ -274,21 +272,40 @@ async fn frame(
                 edited_args,
             )
             .map_err(|e| fail(e.into()))?;
-            let decided = state
-                .agent
-                .gate
-                .decide_out_of_band(&principal, &confirmation_id, decision)
-                .await
-                .map_err(|e| fail(e.into()))?;
-            match decided {
-                // A held turn shows the outcome on its own stream.
-                OutOfBand::Decided(_) => {}
-                OutOfBand::Conflict(why) | OutOfBand::Invalid(why) => return Err((id, why)),
-                OutOfBand::NotFound => {
-                    return Err((id, format!("no confirmation `{confirmation_id}`")));
-                }
-            }
+            // An approval runs the call: the socket keeps serving meanwhile.
+            let (gate, outbox) = (state.agent.gate.clone(), outbox.clone());
+            tokio::spawn(async move {
+                let why = match gate
+                    .decide_out_of_band(&principal, &confirmation_id, decision)
+                    .await
+                {
+                    // A held turn shows the outcome on its own stream.
+                    Ok(OutOfBand::Decided(_)) => return,
+                    Ok(OutOfBand::Conflict(why) | OutOfBand::Invalid(why)) => why,
+                    Ok(OutOfBand::NotFound) => format!("no confirmation `{confirmation_id}`"),
+                    Err(e) => e.to_string(),
+                };
+                let _ = outbox.send(error(&id, &why)).await;
+            });
         }
+    }
+    Ok(())
+}
+
+/// A request id a new `send` or `resume` may take.
+fn check_request(
+    requests: &HashMap<String, (Arc<Run>, JoinHandle<()>)>,
+    request_id: &str,
+) -> Result<(), (String, String)> {
+    if requests.contains_key(request_id) {
+        return Err((
+            request_id.to_owned(),
+            "this requestId is already in use".into(),
+        ));
+    }
+    if requests.len() >= MAX_REQUESTS {
+        let why = format!("more than {MAX_REQUESTS} requests in flight on this socket");
+        return Err((request_id.to_owned(), why));
     }
     Ok(())
 }

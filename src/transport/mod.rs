@@ -73,11 +73,26 @@ async fn stream(
     let body =
         body.map_err(|rejection| ApiError::from_body_rejection(rejection, state.max_body_bytes))?;
     let request = ChatRequest::from_slice(&body)?;
-    let chat_id = request.chat_id.clone();
-    let chunks = turn(&state, request, principal.clone())?;
-    let (_, reader) = state.runs.start(&principal, &chat_id, chunks)?;
+    let (_, reader) = start(&state, request, &principal)?;
     let chunks = reader.chunks().map(|(_, json)| json);
     Ok(sse::response(chunks, state.keep_alive).into_response())
+}
+
+/// Starts the turn for `request` and subscribes to it.
+fn start(
+    state: &HttpState,
+    request: ChatRequest,
+    principal: &str,
+) -> Result<(Arc<runs::Run>, runs::Subscription), ApiError> {
+    let chat_id = request.chat_id.clone();
+    let (waiting, waits) = tokio::sync::watch::channel(false);
+    let chunks = turn(state, request, principal.to_owned(), waiting)?;
+    let owner = runs::Owner {
+        principal,
+        chat_id: &chat_id,
+        capped: principal != ANONYMOUS,
+    };
+    Ok(state.runs.start(owner, chunks, waits)?)
 }
 
 /// The turn for `request`, in the confirmation protocol and flow it asks
@@ -86,6 +101,7 @@ fn turn(
     state: &HttpState,
     request: ChatRequest,
     principal: String,
+    waiting: tokio::sync::watch::Sender<bool>,
 ) -> Result<futures::stream::BoxStream<'static, crate::protocol::UiChunk>, ApiError> {
     let protocol = request.options.protocol.unwrap_or(state.protocol);
     let flow = request.options.flow.unwrap_or(state.flow);
@@ -103,7 +119,7 @@ fn turn(
     Ok(state
         .agent
         .clone()
-        .turn(request, principal, protocol, flow)
+        .turn(request, principal, protocol, flow, waiting)
         .flat_map(move |chunk| futures::stream::iter(client.fit(chunk)))
         .boxed())
 }

@@ -18,7 +18,6 @@ use futures::stream::BoxStream;
 use futures::{Stream, StreamExt};
 use tokio::sync::{Notify, watch};
 
-use crate::confirm::CONFIRMATION_TOOL;
 use crate::protocol::UiChunk;
 
 /// Chunks the producer may run ahead of its slowest reader.
@@ -42,26 +41,43 @@ type Key = (String, String);
 /// The registry: at most one resumable turn per (principal, chat).
 pub struct Runs {
     inner: Mutex<Registry>,
-    per_principal: usize,
-    total: usize,
+    limits: Limits,
+}
+
+/// How many turns may run, and for how long without a reader.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub per_principal: usize,
+    pub total: usize,
     /// How long a reader may hold a turn back before the turn is stopped.
-    stall: Duration,
+    pub stall: Duration,
+    /// How long a turn waiting for a human is kept with nobody reading it;
+    /// its question stays answerable by the next request.
+    pub held: Duration,
 }
 
 #[derive(Default)]
 struct Registry {
+    /// The resumable turn of each chat.
     runs: HashMap<Key, Arc<Run>>,
-    /// Entries of `runs` per principal.
+    /// Turns running per principal (superseded ones included).
     counts: HashMap<String, usize>,
+    running: usize,
+}
+
+/// Who starts a turn, and whether the per-user cap applies to them.
+pub struct Owner<'a> {
+    pub principal: &'a str,
+    pub chat_id: &'a str,
+    /// Off for `anonymous`, which is everyone on a keyless server.
+    pub capped: bool,
 }
 
 impl Runs {
-    pub fn new(per_principal: usize, total: usize, stall: Duration) -> Self {
+    pub fn new(limits: Limits) -> Self {
         Self {
             inner: Mutex::new(Registry::default()),
-            per_principal,
-            total,
-            stall,
+            limits,
         }
     }
 
@@ -69,28 +85,27 @@ impl Runs {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Starts `chunks` as the turn of `chat_id`, and subscribes to it.
+    /// Starts `chunks` as the turn of the owner's chat, and subscribes to
+    /// it. `waiting` says when the turn waits for a human.
     pub fn start(
         self: &Arc<Self>,
-        principal: &str,
-        chat_id: &str,
+        owner: Owner<'_>,
         chunks: BoxStream<'static, UiChunk>,
+        waiting: watch::Receiver<bool>,
     ) -> Result<(Arc<Run>, Subscription), RunError> {
-        let key = (principal.to_owned(), chat_id.to_owned());
+        let key = (owner.principal.to_owned(), owner.chat_id.to_owned());
         let run = {
             let mut registry = self.lock();
-            let new = !registry.runs.contains_key(&key);
-            if new && registry.runs.len() >= self.total {
-                return Err(RunError::Total(self.total));
+            if registry.running >= self.limits.total {
+                return Err(RunError::Total(self.limits.total));
             }
-            let mine = registry.counts.get(principal).copied().unwrap_or(0);
-            if new && mine >= self.per_principal {
-                return Err(RunError::PerPrincipal(self.per_principal));
+            let mine = registry.counts.get(owner.principal).copied().unwrap_or(0);
+            if owner.capped && mine >= self.limits.per_principal {
+                return Err(RunError::PerPrincipal(self.limits.per_principal));
             }
+            registry.running += 1;
+            *registry.counts.entry(key.0.clone()).or_default() += 1;
             let run = Arc::new(Run::new());
-            if new {
-                *registry.counts.entry(principal.to_owned()).or_default() += 1;
-            }
             // A new turn of a chat supersedes the old one: nobody could
             // resume that one any more, so if nobody reads it, it stops.
             if let Some(old) = registry.runs.insert(key.clone(), run.clone())
@@ -101,7 +116,14 @@ impl Runs {
             run
         };
         let subscription = run.subscribe();
-        let task = tokio::spawn(produce(run.clone(), chunks, self.clone(), key, self.stall));
+        // Made before the task is, so that an abort before its first poll
+        // still marks the turn done and frees its place.
+        let finished = Finished {
+            run: run.clone(),
+            runs: self.clone(),
+            key,
+        };
+        let task = tokio::spawn(produce(finished, chunks, waiting, self.limits));
         run.lock().abort = Some(task.abort_handle());
         Ok((run, subscription))
     }
@@ -116,15 +138,16 @@ impl Runs {
             .cloned()
     }
 
-    fn forget(&self, key: &Key, run: &Arc<Run>) {
+    fn finished(&self, key: &Key, run: &Arc<Run>) {
         let mut registry = self.lock();
         if registry.runs.get(key).is_some_and(|r| Arc::ptr_eq(r, run)) {
             registry.runs.remove(key);
-            if let Some(n) = registry.counts.get_mut(&key.0) {
-                *n -= 1;
-                if *n == 0 {
-                    registry.counts.remove(&key.0);
-                }
+        }
+        registry.running = registry.running.saturating_sub(1);
+        if let Some(n) = registry.counts.get_mut(&key.0) {
+            *n -= 1;
+            if *n == 0 {
+                registry.counts.remove(&key.0);
             }
         }
     }
@@ -192,21 +215,30 @@ impl Run {
     /// Reads the turn from its first chunk; `None` when the start of the
     /// log is gone (the turn outgrew the replay limit).
     pub fn resume(self: &Arc<Self>) -> Option<Subscription> {
-        if self.lock().first > 0 {
-            return None;
-        }
-        Some(self.subscribe())
+        self.reader(true)
     }
 
+    /// A reader of a new turn, from its (empty) start.
     fn subscribe(self: &Arc<Self>) -> Subscription {
-        let id = {
-            let mut log = self.lock();
-            let id = log.next_reader;
-            log.next_reader += 1;
-            let first = log.first;
-            log.cursors.insert(id, first);
-            id
-        };
+        let mut log = self.lock();
+        self.attach(&mut log)
+    }
+
+    /// A new reader at the start of the log; `None` if `from_start` and
+    /// the start is gone. One lock, so the log cannot move in between.
+    fn reader(self: &Arc<Self>, from_start: bool) -> Option<Subscription> {
+        let mut log = self.lock();
+        if from_start && log.first > 0 {
+            return None;
+        }
+        Some(self.attach(&mut log))
+    }
+
+    fn attach(self: &Arc<Self>, log: &mut Log) -> Subscription {
+        let id = log.next_reader;
+        log.next_reader += 1;
+        let first = log.first;
+        log.cursors.insert(id, first);
         self.readers.send_modify(|n| *n += 1);
         Subscription {
             run: self.clone(),
@@ -273,38 +305,31 @@ impl Drop for Finished {
     fn drop(&mut self) {
         self.run.lock().done = true;
         self.run.changed.notify_waiters();
-        self.runs.forget(&self.key, &self.run);
+        self.runs.finished(&self.key, &self.run);
     }
 }
 
 async fn produce(
-    run: Arc<Run>,
+    finished: Finished,
     chunks: BoxStream<'static, UiChunk>,
-    runs: Arc<Runs>,
-    key: Key,
-    stall: Duration,
+    mut waiting: watch::Receiver<bool>,
+    limits: Limits,
 ) {
-    let _finished = Finished {
-        run: run.clone(),
-        runs,
-        key,
-    };
+    let run = finished.run.clone();
+    let _finished = finished;
+    let stall = limits.stall;
     let mut readers = run.readers.subscribe();
     let mut buf = BytesMut::with_capacity(64 << 10);
     // Chunks that are ready together go into the log under one lock.
     let mut batches = chunks.ready_chunks(BATCH);
     let mut framed = Vec::with_capacity(BATCH);
-    // The last chunk asked a human: the turn may wait for the answer.
-    let mut asking = false;
     loop {
         let batch = tokio::select! {
             batch = batches.next() => batch,
-            // Everyone left and nobody is asked anything: stop the work.
-            _ = readers.wait_for(|n| *n == 0), if !asking => None,
+            () = abandoned(&mut readers, &mut waiting, limits.held) => None,
         };
         let Some(batch) = batch else { break };
         for chunk in &batch {
-            asking = is_question(chunk);
             if serde_json::to_writer((&mut buf).writer(), chunk).is_err() {
                 buf.extend_from_slice(br#"{"type":"error","errorText":"unencodable chunk"}"#);
             }
@@ -352,12 +377,36 @@ async fn produce(
     }
 }
 
-/// A chunk after which a turn may wait for a human.
-fn is_question(chunk: &UiChunk) -> bool {
-    match chunk {
-        UiChunk::ToolApprovalRequest { .. } => true,
-        UiChunk::ToolInputAvailable { tool_name, .. } => tool_name == CONFIRMATION_TOOL,
-        _ => false,
+/// Resolves when the turn should stop for want of readers: nobody reads
+/// it and it waits for nobody, or it has waited for a human unread for `held`.
+async fn abandoned(
+    readers: &mut watch::Receiver<usize>,
+    waiting: &mut watch::Receiver<bool>,
+    held: Duration,
+) {
+    // The turn dropped its end: it waits for nobody any more.
+    let mut turn_gone = false;
+    loop {
+        let nobody = *readers.borrow_and_update() == 0;
+        let asking = !turn_gone && *waiting.borrow_and_update();
+        if nobody && !asking {
+            return;
+        }
+        let unread_too_long = async {
+            match nobody {
+                true => tokio::time::sleep(held).await,
+                false => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            changed = readers.changed() => {
+                if changed.is_err() {
+                    std::future::pending::<()>().await;
+                }
+            }
+            changed = waiting.changed(), if !turn_gone => turn_gone = changed.is_err(),
+            () = unread_too_long => return,
+        }
     }
 }
 
@@ -365,16 +414,37 @@ fn is_question(chunk: &UiChunk) -> bool {
 mod tests {
     use super::*;
 
+    fn runs(per_principal: usize, total: usize) -> Arc<Runs> {
+        let second = Duration::from_secs(60);
+        Arc::new(Runs::new(Limits {
+            per_principal,
+            total,
+            stall: second,
+            held: second,
+        }))
+    }
+
+    fn owner(principal: &str, chat_id: &str) -> Owner<'static> {
+        Owner {
+            principal: principal.to_owned().leak(),
+            chat_id: chat_id.to_owned().leak(),
+            capped: true,
+        }
+    }
+
+    fn waiting() -> watch::Receiver<bool> {
+        watch::channel(false).1
+    }
+
     fn chunks(n: usize) -> BoxStream<'static, UiChunk> {
         futures::stream::iter((0..n).map(|_| UiChunk::StartStep)).boxed()
     }
 
     #[tokio::test]
     async fn a_resume_replays_from_the_start() {
-        let runs = Arc::new(Runs::new(4, 16, Duration::from_secs(60)));
-        let pending = futures::stream::pending::<UiChunk>();
-        let turn = chunks(3).chain(pending).boxed();
-        let Ok((run, first)) = runs.start("p", "c", turn) else {
+        let runs = runs(4, 16);
+        let turn = chunks(3).chain(futures::stream::pending()).boxed();
+        let Ok((run, first)) = runs.start(owner("p", "c"), turn, waiting()) else {
             panic!("not started")
         };
         let mut first = Box::pin(first.chunks());
@@ -396,34 +466,47 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_turn_everyone_left_stops() {
-        let runs = Arc::new(Runs::new(4, 16, Duration::from_secs(60)));
-        let turn = chunks(1).chain(futures::stream::pending()).boxed();
-        let Ok((run, reader)) = runs.start("p", "c", turn) else {
+    async fn a_turn_everyone_left_stops_unless_it_waits_for_a_human() {
+        let runs = runs(4, 16);
+        let turn = || chunks(1).chain(futures::stream::pending()).boxed();
+        let Ok((run, reader)) = runs.start(owner("p", "c"), turn(), waiting()) else {
             panic!("not started")
         };
         drop(reader);
-        tokio::time::timeout(std::time::Duration::from_secs(5), async {
+        let done = |run: Arc<Run>| async move {
             while !run.is_done() {
-                tokio::task::yield_now().await;
+                tokio::time::sleep(Duration::from_millis(5)).await;
             }
-        })
-        .await
-        .unwrap_or_else(|_| panic!("the turn kept going"));
+        };
+        tokio::time::timeout(Duration::from_secs(5), done(run))
+            .await
+            .unwrap_or_else(|_| panic!("the turn kept going"));
+
+        let (asking, waits) = watch::channel(true);
+        let Ok((held, reader)) = runs.start(owner("p", "d"), turn(), waits) else {
+            panic!("not started")
+        };
+        drop(reader);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(!held.is_done(), "a turn waiting for a human was stopped");
+        asking.send_replace(false);
+        tokio::time::timeout(Duration::from_secs(5), done(held))
+            .await
+            .unwrap_or_else(|_| panic!("the turn kept going once answered"));
     }
 
     #[tokio::test]
     async fn limits_per_user_and_in_all() {
-        let runs = Arc::new(Runs::new(1, 2, Duration::from_secs(60)));
+        let runs = runs(1, 2);
         let hold = || futures::stream::pending().boxed();
-        let _a = runs.start("p", "c1", hold());
+        let _a = runs.start(owner("p", "c1"), hold(), waiting());
         assert!(matches!(
-            runs.start("p", "c2", hold()),
+            runs.start(owner("p", "c2"), hold(), waiting()),
             Err(RunError::PerPrincipal(1))
         ));
-        let _b = runs.start("q", "c1", hold());
+        let _b = runs.start(owner("q", "c1"), hold(), waiting());
         assert!(matches!(
-            runs.start("r", "c1", hold()),
+            runs.start(owner("r", "c1"), hold(), waiting()),
             Err(RunError::Total(2))
         ));
     }
