@@ -192,7 +192,7 @@ impl App {
         let (store, clock) = (self.store.clone(), self.clock.clone());
         let (router, gate) = self.build();
         let purge = tokio::spawn(purge_expired(gate, store, clock, retention));
-        let served = axum::serve(listener, router).await;
+        let served = axum::serve(listener, router.into_make_service()).await;
         purge.abort();
         served
     }

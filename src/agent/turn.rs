@@ -70,7 +70,9 @@ impl Agent {
                         Work::Answer(boxed) => {
                             let (answer, echo) = *boxed;
                             let adk = answer.protocol == ConfirmationProtocol::Adk;
-                            let verdict = agent.gate.check_answer(&scope, &answer).await;
+                            // The gate's futures (a store's among them) are boxed: inline they
+                            // would make every turn's state as large as the largest.
+                            let verdict = Box::pin(agent.gate.check_answer(&scope, &answer)).await;
                             if let Ok(Answered::Rejected(why)) = &verdict {
                                 // ADK: on the confirmation part; native: on the call's own part.
                                 let part_id = match (&answer.original, adk) {
@@ -83,7 +85,7 @@ impl Agent {
                             }
                             (answer.confirmation_id, adk, echo, verdict)
                         }
-                        Work::Open(open) => match agent.gate.settle(&scope, &open.confirmation_id).await {
+                        Work::Open(open) => match Box::pin(agent.gate.settle(&scope, &open.confirmation_id)).await {
                             Ok(None) => {
                                 unanswered += 1;
                                 continue;
@@ -232,7 +234,7 @@ impl Agent {
                         }
                     };
                     let call = ToolCall { id: streaming.id, name: streaming.name, args };
-                    match agent.gate.check_new(&scope, call.clone(), protocol).await {
+                    match Box::pin(agent.gate.check_new(&scope, call.clone(), protocol)).await {
                         Err(e) => {
                             yield UiChunk::Error { error_text: e.to_string() };
                             return;
@@ -297,7 +299,7 @@ impl Agent {
                     for (confirmation_id, adk) in questions.drain(..) {
                                                 // Held: whoever reads this turn may leave; it stays for the answer.
                         waiting.send_replace(true);
-                        let held = agent.gate.hold(&scope, &confirmation_id).await;
+                        let held = Box::pin(agent.gate.hold(&scope, &confirmation_id)).await;
                         waiting.send_replace(false);
                         let (call, outcome) = match held {
                             Ok(decided) => decided,

@@ -259,7 +259,7 @@ impl Gate {
     pub fn tools(&self) -> Vec<ToolView> {
         self.registry
             .specs()
-            .into_iter()
+            .iter()
             .map(|spec| {
                 let qualified = qualified_name(&spec.name);
                 let tool_may_ask = self
@@ -272,10 +272,10 @@ impl Gate {
                     tool_may_ask,
                 });
                 ToolView {
-                    name: spec.name,
+                    name: spec.name.clone(),
                     qualified_name: qualified,
-                    description: spec.description,
-                    parameters: spec.parameters,
+                    description: spec.description.clone(),
+                    parameters: spec.parameters.clone(),
                     policy,
                 }
             })

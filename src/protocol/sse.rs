@@ -29,7 +29,7 @@ pub struct SseEncoder {
 impl SseEncoder {
     pub fn new() -> Self {
         Self {
-            buf: BytesMut::with_capacity(4096),
+            buf: BytesMut::with_capacity(1024),
         }
     }
 

@@ -948,7 +948,8 @@ mod tests {
                 name: "get_weather".into(),
                 description: "Weather".into(),
                 parameters: json!({"type": "object"}),
-            }],
+            }]
+            .into(),
         };
         let mut extra_body = Map::new();
         extra_body.insert(
@@ -1007,7 +1008,7 @@ mod tests {
                     outcome: ResultContent::Output(json!({"sky": "clear"})),
                 }]),
             ],
-            tools: Vec::new(),
+            tools: Vec::new().into(),
         };
         let content = |media_type: &str, url: &str| {
             let body = body(&ModelOptions::default(), &request(media_type, url));

@@ -711,7 +711,8 @@ mod tests {
                 name: "get_weather".into(),
                 description: "Weather".into(),
                 parameters: json!({"type": "object"}),
-            }],
+            }]
+            .into(),
         };
         let mut extra_body = Map::new();
         extra_body.insert(
@@ -775,7 +776,7 @@ mod tests {
                     outcome: ResultContent::Output(json!({"t": 1})),
                 }]),
             ],
-            tools: Vec::new(),
+            tools: Vec::new().into(),
         };
         let options = ModelOptions {
             model: "m".into(),
@@ -821,7 +822,7 @@ mod tests {
                 ]),
                 ModelMessage::Tool(vec![result("a"), result("b")]),
             ],
-            tools: vec![],
+            tools: Vec::new().into(),
         };
         let options = ModelOptions::default();
         let body: Value = serde_json::from_slice(&body(&options, &request).unwrap_or_default())

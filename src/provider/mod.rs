@@ -114,7 +114,8 @@ impl ModelOptions {
 #[derive(Debug, Clone)]
 pub struct ModelRequest {
     pub messages: Vec<ModelMessage>,
-    pub tools: Vec<ToolSpec>,
+    /// Shared by every turn: the registry makes it once.
+    pub tools: std::sync::Arc<[ToolSpec]>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -572,7 +572,8 @@ mod tests {
                 name: "get_weather".into(),
                 description: "Weather".into(),
                 parameters: json!({"type": "object"}),
-            }],
+            }]
+            .into(),
         };
         // A model that wants `max_completion_tokens` instead.
         let mut extra_body = Map::new();

@@ -87,6 +87,8 @@ pub fn qualified_name(name: &str) -> String {
 pub struct Registry {
     order: Vec<Arc<dyn Tool>>,
     by_name: HashMap<String, Arc<dyn Tool>>,
+    /// What the model is offered, made once: every turn shares it.
+    specs: Arc<[ToolSpec]>,
 }
 
 impl std::fmt::Debug for Registry {
@@ -117,6 +119,15 @@ impl Registry {
         self.order.retain(|t| t.name() != name);
         self.order.push(tool.clone());
         self.by_name.insert(name, tool);
+        self.specs = self
+            .order
+            .iter()
+            .map(|t| ToolSpec {
+                name: t.name().to_owned(),
+                description: t.description().to_owned(),
+                parameters: t.parameters(),
+            })
+            .collect();
         self
     }
 
@@ -124,14 +135,7 @@ impl Registry {
         self.by_name.get(name)
     }
 
-    pub fn specs(&self) -> Vec<ToolSpec> {
-        self.order
-            .iter()
-            .map(|t| ToolSpec {
-                name: t.name().to_owned(),
-                description: t.description().to_owned(),
-                parameters: t.parameters(),
-            })
-            .collect()
+    pub fn specs(&self) -> Arc<[ToolSpec]> {
+        self.specs.clone()
     }
 }

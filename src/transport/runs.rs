@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use futures::stream::BoxStream;
-use futures::{Stream, StreamExt};
+use futures::{FutureExt, Stream, StreamExt};
 use tokio::sync::{Notify, watch};
 
 use crate::protocol::UiChunk;
@@ -319,21 +319,32 @@ async fn produce(
     let _finished = finished;
     let stall = limits.stall;
     let mut readers = run.readers.subscribe();
-    let mut buf = BytesMut::with_capacity(64 << 10);
-    // Chunks that are ready together go into the log under one lock.
-    let mut batches = chunks.ready_chunks(BATCH);
-    let mut framed = Vec::with_capacity(BATCH);
-    loop {
-        let batch = tokio::select! {
-            batch = batches.next() => batch,
+    // Chunk JSON is cut from blocks of this buffer; a small turn keeps a
+    // small block alive in its log.
+    let mut buf = BytesMut::with_capacity(1 << 10);
+    let mut chunks = chunks;
+    let mut framed: Vec<Bytes> = Vec::new();
+    let mut ended = false;
+    while !ended {
+        let first = tokio::select! {
+            chunk = chunks.next() => chunk,
             () = abandoned(&mut readers, &mut waiting, limits.held) => None,
         };
-        let Some(batch) = batch else { break };
-        for chunk in &batch {
-            if serde_json::to_writer((&mut buf).writer(), chunk).is_err() {
+        let Some(first) = first else { break };
+        let mut next = Some(first);
+        // Chunks that are ready together go into the log under one lock.
+        while let Some(chunk) = next.take() {
+            if serde_json::to_writer((&mut buf).writer(), &chunk).is_err() {
                 buf.extend_from_slice(br#"{"type":"error","errorText":"unencodable chunk"}"#);
             }
             framed.push(buf.split().freeze());
+            if framed.len() < BATCH {
+                match chunks.next().now_or_never() {
+                    Some(Some(chunk)) => next = Some(chunk),
+                    Some(None) => ended = true,
+                    None => {}
+                }
+            }
         }
         let mut behind = {
             let mut log = run.lock();
