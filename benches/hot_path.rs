@@ -118,5 +118,50 @@ process_payment:
     });
 }
 
-criterion_group!(benches, encoding, parsing, deciding);
+/// A recorded OpenAI-compatible stream (the tool-call fixture, its text
+/// deltas repeated to 200 events) through the SSE parser and the decoder.
+fn provider_stream(c: &mut Criterion) {
+    use futures::StreamExt;
+    use toolgate::ids::Ids;
+    use toolgate::provider::http::Decoder;
+    use toolgate::provider::openai::Decode;
+    let text = r#"data: {"id":"chatcmpl-9x","object":"chat.completion.chunk","created":1732000000,"model":"gpt-4o-mini","choices":[{"index":0,"delta":{"content":" word"},"logprobs":null,"finish_reason":null}]}
+
+"#;
+    let fixture = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/providers/openai/tool_call.sse"
+    ))
+    .unwrap_or_default();
+    let mut bytes = text.repeat(200).into_bytes();
+    bytes.extend_from_slice(&fixture);
+    // As the network hands them over: 1460-byte reads.
+    let reads: Vec<bytes::Bytes> = bytes
+        .chunks(1460)
+        .map(bytes::Bytes::copy_from_slice)
+        .collect();
+    let mut group = c.benchmark_group("provider");
+    group.throughput(Throughput::Bytes(bytes.len() as u64));
+    group.bench_function("openai stream, 209 events", |b| {
+        b.iter(|| {
+            let events = sse_stream::SseByteStream::new(futures::stream::iter(
+                reads.iter().cloned().map(Ok::<_, std::io::Error>),
+            ));
+            let mut decode = Decode::new(Ids::sequential());
+            let mut out = Vec::with_capacity(256);
+            futures::executor::block_on(async {
+                let mut events = std::pin::pin!(events);
+                while let Some(Ok(event)) = events.next().await {
+                    if decode.event(event, &mut out).unwrap_or(true) {
+                        break;
+                    }
+                }
+            });
+            out.len()
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, encoding, parsing, deciding, provider_stream);
 criterion_main!(benches);
