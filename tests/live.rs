@@ -6,111 +6,12 @@ mod common;
 
 use std::time::Duration;
 
+use common::ws::{connect, held, lines, next, says, send, turn, until, until_end};
 use common::{Server, fixture};
-use futures::{SinkExt, StreamExt};
+use futures::SinkExt;
 use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
 use toolgate::Config;
-
-type Socket =
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
-
-async fn connect(server: &Server) -> Socket {
-    let url = format!("{}/live", server.url.replacen("http", "ws", 1));
-    let (socket, _) = tokio_tungstenite::connect_async(url)
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    socket
-}
-
-async fn send(socket: &mut Socket, frame: Value) {
-    socket
-        .send(Message::Text(frame.to_string().into()))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-}
-
-/// The next text frame, as JSON.
-async fn next(socket: &mut Socket) -> Value {
-    let wait = async {
-        loop {
-            match socket.next().await {
-                Some(Ok(Message::Text(text))) => {
-                    return serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
-                }
-                Some(Ok(Message::Ping(_) | Message::Pong(_))) => continue,
-                other => panic!("the socket ended: {other:?}"),
-            }
-        }
-    };
-    tokio::time::timeout(Duration::from_secs(10), wait)
-        .await
-        .unwrap_or_else(|_| panic!("no frame"))
-}
-
-/// Frames of `request` up to its `end` (or `error`), checking the sequence.
-async fn until_end(socket: &mut Socket, frames: &mut Vec<Value>, request: &str) {
-    loop {
-        let frame = next(socket).await;
-        let done = frame["requestId"] == request
-            && matches!(frame["type"].as_str(), Some("end" | "error"));
-        frames.push(frame);
-        if done {
-            break;
-        }
-    }
-    check_sequence(frames, request);
-}
-
-/// Frames up to the first chunk whose JSON contains `needle`.
-async fn until(socket: &mut Socket, frames: &mut Vec<Value>, needle: &str) {
-    loop {
-        let frame = next(socket).await;
-        let found = frame["chunk"].to_string().contains(needle);
-        frames.push(frame);
-        if found {
-            return;
-        }
-    }
-}
-
-fn check_sequence(frames: &[Value], request: &str) {
-    let sequence: Vec<u64> = frames
-        .iter()
-        .filter(|f| f["type"] == "chunk" && f["requestId"] == request)
-        .filter_map(|f| f["sequence"].as_u64())
-        .collect();
-    let expected: Vec<u64> = (0..sequence.len() as u64).collect();
-    assert_eq!(sequence, expected, "sequence with gaps");
-}
-
-fn lines(frames: &[Value]) -> String {
-    frames.iter().map(|f| format!("{f}\n")).collect()
-}
-
-fn turn(request: &str, body: &Value) -> Value {
-    let mut frame = json!({
-        "type": "send", "requestId": request, "id": body["id"], "trigger": "submit-message",
-        "messages": body["messages"], "headers": {}, "body": {},
-    });
-    if let Some(message_id) = body.get("messageId") {
-        frame["messageId"] = message_id.clone();
-    }
-    if let Some(options) = body.get("toolgate") {
-        frame["body"]["toolgate"] = options.clone();
-    }
-    frame
-}
-
-fn says(chat: &str, text: &str) -> Value {
-    common::user_says(chat, text)
-}
-
-fn held(chat: &str, text: &str) -> Value {
-    let mut body = says(chat, text);
-    body["toolgate"] = json!({"flow": "hold"});
-    body
-}
 
 #[tokio::test]
 async fn a_text_turn_is_start_chunks_end() {

@@ -8,70 +8,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::Server;
+use common::ws::{connect, held, next, next_within, says, send, turn};
 use futures::{SinkExt, StreamExt};
 use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
 use toolgate::Config;
-
-type Socket =
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
-
-async fn connect(server: &Server) -> Socket {
-    let url = format!("{}/live", server.url.replacen("http", "ws", 1));
-    let (socket, _) = tokio_tungstenite::connect_async(url)
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    socket
-}
-
-async fn send(socket: &mut Socket, frame: Value) {
-    socket
-        .send(Message::Text(frame.to_string().into()))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-}
-
-async fn next_within(socket: &mut Socket, wait: Duration) -> Option<Value> {
-    let read = async {
-        loop {
-            match socket.next().await {
-                Some(Ok(Message::Text(text))) => {
-                    return serde_json::from_str::<Value>(&text).ok();
-                }
-                Some(Ok(Message::Ping(_) | Message::Pong(_))) => continue,
-                _ => return None,
-            }
-        }
-    };
-    tokio::time::timeout(wait, read).await.ok().flatten()
-}
-
-async fn next(socket: &mut Socket) -> Value {
-    next_within(socket, Duration::from_secs(10))
-        .await
-        .unwrap_or_else(|| panic!("no frame"))
-}
-
-fn says(chat: &str, text: &str) -> Value {
-    common::user_says(chat, text)
-}
-
-fn held(chat: &str, text: &str) -> Value {
-    let mut body = says(chat, text);
-    body["toolgate"] = json!({"flow": "hold"});
-    body
-}
-
-fn turn(request: &str, body: &Value) -> Value {
-    let mut frame = json!({
-        "type": "send", "requestId": request, "id": body["id"], "trigger": "submit-message",
-        "messages": body["messages"], "headers": {}, "body": {},
-    });
-    if let Some(options) = body.get("toolgate") {
-        frame["body"]["toolgate"] = options.clone();
-    }
-    frame
-}
 
 async fn read_until(
     body: &mut (impl futures::Stream<Item = reqwest::Result<bytes::Bytes>> + Unpin),
@@ -97,6 +38,27 @@ async fn resume_status(server: &Server, chat: &str) -> u16 {
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     response.status().as_u16()
+}
+
+/// A `resume` of `chat` answers `no-active` (and does not hang).
+async fn resume_finds_nothing(socket: &mut common::ws::Socket, chat: &str) {
+    let frame = json!({"type": "resume", "requestId": "r2", "id": chat, "headers": {}, "body": {}});
+    send(socket, frame).await;
+    let mut frames = Vec::new();
+    let verdict = loop {
+        match next_within(socket, Duration::from_secs(3)).await {
+            Some(frame) if frame["requestId"] == "r2" && frame["type"] != "start" => {
+                break Some(frame);
+            }
+            Some(frame) => frames.push(frame),
+            None => break None,
+        }
+    };
+    assert_eq!(
+        verdict.map(|f| f["type"].clone()),
+        Some(json!("no-active")),
+        "resume of an aborted turn hung; frames: {frames:?}"
+    );
 }
 
 const QUESTION: &str = "\"toolName\":\"adk_request_confirmation\",\"input\"";
@@ -180,26 +142,7 @@ async fn abort_right_after_send_leaves_no_zombie() {
     send(&mut socket, turn("r1", &says("chat-z", "count to 50"))).await;
     send(&mut socket, json!({"type": "abort", "requestId": "r1"})).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
-    send(
-        &mut socket,
-        json!({"type": "resume", "requestId": "r2", "id": "chat-z", "headers": {}, "body": {}}),
-    )
-    .await;
-    let mut frames = Vec::new();
-    let verdict = loop {
-        match next_within(&mut socket, Duration::from_secs(3)).await {
-            Some(frame) if frame["requestId"] == "r2" && frame["type"] != "start" => {
-                break Some(frame);
-            }
-            Some(frame) => frames.push(frame),
-            None => break None,
-        }
-    };
-    assert_eq!(
-        verdict.map(|f| f["type"].clone()),
-        Some(json!("no-active")),
-        "resume of an aborted turn hung; frames: {frames:?}"
-    );
+    resume_finds_nothing(&mut socket, "chat-z").await;
 }
 
 /// The same at the `Runs` level, deterministically: the place is freed.
@@ -459,26 +402,7 @@ async fn abort_in_the_same_write_as_send_leaves_no_zombie() {
     )
     .await;
     let sse_status = sse.ok().and_then(|r| r.ok()).map(|r| r.status().as_u16());
-    send(
-        &mut socket,
-        json!({"type": "resume", "requestId": "r2", "id": "chat-z", "headers": {}, "body": {}}),
-    )
-    .await;
-    let mut frames = Vec::new();
-    let verdict = loop {
-        match next_within(&mut socket, Duration::from_secs(3)).await {
-            Some(frame) if frame["requestId"] == "r2" && frame["type"] != "start" => {
-                break Some(frame);
-            }
-            Some(frame) => frames.push(frame),
-            None => break None,
-        }
-    };
-    assert_eq!(
-        verdict.map(|f| f["type"].clone()),
-        Some(json!("no-active")),
-        "resume of an aborted turn hung; frames: {frames:?}"
-    );
+    resume_finds_nothing(&mut socket, "chat-z").await;
     assert_eq!(sse_status, Some(204), "SSE resume of the aborted turn");
 }
 

@@ -12,6 +12,7 @@ use toolgate::tools::{GetWeather, ProcessPayment, Registry, Tool, ToolContext, T
 use toolgate::{App, Config};
 
 pub mod upstream;
+pub mod ws;
 
 pub struct Server {
     pub url: String,
