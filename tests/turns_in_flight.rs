@@ -423,3 +423,15 @@ async fn abandoned_held_turns_do_not_lock_out_everyone() {
     let reply = server.chat(&says("someone-else", "hello")).await;
     assert_eq!(reply.status, 200, "{}", reply.body);
 }
+
+/// Many requests of one chat at once: each newer turn supersedes the older
+/// in the registry, but none is stopped before its own request reads it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_requests_of_one_chat_are_each_answered() {
+    let server = Server::start().await;
+    let body = says("chat-crowd", "hello there");
+    let replies = futures::future::join_all((0..200).map(|_| server.chat(&body))).await;
+    for reply in &replies {
+        assert!(reply.body.contains(r#""type":"finish""#), "{}", reply.body);
+    }
+}

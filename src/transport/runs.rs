@@ -94,7 +94,11 @@ impl Runs {
         waiting: watch::Receiver<bool>,
     ) -> Result<(Arc<Run>, Subscription), RunError> {
         let key = (owner.principal.to_owned(), owner.chat_id.to_owned());
-        let run = {
+        let run = Arc::new(Run::new());
+        // Read before it is registered: a newer turn of the chat must never
+        // see it unread, and stop it, before its own request reads it.
+        let subscription = run.subscribe();
+        {
             let mut registry = self.lock();
             if registry.running >= self.limits.total {
                 return Err(RunError::Total(self.limits.total));
@@ -105,7 +109,6 @@ impl Runs {
             }
             registry.running += 1;
             *registry.counts.entry(key.0.clone()).or_default() += 1;
-            let run = Arc::new(Run::new());
             // A new turn of a chat supersedes the old one: nobody could
             // resume that one any more, so if nobody reads it, it stops.
             if let Some(old) = registry.runs.insert(key.clone(), run.clone())
@@ -113,9 +116,7 @@ impl Runs {
             {
                 old.abort();
             }
-            run
-        };
-        let subscription = run.subscribe();
+        }
         // Made before the task is, so that an abort before its first poll
         // still marks the turn done and frees its place.
         let finished = Finished {
