@@ -524,6 +524,52 @@ mod tests {
         conformance::hands_out_unanswered_expired_once(fresh().await).await;
     }
 
+    /// An outcome recorded through another connection (another instance)
+    /// wakes a waiter through pub/sub, well before the polling fallback
+    /// would: five times in a row under a fifth of [`super::POLL`].
+    #[tokio::test]
+    async fn another_instance_outcome_wakes_a_waiter_at_once() {
+        use crate::store::Outcome;
+        let Some(url) = url() else { return };
+        let prefix = format!("test-{}:", uuid::Uuid::new_v4().simple());
+        let open = || async {
+            Store::redis(&url, &prefix)
+                .await
+                .unwrap_or_else(|e| panic!("{e}"))
+        };
+        let (waiter, other) = (open().await, open().await);
+        for n in 0..5 {
+            let id = format!("wake-{n}");
+            waiter
+                .insert(conformance::issued(&id))
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
+            let wait = waiter.wait_outcome(&id, std::time::Duration::from_secs(5));
+            let decide = async {
+                // Let the waiter subscribe and look first.
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                other.claim(&id, 1).await.unwrap_or_else(|e| panic!("{e}"));
+                let started = std::time::Instant::now();
+                let outcome = Outcome::Denied { reason: None };
+                other
+                    .finish(&id, outcome)
+                    .await
+                    .unwrap_or_else(|e| panic!("{e}"));
+                started
+            };
+            let (woken, started) = tokio::join!(wait, decide);
+            assert!(
+                matches!(woken, Ok(Some(Outcome::Denied { .. }))),
+                "{woken:?}"
+            );
+            assert!(
+                started.elapsed() < super::POLL / 5,
+                "woken after {:?}: by polling, not by pub/sub",
+                started.elapsed()
+            );
+        }
+    }
+
     #[tokio::test]
     async fn records_expire_with_their_confirmation() {
         use redis::AsyncCommands;
