@@ -45,7 +45,11 @@ impl App {
             Policy::new(Mode::AutoDeny, &ToolPolicies::default(), Default::default())
                 .unwrap_or_default()
         });
-        let registry = Registry::with_builtins(config.tools.payment_limit);
+        // A config that loaded has valid tools; one built in code might not.
+        let registry = config.tools.registry().unwrap_or_else(|e| {
+            tracing::error!("{e}: only the built-in tools are offered");
+            Registry::with_builtins(config.tools.payment_limit)
+        });
         Self {
             config,
             ids: Ids::random(),

@@ -15,6 +15,8 @@ use crate::protocol::{ClientVersion, ConfirmationFlow, ConfirmationProtocol};
 use crate::provider::ModelOptions;
 pub use crate::provider::http::Secret;
 use crate::provider::http::{UpstreamConfig, header};
+use crate::tools::Registry;
+use crate::tools::http::HttpToolConfig;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -317,6 +319,16 @@ pub struct ToolsConfig {
     pub payment_limit: f64,
     /// How long one tool call may run.
     pub timeout_ms: u64,
+    /// Tools that POST their arguments to a URL.
+    pub http: Vec<HttpToolConfig>,
+}
+
+impl ToolsConfig {
+    /// The built-in tools and the HTTP tools.
+    pub fn registry(&self) -> Result<Registry, ConfigError> {
+        Registry::from_config(self.payment_limit, &self.http)
+            .map_err(|e| ConfigError::Invalid(e.to_string()))
+    }
 }
 
 impl Default for ToolsConfig {
@@ -324,6 +336,7 @@ impl Default for ToolsConfig {
         Self {
             payment_limit: 10_000.0,
             timeout_ms: 30_000,
+            http: Vec::new(),
         }
     }
 }
@@ -418,6 +431,7 @@ impl Config {
     fn check(&self) -> Result<(), ConfigError> {
         self.policy()?;
         self.model.upstream()?;
+        self.tools.registry()?;
         self.api_keys()?;
         let client = self.client_version();
         if self.tool_confirmation.protocol == ConfirmationProtocol::AiSdk && !client.has_approvals()

@@ -321,7 +321,7 @@ async fn error_message(response: reqwest::Response) -> String {
     message_of(&body)
 }
 
-fn message_of(body: &[u8]) -> String {
+pub(crate) fn message_of(body: &[u8]) -> String {
     let json: Option<serde_json::Value> = serde_json::from_slice(body).ok();
     // Gemini wraps its error in a one-element array on the SSE endpoint.
     let json = match json {

@@ -3,6 +3,7 @@
 //! Nothing outside `confirm/` calls [`Tool::execute`]: the gate is the one
 //! path by which a tool runs.
 
+pub mod http;
 mod payment;
 mod weather;
 
@@ -104,6 +105,18 @@ impl Registry {
         Self::default()
     }
 
+    /// The built-in tools and the config's HTTP tools.
+    pub fn from_config(
+        payment_limit: f64,
+        http: &[http::HttpToolConfig],
+    ) -> Result<Self, http::HttpToolError> {
+        let mut registry = Self::with_builtins(payment_limit);
+        for tool in http {
+            registry.register(http::HttpTool::new(tool.clone())?);
+        }
+        Ok(registry)
+    }
+
     /// `process_payment` (limited to `payment_limit`) and `get_weather`.
     pub fn with_builtins(payment_limit: f64) -> Self {
         let mut registry = Self::new();
@@ -112,12 +125,14 @@ impl Registry {
         registry
     }
 
-    /// Adds a tool, replacing one of the same name.
+    /// Adds a tool, replacing one of the same name in its place.
     pub fn register(&mut self, tool: impl Tool) -> &mut Self {
         let tool: Arc<dyn Tool> = Arc::new(tool);
         let name = tool.name().to_owned();
-        self.order.retain(|t| t.name() != name);
-        self.order.push(tool.clone());
+        match self.order.iter_mut().find(|t| t.name() == name) {
+            Some(slot) => *slot = tool.clone(),
+            None => self.order.push(tool.clone()),
+        }
         self.by_name.insert(name, tool);
         self.specs = self
             .order

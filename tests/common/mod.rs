@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use serde_json::Value;
 use toolgate::confirm::CONFIRMATION_TOOL;
 use toolgate::ids::{Clock, Ids};
-use toolgate::tools::{GetWeather, ProcessPayment, Registry, Tool, ToolContext, ToolError};
+use toolgate::tools::{ProcessPayment, Tool, ToolContext, ToolError};
 use toolgate::{App, Config};
 
 pub mod upstream;
@@ -101,12 +101,12 @@ impl Server {
     /// `customize` may replace more.
     pub async fn with(config: Config, customize: impl FnOnce(App) -> App) -> Self {
         let payments = Arc::new(AtomicUsize::new(0));
-        let mut registry = Registry::new();
+        // The config's tools, with `process_payment` counted.
+        let mut registry = config.tools.registry().unwrap_or_else(|e| panic!("{e}"));
         registry.register(Counting {
             inner: ProcessPayment::new(config.tools.payment_limit),
             count: payments.clone(),
         });
-        registry.register(GetWeather);
         let clock = Clock::manual(START_MS);
         let app = App::new(config)
             .with_ids(Ids::sequential())
