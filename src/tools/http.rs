@@ -111,7 +111,7 @@ impl HttpTool {
             HttpMethod::Put => self.client.put(&self.config.url),
             HttpMethod::Patch => self.client.patch(&self.config.url),
         };
-        let unreachable =
+        let failed =
             |e: reqwest::Error| ToolError::Failed(format!("HTTP call failed: {}", e.without_url()));
         let mut response = request
             .headers(self.headers.clone())
@@ -119,9 +119,9 @@ impl HttpTool {
             .body(args.to_string())
             .send()
             .await
-            .map_err(unreachable)?;
+            .map_err(failed)?;
         let mut body = Vec::new();
-        while let Some(piece) = response.chunk().await.map_err(unreachable)? {
+        while let Some(piece) = response.chunk().await.map_err(failed)? {
             if body.len() + piece.len() > MAX_ANSWER_BYTES {
                 return Err(ToolError::Failed(format!(
                     "the answer is larger than {MAX_ANSWER_BYTES} bytes"
