@@ -20,9 +20,7 @@ async fn a_text_turn_is_start_chunks_end() {
     send(&mut socket, turn("r1", &says("chat-text", "hello there"))).await;
     let mut frames = Vec::new();
     until_end(&mut socket, &mut frames, "r1").await;
-    insta::with_settings!({snapshot_path => "../snapshots", prepend_module_to_snapshot => false, omit_expression => true}, {
-        insta::assert_snapshot!("live_text_only", lines(&frames));
-    });
+    assert_sse!("live_text_only", lines(&frames));
 }
 
 /// The stock transport: the turn ends with the question; the answer comes
@@ -48,9 +46,7 @@ async fn the_stock_flow_asks_then_the_next_send_answers() {
     let mut second = Vec::new();
     until_end(&mut socket, &mut second, "r2").await;
     assert_eq!(server.payments(), 1);
-    insta::with_settings!({snapshot_path => "../snapshots", prepend_module_to_snapshot => false, omit_expression => true}, {
-        insta::assert_snapshot!("live_stock_approved", lines(&second));
-    });
+    assert_sse!("live_stock_approved", lines(&second));
 }
 
 #[tokio::test]
@@ -71,9 +67,7 @@ async fn a_confirm_frame_continues_the_same_request() {
     .await;
     until_end(&mut socket, &mut frames, "r1").await;
     assert_eq!(server.payments(), 1);
-    insta::with_settings!({snapshot_path => "../snapshots", prepend_module_to_snapshot => false, omit_expression => true}, {
-        insta::assert_snapshot!("live_confirm_frame", lines(&frames));
-    });
+    assert_sse!("live_confirm_frame", lines(&frames));
 }
 
 #[tokio::test]

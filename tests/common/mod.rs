@@ -204,7 +204,7 @@ pub fn user_says(chat: &str, text: &str) -> Value {
     })
 }
 
-/// Asserts the snapshot of an SSE body in the top-level `snapshots/` folder.
+/// Asserts a snapshot (an SSE body, a socket's frames) in the top-level `snapshots/` folder.
 #[macro_export]
 macro_rules! assert_sse {
     ($name:expr, $body:expr) => {
