@@ -180,6 +180,11 @@ impl App {
             )),
             client_version: self.config.client_version(),
         });
+        let router = if self.config.demo.enabled {
+            router.merge(crate::transport::demo::routes())
+        } else {
+            router
+        };
         (router, gate)
     }
 

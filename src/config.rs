@@ -43,6 +43,21 @@ pub struct Config {
     pub protocol: ProtocolConfig,
     pub auth: AuthConfig,
     pub store: StoreConfig,
+    pub demo: DemoConfig,
+}
+
+/// `demo`: the React chat of `frontend-demo/`, built into the binary.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct DemoConfig {
+    /// Serve it at `/` (default `true`).
+    pub enabled: bool,
+}
+
+impl Default for DemoConfig {
+    fn default() -> Self {
+        Self { enabled: true }
+    }
 }
 
 /// Dexto's `allowedToolsStorage`.

@@ -156,3 +156,15 @@ async fn a_replay_shows_the_call_as_it_ran() {
     );
     assert_eq!(server.payments(), 1);
 }
+
+#[tokio::test]
+async fn an_open_question_says_whether_it_may_be_edited() {
+    let server = Server::with_config(editable()).await;
+    server
+        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
+        .await;
+    let open = server.get("/api/confirmations?chatId=chat-pay").await;
+    let open: Value = serde_json::from_str(&open.body).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(open[0]["originalFunctionCall"]["name"], "process_payment");
+    assert_eq!(open[0]["editable"], true);
+}

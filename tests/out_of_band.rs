@@ -80,6 +80,10 @@ async fn approve_through_the_api_then_the_chat_reports_it() {
         json!({"id": "call-2", "name": "process_payment", "args": {"amount": 50, "recipient": "Hanako", "currency": "USD"}})
     );
     assert_eq!(open[0]["hint"], "Send 50 USD to Hanako?");
+    // What a card needs: the time left on the server's clock, and whether
+    // the arguments may be edited (not without `editable: true`).
+    assert_eq!(open[0]["expiresInMs"], 86_400_000);
+    assert_eq!(open[0]["editable"], false);
     assert_eq!(
         client.open("mallory").await,
         json!([]),

@@ -402,6 +402,22 @@ impl Gate {
             .await?)
     }
 
+    /// The gate's clock, in milliseconds since the epoch.
+    pub fn now_ms(&self) -> u64 {
+        self.clock.now_ms()
+    }
+
+    /// Whether the user may edit the arguments of `name` before approving
+    /// (`toolConfirmation.tools.<tool>.editable`).
+    pub fn editable(&self, name: &str) -> bool {
+        let qualified = qualified_name(name);
+        self.policy.editable(&ToolInfo {
+            name,
+            qualified: &qualified,
+            tool_may_ask: true,
+        })
+    }
+
     /// Decides a confirmation through the API rather than the chat: the
     /// caller is authenticated as `principal`, so no signature or history
     /// check applies. The same decision twice is fine; a different one is a

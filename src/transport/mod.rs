@@ -1,5 +1,6 @@
 //! HTTP: routes, the SSE body, and the one place errors become statuses.
 
+pub mod demo;
 mod error;
 mod live;
 pub mod runs;
@@ -210,9 +211,9 @@ async fn open_confirmations(
         chat_id: query.chat_id,
         principal,
     };
-    let open: Vec<serde_json::Value> = state
-        .agent
-        .gate
+    let gate = &state.agent.gate;
+    let now = gate.now_ms();
+    let open: Vec<serde_json::Value> = gate
         .open(&scope)
         .await?
         .into_iter()
@@ -227,6 +228,9 @@ async fn open_confirmations(
                 "originalFunctionCall": {"id": issued.call.id, "name": issued.call.name, "args": issued.call.args},
                 "hint": issued.hint,
                 "expiresAtMs": issued.expires_at_ms,
+                // A browser's clock may differ from the server's.
+                "expiresInMs": issued.expires_at_ms.saturating_sub(now),
+                "editable": gate.editable(&issued.call.name),
             })
         })
         .collect();

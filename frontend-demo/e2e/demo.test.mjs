@@ -1,0 +1,223 @@
+// The demo in a real headless Chromium against a running toolgate:
+//   TOOLGATE_URL=http://127.0.0.1:8080 node --test e2e/
+// The server should run tests/fixtures/browser/toolgate.yaml (the
+// scripted model, payments editable, a 5-minute deadline); tests/frontend.rs
+// starts one and runs this file. Screenshots of each state go to
+// TOOLGATE_E2E_ARTIFACTS (default e2e/artifacts/).
+import assert from 'node:assert/strict';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { chromium } from 'playwright-core';
+
+const URL = process.env.TOOLGATE_URL;
+assert.ok(URL, 'set TOOLGATE_URL to a running toolgate');
+const ARTIFACTS = process.env.TOOLGATE_E2E_ARTIFACTS ?? join(import.meta.dirname, 'artifacts');
+mkdirSync(ARTIFACTS, { recursive: true });
+const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
+const TIMEOUT = 15_000;
+
+let browser;
+before(async () => {
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    // No downloads, sync or update checks: the test machine's network is closed.
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
+  });
+});
+after(async () => {
+  await browser?.close();
+});
+
+/** A fresh profile (so a fresh chat) with the page open, console errors collected. */
+async function open(t, viewport = { width: 1000, height: 900 }) {
+  const context = await browser.newContext({ viewport });
+  t.after(() => context.close());
+  const page = await context.newPage();
+  page.setDefaultTimeout(TIMEOUT);
+  const requests = [];
+  const sockets = [];
+  const errors = [];
+  page.on('request', (r) => requests.push(`${r.method()} ${new globalThis.URL(r.url()).pathname}`));
+  page.on('websocket', (ws) => sockets.push(new globalThis.URL(ws.url()).pathname));
+  page.on('pageerror', (e) => errors.push(e.message));
+  await page.goto(URL);
+  await page.getByRole('heading', { name: 'toolgate' }).waitFor();
+  return { page, requests, sockets, errors };
+}
+
+async function say(page, text) {
+  await page.getByLabel('Message').fill(text);
+  await page.getByLabel('Message').press('Enter');
+}
+
+const shot = (page, name) => page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
+const cards = (page) => page.getByTestId('approval-card');
+const payment = (page) => page.getByTestId('tool-process_payment');
+const assistantSays = (page, text) =>
+  page.locator('.message.assistant .text', { hasText: text }).first().waitFor();
+const posts = (requests) => requests.filter((r) => r === 'POST /stream').length;
+
+test('approve: the card shows the payment, the hint and the deadline; the result streams in', async (t) => {
+  const { page, requests, errors } = await open(t);
+  await say(page, 'Send 50 USD to Hanako');
+  const card = cards(page);
+  await card.waitFor();
+  assert.match(await card.innerText(), /Approve process_payment\?/);
+  assert.match(await card.innerText(), /Send 50 USD to Hanako\?/);
+  assert.match(await card.locator('dl').innerText(), /Amount\s+50 USD\s+Recipient\s+Hanako/);
+  await card.getByRole('timer').filter({ hasText: /Answer within 4:5\d/ }).waitFor();
+  await shot(page, 'approve-1-card');
+
+  await card.getByRole('button', { name: 'Approve', exact: true }).click();
+  await payment(page).and(page.locator('[data-state="output-available"]')).waitFor();
+  assert.match(await payment(page).getByLabel('result').innerText(), /"status": "completed"/);
+  await assistantSays(page, /Sent 50 USD to Hanako \(transaction tx-/);
+  assert.equal(await cards(page).count(), 0);
+  assert.match(await page.getByTestId('answered').innerText(), /You approved process_payment/);
+  assert.equal(posts(requests), 2, 'the question, then the answer');
+  assert.deepEqual(errors, []);
+  await shot(page, 'approve-2-result');
+});
+
+test('deny with a reason: the tool never runs and the model is told why', async (t) => {
+  const { page, errors } = await open(t);
+  await say(page, 'Pay 20 EUR to Taro');
+  const card = cards(page);
+  await card.getByRole('button', { name: 'Deny…' }).click();
+  await card.getByLabel('Reason').fill('not today');
+  await shot(page, 'deny-1-reason');
+  await card.getByRole('button', { name: 'Deny', exact: true }).click();
+
+  await payment(page).and(page.locator('[data-state="output-error"]')).waitFor();
+  assert.match(await payment(page).getByRole('alert').innerText(), /User denied execution: not today/);
+  await assistantSays(page, /denied: .*not today/);
+  assert.match(await page.getByTestId('answered').innerText(), /You denied process_payment: not today/);
+  assert.deepEqual(errors, []);
+  await shot(page, 'deny-2-result');
+});
+
+test('two payments at once: two cards, one answer request once both are decided', async (t) => {
+  const { page, requests } = await open(t);
+  await say(page, 'Send 10 USD to Hanako and send 20 USD to Taro');
+  await cards(page).nth(1).waitFor();
+  assert.equal(await cards(page).count(), 2);
+  await shot(page, 'two-1-cards');
+
+  const taro = cards(page).filter({ hasText: 'Taro' });
+  const hanako = cards(page).filter({ hasText: 'Hanako' });
+  await hanako.getByRole('button', { name: 'Approve', exact: true }).click();
+  await page.getByTestId('answered').waitFor();
+  assert.equal(await cards(page).count(), 1, 'the other question stays open');
+  assert.equal(posts(requests), 1, 'nothing is sent while a question is open');
+  await taro.getByRole('button', { name: 'Deny…' }).click();
+  await taro.getByLabel('Reason').fill('wrong person');
+  await taro.getByRole('button', { name: 'Deny', exact: true }).click();
+
+  const done = payment(page).and(page.locator('[data-state="output-available"]'));
+  const denied = payment(page).and(page.locator('[data-state="output-error"]'));
+  await done.waitFor();
+  await denied.waitFor();
+  assert.match(await done.innerText(), /Hanako/);
+  assert.match(await denied.innerText(), /Taro[\s\S]*User denied execution: wrong person/);
+  assert.equal(posts(requests), 2);
+  await shot(page, 'two-2-results');
+});
+
+test('reload while a card is pending: the card comes back and still works', async (t) => {
+  const { page } = await open(t);
+  await say(page, 'Send 30 USD to Hanako');
+  await cards(page).waitFor();
+  await page.reload();
+  const card = cards(page);
+  await card.waitFor();
+  assert.match(await card.innerText(), /30 USD/);
+  await card.getByRole('timer').waitFor();
+  await shot(page, 'reload-1-card-restored');
+
+  await card.getByRole('button', { name: 'Approve', exact: true }).click();
+  await assistantSays(page, /Sent 30 USD to Hanako/);
+  await shot(page, 'reload-2-result');
+});
+
+test('WebSocket mode: the whole flow over /live, no POST at all', async (t) => {
+  const { page, requests, sockets } = await open(t);
+  await page.getByLabel('Transport').selectOption('ws');
+  await say(page, 'Send 40 USD to Taro');
+  const card = cards(page);
+  await card.waitFor();
+  await shot(page, 'websocket-1-card');
+  await card.getByRole('button', { name: 'Approve', exact: true }).click();
+  await assistantSays(page, /Sent 40 USD to Taro/);
+  assert.deepEqual([...new Set(sockets)], ['/live']);
+  assert.equal(posts(requests), 0);
+  await shot(page, 'websocket-2-result');
+});
+
+test('AI SDK approvals: the native card, approved and denied', async (t) => {
+  const { page } = await open(t);
+  await page.getByLabel('Confirmation').selectOption('ai-sdk');
+  await say(page, 'Send 15 USD to Hanako');
+  const card = cards(page);
+  await card.waitFor();
+  assert.equal(await card.getByLabel('Ask again').count(), 0, 'native answers cannot remember');
+  assert.equal(await card.getByRole('button', { name: 'Edit…' }).count(), 0, 'nor carry edits');
+  await shot(page, 'native-1-card');
+  await card.getByRole('button', { name: 'Approve', exact: true }).click();
+  await assistantSays(page, /Sent 15 USD to Hanako/);
+
+  await say(page, 'Send 16 USD to Taro');
+  await cards(page).getByRole('button', { name: 'Deny…' }).click();
+  await cards(page).getByLabel('Reason').fill('no');
+  await cards(page).getByRole('button', { name: 'Deny', exact: true }).click();
+  await payment(page).and(page.locator('[data-state="output-denied"]')).waitFor();
+  await assistantSays(page, /denied/);
+  await shot(page, 'native-2-results');
+});
+
+test('edited arguments run as edited; remember skips the next question', async (t) => {
+  const { page } = await open(t);
+  await say(page, 'Send 50 USD to Hanako');
+  const card = cards(page);
+  await card.getByRole('button', { name: 'Edit…' }).click();
+  await card.getByLabel('amount').fill('25');
+  await shot(page, 'edit-1-form');
+  await card.getByRole('button', { name: 'Approve with these arguments' }).click();
+  await assistantSays(page, /Sent 25 USD to Hanako/);
+
+  await say(page, 'Send 5 USD to Taro');
+  await cards(page).getByLabel('Ask again').selectOption('session');
+  await cards(page).getByRole('button', { name: 'Approve', exact: true }).click();
+  await assistantSays(page, /Sent 5 USD to Taro/);
+  await say(page, 'Send 6 USD to Taro');
+  await assistantSays(page, /Sent 6 USD to Taro/);
+  assert.equal(await cards(page).count(), 0, 'remembered for this chat: not asked again');
+  await shot(page, 'edit-2-remembered');
+});
+
+test('keyboard and phone width: the flow without a mouse, nothing wider than the screen', async (t) => {
+  const { page } = await open(t, { width: 375, height: 740 });
+  await page.getByLabel('Message').focus();
+  await page.keyboard.type('Send 12 USD to Hanako');
+  await page.keyboard.press('Enter');
+  const card = cards(page);
+  await card.waitFor();
+  // Tab from the remember choice to Approve, and press it.
+  await card.getByLabel('Ask again').focus();
+  await page.keyboard.press('Tab');
+  assert.equal(await page.evaluate(() => document.activeElement?.textContent), 'Approve');
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  assert.ok(overflow <= 0, `the page is ${overflow}px wider than a phone`);
+  await shot(page, 'phone-1-card');
+  await page.keyboard.press('Enter');
+  await assistantSays(page, /Sent 12 USD to Hanako/);
+  await shot(page, 'phone-2-result');
+});

@@ -1,0 +1,51 @@
+// Records which sources dist/ was built from, so that a test (and
+// `npm run check-build`) can tell when the shipped build is stale.
+// The digest: SHA-256 over every source file, sorted by path, each as
+// "<path>\n<byte length>\n<bytes>". tests/frontend.rs computes the same.
+import { createHash } from 'node:crypto';
+import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { dirname, join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const STAMP = join(root, 'dist-sources.sha256');
+const FILES = ['index.html', 'package.json', 'package-lock.json', 'tsconfig.json', 'vite.config.ts'];
+
+function walk(dir) {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const path = join(dir, entry.name);
+    return entry.isDirectory() ? walk(path) : [path];
+  });
+}
+
+export function sources() {
+  const tree = walk(join(root, 'src')).filter((path) => !/\.test\.tsx?$/.test(path));
+  return [...FILES.map((file) => join(root, file)), ...tree]
+    .map((path) => relative(root, path).split('\\').join('/'))
+    .sort();
+}
+
+export function digest() {
+  const hash = createHash('sha256');
+  for (const path of sources()) {
+    const bytes = readFileSync(join(root, path));
+    hash.update(`${path}\n${bytes.length}\n`);
+    hash.update(bytes);
+  }
+  return hash.digest('hex');
+}
+
+const command = process.argv[2];
+if (command === 'write') {
+  writeFileSync(STAMP, `${digest()}\n`);
+} else if (command === 'check') {
+  const recorded = readFileSync(STAMP, 'utf8').trim();
+  if (recorded !== digest()) {
+    console.error('frontend-demo/dist is older than its sources: run `npm run build --prefix frontend-demo`');
+    process.exit(1);
+  }
+  console.log('frontend-demo/dist is current');
+} else {
+  console.error('usage: node scripts/stamp.mjs write|check');
+  process.exit(2);
+}

@@ -1,0 +1,141 @@
+import { getToolName, isToolUIPart, type DynamicToolUIPart, type ToolUIPart, type UIMessage } from 'ai';
+import { ApprovalCard, type CardDetails, type Decision } from './ApprovalCard';
+import { Args } from './Args';
+
+type ToolPart = ToolUIPart | DynamicToolUIPart;
+
+/** What the parts need from the chat. */
+export type Answerers = {
+  details: Map<string, CardDetails>;
+  answerAdk: (toolCallId: string, decision: Decision) => void;
+  answerNative: (approvalId: string, decision: Decision) => void;
+};
+
+export function Message({ message, answerers }: { message: UIMessage; answerers: Answerers }) {
+  return (
+    <li className={`message ${message.role}`}>
+      <span className="who">{message.role === 'user' ? 'You' : 'Assistant'}</span>
+      {message.parts.map((part, i) => {
+        if (part.type === 'text') return <p key={i} className="text">{part.text}</p>;
+        if (part.type === 'reasoning')
+          return (
+            <details key={i} className="reasoning">
+              <summary>Reasoning</summary>
+              <p>{part.text}</p>
+            </details>
+          );
+        if (isToolUIPart(part)) return <Tool key={part.toolCallId} part={part} answerers={answerers} />;
+        return null;
+      })}
+    </li>
+  );
+}
+
+function Tool({ part, answerers }: { part: ToolPart; answerers: Answerers }) {
+  const name = getToolName(part);
+  if (name === 'adk_request_confirmation') return <AdkQuestion part={part} answerers={answerers} />;
+
+  if (part.state === 'approval-requested') {
+    const id = part.approval.id;
+    return (
+      <ApprovalCard
+        toolName={name}
+        args={part.input}
+        protocol="ai-sdk"
+        details={answerers.details.get(id)}
+        onDecide={(decision) => answerers.answerNative(id, decision)}
+      />
+    );
+  }
+  return (
+    <div className="tool" data-state={part.state} data-testid={`tool-${name}`}>
+      <p className="tool-name">
+        <code>{name}</code> <span className="state">{label(part)}</span>
+      </p>
+      {part.input !== undefined && <Args toolName={name} args={part.input} />}
+      {part.state === 'output-available' && <Output output={part.output} />}
+      {part.state === 'output-error' && (
+        <p className="error" role="alert">
+          {part.errorText}
+        </p>
+      )}
+      {part.state === 'output-denied' && (
+        <p className="error">Denied{part.approval?.reason ? `: ${part.approval.reason}` : ''}</p>
+      )}
+    </div>
+  );
+}
+
+function label(part: ToolPart): string {
+  switch (part.state) {
+    case 'input-streaming':
+      return 'preparing…';
+    case 'input-available':
+      return 'running…';
+    case 'approval-requested':
+      return 'waiting for you';
+    case 'approval-responded':
+      return part.approval.approved ? 'approved, running…' : 'denied';
+    case 'output-available':
+      return 'done';
+    case 'output-error':
+      return part.errorText.startsWith('User denied') ? 'denied by you' : 'failed';
+    case 'output-denied':
+      return 'denied';
+    default:
+      return '';
+  }
+}
+
+function Output({ output }: { output: unknown }) {
+  return (
+    <pre className="output" aria-label="result">
+      {JSON.stringify(output, null, 2)}
+    </pre>
+  );
+}
+
+type AdkInput = {
+  originalFunctionCall?: { id?: string; name?: string; args?: unknown };
+  toolConfirmation?: { hint?: string };
+};
+
+/** An `adk_request_confirmation` call: a card while open, a line once answered. */
+function AdkQuestion({ part, answerers }: { part: ToolPart; answerers: Answerers }) {
+  const input = (part.input ?? {}) as AdkInput;
+  const call = input.originalFunctionCall ?? {};
+  const toolName = call.name ?? 'tool';
+  switch (part.state) {
+    case 'input-streaming':
+      return <p className="pending">Preparing a question…</p>;
+    case 'input-available':
+      return (
+        <ApprovalCard
+          toolName={toolName}
+          args={call.args}
+          hint={input.toolConfirmation?.hint}
+          protocol="adk"
+          details={answerers.details.get(part.toolCallId)}
+          onDecide={(decision) => answerers.answerAdk(part.toolCallId, decision)}
+        />
+      );
+    case 'output-available': {
+      const output = (part.output ?? {}) as { confirmed?: boolean; reason?: string; remembered?: boolean };
+      return (
+        <p className="answered" data-testid="answered">
+          {output.confirmed
+            ? `You approved ${toolName}${output.remembered ? ' (remembered)' : ''}.`
+            : `You denied ${toolName}${output.reason ? `: ${output.reason}` : ''}.`}
+        </p>
+      );
+    }
+    case 'output-error':
+      return (
+        <p className="error" role="alert">
+          {part.errorText}
+        </p>
+      );
+    default:
+      return null;
+  }
+}
