@@ -162,6 +162,6 @@ fn the_demo_works_in_a_real_browser() {
         output.status.success(),
         "the browser tests failed:\n{report}"
     );
-    assert!(report.contains("pass 8"), "{report}");
+    assert!(report.contains("pass 9"), "{report}");
     println!("screenshots in {}", artifacts.display());
 }

@@ -105,6 +105,20 @@ test('deny with a reason: the tool never runs and the model is told why', async 
   await shot(page, 'deny-2-result');
 });
 
+test('a call the policy denies: no card, the error on the tool part', async (t) => {
+  const { page } = await open(t);
+  await say(page, 'Send 9000 USD to Hanako');
+  const failed = payment(page).and(page.locator('[data-state="output-error"]'));
+  await failed.waitFor();
+  assert.match(
+    await failed.getByRole('alert').innerText(),
+    /denied by policy: payments over 5000 need a bank transfer/,
+  );
+  await assistantSays(page, /denied/);
+  assert.equal(await cards(page).count(), 0);
+  await shot(page, 'policy-denied');
+});
+
 test('two payments at once: two cards, one answer request once both are decided', async (t) => {
   const { page, requests } = await open(t);
   await say(page, 'Send 10 USD to Hanako and send 20 USD to Taro');

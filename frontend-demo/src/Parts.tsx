@@ -79,7 +79,8 @@ function label(part: ToolPart): string {
     case 'output-available':
       return 'done';
     case 'output-error':
-      return part.errorText.startsWith('User denied') ? 'denied by you' : 'failed';
+      if (part.errorText.startsWith('User denied')) return 'denied by you';
+      return part.errorText.startsWith('denied by policy') ? 'denied by policy' : 'failed';
     case 'output-denied':
       return 'denied';
     default:
