@@ -5,6 +5,7 @@ import {
   lastAssistantMessageIsCompleteWithApprovalResponses,
   lastAssistantMessageIsCompleteWithToolCalls,
   type UIMessage,
+  WebSocketChatTransport,
 } from 'ai';
 import { useEffect, useMemo, useRef, useState, type FormEvent } from 'react';
 import { listTools, openConfirmations, type ToolInfo } from './api';
@@ -29,6 +30,13 @@ export function Chat({
   settings: Settings;
 }) {
   const transport = useMemo(() => makeTransport(settings), [settings]);
+  // A socket left open would count against the server's idle limit.
+  useEffect(
+    () => () => {
+      if (transport instanceof WebSocketChatTransport) transport.close();
+    },
+    [transport],
+  );
   const { messages, sendMessage, addToolOutput, addToolApprovalResponse, status, error, stop, clearError } =
     useChat({
       id: chatId,
@@ -139,17 +147,17 @@ function pendingIds(messages: UIMessage[]): string[] {
 /** The server's view of the open questions: deadline, editability, schema. */
 function useDetails(chatId: string, apiKey: string, ids: string[]): Map<string, CardDetails> {
   const [details, setDetails] = useState(new Map<string, CardDetails>());
-  const [tools, setTools] = useState<ToolInfo[]>();
+  const tools = useRef<ToolInfo[]>(undefined);
   const key = ids.join(' ');
   useEffect(() => {
     if (!key) return;
     let live = true;
     void (async () => {
       try {
-        const known = tools ?? (await listTools(apiKey));
+        const known = tools.current ?? (await listTools(apiKey));
+        tools.current = known;
         const open = await openConfirmations(chatId, apiKey);
         if (!live) return;
-        setTools(known);
         const fetchedAt = Date.now();
         setDetails(
           new Map(
@@ -172,6 +180,6 @@ function useDetails(chatId: string, apiKey: string, ids: string[]): Map<string, 
     return () => {
       live = false;
     };
-  }, [chatId, apiKey, key, tools]);
+  }, [chatId, apiKey, key]);
   return details;
 }
