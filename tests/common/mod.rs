@@ -80,6 +80,9 @@ impl<T: Tool> Tool for Counting<T> {
     fn confirmation_hint(&self, args: &Value) -> String {
         self.inner.confirmation_hint(args)
     }
+    fn runs_on_client(&self) -> bool {
+        self.inner.runs_on_client()
+    }
     async fn execute(&self, args: Value, ctx: ToolContext) -> Result<Value, ToolError> {
         self.count.fetch_add(1, Ordering::SeqCst);
         self.inner.execute(args, ctx).await
