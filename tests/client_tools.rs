@@ -113,6 +113,9 @@ async fn a_client_tool_that_asks_is_handed_out_once_after_approval() {
         "{}",
         asked.body
     );
+    // Held by the server until approved: the client's onToolCall skips it.
+    let held = asked.of_type("tool-input-available");
+    assert_eq!(held[0]["providerExecuted"], true, "{}", asked.body);
 
     let approved = server.chat(&fixture("client_pick_approved.json")).await;
     assert_sse!("client_tool_approved", approved.body);

@@ -132,7 +132,7 @@ impl Agent {
                                 yield UiChunk::tool_output(&confirmation_id, output);
                             }
                             for chunk in input_chunks(&call, adk) {
-                                yield with_metadata(chunk, metadata.clone());
+                                yield provider_executed(with_metadata(chunk, metadata.clone()), (!adk).then_some(false));
                             }
                             hand_to_client(&mut history[last], call, metadata);
                             handed += 1;
@@ -299,8 +299,11 @@ impl Agent {
                                     history[last].parts.push(tool_part(issued.id, CONFIRMATION_TOOL.to_owned(), input, ToolState::InputAvailable, metadata));
                                 }
                                 ConfirmationProtocol::AiSdk => {
+                                    // A client-side tool's call is the server's to hold until
+                                    // approved: `onToolCall` skips what is provider-executed.
+                                    let held = agent.gate.registry.get(&call.name).is_some_and(|t| t.runs_on_client());
                                     for chunk in input_chunks(&call, !streaming.live) {
-                                        yield with_metadata(chunk, metadata.clone());
+                                        yield provider_executed(with_metadata(chunk, metadata.clone()), held.then_some(true));
                                     }
                                     yield UiChunk::ToolApprovalRequest { approval_id: issued.id.clone(), tool_call_id: call.id.clone() };
                                     let state = ToolState::ApprovalRequested { approval_id: issued.id };
@@ -357,7 +360,7 @@ impl Agent {
                                 yield UiChunk::tool_output(&confirmation_id, echo);
                             }
                             for chunk in input_chunks(&call, adk) {
-                                yield with_metadata(chunk, metadata.clone());
+                                yield provider_executed(with_metadata(chunk, metadata.clone()), (!adk).then_some(false));
                             }
                             hand_to_client(&mut history[last], call, metadata);
                             handed = true;
@@ -637,6 +640,15 @@ fn set_state(message: &mut UiMessage, id: &str, state: ToolState) {
             return;
         }
     }
+}
+
+/// Marks a `tool-input-available` chunk provider-executed (or not, for a
+/// call the server held back until now and hands to the client).
+fn provider_executed(mut chunk: UiChunk, value: Option<bool>) -> UiChunk {
+    if let UiChunk::ToolInputAvailable { extras, .. } = &mut chunk {
+        extras.provider_executed = value;
+    }
+    chunk
 }
 
 /// Puts `metadata` on a `tool-input-available` chunk; the client returns it

@@ -233,13 +233,19 @@ pub struct Binary {
 
 impl Binary {
     pub fn serve(extra: &[&str]) -> Self {
+        Self::serve_yaml("", extra)
+    }
+
+    /// Like [`Binary::serve`], with more top-level config (not `store` or
+    /// `toolConfirmation`).
+    pub fn serve_yaml(yaml: &str, extra: &[&str]) -> Self {
         let state = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let config = state.path().join("toolgate.yaml");
         let db = state.path().join("toolgate.sqlite3");
         std::fs::write(
             &config,
             format!(
-                "store:\n  path: {}\ntoolConfirmation:\n  signingKeys: [test-signing-key]\n",
+                "store:\n  path: {}\ntoolConfirmation:\n  signingKeys: [test-signing-key]\n{yaml}",
                 db.display()
             ),
         )
