@@ -27,7 +27,9 @@
 // the version read from the client package, so the server fits its chunks to
 // that client.
 //
-// Flows: text and weather run with both protocols; approve, deny,
+// Flows: text, weather, client-tool and client-approve run with both
+// protocols (the client tools `get_location` and `pick_file`, the latter
+// asking first, must be declared under `tools.client`); approve, deny,
 // two-confirmations and remember only with `--protocol adk`; native-approve,
 // native-deny and native-two only with `--protocol ai-sdk`. Without flow names, every flow of
 // the chosen protocol runs; a named flow of the other protocol is skipped.
@@ -203,7 +205,9 @@ async function validateStream(stream, req) {
 }
 
 // ---- running a flow ----
-function newChat(flowName, ctx) {
+// `onToolCall` answers the client-side tools; approvals and client results
+// each send the follow-up by themselves.
+function newChat(flowName, ctx, { onToolCall } = {}) {
   const rec = makeRecorder();
   const id = `conf-${flowName}-${Math.random().toString(36).slice(2, 10)}`;
   const transport = cli.transport === 'ws'
@@ -212,8 +216,9 @@ function newChat(flowName, ctx) {
   const chat = new ConformanceChat({
     id,
     transport,
+    onToolCall,
     sendAutomaticallyWhen: cli.protocol === 'ai-sdk'
-      ? lastAssistantMessageIsCompleteWithApprovalResponses
+      ? options => lastAssistantMessageIsCompleteWithApprovalResponses(options) || lastAssistantMessageIsCompleteWithToolCalls(options)
       : lastAssistantMessageIsCompleteWithToolCalls,
   });
   Object.assign(ctx, { chat, rec });
@@ -372,6 +377,34 @@ function checkDeniedPayment(part, ...fragments) {
 const requestCount = (rec, n, when) => eq(rec.requests.length, n, `number of requests ${when}`);
 
 // ---- the flows ----
+// What the browser's client-side tools answer.
+const CLIENT_RESULTS = {
+  get_location: { city: 'Kyoto', latitude: 35.01, longitude: 135.77 },
+  pick_file: { name: 'report.pdf', bytes: 18234 },
+};
+
+// Runs the client-side tools as an app would: answers each call it is handed
+// (not awaited: the chat is still reading the stream that handed it out).
+function clientTools(ctx) {
+  ctx.handed = [];
+  return ({ toolCall }) => {
+    const output = CLIENT_RESULTS[toolCall.toolName];
+    if (output === undefined) return;
+    ctx.handed.push(toolCall.toolCallId);
+    addToolOutput(ctx.chat, { tool: toolCall.toolName, toolCallId: toolCall.toolCallId, output });
+  };
+}
+
+// The client tool's part answered by the client, and the model's answer that uses it.
+function checkClientResult(ctx, msg, tool) {
+  const part = onePart(msg, `tool-${tool}`);
+  eq(part.state, 'output-available', `${tool} state`);
+  eq(part.output, CLIENT_RESULTS[tool], `${tool} output`);
+  eq(ctx.handed, [part.toolCallId], `${tool} calls handed to onToolCall`);
+  const fact = Object.values(CLIENT_RESULTS[tool])[0];
+  check(textAfter(msg, part).includes(fact), `text after the ${tool} part lacks ${show(fact)}: ${show(textAfter(msg, part))}`);
+}
+
 const HANAKO = { amount: 50, recipient: 'Hanako', currency: 'USD' };
 const BOB = { amount: 20, recipient: 'Bob', currency: 'USD' };
 const CAROL = { amount: 5, recipient: 'Carol', currency: 'USD' };
@@ -477,6 +510,45 @@ const flows = {
     check(tool.output !== null && typeof tool.output === 'object' && !Array.isArray(tool.output), `get_weather output is not an object: ${show(tool.output)}`);
     check(textAfter(msg, tool).trim().length > 0, 'no non-empty text after the get_weather part');
     eq(partsOfType(msg, 'tool-adk_request_confirmation').length, 0, 'confirmation parts');
+  },
+
+  // A client-side tool: handed to onToolCall, answered with addToolOutput,
+  // and the model's final answer uses that output.
+  async 'client-tool'(ctx) {
+    const { chat, rec } = newChat('client-tool', ctx, { onToolCall: clientTools(ctx) });
+    await chat.sendMessage({ text: 'Use get_location' });
+    await settle(ctx);
+    requestCount(rec, 2, '(the hand-off, then the follow-up with the result)');
+    checkClientResult(ctx, onlyAssistant(chat), 'get_location');
+  },
+
+  // A client-side tool that asks first: approved, then handed out once.
+  async 'client-approve'(ctx) {
+    const { chat, rec } = newChat('client-approve', ctx, { onToolCall: clientTools(ctx) });
+    await chat.sendMessage({ text: 'Use pick_file' });
+    await settle(ctx);
+    requestCount(rec, 1, 'after the question');
+    eq(ctx.handed, [], 'calls handed out before the approval');
+    const first = onlyAssistant(chat);
+    if (cli.protocol === 'ai-sdk') {
+      const part = onePart(first, 'tool-pick_file');
+      eq(part.state, 'approval-requested', 'pick_file state');
+      eq(part.providerExecuted, true, 'pick_file providerExecuted while it waits for approval');
+      await chat.addToolApprovalResponse({ id: part.approval.id, approved: true });
+      // ai 6.0.0's lastAssistantMessageIsCompleteWithApprovalResponses skips
+      // provider-executed parts, so there the app sends the approval itself.
+      if (clientVersion === '6.0.0') {
+        await settle(ctx);
+        await chat.sendMessage();
+      }
+    } else {
+      const confirm = onePart(first, 'tool-adk_request_confirmation');
+      eq(confirm.input?.originalFunctionCall?.name, 'pick_file', 'originalFunctionCall.name');
+      await addToolOutput(chat, { tool: 'adk_request_confirmation', toolCallId: confirm.toolCallId, output: { confirmed: true } });
+    }
+    await settle(ctx);
+    requestCount(rec, 3, '(the question, the approval that hands it out, the result)');
+    checkClientResult(ctx, onlyAssistant(chat), 'pick_file');
   },
 
   async approve(ctx) {

@@ -16,6 +16,7 @@ use crate::provider::ModelOptions;
 pub use crate::provider::http::Secret;
 use crate::provider::http::{UpstreamConfig, header};
 use crate::tools::Registry;
+use crate::tools::client::{ClientTool, ClientToolConfig};
 use crate::tools::http::HttpToolConfig;
 
 #[derive(Debug, thiserror::Error)]
@@ -336,13 +337,21 @@ pub struct ToolsConfig {
     pub timeout_ms: u64,
     /// Tools that POST their arguments to a URL.
     pub http: Vec<HttpToolConfig>,
+    /// Tools the client runs (`onToolCall` / `addToolOutput`).
+    pub client: Vec<ClientToolConfig>,
 }
 
 impl ToolsConfig {
-    /// The built-in tools and the HTTP tools.
+    /// The built-in tools, the HTTP tools and the client-side tools.
     pub fn registry(&self) -> Result<Registry, ConfigError> {
-        Registry::from_config(self.payment_limit, &self.http)
-            .map_err(|e| ConfigError::Invalid(e.to_string()))
+        let mut registry = Registry::from_config(self.payment_limit, &self.http)
+            .map_err(|e| ConfigError::Invalid(e.to_string()))?;
+        for tool in &self.client {
+            let tool =
+                ClientTool::new(tool.clone()).map_err(|e| ConfigError::Invalid(e.to_string()))?;
+            registry.register(tool);
+        }
+        Ok(registry)
     }
 }
 
@@ -352,6 +361,7 @@ impl Default for ToolsConfig {
             payment_limit: 10_000.0,
             timeout_ms: 30_000,
             http: Vec::new(),
+            client: Vec::new(),
         }
     }
 }

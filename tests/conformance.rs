@@ -26,6 +26,16 @@ const RUNS: [(&str, &str); 10] = [
     ("ai-5.0.60", "adk"),
 ];
 
+/// The client-side tools the `client-tool` and `client-approve` flows answer.
+const CLIENT_TOOLS: &str = "tools:
+  client:
+    - name: get_location
+      description: Where the user is, from the browser.
+    - name: pick_file
+      description: A file the user picks.
+      needsConfirmation: true
+";
+
 fn run(dir: &Path, url: &str, client: &str, protocol: &str, flows: &[&str]) -> (bool, String) {
     let output = Command::new("node")
         .arg(dir.join("chat.mjs"))
@@ -46,7 +56,7 @@ fn every_claimed_client_completes_every_flow() {
         dir.join("node_modules/ai").is_dir(),
         "the AI SDK client is not installed: run `npm ci --prefix conformance` (scripts/test does)"
     );
-    let server = Binary::serve(&[]);
+    let server = Binary::serve_yaml(CLIENT_TOOLS, &[]);
     let failures: Vec<String> = RUNS
         .iter()
         .map(|(client, protocol)| run(&dir, &server.url, client, protocol, &[]))
@@ -144,7 +154,7 @@ fn the_websocket_transport_completes_every_flow() {
     let config = state.path().join("toolgate.yaml");
     std::fs::write(
         &config,
-        "model:\n  deltaDelayMs: 2\nstore:\n  kind: memory\n",
+        format!("model:\n  deltaDelayMs: 2\nstore:\n  kind: memory\n{CLIENT_TOOLS}"),
     )
     .unwrap_or_else(|e| panic!("{e}"));
     let server = Binary::serve_with(&["--config", &config.display().to_string()]);

@@ -123,6 +123,7 @@ async fn a_claim_left_by_a_dead_process_is_outcome_unknown() {
     match gate.check_answer(&scope, &answer).await {
         Ok(Answered::Rejected(why)) => assert_eq!(why, OUTCOME_UNKNOWN),
         Ok(Answered::Running { .. }) => panic!("ran again"),
+        Ok(Answered::Client { .. }) => panic!("handed to a client"),
         Ok(Answered::Recorded { outcome, .. }) => panic!("recorded {outcome:?}"),
         Err(e) => panic!("{e}"),
     }

@@ -13,7 +13,8 @@ use super::blocks::Blocks;
 use super::history::to_model_messages;
 use super::{Agent, MAX_ARGS_BYTES, MAX_CALLS_PER_STEP};
 use crate::confirm::{
-    Answer, Answered, CONFIRMATION_TOOL, NewCall, Scope, confirmation_input, denial_text,
+    Answer, Answered, CONFIRMATION_TOOL, ClientOutput, NewCall, Scope, confirmation_input,
+    denial_text, with_handoff,
 };
 use crate::protocol::message::Approval;
 use crate::protocol::{
@@ -22,6 +23,7 @@ use crate::protocol::{
 };
 use crate::provider::{ModelRequest, ProviderEvent, StopReason, ToolCall};
 use crate::store::Outcome;
+use crate::tools::client::NO_RESULT;
 
 /// A call the model is streaming.
 struct Streaming {
@@ -60,11 +62,24 @@ impl Agent {
             let last = history.len() - 1;
             yield UiChunk::Start { message_id: Some(history[last].id.clone()), message_metadata: None };
 
+            // What the client says its tools returned, judged before the model reads it.
+            match Box::pin(judge_client_outputs(&agent.gate, &scope, &mut history, continuing)).await {
+                Ok(chunks) => for chunk in chunks {
+                    yield chunk;
+                },
+                Err(e) => {
+                    yield UiChunk::Error { error_text: e.to_string() };
+                    return;
+                }
+            }
+
             if continuing {
                 let (answers, open) = answers(&history[last]);
                 // Answers first: an approval remembered there may settle an open question.
                 let work = answers.into_iter().map(|a| Work::Answer(Box::new(a))).chain(open.into_iter().map(Work::Open));
                 let mut unanswered = 0;
+                // Approved calls of client-side tools handed to the client now.
+                let mut handed = 0;
                 for item in work {
                     let (confirmation_id, adk, echo, verdict) = match item {
                         Work::Answer(boxed) => {
@@ -109,6 +124,20 @@ impl Agent {
                             return;
                         }
                         Ok(Answered::Rejected(_)) => continue,
+                        Ok(Answered::Client { call }) => {
+                            // The part the question was asked on holds the provider's metadata.
+                            let asked_on = if adk { confirmation_id.as_str() } else { call.id.as_str() };
+                            let metadata = Some(with_handoff(part_metadata(&history[last], asked_on), &confirmation_id));
+                            if adk && let Some(output) = echo {
+                                yield UiChunk::tool_output(&confirmation_id, output);
+                            }
+                            for chunk in input_chunks(&call, adk) {
+                                yield provider_executed(with_metadata(chunk, metadata.clone()), (!adk).then_some(false));
+                            }
+                            hand_to_client(&mut history[last], call, metadata);
+                            handed += 1;
+                            continue;
+                        }
                         Ok(Answered::Recorded { call, outcome }) => (call, Ok(outcome)),
                         Ok(Answered::Running { call, outcome }) => (call, Err(outcome)),
                     };
@@ -127,7 +156,8 @@ impl Agent {
                     let approval = (!adk).then_some(confirmation_id.as_str());
                     yield record(&mut history[last], call, &outcome, approval);
                 }
-                if unanswered > 0 {
+                // The client answers its calls, and the user the questions, with the next request.
+                if unanswered > 0 || handed > 0 {
                     yield UiChunk::finish(FinishReason::ToolCalls);
                     return;
                 }
@@ -208,6 +238,8 @@ impl Agent {
 
                                 // Every call through the gate, in the order the model made them.
                 let mut asked = false;
+                // A call was handed to the client: its result comes with the next request.
+                let mut handed = false;
                 // The questions this step asked: (confirmation id, asked the ADK way).
                 let mut questions: Vec<(String, bool)> = Vec::new();
                 let mut permits = Vec::new();
@@ -245,6 +277,14 @@ impl Agent {
                             }
                             permits.push((permit, streaming.metadata));
                         }
+                        Ok(NewCall::Client { call, handoff }) => {
+                            let metadata = Some(with_handoff(streaming.metadata, &handoff));
+                            for chunk in input_chunks(&call, !streaming.live) {
+                                yield with_metadata(chunk, metadata.clone());
+                            }
+                            hand_to_client(&mut history[last], call, metadata);
+                            handed = true;
+                        }
                                                 Ok(NewCall::Ask(issued)) => {
                             asked = true;
                             questions.push((issued.id.clone(), protocol == ConfirmationProtocol::Adk));
@@ -259,8 +299,11 @@ impl Agent {
                                     history[last].parts.push(tool_part(issued.id, CONFIRMATION_TOOL.to_owned(), input, ToolState::InputAvailable, metadata));
                                 }
                                 ConfirmationProtocol::AiSdk => {
+                                    // A client-side tool's call is the server's to hold until
+                                    // approved: `onToolCall` skips what is provider-executed.
+                                    let held = agent.gate.registry.get(&call.name).is_some_and(|t| t.runs_on_client());
                                     for chunk in input_chunks(&call, !streaming.live) {
-                                        yield with_metadata(chunk, metadata.clone());
+                                        yield provider_executed(with_metadata(chunk, metadata.clone()), held.then_some(true));
                                     }
                                     yield UiChunk::ToolApprovalRequest { approval_id: issued.id.clone(), tool_call_id: call.id.clone() };
                                     let state = ToolState::ApprovalRequested { approval_id: issued.id };
@@ -308,6 +351,21 @@ impl Agent {
                                 return;
                             }
                         };
+                        if let Outcome::HandedOff { .. } = outcome {
+                            let asked_on = if adk { confirmation_id.as_str() } else { call.id.as_str() };
+                            let metadata = Some(with_handoff(part_metadata(&history[last], asked_on), &confirmation_id));
+                            if adk {
+                                let echo = serde_json::json!({"confirmed": true});
+                                set_state(&mut history[last], &confirmation_id, ToolState::OutputAvailable { output: echo.clone(), preliminary: false });
+                                yield UiChunk::tool_output(&confirmation_id, echo);
+                            }
+                            for chunk in input_chunks(&call, adk) {
+                                yield provider_executed(with_metadata(chunk, metadata.clone()), (!adk).then_some(false));
+                            }
+                            hand_to_client(&mut history[last], call, metadata);
+                            handed = true;
+                            continue;
+                        }
                         if adk {
                             let echo = serde_json::json!({"confirmed": !matches!(outcome, Outcome::Denied { .. })});
                             set_state(&mut history[last], &confirmation_id, ToolState::OutputAvailable { output: echo.clone(), preliminary: false });
@@ -323,7 +381,7 @@ impl Agent {
                 }
 
                 yield UiChunk::FinishStep;
-                if asked {
+                if asked || handed {
                     yield UiChunk::finish(FinishReason::ToolCalls);
                     return;
                 }
@@ -461,6 +519,13 @@ fn record(
                 ToolState::OutputError { error_text: text },
             )
         }
+        // Handed out before (a replayed answer), and the client sent no result.
+        (Outcome::HandedOff { .. }, _) => (
+            UiChunk::tool_error(&call.id, NO_RESULT.to_owned()),
+            ToolState::OutputError {
+                error_text: NO_RESULT.to_owned(),
+            },
+        ),
     };
     // A part the client holds under this id gets the real call and outcome.
     let held = message.parts.iter_mut().find_map(|p| match p {
@@ -478,6 +543,65 @@ fn record(
             .push(tool_part(call.id, call.name, call.args, state, None)),
     }
     chunk
+}
+
+/// Replaces every result of a client-side tool the gate does not take with
+/// its error; the chunks that tell the client so, for the continued message
+/// (the only one whose parts can still change).
+async fn judge_client_outputs(
+    gate: &crate::confirm::Gate,
+    scope: &Scope,
+    history: &mut [UiMessage],
+    continuing: bool,
+) -> Result<Vec<UiChunk>, crate::confirm::GateError> {
+    let last = history.len().saturating_sub(1);
+    let mut chunks = Vec::new();
+    for (index, message) in history.iter_mut().enumerate() {
+        if message.role != Role::Assistant {
+            continue;
+        }
+        for part in &mut message.parts {
+            let Part::Tool(part) = part else { continue };
+            if let ClientOutput::Rejected(why) = gate.check_client_output(scope, part).await? {
+                if continuing && index == last {
+                    chunks.push(UiChunk::tool_error(&part.tool_call_id, why.clone()));
+                }
+                part.state = ToolState::OutputError { error_text: why };
+            }
+        }
+    }
+    Ok(chunks)
+}
+
+/// Gives a call handed to the client its part, waiting for the client's result.
+fn hand_to_client(message: &mut UiMessage, call: ToolCall, metadata: Option<Value>) {
+    let held = message.parts.iter_mut().find_map(|p| match p {
+        Part::Tool(t) if t.tool_call_id == call.id => Some(t),
+        _ => None,
+    });
+    match held {
+        Some(part) => {
+            part.tool_name = call.name;
+            part.input = call.args;
+            part.state = ToolState::InputAvailable;
+            part.call_provider_metadata = metadata;
+        }
+        None => message.parts.push(tool_part(
+            call.id,
+            call.name,
+            call.args,
+            ToolState::InputAvailable,
+            metadata,
+        )),
+    }
+}
+
+/// The `callProviderMetadata` of the tool part `id`, if any.
+fn part_metadata(message: &UiMessage, id: &str) -> Option<Value> {
+    message.parts.iter().find_map(|p| match p {
+        Part::Tool(t) if t.tool_call_id == id => t.call_provider_metadata.clone(),
+        _ => None,
+    })
 }
 
 /// Starts the part of call `id` (which [`record`] then completes) with the
@@ -516,6 +640,15 @@ fn set_state(message: &mut UiMessage, id: &str, state: ToolState) {
             return;
         }
     }
+}
+
+/// Marks a `tool-input-available` chunk provider-executed (or not, for a
+/// call the server held back until now and hands to the client).
+fn provider_executed(mut chunk: UiChunk, value: Option<bool>) -> UiChunk {
+    if let UiChunk::ToolInputAvailable { extras, .. } = &mut chunk {
+        extras.provider_executed = value;
+    }
+    chunk
 }
 
 /// Puts `metadata` on a `tool-input-available` chunk; the client returns it

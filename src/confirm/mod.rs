@@ -23,11 +23,12 @@ pub use signing::{Seal, Signer};
 
 use crate::ids::{Clock, Ids};
 use crate::policy::{BUDGET, CallInfo, Policy, REMEMBERED, ToolInfo, Verdict};
-use crate::protocol::ConfirmationProtocol;
+use crate::protocol::{ConfirmationProtocol, ToolPart, ToolState};
 use crate::provider::ToolCall;
 use crate::store::{
     AuditDecision, AuditEvent, Claim, Issued, Outcome, Remembered, Status, Store, StoreError,
 };
+use crate::tools::client::{MAX_OUTPUT_BYTES, NO_RESULT};
 use crate::tools::qualified_name;
 use crate::tools::{Registry, ToolContext, ToolError};
 
@@ -123,15 +124,35 @@ pub enum OutOfBand {
 #[derive(Debug)]
 pub enum NewCall {
     Run(Permit),
+    /// A client-side tool's call, allowed and recorded as handed out under
+    /// `handoff`: the client runs it.
+    Client {
+        call: ToolCall,
+        handoff: String,
+    },
     Ask(Issued),
     /// The call cannot run at all (e.g. an unknown tool).
     Refused(String),
+}
+
+/// The gate's verdict on what the client says a client-side tool returned.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ClientOutput {
+    /// Not a client-side tool's result: nothing to judge here.
+    NotClient,
+    /// The model may take it as the call's result.
+    Accepted,
+    /// Not taken; the model gets this error instead.
+    Rejected(String),
 }
 
 /// The gate's verdict on a user's answer.
 pub enum Answered {
     /// Approved and claimed: the call is already running.
     Running { call: ToolCall, outcome: Running },
+    /// Approved and claimed, for a client-side tool: recorded as handed out
+    /// (under the confirmation's id); the client runs it.
+    Client { call: ToolCall },
     /// Already decided: the call (as issued) and its recorded outcome.
     Recorded { call: ToolCall, outcome: Outcome },
     /// Not an answer this server accepts; nothing runs.
@@ -557,6 +578,16 @@ impl Gate {
                         .await;
                         outcome
                     }
+                    Answered::Client { call } => {
+                        let by = format!("{by} through the API");
+                        self.record(edited_from(
+                            self.event(&scope, &call, decision, by, None, Some(id)),
+                            original,
+                        ))
+                        .await;
+                        let ran_with = (decision == AuditDecision::Edited).then_some(call.args);
+                        Outcome::HandedOff { ran_with }
+                    }
                     Answered::Rejected(why) => Outcome::Error {
                         message: why,
                         ran_with: None,
@@ -754,6 +785,9 @@ impl Gate {
                     Some(&issued.id),
                 )
                 .await;
+                if self.runs_on_client(&issued.call.name) {
+                    return Ok(Some(self.hand_off(&issued.id, issued.call, None).await?));
+                }
                 let outcome = self.start_confirmed(
                     issued.id,
                     issued.call.clone(),
@@ -803,6 +837,13 @@ impl Gate {
         };
         match self.decide(scope, &call).await? {
             Some(Verdict::Allow { by }) => {
+                if tool.runs_on_client() {
+                    let handoff = self.record_hand_off(scope, &call, protocol).await?;
+                    let id = Some(handoff.as_str());
+                    self.note(scope, &call, AuditDecision::Allowed, by, None, id)
+                        .await;
+                    return Ok(NewCall::Client { call, handoff });
+                }
                 self.note(scope, &call, AuditDecision::Allowed, by, None, None)
                     .await;
                 return Ok(NewCall::Run(Permit { call }));
@@ -876,7 +917,9 @@ impl Gate {
         let (call, reason) = match &answered {
             Answered::Rejected(why) => (answer.original.clone(), Some(why.clone())),
             Answered::Recorded { call, outcome } => (Some(call.clone()), outcome_reason(outcome)),
-            Answered::Running { call, .. } => (Some(call.clone()), None),
+            Answered::Running { call, .. } | Answered::Client { call } => {
+                (Some(call.clone()), None)
+            }
         };
         let unknown = ToolCall {
             id: String::new(),
@@ -1116,9 +1159,20 @@ impl Gate {
             ));
         }
         let edited = *issued_args != call.args;
+        let ran_with = edited.then(|| call.args.clone());
+        let decision = if edited {
+            AuditDecision::Edited
+        } else {
+            AuditDecision::Approved
+        };
+        if self.runs_on_client(&call.name) {
+            let name = call.name.clone();
+            let answered = self.hand_off(id, call, ran_with).await?;
+            self.extend(scope, &name, remember, approve_next).await?;
+            return Ok((answered, decision, approver(remember, approve_next)));
+        }
         // Started before this returns: no await point lies between winning
         // the claim and the call running.
-        let ran_with = edited.then(|| call.args.clone());
         let outcome = self.start_confirmed(
             id.to_owned(),
             call.clone(),
@@ -1128,16 +1182,164 @@ impl Gate {
         );
         self.extend(scope, &call.name, remember, approve_next)
             .await?;
-        let decision = if edited {
-            AuditDecision::Edited
-        } else {
-            AuditDecision::Approved
-        };
         Ok((
             Answered::Running { call, outcome },
             decision,
             approver(remember, approve_next),
         ))
+    }
+
+    /// Whether `name` is a client-side tool.
+    fn runs_on_client(&self, name: &str) -> bool {
+        self.registry.get(name).is_some_and(|t| t.runs_on_client())
+    }
+
+    /// Records a claimed call of a client-side tool as handed out. Its own
+    /// task: a client that goes away meanwhile leaves no claim unfinished.
+    async fn hand_off(
+        &self,
+        id: &str,
+        call: ToolCall,
+        ran_with: Option<Value>,
+    ) -> Result<Answered, GateError> {
+        let store = self.store.clone();
+        let id = id.to_owned();
+        let finish =
+            tokio::spawn(async move { store.finish(&id, Outcome::HandedOff { ran_with }).await });
+        match finish.await {
+            Ok(result) => result?,
+            Err(e) => tracing::error!("recording a hand-off failed: {e}"),
+        }
+        Ok(Answered::Client { call })
+    }
+
+    /// Records an allowed call of a client-side tool as handed out (a
+    /// record the client's result must name), and returns the record's id.
+    async fn record_hand_off(
+        &self,
+        scope: &Scope,
+        call: &ToolCall,
+        protocol: ConfirmationProtocol,
+    ) -> Result<String, GateError> {
+        let now = self.clock.now_ms();
+        let issued = Issued {
+            id: self.ids.next("handoff"),
+            chat_id: scope.chat_id.clone(),
+            principal: scope.principal.clone(),
+            hint: format!("{} was handed to the client", call.name),
+            protocol,
+            call: call.clone(),
+            issued_at_ms: now,
+            expires_at_ms: now.saturating_add(millis(self.expiry)),
+        };
+        let id = issued.id.clone();
+        self.store.insert(issued).await?;
+        if self.store.claim(&id, now).await? != Claim::Won {
+            return Err(GateError::Store(StoreError::NotClaimed(id)));
+        }
+        self.hand_off(&id, call.clone(), None).await?;
+        Ok(id)
+    }
+
+    /// Judges what the client says a client-side tool returned. The history
+    /// is untrusted: an output counts only for a call this server handed out
+    /// (the record named in the part's metadata, for this chat, principal and
+    /// call), that no rule denies now, and that fits in [`MAX_OUTPUT_BYTES`].
+    /// A handed-out call without a result is the error [`NO_RESULT`].
+    pub async fn check_client_output(
+        &self,
+        scope: &Scope,
+        part: &ToolPart,
+    ) -> Result<ClientOutput, GateError> {
+        if part.tool_name == CONFIRMATION_TOOL || !self.runs_on_client(&part.tool_name) {
+            return Ok(ClientOutput::NotClient);
+        }
+        let size = match &part.state {
+            ToolState::OutputAvailable {
+                output,
+                preliminary: false,
+            } => output.to_string().len(),
+            // An error cannot make anything happen: only its size matters.
+            ToolState::OutputError { error_text } if error_text.len() <= MAX_OUTPUT_BYTES => {
+                return Ok(ClientOutput::Accepted);
+            }
+            ToolState::OutputError { error_text } => error_text.len(),
+            ToolState::InputStreaming | ToolState::InputAvailable => {
+                return Ok(ClientOutput::Rejected(NO_RESULT.into()));
+            }
+            // Questions and denials are the answers' business.
+            ToolState::OutputAvailable { .. }
+            | ToolState::ApprovalRequested { .. }
+            | ToolState::ApprovalResponded(_)
+            | ToolState::OutputDenied(_) => return Ok(ClientOutput::NotClient),
+        };
+        let call = ToolCall {
+            id: part.tool_call_id.clone(),
+            name: part.tool_name.clone(),
+            args: part.input.clone(),
+        };
+        let why = match self.judge_client_output(scope, &call, part, size).await? {
+            None => return Ok(ClientOutput::Accepted),
+            Some(why) => why,
+        };
+        tracing::warn!(call = %call.id, chat = %scope.chat_id, "client output refused: {why}");
+        let id = handoff_id(part.call_provider_metadata.as_ref());
+        let refused = AuditDecision::Refused;
+        self.note(
+            scope,
+            &call,
+            refused,
+            "toolgate".into(),
+            Some(why.clone()),
+            id,
+        )
+        .await;
+        Ok(ClientOutput::Rejected(why))
+    }
+
+    /// Why a client output is not taken, if it is not.
+    async fn judge_client_output(
+        &self,
+        scope: &Scope,
+        call: &ToolCall,
+        part: &ToolPart,
+        size: usize,
+    ) -> Result<Option<String>, GateError> {
+        if size > MAX_OUTPUT_BYTES {
+            return Ok(Some(format!(
+                "the client's result is larger than {MAX_OUTPUT_BYTES} bytes"
+            )));
+        }
+        let not_handed = || {
+            Some(format!(
+                "no call `{}` of {} was handed to the client by this server",
+                call.id, call.name
+            ))
+        };
+        let Some(id) = handoff_id(part.call_provider_metadata.as_ref()) else {
+            return Ok(not_handed());
+        };
+        let Some(issued) = self
+            .store
+            .get(id)
+            .await?
+            .filter(|i| i.chat_id == scope.chat_id && i.principal == scope.principal)
+        else {
+            return Ok(not_handed());
+        };
+        let Some(Status::Done(outcome @ Outcome::HandedOff { .. })) = self.store.status(id).await?
+        else {
+            return Ok(not_handed());
+        };
+        if !same_call(call, &as_ran(issued.call, &outcome)) {
+            return Ok(Some(
+                "the call differs from the one this server handed to the client".into(),
+            ));
+        }
+        if let Some(Verdict::Deny { reason }) = self.verdict(scope, call) {
+            return Ok(Some(format!("denied by policy: {reason}")));
+        }
+        Ok(None)
     }
 
     /// Runs a confirmed, claimed call to the end in its own task and records
@@ -1205,6 +1407,17 @@ async fn execute(
             ran_with: None,
         };
     };
+    if tool.runs_on_client() {
+        // The gate hands these out; getting here is a bug, never a result.
+        tracing::error!(tool = %call.name, "a client-side tool reached the server's executor");
+        return Outcome::Error {
+            message: format!(
+                "`{}` runs in the client; the server never executes it",
+                call.name
+            ),
+            ran_with: None,
+        };
+    }
     let cancel = ctx.cancel.clone();
     let run = AssertUnwindSafe(tool.execute(call.args, ctx)).catch_unwind();
     let result = match tokio::time::timeout(timeout, run).await {
@@ -1244,11 +1457,39 @@ fn as_ran(mut call: ToolCall, outcome: &Outcome) -> ToolCall {
     | Outcome::Error {
         ran_with: Some(args),
         ..
+    }
+    | Outcome::HandedOff {
+        ran_with: Some(args),
     } = outcome
     {
         call.args = args.clone();
     }
     call
+}
+
+/// The hand-off record a client's result names (`toolgate.handoff` in the
+/// part's `callProviderMetadata`).
+pub fn handoff_id(metadata: Option<&Value>) -> Option<&str> {
+    metadata?.get("toolgate")?.get("handoff")?.as_str()
+}
+
+/// `metadata` with `toolgate.handoff` set to `id`, the rest kept (a seal,
+/// a provider's own).
+pub fn with_handoff(metadata: Option<Value>, id: &str) -> Value {
+    let mut metadata = match metadata {
+        Some(Value::Object(map)) => map,
+        _ => serde_json::Map::new(),
+    };
+    let toolgate = metadata
+        .entry("toolgate")
+        .or_insert_with(|| Value::Object(serde_json::Map::new()));
+    if !toolgate.is_object() {
+        *toolgate = Value::Object(serde_json::Map::new());
+    }
+    if let Value::Object(toolgate) = toolgate {
+        toolgate.insert("handoff".into(), Value::String(id.to_owned()));
+    }
+    Value::Object(metadata)
 }
 
 /// Why a recorded outcome is what it is, for the audit log.
@@ -1257,6 +1498,7 @@ fn outcome_reason(outcome: &Outcome) -> Option<String> {
         Outcome::Output { .. } => None,
         Outcome::Error { message, .. } => Some(message.clone()),
         Outcome::Denied { reason } => reason.clone(),
+        Outcome::HandedOff { .. } => None,
     }
 }
 

@@ -3,8 +3,9 @@
 //!
 //! It reads the last message (case-insensitive):
 //! - `send|pay|transfer <amount> [<currency>] to <name>` (or `$50`) →
-//!   `process_payment`; `weather in <city>` → `get_weather`; several clauses
-//!   joined by ` and ` become parallel calls in one step;
+//!   `process_payment`; `weather in <city>` → `get_weather`; `use <tool>
+//!   [with <JSON object>]` → that tool, if it is offered (a client-side tool,
+//!   say); several clauses joined by ` and ` become parallel calls in one step;
 //! - `count to N` → the text `1 2 … N` as N deltas (N ≤ 100000);
 //! - tool results → one sentence per outcome;
 //! - anything else → an echo, word by word.
@@ -36,6 +37,9 @@ static PAYMENT: LazyLock<Result<Regex, regex::Error>> = LazyLock::new(|| {
 });
 static WEATHER: LazyLock<Result<Regex, regex::Error>> =
     LazyLock::new(|| Regex::new(r"(?i)\bweather\s+in\s+(.+?)[\s.!?]*$"));
+static USE: LazyLock<Result<Regex, regex::Error>> = LazyLock::new(|| {
+    Regex::new(r"(?i)^\s*(?:please\s+)?use\s+([a-z0-9_-]+)(?:\s+with\s+(\{.*\}))?[\s.!?]*$")
+});
 static COUNT: LazyLock<Result<Regex, regex::Error>> =
     LazyLock::new(|| Regex::new(r"(?i)\bcount\s+to\s+(\d+)\b"));
 static AND: LazyLock<Result<Regex, regex::Error>> = LazyLock::new(|| Regex::new(r"(?i)\s+and\s+"));
@@ -53,7 +57,7 @@ pub struct ScriptedModel {
 /// What the model will answer, decided before anything streams.
 #[derive(Debug, PartialEq)]
 enum Plan {
-    Calls(Vec<(&'static str, Value)>),
+    Calls(Vec<(String, Value)>),
     Count(u64),
     Text(String),
 }
@@ -78,7 +82,8 @@ impl ModelProvider for ScriptedModel {
         &self,
         request: ModelRequest,
     ) -> BoxStream<'static, Result<ProviderEvent, ProviderError>> {
-        let plan = plan(&request.messages);
+        let offered: Vec<&str> = request.tools.iter().map(|t| t.name.as_str()).collect();
+        let plan = plan(&request.messages, &offered);
         let ids = self.ids.clone();
         let delay = self.delta_delay;
         async_stream::stream! {
@@ -92,7 +97,7 @@ impl ModelProvider for ScriptedModel {
                 Plan::Calls(calls) => {
                     for (name, args) in calls {
                         let id = ids.next("call");
-                        yield Ok(ProviderEvent::ToolCallStart { id: id.clone(), name: name.to_owned(), metadata: None });
+                        yield Ok(ProviderEvent::ToolCallStart { id: id.clone(), name, metadata: None });
                         for delta in fragments(&args.to_string(), ARG_FRAGMENTS) {
                             pause().await;
                             output_tokens += 1;
@@ -126,7 +131,7 @@ impl ModelProvider for ScriptedModel {
     }
 }
 
-fn plan(messages: &[ModelMessage]) -> Plan {
+fn plan(messages: &[ModelMessage], offered: &[&str]) -> Plan {
     match messages.last() {
         Some(ModelMessage::Tool(results)) => {
             Plan::Text(results.iter().map(sentence).collect::<Vec<_>>().join(" "))
@@ -140,7 +145,7 @@ fn plan(messages: &[ModelMessage]) -> Plan {
                 })
                 .collect::<Vec<_>>()
                 .join(" ");
-            plan_for_text(text.trim())
+            plan_for_text(text.trim(), offered)
         }
         Some(ModelMessage::System(_) | ModelMessage::Assistant(_)) | None => {
             Plan::Text("Nothing to answer.".to_owned())
@@ -148,12 +153,15 @@ fn plan(messages: &[ModelMessage]) -> Plan {
     }
 }
 
-fn plan_for_text(text: &str) -> Plan {
+fn plan_for_text(text: &str, offered: &[&str]) -> Plan {
     let clauses: Vec<&str> = match regex(&AND) {
         Some(and) => and.split(text).collect(),
         None => vec![text],
     };
-    let calls: Vec<_> = clauses.iter().filter_map(|c| call_for_clause(c)).collect();
+    let calls: Vec<_> = clauses
+        .iter()
+        .filter_map(|c| call_for_clause(c, offered))
+        .collect();
     if !calls.is_empty() {
         return Plan::Calls(calls);
     }
@@ -169,7 +177,16 @@ fn plan_for_text(text: &str) -> Plan {
     Plan::Text(format!("You said: {text}"))
 }
 
-fn call_for_clause(clause: &str) -> Option<(&'static str, Value)> {
+fn call_for_clause(clause: &str, offered: &[&str]) -> Option<(String, Value)> {
+    if let Some(caps) = regex(&USE).and_then(|re| re.captures(clause))
+        && offered.contains(&&caps[1])
+    {
+        let args = match caps.get(2) {
+            Some(json) => serde_json::from_str(json.as_str()).ok()?,
+            None => json!({}),
+        };
+        return Some((caps[1].to_owned(), args));
+    }
     if let Some(caps) = regex(&PAYMENT).and_then(|re| re.captures(clause)) {
         let amount = amount(&caps[2])?;
         let currency = caps
@@ -177,12 +194,12 @@ fn call_for_clause(clause: &str) -> Option<(&'static str, Value)> {
             .map_or_else(|| "USD".to_owned(), |c| c.as_str().to_uppercase());
         let recipient = caps[4].trim();
         return Some((
-            "process_payment",
+            "process_payment".to_owned(),
             json!({"amount": amount, "recipient": recipient, "currency": currency}),
         ));
     }
     let caps = regex(&WEATHER)?.captures(clause)?;
-    Some(("get_weather", json!({"city": caps[1].trim()})))
+    Some(("get_weather".to_owned(), json!({"city": caps[1].trim()})))
 }
 
 /// `50` → 50, `12.5` → 12.5: a JSON number, integral when it can be.
@@ -256,8 +273,10 @@ fn fragments(text: &str, n: usize) -> Vec<String> {
 mod tests {
     use super::*;
 
-    fn calls(text: &str) -> Vec<(&'static str, Value)> {
-        match plan_for_text(text) {
+    const OFFERED: &[&str] = &["process_payment", "get_weather", "get_location"];
+
+    fn calls(text: &str) -> Vec<(String, Value)> {
+        match plan_for_text(text, OFFERED) {
             Plan::Calls(calls) => calls,
             other => panic!("{text}: {other:?}"),
         }
@@ -267,7 +286,7 @@ mod tests {
     fn payments() {
         let pay = |amount: Value, recipient: &str, currency: &str| {
             (
-                "process_payment",
+                "process_payment".to_owned(),
                 json!({"amount": amount, "recipient": recipient, "currency": currency}),
             )
         };
@@ -293,22 +312,49 @@ mod tests {
         assert_eq!(
             calls("What is the weather in New York? and send 5 to Al"),
             vec![
-                ("get_weather", json!({"city": "New York"})),
+                ("get_weather".to_owned(), json!({"city": "New York"})),
                 pay(json!(5), "Al", "USD")
             ]
         );
     }
 
     #[test]
-    fn count_echo_and_limits() {
-        assert_eq!(plan_for_text("count to 3"), Plan::Count(3));
-        assert_eq!(plan_for_text("Count to 100000"), Plan::Count(100_000));
+    fn use_calls_an_offered_tool_by_name() {
         assert_eq!(
-            plan_for_text("count to 100001"),
+            calls("Use get_location"),
+            vec![("get_location".to_owned(), json!({}))]
+        );
+        assert_eq!(
+            calls(r#"use get_location with {"precision": "city"} and weather in Oslo"#),
+            vec![
+                ("get_location".to_owned(), json!({"precision": "city"})),
+                ("get_weather".to_owned(), json!({"city": "Oslo"}))
+            ]
+        );
+        // A tool that is not offered, or arguments that are not JSON, are just text.
+        assert_eq!(
+            plan_for_text("use rm_rf", OFFERED),
+            Plan::Text("You said: use rm_rf".into())
+        );
+        assert_eq!(
+            plan_for_text("use get_location with {oops}", OFFERED),
+            Plan::Text("You said: use get_location with {oops}".into())
+        );
+    }
+
+    #[test]
+    fn count_echo_and_limits() {
+        assert_eq!(plan_for_text("count to 3", OFFERED), Plan::Count(3));
+        assert_eq!(
+            plan_for_text("Count to 100000", OFFERED),
+            Plan::Count(100_000)
+        );
+        assert_eq!(
+            plan_for_text("count to 100001", OFFERED),
             Plan::Text("I can count from 1 to 100000.".into())
         );
         assert_eq!(
-            plan_for_text("hello there"),
+            plan_for_text("hello there", OFFERED),
             Plan::Text("You said: hello there".into())
         );
     }

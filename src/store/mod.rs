@@ -54,6 +54,13 @@ pub enum Outcome {
     Denied {
         reason: Option<String>,
     },
+    /// A client-side tool's call, handed to the client to run: its result
+    /// comes with the client's next request, never from the server.
+    HandedOff {
+        /// The arguments it was handed out with, when the user edited them.
+        #[serde(rename = "ranWith", default, skip_serializing_if = "Option::is_none")]
+        ran_with: Option<Value>,
+    },
 }
 
 /// An approval a user asked to be remembered: calls of `tool` by

@@ -3,6 +3,7 @@
 //! Nothing outside `confirm/` calls [`Tool::execute`]: the gate is the one
 //! path by which a tool runs.
 
+pub mod client;
 pub mod http;
 mod payment;
 mod weather;
@@ -62,6 +63,12 @@ pub trait Tool: Send + Sync + 'static {
     /// streams to the client as the model produces it.
     fn may_need_confirmation(&self) -> bool {
         true
+    }
+
+    /// `true` for a tool the client runs (see [`client`]): the gate hands
+    /// its calls to the client and never calls [`Tool::execute`].
+    fn runs_on_client(&self) -> bool {
+        false
     }
 
     /// The question shown to the user.

@@ -80,6 +80,9 @@ impl<T: Tool> Tool for Counting<T> {
     fn confirmation_hint(&self, args: &Value) -> String {
         self.inner.confirmation_hint(args)
     }
+    fn runs_on_client(&self) -> bool {
+        self.inner.runs_on_client()
+    }
     async fn execute(&self, args: Value, ctx: ToolContext) -> Result<Value, ToolError> {
         self.count.fetch_add(1, Ordering::SeqCst);
         self.inner.execute(args, ctx).await
@@ -230,13 +233,19 @@ pub struct Binary {
 
 impl Binary {
     pub fn serve(extra: &[&str]) -> Self {
+        Self::serve_yaml("", extra)
+    }
+
+    /// Like [`Binary::serve`], with more top-level config (not `store` or
+    /// `toolConfirmation`).
+    pub fn serve_yaml(yaml: &str, extra: &[&str]) -> Self {
         let state = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let config = state.path().join("toolgate.yaml");
         let db = state.path().join("toolgate.sqlite3");
         std::fs::write(
             &config,
             format!(
-                "store:\n  path: {}\ntoolConfirmation:\n  signingKeys: [test-signing-key]\n",
+                "store:\n  path: {}\ntoolConfirmation:\n  signingKeys: [test-signing-key]\n{yaml}",
                 db.display()
             ),
         )
