@@ -17,6 +17,7 @@ pub use crate::provider::http::Secret;
 use crate::provider::http::{UpstreamConfig, header};
 use crate::tools::Registry;
 use crate::tools::http::HttpToolConfig;
+use crate::tools::mcp::{McpServer, McpServerConfig};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -43,6 +44,8 @@ pub struct Config {
     pub protocol: ProtocolConfig,
     pub auth: AuthConfig,
     pub store: StoreConfig,
+    /// MCP servers whose tools are offered as `mcp--<server>--<tool>`.
+    pub mcp_servers: BTreeMap<String, McpServerConfig>,
 }
 
 /// Dexto's `allowedToolsStorage`.
@@ -432,6 +435,7 @@ impl Config {
         self.policy()?;
         self.model.upstream()?;
         self.tools.registry()?;
+        self.mcp_servers()?;
         self.api_keys()?;
         let client = self.client_version();
         if self.tool_confirmation.protocol == ConfirmationProtocol::AiSdk && !client.has_approvals()
@@ -447,6 +451,12 @@ impl Config {
     pub fn policy(&self) -> Result<Policy, ConfigError> {
         let c = &self.tool_confirmation;
         Policy::new(c.mode, &c.tool_policies, c.tools.clone())
+            .map_err(|e| ConfigError::Invalid(e.to_string()))
+    }
+
+    /// The MCP servers, checked, with their secrets read.
+    pub fn mcp_servers(&self) -> Result<Vec<McpServer>, ConfigError> {
+        crate::tools::mcp::servers(&self.mcp_servers)
             .map_err(|e| ConfigError::Invalid(e.to_string()))
     }
 

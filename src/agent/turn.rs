@@ -133,7 +133,7 @@ impl Agent {
                 }
             }
 
-            let tools = agent.gate.registry.specs();
+            let tools = agent.gate.specs();
             // Every toolCallId in the message: the client rejects a message with two parts of one id.
             let mut taken: HashSet<String> = history[last]
                 .parts
