@@ -604,3 +604,33 @@ fn the_cli_lists_mcp_tools_and_server_states() {
         "{stdout}"
     );
 }
+
+#[tokio::test]
+async fn a_call_that_hangs_times_out_and_is_cancelled_on_the_server() {
+    let journal = Journal::new();
+    let rules = "toolConfirmation:\n  toolPolicies:\n    alwaysAllow: ['mcp--*']\n";
+    let yaml = format!(
+        "{}    timeoutMs: 300\n{rules}",
+        stdio_server(&journal.path(), "")
+    );
+    let server = serve(&yaml).await;
+    available(&server, "notes").await;
+    let reply = server
+        .chat(&user_says("chat-t", r#"mcp--notes--slow {"ms": 20000}"#))
+        .await;
+    assert_eq!(
+        errors(&reply),
+        ["tool call timed out after 300 ms"],
+        "{}",
+        reply.body
+    );
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while journal.count("cancelled slow") == 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{:?}",
+            journal.lines()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
