@@ -10,7 +10,7 @@ use tokio::net::TcpListener;
 use crate::agent::Agent;
 use crate::config::{AllowedToolsStorage, Config, ProviderKind, StoreConfig, StoreKind};
 use crate::config::{ConfigError, ModelConfig};
-use crate::confirm::{Gate, Signer};
+use crate::confirm::{Gate, Inventory, Signer};
 use crate::ids::{Clock, Ids};
 use crate::policy::{Mode, Policy, ToolPolicies};
 use crate::provider::anthropic::Anthropic;
@@ -19,7 +19,8 @@ use crate::provider::http::Upstream;
 use crate::provider::openai::OpenAi;
 use crate::provider::{ModelProvider, ModelRequest, ProviderError, ProviderEvent, ScriptedModel};
 use crate::store::{Store, StoreError};
-use crate::tools::Registry;
+use crate::tools::mcp::{self, McpServer};
+use crate::tools::{Registry, Toolbox};
 use crate::transport::{HttpState, router};
 use futures::stream::BoxStream;
 
@@ -67,10 +68,24 @@ impl App {
         self
     }
 
-    /// Every tool with its qualified name and effective policy.
-    pub fn tools(self) -> Vec<crate::confirm::ToolView> {
+    /// Every tool with its source, qualified name and effective policy, and
+    /// each MCP server's state, once every server has had its first
+    /// connection attempt (or its `connectTimeoutMs` has passed).
+    pub async fn tools(self) -> Inventory {
+        let servers = self.mcp_servers();
+        let wait = servers
+            .iter()
+            .map(McpServer::connect_timeout)
+            .max()
+            .unwrap_or_default();
+        let toolbox = Toolbox::new(self.registry);
+        mcp::start(servers, &toolbox);
+        let deadline = tokio::time::Instant::now() + wait + Duration::from_millis(500);
+        while !toolbox.settled() && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
         let gate = Gate::new(
-            self.registry,
+            toolbox,
             self.store,
             self.clock,
             self.ids,
@@ -78,7 +93,16 @@ impl App {
             Duration::ZERO,
         )
         .with_policy(self.policy);
-        gate.tools()
+        gate.inventory()
+    }
+
+    /// The config's MCP servers; a config that loaded has valid ones, one
+    /// built in code might not (then none is started).
+    fn mcp_servers(&self) -> Vec<McpServer> {
+        self.config.mcp_servers().unwrap_or_else(|e| {
+            tracing::error!("{e}: no MCP server is started");
+            Vec::new()
+        })
     }
 
     /// Decides with this policy (built from the config unless set), for an
@@ -106,7 +130,8 @@ impl App {
         self
     }
 
-    /// Replaces the tools (the built-in ones included).
+    /// Replaces the tools (the built-in ones included); the config's MCP
+    /// servers add theirs to these.
     pub fn with_registry(mut self, registry: Registry) -> Self {
         self.registry = registry;
         self
@@ -123,6 +148,7 @@ impl App {
 
     /// The routes, and the gate behind them.
     fn build(self) -> (Router, Gate) {
+        let servers = self.mcp_servers();
         let provider = self.provider.unwrap_or_else(|| {
             model_provider(&self.config.model, self.ids.clone()).unwrap_or_else(|e| {
                 // Reported on every turn, where the user sees it.
@@ -130,8 +156,10 @@ impl App {
                 Arc::new(Unavailable(e.to_string()))
             })
         });
+        let toolbox = Toolbox::new(self.registry);
+        mcp::start(servers, &toolbox);
         let gate = Gate::new(
-            self.registry,
+            toolbox,
             self.store,
             self.clock,
             self.ids.clone(),

@@ -18,6 +18,7 @@ use crate::provider::http::{UpstreamConfig, header};
 use crate::tools::Registry;
 use crate::tools::client::{ClientTool, ClientToolConfig};
 use crate::tools::http::HttpToolConfig;
+use crate::tools::mcp::{McpServer, McpServerConfig};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -45,6 +46,8 @@ pub struct Config {
     pub auth: AuthConfig,
     pub store: StoreConfig,
     pub demo: DemoConfig,
+    /// MCP servers whose tools are offered as `mcp--<server>--<tool>`.
+    pub mcp_servers: BTreeMap<String, McpServerConfig>,
 }
 
 /// `demo`: the React chat of `frontend-demo/`, built into the binary.
@@ -457,6 +460,7 @@ impl Config {
         self.policy()?;
         self.model.upstream()?;
         self.tools.registry()?;
+        self.mcp_servers()?;
         self.api_keys()?;
         let client = self.client_version();
         if self.tool_confirmation.protocol == ConfirmationProtocol::AiSdk && !client.has_approvals()
@@ -472,6 +476,12 @@ impl Config {
     pub fn policy(&self) -> Result<Policy, ConfigError> {
         let c = &self.tool_confirmation;
         Policy::new(c.mode, &c.tool_policies, c.tools.clone())
+            .map_err(|e| ConfigError::Invalid(e.to_string()))
+    }
+
+    /// The MCP servers, checked, with their secrets read.
+    pub fn mcp_servers(&self) -> Result<Vec<McpServer>, ConfigError> {
+        crate::tools::mcp::servers(&self.mcp_servers)
             .map_err(|e| ConfigError::Invalid(e.to_string()))
     }
 

@@ -8,6 +8,8 @@ use toolgate::app::open_store;
 use toolgate::config::ProviderKind;
 use toolgate::confirm::Signer;
 use toolgate::policy::Mode;
+use toolgate::tools::ToolSource;
+use toolgate::tools::mcp::ServerState as McpState;
 use toolgate::{App, Config};
 
 #[derive(Parser)]
@@ -61,11 +63,34 @@ async fn main() -> anyhow::Result<()> {
         Command::Tools { config } => {
             let app = App::new(load(config.as_deref())?);
             let mut stdout = std::io::stdout();
-            for tool in app.tools() {
+            let inventory = app.tools().await;
+            for tool in &inventory.tools {
+                let source = match &tool.source {
+                    ToolSource::Builtin => "built-in".to_owned(),
+                    ToolSource::Http => "http".to_owned(),
+                    ToolSource::Client => "client".to_owned(),
+                    ToolSource::Mcp { server } => format!("mcp server {server}"),
+                    ToolSource::Application => "application".to_owned(),
+                };
                 writeln!(
                     stdout,
-                    "{}\t{}\n    {}",
+                    "{}\t({source}) {}\n    {}",
                     tool.qualified_name, tool.description, tool.policy
+                )?;
+            }
+            for server in &inventory.mcp_servers {
+                let state = match &server.state {
+                    McpState::Connecting => "connecting".to_owned(),
+                    McpState::Available { tools } => format!("available, {tools} tools"),
+                    McpState::Unavailable { reason, .. } => format!("unavailable: {reason}"),
+                    McpState::Restarting { attempt, reason } => {
+                        format!("restarting (attempt {attempt}) after: {reason}")
+                    }
+                };
+                writeln!(
+                    stdout,
+                    "mcp server {} ({}): {state}",
+                    server.name, server.transport
                 )?;
             }
         }

@@ -323,3 +323,22 @@ async fn the_server_never_executes_a_client_tool() {
     server.chat(&fixture("client_pick_output.json")).await;
     assert_eq!(runs.load(Ordering::SeqCst), 0);
 }
+
+#[tokio::test]
+async fn the_tool_list_says_which_tools_run_in_the_client() {
+    let server = server("").await;
+    let listed: Value = serde_json::from_str(&server.get("/api/tools").await.body)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let source = |name: &str| {
+        listed["tools"]
+            .as_array()
+            .and_then(|tools| tools.iter().find(|t| t["qualifiedName"] == name))
+            .map(|t| (t["source"].clone(), t["policy"].clone()))
+    };
+    let (kind, _) = source("internal--get_location").unwrap_or_else(|| panic!("{listed}"));
+    assert_eq!(kind, "client");
+    assert_eq!(
+        source("internal--process_payment").map(|(kind, _)| kind),
+        Some(json!("builtin"))
+    );
+}

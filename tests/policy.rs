@@ -151,7 +151,9 @@ async fn the_tools_and_their_effective_policy() {
         .ok()
         .and_then(|t| serde_json::from_str(&t).ok())
         .unwrap_or_default();
-    let summary: Vec<(String, String)> = tools
+    assert_eq!(tools["mcpServers"], serde_json::json!([]));
+    assert_eq!(tools["tools"][0]["source"], "builtin");
+    let summary: Vec<(String, String)> = tools["tools"]
         .as_array()
         .into_iter()
         .flatten()

@@ -19,6 +19,8 @@ export type ToolInfo = {
   description: string;
   parameters: JsonSchema;
   policy: string;
+  /** `builtin`, `http`, `mcp` (with `server`), `client` or `application`. */
+  source: string;
 };
 
 export type JsonSchema = {
@@ -49,6 +51,6 @@ export function openConfirmations(chatId: string, apiKey: string) {
   );
 }
 
-export function listTools(apiKey: string) {
-  return getJson<ToolInfo[]>('/api/tools', apiKey);
+export async function listTools(apiKey: string): Promise<ToolInfo[]> {
+  return (await getJson<{ tools: ToolInfo[] }>('/api/tools', apiKey)).tools;
 }

@@ -163,7 +163,7 @@ impl Agent {
                 }
             }
 
-            let tools = agent.gate.registry.specs();
+            let tools = agent.gate.specs();
             // Every toolCallId in the message: the client rejects a message with two parts of one id.
             let mut taken: HashSet<String> = history[last]
                 .parts
@@ -301,7 +301,7 @@ impl Agent {
                                 ConfirmationProtocol::AiSdk => {
                                     // A client-side tool's call is the server's to hold until
                                     // approved: `onToolCall` skips what is provider-executed.
-                                    let held = agent.gate.registry.get(&call.name).is_some_and(|t| t.runs_on_client());
+                                    let held = agent.gate.runs_on_client(&call.name);
                                     for chunk in input_chunks(&call, !streaming.live) {
                                         yield provider_executed(with_metadata(chunk, metadata.clone()), held.then_some(true));
                                     }

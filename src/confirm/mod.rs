@@ -12,6 +12,7 @@ mod answer;
 pub mod signing;
 
 use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::FutureExt;
@@ -30,7 +31,7 @@ use crate::store::{
 };
 use crate::tools::client::{MAX_OUTPUT_BYTES, NO_RESULT};
 use crate::tools::qualified_name;
-use crate::tools::{Registry, ToolContext, ToolError};
+use crate::tools::{Registry, ToolContext, ToolError, ToolSource, Toolbox};
 
 /// What a replay is told when the claimed call never reported an outcome.
 pub const OUTCOME_UNKNOWN: &str = "outcome unknown: the approved call was claimed but its outcome was never recorded (the server may have stopped while it ran); it will not run again";
@@ -102,10 +103,20 @@ impl Facts {
 pub struct ToolView {
     pub name: String,
     pub qualified_name: String,
+    #[serde(flatten)]
+    pub source: ToolSource,
     pub description: String,
     pub parameters: Value,
     /// The effective policy, in words.
     pub policy: String,
+}
+
+/// What `toolgate tools` and `GET /api/tools` show.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Inventory {
+    pub tools: Vec<ToolView>,
+    pub mcp_servers: Vec<crate::tools::mcp::ServerView>,
 }
 
 /// The result of a decision made through the API.
@@ -167,7 +178,8 @@ pub enum GateError {
 
 #[derive(Debug, Clone)]
 pub struct Gate {
-    pub registry: Registry,
+    /// The tools now; MCP servers change them at run time.
+    tools: Toolbox,
     store: Store,
     clock: Clock,
     ids: Ids,
@@ -181,7 +193,7 @@ pub struct Gate {
 
 impl Gate {
     pub fn new(
-        registry: Registry,
+        tools: impl Into<Toolbox>,
         store: Store,
         clock: Clock,
         ids: Ids,
@@ -189,7 +201,7 @@ impl Gate {
         tool_timeout: Duration,
     ) -> Self {
         Self {
-            registry,
+            tools: tools.into(),
             store: store.clone(),
             clock,
             ids,
@@ -236,7 +248,8 @@ impl Gate {
     /// Whether calls to `name` may need confirmation; when not, their input
     /// can stream live.
     pub fn may_ask(&self, name: &str) -> bool {
-        let Some(tool) = self.registry.get(name) else {
+        let tools = self.tools.current();
+        let Some(tool) = tools.get(name) else {
             return true;
         };
         let qualified = qualified_name(name);
@@ -276,31 +289,47 @@ impl Gate {
         Ok(revoked)
     }
 
-    /// Every tool with its qualified name and effective policy.
+    /// Every tool now, with its source, qualified name and effective policy.
     pub fn tools(&self) -> Vec<ToolView> {
-        self.registry
-            .specs()
+        let tools = self.tools.current();
+        tools
             .iter()
-            .map(|spec| {
-                let qualified = qualified_name(&spec.name);
-                let tool_may_ask = self
-                    .registry
-                    .get(&spec.name)
-                    .is_none_or(|t| t.may_need_confirmation());
+            .map(|tool| {
+                let name = tool.name();
+                let qualified = qualified_name(name);
                 let policy = self.policy.describe(&ToolInfo {
-                    name: &spec.name,
+                    name,
                     qualified: &qualified,
-                    tool_may_ask,
+                    tool_may_ask: tool.may_need_confirmation(),
                 });
                 ToolView {
-                    name: spec.name.clone(),
+                    name: name.to_owned(),
                     qualified_name: qualified,
-                    description: spec.description.clone(),
-                    parameters: spec.parameters.clone(),
+                    source: tool.source(),
+                    description: tool.description().to_owned(),
+                    parameters: tool.parameters(),
                     policy,
                 }
             })
             .collect()
+    }
+
+    /// Every tool now, and each MCP server's state.
+    pub fn inventory(&self) -> Inventory {
+        Inventory {
+            tools: self.tools(),
+            mcp_servers: self.tools.servers(),
+        }
+    }
+
+    /// The tools the model is offered now (a turn keeps one snapshot).
+    pub fn specs(&self) -> Arc<[crate::provider::ToolSpec]> {
+        self.tools.current().specs()
+    }
+
+    /// The tools and the state of each MCP server.
+    pub fn toolbox(&self) -> &Toolbox {
+        &self.tools
     }
 
     /// The whole chain for a new call: the policy's deciders, with
@@ -816,7 +845,8 @@ impl Gate {
 
     /// What the policy needs to know about a call's tool; `None` for an unknown tool.
     fn facts(&self, call: &ToolCall) -> Option<Facts> {
-        let tool = self.registry.get(&call.name)?;
+        let tools = self.tools.current();
+        let tool = tools.get(&call.name)?;
         Some(Facts {
             qualified: qualified_name(&call.name),
             tool_may_ask: tool.may_need_confirmation(),
@@ -832,7 +862,8 @@ impl Gate {
         call: ToolCall,
         protocol: ConfirmationProtocol,
     ) -> Result<NewCall, GateError> {
-        let Some(tool) = self.registry.get(&call.name) else {
+        let tools = self.tools.current();
+        let Some(tool) = tools.get(&call.name) else {
             return Ok(NewCall::Refused(format!("unknown tool `{}`", call.name)));
         };
         match self.decide(scope, &call).await? {
@@ -1110,7 +1141,8 @@ impl Gate {
             return Err(format!("the arguments of {name} may not be edited"));
         }
         let schema = self
-            .registry
+            .tools
+            .current()
             .get(name)
             .map(|t| t.parameters())
             .unwrap_or(Value::Null);
@@ -1190,8 +1222,11 @@ impl Gate {
     }
 
     /// Whether `name` is a client-side tool.
-    fn runs_on_client(&self, name: &str) -> bool {
-        self.registry.get(name).is_some_and(|t| t.runs_on_client())
+    pub fn runs_on_client(&self, name: &str) -> bool {
+        self.tools
+            .current()
+            .get(name)
+            .is_some_and(|t| t.runs_on_client())
     }
 
     /// Records a claimed call of a client-side tool as handed out. Its own
@@ -1354,7 +1389,7 @@ impl Gate {
         ran_with: Option<Value>,
     ) -> Running {
         let ctx = self.context(&call, payload, chat_id);
-        let execute = execute(self.registry.clone(), call, ctx, self.tool_timeout);
+        let execute = execute(self.tools.current(), call, ctx, self.tool_timeout);
         let store = self.store.clone();
         let task = tokio::spawn(async move {
             let mut outcome = execute.await;
@@ -1391,12 +1426,12 @@ impl Gate {
     pub async fn run(&self, permit: Permit, chat_id: &str) -> Outcome {
         let ctx = self.context(&permit.call, None, chat_id);
         let _cancel_on_drop = ctx.cancel.clone().drop_guard();
-        execute(self.registry.clone(), permit.call, ctx, self.tool_timeout).await
+        execute(self.tools.current(), permit.call, ctx, self.tool_timeout).await
     }
 }
 
 async fn execute(
-    registry: Registry,
+    registry: Arc<Registry>,
     call: ToolCall,
     ctx: ToolContext,
     timeout: Duration,

@@ -90,6 +90,10 @@ impl Tool for ClientTool {
         true
     }
 
+    fn source(&self) -> super::ToolSource {
+        super::ToolSource::Client
+    }
+
     /// Never called: the gate hands client tools out instead. Reaching this
     /// is a bug, so it fails loudly rather than make up a result.
     async fn execute(&self, _: Value, ctx: ToolContext) -> Result<Value, ToolError> {

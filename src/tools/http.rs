@@ -145,6 +145,10 @@ impl HttpTool {
 
 #[async_trait::async_trait]
 impl Tool for HttpTool {
+    fn source(&self) -> super::ToolSource {
+        super::ToolSource::Http
+    }
+
     fn name(&self) -> &str {
         &self.config.name
     }

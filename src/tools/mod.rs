@@ -1,11 +1,14 @@
-//! Tools: the [`Tool`] trait an application implements, and the registry.
+//! Tools: the [`Tool`] trait an application implements, the registry, and
+//! the [`Toolbox`] whose current registry changes as MCP servers come and go.
 //!
 //! Nothing outside `confirm/` calls [`Tool::execute`]: the gate is the one
 //! path by which a tool runs.
 
 pub mod client;
 pub mod http;
+pub mod mcp;
 mod payment;
+mod toolbox;
 mod weather;
 
 use std::collections::HashMap;
@@ -15,6 +18,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 pub use payment::ProcessPayment;
+pub use toolbox::Toolbox;
 pub use weather::GetWeather;
 
 /// Re-exported so that applications implement [`Tool`] without naming the crate.
@@ -35,6 +39,22 @@ pub enum ToolError {
     TimedOut(u64),
     #[error("tool call cancelled")]
     Cancelled,
+}
+
+/// Where a tool comes from, as `toolgate tools` and `GET /api/tools` show it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "source", rename_all = "lowercase")]
+pub enum ToolSource {
+    /// The demo tools toolgate ships.
+    Builtin,
+    /// `tools.http` in the config.
+    Http,
+    /// A tool of the MCP server `server` (`mcpServers`).
+    Mcp { server: String },
+    /// `tools.client` in the config: run by the browser, never here.
+    Client,
+    /// Registered by the application that embeds toolgate.
+    Application,
 }
 
 /// What a running call knows about itself.
@@ -77,6 +97,10 @@ pub trait Tool: Send + Sync + 'static {
     }
 
     async fn execute(&self, args: Value, ctx: ToolContext) -> Result<Value, ToolError>;
+
+    fn source(&self) -> ToolSource {
+        ToolSource::Application
+    }
 }
 
 /// The name policies use for a tool: `mcp--<server>--<tool>` as given,
@@ -134,13 +158,35 @@ impl Registry {
 
     /// Adds a tool, replacing one of the same name in its place.
     pub fn register(&mut self, tool: impl Tool) -> &mut Self {
-        let tool: Arc<dyn Tool> = Arc::new(tool);
+        self.put(Arc::new(tool));
+        self.rebuild_specs();
+        self
+    }
+
+    /// `base` and then `more`; a tool of `more` whose name `base` has is left out.
+    pub(crate) fn extended(base: &Registry, more: impl IntoIterator<Item = Arc<dyn Tool>>) -> Self {
+        let mut registry = base.clone();
+        for tool in more {
+            if registry.by_name.contains_key(tool.name()) {
+                tracing::warn!(tool = tool.name(), "a tool of that name exists: left out");
+                continue;
+            }
+            registry.put(tool);
+        }
+        registry.rebuild_specs();
+        registry
+    }
+
+    fn put(&mut self, tool: Arc<dyn Tool>) {
         let name = tool.name().to_owned();
         match self.order.iter_mut().find(|t| t.name() == name) {
             Some(slot) => *slot = tool.clone(),
             None => self.order.push(tool.clone()),
         }
         self.by_name.insert(name, tool);
+    }
+
+    fn rebuild_specs(&mut self) {
         self.specs = self
             .order
             .iter()
@@ -150,7 +196,11 @@ impl Registry {
                 parameters: t.parameters(),
             })
             .collect();
-        self
+    }
+
+    /// Every tool, in registration order.
+    pub fn iter(&self) -> impl Iterator<Item = &Arc<dyn Tool>> {
+        self.order.iter()
     }
 
     pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {

@@ -17,6 +17,10 @@ impl ProcessPayment {
 
 #[async_trait::async_trait]
 impl Tool for ProcessPayment {
+    fn source(&self) -> super::ToolSource {
+        super::ToolSource::Builtin
+    }
+
     fn name(&self) -> &str {
         "process_payment"
     }

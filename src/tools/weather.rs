@@ -12,6 +12,10 @@ pub struct GetWeather;
 
 #[async_trait::async_trait]
 impl Tool for GetWeather {
+    fn source(&self) -> super::ToolSource {
+        super::ToolSource::Builtin
+    }
+
     fn name(&self) -> &str {
         "get_weather"
     }

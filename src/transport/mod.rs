@@ -148,7 +148,7 @@ async fn resume(
 
 async fn tools(State(state): State<HttpState>, headers: HeaderMap) -> Result<Response, ApiError> {
     principal(&state, &headers)?;
-    Ok(axum::Json(state.agent.gate.tools()).into_response())
+    Ok(axum::Json(state.agent.gate.inventory()).into_response())
 }
 
 #[derive(serde::Deserialize)]

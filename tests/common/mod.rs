@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use serde_json::Value;
 use toolgate::confirm::CONFIRMATION_TOOL;
 use toolgate::ids::{Clock, Ids};
-use toolgate::tools::{ProcessPayment, Tool, ToolContext, ToolError};
+use toolgate::tools::{ProcessPayment, Tool, ToolContext, ToolError, ToolSource};
 use toolgate::{App, Config};
 
 pub mod upstream;
@@ -82,6 +82,10 @@ impl<T: Tool> Tool for Counting<T> {
     }
     fn runs_on_client(&self) -> bool {
         self.inner.runs_on_client()
+    }
+
+    fn source(&self) -> ToolSource {
+        self.inner.source()
     }
     async fn execute(&self, args: Value, ctx: ToolContext) -> Result<Value, ToolError> {
         self.count.fetch_add(1, Ordering::SeqCst);
