@@ -74,7 +74,8 @@ test('approve: the card shows the payment, the hint and the deadline; the result
   assert.match(await card.innerText(), /Approve process_payment\?/);
   assert.match(await card.innerText(), /Send 50 USD to Hanako\?/);
   assert.match(await card.locator('dl').innerText(), /Amount\s+50 USD\s+Recipient\s+Hanako/);
-  await card.getByRole('timer').filter({ hasText: /Answer within 4:5\d/ }).waitFor();
+  const left = (await card.getByRole('timer').innerText()).match(/Answer within (\d+):(\d\d)/);
+  assert.ok(left && Number(left[1]) * 60 + Number(left[2]) <= 300, 'a countdown from the 5-minute timeout');
   await shot(page, 'approve-1-card');
 
   await card.getByRole('button', { name: 'Approve', exact: true }).click();
@@ -102,6 +103,14 @@ test('deny with a reason: the tool never runs and the model is told why', async 
   await assistantSays(page, /denied: .*not today/);
   assert.match(await page.getByTestId('answered').innerText(), /You denied process_payment: not today/);
   assert.deepEqual(errors, []);
+  // The audit log says the user rejected it, and nothing approved it.
+  const decisions = await page.evaluate(async () => {
+    const chat = JSON.parse(localStorage.getItem('toolgate-demo:chat'));
+    const lines = await (await fetch(`/api/audit?chatId=${chat}`)).text();
+    return lines.trim().split('\n').map((line) => JSON.parse(line).decision);
+  });
+  assert.ok(decisions.includes('rejected'), decisions.join());
+  assert.ok(!decisions.includes('approved'), decisions.join());
   await shot(page, 'deny-2-result');
 });
 
@@ -234,4 +243,47 @@ test('keyboard and phone width: the flow without a mouse, nothing wider than the
   await page.keyboard.press('Enter');
   await assistantSays(page, /Sent 12 USD to Hanako/);
   await shot(page, 'phone-2-result');
+});
+
+test('a failed answer is not lost: the error is shown and Retry sends it', async (t) => {
+  const { page, requests } = await open(t);
+  await say(page, 'Send 70 USD to Taro');
+  await cards(page).waitFor();
+  await page.route('**/stream', (route) => route.abort(), { times: 1 });
+  await cards(page).getByRole('button', { name: 'Approve', exact: true }).click();
+  const banner = page.locator('.banner');
+  await banner.getByRole('button', { name: 'Retry' }).waitFor();
+  await shot(page, 'retry-1-error');
+  await banner.getByRole('button', { name: 'Retry' }).click();
+  await assistantSays(page, /Sent 70 USD to Taro/);
+  assert.equal(await banner.count(), 0);
+  assert.equal(posts(requests), 3, 'the question, the failed answer, the retry');
+  await shot(page, 'retry-2-result');
+});
+
+test('a card the chat went past cannot be answered any more', async (t) => {
+  const { page } = await open(t);
+  await say(page, 'Send 80 USD to Hanako');
+  await cards(page).waitFor();
+  await say(page, 'What is the weather in Tokyo?');
+  await page.locator('.message.assistant .text', { hasText: /Tokyo/ }).waitFor();
+  assert.equal(await cards(page).count(), 0);
+  await page.getByText('Not answered: the chat went on without it.').waitFor();
+  await shot(page, 'left-behind');
+});
+
+test('client-side tools: one the page runs, one the user answers after approving', async (t) => {
+  const { page } = await open(t);
+  await say(page, 'use browser_time');
+  await assistantSays(page, /browser_time returned .*timeZone/);
+
+  await say(page, 'use pick_color');
+  const card = cards(page);
+  await card.getByRole('button', { name: 'Approve', exact: true }).click();
+  const box = page.getByTestId('client-tool');
+  await box.getByLabel('Result (JSON)').fill('{"color": "teal"}');
+  await shot(page, 'client-1-result');
+  await box.getByRole('button', { name: 'Send result' }).click();
+  await assistantSays(page, /pick_color returned .*teal/);
+  await shot(page, 'client-2-answer');
 });

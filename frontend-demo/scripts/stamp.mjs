@@ -1,7 +1,8 @@
-// Records which sources dist/ was built from, so that a test (and
-// `npm run check-build`) can tell when the shipped build is stale.
-// The digest: SHA-256 over every source file, sorted by path, each as
-// "<path>\n<byte length>\n<bytes>". tests/frontend.rs computes the same.
+// Records which sources dist/ was built from, and what the build wrote,
+// so that a test (and `npm run check-build`) can tell when the shipped
+// build is stale or was changed by hand. Each digest: SHA-256 over the
+// files, sorted by path, each as "<path>\n<byte length>\n<bytes>".
+// tests/frontend.rs computes the same.
 import { createHash } from 'node:crypto';
 import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
@@ -25,9 +26,15 @@ export function sources() {
     .sort();
 }
 
-export function digest() {
+export function built() {
+  return walk(join(root, 'dist'))
+    .map((path) => relative(root, path).split('\\').join('/'))
+    .sort();
+}
+
+function digest(files) {
   const hash = createHash('sha256');
-  for (const path of sources()) {
+  for (const path of files) {
     const bytes = readFileSync(join(root, path));
     hash.update(`${path}\n${bytes.length}\n`);
     hash.update(bytes);
@@ -35,13 +42,14 @@ export function digest() {
   return hash.digest('hex');
 }
 
+const stamp = () => `${digest(sources())}  sources\n${digest(built())}  dist\n`;
 const command = process.argv[2];
 if (command === 'write') {
-  writeFileSync(STAMP, `${digest()}\n`);
+  writeFileSync(STAMP, stamp());
 } else if (command === 'check') {
-  const recorded = readFileSync(STAMP, 'utf8').trim();
-  if (recorded !== digest()) {
-    console.error('frontend-demo/dist is older than its sources: run `npm run build --prefix frontend-demo`');
+  const recorded = readFileSync(STAMP, 'utf8');
+  if (recorded !== stamp()) {
+    console.error('frontend-demo/dist does not match its sources: run `npm run build --prefix frontend-demo`');
     process.exit(1);
   }
   console.log('frontend-demo/dist is current');

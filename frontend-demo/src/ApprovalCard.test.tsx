@@ -145,6 +145,25 @@ describe('ApprovalCard', () => {
   });
 });
 
+describe('ApprovalCard, when the server no longer has the question', () => {
+  it('says so and refuses to approve, but a denial can still be sent', () => {
+    const decisions = card({ details: { editable: true, closed: true } });
+    expect(screen.getByText(/No longer open on the server/)).toBeTruthy();
+    expect(screen.queryByRole('timer')).toBeNull();
+    expect((button('Approve') as HTMLButtonElement).disabled).toBe(true);
+    fireEvent.click(button('Deny…'));
+    fireEvent.click(button('Deny'));
+    expect(decisions).toEqual([{ approved: false }]);
+  });
+
+  it('says when the details could not be read, and still works', () => {
+    const decisions = card({ details: { editable: false, problem: '/api/confirmations: 503' } });
+    expect(screen.getByText('Cannot read the deadline: /api/confirmations: 503')).toBeTruthy();
+    fireEvent.click(button('Approve'));
+    expect(decisions).toEqual([{ approved: true }]);
+  });
+});
+
 describe('formatDuration', () => {
   it('shows minutes and seconds, or hours', () => {
     expect(formatDuration(59_001)).toBe('1:00');

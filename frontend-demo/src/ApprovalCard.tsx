@@ -1,4 +1,4 @@
-import { useEffect, useId, useState, type FormEvent } from 'react';
+import { useEffect, useId, useRef, useState, type FormEvent } from 'react';
 import type { JsonSchema } from './api';
 import { Args } from './Args';
 
@@ -19,6 +19,10 @@ export type CardDetails = {
   deadline?: number;
   hint?: string;
   parameters?: JsonSchema;
+  /** The server no longer has this question open: expired, or answered elsewhere. */
+  closed?: boolean;
+  /** The server's details could not be read. */
+  problem?: string;
 };
 
 type Props = {
@@ -39,13 +43,17 @@ export function ApprovalCard({ toolName, args, hint, protocol, details, onDecide
   const [reason, setReason] = useState('');
   const [remember, setRemember] = useState<'once' | 'session' | 'global'>('once');
   const remaining = useRemaining(details?.deadline);
-  const expired = remaining !== undefined && remaining <= 0;
+  const expired = details?.closed === true || (remaining !== undefined && remaining <= 0);
   const editable = protocol === 'adk' && details?.editable === true;
   const question = hint ?? details?.hint;
 
+  const section = useRef<HTMLElement>(null);
   const decide = (decision: Decision) => {
+    // The card goes away once answered: keep keyboard users in the flow.
+    const next = nextFocus(section.current);
     setMode('sent');
     onDecide(decision);
+    setTimeout(() => next?.focus(), 0);
   };
   const approve = (editedArgs?: Record<string, unknown>) =>
     decide({
@@ -60,19 +68,26 @@ export function ApprovalCard({ toolName, args, hint, protocol, details, onDecide
   };
 
   return (
-    <section className="card" aria-labelledby={titleId} data-testid="approval-card">
+    <section className="card" aria-labelledby={titleId} data-testid="approval-card" ref={section}>
       <h3 id={titleId}>
         Approve <code>{toolName}</code>?
       </h3>
       {question && <p className="hint">{question}</p>}
       <Args toolName={toolName} args={args} />
-      {remaining !== undefined && (
-        <p className={expired ? 'countdown expired' : 'countdown'} role="timer">
-          {expired
-            ? 'Expired: the server no longer accepts an approval.'
-            : `Answer within ${formatDuration(remaining)}`}
+      {details?.closed ? (
+        <p className="countdown expired">
+          No longer open on the server: it expired or was answered elsewhere.
         </p>
+      ) : (
+        remaining !== undefined && (
+          <p className={expired ? 'countdown expired' : 'countdown'} role="timer" aria-live="off">
+            {expired
+              ? 'Expired: the server no longer accepts an approval.'
+              : `Answer within ${formatDuration(remaining)}`}
+          </p>
+        )
       )}
+      {details?.problem && <p className="countdown">Cannot read the deadline: {details.problem}</p>}
       {mode === 'ask' && (
         <div className="actions">
           {protocol === 'adk' && (
@@ -131,6 +146,14 @@ export function ApprovalCard({ toolName, args, hint, protocol, details, onDecide
       )}
     </section>
   );
+}
+
+/** The next open card's Approve button, else the message box. */
+function nextFocus(card: HTMLElement | null): HTMLElement | null {
+  const cards = [...document.querySelectorAll<HTMLElement>('[data-testid="approval-card"]')];
+  const others = [...cards.slice(cards.indexOf(card as HTMLElement) + 1), ...cards].filter((c) => c !== card);
+  const button = others.map((c) => c.querySelector<HTMLElement>('button.approve')).find(Boolean);
+  return button ?? document.getElementById('prompt');
 }
 
 /** Milliseconds left until `deadline`, ticking each second. */

@@ -13,6 +13,7 @@ export function Args({ toolName, args }: { toolName: string; args: unknown }) {
       </dl>
     );
   }
+  if (typeof args === 'object' && args !== null && Object.keys(args).length === 0) return null;
   return <pre className="args">{JSON.stringify(args, null, 2)}</pre>;
 }
 

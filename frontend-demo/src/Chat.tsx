@@ -10,6 +10,7 @@ import {
 import { useEffect, useMemo, useRef, useState, type FormEvent } from 'react';
 import { listTools, openConfirmations, type ToolInfo } from './api';
 import type { CardDetails } from './ApprovalCard';
+import { browserTools } from './browserTools';
 import { Message, type Answerers } from './Parts';
 import { saveMessages, type Settings } from './settings';
 import { makeTransport } from './transport';
@@ -37,23 +38,38 @@ export function Chat({
     },
     [transport],
   );
-  const { messages, sendMessage, addToolOutput, addToolApprovalResponse, status, error, stop, clearError } =
-    useChat({
-      id: chatId,
-      messages: initialMessages,
-      transport,
-      // ADK: every question of the step answered; native: every approval.
-      sendAutomaticallyWhen: (options) =>
-        lastAssistantMessageIsCompleteWithToolCalls(options) ||
-        lastAssistantMessageIsCompleteWithApprovalResponses(options),
-    });
+  const chat = useChat({
+    id: chatId,
+    messages: initialMessages,
+    transport,
+    // ADK: every question of the step answered; native: every approval;
+    // client-side tools: every result in.
+    sendAutomaticallyWhen: (options) =>
+      lastAssistantMessageIsCompleteWithToolCalls(options) ||
+      lastAssistantMessageIsCompleteWithApprovalResponses(options),
+    // Tools the server hands to the browser that this page knows how to run.
+    onToolCall: ({ toolCall }) => {
+      const run = browserTools[toolCall.toolName];
+      if (!run) return;
+      void chat.addToolOutput({ tool: toolCall.toolName, toolCallId: toolCall.toolCallId, output: run() });
+    },
+  });
+  const { messages, sendMessage, addToolOutput, addToolApprovalResponse, status, error, stop, clearError } = chat;
   const [input, setInput] = useState('');
 
-  useEffect(() => saveMessages(chatId, messages), [chatId, messages]);
+  // Only settled states are kept: a reload in mid-stream restores the
+  // chat as it was before, not a half-streamed answer nobody finishes.
+  useEffect(() => {
+    if (status === 'ready' || status === 'error') saveMessages(chatId, messages);
+  }, [chatId, messages, status]);
 
-  const details = useDetails(chatId, settings.apiKey, pendingIds(messages));
+  const pending = pendingIds(messages);
+  const details = useDetails(chatId, settings.apiKey, pending);
   const answerers: Answerers = {
-    details,
+    pending: new Set(pending),
+    details: details.byId,
+    detailsLoaded: details.loaded,
+    detailsError: details.error,
     answerAdk: (toolCallId, { approved, reason, remember, editedArgs }) =>
       void addToolOutput({
         tool: 'adk_request_confirmation',
@@ -61,9 +77,14 @@ export function Chat({
         output: { confirmed: approved, reason, remember, editedArgs },
       }),
     answerNative: (id, { approved, reason }) => void addToolApprovalResponse({ id, approved, reason }),
+    answerClient: (tool, toolCallId, result) =>
+      void ('errorText' in result
+        ? addToolOutput({ tool, toolCallId, state: 'output-error', errorText: result.errorText })
+        : addToolOutput({ tool, toolCallId, output: result.output })),
   };
 
   const busy = status === 'submitted' || status === 'streaming';
+  const unsent = status === 'ready' && hasUnsentAnswers(messages);
   const send = (text: string) => {
     if (!text.trim() || busy) return;
     void sendMessage({ text });
@@ -73,17 +94,23 @@ export function Chat({
     event.preventDefault();
     send(input);
   };
+  const retry = () => {
+    clearError();
+    void sendMessage();
+  };
 
   const end = useRef<HTMLDivElement>(null);
   useEffect(() => end.current?.scrollIntoView({ block: 'end' }), [messages]);
 
   return (
     <main className="chat">
-      <ol className="messages" role="log" aria-live="polite" aria-label="Conversation">
-        {messages.map((message) => (
-          <Message key={message.id} message={message} answerers={answerers} />
-        ))}
-      </ol>
+      <section role="log" aria-label="Conversation" aria-busy={busy}>
+        <ol className="messages">
+          {messages.map((message) => (
+            <Message key={message.id} message={message} answerers={answerers} />
+          ))}
+        </ol>
+      </section>
       {messages.length === 0 && (
         <div className="examples">
           <p>Try:</p>
@@ -97,8 +124,21 @@ export function Chat({
       {error && (
         <div className="banner" role="alert">
           <span>{error.message || 'The request failed.'}</span>
-          <button type="button" onClick={clearError}>
-            Dismiss
+          <span className="actions">
+            <button type="button" onClick={retry}>
+              Retry
+            </button>
+            <button type="button" onClick={clearError}>
+              Dismiss
+            </button>
+          </span>
+        </div>
+      )}
+      {!error && unsent && (
+        <div className="banner" role="alert">
+          <span>Your answers have not reached the server yet.</span>
+          <button type="button" onClick={() => void sendMessage()}>
+            Send them
           </button>
         </div>
       )}
@@ -128,12 +168,18 @@ export function Chat({
   );
 }
 
-/** Ids of the questions the last assistant message leaves open. */
-function pendingIds(messages: UIMessage[]): string[] {
+/** The parts of the last assistant message's last step. */
+function lastStep(messages: UIMessage[]) {
   const last = messages.at(-1);
   if (last?.role !== 'assistant') return [];
+  const start = last.parts.findLastIndex((part) => part.type === 'step-start');
+  return last.parts.slice(start + 1);
+}
+
+/** Ids of the questions the last step leaves open: only these can be answered. */
+function pendingIds(messages: UIMessage[]): string[] {
   const ids: string[] = [];
-  for (const part of last.parts) {
+  for (const part of lastStep(messages)) {
     if (!isToolUIPart(part)) continue;
     if (getToolName(part) === 'adk_request_confirmation' && part.state === 'input-available') {
       ids.push(part.toolCallId);
@@ -144,13 +190,38 @@ function pendingIds(messages: UIMessage[]): string[] {
   return ids;
 }
 
+/**
+ * Answers given but never sent: the request failed, or the page was
+ * reloaded before it went out. The server's answer would have started a
+ * new step.
+ */
+function hasUnsentAnswers(messages: UIMessage[]): boolean {
+  const parts = lastStep(messages).filter(isToolUIPart);
+  const answered = parts.some(
+    (part) =>
+      (getToolName(part) === 'adk_request_confirmation' && part.state === 'output-available') ||
+      part.state === 'approval-responded',
+  );
+  const open = parts.some(
+    (part) =>
+      (getToolName(part) === 'adk_request_confirmation' && part.state === 'input-available') ||
+      part.state === 'approval-requested',
+  );
+  return answered && !open;
+}
+
+type Details = { byId: Map<string, CardDetails>; loaded: boolean; error?: string };
+
 /** The server's view of the open questions: deadline, editability, schema. */
-function useDetails(chatId: string, apiKey: string, ids: string[]): Map<string, CardDetails> {
-  const [details, setDetails] = useState(new Map<string, CardDetails>());
+function useDetails(chatId: string, apiKey: string, ids: string[]): Details {
+  const [details, setDetails] = useState<Details>({ byId: new Map(), loaded: false });
   const tools = useRef<ToolInfo[]>(undefined);
   const key = ids.join(' ');
   useEffect(() => {
-    if (!key) return;
+    if (!key) {
+      setDetails({ byId: new Map(), loaded: false });
+      return;
+    }
     let live = true;
     void (async () => {
       try {
@@ -159,22 +230,20 @@ function useDetails(chatId: string, apiKey: string, ids: string[]): Map<string, 
         const open = await openConfirmations(chatId, apiKey);
         if (!live) return;
         const fetchedAt = Date.now();
-        setDetails(
-          new Map(
-            open.map((c) => [
-              c.id,
-              {
-                editable: c.editable,
-                deadline: fetchedAt + c.expiresInMs,
-                hint: c.hint,
-                parameters: known.find((t) => t.name === c.originalFunctionCall.name)?.parameters,
-              },
-            ]),
-          ),
+        const byId = new Map(
+          open.map((c): [string, CardDetails] => [
+            c.id,
+            {
+              editable: c.editable,
+              deadline: fetchedAt + c.expiresInMs,
+              hint: c.hint,
+              parameters: known.find((t) => t.name === c.originalFunctionCall.name)?.parameters,
+            },
+          ]),
         );
+        setDetails({ byId, loaded: true });
       } catch (e) {
-        // The cards still work without these extras.
-        console.warn('cannot read the open confirmations', e);
+        if (live) setDetails({ byId: new Map(), loaded: false, error: e instanceof Error ? e.message : String(e) });
       }
     })();
     return () => {

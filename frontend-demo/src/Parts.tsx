@@ -1,4 +1,5 @@
 import { getToolName, isToolUIPart, type DynamicToolUIPart, type ToolUIPart, type UIMessage } from 'ai';
+import { useState, type FormEvent } from 'react';
 import { ApprovalCard, type CardDetails, type Decision } from './ApprovalCard';
 import { Args } from './Args';
 
@@ -6,10 +7,27 @@ type ToolPart = ToolUIPart | DynamicToolUIPart;
 
 /** What the parts need from the chat. */
 export type Answerers = {
+  /** The questions that can be answered now (the last step's). */
+  pending: Set<string>;
+  /** The server's view of the open questions (`GET /api/confirmations`). */
   details: Map<string, CardDetails>;
+  detailsLoaded: boolean;
+  detailsError?: string;
   answerAdk: (toolCallId: string, decision: Decision) => void;
   answerNative: (approvalId: string, decision: Decision) => void;
+  answerClient: (tool: string, toolCallId: string, result: { output: unknown } | { errorText: string }) => void;
 };
+
+/** The card's details, or why it has none. */
+function cardDetails(answerers: Answerers, id: string): CardDetails | undefined {
+  const known = answerers.details.get(id);
+  if (known) return known;
+  if (answerers.detailsLoaded) return { editable: false, closed: true };
+  if (answerers.detailsError) return { editable: false, problem: answerers.detailsError };
+  return undefined;
+}
+
+const LEFT = 'Not answered: the chat went on without it.';
 
 export function Message({ message, answerers }: { message: UIMessage; answerers: Answerers }) {
   return (
@@ -37,15 +55,19 @@ function Tool({ part, answerers }: { part: ToolPart; answerers: Answerers }) {
 
   if (part.state === 'approval-requested') {
     const id = part.approval.id;
+    if (!answerers.pending.has(id)) return <p className="pending">{LEFT}</p>;
     return (
       <ApprovalCard
         toolName={name}
         args={part.input}
         protocol="ai-sdk"
-        details={answerers.details.get(id)}
+        details={cardDetails(answerers, id)}
         onDecide={(decision) => answerers.answerNative(id, decision)}
       />
     );
+  }
+  if (part.state === 'input-available' && handedOff(part)) {
+    return <ClientTool name={name} part={part} answerers={answerers} />;
   }
   return (
     <div className="tool" data-state={part.state} data-testid={`tool-${name}`}>
@@ -110,13 +132,14 @@ function AdkQuestion({ part, answerers }: { part: ToolPart; answerers: Answerers
     case 'input-streaming':
       return <p className="pending">Preparing a question…</p>;
     case 'input-available':
+      if (!answerers.pending.has(part.toolCallId)) return <p className="pending">{LEFT}</p>;
       return (
         <ApprovalCard
           toolName={toolName}
           args={call.args}
           hint={input.toolConfirmation?.hint}
           protocol="adk"
-          details={answerers.details.get(part.toolCallId)}
+          details={cardDetails(answerers, part.toolCallId)}
           onDecide={(decision) => answerers.answerAdk(part.toolCallId, decision)}
         />
       );
@@ -139,4 +162,52 @@ function AdkQuestion({ part, answerers }: { part: ToolPart; answerers: Answerers
     default:
       return null;
   }
+}
+
+/** Whether the server handed this call to the client (a client-side tool). */
+function handedOff(part: ToolPart): boolean {
+  const meta = part.callProviderMetadata as { toolgate?: { handoff?: unknown } } | undefined;
+  return typeof meta?.toolgate?.handoff === 'string' && !part.providerExecuted;
+}
+
+/** A client-side tool this page does not run by itself: the user gives the result. */
+function ClientTool({ name, part, answerers }: { name: string; part: ToolPart; answerers: Answerers }) {
+  const [text, setText] = useState('');
+  const [error, setError] = useState<string>();
+  const send = (event: FormEvent) => {
+    event.preventDefault();
+    try {
+      answerers.answerClient(name, part.toolCallId, { output: JSON.parse(text) as unknown });
+    } catch {
+      setError('The result must be JSON, e.g. {"color": "blue"} or "blue".');
+    }
+  };
+  return (
+    <form className="card client" onSubmit={send} data-testid="client-tool">
+      <h3>
+        <code>{name}</code> runs in your browser
+      </h3>
+      <Args toolName={name} args={part.input} />
+      <label>
+        Result (JSON)
+        <textarea rows={2} value={text} onChange={(e) => setText(e.target.value)} />
+      </label>
+      {error && (
+        <p className="error" role="alert">
+          {error}
+        </p>
+      )}
+      <div className="actions">
+        <button type="submit" className="approve">
+          Send result
+        </button>
+        <button
+          type="button"
+          onClick={() => answerers.answerClient(name, part.toolCallId, { errorText: 'the user could not run it' })}
+        >
+          Report failure
+        </button>
+      </div>
+    </form>
+  );
 }

@@ -4,7 +4,10 @@ import type { Settings } from './settings';
 
 /** SSE to `/stream`, or one WebSocket to `/live`, asking in the chosen protocol. */
 export function makeTransport(settings: Settings): ChatTransport<UIMessage> {
-  const body = { toolgate: { protocol: settings.protocol } };
+  // `finish`: a turn that asks ends, and the answer comes with the next
+  // request, which useChat sends by itself. (With `hold` the stream stays
+  // open, and useChat sends nothing while it streams.)
+  const body = { toolgate: { protocol: settings.protocol, flow: 'finish' } };
   // A browser cannot set headers on a WebSocket upgrade; the
   // WebSocket transport sends these in each frame instead.
   const headers = authHeaders(settings.apiKey);

@@ -30,6 +30,10 @@ pub fn routes() -> Router {
         )
 }
 
+const POLICY: &str = "default-src 'self'; script-src 'self'; style-src 'self'; \
+    img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; \
+    form-action 'self'; object-src 'none'";
+
 fn file(path: &str, headers: &HeaderMap) -> Response {
     let Some(file) = Dist::get(path) else {
         return (StatusCode::NOT_FOUND, "no such file").into_response();
@@ -44,7 +48,8 @@ fn file(path: &str, headers: &HeaderMap) -> Response {
     };
     let fresh = headers
         .get(header::IF_NONE_MATCH)
-        .is_some_and(|tags| tags.as_bytes() == etag.as_bytes());
+        .and_then(|tags| tags.to_str().ok())
+        .is_some_and(|tags| matches(tags, &etag));
     let mut response = if fresh {
         StatusCode::NOT_MODIFIED.into_response()
     } else {
@@ -62,9 +67,23 @@ fn file(path: &str, headers: &HeaderMap) -> Response {
         headers.insert(header::ETAG, value);
     }
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static(cache));
+    // The page holds the chat and the buttons that approve: no other site
+    // may frame it, and it runs only its own code.
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(POLICY),
+    );
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     headers.insert(
         header::X_CONTENT_TYPE_OPTIONS,
         HeaderValue::from_static("nosniff"),
     );
     response
+}
+
+/// `If-None-Match`: `*`, or a list of tags compared weakly (RFC 9110 13.1.2).
+fn matches(tags: &str, etag: &str) -> bool {
+    tags.split(',')
+        .map(|tag| tag.trim())
+        .any(|tag| tag == "*" || tag.trim_start_matches("W/") == etag)
 }
