@@ -911,6 +911,17 @@ impl McpTool {
     }
 }
 
+/// A call's error as the stream, the model and the history get it: the
+/// server's text and the HTTP stack's (which may repeat the URL) without
+/// the URL's secrets, and bounded.
+fn passed_on(redactor: &Redactor, error: ToolError) -> ToolError {
+    match error {
+        ToolError::Failed(message) => ToolError::Failed(capped(&redactor.apply(&message))),
+        ToolError::InvalidArgs(message) => ToolError::InvalidArgs(capped(&message)),
+        other => other,
+    }
+}
+
 /// Whether calls ask, from the server's annotations: only a read-only,
 /// non-destructive tool on a server with `allowReadOnly` does not. No
 /// annotations, ask (fail closed).
@@ -994,13 +1005,7 @@ impl Tool for McpTool {
             result = self.call(args) => result,
             () = ctx.cancel.cancelled() => Err(ToolError::Cancelled),
         };
-        // The server's text and the HTTP stack's (which may repeat the URL)
-        // reach the stream, the model and the history: no secrets, bounded.
-        result.map_err(|e| match e {
-            ToolError::Failed(message) => ToolError::Failed(capped(&self.redactor.apply(&message))),
-            ToolError::InvalidArgs(message) => ToolError::InvalidArgs(capped(&message)),
-            other => other,
-        })
+        result.map_err(|e| passed_on(&self.redactor, e))
     }
 }
 
@@ -1077,6 +1082,75 @@ mod tests {
                 "{allow} {annotations:?}"
             );
         }
+    }
+
+    #[test]
+    fn the_secrets_of_a_url_are_hidden_in_any_text() {
+        let raw = "https://me:hunter22@mcp.example.com/mcp?token=SUPERSECRET&v=2#frag-secret";
+        let url = reqwest::Url::parse(raw).unwrap_or_else(|e| panic!("{e}"));
+        let redactor = Redactor::for_url(raw, &url);
+        let error = format!(
+            "error sending request for url ({raw}): connection refused; token=SUPERSECRET; Basic me:hunter22"
+        );
+        let shown = redactor.apply(&error);
+        for secret in ["SUPERSECRET", "hunter22", "frag-secret"] {
+            assert!(!shown.contains(secret), "{shown}");
+        }
+        assert!(
+            shown.starts_with("error sending request for url (https://mcp.example.com/mcp?[redacted]): connection refused"),
+            "{shown}"
+        );
+        // A call's error gets the same, and is bounded.
+        let failed = passed_on(
+            &redactor,
+            ToolError::Failed(format!("{error}{}", "x".repeat(10_000))),
+        );
+        assert!(
+            matches!(&failed, ToolError::Failed(m) if !m.contains("SUPERSECRET") && m.len() < MAX_MESSAGE_BYTES + 32),
+            "{failed:?}"
+        );
+        assert_eq!(
+            passed_on(&redactor, ToolError::TimedOut(5)),
+            ToolError::TimedOut(5)
+        );
+        // Nothing to hide: the text stays as it is.
+        let plain = reqwest::Url::parse("http://127.0.0.1:1/mcp").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            Redactor::for_url("http://127.0.0.1:1/mcp", &plain).apply(&error),
+            error
+        );
+    }
+
+    #[test]
+    fn long_texts_are_cut_on_a_character_boundary() {
+        assert_eq!(capped("short"), "short");
+        let long = "é".repeat(MAX_MESSAGE_BYTES);
+        let cut = capped(&long);
+        let (kept, rest) = cut.split_once('…').unwrap_or_default();
+        assert_eq!(kept.len(), MAX_MESSAGE_BYTES);
+        assert_eq!(
+            rest,
+            format!(" ({} more bytes)", long.len() - MAX_MESSAGE_BYTES)
+        );
+    }
+
+    #[test]
+    fn stderr_lines_are_escaped_and_rate_limited() {
+        assert_eq!(
+            printable(b"\x1b[31mred\x1b[0m\rover\ttab \xe2\x80\xae"),
+            "\\u{1b}[31mred\\u{1b}[0m\\rover\ttab \\u{202e}"
+        );
+        let start = std::time::Instant::now();
+        let mut limit = LineLimit::new(start);
+        let admitted = (0..25).filter(|_| limit.admit(start).1).count();
+        assert_eq!(admitted, STDERR_LINES_PER_SEC as usize);
+        assert_eq!(
+            limit.admit(start + Duration::from_millis(1000)),
+            (Some(5), true)
+        );
+        assert_eq!(limit.flush(), None);
+        limit.admit(start + Duration::from_millis(1001));
+        assert_eq!(limit.flush(), None);
     }
 
     #[test]
