@@ -24,6 +24,9 @@ use crate::tools::{Registry, Toolbox};
 use crate::transport::{HttpState, router};
 use futures::stream::BoxStream;
 
+/// How long a stopping server lets open requests and streams finish.
+pub const DRAIN: Duration = Duration::from_secs(5);
+
 /// A toolgate server, built from a config. Embedding applications replace
 /// parts (tools, model, ids, clock) before calling [`App::router`].
 pub struct App {
@@ -220,6 +223,18 @@ impl App {
     /// `TCP_NODELAY`: with Nagle on, each short streamed response stalls
     /// about 40 ms on a delayed ACK.
     pub async fn serve(self, listener: TcpListener) -> std::io::Result<()> {
+        self.serve_until(listener, std::future::pending()).await
+    }
+
+    /// Serves until `shutdown` completes, then stops: no new connections,
+    /// up to [`DRAIN`] for the open ones (streams may never end on their
+    /// own), then every MCP server is closed (stdio servers' processes
+    /// ended) before this returns.
+    pub async fn serve_until(
+        self,
+        listener: TcpListener,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
         let listener = listener.tap_io(|tcp| {
             if let Err(e) = tcp.set_nodelay(true) {
                 tracing::warn!("cannot set TCP_NODELAY: {e}");
@@ -228,9 +243,22 @@ impl App {
         let retention = self.config.store.audit_retention();
         let (store, clock) = (self.store.clone(), self.clock.clone());
         let (router, gate) = self.build();
+        let toolbox = gate.toolbox().clone();
         let purge = tokio::spawn(purge_expired(gate, store, clock, retention));
-        let served = axum::serve(listener, router.into_make_service()).await;
+        let draining = tokio_util::sync::CancellationToken::new();
+        let served = axum::serve(listener, router.into_make_service())
+            .with_graceful_shutdown(draining.clone().cancelled_owned())
+            .into_future();
+        tokio::pin!(served);
+        let served = tokio::select! {
+            served = &mut served => served,
+            () = shutdown => {
+                draining.cancel();
+                tokio::time::timeout(DRAIN, served).await.unwrap_or(Ok(()))
+            }
+        };
         purge.abort();
+        toolbox.shutdown().await;
         served
     }
 }

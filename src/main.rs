@@ -139,17 +139,37 @@ async fn main() -> anyhow::Result<()> {
             if signer.is_some() {
                 tracing::info!("confirmations are signed");
             }
-            let server = App::new(config)
+            App::new(config)
                 .with_store(store)
                 .with_signer(signer)
-                .serve(listener);
-            tokio::select! {
-                served = server => served?,
-                _ = tokio::signal::ctrl_c() => {}
-            }
+                .serve_until(listener, stop_signal())
+                .await?;
         }
     }
     Ok(())
+}
+
+/// Ctrl-C, or SIGTERM (systemd, Docker and Kubernetes stop a service with it).
+async fn stop_signal() {
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(e) => {
+                tracing::warn!("cannot listen for SIGTERM: {e}");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        () = terminate => {}
+    }
+    tracing::info!("stopping");
 }
 
 fn load(path: Option<&std::path::Path>) -> anyhow::Result<Config> {

@@ -303,10 +303,12 @@ async fn a_destructive_call_asks_and_runs_once_when_approved() {
         "{}",
         replay.body
     );
-    assert_eq!(
-        journal.lines(),
-        [r#"call delete_note {"path":"a.txt"}"#.to_owned()]
-    );
+    let calls: Vec<String> = journal
+        .lines()
+        .into_iter()
+        .filter(|l| l.starts_with("call"))
+        .collect();
+    assert_eq!(calls, [r#"call delete_note {"path":"a.txt"}"#.to_owned()]);
 }
 
 #[tokio::test]
@@ -633,4 +635,89 @@ async fn a_call_that_hangs_times_out_and_is_cancelled_on_the_server() {
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+#[tokio::test]
+async fn a_secret_in_the_url_shows_nowhere() {
+    let yaml = "mcpServers:\n  closed:\n    url: 'http://user:PASSWORD1@127.0.0.1:1/mcp?token=SUPERSECRET'\n    connectTimeoutMs: 2000\n";
+    let server = serve(yaml).await;
+    let down = until(&server, "unavailable", |i| {
+        state_of(i, "closed")["state"] == "unavailable"
+    })
+    .await;
+    let reply = server.get("/api/tools").await;
+    for secret in ["SUPERSECRET", "PASSWORD1", "token="] {
+        assert!(!reply.body.contains(secret), "{}", reply.body);
+    }
+    let reason = state_of(&down, "closed")["reason"]
+        .as_str()
+        .unwrap_or("")
+        .to_owned();
+    assert!(reason.starts_with("initialize failed"), "{reason}");
+    // The log (at debug) and the CLI say no more.
+    let journal = Journal::new();
+    let config = journal.dir.path().join("toolgate.yaml");
+    std::fs::write(&config, yaml).unwrap_or_else(|e| panic!("{e}"));
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        .args(["tools", "--config"])
+        .arg(&config)
+        .env("RUST_LOG", "toolgate=debug")
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        all.contains("mcp server closed (http): unavailable"),
+        "{all}"
+    );
+    for secret in ["SUPERSECRET", "PASSWORD1"] {
+        assert!(!all.contains(secret), "{all}");
+    }
+}
+
+#[tokio::test]
+async fn a_huge_error_message_is_cut() {
+    let journal = Journal::new();
+    let rules = "toolConfirmation:\n  toolPolicies:\n    alwaysAllow: ['mcp--*']\n";
+    let server = serve(&format!("{}{rules}", stdio_server(&journal.path(), ""))).await;
+    available(&server, "notes").await;
+    let reply = server
+        .chat(&user_says(
+            "chat-h",
+            r#"mcp--notes--broken {"repeat": 100000}"#,
+        ))
+        .await;
+    let errors = errors(&reply);
+    assert_eq!(errors.len(), 1, "{}", reply.body.len());
+    assert!(
+        errors[0].starts_with("MCP error -32602: no such note no such note"),
+        "{}",
+        errors[0]
+    );
+    assert!(errors[0].len() < 4096 + 64, "{}", errors[0].len());
+    assert!(errors[0].ends_with("more bytes)"), "{}", errors[0]);
+}
+
+#[tokio::test]
+async fn a_storm_of_list_changes_is_one_relist_a_second() {
+    let journal = Journal::new();
+    let rules = "toolConfirmation:\n  toolPolicies:\n    alwaysAllow: ['mcp--*']\n";
+    let server = serve(&format!("{}{rules}", stdio_server(&journal.path(), ""))).await;
+    available(&server, "notes").await;
+    assert_eq!(journal.count("list"), 1);
+    let reply = server
+        .chat(&user_says(
+            "chat-storm",
+            r#"mcp--notes--grow {"times": 50}"#,
+        ))
+        .await;
+    assert_eq!(outputs(&reply), [json!("grown")], "{}", reply.body);
+    until(&server, "grown", |i| tool(i, "mcp--notes--extra").is_some()).await;
+    // 50 announcements over about 0.6 s: at most one relist a second.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let lists = journal.count("list");
+    assert!((2..=3).contains(&lists), "{lists} listings");
 }

@@ -43,6 +43,8 @@ pub const MAX_TOOLS: usize = 256;
 const MAX_PAGES: usize = 64;
 /// A tool whose schema is larger is left out.
 const MAX_SCHEMA_BYTES: usize = 64 << 10;
+/// All of a server's schemas together; tools past this are left out.
+const MAX_SERVER_SCHEMA_BYTES: usize = 1 << 20;
 /// Longer descriptions are cut.
 const MAX_DESCRIPTION_CHARS: usize = 4_096;
 /// A larger result is the call's error.
@@ -56,6 +58,14 @@ const BACKOFF_MAX: Duration = Duration::from_secs(30);
 const STABLE: Duration = Duration::from_secs(30);
 /// Longest stderr line logged; the rest of the line is dropped.
 const MAX_STDERR_LINE: usize = 4_096;
+/// Stderr lines logged per second per server; the rest are counted, not logged.
+const STDERR_LINES_PER_SEC: u32 = 20;
+/// The longest text of a server (an error message, a reason) toolgate passes on.
+pub const MAX_MESSAGE_BYTES: usize = 4 << 10;
+/// Relists after `list_changed` are at least this far apart (changes in between coalesce).
+const RELIST_EVERY: Duration = Duration::from_secs(1);
+/// How long a stopping toolgate lets a server close before it is killed.
+const CLOSE_GRACE: Duration = Duration::from_secs(5);
 /// Variables a stdio server inherits from toolgate; everything else it gets
 /// only through `env` (toolgate's own secrets stay with toolgate).
 const INHERITED_ENV: &[&str] = &["PATH", "HOME", "USER", "LANG", "TMPDIR", "SYSTEMROOT"];
@@ -100,6 +110,7 @@ pub enum McpConfigError {
 pub struct McpServer {
     name: String,
     transport: Transport,
+    redactor: Redactor,
     allow_read_only: bool,
     connect_timeout: Duration,
     call_timeout: Option<Duration>,
@@ -185,7 +196,10 @@ impl McpServer {
                 let parsed =
                     reqwest::Url::parse(url).map_err(|_| bad(format!("`{url}` is not a URL")))?;
                 if !matches!(parsed.scheme(), "http" | "https") {
-                    return Err(bad(format!("`{url}` is not an http(s) URL")));
+                    return Err(bad(format!(
+                        "`{}` is not an http(s) URL",
+                        Redactor::for_url(url, &parsed).apply(url)
+                    )));
                 }
                 let mut headers = HashMap::new();
                 for (name, value) in &config.headers {
@@ -208,9 +222,16 @@ impl McpServer {
             Some(0) => Err(bad(format!("{key} must be positive"))),
             v => Ok(v.map(Duration::from_millis)),
         };
+        let redactor = match &transport {
+            Transport::Http { url, .. } => reqwest::Url::parse(url)
+                .map(|parsed| Redactor::for_url(url, &parsed))
+                .unwrap_or_default(),
+            Transport::Stdio { .. } => Redactor::default(),
+        };
         Ok(Self {
             name: name.to_owned(),
             transport,
+            redactor,
             allow_read_only: config.allow_read_only,
             connect_timeout: ms(config.connect_timeout_ms, "connectTimeoutMs")?
                 .unwrap_or(Duration::from_secs(10)),
@@ -225,6 +246,88 @@ impl McpServer {
     pub fn connect_timeout(&self) -> Duration {
         self.connect_timeout
     }
+
+    /// A text about this server as toolgate may show and log it: without
+    /// the secrets of its URL, and at most [`MAX_MESSAGE_BYTES`].
+    fn said(&self, text: &str) -> String {
+        capped(&self.redactor.apply(text))
+    }
+}
+
+/// Hides what in a server's URL may be a secret (user, password, query,
+/// fragment) wherever an error of the HTTP stack repeats the URL.
+#[derive(Clone, Default)]
+struct Redactor {
+    /// What to replace and by what, longest first.
+    replacements: Vec<(String, String)>,
+}
+
+/// Shorter parts are not searched for (they would cut up unrelated words).
+const MIN_SECRET_CHARS: usize = 4;
+
+impl Redactor {
+    fn for_url(raw: &str, url: &reqwest::Url) -> Self {
+        let mut shown = url.clone();
+        let _ = shown.set_username("");
+        let _ = shown.set_password(None);
+        let hidden = url.query().is_some() || url.fragment().is_some();
+        shown.set_query(None);
+        shown.set_fragment(None);
+        let mut shown = shown.to_string();
+        if hidden {
+            shown.push_str("?[redacted]");
+        }
+        let mut replacements: Vec<(String, String)> = Vec::new();
+        if shown != raw {
+            replacements.push((raw.to_owned(), shown.clone()));
+            replacements.push((url.as_str().to_owned(), shown));
+        }
+        let raw_query = raw.split_once('?').map(|(_, q)| q.to_owned());
+        let mut parts: Vec<String> = [
+            raw_query,
+            url.query().map(str::to_owned),
+            url.fragment().map(str::to_owned),
+            url.password().map(str::to_owned),
+            Some(url.username().to_owned()),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        parts.extend(url.query_pairs().map(|(_, v)| v.into_owned()));
+        parts.extend(
+            url.query()
+                .into_iter()
+                .flat_map(|q| q.split('&'))
+                .filter_map(|pair| pair.split_once('=').map(|(_, v)| v.to_owned())),
+        );
+        replacements.extend(
+            parts
+                .into_iter()
+                .filter(|p| p.chars().count() >= MIN_SECRET_CHARS)
+                .map(|p| (p, "[redacted]".to_owned())),
+        );
+        replacements.sort_by_key(|(from, _)| std::cmp::Reverse(from.len()));
+        replacements.dedup_by(|a, b| a.0 == b.0);
+        Self { replacements }
+    }
+
+    fn apply(&self, text: &str) -> String {
+        self.replacements
+            .iter()
+            .fold(text.to_owned(), |text, (from, to)| text.replace(from, to))
+    }
+}
+
+/// At most [`MAX_MESSAGE_BYTES`] of `text`, cut on a character boundary.
+fn capped(text: &str) -> String {
+    if text.len() <= MAX_MESSAGE_BYTES {
+        return text.to_owned();
+    }
+    let mut end = MAX_MESSAGE_BYTES;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… ({} more bytes)", &text[..end], text.len() - end)
 }
 
 /// Every server of the config, checked.
@@ -276,7 +379,8 @@ pub fn start(servers: Vec<McpServer>, toolbox: &Toolbox) {
         toolbox.add_server(&server.name, server.transport.kind());
         match tokio::runtime::Handle::try_current() {
             Ok(runtime) => {
-                runtime.spawn(supervise(server, toolbox.downgrade(), toolbox.stopped()));
+                let supervisor = supervise(server, toolbox.downgrade(), toolbox.stopped());
+                toolbox.track(supervisor, &runtime);
             }
             Err(_) => toolbox.set_state(
                 &server.name,
@@ -315,11 +419,9 @@ async fn supervise(server: McpServer, toolbox: WeakToolbox, stop: CancellationTo
     let name = server.name.clone();
     let mut failures: u32 = 0;
     loop {
-        let lost = tokio::select! {
-            lost = connected(&server, &toolbox, failures) => lost,
-            () = stop.cancelled() => return,
-        };
+        let lost = connected(&server, &toolbox, failures, &stop).await;
         let Some((reason, lasted)) = lost else { return };
+        let reason = server.said(&reason);
         let Some(tools) = toolbox.upgrade() else {
             return;
         };
@@ -358,19 +460,24 @@ async fn supervise(server: McpServer, toolbox: WeakToolbox, stop: CancellationTo
 }
 
 /// One connection, from start to loss: why it was lost and how long it
-/// lasted; `None` once the toolbox is gone.
+/// lasted; `None` once the toolbox is gone or stopped. Stopped, a
+/// connection is closed (a stdio server sees its input end) and given
+/// [`CLOSE_GRACE`]; whatever is left of a stdio server is killed when its
+/// transport goes.
 async fn connected(
     server: &McpServer,
     toolbox: &WeakToolbox,
     failures: u32,
+    stop: &CancellationToken,
 ) -> Option<(String, Duration)> {
     let began = tokio::time::Instant::now();
     let changed = Arc::new(Notify::new());
     let handler = Handler {
         changed: changed.clone(),
     };
-    let connection =
-        match tokio::time::timeout(server.connect_timeout, connect(server, handler)).await {
+    let connecting = tokio::time::timeout(server.connect_timeout, connect(server, handler));
+    let connection = tokio::select! {
+        connecting = connecting => match connecting {
             Ok(Ok(connection)) => connection,
             Ok(Err(why)) => return Some((why, began.elapsed())),
             Err(_) => {
@@ -382,16 +489,32 @@ async fn connected(
                     began.elapsed(),
                 ));
             }
-        };
+        },
+        () = stop.cancelled() => return None,
+    };
     let peer = connection.peer().clone();
-    if let Err(why) = refresh(server, &peer, toolbox).await? {
+    let cancel = connection.cancellation_token();
+    let closed = connection.waiting();
+    tokio::pin!(closed);
+    let first = tokio::select! {
+        listed = refresh(server, &peer, toolbox) => listed?,
+        () = stop.cancelled() => {
+            cancel.cancel();
+            let _ = tokio::time::timeout(CLOSE_GRACE, closed).await;
+            return None;
+        }
+    };
+    if let Err(why) = first {
         return Some((why, began.elapsed()));
     }
     if failures > 0 {
         tracing::info!(server = %server.name, "MCP server available again");
     }
-    let closed = connection.waiting();
-    tokio::pin!(closed);
+    // Armed by a change announcement; announcements until it fires coalesce.
+    let relist = tokio::time::sleep(Duration::ZERO);
+    tokio::pin!(relist);
+    let mut armed = false;
+    let mut listed_at = tokio::time::Instant::now();
     loop {
         tokio::select! {
             quit = &mut closed => {
@@ -401,7 +524,18 @@ async fn connected(
                 };
                 return Some((why, began.elapsed()));
             }
-            () = changed.notified() => {
+            () = stop.cancelled() => {
+                cancel.cancel();
+                let _ = tokio::time::timeout(CLOSE_GRACE, closed).await;
+                return None;
+            }
+            () = changed.notified(), if !armed => {
+                relist.as_mut().reset(listed_at + RELIST_EVERY);
+                armed = true;
+            }
+            () = &mut relist, if armed => {
+                armed = false;
+                listed_at = tokio::time::Instant::now();
                 if let Err(why) = refresh(server, &peer, toolbox).await? {
                     return Some((why, began.elapsed()));
                 }
@@ -453,7 +587,7 @@ async fn connect(server: &McpServer, handler: Handler) -> Result<Connection, Str
             if let Some(cwd) = cwd {
                 cmd.current_dir(cwd);
             }
-            let (process, stderr) = TokioChildProcess::builder(cmd)
+            let (process, stderr) = TokioChildProcess::builder(in_own_group(cmd))
                 .stderr(Stdio::piped())
                 .spawn()
                 .map_err(|e| format!("cannot start `{command}`: {e}"))?;
@@ -476,10 +610,94 @@ async fn connect(server: &McpServer, handler: Handler) -> Result<Connection, Str
     }
 }
 
-/// The server's stderr, line by line, into the log.
+/// The stdio server's command, started as the leader of its own process
+/// group: what it starts (`npx` starting `node`, a shell's children) is in
+/// the group too, and the whole group is killed when the transport goes.
+#[cfg(unix)]
+fn in_own_group(cmd: tokio::process::Command) -> process_wrap::tokio::CommandWrap {
+    let mut cmd = process_wrap::tokio::CommandWrap::from(cmd);
+    cmd.wrap(process_wrap::tokio::ProcessGroup::leader())
+        .wrap(KillGroupOnDrop);
+    cmd
+}
+
+#[cfg(not(unix))]
+fn in_own_group(cmd: tokio::process::Command) -> process_wrap::tokio::CommandWrap {
+    cmd.into()
+}
+
+/// Kills the process group (see [`in_own_group`]) when the child is
+/// dropped, whether or not its leader has exited: a leader that exits on
+/// end of input may leave children behind. Synchronous (one `killpg`), so
+/// it holds when the runtime itself is going away.
+#[cfg(unix)]
+#[derive(Debug)]
+struct KillGroupOnDrop;
+
+#[cfg(unix)]
+impl process_wrap::tokio::CommandWrapper for KillGroupOnDrop {
+    fn wrap_child(
+        &mut self,
+        inner: Box<dyn process_wrap::tokio::ChildWrapper>,
+        _core: &process_wrap::tokio::CommandWrap,
+    ) -> std::io::Result<Box<dyn process_wrap::tokio::ChildWrapper>> {
+        Ok(Box::new(GroupChild(Some(inner))))
+    }
+}
+
+/// `None` only on the way out of [`ChildWrapper::into_inner`], where
+/// nothing can look at it.
+///
+/// [`ChildWrapper::into_inner`]: process_wrap::tokio::ChildWrapper::into_inner
+#[cfg(unix)]
+#[derive(Debug)]
+struct GroupChild(Option<Box<dyn process_wrap::tokio::ChildWrapper>>);
+
+#[cfg(unix)]
+impl process_wrap::tokio::ChildWrapper for GroupChild {
+    fn inner(&self) -> &dyn process_wrap::tokio::ChildWrapper {
+        self.0.as_deref().unwrap_or(self)
+    }
+    fn inner_mut(&mut self) -> &mut dyn process_wrap::tokio::ChildWrapper {
+        match self.0 {
+            Some(ref mut child) => child.as_mut(),
+            None => self,
+        }
+    }
+    fn into_inner(mut self: Box<Self>) -> Box<dyn process_wrap::tokio::ChildWrapper> {
+        // Whoever takes the child takes the duty to end its group.
+        match self.0.take() {
+            Some(child) => child,
+            None => self,
+        }
+    }
+}
+
+#[cfg(unix)]
+impl Drop for GroupChild {
+    fn drop(&mut self) {
+        if let Some(child) = &mut self.0 {
+            // SIGKILL to the whole group (the process-group child's `start_kill`).
+            let _ = child.start_kill();
+        }
+    }
+}
+
+/// The server's stderr, line by line, into the log: control characters
+/// escaped, at most [`STDERR_LINES_PER_SEC`] lines a second.
 async fn log_stderr(server: String, mut stderr: tokio::process::ChildStderr) {
     let mut line = Vec::new();
     let mut chunk = [0u8; 1024];
+    let mut limit = LineLimit::new(tokio::time::Instant::now().into_std());
+    let mut emit = |line: &[u8]| {
+        let (dropped, admitted) = limit.admit(std::time::Instant::now());
+        if let Some(n) = dropped {
+            tracing::warn!(server = %server, "stderr: {n} lines not logged (more than {STDERR_LINES_PER_SEC} a second)");
+        }
+        if admitted {
+            tracing::info!(server = %server, "stderr: {}", printable(line));
+        }
+    };
     loop {
         let n = match stderr.read(&mut chunk).await {
             Ok(0) | Err(_) => break,
@@ -487,7 +705,7 @@ async fn log_stderr(server: String, mut stderr: tokio::process::ChildStderr) {
         };
         for &byte in chunk.iter().take(n) {
             if byte == b'\n' {
-                tracing::info!(server = %server, "stderr: {}", String::from_utf8_lossy(&line));
+                emit(&line);
                 line.clear();
             } else if line.len() < MAX_STDERR_LINE {
                 line.push(byte);
@@ -495,7 +713,64 @@ async fn log_stderr(server: String, mut stderr: tokio::process::ChildStderr) {
         }
     }
     if !line.is_empty() {
-        tracing::info!(server = %server, "stderr: {}", String::from_utf8_lossy(&line));
+        emit(&line);
+    }
+    if let Some(n) = limit.flush() {
+        tracing::warn!(server = %server, "stderr: {n} lines not logged (more than {STDERR_LINES_PER_SEC} a second)");
+    }
+}
+
+/// A line of a server as a log line: lossy UTF-8, control characters (ANSI
+/// escapes, carriage returns) and bidirectional overrides escaped.
+fn printable(line: &[u8]) -> String {
+    let mut out = String::with_capacity(line.len());
+    for c in String::from_utf8_lossy(line).chars() {
+        let bidi = matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}');
+        if (c.is_control() && c != '\t') || bidi {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// At most [`STDERR_LINES_PER_SEC`] lines per one-second window; the
+/// lines over are counted and reported when the next window starts.
+struct LineLimit {
+    window: std::time::Instant,
+    in_window: u32,
+    dropped: u64,
+}
+
+impl LineLimit {
+    fn new(now: std::time::Instant) -> Self {
+        Self {
+            window: now,
+            in_window: 0,
+            dropped: 0,
+        }
+    }
+
+    /// Lines dropped in the windows before (to report), and whether this line is logged.
+    fn admit(&mut self, now: std::time::Instant) -> (Option<u64>, bool) {
+        let mut report = None;
+        if now.saturating_duration_since(self.window) >= Duration::from_secs(1) {
+            self.window = now;
+            self.in_window = 0;
+            report = self.flush();
+        }
+        if self.in_window < STDERR_LINES_PER_SEC {
+            self.in_window += 1;
+            (report, true)
+        } else {
+            self.dropped += 1;
+            (report, false)
+        }
+    }
+
+    fn flush(&mut self) -> Option<u64> {
+        Some(std::mem::take(&mut self.dropped)).filter(|&n| n > 0)
     }
 }
 
@@ -505,6 +780,7 @@ async fn list(
     peer: &Peer<RoleClient>,
 ) -> Result<Vec<Arc<dyn Tool>>, ServiceError> {
     let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
+    let mut schema_bytes = 0usize;
     let mut cursor = None;
     for _ in 0..MAX_PAGES {
         // Straight to the server: the SDK's list cache could answer with the old list.
@@ -522,8 +798,16 @@ async fn list(
                 return Ok(tools);
             }
             match McpTool::new(server, tool, peer.clone()) {
-                Ok(tool) => tools.push(Arc::new(tool)),
-                Err(why) => tracing::warn!(server = %server.name, "tool left out: {why}"),
+                Ok(tool) if schema_bytes + tool.schema_bytes > MAX_SERVER_SCHEMA_BYTES => {
+                    tracing::warn!(server = %server.name, "tool left out: `{}` would take the server's schemas past {MAX_SERVER_SCHEMA_BYTES} bytes", tool.tool);
+                }
+                Ok(tool) => {
+                    schema_bytes += tool.schema_bytes;
+                    tools.push(Arc::new(tool));
+                }
+                Err(why) => {
+                    tracing::warn!(server = %server.name, "tool left out: {}", capped(&why))
+                }
             }
         }
         cursor = page.next_cursor;
@@ -542,9 +826,11 @@ pub struct McpTool {
     tool: String,
     description: String,
     schema: Value,
+    schema_bytes: usize,
     asks: bool,
     timeout: Option<Duration>,
     peer: Peer<RoleClient>,
+    redactor: Redactor,
 }
 
 impl McpTool {
@@ -562,7 +848,8 @@ impl McpTool {
             ));
         }
         let schema = Value::Object((*tool.input_schema).clone());
-        if schema.to_string().len() > MAX_SCHEMA_BYTES {
+        let schema_bytes = schema.to_string().len();
+        if schema_bytes > MAX_SCHEMA_BYTES {
             return Err(format!(
                 "`{name}`'s schema is larger than {MAX_SCHEMA_BYTES} bytes"
             ));
@@ -581,8 +868,10 @@ impl McpTool {
             qualified,
             description,
             schema,
+            schema_bytes,
             timeout: server.call_timeout,
             peer,
+            redactor: server.redactor.clone(),
         })
     }
 
@@ -619,6 +908,17 @@ impl McpTool {
             ),
             Err(e) => Err(ToolError::Failed(format!("MCP call failed: {e}"))),
         }
+    }
+}
+
+/// A call's error as the stream, the model and the history get it: the
+/// server's text and the HTTP stack's (which may repeat the URL) without
+/// the URL's secrets, and bounded.
+fn passed_on(redactor: &Redactor, error: ToolError) -> ToolError {
+    match error {
+        ToolError::Failed(message) => ToolError::Failed(capped(&redactor.apply(&message))),
+        ToolError::InvalidArgs(message) => ToolError::InvalidArgs(capped(&message)),
+        other => other,
     }
 }
 
@@ -701,10 +1001,11 @@ impl Tool for McpTool {
     }
 
     async fn execute(&self, args: Value, ctx: ToolContext) -> Result<Value, ToolError> {
-        tokio::select! {
+        let result = tokio::select! {
             result = self.call(args) => result,
             () = ctx.cancel.cancelled() => Err(ToolError::Cancelled),
-        }
+        };
+        result.map_err(|e| passed_on(&self.redactor, e))
     }
 }
 
@@ -781,6 +1082,75 @@ mod tests {
                 "{allow} {annotations:?}"
             );
         }
+    }
+
+    #[test]
+    fn the_secrets_of_a_url_are_hidden_in_any_text() {
+        let raw = "https://me:hunter22@mcp.example.com/mcp?token=SUPERSECRET&v=2#frag-secret";
+        let url = reqwest::Url::parse(raw).unwrap_or_else(|e| panic!("{e}"));
+        let redactor = Redactor::for_url(raw, &url);
+        let error = format!(
+            "error sending request for url ({raw}): connection refused; token=SUPERSECRET; Basic me:hunter22"
+        );
+        let shown = redactor.apply(&error);
+        for secret in ["SUPERSECRET", "hunter22", "frag-secret"] {
+            assert!(!shown.contains(secret), "{shown}");
+        }
+        assert!(
+            shown.starts_with("error sending request for url (https://mcp.example.com/mcp?[redacted]): connection refused"),
+            "{shown}"
+        );
+        // A call's error gets the same, and is bounded.
+        let failed = passed_on(
+            &redactor,
+            ToolError::Failed(format!("{error}{}", "x".repeat(10_000))),
+        );
+        assert!(
+            matches!(&failed, ToolError::Failed(m) if !m.contains("SUPERSECRET") && m.len() < MAX_MESSAGE_BYTES + 32),
+            "{failed:?}"
+        );
+        assert_eq!(
+            passed_on(&redactor, ToolError::TimedOut(5)),
+            ToolError::TimedOut(5)
+        );
+        // Nothing to hide: the text stays as it is.
+        let plain = reqwest::Url::parse("http://127.0.0.1:1/mcp").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            Redactor::for_url("http://127.0.0.1:1/mcp", &plain).apply(&error),
+            error
+        );
+    }
+
+    #[test]
+    fn long_texts_are_cut_on_a_character_boundary() {
+        assert_eq!(capped("short"), "short");
+        let long = "é".repeat(MAX_MESSAGE_BYTES);
+        let cut = capped(&long);
+        let (kept, rest) = cut.split_once('…').unwrap_or_default();
+        assert_eq!(kept.len(), MAX_MESSAGE_BYTES);
+        assert_eq!(
+            rest,
+            format!(" ({} more bytes)", long.len() - MAX_MESSAGE_BYTES)
+        );
+    }
+
+    #[test]
+    fn stderr_lines_are_escaped_and_rate_limited() {
+        assert_eq!(
+            printable(b"\x1b[31mred\x1b[0m\rover\ttab \xe2\x80\xae"),
+            "\\u{1b}[31mred\\u{1b}[0m\\rover\ttab \\u{202e}"
+        );
+        let start = std::time::Instant::now();
+        let mut limit = LineLimit::new(start);
+        let admitted = (0..25).filter(|_| limit.admit(start).1).count();
+        assert_eq!(admitted, STDERR_LINES_PER_SEC as usize);
+        assert_eq!(
+            limit.admit(start + Duration::from_millis(1000)),
+            (Some(5), true)
+        );
+        assert_eq!(limit.flush(), None);
+        limit.admit(start + Duration::from_millis(1001));
+        assert_eq!(limit.flush(), None);
     }
 
     #[test]

@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError, RwLock, Weak};
 
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use super::mcp::{ServerState, ServerView};
 use super::{Registry, Tool};
@@ -23,9 +24,11 @@ struct Inner {
     base: Registry,
     current: RwLock<Arc<Registry>>,
     servers: Mutex<BTreeMap<String, Server>>,
-    /// Cancelled when the last handle goes: the MCP supervisors then stop
-    /// and their servers' processes with them.
+    /// Cancelled by [`Toolbox::shutdown`] or when the last handle goes: the
+    /// MCP supervisors then stop and their servers' processes with them.
     stop: CancellationToken,
+    /// The MCP supervisors, for [`Toolbox::shutdown`] to wait for.
+    supervisors: TaskTracker,
 }
 
 struct Server {
@@ -60,6 +63,7 @@ impl Toolbox {
                 base,
                 servers: Mutex::new(BTreeMap::new()),
                 stop: CancellationToken::new(),
+                supervisors: TaskTracker::new(),
             }),
         }
     }
@@ -99,6 +103,22 @@ impl Toolbox {
 
     pub(crate) fn stopped(&self) -> CancellationToken {
         self.inner.stop.clone()
+    }
+
+    pub(crate) fn track(
+        &self,
+        supervisor: impl std::future::Future<Output = ()> + Send + 'static,
+        runtime: &tokio::runtime::Handle,
+    ) {
+        self.inner.supervisors.spawn_on(supervisor, runtime);
+    }
+
+    /// Stops every MCP server and waits until each is closed (a stdio
+    /// server's input ended, its process group killed if it lingers).
+    pub async fn shutdown(&self) {
+        self.inner.stop.cancel();
+        self.inner.supervisors.close();
+        self.inner.supervisors.wait().await;
     }
 
     pub(crate) fn add_server(&self, name: &str, transport: &'static str) {

@@ -290,6 +290,24 @@ impl Binary {
     }
 }
 
+impl Binary {
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Whether the server has exited (reaped), waiting up to `limit`.
+    pub fn exited_within(&mut self, limit: std::time::Duration) -> bool {
+        let deadline = std::time::Instant::now() + limit;
+        while std::time::Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return true;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        false
+    }
+}
+
 impl Drop for Binary {
     fn drop(&mut self) {
         let _ = self.child.kill();
