@@ -1221,6 +1221,15 @@ impl Gate {
         ))
     }
 
+    /// Whether a call of `name` must never reach the client's `onToolCall`
+    /// unless handed out: a client-side tool, or one this server does not know.
+    pub fn kept_from_client(&self, name: &str) -> bool {
+        self.tools
+            .current()
+            .get(name)
+            .is_none_or(|t| t.runs_on_client())
+    }
+
     /// Whether `name` is a client-side tool.
     pub fn runs_on_client(&self, name: &str) -> bool {
         self.tools
