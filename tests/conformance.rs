@@ -26,7 +26,8 @@ const RUNS: [(&str, &str); 10] = [
     ("ai-5.0.60", "adk"),
 ];
 
-/// The client-side tools the `client-tool` and `client-approve` flows answer.
+/// The client-side tools the `client-*` flows use: one allowed, one that
+/// asks, one the policy denies.
 const CLIENT_TOOLS: &str = "tools:
   client:
     - name: get_location
@@ -34,6 +35,11 @@ const CLIENT_TOOLS: &str = "tools:
     - name: pick_file
       description: A file the user picks.
       needsConfirmation: true
+    - name: read_clipboard
+      description: What the user copied.
+toolConfirmation:
+  toolPolicies:
+    alwaysDeny: [internal--read_clipboard]
 ";
 
 fn run(dir: &Path, url: &str, client: &str, protocol: &str, flows: &[&str]) -> (bool, String) {
