@@ -442,3 +442,67 @@ async fn the_tool_list_says_which_tools_run_in_the_client() {
         Some(json!("builtin"))
     );
 }
+
+#[tokio::test]
+async fn an_accepted_result_stands_after_its_hand_off_expired_and_cannot_be_swapped() {
+    let store = toolgate::store::Store::memory();
+    let expiry = "toolConfirmation:\n  expirySecs: 60\n";
+    let server = Server::with(config(expiry), |app| app.with_store(store.clone())).await;
+    server.chat(&says("Use get_location", "adk")).await;
+    let answered = server.chat(&fixture("client_location_output.json")).await;
+    assert!(errors(&answered).is_empty(), "{}", answered.body);
+
+    // Long after, the hand-off record is purged; the chat's history still
+    // holds the result (re-sent here as the continued message, where a
+    // refusal would show as a chunk).
+    server.clock.advance(std::time::Duration::from_secs(3600));
+    assert_eq!(
+        store.purge_expired(server.clock.now_ms()).await.ok(),
+        Some(1)
+    );
+    let later = server.chat(&fixture("client_location_output.json")).await;
+    assert!(errors(&later).is_empty(), "{}", later.body);
+    assert!(later.text().contains("Kyoto"), "{}", later.body);
+
+    // Another result for that call is not taken, nor the taken one for
+    // another call or chat.
+    let swapped = server
+        .chat(&location_output(|p| p["output"]["city"] = json!("Osaka")))
+        .await;
+    assert_eq!(
+        errors(&swapped),
+        [(
+            "call-2".to_owned(),
+            "the result differs from the one the client gave before".to_owned()
+        )]
+    );
+    assert!(!swapped.text().contains("Osaka"), "{}", swapped.body);
+    let moved = server
+        .chat(&location_output(|p| p["toolCallId"] = json!("call-9")))
+        .await;
+    assert_eq!(errors(&moved).len(), 1, "{}", moved.body);
+    let mut other_chat = fixture("client_location_output.json");
+    other_chat["id"] = json!("chat-other");
+    assert_eq!(errors(&server.chat(&other_chat).await).len(), 1);
+
+    // Past the retention (the audit log's), the record goes too.
+    server
+        .clock
+        .advance(std::time::Duration::from_secs(91 * 24 * 3600));
+    assert_eq!(
+        store.purge_expired(server.clock.now_ms()).await.ok(),
+        Some(1)
+    );
+}
+
+#[tokio::test]
+async fn a_second_result_for_one_hand_off_is_refused() {
+    let server = server("").await;
+    server.chat(&says("Use get_location", "adk")).await;
+    server.chat(&fixture("client_location_output.json")).await;
+    let swapped = server
+        .chat(&location_output(|p| p["output"]["city"] = json!("Osaka")))
+        .await;
+    assert_eq!(errors(&swapped).len(), 1, "{}", swapped.body);
+    assert!(!swapped.text().contains("Osaka"), "{}", swapped.body);
+}
