@@ -38,6 +38,7 @@ const CLIENT_TOOLS: &str = "tools:
     - name: read_clipboard
       description: What the user copied.
 toolConfirmation:
+  signingKeys: [test-signing-key]
   toolPolicies:
     alwaysDeny: [internal--read_clipboard]
 ";
@@ -62,7 +63,13 @@ fn every_claimed_client_completes_every_flow() {
         dir.join("node_modules/ai").is_dir(),
         "the AI SDK client is not installed: run `npm ci --prefix conformance` (scripts/test does)"
     );
-    let server = Binary::serve_yaml(CLIENT_TOOLS, &[]);
+    // Its own config: the flows need a `toolConfirmation` rule.
+    let state = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let config = state.path().join("toolgate.yaml");
+    let db = state.path().join("toolgate.sqlite3");
+    let yaml = format!("store:\n  path: {}\n{CLIENT_TOOLS}", db.display());
+    std::fs::write(&config, yaml).unwrap_or_else(|e| panic!("{e}"));
+    let server = Binary::serve_with(&["--config", &config.display().to_string()]);
     let failures: Vec<String> = RUNS
         .iter()
         .map(|(client, protocol)| run(&dir, &server.url, client, protocol, &[]))
