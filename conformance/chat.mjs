@@ -27,9 +27,11 @@
 // the version read from the client package, so the server fits its chunks to
 // that client.
 //
-// Flows: text, weather, client-tool and client-approve run with both
-// protocols (the client tools `get_location` and `pick_file`, the latter
-// asking first, must be declared under `tools.client`); approve, deny,
+// Flows: text, weather, client-tool, client-approve, client-deny and
+// client-policy-deny run with both protocols (the client tools
+// `get_location`, `pick_file` and `read_clipboard` must be declared under
+// `tools.client`, `pick_file` asking first, `read_clipboard` under
+// `alwaysDeny`); approve, deny,
 // two-confirmations and remember only with `--protocol adk`; native-approve,
 // native-deny and native-two only with `--protocol ai-sdk`. Without flow names, every flow of
 // the chosen protocol runs; a named flow of the other protocol is skipped.
@@ -387,7 +389,10 @@ const CLIENT_RESULTS = {
 // (not awaited: the chat is still reading the stream that handed it out).
 function clientTools(ctx) {
   ctx.handed = [];
+  // Every call of a tool (not a confirmation question) onToolCall saw, answered or not.
+  ctx.seen = [];
   return ({ toolCall }) => {
+    if (toolCall.toolName !== 'adk_request_confirmation') ctx.seen.push(toolCall.toolName);
     const output = CLIENT_RESULTS[toolCall.toolName];
     if (output === undefined) return;
     ctx.handed.push(toolCall.toolCallId);
@@ -549,6 +554,45 @@ const flows = {
     await settle(ctx);
     requestCount(rec, 3, '(the question, the approval that hands it out, the result)');
     checkClientResult(ctx, onlyAssistant(chat), 'pick_file');
+  },
+
+  // A client-side tool the user denies: onToolCall never runs it.
+  async 'client-deny'(ctx) {
+    const { chat, rec } = newChat('client-deny', ctx, { onToolCall: clientTools(ctx) });
+    await chat.sendMessage({ text: 'Use pick_file' });
+    await settle(ctx);
+    requestCount(rec, 1, 'after the question');
+    const first = onlyAssistant(chat);
+    if (cli.protocol === 'ai-sdk') {
+      const part = onePart(first, 'tool-pick_file');
+      eq(part.state, 'approval-requested', 'pick_file state');
+      await chat.addToolApprovalResponse({ id: part.approval.id, approved: false, reason: 'not now' });
+      // ai 6.0.0 does not send an answer about a provider-executed part by itself.
+      if (clientVersion === '6.0.0') {
+        await settle(ctx);
+        await chat.sendMessage();
+      }
+    } else {
+      const confirm = onePart(first, 'tool-adk_request_confirmation');
+      await addToolOutput(chat, { tool: 'adk_request_confirmation', toolCallId: confirm.toolCallId, output: { confirmed: false } });
+    }
+    await settle(ctx);
+    requestCount(rec, 2, '(the question, the denial)');
+    eq(ctx.seen, [], 'calls onToolCall saw after the denial');
+    const part = onePart(onlyAssistant(chat), 'tool-pick_file');
+    check(['output-denied', 'output-error'].includes(part.state), `pick_file state ${part.state} after the denial`);
+  },
+
+  // A client-side tool the policy denies (alwaysDeny): onToolCall never runs it.
+  async 'client-policy-deny'(ctx) {
+    const { chat, rec } = newChat('client-policy-deny', ctx, { onToolCall: clientTools(ctx) });
+    await chat.sendMessage({ text: 'Use read_clipboard' });
+    await settle(ctx);
+    requestCount(rec, 1, '(denied at once)');
+    eq(ctx.seen, [], 'calls onToolCall saw');
+    const part = onePart(onlyAssistant(chat), 'tool-read_clipboard');
+    eq(part.state, 'output-error', 'read_clipboard state');
+    check(part.errorText.includes('denied by policy'), `read_clipboard error ${show(part.errorText)}`);
   },
 
   async approve(ctx) {

@@ -170,7 +170,8 @@ impl App {
             Duration::from_millis(self.config.tools.timeout_ms),
         )
         .with_signer(self.signer)
-        .with_policy(self.policy);
+        .with_policy(self.policy)
+        .with_result_retention(self.config.store.audit_retention());
         let gate = match self.config.tool_confirmation.allowed_tools_storage {
             AllowedToolsStorage::Storage => gate,
             AllowedToolsStorage::Memory => gate.with_remembered_store(Store::memory()),

@@ -78,20 +78,33 @@ async fn the_clients_result_is_what_the_model_answers_with() {
     assert!(reply.text().contains("Kyoto"), "{}", reply.body);
 }
 
+/// The calls the client's `onToolCall` would run: every
+/// `tool-input-available` not marked `providerExecuted: true`.
+fn run_by_client(reply: &common::Reply) -> Vec<String> {
+    reply
+        .of_type("tool-input-available")
+        .iter()
+        .filter(|c| c["providerExecuted"] != true)
+        .map(|c| c["toolCallId"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
 #[tokio::test]
 async fn a_denied_client_tool_never_reaches_the_client() {
     let deny = "toolConfirmation:\n  toolPolicies:\n    alwaysDeny: [internal--get_location]\n";
     let server = server(deny).await;
-    let reply = server.chat(&says("Use get_location", "adk")).await;
-    assert_sse!("client_tool_denied", reply.body);
-    let available: Vec<Value> = reply.of_type("tool-input-available");
-    assert!(
-        available
-            .iter()
-            .all(|c| c.get("providerMetadata").is_none()),
-        "handed out: {}",
-        reply.body
-    );
+    for protocol in ["adk", "ai-sdk"] {
+        let reply = server.chat(&says("Use get_location", protocol)).await;
+        if protocol == "adk" {
+            assert_sse!("client_tool_denied", reply.body);
+        }
+        assert!(
+            run_by_client(&reply).is_empty(),
+            "{protocol}: {}",
+            reply.body
+        );
+        assert_eq!(errors(&reply).len(), 1, "{protocol}: {}", reply.body);
+    }
     // An output posted anyway is not taken.
     let reply = server.chat(&fixture("client_location_output.json")).await;
     let errors = errors(&reply);
@@ -174,6 +187,93 @@ async fn the_adk_flow_hands_out_the_original_call_after_approval() {
         answered.of_type("tool-input-available").is_empty(),
         "{}",
         answered.body
+    );
+}
+
+/// The ADK answer to `pick_file`'s question `adk-3`, after the user asked
+/// for it: `confirmed` as given.
+fn adk_pick_answer(confirmed: bool) -> Value {
+    let confirmation = json!({
+        "type": "tool-adk_request_confirmation", "toolCallId": "adk-3", "state": "output-available",
+        "input": {"originalFunctionCall": {"id": "call-2", "name": "pick_file", "args": {}}},
+        "output": {"confirmed": confirmed}
+    });
+    let mut body = says("Use pick_file", "adk");
+    body["messageId"] = json!("msg-1");
+    if let Some(messages) = body["messages"].as_array_mut() {
+        messages.push(json!({"id": "msg-1", "role": "assistant", "parts": [{"type": "step-start"}, confirmation]}));
+    }
+    body
+}
+
+#[tokio::test]
+async fn a_client_tool_the_user_denies_reaches_no_client() {
+    let server = server("").await;
+    // ADK: the original call is shown with the denial, for the server only.
+    server.chat(&says("Use pick_file", "adk")).await;
+    let denied = server.chat(&adk_pick_answer(false)).await;
+    assert_eq!(
+        denied.of_type("tool-input-available").len(),
+        1,
+        "{}",
+        denied.body
+    );
+    assert!(run_by_client(&denied).is_empty(), "{}", denied.body);
+    assert_eq!(errors(&denied).len(), 1, "{}", denied.body);
+
+    // Native: held as provider-executed when asked, then denied.
+    let server = self::server("").await;
+    let asked = server.chat(&says("Use pick_file", "ai-sdk")).await;
+    assert!(run_by_client(&asked).is_empty(), "{}", asked.body);
+    let mut body = fixture("client_pick_approved.json");
+    body["messages"][1]["parts"][1]["approval"]["approved"] = json!(false);
+    let denied = server.chat(&body).await;
+    assert!(run_by_client(&denied).is_empty(), "{}", denied.body);
+    assert_eq!(
+        denied.of_type("tool-output-denied").len(),
+        1,
+        "{}",
+        denied.body
+    );
+}
+
+#[tokio::test]
+async fn a_rule_added_before_the_approval_keeps_the_call_from_the_client() {
+    let deny = "toolConfirmation:\n  toolPolicies:\n    alwaysDeny: [internal--pick_file]\n";
+    let store = toolgate::store::Store::memory();
+    let first = Server::with(config(""), |app| app.with_store(store.clone())).await;
+    first.chat(&says("Use pick_file", "adk")).await;
+    let second = Server::with(config(deny), |app| app.with_store(store)).await;
+    let reply = second.chat(&adk_pick_answer(true)).await;
+    assert!(run_by_client(&reply).is_empty(), "{}", reply.body);
+    assert!(
+        errors(&reply)
+            .iter()
+            .any(|(id, why)| id == "call-2" && why.contains("denied")),
+        "{}",
+        reply.body
+    );
+}
+
+#[tokio::test]
+async fn a_replayed_adk_approval_hands_out_nothing() {
+    let server = server("").await;
+    server.chat(&says("Use pick_file", "adk")).await;
+    let approved = server.chat(&adk_pick_answer(true)).await;
+    assert_eq!(run_by_client(&approved), ["call-2"], "{}", approved.body);
+    let replay = server.chat(&adk_pick_answer(true)).await;
+    assert!(run_by_client(&replay).is_empty(), "{}", replay.body);
+    assert!(
+        replay
+            .of_type("tool-input-available")
+            .iter()
+            .all(|c| c.get("providerMetadata").is_none()),
+        "{}",
+        replay.body
+    );
+    assert_eq!(
+        errors(&replay),
+        [("call-2".to_owned(), NO_RESULT.to_owned())]
     );
 }
 
@@ -341,4 +441,68 @@ async fn the_tool_list_says_which_tools_run_in_the_client() {
         source("internal--process_payment").map(|(kind, _)| kind),
         Some(json!("builtin"))
     );
+}
+
+#[tokio::test]
+async fn an_accepted_result_stands_after_its_hand_off_expired_and_cannot_be_swapped() {
+    let store = toolgate::store::Store::memory();
+    let expiry = "toolConfirmation:\n  expirySecs: 60\n";
+    let server = Server::with(config(expiry), |app| app.with_store(store.clone())).await;
+    server.chat(&says("Use get_location", "adk")).await;
+    let answered = server.chat(&fixture("client_location_output.json")).await;
+    assert!(errors(&answered).is_empty(), "{}", answered.body);
+
+    // Long after, the hand-off record is purged; the chat's history still
+    // holds the result (re-sent here as the continued message, where a
+    // refusal would show as a chunk).
+    server.clock.advance(std::time::Duration::from_secs(3600));
+    assert_eq!(
+        store.purge_expired(server.clock.now_ms()).await.ok(),
+        Some(1)
+    );
+    let later = server.chat(&fixture("client_location_output.json")).await;
+    assert!(errors(&later).is_empty(), "{}", later.body);
+    assert!(later.text().contains("Kyoto"), "{}", later.body);
+
+    // Another result for that call is not taken, nor the taken one for
+    // another call or chat.
+    let swapped = server
+        .chat(&location_output(|p| p["output"]["city"] = json!("Osaka")))
+        .await;
+    assert_eq!(
+        errors(&swapped),
+        [(
+            "call-2".to_owned(),
+            "the result differs from the one the client gave before".to_owned()
+        )]
+    );
+    assert!(!swapped.text().contains("Osaka"), "{}", swapped.body);
+    let moved = server
+        .chat(&location_output(|p| p["toolCallId"] = json!("call-9")))
+        .await;
+    assert_eq!(errors(&moved).len(), 1, "{}", moved.body);
+    let mut other_chat = fixture("client_location_output.json");
+    other_chat["id"] = json!("chat-other");
+    assert_eq!(errors(&server.chat(&other_chat).await).len(), 1);
+
+    // Past the retention (the audit log's), the record goes too.
+    server
+        .clock
+        .advance(std::time::Duration::from_secs(91 * 24 * 3600));
+    assert_eq!(
+        store.purge_expired(server.clock.now_ms()).await.ok(),
+        Some(1)
+    );
+}
+
+#[tokio::test]
+async fn a_second_result_for_one_hand_off_is_refused() {
+    let server = server("").await;
+    server.chat(&says("Use get_location", "adk")).await;
+    server.chat(&fixture("client_location_output.json")).await;
+    let swapped = server
+        .chat(&location_output(|p| p["output"]["city"] = json!("Osaka")))
+        .await;
+    assert_eq!(errors(&swapped).len(), 1, "{}", swapped.body);
+    assert!(!swapped.text().contains("Osaka"), "{}", swapped.body);
 }

@@ -26,7 +26,8 @@ const RUNS: [(&str, &str); 10] = [
     ("ai-5.0.60", "adk"),
 ];
 
-/// The client-side tools the `client-tool` and `client-approve` flows answer.
+/// The client-side tools the `client-*` flows use: one allowed, one that
+/// asks, one the policy denies.
 const CLIENT_TOOLS: &str = "tools:
   client:
     - name: get_location
@@ -34,6 +35,12 @@ const CLIENT_TOOLS: &str = "tools:
     - name: pick_file
       description: A file the user picks.
       needsConfirmation: true
+    - name: read_clipboard
+      description: What the user copied.
+toolConfirmation:
+  signingKeys: [test-signing-key]
+  toolPolicies:
+    alwaysDeny: [internal--read_clipboard]
 ";
 
 fn run(dir: &Path, url: &str, client: &str, protocol: &str, flows: &[&str]) -> (bool, String) {
@@ -56,7 +63,13 @@ fn every_claimed_client_completes_every_flow() {
         dir.join("node_modules/ai").is_dir(),
         "the AI SDK client is not installed: run `npm ci --prefix conformance` (scripts/test does)"
     );
-    let server = Binary::serve_yaml(CLIENT_TOOLS, &[]);
+    // Its own config: the flows need a `toolConfirmation` rule.
+    let state = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let config = state.path().join("toolgate.yaml");
+    let db = state.path().join("toolgate.sqlite3");
+    let yaml = format!("store:\n  path: {}\n{CLIENT_TOOLS}", db.display());
+    std::fs::write(&config, yaml).unwrap_or_else(|e| panic!("{e}"));
+    let server = Binary::serve_with(&["--config", &config.display().to_string()]);
     let failures: Vec<String> = RUNS
         .iter()
         .map(|(client, protocol)| run(&dir, &server.url, client, protocol, &[]))

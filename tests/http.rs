@@ -166,6 +166,10 @@ async fn an_unknown_tool_is_a_tool_error_and_the_model_goes_on() {
         ]
     );
     assert_eq!(reply.text(), r#"Error("unknown tool `delete_everything`")"#);
+    // Refused, it runs nowhere: the client's `onToolCall` skips a provider-executed call.
+    let shown = reply.of_type("tool-input-available");
+    assert_eq!(shown.len(), 1, "{}", reply.body);
+    assert_eq!(shown[0]["providerExecuted"], true, "{}", reply.body);
     assert_eq!(
         reply.of_type("finish"),
         [json!({"type": "finish", "finishReason": "stop"})]

@@ -145,8 +145,10 @@ impl Agent {
                         if let Some(output) = echo {
                             yield UiChunk::tool_output(&confirmation_id, output);
                         }
+                        // Only a hand-off gives a client-side tool's call to `onToolCall`.
+                        let kept = agent.gate.kept_from_client(&call.name).then_some(true);
                         for chunk in input_chunks(&call, true) {
-                            yield chunk;
+                            yield provider_executed(chunk, kept);
                         }
                     }
                     let outcome = match outcome {
@@ -312,8 +314,9 @@ impl Agent {
                             }
                         }
                                                 Ok(NewCall::Refused(why)) => {
+                            // A refused call runs nowhere: `onToolCall` skips what is provider-executed.
                             for chunk in input_chunks(&call, !streaming.live) {
-                                yield with_metadata(chunk, streaming.metadata.clone());
+                                yield provider_executed(with_metadata(chunk, streaming.metadata.clone()), Some(true));
                             }
                                                         set_metadata(&mut history[last], &call.id, streaming.metadata);
                             yield record(&mut history[last], call, &Outcome::Error { message: why, ran_with: None }, None);
@@ -370,8 +373,9 @@ impl Agent {
                             let echo = serde_json::json!({"confirmed": !matches!(outcome, Outcome::Denied { .. })});
                             set_state(&mut history[last], &confirmation_id, ToolState::OutputAvailable { output: echo.clone(), preliminary: false });
                             yield UiChunk::tool_output(&confirmation_id, echo);
+                            let kept = agent.gate.kept_from_client(&call.name).then_some(true);
                             for chunk in input_chunks(&call, true) {
-                                yield chunk;
+                                yield provider_executed(chunk, kept);
                             }
                         }
                         let approval = (!adk).then_some(confirmation_id.as_str());
@@ -642,8 +646,9 @@ fn set_state(message: &mut UiMessage, id: &str, state: ToolState) {
     }
 }
 
-/// Marks a `tool-input-available` chunk provider-executed (or not, for a
-/// call the server held back until now and hands to the client).
+/// Marks a `tool-input-available` chunk provider-executed, so that the
+/// client's `onToolCall` skips it (or not, for a call the server held back
+/// until now and hands to the client).
 fn provider_executed(mut chunk: UiChunk, value: Option<bool>) -> UiChunk {
     if let UiChunk::ToolInputAvailable { extras, .. } = &mut chunk {
         extras.provider_executed = value;

@@ -189,6 +189,9 @@ pub struct Gate {
     policy: Policy,
     /// Where remembered approvals and budgets live (`allowedToolsStorage`).
     remembered: Store,
+    /// How long the digest of a client's accepted result is kept, so that
+    /// later turns still take it after its hand-off record expired.
+    result_retention: Duration,
 }
 
 impl Gate {
@@ -210,7 +213,16 @@ impl Gate {
             signer: None,
             policy: Policy::default(),
             remembered: store,
+            result_retention: DEFAULT_RESULT_RETENTION,
         }
+    }
+
+    /// Keeps the record of each client result taken for `retention` (the
+    /// audit retention in a served app): for that long a chat's earlier
+    /// client results stand, and none can be swapped.
+    pub fn with_result_retention(mut self, retention: Duration) -> Self {
+        self.result_retention = retention;
+        self
     }
 
     /// Keeps remembered approvals in `store` rather than with the
@@ -1221,6 +1233,15 @@ impl Gate {
         ))
     }
 
+    /// Whether a call of `name` must never reach the client's `onToolCall`
+    /// unless handed out: a client-side tool, or one this server does not know.
+    pub fn kept_from_client(&self, name: &str) -> bool {
+        self.tools
+            .current()
+            .get(name)
+            .is_none_or(|t| t.runs_on_client())
+    }
+
     /// Whether `name` is a client-side tool.
     pub fn runs_on_client(&self, name: &str) -> bool {
         self.tools
@@ -1354,6 +1375,30 @@ impl Gate {
         let Some(id) = handoff_id(part.call_provider_metadata.as_ref()) else {
             return Ok(not_handed());
         };
+        let output = match &part.state {
+            ToolState::OutputAvailable { output, .. } => Some(output),
+            _ => None,
+        };
+        // A result taken before stands (its hand-off record may be gone),
+        // as long as it is the same result.
+        if let Some(output) = output
+            && let Some(taken) = self.taken_result(scope, id).await?
+        {
+            if !same_call(call, &taken.call) {
+                return Ok(Some(
+                    "the call differs from the one this server handed to the client".into(),
+                ));
+            }
+            if taken.digest != signing::digest(output) {
+                return Ok(Some(
+                    "the result differs from the one the client gave before".into(),
+                ));
+            }
+            if let Some(Verdict::Deny { reason }) = self.verdict(scope, call) {
+                return Ok(Some(format!("denied by policy: {reason}")));
+            }
+            return Ok(None);
+        }
         let Some(issued) = self
             .store
             .get(id)
@@ -1374,7 +1419,87 @@ impl Gate {
         if let Some(Verdict::Deny { reason }) = self.verdict(scope, call) {
             return Ok(Some(format!("denied by policy: {reason}")));
         }
+        if let Some(output) = output {
+            return self.take_result(scope, id, call, output).await;
+        }
         Ok(None)
+    }
+
+    /// The result taken before for hand-off `id` in this chat, if any.
+    async fn taken_result(&self, scope: &Scope, id: &str) -> Result<Option<Taken>, GateError> {
+        let key = result_key(id);
+        let Some(issued) = self
+            .store
+            .get(&key)
+            .await?
+            .filter(|i| i.chat_id == scope.chat_id && i.principal == scope.principal)
+        else {
+            return Ok(None);
+        };
+        // Being recorded by a racing request: judged by the hand-off record.
+        let Some(Status::Done(Outcome::Output { output, .. })) = self.store.status(&key).await?
+        else {
+            return Ok(None);
+        };
+        let digest = output
+            .get("digest")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        Ok(Some(Taken {
+            call: issued.call,
+            digest,
+        }))
+    }
+
+    /// Records the digest of the first result taken for hand-off `id`; a
+    /// racing request that recorded another result first wins, and this one
+    /// is refused. A store that cannot record it costs nothing now: the
+    /// result was judged by its hand-off record.
+    async fn take_result(
+        &self,
+        scope: &Scope,
+        id: &str,
+        call: &ToolCall,
+        output: &Value,
+    ) -> Result<Option<String>, GateError> {
+        let digest = signing::digest(output);
+        let now = self.clock.now_ms();
+        let key = result_key(id);
+        let record = Issued {
+            id: key.clone(),
+            chat_id: scope.chat_id.clone(),
+            principal: scope.principal.clone(),
+            hint: format!("{}'s result from the client was taken", call.name),
+            protocol: ConfirmationProtocol::Adk,
+            call: call.clone(),
+            issued_at_ms: now,
+            expires_at_ms: now.saturating_add(millis(self.result_retention)),
+        };
+        let recorded = async {
+            self.store.insert(record).await?;
+            if self.store.claim(&key, now).await? != Claim::Won {
+                return Err(StoreError::NotClaimed(key.clone()));
+            }
+            let outcome = Outcome::Output {
+                output: json!({"digest": digest}),
+                ran_with: None,
+            };
+            self.store.finish(&key, outcome).await
+        };
+        match recorded.await {
+            Ok(()) => Ok(None),
+            Err(StoreError::Duplicate(_)) => match self.taken_result(scope, id).await? {
+                Some(taken) if taken.digest != digest => Ok(Some(
+                    "the result differs from the one the client gave before".into(),
+                )),
+                _ => Ok(None),
+            },
+            Err(e) => {
+                tracing::warn!(handoff = %id, "recording a client result failed: {e}");
+                Ok(None)
+            }
+        }
     }
 
     /// Runs a confirmed, claimed call to the end in its own task and records
@@ -1550,6 +1675,22 @@ fn approver(remember: Option<Remember>, approve_next: Option<u32>) -> String {
 /// Whether the client's call is the issued one. JSON numbers compare by
 /// value: a JavaScript client sends back `50.0` as `50`. Integers compare
 /// exactly, and a float equals an integer only where both are exact.
+/// A client result taken before: the call as handed out, and the digest of
+/// the result.
+struct Taken {
+    call: ToolCall,
+    digest: String,
+}
+
+/// The store key of the result taken for hand-off `id`.
+fn result_key(id: &str) -> String {
+    format!("{id}/result")
+}
+
+/// How long a taken client result is remembered unless the app says
+/// otherwise: the audit log's default retention.
+const DEFAULT_RESULT_RETENTION: Duration = Duration::from_secs(90 * 24 * 60 * 60);
+
 fn same_call(claimed: &ToolCall, issued: &ToolCall) -> bool {
     claimed.id == issued.id
         && claimed.name == issued.name
