@@ -506,3 +506,32 @@ async fn a_second_result_for_one_hand_off_is_refused() {
     assert_eq!(errors(&swapped).len(), 1, "{}", swapped.body);
     assert!(!swapped.text().contains("Osaka"), "{}", swapped.body);
 }
+
+#[tokio::test]
+async fn hand_off_and_result_records_are_never_listed_as_questions() {
+    // Both are kept as records, pending for the moment between their
+    // insert and claim (or for good, if the process dies right then).
+    let store = toolgate::store::Store::memory();
+    let now = common::START_MS;
+    for id in ["handoff-90", "handoff-90/result"] {
+        let record = toolgate::store::Issued {
+            id: id.into(),
+            chat_id: "chat-loc".into(),
+            principal: "anonymous".into(),
+            call: toolgate::provider::ToolCall {
+                id: "call-90".into(),
+                name: "get_location".into(),
+                args: json!({}),
+            },
+            hint: String::new(),
+            protocol: toolgate::protocol::ConfirmationProtocol::Adk,
+            issued_at_ms: now,
+            expires_at_ms: now + 60_000,
+        };
+        store.insert(record).await.unwrap_or_else(|e| panic!("{e}"));
+    }
+    let server = Server::with(config(""), |app| app.with_store(store)).await;
+    let open = server.get("/api/confirmations?chatId=chat-loc").await;
+    assert_eq!(open.status, 200);
+    assert_eq!(open.body, "[]");
+}

@@ -458,10 +458,20 @@ impl Gate {
 
     /// The questions still open in a chat, for a reloaded page.
     pub async fn open(&self, scope: &Scope) -> Result<Vec<Issued>, GateError> {
-        Ok(self
+        let mut open = self
             .store
             .open(&scope.principal, &scope.chat_id, self.clock.now_ms())
-            .await?)
+            .await?;
+        // Hand-offs and taken client results are kept as records too, open
+        // for the moment between their insert and claim: they ask nobody.
+        open.retain(|issued| {
+            let handoff = issued
+                .id
+                .strip_prefix(HANDOFF)
+                .is_some_and(|n| n.starts_with('-'));
+            !handoff && !issued.id.ends_with(RESULT)
+        });
+        Ok(open)
     }
 
     /// The gate's clock, in milliseconds since the epoch.
@@ -1279,7 +1289,7 @@ impl Gate {
     ) -> Result<String, GateError> {
         let now = self.clock.now_ms();
         let issued = Issued {
-            id: self.ids.next("handoff"),
+            id: self.ids.next(HANDOFF),
             chat_id: scope.chat_id.clone(),
             principal: scope.principal.clone(),
             hint: format!("{} was handed to the client", call.name),
@@ -1672,9 +1682,6 @@ fn approver(remember: Option<Remember>, approve_next: Option<u32>) -> String {
     }
 }
 
-/// Whether the client's call is the issued one. JSON numbers compare by
-/// value: a JavaScript client sends back `50.0` as `50`. Integers compare
-/// exactly, and a float equals an integer only where both are exact.
 /// A client result taken before: the call as handed out, and the digest of
 /// the result.
 struct Taken {
@@ -1684,13 +1691,22 @@ struct Taken {
 
 /// The store key of the result taken for hand-off `id`.
 fn result_key(id: &str) -> String {
-    format!("{id}/result")
+    format!("{id}{RESULT}")
 }
+
+/// The suffix of a taken result's key.
+const RESULT: &str = "/result";
+
+/// The id prefix of a hand-off record.
+const HANDOFF: &str = "handoff";
 
 /// How long a taken client result is remembered unless the app says
 /// otherwise: the audit log's default retention.
 const DEFAULT_RESULT_RETENTION: Duration = Duration::from_secs(90 * 24 * 60 * 60);
 
+/// Whether the client's call is the issued one. JSON numbers compare by
+/// value: a JavaScript client sends back `50.0` as `50`. Integers compare
+/// exactly, and a float equals an integer only where both are exact.
 fn same_call(claimed: &ToolCall, issued: &ToolCall) -> bool {
     claimed.id == issued.id
         && claimed.name == issued.name
