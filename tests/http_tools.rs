@@ -7,51 +7,13 @@ mod common;
 use std::time::Duration;
 
 use axum::http::HeaderMap;
+use common::calls::Calls;
 use common::{Server, user_says};
-use futures::StreamExt;
-use futures::stream::BoxStream;
 use serde_json::{Value, json};
 use toolgate::Config;
-use toolgate::provider::{
-    ModelMessage, ModelProvider, ModelRequest, ProviderError, ProviderEvent, StopReason, Usage,
-};
 
-/// Calls `lookup_order {"id": 7}`, then says what it got back.
-struct CallsLookup;
-
-impl ModelProvider for CallsLookup {
-    fn stream(
-        &self,
-        request: ModelRequest,
-    ) -> BoxStream<'static, Result<ProviderEvent, ProviderError>> {
-        let finish = |reason| ProviderEvent::Finish {
-            reason,
-            usage: Usage::default(),
-        };
-        let events = match request.messages.last() {
-            Some(ModelMessage::Tool(results)) => vec![
-                ProviderEvent::TextDelta(results[0].outcome.text()),
-                finish(StopReason::Stop),
-            ],
-            _ => vec![
-                ProviderEvent::ToolCallStart {
-                    id: "call-h".into(),
-                    name: "lookup_order".into(),
-                    metadata: None,
-                },
-                ProviderEvent::ToolCallDelta {
-                    id: "call-h".into(),
-                    delta: r#"{"id": 7}"#.into(),
-                },
-                ProviderEvent::ToolCallEnd {
-                    id: "call-h".into(),
-                },
-                finish(StopReason::ToolCalls),
-            ],
-        };
-        futures::stream::iter(events.into_iter().map(Ok)).boxed()
-    }
-}
+/// What the user says: the model calls `lookup_order {"id": 7}`.
+const LOOKUP: &str = r#"lookup_order {"id": 7}"#;
 
 /// An endpoint on 127.0.0.1:0 answering `/ok` (the body and token it got),
 /// `/fail` (500 with a message) and `/slow` (after 5 s).
@@ -102,15 +64,13 @@ async fn server(path: &str, extra: &str) -> Server {
         "tools:\n  http:\n    - name: lookup_order\n      description: Look an order up\n      parameters: {{type: object, properties: {{id: {{type: integer}}}}}}\n      url: {url}{path}\n      headers: {{x-token: secret-7}}\n      timeoutMs: 300\n{extra}"
     );
     let config = Config::from_yaml(&yaml).unwrap_or_else(|e| panic!("{e}"));
-    Server::with(config, |app| app.with_provider(CallsLookup)).await
+    Server::with(config, |app| app.with_provider(Calls)).await
 }
 
 #[tokio::test]
 async fn an_approved_call_posts_the_arguments_and_returns_the_answer() {
     let server = server("/ok", "").await;
-    let first = server
-        .chat(&user_says("chat-h", "where is my order?"))
-        .await;
+    let first = server.chat(&user_says("chat-h", LOOKUP)).await;
     let ask = first.of_type("tool-input-available");
     assert_eq!(
         ask[0]["toolName"],
@@ -125,7 +85,7 @@ async fn an_approved_call_posts_the_arguments_and_returns_the_answer() {
     let approve = json!({
         "id": "chat-h", "messageId": first.of_type("start")[0]["messageId"],
         "messages": [
-            {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "where is my order?"}]},
+            {"id": "u1", "role": "user", "parts": [{"type": "text", "text": LOOKUP}]},
             {"id": first.of_type("start")[0]["messageId"], "role": "assistant", "parts": [
                 {"type": "step-start"},
                 {"type": "tool-adk_request_confirmation", "toolCallId": ask[0]["toolCallId"], "state": "output-available",
@@ -137,7 +97,7 @@ async fn an_approved_call_posts_the_arguments_and_returns_the_answer() {
     let output = second.of_type("tool-output-available");
     let answer = output
         .iter()
-        .find(|c| c["toolCallId"] == "call-h")
+        .find(|c| c["toolCallId"] == common::calls::CALL_ID)
         .cloned()
         .unwrap_or_default();
     assert_eq!(
@@ -153,9 +113,7 @@ async fn an_approved_call_posts_the_arguments_and_returns_the_answer() {
 #[tokio::test]
 async fn an_error_status_is_the_calls_error_with_the_message() {
     let server = server("/fail", "      needsConfirmation: false\n").await;
-    let reply = server
-        .chat(&user_says("chat-f", "where is my order?"))
-        .await;
+    let reply = server.chat(&user_says("chat-f", LOOKUP)).await;
     let errors = reply.of_type("tool-output-error");
     assert_eq!(
         errors[0]["errorText"], "HTTP 500: orders database is down",
@@ -170,7 +128,7 @@ async fn a_slow_endpoint_times_out() {
     let server = server("/slow", "      needsConfirmation: false\n").await;
     let reply = tokio::time::timeout(
         Duration::from_secs(4),
-        server.chat(&user_says("chat-s", "where is my order?")),
+        server.chat(&user_says("chat-s", LOOKUP)),
     )
     .await
     .unwrap_or_else(|_| panic!("the slow endpoint held the turn"));
@@ -186,9 +144,7 @@ async fn a_slow_endpoint_times_out() {
 async fn a_deny_rule_keeps_the_call_from_the_endpoint() {
     let rule = "toolConfirmation:\n  toolPolicies:\n    alwaysDeny: [internal--lookup_order]\n";
     let server = server("/ok", &format!("      needsConfirmation: false\n{rule}")).await;
-    let reply = server
-        .chat(&user_says("chat-d", "where is my order?"))
-        .await;
+    let reply = server.chat(&user_says("chat-d", LOOKUP)).await;
     let errors = reply.of_type("tool-output-error");
     assert!(
         errors[0]["errorText"]

@@ -12,63 +12,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use common::calls::Calls;
 use common::{Server, user_says};
 use futures::StreamExt;
-use futures::stream::BoxStream;
 use serde_json::{Value, json};
 use toolgate::Config;
-use toolgate::provider::{
-    ModelMessage, ModelProvider, ModelRequest, ProviderError, ProviderEvent, StopReason, Usage,
-    UserContent,
-};
 
 const FIXTURE: &str = env!("CARGO_BIN_EXE_toolgate-mcp-fixture");
-
-/// The user's text is `<tool> <json arguments>`: the model calls that tool,
-/// then says what came back.
-struct Calls;
-
-impl ModelProvider for Calls {
-    fn stream(
-        &self,
-        request: ModelRequest,
-    ) -> BoxStream<'static, Result<ProviderEvent, ProviderError>> {
-        let finish = |reason| ProviderEvent::Finish {
-            reason,
-            usage: Usage::default(),
-        };
-        let events = match request.messages.last() {
-            Some(ModelMessage::Tool(results)) => vec![
-                ProviderEvent::TextDelta(results[0].outcome.text()),
-                finish(StopReason::Stop),
-            ],
-            Some(ModelMessage::User(content)) => {
-                let text = match content.first() {
-                    Some(UserContent::Text(text)) => text.clone(),
-                    _ => String::new(),
-                };
-                let (name, args) = text.split_once(' ').unwrap_or((&text, "{}"));
-                vec![
-                    ProviderEvent::ToolCallStart {
-                        id: "call-m".into(),
-                        name: name.into(),
-                        metadata: None,
-                    },
-                    ProviderEvent::ToolCallDelta {
-                        id: "call-m".into(),
-                        delta: args.into(),
-                    },
-                    ProviderEvent::ToolCallEnd {
-                        id: "call-m".into(),
-                    },
-                    finish(StopReason::ToolCalls),
-                ]
-            }
-            _ => vec![finish(StopReason::Stop)],
-        };
-        futures::stream::iter(events.into_iter().map(Ok)).boxed()
-    }
-}
 
 /// A temporary directory with the fixture's journal.
 struct Journal {
@@ -194,7 +144,7 @@ fn outputs(reply: &common::Reply) -> Vec<Value> {
     reply
         .of_type("tool-output-available")
         .iter()
-        .filter(|c| c["toolCallId"] == "call-m")
+        .filter(|c| c["toolCallId"] == common::calls::CALL_ID)
         .map(|c| c["output"].clone())
         .collect()
 }

@@ -11,6 +11,7 @@ use toolgate::ids::{Clock, Ids};
 use toolgate::tools::{ProcessPayment, Tool, ToolContext, ToolError, ToolSource};
 use toolgate::{App, Config};
 
+pub mod calls;
 pub mod upstream;
 pub mod ws;
 
