@@ -118,6 +118,32 @@ async fn until(server: &Server, what: &str, ready: impl Fn(&Value) -> bool) -> V
     }
 }
 
+/// Every MCP tool runs unasked: for tests of what happens after the gate.
+const ALLOW_ALL: &str = "toolConfirmation:\n  toolPolicies:\n    alwaysAllow: ['mcp--*']\n";
+
+/// The stdio server `notes` (with `extra` server keys), every tool allowed,
+/// once it is available.
+async fn notes_allowed(journal: &Journal, extra: &str) -> Server {
+    let yaml = format!("{}{extra}{ALLOW_ALL}", stdio_server(&journal.path(), ""));
+    let server = serve(&yaml).await;
+    available(&server, "notes").await;
+    server
+}
+
+/// `notes` over stdio and `web` over HTTP, every tool allowed, once both
+/// are available.
+async fn both_allowed(journal: &Journal) -> Server {
+    let url = http_fixture(&journal.path()).await;
+    let yaml = format!(
+        "{}  web:\n    url: {url}\n{ALLOW_ALL}",
+        stdio_server(&journal.path(), "")
+    );
+    let server = serve(&yaml).await;
+    available(&server, "notes").await;
+    available(&server, "web").await;
+    server
+}
+
 async fn available(server: &Server, name: &str) -> Value {
     until(server, "available", |i| {
         state_of(i, name)["state"] == "available"
@@ -308,15 +334,7 @@ async fn over_http_a_read_only_tool_runs_unasked_only_when_allowed_and_no_rule_s
 #[tokio::test]
 async fn an_error_result_and_a_protocol_error_are_tool_output_errors() {
     let journal = Journal::new();
-    let url = http_fixture(&journal.path()).await;
-    let rules = "toolConfirmation:\n  toolPolicies:\n    alwaysAllow: ['mcp--*']\n";
-    let yaml = format!(
-        "{}  web:\n    url: {url}\n{rules}",
-        stdio_server(&journal.path(), "")
-    );
-    let server = serve(&yaml).await;
-    available(&server, "notes").await;
-    available(&server, "web").await;
+    let server = both_allowed(&journal).await;
     for name in ["notes", "web"] {
         let reply = server
             .chat(&user_says("chat-e", &format!("mcp--{name}--fail {{}}")))
@@ -338,15 +356,7 @@ async fn an_error_result_and_a_protocol_error_are_tool_output_errors() {
 #[tokio::test]
 async fn a_client_that_goes_away_cancels_the_call_on_the_server() {
     let journal = Journal::new();
-    let url = http_fixture(&journal.path()).await;
-    let rules = "toolConfirmation:\n  toolPolicies:\n    alwaysAllow: ['mcp--*']\n";
-    let yaml = format!(
-        "{}  web:\n    url: {url}\n{rules}",
-        stdio_server(&journal.path(), "")
-    );
-    let server = serve(&yaml).await;
-    available(&server, "notes").await;
-    available(&server, "web").await;
+    let server = both_allowed(&journal).await;
     for name in ["notes", "web"] {
         let before = journal.count("cancelled slow");
         let calls = journal.count("call slow");
@@ -387,9 +397,7 @@ async fn a_client_that_goes_away_cancels_the_call_on_the_server() {
 #[tokio::test]
 async fn a_server_that_crashes_is_shown_unavailable_and_restarted() {
     let journal = Journal::new();
-    let rules = "toolConfirmation:\n  toolPolicies:\n    alwaysAllow: ['mcp--*']\n";
-    let server = serve(&format!("{}{rules}", stdio_server(&journal.path(), ""))).await;
-    available(&server, "notes").await;
+    let server = notes_allowed(&journal, "").await;
     let reply = server
         .chat(&user_says("chat-x", "mcp--notes--crash {}"))
         .await;
@@ -482,8 +490,7 @@ async fn servers_that_fail_to_start_or_hang_block_neither_start_up_nor_other_too
 #[tokio::test]
 async fn a_tool_list_change_is_picked_up() {
     let journal = Journal::new();
-    let rules = "toolConfirmation:\n  toolPolicies:\n    alwaysAllow: ['mcp--*']\n";
-    let server = serve(&format!("{}{rules}", stdio_server(&journal.path(), ""))).await;
+    let server = notes_allowed(&journal, "").await;
     let before = available(&server, "notes").await;
     assert_eq!(tool(&before, "mcp--notes--extra"), None);
     let reply = server
@@ -560,13 +567,7 @@ fn the_cli_lists_mcp_tools_and_server_states() {
 #[tokio::test]
 async fn a_call_that_hangs_times_out_and_is_cancelled_on_the_server() {
     let journal = Journal::new();
-    let rules = "toolConfirmation:\n  toolPolicies:\n    alwaysAllow: ['mcp--*']\n";
-    let yaml = format!(
-        "{}    timeoutMs: 300\n{rules}",
-        stdio_server(&journal.path(), "")
-    );
-    let server = serve(&yaml).await;
-    available(&server, "notes").await;
+    let server = notes_allowed(&journal, "    timeoutMs: 300\n").await;
     let reply = server
         .chat(&user_says("chat-t", r#"mcp--notes--slow {"ms": 20000}"#))
         .await;
@@ -631,9 +632,7 @@ async fn a_secret_in_the_url_shows_nowhere() {
 #[tokio::test]
 async fn a_huge_error_message_is_cut() {
     let journal = Journal::new();
-    let rules = "toolConfirmation:\n  toolPolicies:\n    alwaysAllow: ['mcp--*']\n";
-    let server = serve(&format!("{}{rules}", stdio_server(&journal.path(), ""))).await;
-    available(&server, "notes").await;
+    let server = notes_allowed(&journal, "").await;
     let reply = server
         .chat(&user_says(
             "chat-h",
@@ -654,9 +653,7 @@ async fn a_huge_error_message_is_cut() {
 #[tokio::test]
 async fn a_storm_of_list_changes_is_one_relist_a_second() {
     let journal = Journal::new();
-    let rules = "toolConfirmation:\n  toolPolicies:\n    alwaysAllow: ['mcp--*']\n";
-    let server = serve(&format!("{}{rules}", stdio_server(&journal.path(), ""))).await;
-    available(&server, "notes").await;
+    let server = notes_allowed(&journal, "").await;
     assert_eq!(journal.count("list"), 1);
     let reply = server
         .chat(&user_says(
