@@ -5,7 +5,9 @@
 //! - `send|pay|transfer <amount> [<currency>] to <name>` (or `$50`) →
 //!   `process_payment`; `weather in <city>` → `get_weather`; `use <tool>
 //!   [with <JSON object>]` → that tool, if it is offered (a client-side tool,
-//!   say); several clauses joined by ` and ` become parallel calls in one step;
+//!   say); several clauses joined by ` and ` or commas become parallel calls
+//!   in one step, and after a payment `<amount> [<currency>] to <name>` alone
+//!   is another payment (`Send 10 USD to Taro, 20 USD to Jiro and 30 to Saburo`);
 //! - `count to N` → the text `1 2 … N` as N deltas (N ≤ 100000);
 //! - tool results → one sentence per outcome;
 //! - anything else → an echo, word by word.
@@ -42,7 +44,17 @@ static USE: LazyLock<Result<Regex, regex::Error>> = LazyLock::new(|| {
 });
 static COUNT: LazyLock<Result<Regex, regex::Error>> =
     LazyLock::new(|| Regex::new(r"(?i)\bcount\s+to\s+(\d+)\b"));
-static AND: LazyLock<Result<Regex, regex::Error>> = LazyLock::new(|| Regex::new(r"(?i)\s+and\s+"));
+/// A payment clause without its verb, after a payment: `20 USD to Jiro`.
+static MORE_PAYMENT: LazyLock<Result<Regex, regex::Error>> = LazyLock::new(|| {
+    Regex::new(r"(?i)^\s*(\$)?\s*(\d+(?:\.\d+)?)\s*(?:([a-z]{3})\s+)?to\s+(.+?)[\s.!?]*$")
+});
+/// Where a request may split into clauses: ` and `, a comma, `, and `.
+static SEPARATOR: LazyLock<Result<Regex, regex::Error>> =
+    LazyLock::new(|| Regex::new(r"(?i)\s*,\s*(?:and\s+)?|\s+and\s+"));
+
+/// Beyond this many pieces a request is not split further (each split
+/// re-reads the clause before it).
+const MAX_CLAUSES: usize = 32;
 
 fn regex(re: &'static LazyLock<Result<Regex, regex::Error>>) -> Option<&'static Regex> {
     re.as_ref().ok()
@@ -154,14 +166,7 @@ fn plan(messages: &[ModelMessage], offered: &[&str]) -> Plan {
 }
 
 fn plan_for_text(text: &str, offered: &[&str]) -> Plan {
-    let clauses: Vec<&str> = match regex(&AND) {
-        Some(and) => and.split(text).collect(),
-        None => vec![text],
-    };
-    let calls: Vec<_> = clauses
-        .iter()
-        .filter_map(|c| call_for_clause(c, offered))
-        .collect();
+    let calls = calls_in(text, offered);
     if !calls.is_empty() {
         return Plan::Calls(calls);
     }
@@ -177,7 +182,69 @@ fn plan_for_text(text: &str, offered: &[&str]) -> Plan {
     Plan::Text(format!("You said: {text}"))
 }
 
-fn call_for_clause(clause: &str, offered: &[&str]) -> Option<(String, Value)> {
+/// The calls a request asks for, one per clause. A piece between
+/// separators that starts no call of its own stays with the clause before
+/// it, so `weather in Paris, France`, `to Tom and Jerry` and JSON with
+/// commas keep their text.
+fn calls_in(text: &str, offered: &[&str]) -> Vec<Call> {
+    let mut pieces = Vec::new();
+    let mut start = 0;
+    if let Some(separator) = regex(&SEPARATOR) {
+        for found in separator.find_iter(text) {
+            if pieces.len() + 1 == MAX_CLAUSES {
+                break;
+            }
+            pieces.push(start..found.start());
+            start = found.end();
+        }
+    }
+    pieces.push(start..text.len());
+
+    let mut calls: Vec<Call> = Vec::new();
+    // The clause being read (a range of `text`) and what it asks for so far.
+    let mut clause: Option<(std::ops::Range<usize>, Option<Call>)> = None;
+    for piece in pieces {
+        let before = calls.last().and_then(payment_currency);
+        let current = clause.as_ref().and_then(|(_, call)| call.as_ref());
+        let context = current
+            .and_then(payment_currency)
+            .or_else(|| before.clone());
+        let own = call_for_clause(&text[piece.clone()], offered, context.as_deref());
+        clause = match (clause.take(), own) {
+            (None, own) => Some((piece, own)),
+            (Some((_, call)), Some(own)) => {
+                calls.extend(call);
+                Some((piece, Some(own)))
+            }
+            (Some((range, _)), None) => {
+                let glued = range.start..piece.end;
+                let call = call_for_clause(&text[glued.clone()], offered, before.as_deref());
+                Some((glued, call))
+            }
+        };
+    }
+    calls.extend(clause.and_then(|(_, call)| call));
+    calls
+}
+
+/// A tool's name and its arguments.
+type Call = (String, Value);
+
+/// The currency of a payment call, which a verb-less payment after it takes.
+fn payment_currency((name, args): &(String, Value)) -> Option<String> {
+    (name == "process_payment")
+        .then(|| args.get("currency")?.as_str().map(str::to_owned))
+        .flatten()
+}
+
+/// The call one clause asks for. `after_payment` is the currency of the
+/// payment just before it, if any: then `<amount> [<currency>] to <name>`
+/// alone is a payment too.
+fn call_for_clause(
+    clause: &str,
+    offered: &[&str],
+    after_payment: Option<&str>,
+) -> Option<(String, Value)> {
     if let Some(caps) = regex(&USE).and_then(|re| re.captures(clause))
         && offered.contains(&&caps[1])
     {
@@ -187,11 +254,20 @@ fn call_for_clause(clause: &str, offered: &[&str]) -> Option<(String, Value)> {
         };
         return Some((caps[1].to_owned(), args));
     }
-    if let Some(caps) = regex(&PAYMENT).and_then(|re| re.captures(clause)) {
+    // With its own verb a payment stands alone (USD unless it says);
+    // without one it continues the payment before it, in its currency.
+    let payment = match regex(&PAYMENT).and_then(|re| re.captures(clause)) {
+        Some(caps) => Some((caps, "USD")),
+        None => after_payment
+            .and_then(|currency| Some((regex(&MORE_PAYMENT)?.captures(clause)?, currency))),
+    };
+    if let Some((caps, default_currency)) = payment {
         let amount = amount(&caps[2])?;
-        let currency = caps
-            .get(3)
-            .map_or_else(|| "USD".to_owned(), |c| c.as_str().to_uppercase());
+        let currency = match (caps.get(1), caps.get(3)) {
+            (_, Some(code)) => code.as_str().to_uppercase(),
+            (Some(_dollar), None) => "USD".to_owned(),
+            (None, None) => default_currency.to_owned(),
+        };
         let recipient = caps[4].trim();
         return Some((
             "process_payment".to_owned(),
@@ -316,6 +392,72 @@ mod tests {
                 pay(json!(5), "Al", "USD")
             ]
         );
+    }
+
+    #[test]
+    fn lists_of_payments() {
+        let pay = |amount: u64, recipient: &str, currency: &str| {
+            (
+                "process_payment".to_owned(),
+                json!({"amount": amount, "recipient": recipient, "currency": currency}),
+            )
+        };
+        let weather = |city: &str| ("get_weather".to_owned(), json!({"city": city}));
+        let cases: &[(&str, Vec<(String, Value)>)] = &[
+            (
+                "Send 10 USD to Taro and 20 USD to Jiro",
+                vec![pay(10, "Taro", "USD"), pay(20, "Jiro", "USD")],
+            ),
+            (
+                "Send 10 USD to Taro, 20 USD to Jiro and 30 USD to Saburo",
+                vec![
+                    pay(10, "Taro", "USD"),
+                    pay(20, "Jiro", "USD"),
+                    pay(30, "Saburo", "USD"),
+                ],
+            ),
+            (
+                "Pay 5 EUR to Ann, 6 to Ben, and $7 to Cy.",
+                vec![
+                    pay(5, "Ann", "EUR"),
+                    pay(6, "Ben", "EUR"),
+                    pay(7, "Cy", "USD"),
+                ],
+            ),
+            // A verb of its own starts afresh: USD unless it says.
+            (
+                "Send 10 EUR to Taro and pay 20 to Jiro",
+                vec![pay(10, "Taro", "EUR"), pay(20, "Jiro", "USD")],
+            ),
+            // Pieces that start no call stay with the clause before them.
+            (
+                "Send 5 USD to Tom and Jerry, 6 USD to Bob",
+                vec![pay(5, "Tom and Jerry", "USD"), pay(6, "Bob", "USD")],
+            ),
+            ("weather in Paris, France", vec![weather("Paris, France")]),
+            (
+                "weather in Rome, and send 3 USD to Al, please",
+                vec![weather("Rome"), pay(3, "Al, please", "USD")],
+            ),
+            // Without a payment before it, `20 USD to Jiro` is no call.
+            (
+                "weather in Oslo and 20 USD to Jiro",
+                vec![weather("Oslo and 20 USD to Jiro")],
+            ),
+        ];
+        for (text, want) in cases {
+            assert_eq!(&calls(text), want, "{text}");
+        }
+        assert_eq!(
+            calls(r#"use get_location with {"a": 1, "b": [2, 3]} and weather in Oslo"#),
+            vec![
+                ("get_location".to_owned(), json!({"a": 1, "b": [2, 3]})),
+                weather("Oslo")
+            ]
+        );
+        // A long list is read, but not split past MAX_CLAUSES pieces.
+        let long = format!("Send 1 USD to A{}", ", 1 USD to B".repeat(100));
+        assert_eq!(calls(&long).len(), MAX_CLAUSES);
     }
 
     #[test]
