@@ -306,3 +306,35 @@ async fn a_principal_header_given_twice_is_refused() {
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(response.status().as_u16(), 401);
 }
+
+#[tokio::test]
+async fn a_list_of_payments_asks_once_for_each() {
+    let server = Server::start().await;
+    for (text, want) in [
+        (
+            "Send 10 USD to Taro and 20 USD to Jiro",
+            vec![(10, "Taro"), (20, "Jiro")],
+        ),
+        (
+            "Send 10 USD to Taro, 20 USD to Jiro and 30 USD to Saburo",
+            vec![(10, "Taro"), (20, "Jiro"), (30, "Saburo")],
+        ),
+    ] {
+        let reply = server.chat(&user_says("chat-list", text)).await;
+        let asked: Vec<(u64, String)> = reply
+            .of_type("tool-input-available")
+            .iter()
+            .map(|c| {
+                let call = &c["input"]["originalFunctionCall"];
+                assert_eq!(call["name"], "process_payment", "{}", reply.body);
+                (
+                    call["args"]["amount"].as_u64().unwrap_or(0),
+                    call["args"]["recipient"].as_str().unwrap_or("").to_owned(),
+                )
+            })
+            .collect();
+        let want: Vec<(u64, String)> = want.iter().map(|(a, r)| (*a, (*r).to_owned())).collect();
+        assert_eq!(asked, want, "{text}: {}", reply.body);
+    }
+    assert_eq!(server.payments(), 0);
+}
