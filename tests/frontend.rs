@@ -247,5 +247,10 @@ fn the_demo_works_in_a_real_browser() {
         .find_map(|l| l.trim().strip_prefix("ℹ pass "))
         .and_then(|n| n.trim().parse::<usize>().ok());
     assert_eq!(passed, Some(FLOWS), "{report}");
-    println!("screenshots in {}", artifacts.display());
+    // Which Chromium ran, for a failure that only one version shows.
+    let browser = report
+        .lines()
+        .find(|l| l.starts_with("browser: Chromium "))
+        .unwrap_or_else(|| panic!("the browser tests did not say which Chromium ran:\n{report}"));
+    println!("{browser}; screenshots in {}", artifacts.display());
 }

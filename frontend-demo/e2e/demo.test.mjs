@@ -3,7 +3,8 @@
 // The server should run tests/fixtures/browser/toolgate.yaml (the
 // scripted model, payments editable, a 5-minute deadline); tests/frontend.rs
 // starts one and runs this file. Screenshots of each state go to
-// TOOLGATE_E2E_ARTIFACTS (default e2e/artifacts/).
+// TOOLGATE_E2E_ARTIFACTS (default e2e/artifacts/). A page error or a
+// console.error fails a flow at once, with the message.
 import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -32,26 +33,57 @@ before(async () => {
       '--disable-sync',
     ],
   });
+  // Browsers change under the tests (Debian upgrades Chromium): say which ran.
+  console.log(`browser: Chromium ${browser.version()} (${CHROMIUM})`);
 });
 after(async () => {
   await browser?.close();
 });
 
-/** A fresh profile (so a fresh chat) with the page open, console errors collected. */
-async function open(t, viewport = { width: 1000, height: 900 }) {
+/**
+ * A browser flow: `body` gets `open` for its pages. An uncaught exception
+ * in a page or a console.error fails the flow at once with its message,
+ * rather than leaving it to wait for something that will never show.
+ */
+function flow(name, body) {
+  test(name, async (t) => {
+    let fail;
+    const failed = new Promise((_, reject) => {
+      fail = reject;
+    });
+    const problem = (context, what) => {
+      const error = new Error(what);
+      error.stack = what; // where the flow noticed says nothing; `what` has the page's own
+      fail(error);
+      // Ends what the flow still waits for (the reason in each error).
+      void context.close({ reason: what });
+    };
+    await Promise.race([body((options) => open(t, problem, options)), failed]);
+  });
+}
+
+/**
+ * A fresh profile (so a fresh chat) with the page open and watched;
+ * `allow`: the console errors the flow causes on purpose.
+ */
+async function open(t, problem, { viewport = { width: 1000, height: 900 }, allow = [] } = {}) {
   const context = await browser.newContext({ viewport });
   t.after(() => context.close());
   const page = await context.newPage();
   page.setDefaultTimeout(TIMEOUT);
   const requests = [];
   const sockets = [];
-  const errors = [];
   page.on('request', (r) => requests.push(`${r.method()} ${new globalThis.URL(r.url()).pathname}`));
   page.on('websocket', (ws) => sockets.push(new globalThis.URL(ws.url()).pathname));
-  page.on('pageerror', (e) => errors.push(e.message));
+  page.on('pageerror', (e) => problem(context, `page error: ${e.stack ?? e.message}`));
+  page.on('console', (m) => {
+    if (m.type() !== 'error' || allow.some((expected) => expected.test(m.text()))) return;
+    const { url, lineNumber } = m.location();
+    problem(context, `console.error: ${m.text()}${url ? ` (${url}:${lineNumber})` : ''}`);
+  });
   await page.goto(URL);
   await page.getByRole('heading', { name: 'toolgate' }).waitFor();
-  return { page, requests, sockets, errors };
+  return { page, requests, sockets };
 }
 
 async function say(page, text) {
@@ -66,8 +98,8 @@ const assistantSays = (page, text) =>
   page.locator('.message.assistant .text', { hasText: text }).first().waitFor();
 const posts = (requests) => requests.filter((r) => r === 'POST /stream').length;
 
-test('approve: the card shows the payment, the hint and the deadline; the result streams in', async (t) => {
-  const { page, requests, errors } = await open(t);
+flow('approve: the card shows the payment, the hint and the deadline; the result streams in', async (open) => {
+  const { page, requests } = await open();
   await say(page, 'Send 50 USD to Hanako');
   const card = cards(page);
   await card.waitFor();
@@ -85,12 +117,11 @@ test('approve: the card shows the payment, the hint and the deadline; the result
   assert.equal(await cards(page).count(), 0);
   assert.match(await page.getByTestId('answered').innerText(), /You approved process_payment/);
   assert.equal(posts(requests), 2, 'the question, then the answer');
-  assert.deepEqual(errors, []);
   await shot(page, 'approve-2-result');
 });
 
-test('deny with a reason: the tool never runs and the model is told why', async (t) => {
-  const { page, errors } = await open(t);
+flow('deny with a reason: the tool never runs and the model is told why', async (open) => {
+  const { page } = await open();
   await say(page, 'Pay 20 EUR to Taro');
   const card = cards(page);
   await card.getByRole('button', { name: 'Deny…' }).click();
@@ -102,7 +133,6 @@ test('deny with a reason: the tool never runs and the model is told why', async 
   assert.match(await payment(page).getByRole('alert').innerText(), /User denied execution: not today/);
   await assistantSays(page, /denied: .*not today/);
   assert.match(await page.getByTestId('answered').innerText(), /You denied process_payment: not today/);
-  assert.deepEqual(errors, []);
   // The audit log says the user rejected it, and nothing approved it.
   const decisions = await page.evaluate(async () => {
     const chat = JSON.parse(localStorage.getItem('toolgate-demo:chat'));
@@ -114,8 +144,8 @@ test('deny with a reason: the tool never runs and the model is told why', async 
   await shot(page, 'deny-2-result');
 });
 
-test('a call the policy denies: no card, the error on the tool part', async (t) => {
-  const { page } = await open(t);
+flow('a call the policy denies: no card, the error on the tool part', async (open) => {
+  const { page } = await open();
   await say(page, 'Send 9000 USD to Hanako');
   const failed = payment(page).and(page.locator('[data-state="output-error"]'));
   await failed.waitFor();
@@ -128,8 +158,8 @@ test('a call the policy denies: no card, the error on the tool part', async (t) 
   await shot(page, 'policy-denied');
 });
 
-test('two payments at once: two cards, one answer request once both are decided', async (t) => {
-  const { page, requests } = await open(t);
+flow('two payments at once: two cards, one answer request once both are decided', async (open) => {
+  const { page, requests } = await open();
   await say(page, 'Send 10 USD to Hanako and send 20 USD to Taro');
   await cards(page).nth(1).waitFor();
   assert.equal(await cards(page).count(), 2);
@@ -155,8 +185,8 @@ test('two payments at once: two cards, one answer request once both are decided'
   await shot(page, 'two-2-results');
 });
 
-test('reload while a card is pending: the card comes back and still works', async (t) => {
-  const { page } = await open(t);
+flow('reload while a card is pending: the card comes back and still works', async (open) => {
+  const { page } = await open();
   await say(page, 'Send 30 USD to Hanako');
   await cards(page).waitFor();
   await page.reload();
@@ -171,8 +201,8 @@ test('reload while a card is pending: the card comes back and still works', asyn
   await shot(page, 'reload-2-result');
 });
 
-test('WebSocket mode: the whole flow over /live, no POST at all', async (t) => {
-  const { page, requests, sockets } = await open(t);
+flow('WebSocket mode: the whole flow over /live, no POST at all', async (open) => {
+  const { page, requests, sockets } = await open();
   await page.getByLabel('Transport').selectOption('ws');
   await say(page, 'Send 40 USD to Taro');
   const card = cards(page);
@@ -185,8 +215,8 @@ test('WebSocket mode: the whole flow over /live, no POST at all', async (t) => {
   await shot(page, 'websocket-2-result');
 });
 
-test('AI SDK approvals: the native card, approved and denied', async (t) => {
-  const { page } = await open(t);
+flow('AI SDK approvals: the native card, approved and denied', async (open) => {
+  const { page } = await open();
   await page.getByLabel('Confirmation').selectOption('ai-sdk');
   await say(page, 'Send 15 USD to Hanako');
   const card = cards(page);
@@ -206,8 +236,8 @@ test('AI SDK approvals: the native card, approved and denied', async (t) => {
   await shot(page, 'native-2-results');
 });
 
-test('edited arguments run as edited; remember skips the next question', async (t) => {
-  const { page } = await open(t);
+flow('edited arguments run as edited; remember skips the next question', async (open) => {
+  const { page } = await open();
   await say(page, 'Send 50 USD to Hanako');
   const card = cards(page);
   await card.getByRole('button', { name: 'Edit…' }).click();
@@ -226,8 +256,8 @@ test('edited arguments run as edited; remember skips the next question', async (
   await shot(page, 'edit-2-remembered');
 });
 
-test('keyboard and phone width: the flow without a mouse, nothing wider than the screen', async (t) => {
-  const { page } = await open(t, { width: 375, height: 740 });
+flow('keyboard and phone width: the flow without a mouse, nothing wider than the screen', async (open) => {
+  const { page } = await open({ viewport: { width: 375, height: 740 } });
   await page.getByLabel('Message').focus();
   await page.keyboard.type('Send 12 USD to Hanako');
   await page.keyboard.press('Enter');
@@ -245,8 +275,9 @@ test('keyboard and phone width: the flow without a mouse, nothing wider than the
   await shot(page, 'phone-2-result');
 });
 
-test('a failed answer is not lost: the error is shown and Retry sends it', async (t) => {
-  const { page, requests } = await open(t);
+flow('a failed answer is not lost: the error is shown and Retry sends it', async (open) => {
+  // Chromium reports the aborted request; nothing else may go wrong.
+  const { page, requests } = await open({ allow: [/^Failed to load resource: net::ERR_FAILED$/] });
   await say(page, 'Send 70 USD to Taro');
   await cards(page).waitFor();
   await page.route('**/stream', (route) => route.abort(), { times: 1 });
@@ -261,8 +292,8 @@ test('a failed answer is not lost: the error is shown and Retry sends it', async
   await shot(page, 'retry-2-result');
 });
 
-test('a card the chat went past cannot be answered any more', async (t) => {
-  const { page } = await open(t);
+flow('a card the chat went past cannot be answered any more', async (open) => {
+  const { page } = await open();
   await say(page, 'Send 80 USD to Hanako');
   await cards(page).waitFor();
   await say(page, 'What is the weather in Tokyo?');
@@ -272,8 +303,8 @@ test('a card the chat went past cannot be answered any more', async (t) => {
   await shot(page, 'left-behind');
 });
 
-test('client-side tools: one the page runs, one the user answers after approving', async (t) => {
-  const { page } = await open(t);
+flow('client-side tools: one the page runs, one the user answers after approving', async (open) => {
+  const { page } = await open();
   await say(page, 'use browser_time');
   await assistantSays(page, /browser_time returned .*timeZone/);
 

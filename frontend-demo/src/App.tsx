@@ -18,12 +18,20 @@ export function App() {
     <>
       <header className="top">
         <h1>toolgate</h1>
-        <form className="settings" onSubmit={(e) => e.preventDefault()} aria-label="Connection">
+        <form
+          className="settings"
+          onSubmit={(e) => {
+            e.preventDefault();
+          }}
+          aria-label="Connection"
+        >
           <label>
             Transport
             <select
               value={settings.transport}
-              onChange={(e) => change({ transport: e.target.value as Settings['transport'] })}
+              onChange={(e) => {
+                change({ transport: e.target.value as Settings['transport'] });
+              }}
             >
               <option value="sse">SSE (/stream)</option>
               <option value="ws">WebSocket (/live)</option>
@@ -33,7 +41,9 @@ export function App() {
             Confirmation
             <select
               value={settings.protocol}
-              onChange={(e) => change({ protocol: e.target.value as Settings['protocol'] })}
+              onChange={(e) => {
+                change({ protocol: e.target.value as Settings['protocol'] });
+              }}
             >
               <option value="adk">ADK (adk_request_confirmation)</option>
               <option value="ai-sdk">AI SDK approvals</option>
@@ -46,10 +56,17 @@ export function App() {
               autoComplete="off"
               placeholder="only if the server has keys"
               defaultValue={settings.apiKey}
-              onBlur={(e) => e.target.value !== settings.apiKey && change({ apiKey: e.target.value })}
+              onBlur={(e) => {
+                if (e.target.value !== settings.apiKey) change({ apiKey: e.target.value });
+              }}
             />
           </label>
-          <button type="button" onClick={() => setChat(newChat())}>
+          <button
+            type="button"
+            onClick={() => {
+              setChat(newChat());
+            }}
+          >
             New chat
           </button>
         </form>

@@ -21,7 +21,9 @@ function card(props: Partial<Parameters<typeof ApprovalCard>[0]> = {}) {
       args={payment}
       hint="Send 50 USD to Hanako?"
       protocol="adk"
-      onDecide={(d) => decisions.push(d)}
+      onDecide={(d) => {
+        decisions.push(d);
+      }}
       {...props}
     />,
   );
@@ -120,9 +122,13 @@ describe('ApprovalCard', () => {
     vi.useFakeTimers();
     const decisions = card({ details: { editable: true, deadline: Date.now() + 3_000 } });
     expect(screen.getByRole('timer').textContent).toBe('Answer within 0:03');
-    act(() => vi.advanceTimersByTime(1_000));
+    act(() => {
+      vi.advanceTimersByTime(1_000);
+    });
     expect(screen.getByRole('timer').textContent).toBe('Answer within 0:02');
-    act(() => vi.advanceTimersByTime(2_000));
+    act(() => {
+      vi.advanceTimersByTime(2_000);
+    });
     expect(screen.getByRole('timer').textContent).toMatch(/^Expired/);
     expect((button('Approve') as HTMLButtonElement).disabled).toBe(true);
     expect((button('Edit…') as HTMLButtonElement).disabled).toBe(true);

@@ -53,14 +53,17 @@ export function ApprovalCard({ toolName, args, hint, protocol, details, onDecide
     const next = nextFocus(section.current);
     setMode('sent');
     onDecide(decision);
-    setTimeout(() => next?.focus(), 0);
+    setTimeout(() => {
+      next?.focus();
+    }, 0);
   };
-  const approve = (editedArgs?: Record<string, unknown>) =>
+  const approve = (editedArgs?: Record<string, unknown>) => {
     decide({
       approved: true,
       ...(remember !== 'once' && protocol === 'adk' ? { remember } : {}),
       ...(editedArgs ? { editedArgs } : {}),
     });
+  };
   const deny = (event: FormEvent) => {
     event.preventDefault();
     const text = reason.trim();
@@ -95,7 +98,9 @@ export function ApprovalCard({ toolName, args, hint, protocol, details, onDecide
               Ask again
               <select
                 value={remember}
-                onChange={(e) => setRemember(e.target.value as typeof remember)}
+                onChange={(e) => {
+                  setRemember(e.target.value as typeof remember);
+                }}
               >
                 <option value="once">next time</option>
                 <option value="session">not in this chat</option>
@@ -103,15 +108,34 @@ export function ApprovalCard({ toolName, args, hint, protocol, details, onDecide
               </select>
             </label>
           )}
-          <button type="button" className="approve" disabled={expired} onClick={() => approve()}>
+          <button
+            type="button"
+            className="approve"
+            disabled={expired}
+            onClick={() => {
+              approve();
+            }}
+          >
             Approve
           </button>
           {editable && (
-            <button type="button" disabled={expired} onClick={() => setMode('edit')}>
+            <button
+              type="button"
+              disabled={expired}
+              onClick={() => {
+                setMode('edit');
+              }}
+            >
               Edit…
             </button>
           )}
-          <button type="button" className="deny" onClick={() => setMode('deny')}>
+          <button
+            type="button"
+            className="deny"
+            onClick={() => {
+              setMode('deny');
+            }}
+          >
             Deny…
           </button>
         </div>
@@ -120,12 +144,23 @@ export function ApprovalCard({ toolName, args, hint, protocol, details, onDecide
         <form className="actions" onSubmit={deny}>
           <label>
             Reason (optional, the model sees it)
-            <input value={reason} onChange={(e) => setReason(e.target.value)} autoFocus />
+            <input
+              value={reason}
+              onChange={(e) => {
+                setReason(e.target.value);
+              }}
+              autoFocus
+            />
           </label>
           <button type="submit" className="deny">
             Deny
           </button>
-          <button type="button" onClick={() => setMode('ask')}>
+          <button
+            type="button"
+            onClick={() => {
+              setMode('ask');
+            }}
+          >
             Back
           </button>
         </form>
@@ -135,8 +170,12 @@ export function ApprovalCard({ toolName, args, hint, protocol, details, onDecide
           args={args}
           schema={details?.parameters}
           disabled={expired}
-          onApprove={(edited) => approve(edited)}
-          onCancel={() => setMode('ask')}
+          onApprove={(edited) => {
+            approve(edited);
+          }}
+          onCancel={() => {
+            setMode('ask');
+          }}
         />
       )}
       {mode === 'sent' && (
@@ -161,8 +200,12 @@ function useRemaining(deadline?: number): number | undefined {
   const [now, setNow] = useState(() => Date.now());
   useEffect(() => {
     if (deadline === undefined) return;
-    const timer = setInterval(() => setNow(Date.now()), 1000);
-    return () => clearInterval(timer);
+    const timer = setInterval(() => {
+      setNow(Date.now());
+    }, 1000);
+    return () => {
+      clearInterval(timer);
+    };
   }, [deadline]);
   return deadline === undefined ? undefined : Math.max(0, deadline - now);
 }
@@ -258,7 +301,9 @@ function EditForm({
     }
   };
 
-  const set = (name: string, value: string | boolean) => setValues((v) => ({ ...v, [name]: value }));
+  const set = (name: string, value: string | boolean) => {
+    setValues((v) => ({ ...v, [name]: value }));
+  };
   return (
     <form className="edit" onSubmit={submit}>
       {(fields ?? [{ name: '', kind: 'json' as const, schema: {} }]).map((field) => (
@@ -268,16 +313,25 @@ function EditForm({
             <input
               type="checkbox"
               checked={values[field.name] === true}
-              onChange={(e) => set(field.name, e.target.checked)}
+              onChange={(e) => {
+                set(field.name, e.target.checked);
+              }}
             />
           ) : field.kind === 'json' ? (
             <textarea
               rows={4}
               value={String(values[field.name])}
-              onChange={(e) => set(field.name, e.target.value)}
+              onChange={(e) => {
+                set(field.name, e.target.value);
+              }}
             />
           ) : field.kind === 'string' && Array.isArray(field.schema.enum) ? (
-            <select value={String(values[field.name])} onChange={(e) => set(field.name, e.target.value)}>
+            <select
+              value={String(values[field.name])}
+              onChange={(e) => {
+                set(field.name, e.target.value);
+              }}
+            >
               {field.schema.enum.map((option) => (
                 <option key={String(option)} value={String(option)}>
                   {String(option)}
@@ -289,7 +343,9 @@ function EditForm({
               type={field.kind === 'string' ? 'text' : 'number'}
               step={field.kind === 'integer' ? 1 : 'any'}
               value={String(values[field.name])}
-              onChange={(e) => set(field.name, e.target.value)}
+              onChange={(e) => {
+                set(field.name, e.target.value);
+              }}
             />
           )}
         </label>

@@ -32,12 +32,11 @@ export function Chat({
 }) {
   const transport = useMemo(() => makeTransport(settings), [settings]);
   // A socket left open would count against the server's idle limit.
-  useEffect(
-    () => () => {
+  useEffect(() => {
+    return () => {
       if (transport instanceof WebSocketChatTransport) transport.close();
-    },
-    [transport],
-  );
+    };
+  }, [transport]);
   const chat = useChat({
     id: chatId,
     messages: initialMessages,
@@ -100,7 +99,11 @@ export function Chat({
   };
 
   const end = useRef<HTMLDivElement>(null);
-  useEffect(() => end.current?.scrollIntoView({ block: 'end' }), [messages]);
+  // A block body: what scrollIntoView returns (a Promise in newer
+  // browsers) must not become the effect's cleanup.
+  useEffect(() => {
+    end.current?.scrollIntoView({ block: 'end' });
+  }, [messages]);
 
   return (
     <main className="chat">
@@ -115,7 +118,13 @@ export function Chat({
         <div className="examples">
           <p>Try:</p>
           {EXAMPLES.map((text) => (
-            <button key={text} type="button" onClick={() => send(text)}>
+            <button
+              key={text}
+              type="button"
+              onClick={() => {
+                send(text);
+              }}
+            >
               {text}
             </button>
           ))}
@@ -149,7 +158,9 @@ export function Chat({
         <input
           id="prompt"
           value={input}
-          onChange={(e) => setInput(e.target.value)}
+          onChange={(e) => {
+            setInput(e.target.value);
+          }}
           placeholder="Send 50 USD to Hanako"
           autoComplete="off"
         />

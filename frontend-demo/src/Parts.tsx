@@ -62,7 +62,9 @@ function Tool({ part, answerers }: { part: ToolPart; answerers: Answerers }) {
         args={part.input}
         protocol="ai-sdk"
         details={cardDetails(answerers, id)}
-        onDecide={(decision) => answerers.answerNative(id, decision)}
+        onDecide={(decision) => {
+          answerers.answerNative(id, decision);
+        }}
       />
     );
   }
@@ -140,7 +142,9 @@ function AdkQuestion({ part, answerers }: { part: ToolPart; answerers: Answerers
           hint={input.toolConfirmation?.hint}
           protocol="adk"
           details={cardDetails(answerers, part.toolCallId)}
-          onDecide={(decision) => answerers.answerAdk(part.toolCallId, decision)}
+          onDecide={(decision) => {
+            answerers.answerAdk(part.toolCallId, decision);
+          }}
         />
       );
     case 'output-available': {
@@ -190,7 +194,13 @@ function ClientTool({ name, part, answerers }: { name: string; part: ToolPart; a
       <Args toolName={name} args={part.input} />
       <label>
         Result (JSON)
-        <textarea rows={2} value={text} onChange={(e) => setText(e.target.value)} />
+        <textarea
+          rows={2}
+          value={text}
+          onChange={(e) => {
+            setText(e.target.value);
+          }}
+        />
       </label>
       {error && (
         <p className="error" role="alert">
@@ -203,7 +213,9 @@ function ClientTool({ name, part, answerers }: { name: string; part: ToolPart; a
         </button>
         <button
           type="button"
-          onClick={() => answerers.answerClient(name, part.toolCallId, { errorText: 'the user could not run it' })}
+          onClick={() => {
+            answerers.answerClient(name, part.toolCallId, { errorText: 'the user could not run it' });
+          }}
         >
           Report failure
         </button>

@@ -1,13 +1,16 @@
 import { StrictMode } from 'react';
 import { createRoot } from 'react-dom/client';
 import { App } from './App';
+import { Guarded } from './Crashed';
 import './styles.css';
 
 const root = document.getElementById('root');
 if (root) {
   createRoot(root).render(
     <StrictMode>
-      <App />
+      <Guarded>
+        <App />
+      </Guarded>
     </StrictMode>,
   );
 }

@@ -1,0 +1,55 @@
+import { cleanup, fireEvent, render, screen } from '@testing-library/react';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { Chat } from './Chat';
+import { defaults } from './settings';
+
+/** A turn as toolgate streams it: one short text answer. */
+function answer(text: string): Response {
+  const chunks = [
+    { type: 'start', messageId: 'msg-1' },
+    { type: 'start-step' },
+    { type: 'text-start', id: 'text-1' },
+    { type: 'text-delta', id: 'text-1', delta: text },
+    { type: 'text-end', id: 'text-1' },
+    { type: 'finish-step' },
+    { type: 'finish', finishReason: 'stop' },
+  ];
+  const body = [...chunks.map((c) => `data: ${JSON.stringify(c)}\n\n`), 'data: [DONE]\n\n'].join('');
+  return new Response(body, {
+    headers: { 'content-type': 'text/event-stream', 'x-vercel-ai-ui-message-stream': 'v1' },
+  });
+}
+
+beforeEach(() => {
+  localStorage.clear();
+});
+
+afterEach(() => {
+  cleanup();
+  vi.restoreAllMocks();
+  vi.unstubAllGlobals();
+});
+
+describe('Chat', () => {
+  it('stays mounted where scrollIntoView returns a Promise (Chromium 156)', async () => {
+    const scrolled = vi.fn(() => Promise.resolve());
+    vi.spyOn(Element.prototype, 'scrollIntoView').mockImplementation(
+      scrolled as unknown as Element['scrollIntoView'],
+    );
+    const fetched = vi.fn((..._: Parameters<typeof fetch>) => Promise.resolve(answer('Hello from toolgate')));
+    vi.stubGlobal('fetch', fetched);
+    const errors = vi.spyOn(console, 'error');
+
+    render(<Chat chatId="chat-1" initialMessages={[]} settings={defaults} />);
+    fireEvent.change(screen.getByLabelText('Message'), { target: { value: 'Hi' } });
+    fireEvent.click(screen.getByRole('button', { name: 'Send' }));
+
+    // Each new message re-runs the scroll effect, and cleans up the last run.
+    expect(await screen.findByText('Hello from toolgate')).toBeTruthy();
+    expect(screen.getByText('Hi')).toBeTruthy();
+    expect(screen.getByLabelText('Message')).toBeTruthy();
+    expect(fetched).toHaveBeenCalledOnce();
+    expect(scrolled.mock.calls.length).toBeGreaterThan(1);
+    expect(errors).not.toHaveBeenCalled();
+  });
+});
