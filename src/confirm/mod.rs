@@ -26,7 +26,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-pub use answer::{Answer, Decision, Remember, original_call};
+pub use answer::{Answer, AnswerKeys, Decision, Remember, original_call};
 pub use signing::{Seal, Signer};
 
 use crate::ids::{Clock, Ids};
@@ -56,7 +56,7 @@ fn millis(d: Duration) -> u64 {
 }
 
 /// The name of the wrapper call that asks the user.
-pub const CONFIRMATION_TOOL: &str = "adk_request_confirmation";
+pub use crate::protocol::message::CONFIRMATION_TOOL;
 
 /// Who is asking: the gate's answers are valid only within one scope.
 #[derive(Debug, Clone, PartialEq, Eq)]
