@@ -38,6 +38,8 @@ pub struct App {
     provider: Option<Arc<dyn ModelProvider>>,
     signer: Option<Signer>,
     policy: Policy,
+    /// This process, as its claims name it.
+    instance: String,
 }
 
 impl App {
@@ -63,7 +65,16 @@ impl App {
             provider: None,
             signer: None,
             policy,
+            instance: uuid::Uuid::new_v4().simple().to_string(),
         }
+    }
+
+    /// Names this process's claims (a random id minted at start-up unless
+    /// set): after a restart, a claim of the process before is known as
+    /// orphaned and answered at once.
+    pub fn with_instance(mut self, instance: impl Into<String>) -> Self {
+        self.instance = instance.into();
+        self
     }
 
     pub fn with_ids(mut self, ids: Ids) -> Self {
@@ -171,7 +182,8 @@ impl App {
         )
         .with_signer(self.signer)
         .with_policy(self.policy)
-        .with_result_retention(self.config.store.audit_retention());
+        .with_result_retention(self.config.store.audit_retention())
+        .with_instance(self.instance);
         let gate = match self.config.tool_confirmation.allowed_tools_storage {
             AllowedToolsStorage::Storage => gate,
             AllowedToolsStorage::Memory => gate.with_remembered_store(Store::memory()),
@@ -244,7 +256,7 @@ impl App {
         let retention = self.config.store.audit_retention();
         let (store, clock) = (self.store.clone(), self.clock.clone());
         let (router, gate) = self.build();
-        let toolbox = gate.toolbox().clone();
+        let (toolbox, tracked) = (gate.toolbox().clone(), gate.clone());
         let purge = tokio::spawn(purge_expired(gate, store, clock, retention));
         let draining = tokio_util::sync::CancellationToken::new();
         let served = axum::serve(listener, router.into_make_service())
@@ -259,6 +271,7 @@ impl App {
             }
         };
         purge.abort();
+        tracked.shutdown().await;
         toolbox.shutdown().await;
         served
     }

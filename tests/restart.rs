@@ -65,8 +65,10 @@ async fn a_confirmation_survives_sigkill_and_runs_once() {
     );
 }
 
+const TOOL_TIMEOUT: Duration = Duration::from_secs(30);
+
 #[tokio::test]
-async fn a_claim_left_by_a_dead_process_is_outcome_unknown() {
+async fn a_claim_left_by_a_dead_process_is_outcome_unknown_at_once() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let path = dir.path().join("db.sqlite3");
     let clock = Clock::manual(1_000_000);
@@ -77,7 +79,7 @@ async fn a_claim_left_by_a_dead_process_is_outcome_unknown() {
             clock.clone(),
             Ids::sequential(),
             Duration::from_secs(3600),
-            Duration::from_secs(30),
+            TOOL_TIMEOUT,
         )
     };
     let scope = Scope {
@@ -100,13 +102,15 @@ async fn a_claim_left_by_a_dead_process_is_outcome_unknown() {
         other => panic!("{other:?}"),
     };
     assert_eq!(
-        store.claim(&issued.id, clock.now_ms()).await.ok(),
+        store
+            .claim(&issued.id, clock.now_ms(), "instance-before")
+            .await
+            .ok(),
         Some(Claim::Won)
     );
     drop(store);
 
-    // Long after, the user answers again on a new process.
-    clock.advance(Duration::from_secs(60));
+    // At once, the user answers again on a new process.
     let gate = gate(Store::sqlite(&path).unwrap_or_else(|e| panic!("{e}")));
     let answer = Answer {
         confirmation_id: issued.id,
@@ -120,7 +124,11 @@ async fn a_claim_left_by_a_dead_process_is_outcome_unknown() {
         protocol: ConfirmationProtocol::Adk,
         seal: None,
     };
-    match gate.check_answer(&scope, &answer).await {
+    // Well before the 30 s tool timeout the old rule waited for.
+    let answered = tokio::time::timeout(TOOL_TIMEOUT / 2, gate.check_answer(&scope, &answer))
+        .await
+        .unwrap_or_else(|_| panic!("the answer waited for a claim of a dead process"));
+    match answered {
         Ok(Answered::Rejected(why)) => assert_eq!(why, OUTCOME_UNKNOWN),
         Ok(Answered::Running { .. }) => panic!("ran again"),
         Ok(Answered::Client { .. }) => panic!("handed to a client"),

@@ -429,8 +429,14 @@ fn answers(message: &UiMessage) -> (Vec<(Answer, Option<Value>)>, Vec<Open>) {
             });
             continue;
         }
-        let Some(answer) = Answer::from_part(tool) else {
-            continue;
+        let answer = match Answer::from_part(tool) {
+            Ok(Some(answer)) => answer,
+            Ok(None) => continue,
+            // The request's parser refused these already; nothing runs on one.
+            Err(e) => {
+                tracing::warn!(part = %tool.tool_call_id, "malformed answer ignored: {e}");
+                continue;
+            }
         };
         // An ADK answer whose original call already has its result was handled.
         let handled = answer.protocol == ConfirmationProtocol::Adk

@@ -5,7 +5,8 @@ use serde_json::Value;
 
 use super::CONFIRMATION_TOOL;
 use super::signing::Seal;
-use crate::protocol::{ConfirmationProtocol, ToolPart, ToolState};
+pub use crate::protocol::message::{AnswerKeys, Remember};
+use crate::protocol::{ConfirmationProtocol, RequestError, ToolPart, ToolState};
 use crate::provider::ToolCall;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -22,13 +23,22 @@ pub enum Decision {
     },
 }
 
-/// How far an approval reaches beyond the call it answers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Remember {
-    /// `"session"`: this tool, in this chat, without asking.
-    Chat,
-    /// `"global"`: this tool, in every chat of this user, without asking.
-    Everywhere,
+impl Decision {
+    /// A yes or no with the answer's other keys, however it arrived.
+    pub fn new(approved: bool, keys: AnswerKeys) -> Self {
+        if approved {
+            Decision::Approve {
+                payload: keys.payload,
+                remember: keys.remember,
+                approve_next: keys.approve_next,
+                edited: keys.edited_args,
+            }
+        } else {
+            Decision::Deny {
+                reason: keys.reason,
+            }
+        }
+    }
 }
 
 /// What the client says about one confirmation.
@@ -46,12 +56,13 @@ pub struct Answer {
 impl Answer {
     /// The answer in a tool part, or `None` when the part holds none: an
     /// answered `adk_request_confirmation` part, or (ai 6+) a part whose
-    /// approval was responded to. Anything but an explicit yes is a denial:
-    /// malformed answers fail closed.
-    pub fn from_part(part: &ToolPart) -> Option<Self> {
+    /// approval was responded to. Anything but an explicit `confirmed:
+    /// true` is a denial (fail closed); a malformed key ([`AnswerKeys`]) is
+    /// an error: the request that carries it is refused.
+    pub fn from_part(part: &ToolPart) -> Result<Option<Self>, RequestError> {
         if part.tool_name != CONFIRMATION_TOOL {
             let ToolState::ApprovalResponded(approval) = &part.state else {
-                return None;
+                return Ok(None);
             };
             let decision = match approval.approved {
                 Some(true) => Decision::Approve {
@@ -64,7 +75,7 @@ impl Answer {
                     reason: approval.reason.clone(),
                 },
             };
-            return Some(Answer {
+            return Ok(Some(Answer {
                 confirmation_id: approval.id.clone(),
                 original: Some(ToolCall {
                     id: part.tool_call_id.clone(),
@@ -74,28 +85,31 @@ impl Answer {
                 decision,
                 protocol: ConfirmationProtocol::AiSdk,
                 seal: Seal::from_metadata(part.call_provider_metadata.as_ref()),
-            });
+            }));
         }
         let decision = match &part.state {
             ToolState::OutputAvailable {
                 output,
                 preliminary: false,
-            } => decide(output),
+            } => {
+                let yes = output.get("confirmed") == Some(&Value::Bool(true));
+                Decision::new(yes, AnswerKeys::of_output(output)?)
+            }
             ToolState::OutputError { error_text } => Decision::Deny {
                 reason: Some(error_text.clone()),
             },
             ToolState::OutputDenied(approval) => Decision::Deny {
                 reason: approval.as_ref().and_then(|a| a.reason.clone()),
             },
-            _ => return None,
+            _ => return Ok(None),
         };
-        Some(Answer {
+        Ok(Some(Answer {
             confirmation_id: part.tool_call_id.clone(),
             original: original_call(&part.input),
             decision,
             protocol: ConfirmationProtocol::Adk,
             seal: Seal::from_metadata(part.call_provider_metadata.as_ref()),
-        })
+        }))
     }
 
     /// Whether `part` is a question still waiting for its answer.
@@ -108,32 +122,6 @@ impl Answer {
             _ => false,
         }
     }
-}
-
-fn decide(output: &Value) -> Decision {
-    if output.get("confirmed") == Some(&Value::Bool(true)) {
-        let remember = match output.get("remember").and_then(Value::as_str) {
-            Some("session") => Some(Remember::Chat),
-            Some("global") => Some(Remember::Everywhere),
-            _ => None,
-        };
-        let approve_next = output
-            .get("approveNext")
-            .and_then(Value::as_u64)
-            .map(|n| u32::try_from(n).unwrap_or(u32::MAX));
-        return Decision::Approve {
-            payload: output.get("payload").cloned(),
-            remember,
-            approve_next,
-            edited: output.get("editedArgs").cloned(),
-        };
-    }
-    let reason = match output.get("reason") {
-        Some(Value::String(reason)) => Some(reason.clone()),
-        Some(Value::Null) | None => None,
-        Some(other) => Some(other.to_string()),
-    };
-    Decision::Deny { reason }
 }
 
 /// `input.originalFunctionCall` as a call, if it has the right shape.
@@ -178,7 +166,7 @@ mod tests {
             p.tool_name = "process_payment".into();
             p.tool_call_id = "call-1".into();
             p.input = json!({"amount": 1});
-            Answer::from_part(&p)
+            Answer::from_part(&p).ok().flatten()
         };
         let yes = native(Approval {
             id: "apr-1".into(),
@@ -219,7 +207,12 @@ mod tests {
 
     #[test]
     fn only_confirmed_true_approves() {
-        let decision = |state| Answer::from_part(&part(state)).map(|a| a.decision);
+        let decision = |state| {
+            Answer::from_part(&part(state))
+                .ok()
+                .flatten()
+                .map(|a| a.decision)
+        };
         assert_eq!(
             decision(output(json!({"confirmed": true, "payload": {"d": 2}}))),
             Some(Decision::Approve {
@@ -247,6 +240,17 @@ mod tests {
                 Some(Decision::Deny { reason: None })
             );
         }
+        assert_eq!(
+            decision(output(json!({"confirmed": false, "reason": "too much"}))),
+            Some(Decision::Deny {
+                reason: Some("too much".into())
+            })
+        );
+        assert!(
+            Answer::from_part(&part(output(json!({"confirmed": true, "approveNext": -1}))))
+                .is_err(),
+            "a malformed key is refused, not dropped"
+        );
         assert_eq!(decision(ToolState::InputAvailable), None);
         assert_eq!(
             decision(ToolState::OutputAvailable {
@@ -256,7 +260,10 @@ mod tests {
             None
         );
         assert_eq!(
-            Answer::from_part(&part(output(json!({"confirmed": true})))).and_then(|a| a.original),
+            Answer::from_part(&part(output(json!({"confirmed": true}))))
+                .ok()
+                .flatten()
+                .and_then(|a| a.original),
             Some(ToolCall {
                 id: "c".into(),
                 name: "t".into(),

@@ -7,19 +7,26 @@
 //! verified first, when signing is on), for this chat and principal, asked
 //! in the same protocol, for the same call, unexpired, and wins the store's
 //! atomic claim; the gate then starts it at once ([`Answered::Running`]).
+//!
+//! Everything from a claim on (starting the call, recording its outcome,
+//! the audit event) runs on the gate's tracked tasks, never on the request's
+//! future: a client that hangs up drops that future at any await, and an
+//! approval once given must not be lost with it. Shutdown waits for them.
 
 mod answer;
 pub mod signing;
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use futures::FutureExt;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
-pub use answer::{Answer, Decision, Remember, original_call};
+pub use answer::{Answer, AnswerKeys, Decision, Remember, original_call};
 pub use signing::{Seal, Signer};
 
 use crate::ids::{Clock, Ids};
@@ -27,19 +34,21 @@ use crate::policy::{BUDGET, CallInfo, Policy, REMEMBERED, ToolInfo, Verdict};
 use crate::protocol::{ConfirmationProtocol, ToolPart, ToolState};
 use crate::provider::ToolCall;
 use crate::store::{
-    AuditDecision, AuditEvent, Claim, Issued, Outcome, Remembered, Status, Store, StoreError,
+    AuditDecision, AuditEvent, Claim, HEARTBEAT_EVERY, Issued, Outcome, Remembered, Status, Store,
+    StoreError,
 };
 use crate::tools::client::{MAX_OUTPUT_BYTES, NO_RESULT};
 use crate::tools::qualified_name;
 use crate::tools::{Registry, ToolContext, ToolError, ToolSource, Toolbox};
 
-/// What a replay is told when the claimed call never reported an outcome.
+/// What a replay is told when the claimed call never reported an outcome
+/// and never will: the process that claimed it is gone.
 pub const OUTCOME_UNKNOWN: &str = "outcome unknown: the approved call was claimed but its outcome was never recorded (the server may have stopped while it ran); it will not run again";
 
 /// The reason a held question is denied with when nobody decided in time.
 pub const TIMEOUT: &str = "timeout";
 
-/// How long past the tool timeout a claim may go without an outcome.
+/// How long past the tool timeout a live claim may go without an outcome.
 const CLAIM_GRACE_MS: u64 = 5_000;
 
 fn millis(d: Duration) -> u64 {
@@ -47,7 +56,7 @@ fn millis(d: Duration) -> u64 {
 }
 
 /// The name of the wrapper call that asks the user.
-pub const CONFIRMATION_TOOL: &str = "adk_request_confirmation";
+pub use crate::protocol::message::CONFIRMATION_TOOL;
 
 /// Who is asking: the gate's answers are valid only within one scope.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -174,6 +183,9 @@ pub enum Answered {
 pub enum GateError {
     #[error("confirmation store failed: {0}")]
     Store(#[from] StoreError),
+    /// A gate task ended without an answer (it panicked).
+    #[error("a confirmation task failed: {0}")]
+    Task(String),
 }
 
 #[derive(Debug, Clone)]
@@ -192,6 +204,15 @@ pub struct Gate {
     /// How long the digest of a client's accepted result is kept, so that
     /// later turns still take it after its hand-off record expired.
     result_retention: Duration,
+    /// What runs from a claim on; shutdown waits for it.
+    tasks: TaskTracker,
+    /// This process, as its claims name it (minted at start-up).
+    instance: Arc<str>,
+    /// Whether this instance's heartbeat is kept (a shared store, from the
+    /// first claim on).
+    beating: Arc<AtomicBool>,
+    /// Cancelled by [`Gate::shutdown`]: ends the heartbeat.
+    stopping: CancellationToken,
 }
 
 impl Gate {
@@ -214,7 +235,98 @@ impl Gate {
             policy: Policy::default(),
             remembered: store,
             result_retention: DEFAULT_RESULT_RETENTION,
+            tasks: TaskTracker::new(),
+            instance: uuid::Uuid::new_v4().simple().to_string().into(),
+            beating: Arc::default(),
+            stopping: CancellationToken::new(),
         }
+    }
+
+    /// Names this process's claims `instance` (random unless set): a claim
+    /// of another instance that is gone is answered at once as outcome
+    /// unknown, one of this instance waits for its running call.
+    pub fn with_instance(mut self, instance: impl Into<Arc<str>>) -> Self {
+        self.instance = instance.into();
+        self
+    }
+
+    /// Renews this instance's heartbeat on the gate's tracked task, for a
+    /// store several instances share, until [`Gate::shutdown`].
+    fn keep_alive(&self) {
+        let (store, instance) = (self.store.clone(), self.instance.clone());
+        let stopping = self.stopping.clone();
+        self.tasks.spawn(async move {
+            let mut every = tokio::time::interval(HEARTBEAT_EVERY);
+            loop {
+                tokio::select! {
+                    () = stopping.cancelled() => return,
+                    _ = every.tick() => {}
+                }
+                if let Err(e) = store.heartbeat(&instance).await {
+                    tracing::warn!("renewing this instance's heartbeat failed: {e}");
+                }
+            }
+        });
+    }
+
+    /// Stops the heartbeat and waits for every claimed call to run to its
+    /// end and record its outcome (at most the tool timeout and a grace).
+    pub async fn shutdown(&self) {
+        self.stopping.cancel();
+        self.tasks.close();
+        let limit = self.tool_timeout + Duration::from_millis(CLAIM_GRACE_MS);
+        if tokio::time::timeout(limit, self.tasks.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!("stopping with claimed calls still running: their outcome is unknown");
+        }
+    }
+
+    /// Runs `work` to its end on the gate's tracked task, whatever happens
+    /// to the caller, and hands back its result if the caller still waits.
+    async fn to_the_end<T: Send + 'static>(
+        &self,
+        work: impl Future<Output = Result<T, GateError>> + Send + 'static,
+    ) -> Result<T, GateError> {
+        self.tasks
+            .spawn(work)
+            .await
+            .map_err(|e| GateError::Task(e.to_string()))?
+    }
+
+    /// Claims `id` for this instance. With a shared store its heartbeat is
+    /// written before its first claim, and kept alive from then on: no
+    /// other instance may take a claim of a live one for orphaned.
+    async fn claim(&self, id: &str, now_ms: u64) -> Result<Claim, StoreError> {
+        if self.store.is_shared() && !self.beating.load(Ordering::Acquire) {
+            self.store.heartbeat(&self.instance).await?;
+            if !self.beating.swap(true, Ordering::AcqRel) {
+                self.keep_alive();
+            }
+        }
+        self.store.claim(id, now_ms, &self.instance).await
+    }
+
+    /// The outcome of a claim someone else holds, or `None` when it will
+    /// never come. The one place a claim in flight is judged: an orphaned
+    /// one (its instance is gone) is answered at once; a live one (running
+    /// here, or on a live instance) is waited for until the longest its call
+    /// can take has passed.
+    async fn claimed_outcome(
+        &self,
+        id: &str,
+        since_ms: u64,
+        orphaned: bool,
+    ) -> Result<Option<Outcome>, GateError> {
+        if orphaned {
+            return Ok(None);
+        }
+        let deadline = since_ms
+            .saturating_add(millis(self.tool_timeout))
+            .saturating_add(CLAIM_GRACE_MS);
+        let left = Duration::from_millis(deadline.saturating_sub(self.clock.now_ms()));
+        Ok(self.store.wait_outcome(id, left).await?)
     }
 
     /// Keeps the record of each client result taken for `retention` (the
@@ -501,6 +613,18 @@ impl Gate {
         id: &str,
         decision: Decision,
     ) -> Result<OutOfBand, GateError> {
+        let gate = self.clone();
+        let (principal, id) = (principal.to_owned(), id.to_owned());
+        self.to_the_end(async move { gate.decide_here(&principal, &id, decision).await })
+            .await
+    }
+
+    async fn decide_here(
+        &self,
+        principal: &str,
+        id: &str,
+        decision: Decision,
+    ) -> Result<OutOfBand, GateError> {
         let Some(issued) = self
             .store
             .get(id)
@@ -583,14 +707,14 @@ impl Gate {
                 .await;
                 return Ok(OutOfBand::Conflict(why));
             }
-            _ => match self.store.claim(id, now).await? {
+            _ => match self.claim(id, now).await? {
                 Claim::Done(outcome) => Some(settled(outcome)),
-                Claim::InFlight { .. } => Some(
-                    match self.store.wait_outcome(id, self.tool_timeout * 2).await? {
+                Claim::InFlight { since_ms, orphaned } => {
+                    Some(match self.claimed_outcome(id, since_ms, orphaned).await? {
                         Some(outcome) => settled(outcome),
                         None => OutOfBand::Conflict(OUTCOME_UNKNOWN.into()),
-                    },
-                ),
+                    })
+                }
                 Claim::Won => None,
             },
         };
@@ -694,7 +818,19 @@ impl Gate {
         if let Some(outcome) = self.store.wait_outcome(id, window).await? {
             return Ok((as_ran(issued.call, &outcome), outcome));
         }
-        let claim = match self.store.claim(id, self.clock.now_ms()).await {
+        let (gate, scope) = (self.clone(), scope.clone());
+        let call = issued.call.clone();
+        let outcome = self
+            .to_the_end(async move { gate.time_out(&scope, issued).await })
+            .await?;
+        Ok((as_ran(call, &outcome), outcome))
+    }
+
+    /// A held question nobody decided in its window: denied with reason
+    /// `timeout`, unless a decision wins the claim at that moment.
+    async fn time_out(&self, scope: &Scope, issued: Issued) -> Result<Outcome, GateError> {
+        let id = issued.id.as_str();
+        let claim = match self.claim(id, self.clock.now_ms()).await {
             // Forgotten as expired meanwhile: it timed out all the same.
             Err(StoreError::NotClaimed(_)) => Claim::Done(Outcome::Denied {
                 reason: Some(TIMEOUT.to_owned()),
@@ -720,8 +856,8 @@ impl Gate {
                 outcome
             }
             Claim::Done(outcome) => outcome,
-            Claim::InFlight { .. } => {
-                match self.store.wait_outcome(id, self.tool_timeout * 2).await? {
+            Claim::InFlight { since_ms, orphaned } => {
+                match self.claimed_outcome(id, since_ms, orphaned).await? {
                     Some(outcome) => outcome,
                     None => Outcome::Error {
                         message: OUTCOME_UNKNOWN.into(),
@@ -730,7 +866,7 @@ impl Gate {
                 }
             }
         };
-        Ok((as_ran(issued.call, &outcome), outcome))
+        Ok(outcome)
     }
 
     /// Appends to the audit log. A failing log is reported, but does not
@@ -755,14 +891,16 @@ impl Gate {
             .await?)
     }
 
-    /// Records how far an approval reaches beyond its own call.
+    /// Records how far an approval reaches beyond its own call. A store that
+    /// fails here is reported but does not undo the approval: its call is
+    /// already running, and its audit event is still to be written.
     async fn extend(
         &self,
         scope: &Scope,
         tool: &str,
         remember: Option<Remember>,
         approve_next: Option<u32>,
-    ) -> Result<(), GateError> {
+    ) {
         let qualified = qualified_name(tool);
         if let Some(remember) = remember {
             let approval = Remembered {
@@ -772,19 +910,34 @@ impl Gate {
                 tool: qualified.clone(),
                 created_at_ms: self.clock.now_ms(),
             };
-            self.remembered.remember(approval).await?;
+            if let Err(e) = self.remembered.remember(approval).await {
+                tracing::error!(tool = %qualified, "remembering an approval failed: {e}");
+            }
         }
-        if let Some(n) = approve_next.filter(|n| *n > 0) {
-            self.remembered
+        if let Some(n) = approve_next.filter(|n| *n > 0)
+            && let Err(e) = self
+                .remembered
                 .grant_budget(&scope.principal, &scope.chat_id, &qualified, n)
-                .await?;
+                .await
+        {
+            tracing::error!(tool = %qualified, "granting the next {n} calls failed: {e}");
         }
-        Ok(())
     }
 
     /// Settles a confirmation nobody answered yet when a remembered approval
     /// now covers it: claims it and starts the call, as an approval would.
     pub async fn settle(
+        &self,
+        scope: &Scope,
+        confirmation_id: &str,
+    ) -> Result<Option<Answered>, GateError> {
+        let (gate, scope) = (self.clone(), scope.clone());
+        let id = confirmation_id.to_owned();
+        self.to_the_end(async move { gate.settle_here(&scope, &id).await })
+            .await
+    }
+
+    async fn settle_here(
         &self,
         scope: &Scope,
         confirmation_id: &str,
@@ -824,8 +977,24 @@ impl Gate {
         if matches!(above, Verdict::Deny { .. } | Verdict::Ask) {
             return Ok(None);
         }
-        match self.store.claim(&issued.id, now).await? {
+        match self.claim(&issued.id, now).await? {
             Claim::Won => {
+                // Started (or handed out) first; the audit event follows.
+                let answered = if self.runs_on_client(&issued.call.name) {
+                    self.hand_off(&issued.id, issued.call.clone(), None).await?
+                } else {
+                    let outcome = self.start_confirmed(
+                        issued.id.clone(),
+                        issued.call.clone(),
+                        None,
+                        &scope.chat_id,
+                        None,
+                    );
+                    Answered::Running {
+                        call: issued.call.clone(),
+                        outcome,
+                    }
+                };
                 let by = "remembered approval".to_owned();
                 self.note(
                     scope,
@@ -836,20 +1005,7 @@ impl Gate {
                     Some(&issued.id),
                 )
                 .await;
-                if self.runs_on_client(&issued.call.name) {
-                    return Ok(Some(self.hand_off(&issued.id, issued.call, None).await?));
-                }
-                let outcome = self.start_confirmed(
-                    issued.id,
-                    issued.call.clone(),
-                    None,
-                    &scope.chat_id,
-                    None,
-                );
-                Ok(Some(Answered::Running {
-                    call: issued.call,
-                    outcome,
-                }))
+                Ok(Some(answered))
             }
             Claim::Done(outcome) => Ok(Some(Answered::Recorded {
                 call: issued.call,
@@ -891,10 +1047,16 @@ impl Gate {
         match self.decide(scope, &call).await? {
             Some(Verdict::Allow { by }) => {
                 if tool.runs_on_client() {
-                    let handoff = self.record_hand_off(scope, &call, protocol).await?;
-                    let id = Some(handoff.as_str());
-                    self.note(scope, &call, AuditDecision::Allowed, by, None, id)
-                        .await;
+                    let (gate, scope, handed) = (self.clone(), scope.clone(), call.clone());
+                    let handoff = self
+                        .to_the_end(async move {
+                            let handoff = gate.record_hand_off(&scope, &handed, protocol).await?;
+                            let id = Some(handoff.as_str());
+                            gate.note(&scope, &handed, AuditDecision::Allowed, by, None, id)
+                                .await;
+                            Ok(handoff)
+                        })
+                        .await?;
                     return Ok(NewCall::Client { call, handoff });
                 }
                 self.note(scope, &call, AuditDecision::Allowed, by, None, None)
@@ -966,6 +1128,12 @@ impl Gate {
         scope: &Scope,
         answer: &Answer,
     ) -> Result<Answered, GateError> {
+        let (gate, scope, answer) = (self.clone(), scope.clone(), answer.clone());
+        self.to_the_end(async move { gate.answer(&scope, &answer).await })
+            .await
+    }
+
+    async fn answer(&self, scope: &Scope, answer: &Answer) -> Result<Answered, GateError> {
         let (answered, decision, by) = self.judge_answer(scope, answer).await?;
         let (call, reason) = match &answered {
             Answered::Rejected(why) => (answer.original.clone(), Some(why.clone())),
@@ -1102,16 +1270,10 @@ impl Gate {
             Ok(call) => call,
             Err(why) => return reject(AuditDecision::Refused, why),
         };
-        match self.store.claim(&issued.id, now).await? {
+        match self.claim(&issued.id, now).await? {
             Claim::Done(outcome) => recorded(issued.call, outcome),
-            Claim::InFlight { since_ms } => {
-                // Past the longest a call can take, the claim was left by a
-                // process that stopped: the call may or may not have run.
-                let deadline = since_ms
-                    .saturating_add(millis(self.tool_timeout))
-                    .saturating_add(CLAIM_GRACE_MS);
-                let left = Duration::from_millis(deadline.saturating_sub(now));
-                match self.store.wait_outcome(&issued.id, left).await? {
+            Claim::InFlight { since_ms, orphaned } => {
+                match self.claimed_outcome(&issued.id, since_ms, orphaned).await? {
                     Some(outcome) => recorded(issued.call, outcome),
                     None => reject(AuditDecision::Refused, OUTCOME_UNKNOWN.into()),
                 }
@@ -1222,7 +1384,7 @@ impl Gate {
         if self.runs_on_client(&call.name) {
             let name = call.name.clone();
             let answered = self.hand_off(id, call, ran_with).await?;
-            self.extend(scope, &name, remember, approve_next).await?;
+            self.extend(scope, &name, remember, approve_next).await;
             return Ok((answered, decision, approver(remember, approve_next)));
         }
         // Started before this returns: no await point lies between winning
@@ -1234,8 +1396,7 @@ impl Gate {
             &scope.chat_id,
             ran_with,
         );
-        self.extend(scope, &call.name, remember, approve_next)
-            .await?;
+        self.extend(scope, &call.name, remember, approve_next).await;
         Ok((
             Answered::Running { call, outcome },
             decision,
@@ -1260,22 +1421,18 @@ impl Gate {
             .is_some_and(|t| t.runs_on_client())
     }
 
-    /// Records a claimed call of a client-side tool as handed out. Its own
-    /// task: a client that goes away meanwhile leaves no claim unfinished.
+    /// Records a claimed call of a client-side tool as handed out. Only
+    /// called on a gate task, so a client that goes away meanwhile leaves no
+    /// claim unfinished.
     async fn hand_off(
         &self,
         id: &str,
         call: ToolCall,
         ran_with: Option<Value>,
     ) -> Result<Answered, GateError> {
-        let store = self.store.clone();
-        let id = id.to_owned();
-        let finish =
-            tokio::spawn(async move { store.finish(&id, Outcome::HandedOff { ran_with }).await });
-        match finish.await {
-            Ok(result) => result?,
-            Err(e) => tracing::error!("recording a hand-off failed: {e}"),
-        }
+        self.store
+            .finish(id, Outcome::HandedOff { ran_with })
+            .await?;
         Ok(Answered::Client { call })
     }
 
@@ -1300,7 +1457,7 @@ impl Gate {
         };
         let id = issued.id.clone();
         self.store.insert(issued).await?;
-        if self.store.claim(&id, now).await? != Claim::Won {
+        if self.claim(&id, now).await? != Claim::Won {
             return Err(GateError::Store(StoreError::NotClaimed(id)));
         }
         self.hand_off(&id, call.clone(), None).await?;
@@ -1486,25 +1643,29 @@ impl Gate {
             issued_at_ms: now,
             expires_at_ms: now.saturating_add(millis(self.result_retention)),
         };
-        let recorded = async {
-            self.store.insert(record).await?;
-            if self.store.claim(&key, now).await? != Claim::Won {
-                return Err(StoreError::NotClaimed(key.clone()));
+        let (gate, taken) = (self.clone(), digest.clone());
+        let recorded = self.to_the_end(async move {
+            let key = record.id.clone();
+            gate.store.insert(record).await?;
+            if gate.claim(&key, now).await? != Claim::Won {
+                return Err(StoreError::NotClaimed(key).into());
             }
             let outcome = Outcome::Output {
-                output: json!({"digest": digest}),
+                output: json!({"digest": taken}),
                 ran_with: None,
             };
-            self.store.finish(&key, outcome).await
-        };
+            Ok(gate.store.finish(&key, outcome).await?)
+        });
         match recorded.await {
             Ok(()) => Ok(None),
-            Err(StoreError::Duplicate(_)) => match self.taken_result(scope, id).await? {
-                Some(taken) if taken.digest != digest => Ok(Some(
-                    "the result differs from the one the client gave before".into(),
-                )),
-                _ => Ok(None),
-            },
+            Err(GateError::Store(StoreError::Duplicate(_))) => {
+                match self.taken_result(scope, id).await? {
+                    Some(taken) if taken.digest != digest => Ok(Some(
+                        "the result differs from the one the client gave before".into(),
+                    )),
+                    _ => Ok(None),
+                }
+            }
             Err(e) => {
                 tracing::warn!(handoff = %id, "recording a client result failed: {e}");
                 Ok(None)
@@ -1526,7 +1687,7 @@ impl Gate {
         let ctx = self.context(&call, payload, chat_id);
         let execute = execute(self.tools.current(), call, ctx, self.tool_timeout);
         let store = self.store.clone();
-        let task = tokio::spawn(async move {
+        let task = self.tasks.spawn(async move {
             let mut outcome = execute.await;
             // The ledger keeps the arguments an edited call ran with.
             if let Outcome::Output { ran_with: slot, .. } | Outcome::Error { ran_with: slot, .. } =

@@ -3,7 +3,57 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::request::RequestError;
+use super::request::{RequestError, check_id};
+
+/// The name of the wrapper call an ADK confirmation is asked with.
+pub const CONFIRMATION_TOOL: &str = "adk_request_confirmation";
+
+/// How far an approval reaches beyond the call it answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub enum Remember {
+    /// `"session"`: this tool, in this chat, without asking.
+    #[serde(rename = "session")]
+    Chat,
+    /// `"global"`: this tool, in every chat of this user, without asking.
+    #[serde(rename = "global")]
+    Everywhere,
+}
+
+/// What an answer says besides its yes or no, as the chat (an ADK
+/// confirmation's output), a socket's `confirm` frame and `POST
+/// /api/confirmations/{id}` carry it: one parser judges all three, and a
+/// malformed key refuses the whole answer (nothing runs). Absent and
+/// `null` keys are `None`; other keys are left to the carrier.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AnswerKeys {
+    /// Why the user refused; reaches the model.
+    #[serde(default)]
+    pub reason: Option<String>,
+    /// Reaches the tool on approval.
+    #[serde(default)]
+    pub payload: Option<Value>,
+    #[serde(default)]
+    pub remember: Option<Remember>,
+    /// The next N calls of this tool in this chat run without asking.
+    #[serde(default)]
+    pub approve_next: Option<u32>,
+    /// The arguments as the user edited them before approving.
+    #[serde(default)]
+    pub edited_args: Option<Value>,
+}
+
+impl AnswerKeys {
+    /// The keys of an ADK confirmation's output. Only an object has any;
+    /// anything else (`"yes"`, `null`) is a denial without a reason.
+    pub fn of_output(output: &Value) -> Result<Self, RequestError> {
+        match output {
+            Value::Object(_) => AnswerKeys::deserialize(output)
+                .map_err(|e| RequestError::Invalid(format!("invalid answer: {e}"))),
+            _ => Ok(Self::default()),
+        }
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
@@ -200,7 +250,14 @@ impl RawPart {
                 )));
             }
         };
-        Ok(ToolPart {
+        check_id(&format!("{path}: toolCallId"), &tool_call_id)?;
+        if let ToolState::ApprovalRequested { approval_id: id }
+        | ToolState::ApprovalResponded(Approval { id, .. })
+        | ToolState::OutputDenied(Some(Approval { id, .. })) = &state
+        {
+            check_id(&format!("{path}: approval id"), id)?;
+        }
+        let part = ToolPart {
             tool_call_id,
             tool_name: name,
             dynamic,
@@ -208,7 +265,30 @@ impl RawPart {
             state,
             provider_executed: self.provider_executed.unwrap_or(false),
             call_provider_metadata: self.call_provider_metadata,
-        })
+        };
+        check_answer(&part, path)?;
+        Ok(part)
+    }
+}
+
+/// Refuses a confirmation part whose answer has a malformed key, before
+/// any turn starts.
+pub(crate) fn check_answer(part: &ToolPart, path: &str) -> Result<(), RequestError> {
+    match &part.state {
+        ToolState::OutputAvailable {
+            output,
+            preliminary: false,
+        } if part.tool_name == CONFIRMATION_TOOL => AnswerKeys::of_output(output)
+            .map(drop)
+            .map_err(|e| RequestError::Invalid(format!("{path}: {}", without_prefix(&e)))),
+        _ => Ok(()),
+    }
+}
+
+/// The text of an `Invalid` error without its `invalid request: ` prefix.
+fn without_prefix(e: &RequestError) -> String {
+    match e {
+        RequestError::Invalid(why) | RequestError::Json(why) => why.clone(),
     }
 }
 
@@ -301,6 +381,56 @@ mod tests {
         );
         let other = part(json!({"type":"reasoning-file","whatever":1}));
         assert_eq!(other.ok(), Some(Part::Other("reasoning-file".into())));
+    }
+
+    #[test]
+    fn one_judgment_of_an_answer() {
+        let keys = |output: Value| AnswerKeys::of_output(&output).map_err(|e| e.to_string());
+        assert_eq!(
+            keys(
+                json!({"confirmed": true, "remember": "session", "approveNext": 3, "remembered": true})
+            ),
+            Ok(AnswerKeys {
+                remember: Some(Remember::Chat),
+                approve_next: Some(3),
+                ..AnswerKeys::default()
+            })
+        );
+        assert_eq!(keys(json!("yes")), Ok(AnswerKeys::default()));
+        assert_eq!(
+            keys(json!({"reason": null, "approveNext": null})),
+            Ok(AnswerKeys::default())
+        );
+        let refused = [
+            json!({"confirmed": true, "approveNext": -1}),
+            json!({"confirmed": true, "approveNext": 1e30}),
+            json!({"confirmed": true, "approveNext": "3"}),
+            json!({"confirmed": true, "approveNext": 4_294_967_296_u64}),
+            json!({"confirmed": true, "remember": "forever"}),
+            json!({"confirmed": false, "reason": 5}),
+        ];
+        for output in refused {
+            assert!(keys(output.clone()).is_err(), "{output}");
+            let mut raw = json!({"type": "tool-adk_request_confirmation", "toolCallId": "adk-1", "state": "output-available"});
+            raw["output"] = output.clone();
+            assert!(part(raw).is_err(), "{output} in a part");
+        }
+    }
+
+    #[test]
+    fn long_ids_are_refused_without_being_repeated() {
+        let long = "x".repeat(300);
+        let err = part(json!({"type":"tool-x","toolCallId": long,"state":"input-available"}))
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(err.contains("300 bytes"), "{err}");
+        assert!(!err.contains(&"x".repeat(40)), "{err}");
+        let approval = json!({"type":"tool-x","toolCallId":"c","state":"approval-responded","approval":{"id": long, "approved": true}});
+        assert!(part(approval).is_err());
+        let fits =
+            part(json!({"type":"tool-x","toolCallId": "x".repeat(256),"state":"input-available"}));
+        assert!(fits.is_ok());
     }
 
     #[test]

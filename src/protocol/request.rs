@@ -26,6 +26,26 @@ pub enum Trigger {
 /// The most parts one message may have (a long assistant turn has dozens).
 pub const MAX_PARTS_PER_MESSAGE: usize = 1000;
 
+/// The longest id (a chat's, a confirmation's, a tool call's) accepted, in bytes.
+pub const MAX_ID_BYTES: usize = 256;
+
+/// Refuses an id longer than [`MAX_ID_BYTES`]. The error, which is logged,
+/// names a prefix and the length, never the whole id.
+pub fn check_id(what: &str, id: &str) -> Result<(), RequestError> {
+    if id.len() <= MAX_ID_BYTES {
+        return Ok(());
+    }
+    let mut end = 16;
+    while !id.is_char_boundary(end) {
+        end -= 1;
+    }
+    Err(RequestError::Invalid(format!(
+        "{what} `{}…` is {} bytes; ids are at most {MAX_ID_BYTES}",
+        &id[..end],
+        id.len()
+    )))
+}
+
 /// The chat id used when a body names none (the model-message form often doesn't).
 pub const DEFAULT_CHAT_ID: &str = "default";
 
@@ -128,6 +148,9 @@ impl RawBody {
                 "`id` (the chat) must not be empty".into(),
             ));
         }
+        if let Some(id) = &self.id {
+            check_id("`id` (the chat)", id)?;
+        }
         let mut messages: Vec<UiMessage> = Vec::with_capacity(self.messages.len());
         for (i, raw) in self.messages.into_iter().enumerate() {
             let path = format!("messages[{i}]");
@@ -227,7 +250,10 @@ fn model_part(part: RawContentPart, path: &str) -> Result<Part, RequestError> {
             provider_metadata: None,
         },
         "tool-call" => Part::Tool(ToolPart {
-            tool_call_id: part.tool_call_id.ok_or_else(|| missing("toolCallId"))?,
+            tool_call_id: part
+                .tool_call_id
+                .ok_or_else(|| missing("toolCallId"))
+                .and_then(|id| check_id(&format!("{path}: toolCallId"), &id).map(|()| id))?,
             tool_name: part.tool_name.ok_or_else(|| missing("toolName"))?,
             dynamic: false,
             input: part.input.or(part.args).unwrap_or(Value::Null),
@@ -289,7 +315,7 @@ fn attach_tool_result(
             RequestError::Invalid(format!("{path}: tool result for unknown call `{id}`"))
         })?;
     tool.state = state;
-    Ok(())
+    super::message::check_answer(tool, path)
 }
 
 /// `ai` 5's `output: {type: "json"|"text"|"error-text"|"error-json", value}`.
@@ -397,6 +423,17 @@ mod tests {
             (
                 json!({"messages": [{"role": "tool", "content": [{"type": "tool-result", "toolCallId": "nope", "result": 1}]}]}),
                 "invalid request: messages[0].content[0]: tool result for unknown call `nope`",
+            ),
+            (
+                json!({"id": "c".repeat(257), "messages": [{"role": "user", "content": "a"}]}),
+                "invalid request: `id` (the chat) `cccccccccccccccc…` is 257 bytes; ids are at most 256",
+            ),
+            (
+                json!({"messages": [
+                    {"role": "assistant", "content": [{"type": "tool-call", "toolCallId": "c1", "toolName": "adk_request_confirmation", "args": {}}]},
+                    {"role": "user", "content": [{"type": "tool-result", "toolCallId": "c1", "result": {"confirmed": true, "remember": "forever"}}]}
+                ]}),
+                "invalid request: messages[1].content[0]: invalid answer: unknown variant `forever`, expected `session` or `global`",
             ),
         ];
         for (body, expected) in cases {

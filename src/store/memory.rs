@@ -48,7 +48,11 @@ impl Record {
 #[derive(Debug)]
 enum State {
     Pending,
-    Claimed { since_ms: u64 },
+    /// Claimed by the instance `by`.
+    Claimed {
+        since_ms: u64,
+        by: String,
+    },
     Done(Outcome),
 }
 
@@ -218,18 +222,24 @@ impl MemoryStore {
         self.lock().get(id).map(|r| r.issued.clone())
     }
 
-    pub(super) fn claim(&self, id: &str, now_ms: u64) -> Result<Claim, StoreError> {
+    /// A claim of another instance is orphaned: a memory store lives and
+    /// dies with the one process that holds it.
+    pub(super) fn claim(&self, id: &str, now_ms: u64, instance: &str) -> Result<Claim, StoreError> {
         let mut map = self.lock();
         let record = map
             .get_mut(id)
             .ok_or_else(|| StoreError::NotClaimed(id.to_owned()))?;
         Ok(match &record.state {
             State::Pending => {
-                record.state = State::Claimed { since_ms: now_ms };
+                record.state = State::Claimed {
+                    since_ms: now_ms,
+                    by: instance.to_owned(),
+                };
                 Claim::Won
             }
-            State::Claimed { since_ms } => Claim::InFlight {
+            State::Claimed { since_ms, by } => Claim::InFlight {
                 since_ms: *since_ms,
+                orphaned: by != instance,
             },
             State::Done(outcome) => Claim::Done(outcome.clone()),
         })
@@ -272,7 +282,7 @@ impl MemoryStore {
     pub(super) fn status(&self, id: &str) -> Option<Status> {
         Some(match &self.lock().get(id)?.state {
             State::Pending => Status::Pending,
-            State::Claimed { since_ms } => Status::Claimed {
+            State::Claimed { since_ms, .. } => Status::Claimed {
                 since_ms: *since_ms,
             },
             State::Done(outcome) => Status::Done(outcome.clone()),
@@ -310,6 +320,7 @@ mod tests {
     #[tokio::test]
     async fn conformance() {
         conformance::claims_exactly_once(Store::memory()).await;
+        conformance::knows_orphaned_claims(Store::memory()).await;
         conformance::purges_what_expired_unless_running(Store::memory()).await;
         conformance::remembers_and_budgets(Store::memory()).await;
         conformance::keeps_an_audit_log(Store::memory()).await;

@@ -2,7 +2,8 @@
 //!
 //! One closed enum of backends; every backend gives the same guarantees:
 //! [`Store::claim`] is atomic, so one caller wins and every other one sees
-//! the claim or the recorded outcome.
+//! the claim or the recorded outcome. A claim names the instance (process)
+//! that holds it, so a claim whose holder is gone is known as orphaned.
 
 mod memory;
 mod redis;
@@ -139,9 +140,11 @@ pub enum Status {
 pub enum Claim {
     /// This caller holds the claim and must record the outcome.
     Won,
-    /// Another caller claimed it at `since_ms` and has not recorded an
-    /// outcome yet (or never will: it may have crashed).
-    InFlight { since_ms: u64 },
+    /// Claimed at `since_ms` and no outcome recorded yet. `orphaned`: its
+    /// holder is another instance that is gone (SQLite and memory: any other
+    /// instance, since one process owns the store; Redis: one without a
+    /// live heartbeat), so no outcome will ever come.
+    InFlight { since_ms: u64, orphaned: bool },
     /// The outcome that was recorded.
     Done(Outcome),
 }
@@ -157,6 +160,13 @@ pub enum StoreError {
     #[error("store failed: {0}")]
     Backend(String),
 }
+
+/// How long an instance's heartbeat lasts without renewal: its claims are
+/// orphaned this long after it died.
+pub const HEARTBEAT_TTL: Duration = Duration::from_secs(10);
+
+/// How often a live instance renews its heartbeat.
+pub const HEARTBEAT_EVERY: Duration = Duration::from_secs(3);
 
 #[derive(Debug, Clone)]
 pub enum Store {
@@ -369,12 +379,28 @@ impl Store {
         }
     }
 
-    /// Claims a confirmation for execution at `now_ms`; atomic.
-    pub async fn claim(&self, id: &str, now_ms: u64) -> Result<Claim, StoreError> {
+    /// Claims a confirmation for execution at `now_ms` on behalf of
+    /// `instance` (the id the process minted at start-up); atomic.
+    pub async fn claim(&self, id: &str, now_ms: u64, instance: &str) -> Result<Claim, StoreError> {
         match self {
-            Store::Memory(s) => s.claim(id, now_ms),
-            Store::Sqlite(s) => s.claim(id, now_ms).await,
-            Store::Redis(s) => s.claim(id, now_ms).await,
+            Store::Memory(s) => s.claim(id, now_ms, instance),
+            Store::Sqlite(s) => s.claim(id, now_ms, instance).await,
+            Store::Redis(s) => s.claim(id, now_ms, instance).await,
+        }
+    }
+
+    /// Whether several instances share this store: then each keeps a
+    /// [`Store::heartbeat`] so the others know its claims are alive.
+    pub fn is_shared(&self) -> bool {
+        matches!(self, Store::Redis(_))
+    }
+
+    /// Says `instance` is alive for the next [`HEARTBEAT_TTL`]; renew it
+    /// every [`HEARTBEAT_EVERY`]. A no-op for a store one process owns.
+    pub async fn heartbeat(&self, instance: &str) -> Result<(), StoreError> {
+        match self {
+            Store::Memory(_) | Store::Sqlite(_) => Ok(()),
+            Store::Redis(s) => s.heartbeat(instance, HEARTBEAT_TTL).await,
         }
     }
 
@@ -407,6 +433,9 @@ pub(crate) mod conformance {
     use super::*;
     use serde_json::json;
 
+    /// The instance the suite claims as.
+    pub const ME: &str = "instance-me";
+
     pub fn issued(id: &str) -> Issued {
         Issued {
             id: id.into(),
@@ -435,10 +464,13 @@ pub(crate) mod conformance {
         ));
         assert_eq!(store.get("a").await.ok().flatten(), Some(issued("a")));
         assert_eq!(store.get("b").await.ok().flatten(), None);
-        assert_eq!(store.claim("a", 5).await.ok(), Some(Claim::Won));
+        assert_eq!(store.claim("a", 5, ME).await.ok(), Some(Claim::Won));
         assert_eq!(
-            store.claim("a", 5).await.ok(),
-            Some(Claim::InFlight { since_ms: 5 })
+            store.claim("a", 5, ME).await.ok(),
+            Some(Claim::InFlight {
+                since_ms: 5,
+                orphaned: false
+            })
         );
         let outcome = Outcome::Output {
             output: json!(1),
@@ -459,7 +491,10 @@ pub(crate) mod conformance {
             .await
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(waiter.await.ok().flatten(), Some(outcome.clone()));
-        assert_eq!(store.claim("a", 5).await.ok(), Some(Claim::Done(outcome)));
+        assert_eq!(
+            store.claim("a", 5, ME).await.ok(),
+            Some(Claim::Done(outcome))
+        );
         assert!(matches!(
             store
                 .finish(
@@ -490,6 +525,49 @@ pub(crate) mod conformance {
         assert_eq!(store.status("b").await.ok().flatten(), None);
     }
 
+    /// A claim held by this instance is alive (its call runs here); one held
+    /// by an instance that is gone is orphaned, at once.
+    pub async fn knows_orphaned_claims(store: Store) {
+        for id in ["mine", "theirs"] {
+            store
+                .insert(issued(id))
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
+        }
+        store.heartbeat(ME).await.unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(store.claim("mine", 5, ME).await.ok(), Some(Claim::Won));
+        assert_eq!(
+            store.claim("mine", 6, ME).await.ok(),
+            Some(Claim::InFlight {
+                since_ms: 5,
+                orphaned: false
+            }),
+            "this instance's own claim is running here"
+        );
+        // Claimed by an instance that never beat (or crashed): orphaned for everyone.
+        assert_eq!(
+            store.claim("theirs", 5, "instance-gone").await.ok(),
+            Some(Claim::Won)
+        );
+        assert_eq!(
+            store.claim("theirs", 6, ME).await.ok(),
+            Some(Claim::InFlight {
+                since_ms: 5,
+                orphaned: true
+            })
+        );
+        // Its outcome, if one ever comes, still counts.
+        let outcome = Outcome::Denied { reason: None };
+        store
+            .finish("theirs", outcome.clone())
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            store.claim("theirs", 7, ME).await.ok(),
+            Some(Claim::Done(outcome))
+        );
+    }
+
     /// `issued()` expires at 10 ms.
     pub async fn purges_what_expired_unless_running(store: Store) {
         for id in ["pending", "running", "done"] {
@@ -499,7 +577,7 @@ pub(crate) mod conformance {
                 .unwrap_or_else(|e| panic!("{e}"));
         }
         for id in ["running", "done"] {
-            assert_eq!(store.claim(id, 5).await.ok(), Some(Claim::Won));
+            assert_eq!(store.claim(id, 5, ME).await.ok(), Some(Claim::Won));
         }
         store
             .finish("done", Outcome::Denied { reason: None })
@@ -728,7 +806,7 @@ pub(crate) mod conformance {
                 .await
                 .unwrap_or_else(|e| panic!("{e}"));
         }
-        assert_eq!(store.claim("o2", 5).await.ok(), Some(Claim::Won));
+        assert_eq!(store.claim("o2", 5, ME).await.ok(), Some(Claim::Won));
         let ids = |v: Vec<Issued>| v.into_iter().map(|i| i.id).collect::<Vec<_>>();
         assert_eq!(
             ids(store.open("anonymous", "chat", 5).await.unwrap_or_default()),
@@ -756,7 +834,7 @@ pub(crate) mod conformance {
                 .await
                 .unwrap_or_else(|e| panic!("{e}"));
         }
-        assert_eq!(store.claim("answered", 5).await.ok(), Some(Claim::Won));
+        assert_eq!(store.claim("answered", 5, ME).await.ok(), Some(Claim::Won));
         assert!(
             store.take_expired(10).await.unwrap_or_default().is_empty(),
             "not expired yet"

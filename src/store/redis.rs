@@ -25,8 +25,8 @@ if redis.call('EXISTS', KEYS[1]) == 0 then return {'missing'} end
 local outcome = redis.call('HGET', KEYS[1], 'outcome')
 if outcome then return {'done', outcome} end
 local since = redis.call('HGET', KEYS[1], 'claimed_at')
-if since then return {'claimed', since} end
-redis.call('HSET', KEYS[1], 'claimed_at', ARGV[1])
+if since then return {'claimed', since, redis.call('HGET', KEYS[1], 'claimed_by') or ''} end
+redis.call('HSET', KEYS[1], 'claimed_at', ARGV[1], 'claimed_by', ARGV[2])
 return {'won'}
 ";
 
@@ -390,21 +390,54 @@ impl RedisStore {
         Ok(taken == 1)
     }
 
-    pub(super) async fn claim(&self, id: &str, now_ms: u64) -> Result<Claim, StoreError> {
+    /// An instance's heartbeat key.
+    fn heartbeat_key(&self, instance: &str) -> String {
+        format!("{}instance:{instance}", self.prefix)
+    }
+
+    pub(super) async fn heartbeat(&self, instance: &str, ttl: Duration) -> Result<(), StoreError> {
+        let mut conn = self.conn.clone();
+        let ttl = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
+        let _: () = conn
+            .pset_ex(self.heartbeat_key(instance), 1, ttl)
+            .await
+            .map_err(backend)?;
+        Ok(())
+    }
+
+    /// A claim is orphaned when its holder is another instance with no live
+    /// heartbeat. A claim made before claims named their holder is not: it
+    /// may be running on an instance of the version before.
+    pub(super) async fn claim(
+        &self,
+        id: &str,
+        now_ms: u64,
+        instance: &str,
+    ) -> Result<Claim, StoreError> {
         let mut conn = self.conn.clone();
         let reply: Vec<String> = self
             .claim
             .key(self.key(id))
             .arg(now_ms)
+            .arg(instance)
             .invoke_async(&mut conn)
             .await
             .map_err(backend)?;
         match reply.as_slice() {
             [won] if won == "won" => Ok(Claim::Won),
             [done, outcome] if done == "done" => Ok(Claim::Done(outcome_from(outcome)?)),
-            [claimed, since] if claimed == "claimed" => Ok(Claim::InFlight {
-                since_ms: since.parse().unwrap_or(0),
-            }),
+            [claimed, since, by] if claimed == "claimed" => {
+                let orphaned = !by.is_empty()
+                    && by != instance
+                    && !conn
+                        .exists::<_, bool>(self.heartbeat_key(by))
+                        .await
+                        .map_err(backend)?;
+                Ok(Claim::InFlight {
+                    since_ms: since.parse().unwrap_or(0),
+                    orphaned,
+                })
+            }
             _ => Err(StoreError::NotClaimed(id.to_owned())),
         }
     }
@@ -518,6 +551,7 @@ mod tests {
                 .unwrap_or_else(|e| panic!("{e}"))
         };
         conformance::claims_exactly_once(fresh().await).await;
+        conformance::knows_orphaned_claims(fresh().await).await;
         conformance::remembers_and_budgets(fresh().await).await;
         conformance::keeps_an_audit_log(fresh().await).await;
         conformance::lists_open_confirmations(fresh().await).await;
@@ -548,7 +582,10 @@ mod tests {
             let decide = async {
                 // Let the waiter subscribe and look first.
                 tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                other.claim(&id, 1).await.unwrap_or_else(|e| panic!("{e}"));
+                other
+                    .claim(&id, 1, conformance::ME)
+                    .await
+                    .unwrap_or_else(|e| panic!("{e}"));
                 let started = std::time::Instant::now();
                 let outcome = Outcome::Denied { reason: None };
                 other
@@ -568,6 +605,55 @@ mod tests {
                 started.elapsed()
             );
         }
+    }
+
+    /// Another instance's claim lives as long as its heartbeat does.
+    #[tokio::test]
+    async fn a_claim_is_orphaned_when_its_instance_stops_beating() {
+        use crate::store::Claim;
+        use redis::AsyncCommands;
+        let Some(url) = url() else { return };
+        let prefix = format!("test-{}:", uuid::Uuid::new_v4().simple());
+        let store = Store::redis(&url, &prefix)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        store
+            .insert(conformance::issued("shared"))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        store
+            .heartbeat("instance-other")
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            store.claim("shared", 5, "instance-other").await.ok(),
+            Some(Claim::Won)
+        );
+        let seen = || store.claim("shared", 6, conformance::ME);
+        assert_eq!(
+            seen().await.ok(),
+            Some(Claim::InFlight {
+                since_ms: 5,
+                orphaned: false
+            }),
+            "alive: its call may still record an outcome"
+        );
+        // Its heartbeat lapses (deleted here, as its TTL would).
+        let Store::Redis(redis) = &store else {
+            panic!("not redis")
+        };
+        let mut conn = redis.conn.clone();
+        let _: i64 = conn
+            .del(redis.heartbeat_key("instance-other"))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            seen().await.ok(),
+            Some(Claim::InFlight {
+                since_ms: 5,
+                orphaned: true
+            })
+        );
     }
 
     #[tokio::test]

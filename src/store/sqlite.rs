@@ -18,6 +18,7 @@ const MIGRATIONS: &[M<'static>] = &[
     M::up(include_str!("migrations/001_confirmations.sql")),
     M::up(include_str!("migrations/002_remembered.sql")),
     M::up(include_str!("migrations/003_audit.sql")),
+    M::up(include_str!("migrations/004_claimed_by.sql")),
 ];
 
 /// How often a waiter looks for an outcome recorded by another process.
@@ -314,29 +315,39 @@ impl SqliteStore {
         .await
     }
 
-    pub(super) async fn claim(&self, id: &str, now_ms: u64) -> Result<Claim, StoreError> {
-        let id = id.to_owned();
+    /// One process owns the file: a claim of any other instance (or of none,
+    /// made before claims named their holder) is orphaned.
+    pub(super) async fn claim(
+        &self,
+        id: &str,
+        now_ms: u64,
+        instance: &str,
+    ) -> Result<Claim, StoreError> {
+        let (id, instance) = (id.to_owned(), instance.to_owned());
         self.with(move |conn| {
             // One statement: atomic, also against other processes on the same file.
             let won = conn
                 .execute(
-                    "UPDATE confirmations SET claimed_at_ms = ?2 WHERE id = ?1 AND claimed_at_ms IS NULL AND outcome IS NULL",
-                    params![id, millis(now_ms)],
+                    "UPDATE confirmations SET claimed_at_ms = ?2, claimed_by = ?3 WHERE id = ?1 AND claimed_at_ms IS NULL AND outcome IS NULL",
+                    params![id, millis(now_ms), instance],
                 )
                 .map_err(backend)?;
             if won == 1 {
                 return Ok(Claim::Won);
             }
-            let row: Option<(Option<i64>, Option<String>)> = conn
-                .query_row("SELECT claimed_at_ms, outcome FROM confirmations WHERE id = ?1", [&id], |row| {
-                    Ok((row.get(0)?, row.get(1)?))
+            let row: Option<(Option<i64>, Option<String>, Option<String>)> = conn
+                .query_row("SELECT claimed_at_ms, claimed_by, outcome FROM confirmations WHERE id = ?1", [&id], |row| {
+                    Ok((row.get(0)?, row.get(1)?, row.get(2)?))
                 })
                 .optional()
                 .map_err(backend)?;
             match row {
                 None => Err(StoreError::NotClaimed(id)),
-                Some((_, Some(outcome))) => Ok(Claim::Done(outcome_from(&outcome)?)),
-                Some((since, None)) => Ok(Claim::InFlight { since_ms: since.and_then(|s| u64::try_from(s).ok()).unwrap_or(0) }),
+                Some((_, _, Some(outcome))) => Ok(Claim::Done(outcome_from(&outcome)?)),
+                Some((since, by, None)) => Ok(Claim::InFlight {
+                    since_ms: since.and_then(|s| u64::try_from(s).ok()).unwrap_or(0),
+                    orphaned: by.as_deref() != Some(instance.as_str()),
+                }),
             }
         })
         .await
@@ -491,6 +502,7 @@ fn protocol_name(protocol: ConfirmationProtocol) -> &'static str {
 
 #[cfg(test)]
 mod tests {
+    use super::super::conformance::ME;
     use super::super::{Claim, Status, Store, conformance};
     use super::*;
 
@@ -504,6 +516,9 @@ mod tests {
     async fn conformance() {
         let (_dir, path) = file();
         conformance::claims_exactly_once(Store::sqlite(&path).unwrap_or_else(|e| panic!("{e}")))
+            .await;
+        let (_dir, path) = file();
+        conformance::knows_orphaned_claims(Store::sqlite(&path).unwrap_or_else(|e| panic!("{e}")))
             .await;
         let (_dir, path) = file();
         conformance::purges_what_expired_unless_running(
@@ -538,8 +553,8 @@ mod tests {
                 .await
                 .unwrap_or_else(|e| panic!("{e}"));
         }
-        assert_eq!(store.claim("claimed", 7).await.ok(), Some(Claim::Won));
-        assert_eq!(store.claim("done", 7).await.ok(), Some(Claim::Won));
+        assert_eq!(store.claim("claimed", 7, ME).await.ok(), Some(Claim::Won));
+        assert_eq!(store.claim("done", 7, ME).await.ok(), Some(Claim::Won));
         store
             .finish(
                 "done",
@@ -565,7 +580,15 @@ mod tests {
             Some(Status::Claimed { since_ms: 7 })
         );
         assert_eq!(
-            store.claim("done", 8).await.ok(),
+            store.claim("claimed", 8, "instance-next").await.ok(),
+            Some(Claim::InFlight {
+                since_ms: 7,
+                orphaned: true
+            }),
+            "the claim of the process before is orphaned"
+        );
+        assert_eq!(
+            store.claim("done", 8, ME).await.ok(),
             Some(Claim::Done(Outcome::Denied {
                 reason: Some("no".into())
             }))

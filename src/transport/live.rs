@@ -23,9 +23,10 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use super::runs::{Run, Subscription};
-use super::{ApiError, HttpState, caller, decision};
-use crate::confirm::OutOfBand;
+use super::{ApiError, HttpState, caller};
+use crate::confirm::{AnswerKeys, Decision, OutOfBand};
 use crate::protocol::ChatRequest;
+use crate::protocol::request::check_id;
 
 /// Frames queued for one socket before a turn waits for it.
 const OUTBOX: usize = 256;
@@ -68,11 +69,9 @@ enum ClientFrame {
         confirmation_id: String,
         confirmed: bool,
         request_id: Option<String>,
-        reason: Option<String>,
-        payload: Option<Value>,
-        remember: Option<String>,
-        approve_next: Option<u32>,
-        edited_args: Option<Value>,
+        /// Judged as an answer on the chat is.
+        #[serde(flatten)]
+        answer: AnswerKeys,
         #[serde(default)]
         headers: HashMap<String, String>,
     },
@@ -253,25 +252,15 @@ async fn frame(
             confirmation_id,
             confirmed,
             request_id,
-            reason,
-            payload,
-            remember,
-            approve_next,
-            edited_args,
+            answer,
             headers,
         } => {
+            let fail = |e: ApiError| (request_id.clone().unwrap_or_default(), e.to_string());
+            check_id("confirmationId", &confirmation_id).map_err(|e| fail(e.into()))?;
             let id = request_id.unwrap_or_else(|| confirmation_id.clone());
             let fail = |e: ApiError| (id.clone(), e.to_string());
             let principal = principal(state, upgrade, &headers).map_err(fail)?;
-            let decision = decision(
-                confirmed,
-                reason,
-                payload,
-                remember,
-                approve_next,
-                edited_args,
-            )
-            .map_err(|e| fail(e.into()))?;
+            let decision = Decision::new(confirmed, answer);
             // An approval runs the call: the socket keeps serving meanwhile.
             let (gate, outbox) = (state.agent.gate.clone(), outbox.clone());
             tokio::spawn(async move {

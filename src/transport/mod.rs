@@ -237,16 +237,16 @@ async fn open_confirmations(
     Ok(axum::Json(open).into_response())
 }
 
-/// A decision made through the API: `{approved, reason?, payload?, remember?, approveNext?}`.
+/// A decision made through the API: `{approved, reason?, payload?,
+/// remember?, approveNext?, editedArgs?}`, the keys judged as on the chat.
 #[derive(serde::Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct DecisionBody {
     approved: bool,
-    reason: Option<String>,
-    payload: Option<serde_json::Value>,
-    remember: Option<String>,
-    approve_next: Option<u32>,
-    edited_args: Option<serde_json::Value>,
+    #[serde(flatten)]
+    keys: crate::confirm::AnswerKeys,
+    /// Whatever else came: refused, so a misspelt key is not dropped.
+    #[serde(flatten)]
+    unknown: serde_json::Map<String, serde_json::Value>,
 }
 
 async fn decide(
@@ -256,18 +256,10 @@ async fn decide(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let principal = principal(&state, &headers)?;
+    crate::protocol::request::check_id("confirmation id", &id)?;
     let body =
         body.map_err(|rejection| ApiError::from_body_rejection(rejection, state.max_body_bytes))?;
-    let body: DecisionBody = serde_json::from_slice(&body)
-        .map_err(|e| ApiError::Request(RequestError::Json(e.to_string())))?;
-    let decision = decision(
-        body.approved,
-        body.reason,
-        body.payload,
-        body.remember,
-        body.approve_next,
-        body.edited_args,
-    )?;
+    let decision = decision(&body)?;
     match state
         .agent
         .gate
@@ -285,35 +277,14 @@ async fn decide(
     }
 }
 
-/// A decision as the API and a socket's `confirm` frame give it.
-fn decision(
-    approved: bool,
-    reason: Option<String>,
-    payload: Option<serde_json::Value>,
-    remember: Option<String>,
-    approve_next: Option<u32>,
-    edited: Option<serde_json::Value>,
-) -> Result<crate::confirm::Decision, RequestError> {
-    use crate::confirm::{Decision, Remember};
-    if !approved {
-        return Ok(Decision::Deny { reason });
+/// The decision in an API body.
+fn decision(body: &[u8]) -> Result<crate::confirm::Decision, RequestError> {
+    let body: DecisionBody =
+        serde_json::from_slice(body).map_err(|e| RequestError::Json(e.to_string()))?;
+    if let Some(key) = body.unknown.keys().next() {
+        return Err(RequestError::Invalid(format!("unknown key `{key}`")));
     }
-    let remember = match remember.as_deref() {
-        None => None,
-        Some("session") => Some(Remember::Chat),
-        Some("global") => Some(Remember::Everywhere),
-        Some(other) => {
-            return Err(RequestError::Invalid(format!(
-                "remember must be session or global, not `{other}`"
-            )));
-        }
-    };
-    Ok(Decision::Approve {
-        payload,
-        remember,
-        approve_next,
-        edited,
-    })
+    Ok(crate::confirm::Decision::new(body.approved, body.keys))
 }
 
 #[derive(serde::Deserialize)]
