@@ -184,6 +184,7 @@ impl Server {
     ) -> impl futures::Stream<Item = reqwest::Result<bytes::Bytes>> + use<> {
         self.client
             .post(format!("{}/stream", self.url))
+            .header("content-type", "application/json")
             .body(body.to_string())
             .send()
             .await
@@ -320,6 +321,7 @@ impl Binary {
     pub async fn chat(&self, body: &Value) -> Reply {
         let response = reqwest::Client::new()
             .post(format!("{}/stream", self.url))
+            .header("content-type", "application/json")
             .body(body.to_string())
             .send()
             .await
