@@ -12,6 +12,7 @@ use toolgate::tools::{ProcessPayment, Tool, ToolContext, ToolError, ToolSource};
 use toolgate::{App, Config};
 
 pub mod calls;
+pub mod raw;
 pub mod upstream;
 pub mod ws;
 
