@@ -162,7 +162,12 @@ struct Seen {
 
 async fn post(client: &reqwest::Client, url: &str, body: &Value) -> anyhow::Result<Seen> {
     let start = Instant::now();
-    let response = client.post(url).body(body.to_string()).send().await?;
+    let response = client
+        .post(url)
+        .header("content-type", "application/json")
+        .body(body.to_string())
+        .send()
+        .await?;
     if !response.status().is_success() {
         bail!("HTTP {}", response.status());
     }
@@ -364,7 +369,13 @@ async fn held_streams(server: &Target, n: usize, path: &str) -> anyhow::Result<f
         holders.push(tokio::spawn(async move {
             let mut body = say("count to 100000");
             body["id"] = json!(format!("held-{i}"));
-            let Ok(response) = client.post(&url).body(body.to_string()).send().await else {
+            let Ok(response) = client
+                .post(&url)
+                .header("content-type", "application/json")
+                .body(body.to_string())
+                .send()
+                .await
+            else {
                 let _ = opened.send(false).await;
                 return;
             };
@@ -480,7 +491,12 @@ async fn first_text(
     marker: &[u8],
 ) -> anyhow::Result<Duration> {
     let start = Instant::now();
-    let response = client.post(url).body(body.to_string()).send().await?;
+    let response = client
+        .post(url)
+        .header("content-type", "application/json")
+        .body(body.to_string())
+        .send()
+        .await?;
     let mut stream = response.bytes_stream();
     let mut seen = Vec::new();
     let mut at = None;

@@ -1,10 +1,12 @@
 //! Wiring: config → gate, model and routes; and serving them.
 
+mod accept;
+
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use axum::serve::ListenerExt;
 use tokio::net::TcpListener;
 
 use crate::agent::Agent;
@@ -156,12 +158,16 @@ impl App {
         self
     }
 
+    /// The routes behind the Host and Origin checks; the bind address is
+    /// the config's (a server that binds elsewhere lists its address in
+    /// `server.allowedHosts`).
     pub fn router(self) -> Router {
-        self.build().0
+        let bind = self.config.bind.map(|addr| addr.ip());
+        self.build(bind).0
     }
 
-    /// The routes, and the gate behind them.
-    fn build(self) -> (Router, Gate) {
+    /// The routes, and the gate behind them; `bind` is the address served.
+    fn build(self, bind: Option<IpAddr>) -> (Router, Gate) {
         let servers = self.mcp_servers();
         let provider = self.provider.unwrap_or_else(|| {
             model_provider(&self.config.model, self.ids.clone()).unwrap_or_else(|e| {
@@ -229,6 +235,18 @@ impl App {
         } else {
             router
         };
+        // A config that loaded has a valid guard; if not, only loopback
+        // names and toolgate's own origin get in.
+        let guard = self.config.guard().unwrap_or_else(|e| {
+            tracing::error!("{e}: only localhost is served, to its own origin");
+            crate::transport::guard::Guard::default()
+        });
+        let guard = match bind {
+            Some(bind) => guard.with_bind(bind),
+            None => guard,
+        };
+        let router =
+            crate::transport::guard::protect(router, guard, self.config.server.body_read());
         (router, gate)
     }
 
@@ -242,38 +260,32 @@ impl App {
     /// Serves until `shutdown` completes, then stops: no new connections,
     /// up to [`DRAIN`] for the open ones (streams may never end on their
     /// own), then every MCP server is closed (stdio servers' processes
-    /// ended) before this returns.
+    /// ended) before this returns. Request heads must arrive within
+    /// `server.headerReadSecs`; at most `server.maxConnections` are open.
     pub async fn serve_until(
         self,
         listener: TcpListener,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
-        let listener = listener.tap_io(|tcp| {
-            if let Err(e) = tcp.set_nodelay(true) {
-                tracing::warn!("cannot set TCP_NODELAY: {e}");
-            }
-        });
+        let bind = listener.local_addr()?.ip();
+        let limits = accept::Limits {
+            header_read: self.config.server.header_read(),
+            max_connections: accept::max_connections(
+                self.config.server.max_connections,
+                accept::open_files_limit(),
+            ),
+        };
+        tracing::info!("serving at most {} connections", limits.max_connections);
         let retention = self.config.store.audit_retention();
         let (store, clock) = (self.store.clone(), self.clock.clone());
-        let (router, gate) = self.build();
+        let (router, gate) = self.build(Some(bind));
         let (toolbox, tracked) = (gate.toolbox().clone(), gate.clone());
         let purge = tokio::spawn(purge_expired(gate, store, clock, retention));
-        let draining = tokio_util::sync::CancellationToken::new();
-        let served = axum::serve(listener, router.into_make_service())
-            .with_graceful_shutdown(draining.clone().cancelled_owned())
-            .into_future();
-        tokio::pin!(served);
-        let served = tokio::select! {
-            served = &mut served => served,
-            () = shutdown => {
-                draining.cancel();
-                tokio::time::timeout(DRAIN, served).await.unwrap_or(Ok(()))
-            }
-        };
+        accept::serve(listener, router, limits, shutdown, DRAIN).await;
         purge.abort();
         tracked.shutdown().await;
         toolbox.shutdown().await;
-        served
+        Ok(())
     }
 }
 

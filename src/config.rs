@@ -19,6 +19,7 @@ use crate::tools::Registry;
 use crate::tools::client::{ClientTool, ClientToolConfig};
 use crate::tools::http::HttpToolConfig;
 use crate::tools::mcp::{McpServer, McpServerConfig};
+use crate::transport::guard::Guard;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -46,6 +47,8 @@ pub struct Config {
     pub auth: AuthConfig,
     pub store: StoreConfig,
     pub demo: DemoConfig,
+    pub server: ServerConfig,
+    pub cors: CorsConfig,
     /// MCP servers whose tools are offered as `mcp--<server>--<tool>`.
     pub mcp_servers: BTreeMap<String, McpServerConfig>,
 }
@@ -62,6 +65,54 @@ impl Default for DemoConfig {
     fn default() -> Self {
         Self { enabled: true }
     }
+}
+
+/// `server`: which host names are served, and how long slow clients are waited for.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct ServerConfig {
+    /// Host names (or IPs) served besides `localhost`, `127.0.0.1`, `[::1]`
+    /// and the bind address: the names a proxy forwards. `*`: any (needs
+    /// `auth.apiKeys`).
+    pub allowed_hosts: Vec<String>,
+    /// Seconds a client has to send a request's headers; a keep-alive
+    /// connection idle this long is closed.
+    pub header_read_secs: u64,
+    /// The longest silence while a request body is read.
+    pub body_read_secs: u64,
+    /// Open connections at most (WebSockets included); beyond, a new one is
+    /// closed at once. Unset: below the open-files limit.
+    pub max_connections: Option<usize>,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            allowed_hosts: Vec::new(),
+            header_read_secs: 10,
+            body_read_secs: 30,
+            max_connections: None,
+        }
+    }
+}
+
+impl ServerConfig {
+    pub fn header_read(&self) -> Duration {
+        Duration::from_secs(self.header_read_secs.max(1))
+    }
+
+    pub fn body_read(&self) -> Duration {
+        Duration::from_secs(self.body_read_secs.max(1))
+    }
+}
+
+/// `cors`: browser origins other than toolgate's own that may act through it.
+#[derive(Debug, Clone, PartialEq, Deserialize, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct CorsConfig {
+    /// Origins (`https://app.example.com`) whose pages may send requests
+    /// and open `/live`. `*`: any (needs `auth.apiKeys`).
+    pub allowed_origins: Vec<String>,
 }
 
 /// Dexto's `allowedToolsStorage`.
@@ -462,6 +513,7 @@ impl Config {
         self.tools.registry()?;
         self.mcp_servers()?;
         self.api_keys()?;
+        self.guard()?;
         let client = self.client_version();
         if self.tool_confirmation.protocol == ConfirmationProtocol::AiSdk && !client.has_approvals()
         {
@@ -528,6 +580,16 @@ impl Config {
                 })
             })
             .collect()
+    }
+
+    /// The Host and Origin checks (`server.allowedHosts`, `cors.allowedOrigins`).
+    pub fn guard(&self) -> Result<Guard, ConfigError> {
+        Guard::new(
+            &self.server.allowed_hosts,
+            &self.cors.allowed_origins,
+            !self.auth.api_keys.is_empty(),
+        )
+        .map_err(|e| ConfigError::Invalid(e.to_string()))
     }
 
     /// The signing keys, with `env:NAME` entries read from the environment.
@@ -621,6 +683,33 @@ mod tests {
         }
         let named = "model: {provider: anthropic, model: m, apiKeyEnv: TOOLGATE_SURELY_UNSET_KEY}";
         assert!(error(named).is_some_and(|e| e.contains("TOOLGATE_SURELY_UNSET_KEY")));
+    }
+
+    #[test]
+    fn any_host_or_origin_needs_api_keys() {
+        let error = |yaml: &str| Config::from_yaml(yaml).err().map(|e| e.to_string());
+        assert_eq!(
+            error("server: {allowedHosts: ['*']}"),
+            Some("invalid config: `*` in server.allowedHosts needs auth.apiKeys: without keys, any web page could act through toolgate".into())
+        );
+        assert!(error("cors: {allowedOrigins: ['*']}").is_some());
+        let keyed = "auth: {apiKeys: [{principal: a, sha256: '0000000000000000000000000000000000000000000000000000000000000000'}]}\n";
+        assert_eq!(
+            error(&format!("{keyed}server: {{allowedHosts: ['*']}}")),
+            None
+        );
+        assert_eq!(
+            error("server: {allowedHosts: ['https://x.example']}"),
+            Some("invalid config: server.allowedHosts: `https://x.example` is not a host name or IP address (no scheme, port or path)".into())
+        );
+        let config = Config::from_yaml(
+            "server: {allowedHosts: [toolgate.example.com], headerReadSecs: 2}\ncors: {allowedOrigins: ['https://app.example.com']}\n",
+        );
+        let Ok(config) = config else {
+            panic!("{config:?}")
+        };
+        assert_eq!(config.server.header_read(), Duration::from_secs(2));
+        assert_eq!(config.server.body_read(), Duration::from_secs(30));
     }
 
     #[test]

@@ -41,6 +41,10 @@ enum Command {
         /// The provider's API base URL (config: model.baseUrl).
         #[arg(long)]
         base_url: Option<String>,
+        /// Also answer to this host name, e.g. the one a proxy forwards
+        /// (adds to server.allowedHosts); repeatable.
+        #[arg(long = "allowed-host", value_name = "HOST")]
+        allowed_hosts: Vec<String>,
     },
     /// List every tool with its qualified name and effective policy.
     Tools {
@@ -101,6 +105,7 @@ async fn main() -> anyhow::Result<()> {
             provider,
             model,
             base_url,
+            allowed_hosts,
         } => {
             let mut config = load(config.as_deref())?;
             if auto_approve {
@@ -112,6 +117,8 @@ async fn main() -> anyhow::Result<()> {
             config.model.model = model.or(config.model.model);
             config.model.base_url = base_url.or(config.model.base_url);
             config.model.upstream()?;
+            config.server.allowed_hosts.extend(allowed_hosts);
+            config.guard()?;
             let keyless = config.auth.api_keys.is_empty();
             let addr = bind
                 .or(config.bind)
@@ -121,6 +128,7 @@ async fn main() -> anyhow::Result<()> {
                     "refusing to listen on {addr} without API keys: add auth.apiKeys to the config, or bind to loopback"
                 );
             }
+            raise_open_files_limit();
             let (store, where_) = open_store(&config.store)
                 .await
                 .context("cannot open the store")?;
@@ -147,6 +155,20 @@ async fn main() -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Every connection, upstream request and MCP server takes a file
+/// descriptor; the usual soft limit (1,024) is far below what the hard
+/// limit allows.
+fn raise_open_files_limit() {
+    #[cfg(unix)]
+    match rlimit::getrlimit(rlimit::Resource::NOFILE) {
+        Ok((soft, hard)) => match rlimit::increase_nofile_limit(hard) {
+            Ok(now) => tracing::info!("open files limit: {now} (was {soft}, hard limit {hard})"),
+            Err(e) => tracing::warn!("open files limit stays {soft} (hard limit {hard}): {e}"),
+        },
+        Err(e) => tracing::warn!("cannot read the open files limit: {e}"),
+    }
 }
 
 /// Ctrl-C, or SIGTERM (systemd, Docker and Kubernetes stop a service with it).

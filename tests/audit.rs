@@ -9,6 +9,7 @@ async fn send(server: &Server, user: &str, body: Value) {
     reqwest::Client::new()
         .post(format!("{}/stream", server.url))
         .header("x-user", user)
+        .header("content-type", "application/json")
         .body(body.to_string())
         .send()
         .await

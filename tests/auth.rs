@@ -33,6 +33,7 @@ async fn call(
     let mut request = match method {
         "POST" => client
             .post(url)
+            .header("content-type", "application/json")
             .body(body.unwrap_or(Value::Null).to_string()),
         "DELETE" => client.delete(url),
         _ => client.get(url),

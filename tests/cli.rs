@@ -24,6 +24,7 @@ async fn serve_prints_the_real_address_and_answers() {
     assert_eq!(health.text().await.ok().as_deref(), Some("ok"));
     let body = client
         .post(format!("{}/stream", server.url))
+        .header("content-type", "application/json")
         .body(user_says("c", "Send 50 USD to Hanako").to_string())
         .send()
         .await

@@ -85,6 +85,7 @@ async fn confirmation_of_another_user_runs_nothing() {
     let send = |user: Option<&'static str>, body: Value| {
         let mut request = client
             .post(format!("{}/stream", server.url))
+            .header("content-type", "application/json")
             .body(body.to_string());
         if let Some(user) = user {
             request = request.header("x-user", user);
@@ -300,6 +301,7 @@ async fn a_principal_header_given_twice_is_refused() {
         .post(format!("{}/stream", server.url))
         .header("x-user", "mallory")
         .header("x-user", "alice")
+        .header("content-type", "application/json")
         .body(user_says("c", "hi").to_string())
         .send()
         .await

@@ -30,6 +30,7 @@ impl Client<'_> {
                 user,
                 self.http
                     .post(format!("{}/stream", self.server.url))
+                    .header("content-type", "application/json")
                     .body(body.to_string()),
             )
             .await;
@@ -49,7 +50,13 @@ impl Client<'_> {
     async fn decide(&self, user: &str, id: &str, decision: Value) -> (u16, Value) {
         let url = format!("{}/api/confirmations/{id}", self.server.url);
         let (status, body) = self
-            .send(user, self.http.post(url).body(decision.to_string()))
+            .send(
+                user,
+                self.http
+                    .post(url)
+                    .header("content-type", "application/json")
+                    .body(decision.to_string()),
+            )
             .await;
         (status, serde_json::from_str(&body).unwrap_or(Value::Null))
     }

@@ -69,6 +69,7 @@ async fn a_decision_on_another_instance_wakes_a_held_stream() {
     });
     let response = reqwest::Client::new()
         .post(format!("{}/stream", a.url))
+        .header("content-type", "application/json")
         .body(body.to_string())
         .send()
         .await
@@ -94,6 +95,7 @@ async fn a_decision_on_another_instance_wakes_a_held_stream() {
     };
     let decided = reqwest::Client::new()
         .post(format!("{}/api/confirmations/{id}", b.url))
+        .header("content-type", "application/json")
         .body(r#"{"approved": true}"#)
         .send()
         .await

@@ -72,8 +72,9 @@ async fn remembered_approvals_are_listed_and_revoked_by_their_user_only() {
     let as_user =
         |user: &'static str, request: reqwest::RequestBuilder| request.header("x-user", user);
     let chat = |user: &'static str, body: serde_json::Value| {
-        let request =
-            as_user(user, client.post(format!("{}/stream", server.url))).body(body.to_string());
+        let request = as_user(user, client.post(format!("{}/stream", server.url)))
+            .header("content-type", "application/json")
+            .body(body.to_string());
         async move {
             request
                 .send()

@@ -32,12 +32,18 @@ pub enum ApiError {
     Gate(#[from] crate::confirm::GateError),
     #[error(transparent)]
     Busy(#[from] super::runs::RunError),
+    #[error(transparent)]
+    Guard(#[from] super::guard::GuardError),
+    #[error("the request body did not arrive in time")]
+    BodyTimeout,
 }
 
 impl ApiError {
     pub(super) fn from_body_rejection(rejection: BytesRejection, limit: usize) -> Self {
         if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
             ApiError::TooLarge(limit)
+        } else if timed_out(&rejection) {
+            ApiError::BodyTimeout
         } else {
             ApiError::Body(rejection.body_text())
         }
@@ -54,10 +60,25 @@ impl ApiError {
             ApiError::Forbidden => StatusCode::FORBIDDEN,
             ApiError::Conflict(_) => StatusCode::CONFLICT,
             ApiError::Busy(_) => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::Guard(refused) => refused.status(),
+            ApiError::BodyTimeout => StatusCode::REQUEST_TIMEOUT,
             // The store failed: not the client's mistake.
             ApiError::Gate(_) => StatusCode::SERVICE_UNAVAILABLE,
         }
     }
+}
+
+/// Whether reading the body failed because `server.bodyReadSecs` passed
+/// without data (`RequestBodyTimeoutLayer`).
+fn timed_out(rejection: &BytesRejection) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(rejection);
+    while let Some(error) = source {
+        if error.is::<tower_http::timeout::TimeoutError>() {
+            return true;
+        }
+        source = error.source();
+    }
+    false
 }
 
 impl IntoResponse for ApiError {

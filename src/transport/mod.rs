@@ -2,6 +2,7 @@
 
 pub mod demo;
 mod error;
+pub mod guard;
 mod live;
 pub mod runs;
 mod sse;

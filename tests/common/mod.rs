@@ -12,6 +12,7 @@ use toolgate::tools::{ProcessPayment, Tool, ToolContext, ToolError, ToolSource};
 use toolgate::{App, Config};
 
 pub mod calls;
+pub mod raw;
 pub mod upstream;
 pub mod ws;
 
@@ -184,6 +185,7 @@ impl Server {
     ) -> impl futures::Stream<Item = reqwest::Result<bytes::Bytes>> + use<> {
         self.client
             .post(format!("{}/stream", self.url))
+            .header("content-type", "application/json")
             .body(body.to_string())
             .send()
             .await
@@ -320,6 +322,7 @@ impl Binary {
     pub async fn chat(&self, body: &Value) -> Reply {
         let response = reqwest::Client::new()
             .post(format!("{}/stream", self.url))
+            .header("content-type", "application/json")
             .body(body.to_string())
             .send()
             .await

@@ -1,0 +1,538 @@
+//! What a browser page may do through toolgate: nothing, unless it is
+//! toolgate's own page or an origin the config names.
+//!
+//! Run on every request before routing and before the API key is looked at:
+//! - **Host**: a request must name a host this server serves. A DNS
+//!   rebinding page reaches `127.0.0.1` under its own name; refusing that
+//!   name keeps it from reading anything.
+//! - **Origin**: a state-changing request (POST, PUT, PATCH, DELETE) or a
+//!   WebSocket upgrade that a browser sent from another origin, or marked
+//!   `Sec-Fetch-Site: cross-site`, is refused. Clients that send no
+//!   `Origin` (curl, servers, the `ai` client in Node) are not browsers
+//!   acting for a page, and are not affected.
+//! - **Content type**: a POST body must be `application/json`. A
+//!   `text/plain` POST is a CORS "simple request" that a browser sends
+//!   cross-site without asking first; requiring JSON makes every POST
+//!   need a preflight, which no page gets past.
+//!
+//! [`Guard::check`] decides from plain values; [`protect`] is the I/O shell.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderName, Method, StatusCode, header, uri::Authority};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+use super::ApiError;
+
+/// `server.allowedHosts` and `cors.allowedOrigins` entry that allows any.
+pub const ANY: &str = "*";
+
+/// Why a request was refused before routing. The texts are fixed: nothing
+/// the client sent is repeated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum GuardError {
+    #[error("this server does not answer to that host name (see server.allowedHosts)")]
+    Host,
+    #[error("requests from another origin are refused (see cors.allowedOrigins)")]
+    Origin,
+    #[error("the request body must be JSON (content-type: application/json)")]
+    NotJson,
+}
+
+impl GuardError {
+    pub fn status(self) -> StatusCode {
+        match self {
+            GuardError::Host => StatusCode::BAD_REQUEST,
+            GuardError::Origin => StatusCode::FORBIDDEN,
+            GuardError::NotJson => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        }
+    }
+}
+
+/// A config entry that cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GuardConfigError {
+    #[error(
+        "server.allowedHosts: `{0}` is not a host name or IP address (no scheme, port or path)"
+    )]
+    Host(String),
+    #[error("cors.allowedOrigins: `{0}` is not an origin like https://app.example.com")]
+    Origin(String),
+    #[error("`*` in {0} needs auth.apiKeys: without keys, any web page could act through toolgate")]
+    AnyWithoutKeys(&'static str),
+}
+
+/// Which hosts and origins are served, from the config.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Guard {
+    any_host: bool,
+    /// Lowercase names, or IPs; `localhost` and loopback are always in.
+    hosts: Vec<HostName>,
+    any_origin: bool,
+    origins: Vec<Origin>,
+    /// The address toolgate listens on, when known.
+    bind: Option<IpAddr>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum HostName {
+    Name(String),
+    Ip(IpAddr),
+}
+
+impl HostName {
+    /// A host as it appears in a `Host` header without its port:
+    /// `example.com`, `10.0.0.5`, `[::1]`.
+    fn parse(host: &str) -> Option<Self> {
+        if let Some(v6) = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
+            return v6.parse::<Ipv6Addr>().ok().map(|ip| Self::Ip(ip.into()));
+        }
+        if let Ok(ip) = host.parse::<Ipv4Addr>() {
+            return Some(Self::Ip(ip.into()));
+        }
+        let valid = !host.is_empty()
+            && host
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.' || b == b'_');
+        valid.then(|| Self::Name(host.to_ascii_lowercase()))
+    }
+}
+
+/// `scheme://host[:port]`, lowercase, the scheme's default port left out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Origin {
+    https: bool,
+    host: String,
+    port: u16,
+}
+
+impl Origin {
+    /// An `Origin` header or config entry; `None` for `null` or anything
+    /// that is not an http(s) origin.
+    fn parse(text: &str) -> Option<Self> {
+        let (https, rest) = if let Some(rest) = text.strip_prefix("https://") {
+            (true, rest)
+        } else {
+            (false, text.strip_prefix("http://")?)
+        };
+        let (host, port) = split_authority(rest, if https { 443 } else { 80 })?;
+        Some(Self { https, host, port })
+    }
+}
+
+/// `host[:port]` → lowercase host and port (`default` when absent).
+/// Refuses user info, paths and anything else an authority should not hold.
+fn split_authority(text: &str, default: u16) -> Option<(String, u16)> {
+    if text.contains(['@', '/', '?', '#']) {
+        return None;
+    }
+    let authority: Authority = text.parse().ok()?;
+    HostName::parse(authority.host())?;
+    let port = authority.port_u16().unwrap_or(default);
+    Some((authority.host().to_ascii_lowercase(), port))
+}
+
+impl Guard {
+    /// The guard for these `server.allowedHosts` and `cors.allowedOrigins`;
+    /// `keys` is whether API keys are configured (`*` needs them).
+    pub fn new(hosts: &[String], origins: &[String], keys: bool) -> Result<Self, GuardConfigError> {
+        let mut guard = Self::default();
+        for host in hosts {
+            if host == ANY {
+                if !keys {
+                    return Err(GuardConfigError::AnyWithoutKeys("server.allowedHosts"));
+                }
+                guard.any_host = true;
+                continue;
+            }
+            let name = HostName::parse(&host.to_ascii_lowercase())
+                .ok_or_else(|| GuardConfigError::Host(host.clone()))?;
+            guard.hosts.push(name);
+        }
+        for origin in origins {
+            if origin == ANY {
+                if !keys {
+                    return Err(GuardConfigError::AnyWithoutKeys("cors.allowedOrigins"));
+                }
+                guard.any_origin = true;
+                continue;
+            }
+            let parsed = Origin::parse(&origin.to_ascii_lowercase())
+                .ok_or_else(|| GuardConfigError::Origin(origin.clone()))?;
+            guard.origins.push(parsed);
+        }
+        Ok(guard)
+    }
+
+    /// Also serves the address toolgate listens on.
+    pub fn with_bind(mut self, bind: IpAddr) -> Self {
+        self.bind = Some(bind);
+        self
+    }
+
+    /// Whether a request may go on, from what it says about itself.
+    pub fn check(&self, request: &Facts<'_>) -> Result<(), GuardError> {
+        let host = request
+            .host
+            .and_then(|host| split_authority(host, 0))
+            .filter(|(host, _)| self.serves(host, request.local))
+            .ok_or(GuardError::Host)?;
+        let state_changing = matches!(
+            *request.method,
+            Method::POST | Method::PUT | Method::PATCH | Method::DELETE
+        );
+        if state_changing || request.upgrade {
+            self.check_origin(request, &host)?;
+        }
+        if *request.method == Method::POST && !request.content_type.is_some_and(is_json) {
+            return Err(GuardError::NotJson);
+        }
+        Ok(())
+    }
+
+    fn serves(&self, host: &str, local: Option<IpAddr>) -> bool {
+        if self.any_host {
+            return true;
+        }
+        let Some(name) = HostName::parse(host) else {
+            return false;
+        };
+        match &name {
+            HostName::Name(name) if name == "localhost" => return true,
+            HostName::Ip(ip) if is_standard_loopback(*ip) => return true,
+            HostName::Ip(ip) if Some(*ip) == self.bind => return true,
+            // Bound to every interface: the address this connection came in on.
+            HostName::Ip(ip) if self.bind.is_none_or(|b| b.is_unspecified()) => {
+                if Some(*ip) == local {
+                    return true;
+                }
+            }
+            HostName::Name(_) | HostName::Ip(_) => {}
+        }
+        self.hosts.contains(&name)
+    }
+
+    /// Browsers send `Origin` on every state-changing request and upgrade;
+    /// only they send `Sec-Fetch-Site`.
+    fn check_origin(&self, request: &Facts<'_>, host: &(String, u16)) -> Result<(), GuardError> {
+        let origin = match request.origin {
+            None => None,
+            Some(origin) => {
+                Some(Origin::parse(&origin.to_ascii_lowercase()).ok_or(GuardError::Origin)?)
+            }
+        };
+        if let Some(origin) = &origin
+            && (self.any_origin || self.origins.contains(origin))
+        {
+            return Ok(());
+        }
+        if request
+            .fetch_site
+            .is_some_and(|site| site.eq_ignore_ascii_case("cross-site"))
+        {
+            return Err(GuardError::Origin);
+        }
+        match origin {
+            None => Ok(()),
+            // The request's own `Host`, with the origin's default port when it has none.
+            Some(origin) => {
+                let default = if origin.https { 443 } else { 80 };
+                let port = if host.1 == 0 { default } else { host.1 };
+                if origin.host == host.0 && origin.port == port {
+                    Ok(())
+                } else {
+                    Err(GuardError::Origin)
+                }
+            }
+        }
+    }
+}
+
+/// `127.0.0.1` and `::1`, the loopback addresses a browser's `localhost` uses.
+fn is_standard_loopback(ip: IpAddr) -> bool {
+    ip == IpAddr::V4(Ipv4Addr::LOCALHOST) || ip == IpAddr::V6(Ipv6Addr::LOCALHOST)
+}
+
+/// `application/json`, parameters allowed, any case.
+fn is_json(content_type: &str) -> bool {
+    let essence = content_type.split(';').next().unwrap_or_default().trim();
+    essence.eq_ignore_ascii_case("application/json")
+}
+
+/// What the guard looks at in a request.
+#[derive(Debug, Clone, Copy)]
+pub struct Facts<'a> {
+    pub method: &'a Method,
+    /// `Host`, or the URI's authority (an absolute-form request).
+    pub host: Option<&'a str>,
+    pub origin: Option<&'a str>,
+    pub fetch_site: Option<&'a str>,
+    pub content_type: Option<&'a str>,
+    /// An `Upgrade` header: the `/live` WebSocket.
+    pub upgrade: bool,
+    /// The local address the connection came in on, when known.
+    pub local: Option<IpAddr>,
+}
+
+impl<'a> Facts<'a> {
+    fn of(request: &'a Request) -> Self {
+        let headers: &HeaderMap = request.headers();
+        // Two values of a header a client sets once: trust neither.
+        let single = |name: HeaderName| match headers.get_all(&name).iter().count() {
+            0 | 1 => headers.get(&name).and_then(|v| v.to_str().ok()),
+            _ => Some(""),
+        };
+        Self {
+            method: request.method(),
+            host: single(header::HOST).or(request.uri().authority().map(Authority::as_str)),
+            origin: single(header::ORIGIN),
+            fetch_site: single(HeaderName::from_static("sec-fetch-site")),
+            content_type: single(header::CONTENT_TYPE),
+            upgrade: headers.contains_key(header::UPGRADE),
+            local: request
+                .extensions()
+                .get::<LocalAddr>()
+                .map(|local| local.0.ip()),
+        }
+    }
+}
+
+/// The local address of a request's connection, set by toolgate's accept loop.
+#[derive(Debug, Clone, Copy)]
+pub struct LocalAddr(pub SocketAddr);
+
+/// `router` behind the guard, with request bodies read under `body_read`
+/// (the longest silence while a body is read).
+pub fn protect(router: Router, guard: Guard, body_read: Duration) -> Router {
+    router
+        .layer(tower_http::timeout::RequestBodyTimeoutLayer::new(body_read))
+        .layer(axum::middleware::from_fn_with_state(Arc::new(guard), check))
+}
+
+async fn check(State(guard): State<Arc<Guard>>, request: Request, next: Next) -> Response {
+    match guard.check(&Facts::of(&request)) {
+        Ok(()) => next.run(request).await,
+        Err(refused) => ApiError::from(refused).into_response(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn guard(hosts: &[&str], origins: &[&str]) -> Guard {
+        let owned = |list: &[&str]| list.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        Guard::new(&owned(hosts), &owned(origins), true).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    const GET: &Method = &Method::GET;
+    const POST: &Method = &Method::POST;
+    const DELETE: &Method = &Method::DELETE;
+    const JSON: Option<&str> = Some("application/json");
+
+    fn facts<'a>(method: &'a Method, host: &'a str) -> Facts<'a> {
+        Facts {
+            method,
+            host: Some(host),
+            origin: None,
+            fetch_site: None,
+            content_type: (*method == Method::POST).then_some("application/json"),
+            upgrade: false,
+            local: None,
+        }
+    }
+
+    #[test]
+    fn hosts() {
+        let default = guard(&[], &[]).with_bind(IpAddr::V4(Ipv4Addr::new(127, 0, 0, 1)));
+        let proxied = guard(&["toolgate.example.com", "10.0.0.5", "[fd00::1]"], &[]);
+        let on_lan = guard(&[], &[]).with_bind(IpAddr::V4(Ipv4Addr::new(192, 168, 1, 20)));
+        let everywhere = guard(&[], &[]).with_bind(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
+        let any = guard(&["*"], &[]);
+        let lan_ip: IpAddr = IpAddr::V4(Ipv4Addr::new(192, 168, 1, 20));
+        #[rustfmt::skip]
+        let cases: &[(&Guard, &str, Option<IpAddr>, bool)] = &[
+            (&default, "localhost:8080", None, true),
+            (&default, "LOCALHOST", None, true),
+            (&default, "127.0.0.1:1", None, true),
+            (&default, "[::1]:8080", None, true),
+            (&default, "[0:0:0:0:0:0:0:1]", None, true),
+            (&default, "evil.example:8080", None, false),
+            (&default, "127.0.0.2:8080", None, false),
+            (&default, "localhost.evil.example", None, false),
+            (&default, "user@localhost", None, false),
+            (&default, "localhost/x", None, false),
+            (&default, "", None, false),
+            (&default, "192.168.1.20:8080", Some(lan_ip), false),
+            (&proxied, "toolgate.example.com", None, true),
+            (&proxied, "TOOLGATE.example.com:443", None, true),
+            (&proxied, "10.0.0.5:9000", None, true),
+            (&proxied, "[fd00:0::1]:9000", None, true),
+            (&proxied, "other.example.com", None, false),
+            (&on_lan, "192.168.1.20:9000", None, true),
+            (&on_lan, "192.168.1.21:9000", None, false),
+            (&everywhere, "192.168.1.20:9000", Some(lan_ip), true),
+            (&everywhere, "192.168.1.21:9000", Some(lan_ip), false),
+            (&everywhere, "lan-name:9000", Some(lan_ip), false),
+            (&any, "anything.example:1", None, true),
+        ];
+        for (guard, host, local, served) in cases {
+            let mut request = facts(GET, host);
+            request.local = *local;
+            assert_eq!(
+                guard.check(&request).is_ok(),
+                *served,
+                "{host} {local:?} {guard:?}"
+            );
+        }
+        let mut no_host = facts(GET, "");
+        no_host.host = None;
+        assert_eq!(guard(&[], &[]).check(&no_host), Err(GuardError::Host));
+    }
+
+    #[test]
+    fn origins() {
+        let plain = guard(&[], &[]);
+        let listed = guard(
+            &["app.example.com"],
+            &["https://app.example.com", "http://localhost:5173"],
+        );
+        let any = guard(&[], &["*"]);
+        type Case<'a> = (
+            &'a Guard,
+            &'a Method,
+            &'a str,
+            Option<&'a str>,
+            Option<&'a str>,
+            bool,
+            Result<(), GuardError>,
+        );
+        let refused = Err(GuardError::Origin);
+        #[rustfmt::skip]
+        let cases: &[Case<'_>] = &[
+            // guard, method, Host, Origin, Sec-Fetch-Site, upgrade, verdict
+            (&plain, POST, "127.0.0.1:8080", None, None, false, Ok(())),
+            (&plain, POST, "127.0.0.1:8080", Some("http://127.0.0.1:8080"), Some("same-origin"), false, Ok(())),
+            (&plain, POST, "localhost:8080", Some("HTTP://LocalHost:8080"), None, false, Ok(())),
+            (&plain, POST, "localhost", Some("http://localhost:80"), None, false, Ok(())),
+            (&plain, POST, "localhost:80", Some("http://localhost"), None, false, Ok(())),
+            (&plain, POST, "localhost:8080", Some("https://localhost:8080"), None, false, Ok(())),
+            (&plain, POST, "127.0.0.1:8080", Some("http://127.0.0.1:8081"), None, false, refused),
+            (&plain, POST, "127.0.0.1:8080", Some("http://localhost:8080"), None, false, refused),
+            (&plain, POST, "127.0.0.1:8080", Some("https://evil.example"), Some("cross-site"), false, refused),
+            (&plain, POST, "127.0.0.1:8080", Some("null"), None, false, refused),
+            (&plain, POST, "127.0.0.1:8080", Some("ftp://127.0.0.1:8080"), None, false, refused),
+            (&plain, POST, "127.0.0.1:8080", Some("http://127.0.0.1:8080/path"), None, false, refused),
+            (&plain, POST, "127.0.0.1:8080", None, Some("cross-site"), false, refused),
+            (&plain, POST, "127.0.0.1:8080", Some("http://127.0.0.1:8080"), Some("Cross-Site"), false, refused),
+            (&plain, POST, "127.0.0.1:8080", None, Some("none"), false, Ok(())),
+            (&plain, DELETE, "127.0.0.1:8080", Some("https://evil.example"), None, false, refused),
+            // Reading is left to the Host check: a page cannot read another origin's answer.
+            (&plain, GET, "127.0.0.1:8080", Some("https://evil.example"), Some("cross-site"), false, Ok(())),
+            (&plain, GET, "127.0.0.1:8080", Some("https://evil.example"), None, true, refused),
+            (&plain, GET, "127.0.0.1:8080", Some("null"), None, true, refused),
+            (&plain, GET, "127.0.0.1:8080", Some("http://127.0.0.1:8080"), None, true, Ok(())),
+            (&plain, GET, "127.0.0.1:8080", None, None, true, Ok(())),
+            (&listed, POST, "127.0.0.1:8080", Some("https://app.example.com"), Some("cross-site"), false, Ok(())),
+            (&listed, POST, "127.0.0.1:8080", Some("https://APP.example.com:443"), None, false, Ok(())),
+            (&listed, POST, "127.0.0.1:8080", Some("http://app.example.com"), None, false, refused),
+            (&listed, GET, "127.0.0.1:8080", Some("http://localhost:5173"), None, true, Ok(())),
+            (&listed, POST, "app.example.com", Some("https://app.example.com"), None, false, Ok(())),
+            (&any, POST, "127.0.0.1:8080", Some("https://evil.example"), Some("cross-site"), false, Ok(())),
+            (&any, POST, "127.0.0.1:8080", Some("null"), None, false, refused),
+        ];
+        for (guard, method, host, origin, site, upgrade, verdict) in cases {
+            let mut request = facts(method, host);
+            request.origin = *origin;
+            request.fetch_site = *site;
+            request.upgrade = *upgrade;
+            assert_eq!(
+                &guard.check(&request),
+                verdict,
+                "{method} {host} {origin:?} {site:?} {upgrade}"
+            );
+        }
+    }
+
+    #[test]
+    fn post_bodies_are_json() {
+        let guard = guard(&[], &[]);
+        #[rustfmt::skip]
+        let cases: &[(&Method, Option<&str>, Result<(), GuardError>)] = &[
+            (POST, JSON, Ok(())),
+            (POST, Some("application/json; charset=utf-8"), Ok(())),
+            (POST, Some("Application/JSON;charset=UTF-8"), Ok(())),
+            (POST, Some(" application/json "), Ok(())),
+            (POST, Some("text/plain"), Err(GuardError::NotJson)),
+            (POST, Some("text/plain; application/json"), Err(GuardError::NotJson)),
+            (POST, Some("application/x-www-form-urlencoded"), Err(GuardError::NotJson)),
+            (POST, Some("multipart/form-data; boundary=x"), Err(GuardError::NotJson)),
+            (POST, Some("application/jsonx"), Err(GuardError::NotJson)),
+            (POST, Some(""), Err(GuardError::NotJson)),
+            (POST, None, Err(GuardError::NotJson)),
+            (DELETE, None, Ok(())),
+            (GET, Some("text/plain"), Ok(())),
+        ];
+        for (method, content_type, verdict) in cases {
+            let mut request = facts(method, "localhost:8080");
+            request.content_type = *content_type;
+            assert_eq!(&guard.check(&request), verdict, "{method} {content_type:?}");
+        }
+    }
+
+    #[test]
+    fn config_entries() {
+        let new = |hosts: &[&str], origins: &[&str], keys: bool| {
+            let owned = |list: &[&str]| list.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+            Guard::new(&owned(hosts), &owned(origins), keys).map(|_| ())
+        };
+        assert_eq!(
+            new(&["*"], &[], false),
+            Err(GuardConfigError::AnyWithoutKeys("server.allowedHosts"))
+        );
+        assert_eq!(
+            new(&[], &["*"], false),
+            Err(GuardConfigError::AnyWithoutKeys("cors.allowedOrigins"))
+        );
+        assert_eq!(new(&["*"], &["*"], true), Ok(()));
+        assert_eq!(
+            new(
+                &["a.example", "10.0.0.1", "[::2]"],
+                &["http://a.example:8080"],
+                false
+            ),
+            Ok(())
+        );
+        for bad in [
+            "",
+            "a.example:8080",
+            "https://a.example",
+            "a.example/x",
+            "a b",
+        ] {
+            assert_eq!(
+                new(&[bad], &[], true),
+                Err(GuardConfigError::Host(bad.into())),
+                "{bad}"
+            );
+        }
+        for bad in [
+            "",
+            "a.example",
+            "null",
+            "https://a.example/",
+            "ftp://a.example",
+        ] {
+            assert_eq!(
+                new(&[], &[bad], true),
+                Err(GuardConfigError::Origin(bad.into())),
+                "{bad}"
+            );
+        }
+    }
+}
