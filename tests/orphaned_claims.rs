@@ -72,6 +72,7 @@ async fn after_kill_9_during_an_approved_call_the_next_answer_is_immediate() {
     let _approving = tokio::spawn(async move {
         let _ = reqwest::Client::new()
             .post(format!("{url}/stream"))
+            .header("content-type", "application/json")
             .body(body)
             .send()
             .await;
@@ -99,6 +100,7 @@ async fn after_kill_9_during_an_approved_call_the_next_answer_is_immediate() {
     let started = Instant::now();
     let decided = reqwest::Client::new()
         .post(format!("{}/api/confirmations/{id}", server.url))
+        .header("content-type", "application/json")
         .body(r#"{"approved": true}"#)
         .send()
         .await
