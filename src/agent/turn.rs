@@ -68,7 +68,7 @@ impl Agent {
                     yield chunk;
                 },
                 Err(e) => {
-                    yield UiChunk::Error { error_text: e.to_string() };
+                    yield gate_failed(&e);
                     return;
                 }
             }
@@ -120,7 +120,7 @@ impl Agent {
                     };
                     let (call, outcome) = match verdict {
                         Err(e) => {
-                            yield UiChunk::Error { error_text: e.to_string() };
+                            yield gate_failed(&e);
                             return;
                         }
                         Ok(Answered::Rejected(_)) => continue,
@@ -270,7 +270,7 @@ impl Agent {
                     let call = ToolCall { id: streaming.id, name: streaming.name, args };
                     match Box::pin(agent.gate.check_new(&scope, call.clone(), protocol)).await {
                         Err(e) => {
-                            yield UiChunk::Error { error_text: e.to_string() };
+                            yield gate_failed(&e);
                             return;
                         }
                                                 Ok(NewCall::Run(permit)) => {
@@ -350,7 +350,7 @@ impl Agent {
                         let (call, outcome) = match held {
                             Ok(decided) => decided,
                             Err(e) => {
-                                yield UiChunk::Error { error_text: e.to_string() };
+                                yield gate_failed(&e);
                                 return;
                             }
                         };
@@ -468,6 +468,15 @@ struct Open {
 enum Work {
     Answer(Box<(Answer, Option<Value>)>),
     Open(Open),
+}
+
+/// The stream's end when the gate failed: a fixed text for the client, the
+/// detail for the log.
+fn gate_failed(e: &crate::confirm::GateError) -> UiChunk {
+    tracing::error!("the gate failed: {}", e.detail());
+    UiChunk::Error {
+        error_text: e.to_string(),
+    }
 }
 
 fn parse_args(text: &str) -> Result<Value, String> {

@@ -83,7 +83,10 @@ fn timed_out(rejection: &BytesRejection) -> bool {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        tracing::info!(status = %self.status(), "request refused: {self}");
+        match &self {
+            ApiError::Gate(e) => tracing::error!("the gate failed: {}", e.detail()),
+            _ => tracing::info!(status = %self.status(), "request refused: {self}"),
+        }
         (self.status(), Json(json!({"error": self.to_string()}))).into_response()
     }
 }

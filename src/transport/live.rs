@@ -272,7 +272,10 @@ async fn frame(
                     Ok(OutOfBand::Decided(_)) => return,
                     Ok(OutOfBand::Conflict(why) | OutOfBand::Invalid(why)) => why,
                     Ok(OutOfBand::NotFound) => format!("no confirmation `{confirmation_id}`"),
-                    Err(e) => e.to_string(),
+                    Err(e) => {
+                        tracing::error!("the gate failed: {}", e.detail());
+                        e.to_string()
+                    }
                 };
                 let _ = outbox.send(error(&id, &why)).await;
             });
