@@ -3,7 +3,10 @@ import { defineConfig } from 'vitest/config';
 
 // `npm run dev` proxies the API to a `toolgate serve` on :8080; the built
 // page is served by toolgate itself, so every URL in the app is relative.
+// The page's Host stays on the proxied request (no `changeOrigin`), so
+// toolgate sees the dev server's origin as the request's own.
 const target = process.env.TOOLGATE_URL ?? 'http://127.0.0.1:8080';
+const api = { target, changeOrigin: false };
 
 export default defineConfig({
   plugins: [react()],
@@ -11,9 +14,9 @@ export default defineConfig({
   build: { outDir: 'dist', emptyOutDir: true, sourcemap: false },
   server: {
     proxy: {
-      '/stream': target,
-      '/api': target,
-      '/live': { target, ws: true },
+      '/stream': api,
+      '/api': api,
+      '/live': { ...api, ws: true },
     },
   },
   test: {
