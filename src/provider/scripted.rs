@@ -52,9 +52,12 @@ static MORE_PAYMENT: LazyLock<Result<Regex, regex::Error>> = LazyLock::new(|| {
 static SEPARATOR: LazyLock<Result<Regex, regex::Error>> =
     LazyLock::new(|| Regex::new(r"(?i)\s*,\s*(?:and\s+)?|\s+and\s+"));
 
-/// Beyond this many pieces a request is not split further (each split
-/// re-reads the clause before it).
-const MAX_CLAUSES: usize = 32;
+/// Beyond this many pieces a request is not split further: each piece may
+/// re-read the clause before it. Twice the calls a step may make, so a
+/// request for too many calls still reaches the agent's limit.
+const MAX_CLAUSES: usize = 2 * super::MAX_CALLS_PER_STEP;
+/// A longer request is read as one clause, which bounds the re-reading.
+const MAX_SPLIT_BYTES: usize = 64 << 10;
 
 fn regex(re: &'static LazyLock<Result<Regex, regex::Error>>) -> Option<&'static Regex> {
     re.as_ref().ok()
@@ -189,7 +192,7 @@ fn plan_for_text(text: &str, offered: &[&str]) -> Plan {
 fn calls_in(text: &str, offered: &[&str]) -> Vec<Call> {
     let mut pieces = Vec::new();
     let mut start = 0;
-    if let Some(separator) = regex(&SEPARATOR) {
+    if let Some(separator) = regex(&SEPARATOR).filter(|_| text.len() <= MAX_SPLIT_BYTES) {
         for found in separator.find_iter(text) {
             if pieces.len() + 1 == MAX_CLAUSES {
                 break;
@@ -456,8 +459,11 @@ mod tests {
             ]
         );
         // A long list is read, but not split past MAX_CLAUSES pieces.
-        let long = format!("Send 1 USD to A{}", ", 1 USD to B".repeat(100));
+        let long = format!("Send 1 USD to A{}", ", 1 USD to B".repeat(MAX_CLAUSES + 10));
         assert_eq!(calls(&long).len(), MAX_CLAUSES);
+        // Nor is one too long to re-read: it is one clause.
+        let huge = format!("Send 1 USD to A{}", ", 1 USD to B".repeat(MAX_SPLIT_BYTES));
+        assert_eq!(calls(&huge).len(), 1);
     }
 
     #[test]
