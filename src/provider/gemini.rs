@@ -372,8 +372,11 @@ impl Decoder for Decode {
         if let Some(usage) = response.usage_metadata {
             self.usage = Usage {
                 input_tokens: usage.prompt_token_count,
-                // Thinking is output too, as other providers count it.
-                output_tokens: usage.candidates_token_count + usage.thoughts_token_count,
+                // Thinking is output too, as other providers count it. The
+                // counts are the upstream's word: a sum past u64 saturates.
+                output_tokens: usage
+                    .candidates_token_count
+                    .saturating_add(usage.thoughts_token_count),
             };
         }
         if response.candidates.is_empty() {
@@ -468,6 +471,23 @@ mod tests {
                     },
                 },
             ]
+        );
+    }
+
+    #[test]
+    fn token_counts_at_the_limit_saturate() {
+        let events = decode(&[
+            r#"{"candidates":[{"finishReason":"STOP"}],"usageMetadata":{"candidatesTokenCount":18446744073709551615,"thoughtsTokenCount":1}}"#,
+        ]);
+        assert_eq!(
+            events.unwrap_or_default(),
+            [ProviderEvent::Finish {
+                reason: StopReason::Stop,
+                usage: Usage {
+                    input_tokens: 0,
+                    output_tokens: u64::MAX
+                },
+            }]
         );
     }
 

@@ -190,8 +190,9 @@ impl Upstream {
     }
 
     /// The response's SSE events; every read within the read timeout, every
-    /// event within the size cap.
-    fn events(
+    /// event within the size cap. Public for the fuzz targets, which feed it
+    /// bodies cut at arbitrary points.
+    pub fn events(
         &self,
         response: reqwest::Response,
     ) -> impl Stream<Item = Result<Sse, ProviderError>> + Send + 'static {

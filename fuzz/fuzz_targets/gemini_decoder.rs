@@ -1,0 +1,10 @@
+//! The gemini stream decoder over the SSE events of the input.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use toolgate::ids::Ids;
+use toolgate::provider::gemini::Decode;
+
+fuzz_target!(|body: &[u8]| {
+    toolgate_fuzz::decode(Decode::new(Ids::sequential()), body);
+});
