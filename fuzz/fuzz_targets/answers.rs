@@ -1,6 +1,7 @@
 //! The answers a request carries: the whole body parsed, then every tool
 //! part read as an answer, as a turn reads them. Fails closed: only an
-//! explicit yes is an approval.
+//! explicit yes is an approval, and a request the parser took holds no
+//! malformed answer (one parser, `AnswerKeys`, judges both).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -22,8 +23,12 @@ fuzz_target!(|body: &[u8]| {
         });
     for part in tools {
         let pending = Answer::is_pending(part);
-        let Some(answer) = Answer::from_part(part) else {
-            continue;
+        // The request's parser refuses a malformed answer, so a parsed
+        // request holds none: nothing can run on one.
+        let answer = match Answer::from_part(part) {
+            Ok(Some(answer)) => answer,
+            Ok(None) => continue,
+            Err(e) => panic!("a parsed request holds a malformed answer ({e}): {part:?}"),
         };
         assert!(!pending, "a pending question with an answer: {part:?}");
         if !matches!(answer.decision, Decision::Approve { .. }) {
