@@ -19,13 +19,7 @@ const TOOL_TIMEOUT: Duration = Duration::from_secs(20);
 /// A TCP endpoint that takes connections and never answers; each accepted
 /// connection is reported on the channel.
 async fn black_hole() -> (String, tokio::sync::mpsc::Receiver<()>) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    let url = format!(
-        "http://{}",
-        listener.local_addr().unwrap_or_else(|e| panic!("{e}"))
-    );
+    let (listener, url) = common::loopback().await;
     let (accepted, calls) = tokio::sync::mpsc::channel(8);
     tokio::spawn(async move {
         let mut held = Vec::new();

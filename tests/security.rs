@@ -312,7 +312,7 @@ async fn a_body_that_stops_coming_is_408_and_a_slow_stream_is_not_cut() {
 /// once, and the log says so.
 #[tokio::test]
 async fn a_thousand_half_sent_requests_do_not_stop_a_normal_turn() {
-    use std::io::{BufRead, Read};
+    use std::io::Read;
     // This process holds the 1,100 sockets.
     let ours = rlimit::increase_nofile_limit(4096).unwrap_or(0);
     if ours < 1_200 {
@@ -344,15 +344,7 @@ async fn a_thousand_half_sent_requests_do_not_stop_a_normal_turn() {
     });
     let mut stdout =
         std::io::BufReader::new(child.stdout.take().unwrap_or_else(|| panic!("no stdout")));
-    let mut line = String::new();
-    stdout
-        .read_line(&mut line)
-        .unwrap_or_else(|e| panic!("{e}"));
-    let url = line
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap_or_else(|| panic!("first line: {line:?}"))
-        .to_owned();
+    let url = common::listening_on(&mut stdout);
 
     let mut half_sent = Vec::new();
     for _ in 0..1_100 {

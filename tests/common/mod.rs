@@ -122,13 +122,7 @@ impl Server {
             .with_clock(clock.clone())
             .with_registry(registry);
         let app = customize(app);
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-        let url = format!(
-            "http://{}",
-            listener.local_addr().unwrap_or_else(|e| panic!("{e}"))
-        );
+        let (listener, url) = loopback().await;
         tokio::spawn(app.serve(listener));
         Self {
             url,
@@ -265,7 +259,6 @@ impl Binary {
 
     /// Serves with exactly these extra arguments (a config naming the store, say).
     pub fn serve_with(extra: &[&str]) -> Self {
-        use std::io::BufRead;
         let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
             .args(["serve", "--bind", "127.0.0.1:0"])
             .args(extra)
@@ -275,15 +268,7 @@ impl Binary {
             .unwrap_or_else(|e| panic!("{e}"));
         let stdout = child.stdout.take().unwrap_or_else(|| panic!("no stdout"));
         let mut stdout = std::io::BufReader::new(stdout);
-        let mut line = String::new();
-        stdout
-            .read_line(&mut line)
-            .unwrap_or_else(|e| panic!("{e}"));
-        let url = line
-            .trim()
-            .strip_prefix("listening on ")
-            .unwrap_or_else(|| panic!("first line: {line:?}"))
-            .to_owned();
+        let url = listening_on(&mut stdout);
         Self {
             url,
             child,
@@ -291,6 +276,30 @@ impl Binary {
             stdout,
         }
     }
+}
+
+/// The URL a starting binary names on its first line of stdout.
+pub fn listening_on(stdout: &mut impl std::io::BufRead) -> String {
+    let mut line = String::new();
+    stdout
+        .read_line(&mut line)
+        .unwrap_or_else(|e| panic!("{e}"));
+    line.trim()
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("first line: {line:?}"))
+        .to_owned()
+}
+
+/// A listener on a free loopback port, and its `http://` URL.
+pub async fn loopback() -> (tokio::net::TcpListener, String) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let url = format!(
+        "http://{}",
+        listener.local_addr().unwrap_or_else(|e| panic!("{e}"))
+    );
+    (listener, url)
 }
 
 impl Binary {
