@@ -63,13 +63,18 @@ async fn after_kill_9_during_an_approved_call_the_next_answer_is_immediate() {
     // Approved: the call is claimed and reaches the endpoint, then the process dies.
     let url = server.url.clone();
     let body = approve.to_string();
+    // The approving client stays to read the stream (the call hangs, so until
+    // the kill): this test is about a dying server, not a client that leaves.
     let _approving = tokio::spawn(async move {
-        let _ = reqwest::Client::new()
+        if let Ok(response) = reqwest::Client::new()
             .post(format!("{url}/stream"))
             .header("content-type", "application/json")
             .body(body)
             .send()
-            .await;
+            .await
+        {
+            let _ = response.text().await;
+        }
     });
     tokio::time::timeout(Duration::from_secs(10), calls.recv())
         .await
