@@ -13,6 +13,7 @@
 //! agent ─► protocol::UiChunk ─► protocol::sse ─► transport (SSE body)
 //! ```
 //!
+//! - [`call`]: what every layer says about a tool call (`ToolCall`, limits).
 //! - [`protocol`]: chunks, SSE framing, request bodies. Pure, no I/O.
 //! - [`agent`]: one turn: history → model messages → provider events → UI
 //!   chunks, multi-step, through the gate.
@@ -27,6 +28,7 @@
 
 pub mod agent;
 pub mod app;
+pub mod call;
 pub mod config;
 pub mod confirm;
 pub mod ids;

@@ -122,10 +122,10 @@ async fn who_decided_what() {
 #[tokio::test]
 async fn a_question_nobody_answers_is_logged_as_timed_out() {
     use std::time::Duration;
+    use toolgate::call::ToolCall;
     use toolgate::confirm::{Gate, NewCall, Scope};
     use toolgate::ids::{Clock, Ids};
     use toolgate::protocol::ConfirmationProtocol;
-    use toolgate::provider::ToolCall;
     use toolgate::store::Store;
     use toolgate::tools::Registry;
 

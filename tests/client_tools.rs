@@ -518,7 +518,7 @@ async fn hand_off_and_result_records_are_never_listed_as_questions() {
             id: id.into(),
             chat_id: "chat-loc".into(),
             principal: "anonymous".into(),
-            call: toolgate::provider::ToolCall {
+            call: toolgate::call::ToolCall {
                 id: "call-90".into(),
                 name: "get_location".into(),
                 args: json!({}),

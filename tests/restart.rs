@@ -9,10 +9,10 @@ use std::time::Duration;
 
 use common::{Binary, approval, transaction};
 use serde_json::json;
+use toolgate::call::ToolCall;
 use toolgate::confirm::{Answer, Answered, Decision, Gate, OUTCOME_UNKNOWN, Scope};
 use toolgate::ids::{Clock, Ids};
 use toolgate::protocol::ConfirmationProtocol;
-use toolgate::provider::ToolCall;
 use toolgate::store::{Claim, Store};
 use toolgate::tools::Registry;
 

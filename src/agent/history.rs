@@ -6,11 +6,10 @@
 
 use std::collections::HashMap;
 
-use crate::confirm::{CONFIRMATION_TOOL, original_call, parse_denial};
+use crate::call::{ToolCall, parse_denial};
+use crate::confirm::{CONFIRMATION_TOOL, original_call};
 use crate::protocol::{Part, Role, ToolPart, ToolState, UiMessage};
-use crate::provider::{
-    AssistantContent, ModelMessage, ResultContent, ToolCall, ToolResult, UserContent,
-};
+use crate::provider::{AssistantContent, ModelMessage, ResultContent, ToolResult, UserContent};
 
 /// What the model is told about a call nobody answered.
 pub const UNANSWERED: &str = "the call was not confirmed before the conversation moved on";

@@ -19,5 +19,3 @@ pub struct Agent {
     /// Model calls per turn before it stops (default 8).
     pub max_steps: usize,
 }
-
-pub use crate::provider::{MAX_ARGS_BYTES, MAX_CALLS_PER_STEP};

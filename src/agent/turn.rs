@@ -9,19 +9,20 @@ use futures::StreamExt;
 use futures::stream::{BoxStream, FuturesOrdered};
 use serde_json::Value;
 
+use super::Agent;
 use super::blocks::Blocks;
 use super::history::to_model_messages;
-use super::{Agent, MAX_ARGS_BYTES, MAX_CALLS_PER_STEP};
+use crate::call::{MAX_ARGS_BYTES, MAX_CALLS_PER_STEP, ToolCall, denial_text};
 use crate::confirm::{
     Answer, Answered, CONFIRMATION_TOOL, ClientOutput, NewCall, Scope, confirmation_input,
-    denial_text, with_handoff,
+    with_handoff,
 };
 use crate::protocol::message::Approval;
 use crate::protocol::{
     ChatRequest, ConfirmationFlow, ConfirmationProtocol, FinishReason, Part, Role, ToolPart,
     ToolState, UiChunk, UiMessage,
 };
-use crate::provider::{ModelRequest, ProviderEvent, StopReason, ToolCall};
+use crate::provider::{ModelRequest, ProviderEvent, StopReason};
 use crate::store::Outcome;
 use crate::tools::client::NO_RESULT;
 

@@ -5,9 +5,9 @@ use serde_json::Value;
 
 use super::CONFIRMATION_TOOL;
 use super::signing::Seal;
+use crate::call::ToolCall;
 pub use crate::protocol::message::{AnswerKeys, Remember};
 use crate::protocol::{ConfirmationProtocol, RequestError, ToolPart, ToolState};
-use crate::provider::ToolCall;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Decision {

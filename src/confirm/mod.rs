@@ -29,16 +29,15 @@ use tokio_util::task::TaskTracker;
 pub use answer::{Answer, AnswerKeys, Decision, Remember, original_call};
 pub use signing::{Seal, Signer};
 
+use crate::call::{MAX_ARGS_BYTES, QualifiedName, ToolCall, ToolSpec};
 use crate::ids::{Clock, Ids};
 use crate::policy::{BUDGET, CallInfo, Policy, REMEMBERED, ToolInfo, Verdict};
 use crate::protocol::{ConfirmationProtocol, ToolPart, ToolState};
-use crate::provider::ToolCall;
 use crate::store::{
     AuditDecision, AuditEvent, Claim, HEARTBEAT_EVERY, Issued, Outcome, Remembered, Status, Store,
     StoreError,
 };
 use crate::tools::client::{MAX_OUTPUT_BYTES, NO_RESULT};
-use crate::tools::qualified_name;
 use crate::tools::{Registry, ToolContext, ToolError, ToolSource, Toolbox};
 
 /// What a replay is told when the claimed call never reported an outcome
@@ -396,7 +395,7 @@ impl Gate {
         let Some(tool) = tools.get(name) else {
             return true;
         };
-        let qualified = qualified_name(name);
+        let qualified = QualifiedName::of(name);
         self.policy.may_ask(&ToolInfo {
             name,
             qualified: &qualified,
@@ -440,7 +439,7 @@ impl Gate {
             .iter()
             .map(|tool| {
                 let name = tool.name();
-                let qualified = qualified_name(name);
+                let qualified = QualifiedName::of(name);
                 let policy = self.policy.describe(&ToolInfo {
                     name,
                     qualified: &qualified,
@@ -448,7 +447,7 @@ impl Gate {
                 });
                 ToolView {
                     name: name.to_owned(),
-                    qualified_name: qualified,
+                    qualified_name: qualified.into_string(),
                     source: tool.source(),
                     description: tool.description().to_owned(),
                     parameters: tool.parameters(),
@@ -467,7 +466,7 @@ impl Gate {
     }
 
     /// The tools the model is offered now (a turn keeps one snapshot).
-    pub fn specs(&self) -> Arc<[crate::provider::ToolSpec]> {
+    pub fn specs(&self) -> Arc<[ToolSpec]> {
         self.tools.current().specs()
     }
 
@@ -553,7 +552,7 @@ impl Gate {
             tool: if call.name.is_empty() {
                 String::new()
             } else {
-                qualified_name(&call.name)
+                QualifiedName::of(&call.name).into_string()
             },
             call_id: call.id.clone(),
             args_digest: signing::digest(&call.args),
@@ -614,7 +613,7 @@ impl Gate {
     /// Whether the user may edit the arguments of `name` before approving
     /// (`toolConfirmation.tools.<tool>.editable`).
     pub fn editable(&self, name: &str) -> bool {
-        let qualified = qualified_name(name);
+        let qualified = QualifiedName::of(name);
         self.policy.editable(&ToolInfo {
             name,
             qualified: &qualified,
@@ -921,13 +920,13 @@ impl Gate {
         remember: Option<Remember>,
         approve_next: Option<u32>,
     ) {
-        let qualified = qualified_name(tool);
+        let qualified = QualifiedName::of(tool);
         if let Some(remember) = remember {
             let approval = Remembered {
                 id: self.ids.next("remembered"),
                 principal: scope.principal.clone(),
                 chat_id: (remember == Remember::Chat).then(|| scope.chat_id.clone()),
-                tool: qualified.clone(),
+                tool: qualified.to_string(),
                 created_at_ms: self.clock.now_ms(),
             };
             if let Err(e) = self.remembered.remember(approval).await {
@@ -977,7 +976,7 @@ impl Gate {
                 outcome,
             }));
         }
-        let qualified = qualified_name(&issued.call.name);
+        let qualified = QualifiedName::of(&issued.call.name);
         if self
             .remembered
             .remembered(&scope.principal, &scope.chat_id, &qualified)
@@ -1046,7 +1045,7 @@ impl Gate {
         let tools = self.tools.current();
         let tool = tools.get(&call.name)?;
         Some(Facts {
-            qualified: qualified_name(&call.name),
+            qualified: QualifiedName::of(&call.name).into_string(),
             tool_may_ask: tool.may_need_confirmation(),
             tool_asks: tool.needs_confirmation(&call.args),
         })
@@ -1104,7 +1103,7 @@ impl Gate {
                 call.name
             )));
         }
-        let qualified = qualified_name(&call.name);
+        let qualified = QualifiedName::of(&call.name);
         let tool_info = ToolInfo {
             name: &call.name,
             qualified: &qualified,
@@ -1329,13 +1328,10 @@ impl Gate {
             return Ok(issued.call.clone());
         };
         let name = &issued.call.name;
-        if args.to_string().len() > crate::agent::MAX_ARGS_BYTES {
-            return Err(format!(
-                "edited arguments exceed {} bytes",
-                crate::agent::MAX_ARGS_BYTES
-            ));
+        if args.to_string().len() > MAX_ARGS_BYTES {
+            return Err(format!("edited arguments exceed {} bytes", MAX_ARGS_BYTES));
         }
-        let qualified = qualified_name(name);
+        let qualified = QualifiedName::of(name);
         let tool = ToolInfo {
             name,
             qualified: &qualified,
@@ -1900,26 +1896,6 @@ pub fn confirmation_input(issued: &Issued) -> Value {
         "originalFunctionCall": {"id": issued.call.id, "name": issued.call.name, "args": issued.call.args},
         "toolConfirmation": {"hint": issued.hint, "confirmed": false},
     })
-}
-
-/// The error text of a denied call, as the client shows it.
-pub const DENIED: &str = "User denied execution";
-
-pub fn denial_text(reason: Option<&str>) -> String {
-    match reason {
-        Some(reason) => format!("{DENIED}: {reason}"),
-        None => DENIED.to_owned(),
-    }
-}
-
-/// The reason inside a [`denial_text`], if `text` is one.
-pub fn parse_denial(text: &str) -> Option<Option<String>> {
-    let rest = text.strip_prefix(DENIED)?;
-    match rest.strip_prefix(": ") {
-        Some(reason) => Some(Some(reason.to_owned())),
-        None if rest.is_empty() => Some(None),
-        None => None,
-    }
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@ use hmac::{Hmac, Mac};
 use serde_json::{Value, json};
 use sha2::Sha256;
 
-use crate::provider::ToolCall;
+use crate::call::ToolCall;
 
 type HmacSha256 = Hmac<Sha256>;
 

@@ -240,7 +240,7 @@ impl Policy {
         }
         let mut seen = std::collections::HashSet::new();
         for name in rules.keys() {
-            if !seen.insert(crate::tools::qualified_name(name)) {
+            if !seen.insert(crate::call::QualifiedName::of(name)) {
                 return Err(BadPattern {
                     pattern: name.clone(),
                     why: "tools names this tool twice (by name and by qualified name)".into(),

@@ -9,10 +9,10 @@ use sse_stream::Sse;
 
 use super::http::{Decoder, Upstream};
 use super::{
-    AssistantContent, MAX_ARGS_BYTES, MAX_CALLS_PER_STEP, ModelMessage, ModelOptions,
-    ModelProvider, ModelRequest, ProviderError, ProviderEvent, StopReason, ToolResult, Usage,
-    UserContent, inline_data,
+    AssistantContent, ModelMessage, ModelOptions, ModelProvider, ModelRequest, ProviderError,
+    ProviderEvent, StopReason, ToolResult, Usage, UserContent, inline_data,
 };
+use crate::call::{MAX_ARGS_BYTES, MAX_CALLS_PER_STEP};
 use crate::ids::Ids;
 
 const PROVIDER: &str = "anthropic";

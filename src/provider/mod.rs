@@ -12,6 +12,8 @@ use serde_json::Value;
 
 pub use scripted::ScriptedModel;
 
+use crate::call::{ToolCall, ToolSpec, denial_text};
+
 /// The history as every provider sees it. The `adk_request_confirmation`
 /// wrapper never appears here: the model sees its own call and the result.
 #[derive(Debug, Clone, PartialEq)]
@@ -44,14 +46,6 @@ pub enum AssistantContent {
     },
 }
 
-/// A call as the model made it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ToolCall {
-    pub id: String,
-    pub name: String,
-    pub args: Value,
-}
-
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolResult {
     pub call_id: String,
@@ -65,14 +59,6 @@ pub enum ResultContent {
     Output(Value),
     Error(String),
     Denied { reason: Option<String> },
-}
-
-/// A tool as offered to the model.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ToolSpec {
-    pub name: String,
-    pub description: String,
-    pub parameters: Value,
 }
 
 /// What a user sets for an upstream model.
@@ -162,12 +148,6 @@ pub enum ProviderEvent {
     },
 }
 
-/// The largest tool-call argument text accepted from a model.
-pub const MAX_ARGS_BYTES: usize = 1 << 20;
-
-/// The most tool calls one model step may make; models make a handful.
-pub const MAX_CALLS_PER_STEP: usize = 128;
-
 /// A model that failed; every variant reaches the client as an `error` chunk.
 #[derive(Debug, thiserror::Error)]
 pub enum ProviderError {
@@ -248,7 +228,7 @@ impl ResultContent {
             ResultContent::Output(Value::String(text)) => text.clone(),
             ResultContent::Output(value) => value.to_string(),
             ResultContent::Error(message) => message.clone(),
-            ResultContent::Denied { reason } => crate::confirm::denial_text(reason.as_deref()),
+            ResultContent::Denied { reason } => denial_text(reason.as_deref()),
         }
     }
 

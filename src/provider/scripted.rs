@@ -55,7 +55,7 @@ static SEPARATOR: LazyLock<Result<Regex, regex::Error>> =
 /// Beyond this many pieces a request is not split further: each piece may
 /// re-read the clause before it. Twice the calls a step may make, so a
 /// request for too many calls still reaches the agent's limit.
-const MAX_CLAUSES: usize = 2 * super::MAX_CALLS_PER_STEP;
+const MAX_CLAUSES: usize = 2 * crate::call::MAX_CALLS_PER_STEP;
 /// A longer request is read as one clause, which bounds the re-reading.
 const MAX_SPLIT_BYTES: usize = 64 << 10;
 

@@ -18,8 +18,8 @@ pub use memory::MemoryStore;
 pub use redis::RedisStore;
 pub use sqlite::SqliteStore;
 
+use crate::call::ToolCall;
 use crate::protocol::ConfirmationProtocol;
-use crate::provider::ToolCall;
 
 /// A confirmation as the server issued it: the authority for what may run.
 #[derive(Debug, Clone, PartialEq)]

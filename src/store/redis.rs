@@ -11,8 +11,8 @@ use redis::aio::ConnectionManager;
 use serde::{Deserialize, Serialize};
 
 use super::{AuditEvent, Claim, Issued, Outcome, Remembered, Status, StoreError};
+use crate::call::ToolCall;
 use crate::protocol::ConfirmationProtocol;
-use crate::provider::ToolCall;
 
 /// How long a record outlives its expiry, for a running call to report.
 const LINGER_MS: u64 = 60 * 60 * 1000;

@@ -11,8 +11,8 @@ use rusqlite_migration::{M, Migrations};
 use tokio::sync::watch;
 
 use super::{AuditEvent, Claim, Issued, Outcome, Remembered, Status, StoreError};
+use crate::call::ToolCall;
 use crate::protocol::ConfirmationProtocol;
-use crate::provider::ToolCall;
 
 const MIGRATIONS: &[M<'static>] = &[
     M::up(include_str!("migrations/001_confirmations.sql")),

@@ -24,8 +24,8 @@ pub use weather::GetWeather;
 /// Re-exported so that applications implement [`Tool`] without naming the crate.
 pub use async_trait::async_trait;
 
+use crate::call::ToolSpec;
 use crate::ids::Ids;
-use crate::provider::ToolSpec;
 
 /// Why a tool call failed; reported to the client as `tool-output-error` and
 /// to the model as the call's error.
@@ -100,17 +100,6 @@ pub trait Tool: Send + Sync + 'static {
 
     fn source(&self) -> ToolSource {
         ToolSource::Application
-    }
-}
-
-/// The name policies use for a tool: `mcp--<server>--<tool>` as given,
-/// `internal--<tool>` for a tool of this server (a qualified name stays).
-pub fn qualified_name(name: &str) -> String {
-    // Already qualified names stay as they are.
-    if name.starts_with("mcp--") || name.starts_with("internal--") {
-        name.to_owned()
-    } else {
-        format!("internal--{name}")
     }
 }
 
