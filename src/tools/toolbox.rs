@@ -9,10 +9,10 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError, RwLock, Weak};
 
+use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::mcp::{ServerState, ServerView};
 use super::{Registry, Tool};
 
 #[derive(Clone)]
@@ -172,4 +172,36 @@ impl WeakToolbox {
     pub(crate) fn upgrade(&self) -> Option<Toolbox> {
         self.0.upgrade().map(|inner| Toolbox { inner })
     }
+}
+
+/// A server's state, as `GET /api/tools` shows it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "state", rename_all = "camelCase")]
+pub enum ServerState {
+    /// The first attempt is under way.
+    Connecting,
+    Available {
+        tools: usize,
+    },
+    /// Down; the next attempt is in `retry_in_ms`.
+    #[serde(rename_all = "camelCase")]
+    Unavailable {
+        reason: String,
+        retry_in_ms: u64,
+    },
+    /// Reconnecting after `reason`.
+    #[serde(rename_all = "camelCase")]
+    Restarting {
+        attempt: u32,
+        reason: String,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ServerView {
+    pub name: String,
+    /// `stdio` or `http`.
+    pub transport: &'static str,
+    #[serde(flatten)]
+    pub state: ServerState,
 }

@@ -28,13 +28,14 @@ use rmcp::service::{NotificationContext, Peer, RunningService, ServiceError};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::Value;
 use tokio::io::AsyncReadExt;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use super::toolbox::WeakToolbox;
+pub use super::toolbox::{ServerState, ServerView};
 use super::{Tool, ToolContext, ToolError, ToolSource, Toolbox};
 
 mod process;
@@ -274,36 +275,4 @@ pub fn servers(
         .iter()
         .map(|(name, server)| McpServer::new(name, server))
         .collect()
-}
-
-/// A server's state, as `GET /api/tools` shows it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "state", rename_all = "camelCase")]
-pub enum ServerState {
-    /// The first attempt is under way.
-    Connecting,
-    Available {
-        tools: usize,
-    },
-    /// Down; the next attempt is in `retry_in_ms`.
-    #[serde(rename_all = "camelCase")]
-    Unavailable {
-        reason: String,
-        retry_in_ms: u64,
-    },
-    /// Reconnecting after `reason`.
-    #[serde(rename_all = "camelCase")]
-    Restarting {
-        attempt: u32,
-        reason: String,
-    },
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ServerView {
-    pub name: String,
-    /// `stdio` or `http`.
-    pub transport: &'static str,
-    #[serde(flatten)]
-    pub state: ServerState,
 }
