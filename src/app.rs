@@ -208,7 +208,7 @@ impl App {
             // A config that loaded has valid keys; if not, nobody gets in.
             api_keys: Arc::new(self.config.api_keys().unwrap_or_else(|e| {
                 tracing::error!("{e}: every request is refused");
-                vec![crate::config::ApiKey {
+                vec![crate::transport::ApiKey {
                     principal: String::new(),
                     sha256: [0; 32],
                     admin: false,
@@ -245,8 +245,7 @@ impl App {
             Some(bind) => guard.with_bind(bind),
             None => guard,
         };
-        let router =
-            crate::transport::guard::protect(router, guard, self.config.server.body_read());
+        let router = crate::transport::protect(router, guard, self.config.server.body_read());
         (router, gate)
     }
 

@@ -19,6 +19,7 @@ use crate::tools::Registry;
 use crate::tools::client::{ClientTool, ClientToolConfig};
 use crate::tools::http::HttpToolConfig;
 use crate::tools::mcp::{McpServer, McpServerConfig};
+use crate::transport::ApiKey;
 use crate::transport::guard::Guard;
 
 #[derive(Debug, thiserror::Error)]
@@ -473,14 +474,6 @@ pub struct AuthConfig {
     /// principal it acts for. With keys, every route but `/healthz` needs
     /// one. Without, toolgate listens on loopback only.
     pub api_keys: Vec<ApiKeyConfig>,
-}
-
-/// A resolved API key.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ApiKey {
-    pub principal: String,
-    pub sha256: [u8; 32],
-    pub admin: bool,
 }
 
 /// One API key: its SHA-256 (hex), or the environment variable holding it.

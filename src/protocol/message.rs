@@ -3,7 +3,34 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::request::{RequestError, check_id};
+/// A client's mistake in the body; the transport answers 400 with it.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum RequestError {
+    #[error("invalid JSON body: {0}")]
+    Json(String),
+    #[error("invalid request: {0}")]
+    Invalid(String),
+}
+
+/// The longest id (a chat's, a confirmation's, a tool call's) accepted, in bytes.
+pub const MAX_ID_BYTES: usize = 256;
+
+/// Refuses an id longer than [`MAX_ID_BYTES`]. The error, which is logged,
+/// names a prefix and the length, never the whole id.
+pub fn check_id(what: &str, id: &str) -> Result<(), RequestError> {
+    if id.len() <= MAX_ID_BYTES {
+        return Ok(());
+    }
+    let mut end = 16;
+    while !id.is_char_boundary(end) {
+        end -= 1;
+    }
+    Err(RequestError::Invalid(format!(
+        "{what} `{}…` is {} bytes; ids are at most {MAX_ID_BYTES}",
+        &id[..end],
+        id.len()
+    )))
+}
 
 /// The name of the wrapper call an ADK confirmation is asked with.
 pub const CONFIRMATION_TOOL: &str = "adk_request_confirmation";

@@ -9,5 +9,5 @@ pub mod sse;
 
 pub use chunk::{FinishReason, UiChunk};
 pub use compat::{ClientVersion, ConfirmationFlow, ConfirmationProtocol};
-pub use message::{Part, Role, ToolPart, ToolState, UiMessage};
-pub use request::{ChatRequest, RequestError, RequestOptions};
+pub use message::{Part, RequestError, Role, ToolPart, ToolState, UiMessage};
+pub use request::{ChatRequest, RequestOptions};

@@ -6,16 +6,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::compat::{ClientVersion, ConfirmationFlow, ConfirmationProtocol};
-use super::message::{Part, RawPart, Role, ToolPart, ToolState, UiMessage};
-
-/// A client's mistake in the body; the transport answers 400 with it.
-#[derive(Debug, thiserror::Error, PartialEq)]
-pub enum RequestError {
-    #[error("invalid JSON body: {0}")]
-    Json(String),
-    #[error("invalid request: {0}")]
-    Invalid(String),
-}
+use super::message::{Part, RawPart, RequestError, Role, ToolPart, ToolState, UiMessage, check_id};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Trigger {
@@ -25,26 +16,6 @@ pub enum Trigger {
 
 /// The most parts one message may have (a long assistant turn has dozens).
 pub const MAX_PARTS_PER_MESSAGE: usize = 1000;
-
-/// The longest id (a chat's, a confirmation's, a tool call's) accepted, in bytes.
-pub const MAX_ID_BYTES: usize = 256;
-
-/// Refuses an id longer than [`MAX_ID_BYTES`]. The error, which is logged,
-/// names a prefix and the length, never the whole id.
-pub fn check_id(what: &str, id: &str) -> Result<(), RequestError> {
-    if id.len() <= MAX_ID_BYTES {
-        return Ok(());
-    }
-    let mut end = 16;
-    while !id.is_char_boundary(end) {
-        end -= 1;
-    }
-    Err(RequestError::Invalid(format!(
-        "{what} `{}…` is {} bytes; ids are at most {MAX_ID_BYTES}",
-        &id[..end],
-        id.len()
-    )))
-}
 
 /// The chat id used when a body names none (the model-message form often doesn't).
 pub const DEFAULT_CHAT_ID: &str = "default";

@@ -18,16 +18,9 @@
 //! [`Guard::check`] decides from plain values; [`protect`] is the I/O shell.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::sync::Arc;
-use std::time::Duration;
 
-use axum::Router;
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::{HeaderMap, HeaderName, Method, StatusCode, header, uri::Authority};
-use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
-
-use super::ApiError;
 
 /// `server.allowedHosts` and `cors.allowedOrigins` entry that allows any.
 pub const ANY: &str = "*";
@@ -280,7 +273,7 @@ pub struct Facts<'a> {
 }
 
 impl<'a> Facts<'a> {
-    fn of(request: &'a Request) -> Self {
+    pub(super) fn of(request: &'a Request) -> Self {
         let headers: &HeaderMap = request.headers();
         // Two values of a header a client sets once: trust neither.
         let single = |name: HeaderName| match headers.get_all(&name).iter().count() {
@@ -305,21 +298,6 @@ impl<'a> Facts<'a> {
 /// The local address of a request's connection, set by toolgate's accept loop.
 #[derive(Debug, Clone, Copy)]
 pub struct LocalAddr(pub SocketAddr);
-
-/// `router` behind the guard, with request bodies read under `body_read`
-/// (the longest silence while a body is read).
-pub fn protect(router: Router, guard: Guard, body_read: Duration) -> Router {
-    router
-        .layer(tower_http::timeout::RequestBodyTimeoutLayer::new(body_read))
-        .layer(axum::middleware::from_fn_with_state(Arc::new(guard), check))
-}
-
-async fn check(State(guard): State<Arc<Guard>>, request: Request, next: Next) -> Response {
-    match guard.check(&Facts::of(&request)) {
-        Ok(()) => next.run(request).await,
-        Err(refused) => ApiError::from(refused).into_response(),
-    }
-}
 
 #[cfg(test)]
 mod tests {

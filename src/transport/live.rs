@@ -26,7 +26,7 @@ use super::runs::{Run, Subscription};
 use super::{ApiError, HttpState, caller};
 use crate::confirm::{AnswerKeys, Decision, OutOfBand};
 use crate::protocol::ChatRequest;
-use crate::protocol::request::check_id;
+use crate::protocol::message::check_id;
 
 /// Frames queued for one socket before a turn waits for it.
 const OUTBOX: usize = 256;

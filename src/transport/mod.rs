@@ -4,10 +4,12 @@ pub mod demo;
 mod error;
 pub mod guard;
 mod live;
+mod protect;
 pub mod runs;
 mod sse;
 
 pub use live::LiveLimits;
+pub use protect::protect;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -31,6 +33,14 @@ use crate::protocol::{
 /// The principal when no principal header is configured.
 pub const ANONYMOUS: &str = "anonymous";
 
+/// A resolved API key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiKey {
+    pub principal: String,
+    pub sha256: [u8; 32],
+    pub admin: bool,
+}
+
 #[derive(Clone)]
 pub struct HttpState {
     pub agent: Arc<Agent>,
@@ -38,7 +48,7 @@ pub struct HttpState {
     pub max_body_bytes: usize,
     pub principal_header: Option<String>,
     /// Empty when keys are off.
-    pub api_keys: Arc<Vec<crate::config::ApiKey>>,
+    pub api_keys: Arc<Vec<ApiKey>>,
     pub protocol: ConfirmationProtocol,
     pub flow: ConfirmationFlow,
     pub client_version: ClientVersion,
@@ -257,7 +267,7 @@ async fn decide(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let principal = principal(&state, &headers)?;
-    crate::protocol::request::check_id("confirmation id", &id)?;
+    crate::protocol::message::check_id("confirmation id", &id)?;
     let body =
         body.map_err(|rejection| ApiError::from_body_rejection(rejection, state.max_body_bytes))?;
     let decision = decision(&body)?;
