@@ -1,8 +1,13 @@
 //! The agent turn: UI history in, UI chunks out. The model is called through
 //! a [`ModelProvider`]; every tool call goes through the confirmation gate.
+//! The turn emits events; `encode` alone makes chunks of them.
 
+mod answers;
 mod blocks;
+mod encode;
+mod event;
 pub mod history;
+mod step;
 mod turn;
 
 use std::sync::Arc;
