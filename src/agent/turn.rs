@@ -36,8 +36,9 @@ impl Agent {
         flow: ConfirmationFlow,
         waiting: tokio::sync::watch::Sender<bool>,
     ) -> BoxStream<'static, UiChunk> {
-        let mut turn = Turn::new(self, request, principal, protocol, flow, waiting);
         async_stream::stream! {
+            // Built when first polled, like everything it does (the message's id).
+            let mut turn = Turn::new(self, request, principal, protocol, flow, waiting);
             // One buffer for the whole turn: no allocation per chunk.
             let mut out = Vec::new();
             while turn.advance(&mut out).await {
@@ -69,7 +70,8 @@ pub(super) struct Turn {
     /// Every toolCallId in the outgoing message: the client rejects a
     /// message with two parts of one id.
     pub(super) taken: HashSet<String>,
-    tools: Arc<[ToolSpec]>,
+    /// The tools the model is offered: one snapshot, taken after the answers.
+    tools: Option<Arc<[ToolSpec]>>,
     pub(super) step: StepState,
 }
 
@@ -88,12 +90,19 @@ pub(super) struct StepState {
 
 /// What [`Turn::advance`] does next.
 pub(super) enum Phase {
+    /// The message's start; the client's tool results judged.
     Start,
+    /// A continued message's answers and open questions.
     Answers(Answers),
+    /// A model step begins, unless the turn is out of steps.
     Step,
+    /// The model's response, one event at a time.
     Model(Model),
+    /// The step's calls through the gate, one at a time.
     Gate(Gate),
+    /// The permitted calls' outcomes, in call order.
     Run(Run),
+    /// Held flow: the step's questions, each waited for.
     Hold(std::vec::IntoIter<String>),
     Done,
 }
@@ -122,7 +131,7 @@ impl Turn {
         }
         Self {
             encoder: TurnEncoder::new(agent.ids.clone()),
-            tools: agent.gate.specs(),
+            tools: None,
             agent,
             scope,
             history,
@@ -212,6 +221,7 @@ impl Turn {
                 _ => None,
             })
             .collect();
+        self.tools = Some(self.agent.gate.specs());
         Phase::Step
     }
 
@@ -225,7 +235,10 @@ impl Turn {
         self.emit(AgentEvent::StepStart, out);
         let request = ModelRequest {
             messages: to_model_messages(&self.history),
-            tools: self.tools.clone(),
+            tools: match &self.tools {
+                Some(tools) => tools.clone(),
+                None => self.agent.gate.specs(),
+            },
         };
         Phase::Model(Model::new(self.agent.provider.stream(request)))
     }
