@@ -102,7 +102,11 @@ impl TurnEncoder {
             AgentEvent::ToolCallStart { id, name, live } => {
                 self.blocks.close(out, &mut message.parts);
                 if live {
-                    out.push(UiChunk::tool_input_start(&id, &name));
+                    out.push(UiChunk::ToolInputStart {
+                        tool_call_id: id,
+                        tool_name: name,
+                        extras: Default::default(),
+                    });
                 }
             }
             AgentEvent::ToolInputDelta { id, delta } => out.push(UiChunk::ToolInputDelta {

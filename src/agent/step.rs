@@ -69,7 +69,10 @@ impl Turn {
         // A model that is always ready must not hold the worker thread.
         tokio::task::coop::consume_budget().await;
         let event = match event {
-            Err(e) => AgentEvent::Error(e.to_string()),
+            Err(e) => {
+                self.emit(AgentEvent::Error(e.to_string()), out);
+                return Phase::Done;
+            }
             Ok(ProviderEvent::TextDelta(delta)) => AgentEvent::TextDelta(delta),
             Ok(ProviderEvent::ReasoningDelta(delta)) => AgentEvent::ReasoningDelta(delta),
             Ok(ProviderEvent::ReasoningMetadata(metadata)) => AgentEvent::ReasoningEnd(metadata),
@@ -133,12 +136,8 @@ impl Turn {
                 return Phase::Model(model);
             }
         };
-        let failed = matches!(event, AgentEvent::Error(_));
         self.emit(event, out);
-        match failed {
-            true => Phase::Done,
-            false => Phase::Model(model),
-        }
+        Phase::Model(model)
     }
 
     /// Takes one call through the gate.
