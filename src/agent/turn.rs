@@ -90,8 +90,10 @@ pub(super) struct StepState {
 
 /// What [`Turn::advance`] does next.
 pub(super) enum Phase {
-    /// The message's start; the client's tool results judged.
+    /// The message's start.
     Start,
+    /// What the client says its tools returned, judged.
+    Judge,
     /// A continued message's answers and open questions.
     Answers(Answers),
     /// A model step begins, unless the turn is out of steps.
@@ -151,7 +153,11 @@ impl Turn {
     async fn advance(&mut self, out: &mut Vec<UiChunk>) -> bool {
         let phase = std::mem::replace(&mut self.phase, Phase::Done);
         self.phase = match phase {
-            Phase::Start => self.start(out).await,
+            Phase::Start => {
+                self.emit(AgentEvent::Start, out);
+                Phase::Judge
+            }
+            Phase::Judge => self.judge(out).await,
             Phase::Answers(answers) => self.answer(answers, out).await,
             Phase::Step => self.step_start(out),
             Phase::Model(model) => self.model(model, out).await,
@@ -183,10 +189,9 @@ impl Turn {
         Phase::Done
     }
 
-    /// The message's start, then what the client says its tools returned,
-    /// judged before the model reads it.
-    async fn start(&mut self, out: &mut Vec<UiChunk>) -> Phase {
-        self.emit(AgentEvent::Start, out);
+    /// What the client says its tools returned, judged before the model
+    /// reads it.
+    async fn judge(&mut self, out: &mut Vec<UiChunk>) -> Phase {
         let judged = judge_client_outputs(
             &self.agent.gate,
             &self.scope,
