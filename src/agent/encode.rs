@@ -55,6 +55,8 @@ impl TurnEncoder {
                 confirmation_id,
                 output,
             } => {
+                // The part holds the answer as the client's does; the model
+                // reads a confirmation part only for its error.
                 let state = ToolState::OutputAvailable {
                     output: output.clone(),
                     preliminary: false,
