@@ -1,15 +1,26 @@
 //! The agent turn: UI history in, UI chunks out. The model is called through
 //! a [`ModelProvider`]; every tool call goes through the confirmation gate.
+//! The turn emits events; `encode` alone makes chunks of them.
 
+mod answers;
 mod blocks;
+mod encode;
+mod event;
 pub mod history;
+mod step;
 mod turn;
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
-use crate::confirm::Gate;
+use crate::call::ToolSpec;
+use crate::confirm::{Gate, Scope};
 use crate::ids::Ids;
-use crate::provider::ModelProvider;
+use crate::protocol::{ConfirmationFlow, ConfirmationProtocol, UiMessage};
+use crate::provider::{ModelProvider, StopReason};
+use answers::Answers;
+use encode::TurnEncoder;
+use step::{Model, Run};
 
 /// Everything a turn needs; shared by all requests.
 pub struct Agent {
@@ -18,4 +29,62 @@ pub struct Agent {
     pub ids: Ids,
     /// Model calls per turn before it stops (default 8).
     pub max_steps: usize,
+}
+
+/// A turn in progress: what it has done, what comes next.
+struct Turn {
+    agent: Arc<Agent>,
+    scope: Scope,
+    /// The conversation; its last message is the outgoing one.
+    history: Vec<UiMessage>,
+    /// The client continued its last (assistant) message.
+    continuing: bool,
+    protocol: ConfirmationProtocol,
+    flow: ConfirmationFlow,
+    /// Set while the turn waits for a human, so its readers may leave.
+    waiting: tokio::sync::watch::Sender<bool>,
+    encoder: TurnEncoder,
+    phase: Phase,
+    /// Model steps begun.
+    steps: usize,
+    /// Every toolCallId in the outgoing message: the client rejects a
+    /// message with two parts of one id.
+    taken: HashSet<String>,
+    /// The tools the model is offered: one snapshot, taken after the answers.
+    tools: Option<Arc<[ToolSpec]>>,
+    step: StepState,
+}
+
+/// What the current model step did so far.
+#[derive(Default)]
+struct StepState {
+    /// A question waits for the user.
+    asked: bool,
+    /// A call was handed to the client: its result comes with the next request.
+    handed: bool,
+    /// The questions this step asked, for a held flow.
+    questions: Vec<String>,
+    had_calls: bool,
+    stop: Option<StopReason>,
+}
+
+/// What [`Turn::advance`] does next.
+enum Phase {
+    /// The message's start.
+    Start,
+    /// What the client says its tools returned, judged.
+    Judge,
+    /// A continued message's answers and open questions.
+    Answers(Answers),
+    /// A model step begins, unless the turn is out of steps.
+    Step,
+    /// The model's response, one event at a time.
+    Model(Model),
+    /// The step's calls through the gate, one at a time.
+    Gate(step::Gate),
+    /// The permitted calls' outcomes, in call order.
+    Run(Run),
+    /// Held flow: the step's questions, each waited for.
+    Hold(std::vec::IntoIter<String>),
+    Done,
 }

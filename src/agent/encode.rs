@@ -1,0 +1,382 @@
+//! [`AgentEvent`]s → UI chunks, for both confirmation protocols. The only
+//! place a turn's chunk is made and the only place the outgoing message
+//! changes, so that what the client is told and what the model reads next
+//! cannot drift apart. Pure: no I/O, no async.
+
+use serde_json::Value;
+
+use super::blocks::Blocks;
+use super::event::AgentEvent;
+use crate::call::{ToolCall, denial_text};
+use crate::confirm::{CONFIRMATION_TOOL, confirmation_input, with_handoff};
+use crate::ids::Ids;
+use crate::protocol::message::Approval;
+use crate::protocol::{ConfirmationProtocol, Part, ToolPart, ToolState, UiChunk, UiMessage};
+use crate::store::Outcome;
+use crate::tools::client::NO_RESULT;
+
+/// Encodes one turn's events; holds the open text or reasoning block.
+#[derive(Debug)]
+pub struct TurnEncoder {
+    blocks: Blocks,
+}
+
+impl TurnEncoder {
+    /// Block ids come from `ids`.
+    pub fn new(ids: Ids) -> Self {
+        Self {
+            blocks: Blocks::new(ids),
+        }
+    }
+
+    /// Appends `event`'s chunks to `out` and applies it to `message`, the
+    /// outgoing one. The event is taken by value so that deltas and outputs
+    /// move into their chunks instead of being copied.
+    pub fn on_event(&mut self, event: AgentEvent, message: &mut UiMessage, out: &mut Vec<UiChunk>) {
+        match event {
+            AgentEvent::Start => out.push(UiChunk::Start {
+                message_id: Some(message.id.clone()),
+                message_metadata: None,
+            }),
+            AgentEvent::Rejected {
+                tool_call_id,
+                error_text,
+            } => {
+                set_state(
+                    message,
+                    &tool_call_id,
+                    ToolState::OutputError {
+                        error_text: error_text.clone(),
+                    },
+                );
+                out.push(UiChunk::tool_error(&tool_call_id, error_text));
+            }
+            AgentEvent::Confirmed {
+                confirmation_id,
+                output,
+            } => {
+                // The part holds the answer as the client's does; the model
+                // reads a confirmation part only for its error.
+                let state = ToolState::OutputAvailable {
+                    output: output.clone(),
+                    preliminary: false,
+                };
+                set_state(message, &confirmation_id, state);
+                out.push(UiChunk::tool_output(&confirmation_id, output));
+            }
+            AgentEvent::Released { call, kept } => {
+                input_chunks(&call, true, None, kept.then_some(true), out);
+            }
+            AgentEvent::HandedOff {
+                call,
+                handoff,
+                asked,
+                metadata,
+                streamed,
+            } => {
+                // A question's part holds the provider's metadata: ADK's the
+                // confirmation's, native's the call's own.
+                let (metadata, with_start, provider_executed) = match asked {
+                    Some(ConfirmationProtocol::Adk) => {
+                        (part_metadata(message, &handoff), true, None)
+                    }
+                    // Shown before as provider-executed; now `onToolCall` takes it.
+                    Some(ConfirmationProtocol::AiSdk) => {
+                        (part_metadata(message, &call.id), false, Some(false))
+                    }
+                    None => (metadata, !streamed, None),
+                };
+                let metadata = Some(with_handoff(metadata, &handoff));
+                input_chunks(&call, with_start, metadata.clone(), provider_executed, out);
+                hand_to_client(message, call, metadata);
+            }
+            AgentEvent::StepStart => {
+                out.push(UiChunk::StartStep);
+                message.parts.push(Part::StepStart);
+            }
+            AgentEvent::TextDelta(delta) => self.blocks.text(delta, out, &mut message.parts),
+            AgentEvent::ReasoningDelta(delta) => {
+                self.blocks.reasoning(delta, out, &mut message.parts);
+            }
+            AgentEvent::ReasoningEnd(metadata) => {
+                self.blocks.reasoning_end(metadata, out, &mut message.parts);
+            }
+            AgentEvent::ToolCallStart { id, name, live } => {
+                self.blocks.close(out, &mut message.parts);
+                if live {
+                    out.push(UiChunk::ToolInputStart {
+                        tool_call_id: id,
+                        tool_name: name,
+                        extras: Default::default(),
+                    });
+                }
+            }
+            AgentEvent::ToolInputDelta { id, delta } => out.push(UiChunk::ToolInputDelta {
+                tool_call_id: id,
+                input_text_delta: delta,
+            }),
+            AgentEvent::ModelEnd => self.blocks.close(out, &mut message.parts),
+            AgentEvent::InvalidInput {
+                call,
+                error_text,
+                metadata,
+            } => {
+                out.push(UiChunk::ToolInputError {
+                    tool_call_id: call.id.clone(),
+                    tool_name: call.name.clone(),
+                    input: call.args.clone(),
+                    error_text: error_text.clone(),
+                    extras: Default::default(),
+                });
+                let outcome = Outcome::Error {
+                    message: error_text,
+                    ran_with: None,
+                };
+                // `tool-input-error` already told the client; the part is
+                // for the model.
+                record(message, call, &outcome, None, metadata);
+            }
+            AgentEvent::Permitted {
+                call,
+                metadata,
+                streamed,
+            } => input_chunks(&call, !streamed, metadata, None, out),
+            AgentEvent::Asked {
+                issued,
+                seal,
+                metadata,
+                streamed,
+                client_side,
+            } => {
+                let metadata = merge(seal, metadata);
+                match issued.protocol {
+                    ConfirmationProtocol::Adk => {
+                        let input = confirmation_input(&issued);
+                        out.push(UiChunk::tool_input_start(&issued.id, CONFIRMATION_TOOL));
+                        let mut available = UiChunk::tool_input_available(
+                            &issued.id,
+                            CONFIRMATION_TOOL,
+                            input.clone(),
+                        );
+                        set_extras(&mut available, metadata.clone(), None);
+                        out.push(available);
+                        let state = ToolState::InputAvailable;
+                        let part = tool_part(
+                            issued.id,
+                            CONFIRMATION_TOOL.to_owned(),
+                            input,
+                            state,
+                            metadata,
+                        );
+                        message.parts.push(part);
+                    }
+                    ConfirmationProtocol::AiSdk => {
+                        // A client-side tool's call is the server's to hold until
+                        // approved: `onToolCall` skips what is provider-executed.
+                        let call = issued.call;
+                        let held = client_side.then_some(true);
+                        input_chunks(&call, !streamed, metadata.clone(), held, out);
+                        out.push(UiChunk::ToolApprovalRequest {
+                            approval_id: issued.id.clone(),
+                            tool_call_id: call.id.clone(),
+                        });
+                        let state = ToolState::ApprovalRequested {
+                            approval_id: issued.id,
+                        };
+                        let part = tool_part(call.id, call.name, call.args, state, metadata);
+                        message.parts.push(part);
+                    }
+                }
+            }
+            AgentEvent::Refused {
+                call,
+                reason,
+                metadata,
+                streamed,
+            } => {
+                // A refused call runs nowhere: `onToolCall` skips what is
+                // provider-executed.
+                input_chunks(&call, !streamed, metadata.clone(), Some(true), out);
+                let outcome = Outcome::Error {
+                    message: reason,
+                    ran_with: None,
+                };
+                out.push(record(message, call, &outcome, None, metadata));
+            }
+            AgentEvent::Outcome {
+                call,
+                outcome,
+                approval,
+                metadata,
+            } => out.push(record(message, call, &outcome, approval, metadata)),
+            AgentEvent::StepFinish => out.push(UiChunk::FinishStep),
+            AgentEvent::Error(error_text) => out.push(UiChunk::Error { error_text }),
+            AgentEvent::Finish(reason) => out.push(UiChunk::finish(reason)),
+        }
+    }
+}
+
+/// `tool-input-start` (unless it already streamed) and
+/// `tool-input-available` with `metadata` and `provider_executed`.
+fn input_chunks(
+    call: &ToolCall,
+    with_start: bool,
+    metadata: Option<Value>,
+    provider_executed: Option<bool>,
+    out: &mut Vec<UiChunk>,
+) {
+    if with_start {
+        out.push(UiChunk::tool_input_start(&call.id, &call.name));
+    }
+    let mut chunk = UiChunk::tool_input_available(&call.id, &call.name, call.args.clone());
+    set_extras(&mut chunk, metadata, provider_executed);
+    out.push(chunk);
+}
+
+/// Puts `metadata` (the client returns it as the part's
+/// `callProviderMetadata`) and `provider_executed` (the client's
+/// `onToolCall` skips a call that is) on a `tool-input-available` chunk.
+fn set_extras(chunk: &mut UiChunk, metadata: Option<Value>, provider_executed: Option<bool>) {
+    if let UiChunk::ToolInputAvailable { extras, .. } = chunk {
+        if metadata.is_some() {
+            extras.provider_metadata = merge(extras.provider_metadata.take(), metadata);
+        }
+        extras.provider_executed = provider_executed;
+    }
+}
+
+/// Gives the call's part its final state and returns the chunk that says so.
+/// A denial answered natively (`approval` is its id) is `tool-output-denied`;
+/// otherwise it is an error the user can read. A call with no part yet gets
+/// one, with `metadata`.
+fn record(
+    message: &mut UiMessage,
+    call: ToolCall,
+    outcome: &Outcome,
+    approval: Option<String>,
+    metadata: Option<Value>,
+) -> UiChunk {
+    let (chunk, state) = match (outcome, approval) {
+        (Outcome::Output { output, .. }, _) => (
+            UiChunk::tool_output(&call.id, output.clone()),
+            ToolState::OutputAvailable {
+                output: output.clone(),
+                preliminary: false,
+            },
+        ),
+        (Outcome::Error { message, .. }, _) => (
+            UiChunk::tool_error(&call.id, message.clone()),
+            ToolState::OutputError {
+                error_text: message.clone(),
+            },
+        ),
+        (Outcome::Denied { reason }, Some(approval_id)) => (
+            UiChunk::ToolOutputDenied {
+                tool_call_id: call.id.clone(),
+            },
+            ToolState::OutputDenied(Some(Approval {
+                id: approval_id,
+                approved: Some(false),
+                reason: reason.clone(),
+            })),
+        ),
+        (Outcome::Denied { reason }, None) => {
+            let text = denial_text(reason.as_deref());
+            (
+                UiChunk::tool_error(&call.id, text.clone()),
+                ToolState::OutputError { error_text: text },
+            )
+        }
+        // Handed out before (a replayed answer), and the client sent no result.
+        (Outcome::HandedOff { .. }, _) => (
+            UiChunk::tool_error(&call.id, NO_RESULT.to_owned()),
+            ToolState::OutputError {
+                error_text: NO_RESULT.to_owned(),
+            },
+        ),
+    };
+    // A part the client holds under this id gets the real call and outcome.
+    match tool_part_mut(message, &call.id) {
+        Some(part) => {
+            part.tool_name = call.name;
+            part.input = call.args;
+            part.state = state;
+        }
+        None => {
+            let part = tool_part(call.id, call.name, call.args, state, metadata);
+            message.parts.push(part);
+        }
+    }
+    chunk
+}
+
+/// Gives a call handed to the client its part, waiting for the client's result.
+fn hand_to_client(message: &mut UiMessage, call: ToolCall, metadata: Option<Value>) {
+    match tool_part_mut(message, &call.id) {
+        Some(part) => {
+            part.tool_name = call.name;
+            part.input = call.args;
+            part.state = ToolState::InputAvailable;
+            part.call_provider_metadata = metadata;
+        }
+        None => {
+            let state = ToolState::InputAvailable;
+            let part = tool_part(call.id, call.name, call.args, state, metadata);
+            message.parts.push(part);
+        }
+    }
+}
+
+fn tool_part_mut<'a>(message: &'a mut UiMessage, id: &str) -> Option<&'a mut ToolPart> {
+    message.parts.iter_mut().find_map(|p| match p {
+        Part::Tool(t) if t.tool_call_id == id => Some(t),
+        _ => None,
+    })
+}
+
+/// The `callProviderMetadata` of the tool part `id`, if any.
+fn part_metadata(message: &UiMessage, id: &str) -> Option<Value> {
+    message.parts.iter().find_map(|p| match p {
+        Part::Tool(t) if t.tool_call_id == id => t.call_provider_metadata.clone(),
+        _ => None,
+    })
+}
+
+/// Sets the state of the tool part `id`, if there is one.
+fn set_state(message: &mut UiMessage, id: &str, state: ToolState) {
+    if let Some(part) = tool_part_mut(message, id) {
+        part.state = state;
+    }
+}
+
+/// Both providers' metadata in one object (`{"toolgate": …, "google": …}`).
+fn merge(a: Option<Value>, b: Option<Value>) -> Option<Value> {
+    match (a, b) {
+        (Some(Value::Object(mut a)), Some(Value::Object(b))) => {
+            a.extend(b);
+            Some(Value::Object(a))
+        }
+        (a, b) => a.or(b),
+    }
+}
+
+fn tool_part(
+    tool_call_id: String,
+    tool_name: String,
+    input: Value,
+    state: ToolState,
+    call_provider_metadata: Option<Value>,
+) -> Part {
+    Part::Tool(ToolPart {
+        tool_call_id,
+        tool_name,
+        dynamic: false,
+        input,
+        state,
+        provider_executed: false,
+        call_provider_metadata,
+    })
+}
+
+#[cfg(test)]
+mod tests;

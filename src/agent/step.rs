@@ -1,0 +1,337 @@
+//! One model step: the model's response, then every call it made through
+//! the gate, the permitted ones run, and (held flow) the questions waited for.
+
+use futures::StreamExt;
+use futures::future::BoxFuture;
+use futures::future::FutureExt;
+use futures::stream::{BoxStream, FuturesOrdered};
+use serde_json::{Value, json};
+
+use super::event::AgentEvent;
+use super::{Phase, Turn};
+use crate::call::{MAX_ARGS_BYTES, MAX_CALLS_PER_STEP, ToolCall};
+use crate::confirm::{NewCall, Permit};
+use crate::protocol::{ConfirmationFlow, ConfirmationProtocol, UiChunk};
+use crate::provider::{ProviderError, ProviderEvent};
+use crate::store::Outcome;
+
+/// The model's response being read.
+pub(super) struct Model {
+    events: BoxStream<'static, Result<ProviderEvent, ProviderError>>,
+    calls: Vec<Streaming>,
+}
+
+impl Model {
+    pub(super) fn new(events: BoxStream<'static, Result<ProviderEvent, ProviderError>>) -> Self {
+        Self {
+            events,
+            calls: Vec::new(),
+        }
+    }
+}
+
+/// A call the model is streaming.
+struct Streaming {
+    /// The id the provider gave it; `id` differs only when that one was taken.
+    provider_id: String,
+    id: String,
+    name: String,
+    args: String,
+    /// Its arguments grew past [`MAX_ARGS_BYTES`]; the rest were dropped.
+    too_large: bool,
+    /// Its input streams to the client as it arrives.
+    live: bool,
+    /// What the provider needs back with the call.
+    metadata: Option<Value>,
+}
+
+/// The step's calls going through the gate, in the order the model made them.
+pub(super) struct Gate {
+    calls: std::vec::IntoIter<Streaming>,
+    /// Calls that need no confirmation, with their provider's metadata.
+    permits: Vec<(Permit, Option<Value>)>,
+}
+
+/// The permitted calls, running together; results come in call order.
+pub(super) type Run = FuturesOrdered<BoxFuture<'static, (ToolCall, Option<Value>, Outcome)>>;
+
+impl Turn {
+    /// Reads one event of the model's response.
+    pub(super) async fn model(&mut self, mut model: Model, out: &mut Vec<UiChunk>) -> Phase {
+        let Some(event) = model.events.next().await else {
+            self.emit(AgentEvent::ModelEnd, out);
+            self.step.had_calls = !model.calls.is_empty();
+            return Phase::Gate(Gate {
+                calls: model.calls.into_iter(),
+                permits: Vec::new(),
+            });
+        };
+        // A model that is always ready must not hold the worker thread.
+        tokio::task::coop::consume_budget().await;
+        let event = match event {
+            Err(e) => {
+                self.emit(AgentEvent::Error(e.to_string()), out);
+                return Phase::Done;
+            }
+            Ok(ProviderEvent::TextDelta(delta)) => AgentEvent::TextDelta(delta),
+            Ok(ProviderEvent::ReasoningDelta(delta)) => AgentEvent::ReasoningDelta(delta),
+            Ok(ProviderEvent::ReasoningMetadata(metadata)) => AgentEvent::ReasoningEnd(metadata),
+            Ok(ProviderEvent::ToolCallStart {
+                id: provider_id,
+                name,
+                metadata,
+            }) => {
+                if model.calls.len() == MAX_CALLS_PER_STEP {
+                    let error = format!(
+                        "the model made more than {MAX_CALLS_PER_STEP} tool calls in one step"
+                    );
+                    self.emit(AgentEvent::Error(error), out);
+                    return Phase::Done;
+                }
+                let id = match self.taken.contains(&provider_id) {
+                    true => self.agent.ids.next("call"),
+                    false => provider_id.clone(),
+                };
+                self.taken.insert(id.clone());
+                // With ADK confirmations a call that may ask is held back: its
+                // own part must not appear before it is allowed to run.
+                let live =
+                    self.protocol == ConfirmationProtocol::AiSdk || !self.agent.gate.may_ask(&name);
+                let event = AgentEvent::ToolCallStart {
+                    id: id.clone(),
+                    name: name.clone(),
+                    live,
+                };
+                model.calls.push(Streaming {
+                    provider_id,
+                    id,
+                    name,
+                    args: String::new(),
+                    too_large: false,
+                    live,
+                    metadata,
+                });
+                event
+            }
+            Ok(ProviderEvent::ToolCallDelta { id, delta }) => {
+                let Some(call) = model.calls.iter_mut().rev().find(|c| c.provider_id == id) else {
+                    let error = format!("model sent arguments for an unknown call `{id}`");
+                    self.emit(AgentEvent::Error(error), out);
+                    return Phase::Done;
+                };
+                if call.too_large || call.args.len() + delta.len() > MAX_ARGS_BYTES {
+                    call.too_large = true;
+                    return Phase::Model(model);
+                }
+                call.args.push_str(&delta);
+                if !call.live {
+                    return Phase::Model(model);
+                }
+                let id = call.id.clone();
+                AgentEvent::ToolInputDelta { id, delta }
+            }
+            Ok(ProviderEvent::ToolCallEnd { .. }) => return Phase::Model(model),
+            Ok(ProviderEvent::Finish { reason, .. }) => {
+                self.step.stop = Some(reason);
+                return Phase::Model(model);
+            }
+        };
+        self.emit(event, out);
+        Phase::Model(model)
+    }
+
+    /// Takes one call through the gate.
+    pub(super) async fn gate(&mut self, mut gate: Gate, out: &mut Vec<UiChunk>) -> Phase {
+        let Some(streaming) = gate.calls.next() else {
+            let running = gate.permits.into_iter().map(|(permit, metadata)| {
+                let call = permit.call().clone();
+                // Owned, so that the calls outlive this borrow of the turn.
+                let agent = self.agent.clone();
+                let chat_id = self.scope.chat_id.clone();
+                let run = async move {
+                    let outcome = agent.gate.run(permit, &chat_id).await;
+                    (call, metadata, outcome)
+                };
+                run.boxed()
+            });
+            return Phase::Run(running.collect());
+        };
+        let Streaming {
+            id,
+            name,
+            args,
+            too_large,
+            live: streamed,
+            metadata,
+            ..
+        } = streaming;
+        let parsed = match too_large {
+            true => Err(format!("tool call arguments exceed {MAX_ARGS_BYTES} bytes")),
+            false => parse_args(&args),
+        };
+        let args = match parsed {
+            Ok(args) => args,
+            Err(error_text) => {
+                let args = Value::String(args);
+                let call = ToolCall { id, name, args };
+                let event = AgentEvent::InvalidInput {
+                    call,
+                    error_text,
+                    metadata,
+                };
+                self.emit(event, out);
+                return Phase::Gate(gate);
+            }
+        };
+        let call = ToolCall { id, name, args };
+        let checked = self
+            .agent
+            .gate
+            .check_new(&self.scope, call.clone(), self.protocol);
+        let event = match Box::pin(checked).await {
+            Err(e) => return self.gate_failed(&e, out),
+            Ok(NewCall::Run(permit)) => {
+                gate.permits.push((permit, metadata.clone()));
+                AgentEvent::Permitted {
+                    call,
+                    metadata,
+                    streamed,
+                }
+            }
+            Ok(NewCall::Client { call, handoff }) => {
+                self.step.handed = true;
+                AgentEvent::HandedOff {
+                    call,
+                    handoff,
+                    asked: None,
+                    metadata,
+                    streamed,
+                }
+            }
+            Ok(NewCall::Ask(issued)) => {
+                self.step.asked = true;
+                self.step.questions.push(issued.id.clone());
+                if self.protocol == ConfirmationProtocol::Adk {
+                    self.taken.insert(issued.id.clone());
+                }
+                let gate = &self.agent.gate;
+                let seal = gate.seal(&issued).map(|seal| seal.to_metadata());
+                let client_side = match self.protocol {
+                    ConfirmationProtocol::Adk => false,
+                    ConfirmationProtocol::AiSdk => gate.runs_on_client(&issued.call.name),
+                };
+                AgentEvent::Asked {
+                    issued,
+                    seal,
+                    metadata,
+                    streamed,
+                    client_side,
+                }
+            }
+            Ok(NewCall::Refused(reason)) => AgentEvent::Refused {
+                call,
+                reason,
+                metadata,
+                streamed,
+            },
+        };
+        self.emit(event, out);
+        Phase::Gate(gate)
+    }
+
+    /// Records the next permitted call's outcome.
+    pub(super) async fn run(&mut self, mut running: Run, out: &mut Vec<UiChunk>) -> Phase {
+        if let Some((call, metadata, outcome)) = running.next().await {
+            let approval = None;
+            let event = AgentEvent::Outcome {
+                call,
+                outcome,
+                approval,
+                metadata,
+            };
+            self.emit(event, out);
+            return Phase::Run(running);
+        }
+        match self.flow {
+            ConfirmationFlow::Hold => {
+                let questions = std::mem::take(&mut self.step.questions);
+                Phase::Hold(questions.into_iter())
+            }
+            ConfirmationFlow::Finish => self.step_end(out),
+        }
+    }
+
+    /// Held: each question is decided elsewhere, or times out, and the model
+    /// goes on.
+    pub(super) async fn hold(
+        &mut self,
+        mut questions: std::vec::IntoIter<String>,
+        out: &mut Vec<UiChunk>,
+    ) -> Phase {
+        let Some(confirmation_id) = questions.next() else {
+            self.step.asked = false;
+            return self.step_end(out);
+        };
+        // Whoever reads this turn may leave; it stays for the answer.
+        self.waiting.send_replace(true);
+        let held = Box::pin(self.agent.gate.hold(&self.scope, &confirmation_id)).await;
+        self.waiting.send_replace(false);
+        let (call, outcome) = match held {
+            Ok(decided) => decided,
+            Err(e) => return self.gate_failed(&e, out),
+        };
+        let adk = self.protocol == ConfirmationProtocol::Adk;
+        if let Outcome::HandedOff { .. } = outcome {
+            if adk {
+                let output = json!({"confirmed": true});
+                let confirmation_id = confirmation_id.clone();
+                self.emit(
+                    AgentEvent::Confirmed {
+                        confirmation_id,
+                        output,
+                    },
+                    out,
+                );
+            }
+            let event = AgentEvent::HandedOff {
+                call,
+                handoff: confirmation_id,
+                asked: Some(self.protocol),
+                metadata: None,
+                streamed: false,
+            };
+            self.emit(event, out);
+            self.step.handed = true;
+            return Phase::Hold(questions);
+        }
+        if adk {
+            let output = json!({"confirmed": !matches!(outcome, Outcome::Denied { .. })});
+            let confirmation_id = confirmation_id.clone();
+            self.emit(
+                AgentEvent::Confirmed {
+                    confirmation_id,
+                    output,
+                },
+                out,
+            );
+            self.release(&call, out);
+        }
+        let approval = (!adk).then_some(confirmation_id);
+        let metadata = None;
+        let event = AgentEvent::Outcome {
+            call,
+            outcome,
+            approval,
+            metadata,
+        };
+        self.emit(event, out);
+        Phase::Hold(questions)
+    }
+}
+
+fn parse_args(text: &str) -> Result<Value, String> {
+    if text.trim().is_empty() {
+        return Ok(Value::Object(Default::default()));
+    }
+    serde_json::from_str(text).map_err(|e| format!("invalid JSON arguments: {e}"))
+}
