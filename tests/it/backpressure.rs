@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use common::{Server, user_says};
+use common::{Server, user_says, wait};
 use futures::StreamExt;
 use futures::stream::BoxStream;
 use toolgate::Config;
@@ -38,6 +38,8 @@ async fn a_reader_that_stops_pauses_the_model() {
     // Stop reading. The model runs until the buffers between it and the
     // client are full, then waits.
     // Paused means: no progress for five windows in a row (within 20 s).
+    // The windows are the measure (an absence of progress has no event to
+    // wait for), so these sleeps stay.
     let (mut last, mut still) = (0, 0);
     for _ in 0..200 {
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -48,6 +50,7 @@ async fn a_reader_that_stops_pauses_the_model() {
             break;
         }
     }
+    // Half a second more of nothing: still paused.
     tokio::time::sleep(Duration::from_millis(500)).await;
     let paused_at = produced.load(Ordering::Relaxed);
     eprintln!("the model paused after {paused_at} KiB of text for a reader that stopped");
@@ -64,11 +67,10 @@ async fn a_reader_that_stops_pauses_the_model() {
     for _ in 0..64 {
         body.next().await;
     }
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    assert!(
-        produced.load(Ordering::Relaxed) > paused_at,
-        "reading again resumes the model"
-    );
+    wait::until_true("the model to resume once the reader reads again", || {
+        produced.load(Ordering::Relaxed) > paused_at
+    })
+    .await;
 }
 
 /// Sets its flag when the model stream it lives in is dropped.
@@ -102,14 +104,10 @@ async fn a_reader_stalled_past_the_limit_stops_the_turn() {
     let server = Server::with(config, |app| app.with_provider(provider)).await;
     let mut body = Box::pin(server.open(&user_says("c", "hi")).await);
     assert!(body.next().await.is_some());
-    let stopped = async {
-        while !dropped.load(Ordering::SeqCst) {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    };
-    tokio::time::timeout(Duration::from_secs(10), stopped)
-        .await
-        .unwrap_or_else(|_| panic!("the model kept its turn for a stalled reader"));
+    wait::until_true("the model to give up its turn for a stalled reader", || {
+        dropped.load(Ordering::SeqCst)
+    })
+    .await;
     // Reading again: the rest, then why it ended.
     let mut tail = Vec::new();
     while let Some(piece) = body.next().await {

@@ -4,7 +4,7 @@ use crate::common;
 
 use std::process::Command;
 
-use common::{Binary, user_says};
+use common::{Binary, raw, user_says, wait};
 
 #[tokio::test]
 async fn serve_prints_the_real_address_and_answers() {
@@ -103,8 +103,20 @@ fn sigterm_stops_every_stdio_server_with_what_it_started() {
         );
         std::thread::sleep(std::time::Duration::from_millis(20));
     };
-    // Let `speaks` finish its handshake (it is then a connected server).
-    std::thread::sleep(std::time::Duration::from_millis(500));
+    // `speaks` finishes its handshake: it is then a connected server.
+    wait::until_blocking("`speaks` to be available", || {
+        let tools = raw::get_blocking(&server.url, "/api/tools");
+        serde_json::from_str::<serde_json::Value>(&tools.body)
+            .ok()
+            .and_then(|tools| {
+                tools["mcpServers"]
+                    .as_array()?
+                    .iter()
+                    .find(|s| s["name"] == "speaks")
+                    .map(|s| s["state"] == "available")
+            })
+            .unwrap_or(false)
+    });
     for pid in &pids {
         assert!(!gone(pid), "{pid} is not running");
     }

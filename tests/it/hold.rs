@@ -5,7 +5,7 @@ use crate::common;
 
 use std::time::Duration;
 
-use common::{Server, user_says};
+use common::{Server, user_says, wait};
 use futures::StreamExt;
 use serde_json::{Value, json};
 use toolgate::Config;
@@ -143,6 +143,8 @@ async fn a_reload_finds_the_held_turn_and_its_question() {
     )
     .await;
     drop(body);
+    // Time for the server to see the client leave, and wrongly end the held
+    // turn if it would: what must not happen has no event to wait for.
     tokio::time::sleep(Duration::from_millis(100)).await;
 
     let resumed = reqwest::get(format!("{}/api/chat/chat-reload/stream", server.url))
@@ -184,12 +186,9 @@ async fn a_streaming_turn_is_not_kept_for_a_resume() {
     let mut seen = String::new();
     read_until(&mut body, &mut seen, "text-delta").await;
     drop(body);
-    let gone = async {
-        while server.get("/stream/chat-gone/stream").await.status != 204 {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    };
-    tokio::time::timeout(Duration::from_secs(5), gone)
-        .await
-        .unwrap_or_else(|_| panic!("the turn kept running without a reader"));
+    wait::until(
+        "the turn to stop without a reader (a resume answering 204)",
+        || async { server.get("/stream/chat-gone/stream").await.status == 204 },
+    )
+    .await;
 }

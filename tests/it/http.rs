@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use common::{Server, user_says};
+use common::{Server, user_says, wait};
 use futures::StreamExt;
 use futures::stream::BoxStream;
 use serde_json::{Value, json};
@@ -197,6 +197,7 @@ impl ModelProvider for Endless {
         async_stream::stream! {
             let _guard = guard;
             loop {
+                // The model's pace: slow on purpose.
                 tokio::time::sleep(delay).await;
                 yield Ok(ProviderEvent::TextDelta("x".into()));
             }
@@ -217,13 +218,11 @@ async fn a_client_disconnect_cancels_the_model() {
     assert!(body.next().await.is_some());
     assert!(!dropped.load(Ordering::SeqCst));
     drop(body);
-    for _ in 0..500 {
-        if dropped.load(Ordering::SeqCst) {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("the model stream was not dropped after the client went away");
+    wait::until_true(
+        "the model stream to be dropped after the client went away",
+        || dropped.load(Ordering::SeqCst),
+    )
+    .await;
 }
 
 #[tokio::test]

@@ -43,6 +43,7 @@ async fn endpoint() -> String {
         .route(
             "/slow",
             axum::routing::post(|| async {
+                // Slower than the tool's timeout, on purpose.
                 tokio::time::sleep(Duration::from_secs(5)).await;
                 "late"
             }),

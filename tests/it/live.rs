@@ -126,6 +126,8 @@ async fn a_reconnect_resumes_the_held_turn() {
     let mut before = Vec::new();
     until(&mut first, &mut before, "originalFunctionCall").await;
     drop(first);
+    // Time for the server to see the socket go, and wrongly end the held
+    // turn if it would: what must not happen has no event to wait for.
     tokio::time::sleep(Duration::from_millis(100)).await;
 
     let mut second = connect(&server).await;

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::calls::Calls;
-use common::{Server, user_says};
+use common::{Server, user_says, wait};
 use futures::StreamExt;
 use serde_json::{Value, json};
 use toolgate::Config;
@@ -103,19 +103,17 @@ fn state_of(inventory: &Value, server: &str) -> Value {
         .unwrap_or(Value::Null)
 }
 
-/// Polls `GET /api/tools` until `ready` holds (10 s at most).
+/// Polls `GET /api/tools` until `ready` holds, and returns it.
 async fn until(server: &Server, what: &str, ready: impl Fn(&Value) -> bool) -> Value {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    loop {
+    wait::until_ok(&format!("the tools to be {what}"), || async {
         let now = inventory(server).await;
         if ready(&now) {
-            return now;
+            Ok(now)
+        } else {
+            Err(format!("{now:#}"))
         }
-        if tokio::time::Instant::now() > deadline {
-            panic!("never {what}: {now:#}");
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    })
+    .await
 }
 
 /// Every MCP tool runs unasked: for tests of what happens after the gate.
@@ -374,23 +372,19 @@ async fn a_client_that_goes_away_cancels_the_call_on_the_server() {
                 other => panic!("stream ended early: {other:?} {seen}"),
             }
         }
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-        while journal.count("call slow") == calls {
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "{name}: never called"
-            );
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        wait::until_true(&format!("{name} to be called"), || {
+            journal.count("call slow") > calls
+        })
+        .await;
         drop(body);
-        while journal.count("cancelled slow") == before {
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "{name}: the server never saw the cancellation: {:?}",
-                journal.lines()
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        wait::until_ok(&format!("{name} to see the cancellation"), || async {
+            if journal.count("cancelled slow") > before {
+                Ok(())
+            } else {
+                Err(format!("{:?}", journal.lines()))
+            }
+        })
+        .await;
     }
 }
 
@@ -577,15 +571,14 @@ async fn a_call_that_hangs_times_out_and_is_cancelled_on_the_server() {
         "{}",
         reply.body
     );
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-    while journal.count("cancelled slow") == 0 {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{:?}",
-            journal.lines()
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait::until_ok("the server to see the timed-out call cancelled", || async {
+        if journal.count("cancelled slow") > 0 {
+            Ok(())
+        } else {
+            Err(format!("{:?}", journal.lines()))
+        }
+    })
+    .await;
 }
 
 #[tokio::test]
@@ -663,7 +656,9 @@ async fn a_storm_of_list_changes_is_one_relist_a_second() {
         .await;
     assert_eq!(outputs(&reply), [json!("grown")], "{}", reply.body);
     until(&server, "grown", |i| tool(i, "mcp--notes--extra").is_some()).await;
-    // 50 announcements over about 0.6 s: at most one relist a second.
+    // 50 announcements over about 0.6 s: at most one relist a second. The
+    // window is the measure (relists that must not happen have no event to
+    // wait for), so this sleep stays.
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let lists = journal.count("list");
     assert!((2..=3).contains(&lists), "{lists} listings");

@@ -7,8 +7,8 @@ use crate::common;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::Server;
 use common::ws::{connect, held, next, next_within, says, send, turn};
+use common::{Server, wait};
 use futures::{SinkExt, StreamExt};
 use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
@@ -38,6 +38,21 @@ async fn resume_status(server: &Server, chat: &str) -> u16 {
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     response.status().as_u16()
+}
+
+/// Waits until `chat` has no turn in flight: an SSE resume answers 204.
+async fn done(server: &Server, chat: &str) {
+    wait::until_ok(&format!("{chat} to have no turn in flight"), || async {
+        let status = tokio::time::timeout(Duration::from_secs(2), resume_status(server, chat))
+            .await
+            .map_err(|_| "a resume that did not answer".to_owned())?;
+        if status == 204 {
+            Ok(())
+        } else {
+            Err(format!("a resume answering {status}"))
+        }
+    })
+    .await;
 }
 
 /// A `resume` of `chat` answers `no-active` (and does not hang).
@@ -82,6 +97,8 @@ async fn held_turn_with_a_free_call_survives_a_reload() {
     })
     .await;
     drop(body); // the page reloads
+    // Time for the server to see the reader leave, and wrongly end the held
+    // turn if it would: what must not happen has no event to wait for.
     tokio::time::sleep(Duration::from_millis(300)).await;
     let resumed = resume_status(&server, "chat-mix").await;
     // should be 200: the turn is waiting for a human.
@@ -107,6 +124,8 @@ async fn second_question_of_a_held_turn_survives_without_readers() {
     let mut seen = String::new();
     read_until(&mut body, &mut seen, |s| s.matches(QUESTION).count() == 2).await;
     drop(body); // the page reloads; the turn is held (both questions open)
+    // Time for the server to see the reader leave, and wrongly end the held
+    // turn if it would: what must not happen has no event to wait for.
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(resume_status(&server, "chat-two").await, 200);
     // Decide the first question out of band (e.g. from a phone).
@@ -121,6 +140,8 @@ async fn second_question_of_a_held_turn_survives_without_readers() {
         )
         .await;
     assert_eq!(decided.status, 200, "{}", decided.body);
+    // Time for the decision to reach the turn, and wrongly end it if it
+    // would: what must not happen has no event to wait for.
     tokio::time::sleep(Duration::from_millis(300)).await;
     // The second question is still open and the turn should still hold it.
     let still_open = server.get("/api/confirmations?chatId=chat-two").await;
@@ -141,7 +162,7 @@ async fn abort_right_after_send_leaves_no_zombie() {
     // Both frames written before the server task runs (one read).
     send(&mut socket, turn("r1", &says("chat-z", "count to 50"))).await;
     send(&mut socket, json!({"type": "abort", "requestId": "r1"})).await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    done(&server, "chat-z").await;
     resume_finds_nothing(&mut socket, "chat-z").await;
 }
 
@@ -168,8 +189,7 @@ async fn runs_abort_before_first_poll_marks_done() {
     };
     run.abort(); // before the spawned task ever ran
     drop(reader);
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    assert!(run.is_done(), "an aborted run is never done");
+    wait::until_true("the aborted run to be done", || run.is_done()).await;
     assert!(
         runs.get("p", "c").is_none(),
         "the aborted run stays registered"
@@ -266,7 +286,8 @@ async fn resume_with_a_request_id_in_use_is_refused() {
 #[tokio::test]
 async fn confirm_frame_does_not_block_the_socket() {
     use toolgate::tools::{ProcessPayment, Registry, Tool, ToolContext, ToolError};
-    struct Slow(ProcessPayment);
+    /// A payment that takes 4 s on purpose, and says when it started.
+    struct Slow(ProcessPayment, Arc<std::sync::atomic::AtomicBool>);
     #[toolgate::tools::async_trait]
     impl Tool for Slow {
         fn name(&self) -> &str {
@@ -288,13 +309,15 @@ async fn confirm_frame_does_not_block_the_socket() {
             self.0.confirmation_hint(args)
         }
         async fn execute(&self, args: Value, ctx: ToolContext) -> Result<Value, ToolError> {
+            self.1.store(true, std::sync::atomic::Ordering::SeqCst);
             tokio::time::sleep(Duration::from_secs(4)).await;
             self.0.execute(args, ctx).await
         }
     }
+    let started = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let server = Server::with(Config::default(), |app| {
         let mut registry = Registry::new();
-        registry.register(Slow(ProcessPayment::new(1_000_000.0)));
+        registry.register(Slow(ProcessPayment::new(1_000_000.0), started.clone()));
         app.with_registry(registry)
     })
     .await;
@@ -320,7 +343,10 @@ async fn confirm_frame_does_not_block_the_socket() {
         json!({"type": "confirm", "confirmationId": id, "confirmed": true}),
     )
     .await;
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    wait::until_true("the approved payment to start", || {
+        started.load(std::sync::atomic::Ordering::SeqCst)
+    })
+    .await;
     let asked = Instant::now();
     send(
         &mut socket,
@@ -394,16 +420,9 @@ async fn abort_in_the_same_write_as_send_leaves_no_zombie() {
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     socket.flush().await.unwrap_or_else(|e| panic!("{e}"));
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    // Over SSE: the resume should answer 204; it hangs (200, then nothing).
-    let sse = tokio::time::timeout(
-        Duration::from_secs(2),
-        reqwest::get(format!("{}/stream/chat-z/stream", server.url)),
-    )
-    .await;
-    let sse_status = sse.ok().and_then(|r| r.ok()).map(|r| r.status().as_u16());
+    // Over SSE: the resume answers 204 (a zombie answered 200, then nothing).
+    done(&server, "chat-z").await;
     resume_finds_nothing(&mut socket, "chat-z").await;
-    assert_eq!(sse_status, Some(204), "SSE resume of the aborted turn");
 }
 
 /// Without auth every caller is `anonymous`: abandoned held turns must not
@@ -418,6 +437,8 @@ async fn abandoned_held_turns_do_not_lock_out_everyone() {
         read_until(&mut body, &mut seen, |s| s.contains(QUESTION)).await;
         drop(body); // the visitor closes the tab
     }
+    // Time for the server to see the visitors leave: the held turns stay,
+    // and must not lock anyone out; that has no event to wait for.
     tokio::time::sleep(Duration::from_millis(200)).await;
     // Another visitor, another chat, no hold at all:
     let reply = server.chat(&says("someone-else", "hello")).await;

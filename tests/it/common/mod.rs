@@ -14,6 +14,7 @@ use toolgate::{App, Config};
 pub mod calls;
 pub mod raw;
 pub mod upstream;
+pub mod wait;
 pub mod ws;
 
 pub struct Server {

@@ -63,3 +63,21 @@ pub fn parse(reply: &str) -> RawReply {
         .unwrap_or_default();
     RawReply { status, body }
 }
+
+/// [`send`] of a `GET` for a test without a runtime.
+pub fn get_blocking(url: &str, path: &str) -> RawReply {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(authority(url)).unwrap_or_else(|e| panic!("{e}"));
+    let head = format!(
+        "GET {path} HTTP/1.1\r\nhost: {}\r\nconnection: close\r\n\r\n",
+        authority(url)
+    );
+    stream
+        .write_all(head.as_bytes())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut reply = Vec::new();
+    stream
+        .read_to_end(&mut reply)
+        .unwrap_or_else(|e| panic!("{e}"));
+    parse(&String::from_utf8_lossy(&reply))
+}

@@ -196,6 +196,7 @@ async fn answer(
         Answer::Drop { bytes } => {
             let body = async_stream::stream! {
                 yield Ok::<_, std::io::Error>(Bytes::from(bytes));
+                // The bytes go out on their own before the break, on purpose.
                 tokio::time::sleep(Duration::from_millis(20)).await;
                 yield Err(std::io::Error::other("the mock breaks the connection"));
             };
