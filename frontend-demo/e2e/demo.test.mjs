@@ -1,7 +1,7 @@
 // The demo in a real headless Chromium against a running toolgate:
 //   TOOLGATE_URL=http://127.0.0.1:8080 node --test e2e/
 // The server should run tests/fixtures/browser/toolgate.yaml (the
-// scripted model, payments editable, a 5-minute deadline); tests/frontend.rs
+// scripted model, payments editable, a 5-minute deadline); tests/it/browser.rs
 // starts one and runs this file. Screenshots of each state go to
 // TOOLGATE_E2E_ARTIFACTS (default e2e/artifacts/). A page error or a
 // console.error fails a flow at once, with the message.

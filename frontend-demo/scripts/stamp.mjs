@@ -2,7 +2,7 @@
 // so that a test (and `npm run check-build`) can tell when the shipped
 // build is stale or was changed by hand. Each digest: SHA-256 over the
 // files, sorted by path, each as "<path>\n<byte length>\n<bytes>".
-// tests/frontend.rs computes the same.
+// tests/it/frontend.rs computes the same.
 import { createHash } from 'node:crypto';
 import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';

@@ -1,0 +1,178 @@
+//! Every decision is recorded: who decided what, by which rule, and why.
+
+use crate::common;
+
+use common::{Server, fixture, user_says};
+use serde_json::Value;
+
+async fn send(server: &Server, user: &str, body: Value) {
+    reqwest::Client::new()
+        .post(format!("{}/stream", server.url))
+        .header("x-user", user)
+        .header("content-type", "application/json")
+        .body(body.to_string())
+        .send()
+        .await
+        .and_then(|r| r.error_for_status())
+        .map(drop)
+        .unwrap_or_else(|e| panic!("{e}"));
+    // Each step a second apart, so that `since` can tell them apart.
+    server.clock.advance(std::time::Duration::from_secs(1));
+}
+
+async fn audit(server: &Server, user: &str, query: &str) -> (String, Vec<Value>) {
+    let response = reqwest::Client::new()
+        .get(format!("{}/api/audit{query}", server.url))
+        .header("x-user", user)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let kind = response
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_owned();
+    let text = response.text().await.unwrap_or_default();
+    let events = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    (kind, events)
+}
+
+#[tokio::test]
+async fn who_decided_what() {
+    let mut config = toolgate::Config::default();
+    config.auth.principal_header = Some("x-user".into());
+    config.tool_confirmation.tool_policies.always_deny = vec!["internal--get_weather".into()];
+    let server = Server::with_config(config).await;
+
+    send(
+        &server,
+        "alice",
+        user_says("chat-pay", "Send 50 USD to Hanako"),
+    )
+    .await;
+    send(&server, "alice", fixture("pay_hanako_forged.json")).await;
+    send(&server, "alice", fixture("pay_hanako_approved.json")).await;
+    send(&server, "alice", fixture("pay_hanako_approved.json")).await;
+    send(
+        &server,
+        "alice",
+        user_says("chat-weather", "weather in Oslo"),
+    )
+    .await;
+
+    let (kind, events) = audit(&server, "alice", "?chatId=chat-pay").await;
+    assert_eq!(kind, "application/x-ndjson");
+    let summary: Vec<(String, String, String)> = events
+        .iter()
+        .map(|e| {
+            let s = |k: &str| e[k].as_str().unwrap_or("").to_owned();
+            (s("decision"), s("by"), s("reason"))
+        })
+        .collect();
+    let row = |d: &str, by: &str, reason: &str| (d.to_owned(), by.to_owned(), reason.to_owned());
+    assert_eq!(
+        summary,
+        [
+            row("asked", "policy", ""),
+            row(
+                "refused",
+                "toolgate",
+                "originalFunctionCall differs from the call this server issued"
+            ),
+            row("approved", "user", ""),
+            row("replayed", "an earlier answer", ""),
+        ]
+    );
+    assert!(
+        events
+            .iter()
+            .all(|e| e["principal"] == "alice" && e["tool"] == "internal--process_payment")
+    );
+    let digest = |i: usize| events[i]["argsDigest"].as_str().unwrap_or("").to_owned();
+    assert_eq!(digest(0).len(), 64);
+    assert_eq!(digest(0), digest(2), "the approved call is the asked one");
+    assert_ne!(digest(0), digest(1), "the forged one is not");
+
+    let (_, weather) = audit(&server, "alice", "?chatId=chat-weather").await;
+    assert_eq!(weather.len(), 1);
+    assert_eq!(weather[0]["decision"], "denied");
+    assert_eq!(weather[0]["reason"], "alwaysDeny internal--get_weather");
+
+    let (_, all) = audit(&server, "alice", "").await;
+    assert_eq!(all.len(), 5);
+    let since = all[3]["atMs"].as_u64().unwrap_or(0);
+    assert_eq!(
+        audit(&server, "alice", &format!("?since={since}"))
+            .await
+            .1
+            .len(),
+        2,
+        "events at or after `since`"
+    );
+    assert!(
+        audit(&server, "mallory", "").await.1.is_empty(),
+        "another user sees none of it"
+    );
+}
+
+#[tokio::test]
+async fn a_question_nobody_answers_is_logged_as_timed_out() {
+    use std::time::Duration;
+    use toolgate::call::ToolCall;
+    use toolgate::confirm::{Gate, NewCall, Scope};
+    use toolgate::ids::{Clock, Ids};
+    use toolgate::protocol::ConfirmationProtocol;
+    use toolgate::store::Store;
+    use toolgate::tools::Registry;
+
+    let clock = Clock::manual(1_000);
+    let gate = Gate::new(
+        Registry::with_builtins(100.0),
+        Store::memory(),
+        clock.clone(),
+        Ids::sequential(),
+        Duration::from_secs(60),
+        Duration::from_secs(5),
+    );
+    let scope = Scope {
+        chat_id: "c".into(),
+        principal: "alice".into(),
+    };
+    let call = ToolCall {
+        id: "call-1".into(),
+        name: "process_payment".into(),
+        args: serde_json::json!({"amount": 5, "recipient": "Bo"}),
+    };
+    assert!(matches!(
+        gate.check_new(&scope, call, ConfirmationProtocol::Adk)
+            .await,
+        Ok(NewCall::Ask(_))
+    ));
+    assert_eq!(gate.sweep().await.ok(), Some(0), "not expired yet");
+    clock.advance(Duration::from_secs(61));
+    assert_eq!(gate.sweep().await.ok(), Some(1));
+    assert_eq!(gate.sweep().await.ok(), Some(0), "logged once");
+    let log = gate
+        .audit_log("alice", None, 0, 10)
+        .await
+        .unwrap_or_default();
+    let decisions: Vec<String> = log
+        .iter()
+        .map(|e| {
+            serde_json::to_value(e.decision)
+                .unwrap_or_default()
+                .as_str()
+                .unwrap_or("")
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(decisions, ["asked", "timed-out"]);
+    assert_eq!(
+        log[1].reason.as_deref(),
+        Some("nobody answered before the confirmation expired")
+    );
+}

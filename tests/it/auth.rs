@@ -1,0 +1,291 @@
+//! API keys: every route but /healthz needs one, each key acts for one
+//! principal, and one principal can never answer another's confirmation.
+
+use crate::common;
+
+use common::{Server, fixture, user_says};
+use serde_json::{Value, json};
+use sha2::Digest;
+use toolgate::Config;
+
+fn hashed(key: &str) -> String {
+    hex::encode(sha2::Sha256::digest(key.as_bytes()))
+}
+
+async fn server() -> Server {
+    let yaml = format!(
+        "auth:\n  apiKeys:\n    - {{principal: alice, sha256: '{}'}}\n    - {{principal: bob, sha256: '{}'}}\n",
+        hashed("alice-key"),
+        hashed("bob-key")
+    );
+    Server::with_config(Config::from_yaml(&yaml).unwrap_or_else(|e| panic!("{e}"))).await
+}
+
+async fn call(
+    server: &Server,
+    key: Option<&str>,
+    method: &str,
+    path: &str,
+    body: Option<Value>,
+) -> (u16, String) {
+    let client = reqwest::Client::new();
+    let url = format!("{}{path}", server.url);
+    let mut request = match method {
+        "POST" => client
+            .post(url)
+            .header("content-type", "application/json")
+            .body(body.unwrap_or(Value::Null).to_string()),
+        "DELETE" => client.delete(url),
+        _ => client.get(url),
+    };
+    if let Some(key) = key {
+        request = request.header("authorization", format!("Bearer {key}"));
+    }
+    let response = request.send().await.unwrap_or_else(|e| panic!("{e}"));
+    (
+        response.status().as_u16(),
+        response.text().await.unwrap_or_default(),
+    )
+}
+
+#[tokio::test]
+async fn every_route_but_healthz_needs_a_valid_key() {
+    let server = server().await;
+    let no_key = r#"{"error":"an API key is needed: Authorization: Bearer <key>"}"#;
+    let bad_key = r#"{"error":"the API key is not valid"}"#;
+    for (method, path) in [
+        ("POST", "/stream"),
+        ("POST", "/api/chat"),
+        ("GET", "/api/tools"),
+        ("GET", "/api/approvals"),
+        ("DELETE", "/api/approvals/x"),
+        ("GET", "/api/audit"),
+        ("GET", "/api/confirmations?chatId=c"),
+        ("POST", "/api/confirmations/x"),
+    ] {
+        let body = Some(user_says("c", "hi"));
+        assert_eq!(
+            call(&server, None, method, path, body.clone()).await,
+            (401, no_key.into()),
+            "{method} {path}"
+        );
+        assert_eq!(
+            call(&server, Some("guess"), method, path, body).await,
+            (401, bad_key.into()),
+            "{method} {path}"
+        );
+    }
+    assert_eq!(
+        call(&server, None, "GET", "/healthz", None).await,
+        (200, "ok".into())
+    );
+    assert_eq!(
+        call(&server, Some("alice-key"), "GET", "/api/tools", None)
+            .await
+            .0,
+        200
+    );
+}
+
+#[tokio::test]
+async fn a_key_acts_for_its_principal_only() {
+    let server = server().await;
+    let (status, _) = call(
+        &server,
+        Some("alice-key"),
+        "POST",
+        "/stream",
+        Some(user_says("chat-pay", "Send 50 USD to Hanako")),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let (_, theirs) = call(
+        &server,
+        Some("bob-key"),
+        "GET",
+        "/api/confirmations?chatId=chat-pay",
+        None,
+    )
+    .await;
+    assert_eq!(theirs, "[]");
+    assert_eq!(
+        call(
+            &server,
+            Some("bob-key"),
+            "POST",
+            "/api/confirmations/adk-3",
+            Some(json!({"approved": true}))
+        )
+        .await
+        .0,
+        404
+    );
+    let (_, bobs_answer) = call(
+        &server,
+        Some("bob-key"),
+        "POST",
+        "/stream",
+        Some(fixture("pay_hanako_approved.json")),
+    )
+    .await;
+    assert!(
+        bobs_answer.contains("confirmation belongs to another user"),
+        "{bobs_answer}"
+    );
+    assert_eq!(server.payments(), 0);
+    let (_, alices_answer) = call(
+        &server,
+        Some("alice-key"),
+        "POST",
+        "/stream",
+        Some(fixture("pay_hanako_approved.json")),
+    )
+    .await;
+    assert!(
+        alices_answer.contains(r#""status":"completed""#),
+        "{alices_answer}"
+    );
+    assert_eq!(server.payments(), 1);
+}
+
+#[test]
+fn keys_in_config_are_checked_at_load() {
+    let cases = [
+        (
+            "auth:\n  apiKeys:\n    - {principal: a, sha256: 'xyz'}\n",
+            "sha256 must be 64 hex digits",
+        ),
+        (
+            "auth:\n  apiKeys:\n    - {principal: a, keyEnv: TOOLGATE_TEST_UNSET_VARIABLE}\n",
+            "environment variable TOOLGATE_TEST_UNSET_VARIABLE is not set",
+        ),
+        (
+            "auth:\n  apiKeys:\n    - {principal: a}\n",
+            "give exactly one of sha256 and keyEnv",
+        ),
+    ];
+    for (yaml, why) in cases {
+        let err = Config::from_yaml(yaml)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(err.contains(why), "{yaml}: {err}");
+    }
+}
+
+#[test]
+fn without_keys_only_loopback() {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        .args(["serve", "--bind", "0.0.0.0:0"])
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("refusing to listen on 0.0.0.0:0 without API keys"),
+        "{stderr}"
+    );
+}
+
+#[tokio::test]
+async fn an_operator_reads_and_revokes_for_everyone_others_get_403() {
+    let yaml = format!(
+        "auth:\n  apiKeys:\n    - {{principal: alice, sha256: '{}'}}\n    - {{principal: ops, sha256: '{}', admin: true}}\n",
+        hashed("alice-key"),
+        hashed("ops-key")
+    );
+    let server =
+        Server::with_config(Config::from_yaml(&yaml).unwrap_or_else(|e| panic!("{e}"))).await;
+    call(
+        &server,
+        Some("alice-key"),
+        "POST",
+        "/stream",
+        Some(user_says("chat-pay", "Send 50 USD to Hanako")),
+    )
+    .await;
+    let mut remember = fixture("pay_hanako_approved.json");
+    remember["messages"][1]["parts"][1]["output"] =
+        json!({"confirmed": true, "remember": "global"});
+    call(
+        &server,
+        Some("alice-key"),
+        "POST",
+        "/stream",
+        Some(remember),
+    )
+    .await;
+
+    let forbidden = r#"{"error":"only an operator's key may read another principal's records"}"#;
+    assert_eq!(
+        call(
+            &server,
+            Some("alice-key"),
+            "GET",
+            "/api/approvals?principal=ops",
+            None
+        )
+        .await,
+        (403, forbidden.into())
+    );
+    assert_eq!(
+        call(
+            &server,
+            Some("alice-key"),
+            "GET",
+            "/api/audit?principal=ops",
+            None
+        )
+        .await,
+        (403, forbidden.into())
+    );
+
+    let (status, listed) = call(
+        &server,
+        Some("ops-key"),
+        "GET",
+        "/api/approvals?principal=alice",
+        None,
+    )
+    .await;
+    assert_eq!(status, 200);
+    let listed: Value = serde_json::from_str(&listed).unwrap_or_default();
+    let id = listed[0]["id"].as_str().unwrap_or("").to_owned();
+    assert_eq!(
+        listed[0]["chatId"],
+        Value::Null,
+        "remembered for every chat"
+    );
+    assert_eq!(
+        call(
+            &server,
+            Some("ops-key"),
+            "DELETE",
+            &format!("/api/approvals/{id}?principal=alice"),
+            None
+        )
+        .await
+        .0,
+        204
+    );
+
+    let (status, log) = call(
+        &server,
+        Some("ops-key"),
+        "GET",
+        "/api/audit?principal=alice",
+        None,
+    )
+    .await;
+    assert_eq!(status, 200);
+    let last: Value = log
+        .lines()
+        .last()
+        .and_then(|l| serde_json::from_str(l).ok())
+        .unwrap_or_default();
+    assert_eq!(
+        (last["decision"].as_str(), last["by"].as_str()),
+        (Some("revoked"), Some("operator ops"))
+    );
+    assert_eq!(last["tool"], "internal--process_payment");
+}

@@ -1,0 +1,154 @@
+//! One behavioural suite, run through HTTP against every store backend:
+//! memory, SQLite and, with the `redis-server` feature, Redis.
+
+use crate::common;
+
+use std::time::Duration;
+
+use common::{Server, fixture, user_says};
+use serde_json::json;
+use toolgate::Config;
+use toolgate::store::Store;
+
+/// A server on a fresh store of the given kind. The temporary folder lives
+/// as long as the server.
+async fn server(kind: &str) -> (Server, Option<tempfile::TempDir>) {
+    let (store, dir) = match kind {
+        "memory" => (Store::memory(), None),
+        "sqlite" => {
+            let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+            (
+                Store::sqlite(&dir.path().join("db.sqlite3")).unwrap_or_else(|e| panic!("{e}")),
+                Some(dir),
+            )
+        }
+        #[cfg(feature = "redis-server")]
+        "redis" => {
+            let url = common::redis_url();
+            let prefix = format!("test-{}:", uuid::Uuid::new_v4().simple());
+            (
+                Store::redis(&url, &prefix)
+                    .await
+                    .unwrap_or_else(|e| panic!("{e}")),
+                None,
+            )
+        }
+        other => panic!("no store backend {other}"),
+    };
+    (
+        Server::with(Config::default(), move |app| app.with_store(store)).await,
+        dir,
+    )
+}
+
+fn errors(reply: &common::Reply) -> Vec<String> {
+    reply
+        .of_type("tool-output-error")
+        .iter()
+        .map(|c| c["errorText"].as_str().unwrap_or("").to_owned())
+        .collect()
+}
+
+async fn approved_once_and_replayed(kind: &str) {
+    let (server, _dir) = server(kind).await;
+    server
+        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
+        .await;
+    let approved = fixture("pay_hanako_approved.json");
+    let first = server.chat(&approved).await;
+    let replay = server.chat(&approved).await;
+    assert_eq!(server.payments(), 1);
+    let output = |r: &common::Reply| {
+        r.of_type("tool-output-available")
+            .into_iter()
+            .find(|c| c["toolCallId"] == "call-2")
+    };
+    assert_eq!(output(&first), output(&replay));
+}
+
+async fn a_hundred_racing_approvals_run_once(kind: &str) {
+    let (server, _dir) = server(kind).await;
+    server
+        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
+        .await;
+    let approved = fixture("pay_hanako_approved.json");
+    futures::future::join_all((0..100).map(|_| server.chat(&approved))).await;
+    assert_eq!(server.payments(), 1);
+}
+
+async fn forged_and_foreign_answers_run_nothing(kind: &str) {
+    let (server, _dir) = server(kind).await;
+    server
+        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
+        .await;
+    let forged = server.chat(&fixture("pay_hanako_forged.json")).await;
+    assert_eq!(
+        errors(&forged),
+        ["originalFunctionCall differs from the call this server issued"]
+    );
+    let mut other_chat = fixture("pay_hanako_approved.json");
+    other_chat["id"] = json!("chat-other");
+    assert_eq!(
+        errors(&server.chat(&other_chat).await),
+        ["confirmation belongs to another chat"]
+    );
+    let unknown = server.chat(&fixture("pay_unknown_confirmation.json")).await;
+    assert_eq!(
+        errors(&unknown),
+        ["confirmation `adk-99` was not issued by this server"]
+    );
+    assert_eq!(server.payments(), 0);
+}
+
+async fn a_denial_stays_a_denial(kind: &str) {
+    let (server, _dir) = server(kind).await;
+    server
+        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
+        .await;
+    server.chat(&fixture("pay_hanako_denied.json")).await;
+    let approved = server.chat(&fixture("pay_hanako_approved.json")).await;
+    assert_eq!(errors(&approved), ["User denied execution: too much"]);
+    assert_eq!(server.payments(), 0);
+}
+
+async fn an_expired_confirmation_runs_nothing(kind: &str) {
+    let (server, _dir) = server(kind).await;
+    server
+        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
+        .await;
+    server.clock.advance(Duration::from_secs(24 * 60 * 60 + 1));
+    let late = server.chat(&fixture("pay_hanako_approved.json")).await;
+    assert_eq!(errors(&late), ["confirmation expired"]);
+    assert_eq!(server.payments(), 0);
+}
+
+macro_rules! suite {
+    ($($backend:ident),*) => {$(
+        mod $backend {
+            #[tokio::test]
+            async fn approved_once_and_replayed() {
+                super::approved_once_and_replayed(stringify!($backend)).await;
+            }
+            #[tokio::test]
+            async fn a_hundred_racing_approvals_run_once() {
+                super::a_hundred_racing_approvals_run_once(stringify!($backend)).await;
+            }
+            #[tokio::test]
+            async fn forged_and_foreign_answers_run_nothing() {
+                super::forged_and_foreign_answers_run_nothing(stringify!($backend)).await;
+            }
+            #[tokio::test]
+            async fn a_denial_stays_a_denial() {
+                super::a_denial_stays_a_denial(stringify!($backend)).await;
+            }
+            #[tokio::test]
+            async fn an_expired_confirmation_runs_nothing() {
+                super::an_expired_confirmation_runs_nothing(stringify!($backend)).await;
+            }
+        }
+    )*};
+}
+
+suite!(memory, sqlite);
+#[cfg(feature = "redis-server")]
+suite!(redis);

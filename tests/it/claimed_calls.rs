@@ -1,0 +1,99 @@
+//! A confirmed call, once its claim is won, runs to the end and records its
+//! outcome, whatever happens to the request that approved it.
+
+use crate::common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use common::{Counting, fixture};
+use futures::StreamExt;
+use toolgate::agent::Agent;
+use toolgate::confirm::Gate;
+use toolgate::ids::{Clock, Ids};
+use toolgate::protocol::{ChatRequest, ConfirmationFlow, ConfirmationProtocol, UiChunk};
+use toolgate::provider::ScriptedModel;
+use toolgate::store::Store;
+use toolgate::tools::{ProcessPayment, Registry};
+
+fn agent(payments: Arc<AtomicUsize>) -> Arc<Agent> {
+    let ids = Ids::sequential();
+    let mut registry = Registry::new();
+    registry.register(Counting {
+        inner: ProcessPayment::new(1000.0),
+        count: payments,
+    });
+    let gate = Gate::new(
+        registry,
+        Store::memory(),
+        Clock::manual(0),
+        ids.clone(),
+        Duration::from_secs(60),
+        Duration::from_secs(5),
+    );
+    Arc::new(Agent {
+        gate,
+        provider: Arc::new(ScriptedModel::new(ids.clone())),
+        ids,
+        max_steps: 8,
+    })
+}
+
+fn request(body: serde_json::Value) -> ChatRequest {
+    ChatRequest::from_slice(body.to_string().as_bytes()).unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[tokio::test]
+async fn dropping_the_stream_right_after_the_claim_still_runs_the_call_once() {
+    let payments = Arc::new(AtomicUsize::new(0));
+    let agent = agent(payments.clone());
+    let first = agent
+        .clone()
+        .turn(
+            request(common::user_says("chat-pay", "Send 50 USD to Hanako")),
+            "anonymous".into(),
+            ConfirmationProtocol::Adk,
+            ConfirmationFlow::Finish,
+            tokio::sync::watch::channel(false).0,
+        )
+        .collect::<Vec<_>>()
+        .await;
+    assert!(first.iter().any(
+        |c| matches!(c, UiChunk::ToolInputAvailable { tool_call_id, .. } if tool_call_id == "adk-3")
+    ));
+
+    // Read up to the echo of the answer (the first chunk after the claim), then go away.
+    let approved = request(fixture("pay_hanako_approved.json"));
+    let mut stream = agent.clone().turn(
+        approved.clone(),
+        "anonymous".into(),
+        ConfirmationProtocol::Adk,
+        ConfirmationFlow::Finish,
+        tokio::sync::watch::channel(false).0,
+    );
+    assert!(matches!(stream.next().await, Some(UiChunk::Start { .. })));
+    assert!(matches!(
+        stream.next().await,
+        Some(UiChunk::ToolOutputAvailable { .. })
+    ));
+    drop(stream);
+
+    // The call ran anyway, and a retry reports its outcome instead of running it again.
+    let replay = agent
+        .turn(
+            approved,
+            "anonymous".into(),
+            ConfirmationProtocol::Adk,
+            ConfirmationFlow::Finish,
+            tokio::sync::watch::channel(false).0,
+        )
+        .collect::<Vec<_>>()
+        .await;
+    assert_eq!(payments.load(Ordering::SeqCst), 1);
+    let paid = replay.iter().any(|c| {
+        matches!(c, UiChunk::ToolOutputAvailable { tool_call_id, output, .. }
+            if tool_call_id == "call-2" && output["status"] == "completed")
+    });
+    assert!(paid, "{replay:?}");
+}

@@ -1,0 +1,145 @@
+//! The `toolgate` binary as a user runs it.
+
+use crate::common;
+
+use std::process::Command;
+
+use common::{Binary, raw, user_says, wait};
+
+#[tokio::test]
+async fn serve_prints_the_real_address_and_answers() {
+    let server = Binary::serve(&[]);
+    assert!(
+        server.url.starts_with("http://127.0.0.1:"),
+        "{}",
+        server.url
+    );
+    assert!(!server.url.ends_with(":0"));
+    let client = reqwest::Client::new();
+    let health = client
+        .get(format!("{}/healthz", server.url))
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(health.text().await.ok().as_deref(), Some("ok"));
+    let body = client
+        .post(format!("{}/stream", server.url))
+        .header("content-type", "application/json")
+        .body(user_says("c", "Send 50 USD to Hanako").to_string())
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+        .text()
+        .await
+        .unwrap_or_default();
+    assert!(
+        body.contains(r#""toolName":"adk_request_confirmation""#),
+        "{body}"
+    );
+    assert!(
+        body.contains(r#""hint":"Send 50 USD to Hanako?""#),
+        "{body}"
+    );
+}
+
+#[test]
+fn an_unknown_config_key_is_an_error_naming_it() {
+    let path = std::env::temp_dir().join(format!("toolgate-cli-{}.yaml", std::process::id()));
+    std::fs::write(&path, "stream:\n  keepAliveSecs: 5\n  bufferSize: 3\n")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let output = Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        .args(["serve", "--bind", "127.0.0.1:0", "--config"])
+        .arg(&path)
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let _ = std::fs::remove_file(&path);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("unknown field `bufferSize`"), "{stderr}");
+}
+
+/// Whether `pid` is gone: no such process, or a zombie nobody has reaped yet.
+fn gone(pid: &str) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        // The state follows the command name in parentheses.
+        Ok(stat) => stat
+            .rsplit_once(") ")
+            .is_some_and(|(_, rest)| rest.starts_with('Z') || rest.starts_with('X')),
+    }
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn sigterm_stops_every_stdio_server_with_what_it_started() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let pidfile = |name: &str| dir.path().join(name).display().to_string();
+    let fixture = env!("CARGO_BIN_EXE_toolgate-mcp-fixture");
+    // `speaks` becomes the fixture server (it ends on end of input) and
+    // leaves a `sleep` behind; `mute` never answers and waits for its `sleep`.
+    let yaml = format!(
+        "mcpServers:\n  speaks:\n    command: sh\n    args: [-c, 'sleep 1000 & echo $! > {}; echo $$ > {}; exec {fixture}']\n  mute:\n    command: sh\n    args: [-c, 'sleep 1000 & echo $! > {}; echo $$ > {}; wait']\n    connectTimeoutMs: 60000\n",
+        pidfile("speaks-child"),
+        pidfile("speaks"),
+        pidfile("mute-child"),
+        pidfile("mute"),
+    );
+    let mut server = Binary::serve_yaml(&yaml, &[]);
+    let names = ["speaks", "speaks-child", "mute", "mute-child"];
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let pids: Vec<String> = loop {
+        let pids: Vec<String> = names
+            .iter()
+            .filter_map(|n| std::fs::read_to_string(pidfile(n)).ok())
+            .map(|p| p.trim().to_owned())
+            .filter(|p| !p.is_empty())
+            .collect();
+        if pids.len() == names.len() {
+            break pids;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never started: {pids:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    // `speaks` finishes its handshake: it is then a connected server.
+    wait::until_blocking("`speaks` to be available", || {
+        let tools = raw::get_blocking(&server.url, "/api/tools");
+        serde_json::from_str::<serde_json::Value>(&tools.body)
+            .ok()
+            .and_then(|tools| {
+                tools["mcpServers"]
+                    .as_array()?
+                    .iter()
+                    .find(|s| s["name"] == "speaks")
+                    .map(|s| s["state"] == "available")
+            })
+            .unwrap_or(false)
+    });
+    for pid in &pids {
+        assert!(!gone(pid), "{pid} is not running");
+    }
+    let status = Command::new("kill")
+        .args(["-TERM", &server.pid().to_string()])
+        .status()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(status.success());
+    assert!(
+        server.exited_within(std::time::Duration::from_secs(15)),
+        "toolgate did not stop on SIGTERM"
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while !pids.iter().all(|p| gone(p)) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "left running: {:?}",
+            names
+                .iter()
+                .zip(&pids)
+                .filter(|(_, p)| !gone(p))
+                .collect::<Vec<_>>()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}

@@ -1,0 +1,390 @@
+//! A toolgate server on 127.0.0.1:0 with sequential ids and a manual clock,
+//! and a counting wrapper that proves whether a tool ran.
+#![allow(dead_code)]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use serde_json::Value;
+use toolgate::confirm::CONFIRMATION_TOOL;
+use toolgate::ids::{Clock, Ids};
+use toolgate::tools::{ProcessPayment, Tool, ToolContext, ToolError, ToolSource};
+use toolgate::{App, Config};
+
+pub mod calls;
+pub mod raw;
+pub mod upstream;
+pub mod wait;
+pub mod ws;
+
+pub struct Server {
+    pub url: String,
+    pub clock: Clock,
+    pub payments: Arc<AtomicUsize>,
+    client: reqwest::Client,
+}
+
+pub struct Reply {
+    pub status: u16,
+    pub headers: reqwest::header::HeaderMap,
+    pub body: String,
+}
+
+impl Reply {
+    /// The JSON chunks of an SSE body, `[DONE]` and comments left out.
+    pub fn chunks(&self) -> Vec<Value> {
+        self.body
+            .split("\n\n")
+            .filter_map(|frame| frame.strip_prefix("data: "))
+            .filter(|data| *data != "[DONE]")
+            .map(|data| serde_json::from_str(data).unwrap_or_else(|e| panic!("{e}: {data}")))
+            .collect()
+    }
+
+    pub fn of_type(&self, kind: &str) -> Vec<Value> {
+        self.chunks()
+            .into_iter()
+            .filter(|c| c["type"] == kind)
+            .collect()
+    }
+
+    /// The streamed text, all deltas joined.
+    pub fn text(&self) -> String {
+        self.of_type("text-delta")
+            .iter()
+            .filter_map(|c| c["delta"].as_str())
+            .collect()
+    }
+}
+
+/// Counts its executions, then runs the wrapped tool.
+pub struct Counting<T> {
+    pub inner: T,
+    pub count: Arc<AtomicUsize>,
+}
+
+#[toolgate::tools::async_trait]
+impl<T: Tool> Tool for Counting<T> {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+    fn description(&self) -> &str {
+        self.inner.description()
+    }
+    fn parameters(&self) -> Value {
+        self.inner.parameters()
+    }
+    fn needs_confirmation(&self, args: &Value) -> bool {
+        self.inner.needs_confirmation(args)
+    }
+    fn may_need_confirmation(&self) -> bool {
+        self.inner.may_need_confirmation()
+    }
+    fn confirmation_hint(&self, args: &Value) -> String {
+        self.inner.confirmation_hint(args)
+    }
+    fn runs_on_client(&self) -> bool {
+        self.inner.runs_on_client()
+    }
+
+    fn source(&self) -> ToolSource {
+        self.inner.source()
+    }
+    async fn execute(&self, args: Value, ctx: ToolContext) -> Result<Value, ToolError> {
+        self.count.fetch_add(1, Ordering::SeqCst);
+        self.inner.execute(args, ctx).await
+    }
+}
+
+pub const START_MS: u64 = 1_800_000_000_000;
+
+impl Server {
+    pub async fn start() -> Self {
+        Self::with(Config::default(), |app| app).await
+    }
+
+    pub async fn with_config(config: Config) -> Self {
+        Self::with(config, |app| app).await
+    }
+
+    /// A server whose tools are the demo tools with `process_payment` counted;
+    /// `customize` may replace more.
+    pub async fn with(config: Config, customize: impl FnOnce(App) -> App) -> Self {
+        let payments = Arc::new(AtomicUsize::new(0));
+        // The config's tools, with `process_payment` counted.
+        let mut registry = config.tools.registry().unwrap_or_else(|e| panic!("{e}"));
+        registry.register(Counting {
+            inner: ProcessPayment::new(config.tools.payment_limit),
+            count: payments.clone(),
+        });
+        let clock = Clock::manual(START_MS);
+        let app = App::new(config)
+            .with_ids(Ids::sequential())
+            .with_clock(clock.clone())
+            .with_registry(registry);
+        let app = customize(app);
+        let (listener, url) = loopback().await;
+        tokio::spawn(app.serve(listener));
+        Self {
+            url,
+            clock,
+            payments,
+            client: reqwest::Client::new(),
+        }
+    }
+
+    pub fn payments(&self) -> usize {
+        self.payments.load(Ordering::SeqCst)
+    }
+
+    pub async fn post(&self, path: &str, body: impl Into<reqwest::Body>) -> Reply {
+        let response = self
+            .client
+            .post(format!("{}{path}", self.url))
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        let body = response.text().await.unwrap_or_else(|e| panic!("{e}"));
+        Reply {
+            status,
+            headers,
+            body,
+        }
+    }
+
+    pub async fn get(&self, path: &str) -> Reply {
+        let response = self
+            .client
+            .get(format!("{}{path}", self.url))
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        let body = response.text().await.unwrap_or_else(|e| panic!("{e}"));
+        Reply {
+            status,
+            headers,
+            body,
+        }
+    }
+
+    /// Sends a turn and hands back the body as it streams.
+    pub async fn open(
+        &self,
+        body: &Value,
+    ) -> impl futures::Stream<Item = reqwest::Result<bytes::Bytes>> + use<> {
+        self.client
+            .post(format!("{}/stream", self.url))
+            .header("content-type", "application/json")
+            .body(body.to_string())
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+            .bytes_stream()
+    }
+
+    pub async fn chat(&self, body: &Value) -> Reply {
+        self.post("/stream", body.to_string()).await
+    }
+}
+
+/// A fixture from `tests/fixtures/`.
+pub fn fixture(name: &str) -> Value {
+    let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// The `useChat` body of a first message.
+pub fn user_says(chat: &str, text: &str) -> Value {
+    serde_json::json!({
+        "id": chat,
+        "trigger": "submit-message",
+        "messages": [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": text}]}]
+    })
+}
+
+/// Asserts a snapshot (an SSE body, a socket's frames) in the top-level
+/// `snapshots/` folder, as `snapshots/{name}.snap`: the path is relative to
+/// the file that invokes the macro, a group in `tests/it/`.
+#[macro_export]
+macro_rules! assert_sse {
+    ($name:expr, $body:expr) => {
+        insta::with_settings!({snapshot_path => "../../snapshots", prepend_module_to_snapshot => false, omit_expression => true}, {
+            insta::assert_snapshot!($name, $body);
+        });
+    };
+}
+
+pub fn confirmation_name() -> &'static str {
+    CONFIRMATION_TOOL
+}
+
+/// The `toolgate` binary, serving on a free port with its state in a
+/// temporary SQLite file and signed confirmations; killed on drop.
+pub struct Binary {
+    pub url: String,
+    child: std::process::Child,
+    _state: Option<tempfile::TempDir>,
+    /// Kept open: the server writes more lines after the first.
+    pub stdout: std::io::BufReader<std::process::ChildStdout>,
+}
+
+impl Binary {
+    pub fn serve(extra: &[&str]) -> Self {
+        Self::serve_yaml("", extra)
+    }
+
+    /// Like [`Binary::serve`], with more top-level config (not `store` or
+    /// `toolConfirmation`).
+    pub fn serve_yaml(yaml: &str, extra: &[&str]) -> Self {
+        let state = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let config = state.path().join("toolgate.yaml");
+        let db = state.path().join("toolgate.sqlite3");
+        std::fs::write(
+            &config,
+            format!(
+                "store:\n  path: {}\ntoolConfirmation:\n  signingKeys: [test-signing-key]\n{yaml}",
+                db.display()
+            ),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let mut binary =
+            Self::serve_with(&[&["--config", &config.display().to_string()], extra].concat());
+        binary._state = Some(state);
+        binary
+    }
+
+    /// Serves with exactly these extra arguments (a config naming the store, say).
+    pub fn serve_with(extra: &[&str]) -> Self {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
+            .args(["serve", "--bind", "127.0.0.1:0"])
+            .args(extra)
+            .env("RUST_LOG", "toolgate=warn")
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let stdout = child.stdout.take().unwrap_or_else(|| panic!("no stdout"));
+        let mut stdout = std::io::BufReader::new(stdout);
+        let url = listening_on(&mut stdout);
+        Self {
+            url,
+            child,
+            _state: None,
+            stdout,
+        }
+    }
+}
+
+/// The URL a starting binary names on its first line of stdout.
+pub fn listening_on(stdout: &mut impl std::io::BufRead) -> String {
+    let mut line = String::new();
+    stdout
+        .read_line(&mut line)
+        .unwrap_or_else(|e| panic!("{e}"));
+    line.trim()
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("first line: {line:?}"))
+        .to_owned()
+}
+
+/// A listener on a free loopback port, and its `http://` URL.
+pub async fn loopback() -> (tokio::net::TcpListener, String) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let url = format!(
+        "http://{}",
+        listener.local_addr().unwrap_or_else(|e| panic!("{e}"))
+    );
+    (listener, url)
+}
+
+impl Binary {
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Whether the server has exited (reaped), waiting up to `limit`.
+    pub fn exited_within(&mut self, limit: std::time::Duration) -> bool {
+        let deadline = std::time::Instant::now() + limit;
+        while std::time::Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return true;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        false
+    }
+}
+
+impl Drop for Binary {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Binary {
+    pub async fn chat(&self, body: &Value) -> Reply {
+        let response = reqwest::Client::new()
+            .post(format!("{}/stream", self.url))
+            .header("content-type", "application/json")
+            .body(body.to_string())
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        Reply {
+            status: response.status().as_u16(),
+            headers: response.headers().clone(),
+            body: response.text().await.unwrap_or_default(),
+        }
+    }
+}
+
+/// The follow-up `useChat` sends in chat `chat` after approving the question
+/// "Send 50 USD to Hanako" that `first` asked (with its signature, if any).
+pub fn approval(chat: &str, first: &Reply) -> Value {
+    let message_id = first.of_type("start")[0]["messageId"].clone();
+    let ask = first.of_type("tool-input-available")[0].clone();
+    serde_json::json!({
+        "id": chat, "trigger": "submit-message", "messageId": message_id,
+        "messages": [
+            {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "Send 50 USD to Hanako"}]},
+            {"id": message_id, "role": "assistant", "parts": [
+                {"type": "step-start"},
+                {"type": "tool-adk_request_confirmation", "toolCallId": ask["toolCallId"], "state": "output-available",
+                 "input": ask["input"], "output": {"confirmed": true}, "callProviderMetadata": ask["providerMetadata"]}
+            ]}
+        ]
+    })
+}
+
+/// The transaction id of the payment a reply reports, if any.
+pub fn transaction(reply: &Reply) -> Option<String> {
+    reply
+        .of_type("tool-output-available")
+        .into_iter()
+        .find(|c| c["output"]["status"] == "completed")
+        .and_then(|c| c["output"]["transactionId"].as_str().map(str::to_owned))
+}
+
+/// The Redis server for the `redis-server` tests: `TOOLGATE_TEST_REDIS_URL`
+/// (`scripts/test` starts one and sets it); the test fails without one.
+#[cfg(feature = "redis-server")]
+pub fn redis_url() -> String {
+    std::env::var("TOOLGATE_TEST_REDIS_URL")
+        .ok()
+        .filter(|u| !u.is_empty())
+        .unwrap_or_else(|| {
+            panic!(
+                "no Redis server: set TOOLGATE_TEST_REDIS_URL (scripts/test starts one), \
+                 or leave the `redis-server` feature off"
+            )
+        })
+}

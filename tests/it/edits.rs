@@ -1,0 +1,170 @@
+//! Approving with edited arguments: only where the tool allows it, checked
+//! against the tool's schema and the policy, and kept in the audit log.
+
+use crate::common;
+
+use common::{Server, fixture, user_says};
+use serde_json::{Value, json};
+use toolgate::Config;
+
+fn editable() -> Config {
+    let path = format!(
+        "{}/tests/fixtures/config/editable.yaml",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    Config::load(std::path::Path::new(&path)).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn edited(args: Value) -> Value {
+    let mut body = fixture("pay_hanako_edited.json");
+    body["messages"][1]["parts"][1]["output"]["editedArgs"] = args;
+    body
+}
+
+fn errors(reply: &common::Reply) -> Vec<String> {
+    reply
+        .of_type("tool-output-error")
+        .iter()
+        .map(|c| c["errorText"].as_str().unwrap_or("").to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn an_edited_approval_runs_the_edit() {
+    let server = Server::with_config(editable()).await;
+    server
+        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
+        .await;
+    let reply = server.chat(&fixture("pay_hanako_edited.json")).await;
+    assert_sse!("edited_args", reply.body);
+    assert_eq!(server.payments(), 1);
+}
+
+#[tokio::test]
+async fn edits_are_checked_before_anything_runs() {
+    let server = Server::with_config(editable()).await;
+    server
+        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
+        .await;
+    let bad = server
+        .chat(&edited(json!({"amount": "lots", "recipient": "Hanako"})))
+        .await;
+    assert_eq!(
+        errors(&bad),
+        [r#"edited arguments are not valid: "lots" is not of type "number""#]
+    );
+    let extra = server
+        .chat(&edited(
+            json!({"amount": 5, "recipient": "Hanako", "memo": "x"}),
+        ))
+        .await;
+    assert!(
+        errors(&extra)[0].starts_with("edited arguments are not valid: "),
+        "{:?}",
+        errors(&extra)
+    );
+    assert_eq!(server.payments(), 0);
+    // A refused edit leaves the question open: a plain approval still works.
+    server.chat(&fixture("pay_hanako_approved.json")).await;
+    assert_eq!(server.payments(), 1);
+}
+
+#[tokio::test]
+async fn an_edit_meets_the_policy_too() {
+    let server = Server::with_config(editable()).await;
+    server
+        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
+        .await;
+    let reply = server
+        .chat(&edited(
+            json!({"amount": 9000, "recipient": "Hanako", "currency": "USD"}),
+        ))
+        .await;
+    assert_eq!(
+        errors(&reply),
+        ["denied by policy: payments over 5000 need a bank transfer"]
+    );
+    assert_eq!(server.payments(), 0);
+}
+
+#[tokio::test]
+async fn only_editable_tools_take_edits() {
+    let server = Server::start().await;
+    server
+        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
+        .await;
+    let reply = server.chat(&fixture("pay_hanako_edited.json")).await;
+    assert_eq!(
+        errors(&reply),
+        ["the arguments of process_payment may not be edited"]
+    );
+    assert_eq!(server.payments(), 0);
+}
+
+#[tokio::test]
+async fn the_audit_log_keeps_both_versions() {
+    let server = Server::with_config(editable()).await;
+    server
+        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
+        .await;
+    server.chat(&fixture("pay_hanako_edited.json")).await;
+    let text = reqwest::get(format!("{}/api/audit", server.url))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+        .text()
+        .await
+        .unwrap_or_default();
+    let events: Vec<Value> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let edit = events
+        .iter()
+        .find(|e| e["decision"] == "edited")
+        .unwrap_or_else(|| panic!("{text}"));
+    let asked = events
+        .iter()
+        .find(|e| e["decision"] == "asked")
+        .unwrap_or_else(|| panic!("{text}"));
+    assert_eq!(
+        edit["issuedArgsDigest"], asked["argsDigest"],
+        "the issued version"
+    );
+    assert_ne!(
+        edit["argsDigest"], asked["argsDigest"],
+        "and the one that ran"
+    );
+}
+
+#[tokio::test]
+async fn a_replay_shows_the_call_as_it_ran() {
+    let server = Server::with_config(editable()).await;
+    server
+        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
+        .await;
+    server.chat(&fixture("pay_hanako_edited.json")).await;
+    // The page re-sends its history, with the plain approval it shows.
+    let replay = server.chat(&fixture("pay_hanako_approved.json")).await;
+    let input = replay
+        .of_type("tool-input-available")
+        .into_iter()
+        .find(|c| c["toolCallId"] == "call-2")
+        .map(|c| c["input"].clone());
+    assert_eq!(
+        input,
+        Some(json!({"amount": 40, "recipient": "Hanako", "currency": "USD"}))
+    );
+    assert_eq!(server.payments(), 1);
+}
+
+#[tokio::test]
+async fn an_open_question_says_whether_it_may_be_edited() {
+    let server = Server::with_config(editable()).await;
+    server
+        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
+        .await;
+    let open = server.get("/api/confirmations?chatId=chat-pay").await;
+    let open: Value = serde_json::from_str(&open.body).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(open[0]["originalFunctionCall"]["name"], "process_payment");
+    assert_eq!(open[0]["editable"], true);
+}

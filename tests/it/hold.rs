@@ -1,0 +1,194 @@
+//! The hold flow: the stream stays open after asking, and a decision made
+//! elsewhere (the approvals API) or the timeout lets the model go on.
+
+use crate::common;
+
+use std::time::Duration;
+
+use common::{Server, user_says, wait};
+use futures::StreamExt;
+use serde_json::{Value, json};
+use toolgate::Config;
+
+fn held(chat: &str, text: &str) -> Value {
+    let mut body = user_says(chat, text);
+    body["toolgate"] = json!({"flow": "hold"});
+    body
+}
+
+/// Reads `body` until it holds `needle`; everything read so far.
+async fn read_until(
+    body: &mut (impl futures::Stream<Item = reqwest::Result<bytes::Bytes>> + Unpin),
+    seen: &mut String,
+    needle: &str,
+) {
+    let wait = async {
+        while !seen.contains(needle) {
+            match body.next().await {
+                Some(Ok(piece)) => seen.push_str(&String::from_utf8_lossy(&piece)),
+                other => panic!("{other:?} before `{needle}` in {seen}"),
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), wait)
+        .await
+        .unwrap_or_else(|_| panic!("no `{needle}` in {seen}"));
+}
+
+async fn read_to_end(
+    body: &mut (impl futures::Stream<Item = reqwest::Result<bytes::Bytes>> + Unpin),
+    seen: &mut String,
+) {
+    while let Some(piece) = body.next().await {
+        seen.push_str(&String::from_utf8_lossy(&piece.unwrap_or_default()));
+    }
+}
+
+#[tokio::test]
+async fn an_approval_through_the_api_continues_the_open_stream() {
+    let server = Server::start().await;
+    let mut body = Box::pin(
+        server
+            .open(&held("chat-hold", "Send 50 USD to Hanako"))
+            .await,
+    );
+    let mut seen = String::new();
+    read_until(
+        &mut body,
+        &mut seen,
+        "\"toolName\":\"adk_request_confirmation\",\"input\"",
+    )
+    .await;
+    assert_eq!(server.payments(), 0);
+    let decided = server
+        .post("/api/confirmations/adk-3", r#"{"approved": true}"#)
+        .await;
+    assert_eq!(decided.status, 200, "{}", decided.body);
+    read_to_end(&mut body, &mut seen).await;
+    assert_eq!(server.payments(), 1);
+    assert_sse!("hold_approved_through_the_api", seen);
+}
+
+#[tokio::test]
+async fn a_denial_through_the_api_tells_the_model() {
+    let server = Server::start().await;
+    let mut body = Box::pin(
+        server
+            .open(&held("chat-hold", "Send 50 USD to Hanako"))
+            .await,
+    );
+    let mut seen = String::new();
+    read_until(&mut body, &mut seen, "adk_request_confirmation").await;
+    let decided = server
+        .post(
+            "/api/confirmations/adk-3",
+            r#"{"approved": false, "reason": "not today"}"#,
+        )
+        .await;
+    assert_eq!(decided.status, 200, "{}", decided.body);
+    read_to_end(&mut body, &mut seen).await;
+    assert_eq!(server.payments(), 0);
+    assert!(
+        seen.contains(r#""errorText":"User denied execution: not today""#),
+        "{seen}"
+    );
+    assert!(seen.contains(r#""finishReason":"stop""#), "{seen}");
+}
+
+#[tokio::test]
+async fn nobody_deciding_in_time_denies_with_reason_timeout() {
+    let config = Config::from_yaml("toolConfirmation:\n  timeout: 300\n  flow: hold\n")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let server = Server::with_config(config).await;
+    let reply = tokio::time::timeout(
+        Duration::from_secs(10),
+        server.chat(&user_says("chat-late", "Send 50 USD to Hanako")),
+    )
+    .await
+    .unwrap_or_else(|_| panic!("the held stream never ended"));
+    assert_eq!(server.payments(), 0);
+    assert_sse!("hold_timed_out", reply.body);
+
+    // Too late: the question is closed.
+    let late = server
+        .post("/api/confirmations/adk-3", r#"{"approved": true}"#)
+        .await;
+    assert_eq!(late.status, 409, "{}", late.body);
+    assert_eq!(server.payments(), 0);
+    let audit = server.get("/api/audit?chatId=chat-late").await;
+    assert!(
+        audit.body.contains(r#""decision":"timed-out""#),
+        "{}",
+        audit.body
+    );
+}
+
+/// A reload while a question is open: the held turn survives the client
+/// that left, a resume replays it from `start`, and the decision reaches it.
+#[tokio::test]
+async fn a_reload_finds_the_held_turn_and_its_question() {
+    let server = Server::start().await;
+    assert_eq!(server.get("/stream/chat-reload/stream").await.status, 204);
+
+    let mut body = Box::pin(
+        server
+            .open(&held("chat-reload", "Send 50 USD to Hanako"))
+            .await,
+    );
+    let mut first = String::new();
+    read_until(
+        &mut body,
+        &mut first,
+        "\"toolName\":\"adk_request_confirmation\",\"input\"",
+    )
+    .await;
+    drop(body);
+    // Time for the server to see the client leave, and wrongly end the held
+    // turn if it would: what must not happen has no event to wait for.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+
+    let resumed = reqwest::get(format!("{}/api/chat/chat-reload/stream", server.url))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(resumed.status(), 200);
+    let mut body = Box::pin(resumed.bytes_stream());
+    let mut seen = String::new();
+    read_until(
+        &mut body,
+        &mut seen,
+        "\"toolName\":\"adk_request_confirmation\",\"input\"",
+    )
+    .await;
+    // The same bytes, from `start` to the question.
+    let question = "\"toolName\":\"adk_request_confirmation\",\"input\"";
+    let upto = |s: &str| s[..s.find(question).map_or(0, |i| i + question.len())].to_owned();
+    assert_eq!(upto(&seen), upto(&first));
+    let decided = server
+        .post("/api/confirmations/adk-3", r#"{"approved": true}"#)
+        .await;
+    assert_eq!(decided.status, 200, "{}", decided.body);
+    read_to_end(&mut body, &mut seen).await;
+    assert_eq!(server.payments(), 1);
+    assert!(
+        seen.ends_with("data: [DONE]\n\n") && seen.contains("tx-4"),
+        "{seen}"
+    );
+    assert_eq!(server.get("/stream/chat-reload/stream").await.status, 204);
+}
+
+/// A turn that is not waiting for anyone stops when its client leaves.
+#[tokio::test]
+async fn a_streaming_turn_is_not_kept_for_a_resume() {
+    let config =
+        Config::from_yaml("model:\n  deltaDelayMs: 20\n").unwrap_or_else(|e| panic!("{e}"));
+    let server = Server::with_config(config).await;
+    let mut body = Box::pin(server.open(&user_says("chat-gone", "count to 500")).await);
+    let mut seen = String::new();
+    read_until(&mut body, &mut seen, "text-delta").await;
+    drop(body);
+    wait::until(
+        "the turn to stop without a reader (a resume answering 204)",
+        || async { server.get("/stream/chat-gone/stream").await.status == 204 },
+    )
+    .await;
+}

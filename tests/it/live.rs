@@ -1,0 +1,279 @@
+//! `GET /live` with a WebSocket client: the frame protocol, confirmations
+//! answered on the socket, through the API, by the timeout, and after a
+//! reconnect; aborts; bad frames answered with `error` frames.
+
+use crate::common;
+
+use std::time::Duration;
+
+use common::ws::{connect, held, lines, next, says, send, turn, until, until_end};
+use common::{Server, fixture};
+use futures::SinkExt;
+use serde_json::{Value, json};
+use tokio_tungstenite::tungstenite::Message;
+use toolgate::Config;
+
+#[tokio::test]
+async fn a_text_turn_is_start_chunks_end() {
+    let server = Server::start().await;
+    let mut socket = connect(&server).await;
+    send(&mut socket, turn("r1", &says("chat-text", "hello there"))).await;
+    let mut frames = Vec::new();
+    until_end(&mut socket, &mut frames, "r1").await;
+    assert_sse!("live_text_only", lines(&frames));
+}
+
+/// The stock transport: the turn ends with the question; the answer comes
+/// as the next `send`, checked by the gate as over SSE.
+#[tokio::test]
+async fn the_stock_flow_asks_then_the_next_send_answers() {
+    let server = Server::start().await;
+    let mut socket = connect(&server).await;
+    send(
+        &mut socket,
+        turn("r1", &says("chat-pay", "Send 50 USD to Hanako")),
+    )
+    .await;
+    let mut frames = Vec::new();
+    until_end(&mut socket, &mut frames, "r1").await;
+    assert!(lines(&frames).contains(r#""finishReason":"tool-calls""#));
+    assert_eq!(server.payments(), 0);
+    send(
+        &mut socket,
+        turn("r2", &fixture("pay_hanako_approved.json")),
+    )
+    .await;
+    let mut second = Vec::new();
+    until_end(&mut socket, &mut second, "r2").await;
+    assert_eq!(server.payments(), 1);
+    assert_sse!("live_stock_approved", lines(&second));
+}
+
+#[tokio::test]
+async fn a_confirm_frame_continues_the_same_request() {
+    let server = Server::start().await;
+    let mut socket = connect(&server).await;
+    send(
+        &mut socket,
+        turn("r1", &held("chat-hold", "Send 50 USD to Hanako")),
+    )
+    .await;
+    let mut frames = Vec::new();
+    until(&mut socket, &mut frames, "originalFunctionCall").await;
+    send(
+        &mut socket,
+        json!({"type": "confirm", "confirmationId": "adk-3", "confirmed": true, "requestId": "r1"}),
+    )
+    .await;
+    until_end(&mut socket, &mut frames, "r1").await;
+    assert_eq!(server.payments(), 1);
+    assert_sse!("live_confirm_frame", lines(&frames));
+}
+
+#[tokio::test]
+async fn an_approval_through_the_api_reaches_the_waiting_socket() {
+    let server = Server::start().await;
+    let mut socket = connect(&server).await;
+    send(
+        &mut socket,
+        turn("r1", &held("chat-hold", "Send 50 USD to Hanako")),
+    )
+    .await;
+    let mut frames = Vec::new();
+    until(&mut socket, &mut frames, "originalFunctionCall").await;
+    let decided = server
+        .post(
+            "/api/confirmations/adk-3",
+            r#"{"approved": false, "reason": "no"}"#,
+        )
+        .await;
+    assert_eq!(decided.status, 200, "{}", decided.body);
+    until_end(&mut socket, &mut frames, "r1").await;
+    assert_eq!(server.payments(), 0);
+    assert!(lines(&frames).contains("User denied execution: no"));
+}
+
+#[tokio::test]
+async fn nobody_deciding_in_time_denies_on_the_socket() {
+    let config =
+        Config::from_yaml("toolConfirmation:\n  timeout: 300\n").unwrap_or_else(|e| panic!("{e}"));
+    let server = Server::with_config(config).await;
+    let mut socket = connect(&server).await;
+    send(
+        &mut socket,
+        turn("r1", &held("chat-late", "Send 50 USD to Hanako")),
+    )
+    .await;
+    let mut frames = Vec::new();
+    until_end(&mut socket, &mut frames, "r1").await;
+    let all = lines(&frames);
+    assert!(all.contains("User denied execution: timeout"), "{all}");
+    assert!(all.contains(r#""finishReason":"stop""#), "{all}");
+    assert_eq!(server.payments(), 0);
+}
+
+/// A dropped socket with a question open: a new socket's `resume` replays
+/// the turn from its first chunk, question included, and can answer it.
+#[tokio::test]
+async fn a_reconnect_resumes_the_held_turn() {
+    let server = Server::start().await;
+    let mut first = connect(&server).await;
+    send(
+        &mut first,
+        turn("r1", &held("chat-back", "Send 50 USD to Hanako")),
+    )
+    .await;
+    let mut before = Vec::new();
+    until(&mut first, &mut before, "originalFunctionCall").await;
+    drop(first);
+    // Time for the server to see the socket go, and wrongly end the held
+    // turn if it would: what must not happen has no event to wait for.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+
+    let mut second = connect(&server).await;
+    send(
+        &mut second,
+        json!({"type": "resume", "requestId": "r9", "id": "chat-back", "headers": {}, "body": {}}),
+    )
+    .await;
+    let mut after = Vec::new();
+    until(&mut second, &mut after, "originalFunctionCall").await;
+    let chunks = |frames: &[Value]| -> Vec<Value> {
+        frames
+            .iter()
+            .filter(|f| f["type"] == "chunk")
+            .map(|f| f["chunk"].clone())
+            .collect()
+    };
+    assert_eq!(chunks(&after), chunks(&before), "the replay differs");
+    send(
+        &mut second,
+        json!({"type": "confirm", "confirmationId": "adk-3", "confirmed": true}),
+    )
+    .await;
+    until_end(&mut second, &mut after, "r9").await;
+    assert_eq!(server.payments(), 1);
+    assert_eq!(after.last().map(|f| f["type"].clone()), Some(json!("end")));
+}
+
+#[tokio::test]
+async fn a_resume_with_nothing_in_flight_is_no_active() {
+    let server = Server::start().await;
+    let mut socket = connect(&server).await;
+    send(
+        &mut socket,
+        json!({"type": "resume", "requestId": "r1", "id": "chat-none", "headers": {}, "body": {}}),
+    )
+    .await;
+    assert_eq!(
+        next(&mut socket).await,
+        json!({"type": "no-active", "requestId": "r1"})
+    );
+}
+
+#[tokio::test]
+async fn bad_frames_get_error_frames_and_the_socket_stays() {
+    let server = Server::start().await;
+    let mut socket = connect(&server).await;
+    socket
+        .send(Message::Text("not json".into()))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let frame = next(&mut socket).await;
+    assert_eq!(frame["type"], "error");
+    assert!(
+        frame["errorText"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("not a JSON frame"))
+    );
+
+    send(&mut socket, json!({"type": "bogus", "requestId": "r0"})).await;
+    let frame = next(&mut socket).await;
+    assert_eq!(
+        (frame["type"].clone(), frame["requestId"].clone()),
+        (json!("error"), json!("r0"))
+    );
+
+    socket
+        .send(Message::Binary(vec![1, 2, 3].into()))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(next(&mut socket).await["type"], "error");
+
+    let mut bad = turn("r1", &says("chat-bad", "hi"));
+    bad["messages"] = json!([{"id": "u1", "role": "wizard", "parts": []}]);
+    send(&mut socket, bad).await;
+    let frame = next(&mut socket).await;
+    assert_eq!(
+        (frame["type"].clone(), frame["requestId"].clone()),
+        (json!("error"), json!("r1"))
+    );
+
+    send(
+        &mut socket,
+        json!({"type": "confirm", "confirmationId": "nope", "confirmed": true}),
+    )
+    .await;
+    let frame = next(&mut socket).await;
+    assert_eq!(frame["type"], "error");
+    assert_eq!(frame["errorText"], "no confirmation `nope`");
+
+    // Still serving.
+    send(&mut socket, turn("r2", &says("chat-ok", "hello"))).await;
+    let mut frames = Vec::new();
+    until_end(&mut socket, &mut frames, "r2").await;
+    assert_eq!(frames.last().map(|f| f["type"].clone()), Some(json!("end")));
+}
+
+#[tokio::test]
+async fn too_many_frames_are_refused_one_by_one() {
+    let config =
+        Config::from_yaml("stream:\n  liveFramesPerSec: 2\n").unwrap_or_else(|e| panic!("{e}"));
+    let server = Server::with_config(config).await;
+    let mut socket = connect(&server).await;
+    for n in 0..3 {
+        send(&mut socket, json!({"type": "resume", "requestId": format!("r{n}"), "id": "c", "headers": {}, "body": {}})).await;
+    }
+    let replies: Vec<Value> = vec![
+        next(&mut socket).await,
+        next(&mut socket).await,
+        next(&mut socket).await,
+    ];
+    let refused = replies.iter().filter(|f| f["type"] == "error").count();
+    assert_eq!(refused, 1, "{replies:?}");
+}
+
+#[tokio::test]
+async fn an_idle_socket_is_told_and_closed() {
+    let config =
+        Config::from_yaml("stream:\n  liveIdleSecs: 1\n").unwrap_or_else(|e| panic!("{e}"));
+    let server = Server::with_config(config).await;
+    let mut socket = connect(&server).await;
+    let frame = next(&mut socket).await;
+    assert_eq!(frame["type"], "error");
+    assert!(
+        frame["errorText"]
+            .as_str()
+            .is_some_and(|t| t.contains("idle"))
+    );
+}
+
+#[tokio::test]
+async fn a_frame_over_the_size_limit_is_named_before_the_close() {
+    let config =
+        Config::from_yaml("stream:\n  maxBodyBytes: 2000\n").unwrap_or_else(|e| panic!("{e}"));
+    let server = Server::with_config(config).await;
+    let mut socket = connect(&server).await;
+    let big = says("chat-big", &"x".repeat(5000));
+    let _ = socket
+        .send(Message::Text(turn("r1", &big).to_string().into()))
+        .await;
+    let frame = next(&mut socket).await;
+    assert_eq!(frame["type"], "error");
+    assert!(
+        frame["errorText"]
+            .as_str()
+            .is_some_and(|t| t.contains("closing the socket")),
+        "{frame}"
+    );
+}

@@ -1,0 +1,50 @@
+//! toolgate's integration tests, one test binary (`cargo test --test it`):
+//! each module is one group, selected by its name
+//! (`cargo test --test it confirmation::`). Shared helpers are in `common/`,
+//! fixtures in `tests/fixtures/`, snapshots in the top-level `snapshots/`.
+//!
+//! Groups that need a program beyond the Rust toolchain are compiled only
+//! with their cargo feature (`./scripts/test` turns on `external-suites`,
+//! all of them), and fail, not skip, when that program is missing:
+//! `conformance` (Node.js and the npm `ai` clients), `browser` (Node.js,
+//! the demo's packages and Chromium), `redis-server` (a Redis server at
+//! `TOOLGATE_TEST_REDIS_URL`).
+
+// `#[macro_use]`: `assert_sse!` for every group declared after it.
+#[macro_use]
+mod common;
+
+mod audit;
+mod auth;
+mod backends;
+mod backpressure;
+#[cfg(feature = "browser")]
+mod browser;
+mod claimed_calls;
+mod cli;
+mod client_tools;
+mod confirmation;
+#[cfg(feature = "conformance")]
+mod conformance;
+mod edits;
+mod frontend;
+mod hang_up;
+mod hold;
+mod http;
+mod http_tools;
+mod live;
+mod malformed_answers;
+mod mcp;
+mod native_snapshots;
+mod orphaned_claims;
+mod out_of_band;
+mod policy;
+mod providers;
+#[cfg(feature = "redis-server")]
+mod redis;
+mod remembered;
+mod restart;
+mod security;
+mod signing;
+mod sse_snapshots;
+mod turns_in_flight;

@@ -1,0 +1,104 @@
+//! The exact SSE bytes of the native AI SDK approval flow
+//! (`toolgate.protocol: ai-sdk` in the body).
+
+use crate::common;
+
+use common::{Server, fixture};
+use serde_json::{Value, json};
+
+fn ask(text: &str) -> Value {
+    json!({
+        "id": "chat-pay",
+        "trigger": "submit-message",
+        "toolgate": {"protocol": "ai-sdk"},
+        "messages": [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": text}]}]
+    })
+}
+
+#[tokio::test]
+async fn native_approval_requested() {
+    let server = Server::start().await;
+    let reply = server.chat(&ask("Send 50 USD to Hanako")).await;
+    assert_sse!("native_approval_requested", reply.body);
+    assert_eq!(server.payments(), 0);
+}
+
+#[tokio::test]
+async fn native_approved() {
+    let server = Server::start().await;
+    server.chat(&ask("Send 50 USD to Hanako")).await;
+    let reply = server.chat(&fixture("native_approved.json")).await;
+    assert_sse!("native_approved", reply.body);
+    assert_eq!(server.payments(), 1);
+}
+
+#[tokio::test]
+async fn native_denied_with_reason() {
+    let server = Server::start().await;
+    server.chat(&ask("Send 50 USD to Hanako")).await;
+    let reply = server.chat(&fixture("native_denied.json")).await;
+    assert_sse!("native_denied", reply.body);
+    assert_eq!(server.payments(), 0);
+}
+
+#[tokio::test]
+async fn native_two_approvals() {
+    let server = Server::start().await;
+    let first = server
+        .chat(&ask("Send 50 USD to Hanako and pay $20 to Bob"))
+        .await;
+    assert_sse!("native_two_requested", first.body);
+    let reply = server.chat(&fixture("native_two_answered.json")).await;
+    assert_sse!("native_two_answered", reply.body);
+    assert_eq!(server.payments(), 1);
+}
+
+#[tokio::test]
+async fn native_forged() {
+    let server = Server::start().await;
+    server.chat(&ask("Send 50 USD to Hanako")).await;
+    let reply = server.chat(&fixture("native_forged.json")).await;
+    assert_sse!("native_forged", reply.body);
+    assert_eq!(server.payments(), 0);
+}
+
+#[tokio::test]
+async fn native_replayed() {
+    let server = Server::start().await;
+    server.chat(&ask("Send 50 USD to Hanako")).await;
+    server.chat(&fixture("native_approved.json")).await;
+    let replay = server.chat(&fixture("native_approved.json")).await;
+    assert_sse!("native_replayed", replay.body);
+    assert_eq!(server.payments(), 1);
+}
+
+#[tokio::test]
+async fn an_adk_confirmation_answered_natively_runs_nothing() {
+    let server = Server::start().await;
+    server
+        .chat(&common::user_says("chat-pay", "Send 50 USD to Hanako"))
+        .await;
+    let mut body = fixture("native_approved.json");
+    body["messages"][1]["parts"][1]["approval"]["id"] = json!("adk-3");
+    let reply = server.chat(&body).await;
+    assert_eq!(
+        reply.of_type("tool-output-error"),
+        [
+            json!({"type": "tool-output-error", "toolCallId": "call-2", "errorText": "confirmation answered in another form than it was asked"})
+        ]
+    );
+    assert_eq!(server.payments(), 0);
+}
+
+#[tokio::test]
+async fn native_approvals_for_an_old_client_are_refused() {
+    let server = Server::start().await;
+    let mut body = ask("Send 50 USD to Hanako");
+    body["toolgate"]["clientVersion"] = json!("5.0.0");
+    let reply = server.chat(&body).await;
+    assert_eq!(reply.status, 400);
+    assert_eq!(
+        reply.body,
+        r#"{"error":"invalid request: native approvals (protocol ai-sdk) need ai 6 or later, not 5.0.0; use protocol adk"}"#
+    );
+}

@@ -1,0 +1,106 @@
+//! Signed confirmations: the signature travels through the client in
+//! `providerMetadata` / `callProviderMetadata`, is checked before any store
+//! lookup, and keys can be rotated.
+
+use crate::common;
+
+use common::{Server, fixture, user_says};
+use serde_json::{Value, json};
+use toolgate::Config;
+use toolgate::confirm::Signer;
+use toolgate::store::Store;
+
+fn signer(keys: &[&str]) -> Option<Signer> {
+    Signer::new(keys.iter().map(|k| (*k).to_owned()))
+}
+
+async fn signed_server(keys: &[&str], store: Store) -> Server {
+    let signer = signer(keys);
+    Server::with(Config::default(), move |app| {
+        app.with_signer(signer).with_store(store)
+    })
+    .await
+}
+
+/// Asks for the payment; returns the `providerMetadata` sent with the question.
+async fn ask(server: &Server) -> Value {
+    let reply = server
+        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
+        .await;
+    reply.of_type("tool-input-available")[0]["providerMetadata"].clone()
+}
+
+fn answer_with(metadata: Value) -> Value {
+    let mut body = fixture("pay_hanako_approved.json");
+    body["messages"][1]["parts"][1]["callProviderMetadata"] = metadata;
+    body
+}
+
+fn rejection(reply: &common::Reply) -> String {
+    reply
+        .of_type("tool-output-error")
+        .first()
+        .map_or_else(String::new, |c| {
+            c["errorText"].as_str().unwrap_or("").to_owned()
+        })
+}
+
+const BAD_SIGNATURE: &str = "confirmation signature is missing or does not match";
+
+#[tokio::test]
+async fn a_signed_confirmation_runs_and_an_unsigned_or_tampered_one_does_not() {
+    let server = signed_server(&["k1"], Store::memory()).await;
+    let metadata = ask(&server).await;
+    let signature = metadata["toolgate"]["signature"].as_str().unwrap_or("");
+    assert_eq!(signature.len(), 64, "{metadata}");
+    assert!(metadata["toolgate"]["expiresAt"].is_u64());
+
+    let unsigned = server.chat(&fixture("pay_hanako_approved.json")).await;
+    assert_eq!(rejection(&unsigned), BAD_SIGNATURE);
+    let mut tampered = metadata.clone();
+    tampered["toolgate"]["signature"] = json!(signature.replace(&signature[..2], "00"));
+    assert_eq!(
+        rejection(&server.chat(&answer_with(tampered)).await),
+        BAD_SIGNATURE
+    );
+    let mut later = metadata.clone();
+    later["toolgate"]["expiresAt"] =
+        json!(metadata["toolgate"]["expiresAt"].as_u64().unwrap_or(0) + 1);
+    assert_eq!(
+        rejection(&server.chat(&answer_with(later)).await),
+        BAD_SIGNATURE
+    );
+    let mut forged = answer_with(metadata.clone());
+    forged["messages"][1]["parts"][1]["input"]["originalFunctionCall"]["args"]["amount"] =
+        json!(5000);
+    assert_eq!(rejection(&server.chat(&forged).await), BAD_SIGNATURE);
+    assert_eq!(server.payments(), 0);
+
+    let paid = server.chat(&answer_with(metadata)).await;
+    assert_eq!(rejection(&paid), "");
+    assert_eq!(server.payments(), 1);
+}
+
+#[tokio::test]
+async fn a_forged_answer_is_refused_before_any_lookup() {
+    // The id was never issued; with signing on, the signature is what fails.
+    let server = signed_server(&["k1"], Store::memory()).await;
+    let reply = server.chat(&fixture("pay_unknown_confirmation.json")).await;
+    assert_eq!(rejection(&reply), BAD_SIGNATURE);
+}
+
+#[tokio::test]
+async fn keys_rotate_across_servers_sharing_a_store() {
+    let store = Store::memory();
+    let old = signed_server(&["old"], store.clone()).await;
+    let metadata = ask(&old).await;
+    let retired = signed_server(&["new"], store.clone()).await;
+    assert_eq!(
+        rejection(&retired.chat(&answer_with(metadata.clone())).await),
+        BAD_SIGNATURE
+    );
+    let rotated = signed_server(&["new", "old"], store).await;
+    let paid = rotated.chat(&answer_with(metadata)).await;
+    assert_eq!(rejection(&paid), "");
+    assert_eq!(rotated.payments(), 1);
+}
