@@ -47,4 +47,5 @@ mod restart;
 mod security;
 mod signing;
 mod sse_snapshots;
+mod tidy;
 mod turns_in_flight;

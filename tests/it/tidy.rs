@@ -142,7 +142,7 @@ fn upward(sources: &[Source]) -> Vec<String> {
             (Some(a), Some(b)) if b < a => {}
             (Some(_), Some(_)) => wrong.push(format!("{file}: `{from}` imports `{to}`")),
             _ => wrong.push(format!(
-                "{file}: `{from}` → `{to}`: put both in LAYERS (tests/tidy.rs) and ARCHITECTURE.md"
+                "{file}: `{from}` → `{to}`: put both in LAYERS (tests/it/tidy.rs) and ARCHITECTURE.md"
             )),
         }
     }
