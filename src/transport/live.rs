@@ -22,8 +22,9 @@ use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
+use super::auth::Caller;
 use super::runs::{Run, Subscription};
-use super::{ApiError, HttpState, caller};
+use super::{ApiError, HttpState};
 use crate::confirm::{AnswerKeys, Decision, OutOfBand};
 use crate::protocol::ChatRequest;
 use crate::protocol::request::check_id;
@@ -84,7 +85,7 @@ pub(super) async fn live(
 ) -> Result<Response, ApiError> {
     // With a principal header, the proxy must have set it on the upgrade.
     if state.api_keys.is_empty() {
-        caller(&state, &headers)?;
+        Caller::from_headers(&state, &headers)?;
     }
     let limit = state.max_body_bytes;
     Ok(upgrade
@@ -217,7 +218,7 @@ async fn frame(
             let bytes =
                 serde_json::to_vec(&body).map_err(|e| (request_id.clone(), e.to_string()))?;
             let request = ChatRequest::from_slice(&bytes).map_err(|e| fail(e.into()))?;
-            let (run, reader) = super::start(state, request, &principal).map_err(fail)?;
+            let (run, reader) = super::chat::start(state, request, &principal).map_err(fail)?;
             let task = tokio::spawn(forward(request_id.clone(), reader, outbox.clone()));
             requests.insert(request_id, (run, task));
         }
@@ -320,7 +321,7 @@ fn principal(
             headers.insert(axum::http::header::AUTHORIZATION, key);
         }
     }
-    caller(state, &headers).map(|(principal, _)| principal)
+    Caller::from_headers(state, &headers).map(|caller| caller.principal)
 }
 
 /// Writes one request's chunks to the socket: `start`, `chunk`s, `end`.
