@@ -20,7 +20,7 @@ use crate::provider::gemini::Gemini;
 use crate::provider::http::Upstream;
 use crate::provider::openai::OpenAi;
 use crate::provider::{ModelProvider, ModelRequest, ProviderError, ProviderEvent, ScriptedModel};
-use crate::store::{Store, StoreError};
+use crate::store::{BackendError, Store, StoreError};
 use crate::tools::mcp::{self, McpServer};
 use crate::tools::{Registry, Toolbox};
 use crate::transport::{HttpState, router};
@@ -326,10 +326,11 @@ pub async fn open_store(config: &StoreConfig) -> Result<(Store, String), StoreEr
             ))
         }
         StoreKind::Redis => {
-            let url = config
-                .url
-                .as_deref()
-                .ok_or_else(|| StoreError::Backend("store.kind redis needs store.url".into()))?;
+            let url = config.url.as_deref().ok_or_else(|| {
+                StoreError::Backend(BackendError::Config(
+                    "store.kind redis needs store.url".into(),
+                ))
+            })?;
             let prefix = config.key_prefix.as_deref().unwrap_or("toolgate:");
             // Credentials stay out of the log.
             let shown = match (url.find("://"), url.rfind('@')) {
