@@ -136,8 +136,14 @@ async fn connection(socket: WebSocket, state: HttpState, upgrade: HeaderMap) {
         let text = match message {
             None | Some(Ok(Message::Close(_))) => break,
             // A frame over the size limit, or a broken protocol: say why, then close.
+            // The library's words (which may be the OS's) go to the log only.
             Some(Err(e)) => {
-                let _ = outbox.try_send(error("", &format!("closing the socket: {e}")));
+                tracing::info!("closing a socket: {e}");
+                let why = format!(
+                    "closing the socket: a frame over {} bytes or outside the WebSocket protocol",
+                    state.max_body_bytes
+                );
+                let _ = outbox.try_send(error("", &why));
                 break;
             }
             Some(Ok(Message::Text(text))) => text,
@@ -192,7 +198,7 @@ async fn frame(
         .to_owned();
     let parsed: ClientFrame = serde_json::from_value(value)
         .map_err(|e| (id.clone(), format!("not a frame of this protocol: {e}")))?;
-    let fail = |e: ApiError| (id.clone(), e.to_string());
+    let fail = |e: ApiError| (id.clone(), e.public());
     match parsed {
         ClientFrame::Send {
             request_id,
@@ -256,10 +262,10 @@ async fn frame(
             answer,
             headers,
         } => {
-            let fail = |e: ApiError| (request_id.clone().unwrap_or_default(), e.to_string());
+            let fail = |e: ApiError| (request_id.clone().unwrap_or_default(), e.public());
             check_id("confirmationId", &confirmation_id).map_err(|e| fail(e.into()))?;
             let id = request_id.unwrap_or_else(|| confirmation_id.clone());
-            let fail = |e: ApiError| (id.clone(), e.to_string());
+            let fail = |e: ApiError| (id.clone(), e.public());
             let principal = principal(state, upgrade, &headers).map_err(fail)?;
             let decision = Decision::new(confirmed, answer);
             // An approval runs the call: the socket keeps serving meanwhile.
@@ -273,10 +279,7 @@ async fn frame(
                     Ok(OutOfBand::Decided(_)) => return,
                     Ok(OutOfBand::Conflict(why) | OutOfBand::Invalid(why)) => why,
                     Ok(OutOfBand::NotFound) => format!("no confirmation `{confirmation_id}`"),
-                    Err(e) => {
-                        tracing::error!("the gate failed: {}", e.detail());
-                        e.to_string()
-                    }
+                    Err(e) => ApiError::from(e).public(),
                 };
                 let _ = outbox.send(error(&id, &why)).await;
             });
