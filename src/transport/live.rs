@@ -98,7 +98,7 @@ pub(super) async fn live(
 async fn connection(socket: WebSocket, state: HttpState, upgrade: HeaderMap) {
     let (mut sink, mut incoming) = socket.split();
     let (outbox, mut queued) = mpsc::channel::<Message>(OUTBOX);
-    let writer = tokio::spawn(async move {
+    let writer = state.tasks.spawn(async move {
         // A peer that stops taking frames is let go: its turns then see
         // their reader stall, and stop.
         while let Some(message) = queued.recv().await {
@@ -225,7 +225,9 @@ async fn frame(
                 serde_json::to_vec(&body).map_err(|e| (request_id.clone(), e.to_string()))?;
             let request = ChatRequest::from_slice(&bytes).map_err(|e| fail(e.into()))?;
             let (run, reader) = super::chat::start(state, request, &principal).map_err(fail)?;
-            let task = tokio::spawn(forward(request_id.clone(), reader, outbox.clone()));
+            let task = state
+                .tasks
+                .spawn(forward(request_id.clone(), reader, outbox.clone()));
             requests.insert(request_id, (run, task));
         }
         ClientFrame::Resume {
@@ -238,7 +240,10 @@ async fn frame(
             let run = state.runs.get(&principal, &chat_id);
             match run.as_ref().and_then(|run| run.resume()) {
                 Some(reader) => {
-                    let task = tokio::spawn(forward(request_id.clone(), reader, outbox.clone()));
+                    let task =
+                        state
+                            .tasks
+                            .spawn(forward(request_id.clone(), reader, outbox.clone()));
                     if let Some(run) = run {
                         requests.insert(request_id, (run, task));
                     }
@@ -270,7 +275,7 @@ async fn frame(
             let decision = Decision::new(confirmed, answer);
             // An approval runs the call: the socket keeps serving meanwhile.
             let (gate, outbox) = (state.agent.gate.clone(), outbox.clone());
-            tokio::spawn(async move {
+            state.tasks.spawn(async move {
                 let why = match gate
                     .decide_out_of_band(&principal, &confirmation_id, decision)
                     .await

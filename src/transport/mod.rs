@@ -24,6 +24,7 @@ use std::time::Duration;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{delete, get, post};
+use tokio_util::task::TaskTracker;
 
 use crate::agent::Agent;
 use crate::protocol::{ClientVersion, ConfirmationFlow, ConfirmationProtocol};
@@ -44,6 +45,9 @@ pub struct HttpState {
     pub client_version: ClientVersion,
     pub runs: Arc<runs::Runs>,
     pub live: LiveLimits,
+    /// The server's tasks beyond the requests (a socket's writer and
+    /// forwarders, out-of-band decisions); shutdown waits for them.
+    pub tasks: TaskTracker,
 }
 
 pub fn router(state: HttpState) -> Router {
