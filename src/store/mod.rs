@@ -526,6 +526,8 @@ pub(crate) mod conformance {
             output: json!(1),
             ran_with: None,
         };
+        // A test's waiter, awaited below.
+        #[allow(clippy::disallowed_methods)]
         let waiter = {
             let store = store.clone();
             tokio::spawn(async move {
