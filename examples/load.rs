@@ -14,6 +14,10 @@
 //! to first chunk and to `[DONE]` (p50, p99, max, in ms), errors, and the
 //! server's peak RSS.
 
+// A load generator is a client with no shutdown to wait for: its workers
+// are joined or dropped with its runtime.
+#![allow(clippy::disallowed_methods)]
+
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use axum::Router;
 use tokio::net::TcpListener;
+use tokio_util::task::TaskTracker;
 
 use crate::agent::Agent;
 use crate::config::{AllowedToolsStorage, Config, ProviderKind, StoreConfig, StoreKind};
@@ -20,9 +21,10 @@ use crate::provider::gemini::Gemini;
 use crate::provider::http::Upstream;
 use crate::provider::openai::OpenAi;
 use crate::provider::{ModelProvider, ModelRequest, ProviderError, ProviderEvent, ScriptedModel};
-use crate::store::{Store, StoreError};
+use crate::store::{BackendError, Store, StoreError};
 use crate::tools::mcp::{self, McpServer};
 use crate::tools::{Registry, Toolbox};
+use crate::transport::runs::{Limits as RunLimits, Runs};
 use crate::transport::{HttpState, router};
 use futures::stream::BoxStream;
 
@@ -163,11 +165,11 @@ impl App {
     /// `server.allowedHosts`).
     pub fn router(self) -> Router {
         let bind = self.config.bind.map(|addr| addr.ip());
-        self.build(bind).0
+        self.build(bind).router
     }
 
-    /// The routes, and the gate behind them; `bind` is the address served.
-    fn build(self, bind: Option<IpAddr>) -> (Router, Gate) {
+    /// The routes, and what serving them runs; `bind` is the address served.
+    fn build(self, bind: Option<IpAddr>) -> Built {
         let servers = self.mcp_servers();
         let provider = self.provider.unwrap_or_else(|| {
             model_provider(&self.config.model, self.ids.clone()).unwrap_or_else(|e| {
@@ -200,6 +202,16 @@ impl App {
             ids: self.ids,
             max_steps: self.config.stream.max_steps.max(1),
         };
+        let tasks = TaskTracker::new();
+        let runs = Arc::new(
+            Runs::new(RunLimits {
+                per_principal: self.config.stream.max_turns_per_user.max(1),
+                total: self.config.stream.max_turns.max(1),
+                stall: Duration::from_secs(self.config.stream.stalled_reader_secs.max(1)),
+                held: Duration::from_secs(self.config.stream.held_turn_secs.max(1)),
+            })
+            .with_tasks(tasks.clone()),
+        );
         let router = router(HttpState {
             agent: Arc::new(agent),
             keep_alive: self.config.keep_alive(),
@@ -220,15 +232,9 @@ impl App {
                 idle: Duration::from_secs(self.config.stream.live_idle_secs.max(1)),
                 frames_per_sec: self.config.stream.live_frames_per_sec,
             },
-            runs: Arc::new(crate::transport::runs::Runs::new(
-                crate::transport::runs::Limits {
-                    per_principal: self.config.stream.max_turns_per_user.max(1),
-                    total: self.config.stream.max_turns.max(1),
-                    stall: Duration::from_secs(self.config.stream.stalled_reader_secs.max(1)),
-                    held: Duration::from_secs(self.config.stream.held_turn_secs.max(1)),
-                },
-            )),
+            runs: runs.clone(),
             client_version: self.config.client_version(),
+            tasks: tasks.clone(),
         });
         let router = if self.config.demo.enabled {
             router.merge(crate::transport::demo::routes())
@@ -246,7 +252,12 @@ impl App {
             None => guard,
         };
         let router = crate::transport::protect(router, guard, self.config.server.body_read());
-        (router, gate)
+        Built {
+            router,
+            gate,
+            tasks,
+            runs,
+        }
     }
 
     /// Serves until the process is stopped. Accepted sockets get
@@ -258,8 +269,10 @@ impl App {
 
     /// Serves until `shutdown` completes, then stops: no new connections,
     /// up to [`DRAIN`] for the open ones (streams may never end on their
-    /// own), then every MCP server is closed (stdio servers' processes
-    /// ended) before this returns. Request heads must arrive within
+    /// own); then every turn is stopped and the server's tasks (turns,
+    /// sockets' writers, the purge) get up to [`DRAIN`] to end; then the
+    /// gate's claimed calls record their outcomes and every MCP server is
+    /// closed (stdio servers' processes ended) before this returns. Request heads must arrive within
     /// `server.headerReadSecs`; at most `server.maxConnections` are open.
     pub async fn serve_until(
         self,
@@ -277,15 +290,39 @@ impl App {
         tracing::info!("serving at most {} connections", limits.max_connections);
         let retention = self.config.store.audit_retention();
         let (store, clock) = (self.store.clone(), self.clock.clone());
-        let (router, gate) = self.build(Some(bind));
-        let (toolbox, tracked) = (gate.toolbox().clone(), gate.clone());
-        let purge = tokio::spawn(purge_expired(gate, store, clock, retention));
+        let Built {
+            router,
+            gate,
+            tasks,
+            runs,
+        } = self.build(Some(bind));
+        let toolbox = gate.toolbox().clone();
+        let purge = tasks.spawn(purge_expired(gate.clone(), store, clock, retention));
         accept::serve(listener, router, limits, shutdown, DRAIN).await;
+        // No connection is left to read a turn or resume a held one.
         purge.abort();
-        tracked.shutdown().await;
+        runs.stop();
+        tasks.close();
+        if tokio::time::timeout(DRAIN, tasks.wait()).await.is_err() {
+            tracing::warn!(
+                "{} tasks still running after {} s; stopping without them",
+                tasks.len(),
+                DRAIN.as_secs()
+            );
+        }
+        gate.shutdown().await;
         toolbox.shutdown().await;
         Ok(())
     }
+}
+
+/// The routes, and what serving them runs.
+struct Built {
+    router: Router,
+    gate: Gate,
+    /// The turns', sockets' and purge tasks.
+    tasks: TaskTracker,
+    runs: Arc<Runs>,
 }
 
 /// Forgets expired confirmations, and audit events past `retention`, once a minute.
@@ -325,10 +362,11 @@ pub async fn open_store(config: &StoreConfig) -> Result<(Store, String), StoreEr
             ))
         }
         StoreKind::Redis => {
-            let url = config
-                .url
-                .as_deref()
-                .ok_or_else(|| StoreError::Backend("store.kind redis needs store.url".into()))?;
+            let url = config.url.as_deref().ok_or_else(|| {
+                StoreError::Backend(BackendError::Config(
+                    "store.kind redis needs store.url".into(),
+                ))
+            })?;
             let prefix = config.key_prefix.as_deref().unwrap_or("toolgate:");
             // Credentials stay out of the log.
             let shown = match (url.find("://"), url.rfind('@')) {

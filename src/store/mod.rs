@@ -157,8 +157,58 @@ pub enum StoreError {
     NotClaimed(String),
     #[error("too many open confirmations ({0}); try again later")]
     Full(usize),
+    /// The backend failed; its driver's words are for the log only.
     #[error("store failed: {0}")]
-    Backend(String),
+    Backend(#[from] BackendError),
+}
+
+/// Why a backend failed, with the driver's own error kept as the source.
+/// It may name SQL, file paths or addresses: it goes to the log, and a
+/// client only ever learns that storage is unavailable.
+#[derive(Debug, thiserror::Error)]
+pub enum BackendError {
+    #[error("sqlite: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    #[error("migrating the sqlite file {}: {source}", .path.display())]
+    Migration {
+        path: std::path::PathBuf,
+        #[source]
+        source: rusqlite_migration::Error,
+    },
+    #[error("cannot create the folder {}: {source}", .path.display())]
+    Folder {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("redis: {0}")]
+    Redis(#[from] ::redis::RedisError),
+    /// A record that does not encode, or a stored one that does not decode.
+    #[error("{what}: {source}")]
+    Json {
+        what: &'static str,
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The blocking task that ran the call panicked or was cancelled.
+    #[error("store task failed: {0}")]
+    Task(#[from] tokio::task::JoinError),
+    /// No store can be opened with this config.
+    #[error("{0}")]
+    Config(String),
+}
+
+/// A backend failure in plain words (a config that names no store; tests).
+impl From<&str> for BackendError {
+    fn from(why: &str) -> Self {
+        BackendError::Config(why.to_owned())
+    }
+}
+
+impl BackendError {
+    pub(crate) fn json(what: &'static str) -> impl FnOnce(serde_json::Error) -> StoreError {
+        move |source| StoreError::Backend(BackendError::Json { what, source })
+    }
 }
 
 /// How long an instance's heartbeat lasts without renewal: its claims are
@@ -476,6 +526,8 @@ pub(crate) mod conformance {
             output: json!(1),
             ran_with: None,
         };
+        // A test's waiter, awaited below.
+        #[allow(clippy::disallowed_methods)]
         let waiter = {
             let store = store.clone();
             tokio::spawn(async move {

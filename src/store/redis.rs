@@ -10,7 +10,7 @@ use redis::AsyncCommands;
 use redis::aio::ConnectionManager;
 use serde::{Deserialize, Serialize};
 
-use super::{AuditEvent, Claim, Issued, Outcome, Remembered, Status, StoreError};
+use super::{AuditEvent, BackendError, Claim, Issued, Outcome, Remembered, Status, StoreError};
 use crate::call::ToolCall;
 use crate::protocol::ConfirmationProtocol;
 
@@ -120,7 +120,7 @@ impl RedisStore {
             expires_at_ms: issued.expires_at_ms,
         };
         let text =
-            serde_json::to_string(&record).map_err(|e| StoreError::Backend(e.to_string()))?;
+            serde_json::to_string(&record).map_err(BackendError::json("encoding a record"))?;
         let key = self.key(&issued.id);
         let mut conn = self.conn.clone();
         let inserted: bool = conn.hset_nx(&key, "issued", text).await.map_err(backend)?;
@@ -151,8 +151,8 @@ impl RedisStore {
         let mut conn = self.conn.clone();
         let text: Option<String> = conn.hget(self.key(id), "issued").await.map_err(backend)?;
         let Some(text) = text else { return Ok(None) };
-        let record: Record = serde_json::from_str(&text)
-            .map_err(|e| StoreError::Backend(format!("stored record is corrupt: {e}")))?;
+        let record: Record =
+            serde_json::from_str(&text).map_err(BackendError::json("stored record is corrupt"))?;
         Ok(Some(Issued {
             id: record.id,
             chat_id: record.chat_id,
@@ -238,7 +238,7 @@ impl RedisStore {
         let text = format!(
             "{}\u{1f}{}",
             uuid::Uuid::new_v4().simple(),
-            serde_json::to_string(&event).map_err(|e| StoreError::Backend(e.to_string()))?
+            serde_json::to_string(&event).map_err(BackendError::json("encoding a record"))?
         );
         let mut conn = self.conn.clone();
         let _: i64 = conn
@@ -267,7 +267,7 @@ impl RedisStore {
             .map(|m| {
                 let json = m.split_once('\u{1f}').map_or(m.as_str(), |(_, json)| json);
                 serde_json::from_str(json)
-                    .map_err(|e| StoreError::Backend(format!("stored audit event is corrupt: {e}")))
+                    .map_err(BackendError::json("stored audit event is corrupt"))
             })
             .collect()
     }
@@ -305,7 +305,7 @@ impl RedisStore {
             approval.tool
         );
         let text =
-            serde_json::to_string(&approval).map_err(|e| StoreError::Backend(e.to_string()))?;
+            serde_json::to_string(&approval).map_err(BackendError::json("encoding a record"))?;
         let mut conn = self.conn.clone();
         let _: i64 = conn
             .hset(self.remembered_key(&approval.principal), field, text)
@@ -444,7 +444,7 @@ impl RedisStore {
 
     pub(super) async fn finish(&self, id: &str, outcome: Outcome) -> Result<(), StoreError> {
         let text =
-            serde_json::to_string(&outcome).map_err(|e| StoreError::Backend(e.to_string()))?;
+            serde_json::to_string(&outcome).map_err(BackendError::json("encoding a record"))?;
         let mut conn = self.conn.clone();
         let done: i64 = self
             .finish
@@ -509,17 +509,15 @@ impl RedisStore {
 }
 
 fn backend(e: redis::RedisError) -> StoreError {
-    StoreError::Backend(e.to_string())
+    StoreError::Backend(e.into())
 }
 
 fn remembered_from(text: &str) -> Result<Remembered, StoreError> {
-    serde_json::from_str(text)
-        .map_err(|e| StoreError::Backend(format!("stored approval is corrupt: {e}")))
+    serde_json::from_str(text).map_err(BackendError::json("stored approval is corrupt"))
 }
 
 fn outcome_from(text: &str) -> Result<Outcome, StoreError> {
-    serde_json::from_str(text)
-        .map_err(|e| StoreError::Backend(format!("stored outcome is corrupt: {e}")))
+    serde_json::from_str(text).map_err(BackendError::json("stored outcome is corrupt"))
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use rusqlite_migration::{M, Migrations};
 use tokio::sync::watch;
 
-use super::{AuditEvent, Claim, Issued, Outcome, Remembered, Status, StoreError};
+use super::{AuditEvent, BackendError, Claim, Issued, Outcome, Remembered, Status, StoreError};
 use crate::call::ToolCall;
 use crate::protocol::ConfirmationProtocol;
 
@@ -35,8 +35,9 @@ impl SqliteStore {
     /// Opens (creating it and its folder if needed) and migrates the file.
     pub fn open(path: &Path) -> Result<Self, StoreError> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| {
-                StoreError::Backend(format!("cannot create {}: {e}", dir.display()))
+            std::fs::create_dir_all(dir).map_err(|source| BackendError::Folder {
+                path: dir.to_owned(),
+                source,
             })?;
         }
         let mut conn = Connection::open(path).map_err(backend)?;
@@ -47,7 +48,10 @@ impl SqliteStore {
         conn.busy_timeout(Duration::from_secs(5)).map_err(backend)?;
         Migrations::from_slice(MIGRATIONS)
             .to_latest(&mut conn)
-            .map_err(|e| StoreError::Backend(format!("migrating {}: {e}", path.display())))?;
+            .map_err(|source| BackendError::Migration {
+                path: path.to_owned(),
+                source,
+            })?;
         Ok(Self {
             conn: Arc::new(Mutex::new(conn)),
             recorded: watch::Sender::new(0),
@@ -64,7 +68,7 @@ impl SqliteStore {
             f(&conn)
         })
         .await
-        .map_err(|e| StoreError::Backend(format!("store task failed: {e}")))?
+        .map_err(|e| StoreError::Backend(e.into()))?
     }
 
     pub(super) async fn insert(&self, issued: Issued) -> Result<(), StoreError> {
@@ -166,7 +170,8 @@ impl SqliteStore {
     }
 
     pub(super) async fn audit(&self, event: AuditEvent) -> Result<(), StoreError> {
-        let text = serde_json::to_string(&event).map_err(|e| StoreError::Backend(e.to_string()))?;
+        let text =
+            serde_json::to_string(&event).map_err(BackendError::json("encoding a record"))?;
         self.with(move |conn| {
             conn.execute(
                 "INSERT INTO audit (at_ms, principal, event) VALUES (?1, ?2, ?3)",
@@ -191,7 +196,7 @@ impl SqliteStore {
             let rows = statement.query_map(params![principal, millis(since_ms)], |row| row.get::<_, String>(0)).map_err(backend)?;
             rows.map(|text| {
                 let text = text.map_err(backend)?;
-                serde_json::from_str(&text).map_err(|e| StoreError::Backend(format!("stored audit event is corrupt: {e}")))
+                serde_json::from_str(&text).map_err(BackendError::json("stored audit event is corrupt"))
             })
             .collect()
         })
@@ -356,7 +361,7 @@ impl SqliteStore {
     pub(super) async fn finish(&self, id: &str, outcome: Outcome) -> Result<(), StoreError> {
         let id = id.to_owned();
         let text =
-            serde_json::to_string(&outcome).map_err(|e| StoreError::Backend(e.to_string()))?;
+            serde_json::to_string(&outcome).map_err(BackendError::json("encoding a record"))?;
         self.with(move |conn| {
             let updated = conn
                 .execute(
@@ -475,17 +480,15 @@ fn remembered_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Remembered> {
 }
 
 fn backend(e: rusqlite::Error) -> StoreError {
-    StoreError::Backend(e.to_string())
+    StoreError::Backend(e.into())
 }
 
 fn json(text: &str) -> Result<serde_json::Value, StoreError> {
-    serde_json::from_str(text)
-        .map_err(|e| StoreError::Backend(format!("stored JSON is corrupt: {e}")))
+    serde_json::from_str(text).map_err(BackendError::json("stored JSON is corrupt"))
 }
 
 fn outcome_from(text: &str) -> Result<Outcome, StoreError> {
-    serde_json::from_str(text)
-        .map_err(|e| StoreError::Backend(format!("stored outcome is corrupt: {e}")))
+    serde_json::from_str(text).map_err(BackendError::json("stored outcome is corrupt"))
 }
 
 /// SQLite integers are signed; times past 2262 saturate.

@@ -4,18 +4,28 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
+use crate::confirm::GateError;
 use crate::protocol::RequestError;
+use crate::store::StoreError;
+
+/// What a client reads when the store fails, whatever the backend said.
+pub const STORAGE_UNAVAILABLE: &str = "storage unavailable";
 
 /// A request refused before its stream starts. Once a stream has started,
 /// errors are chunks, not statuses.
+///
+/// Its `Display` is what the client reads: fixed text wherever the cause
+/// could name internals (SQL, paths, addresses, a library's words), which
+/// [`ApiError::log`] writes to the log instead.
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
     #[error(transparent)]
     Request(#[from] RequestError),
     #[error("request body is larger than {0} bytes")]
     TooLarge(usize),
-    #[error("cannot read the request body: {0}")]
-    Body(String),
+    /// The body broke off or did not decode; hyper's words go to the log.
+    #[error("cannot read the request body")]
+    Body(#[source] BytesRejection),
     #[error("missing header `{0}` naming the user")]
     Unauthorized(String),
     #[error("an API key is needed: Authorization: Bearer <key>")]
@@ -28,8 +38,8 @@ pub enum ApiError {
     NotFound(String),
     #[error("{0}")]
     Conflict(String),
-    #[error(transparent)]
-    Gate(#[from] crate::confirm::GateError),
+    #[error("{}", gate_text(.0))]
+    Gate(#[from] GateError),
     #[error(transparent)]
     Busy(#[from] super::runs::RunError),
     #[error(transparent)]
@@ -45,7 +55,7 @@ impl ApiError {
         } else if timed_out(&rejection) {
             ApiError::BodyTimeout
         } else {
-            ApiError::Body(rejection.body_text())
+            ApiError::Body(rejection)
         }
     }
 
@@ -81,12 +91,61 @@ fn timed_out(rejection: &BytesRejection) -> bool {
     false
 }
 
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        match &self {
+impl ApiError {
+    /// Logs why, with the detail the client is not told: the one place a
+    /// refused request's cause is logged.
+    pub(super) fn log(&self) {
+        match self {
             ApiError::Gate(e) => tracing::error!("the gate failed: {}", e.detail()),
+            ApiError::Body(rejection) => {
+                tracing::info!(status = %self.status(), "request refused: {self}: {}", rejection.body_text());
+            }
             _ => tracing::info!(status = %self.status(), "request refused: {self}"),
         }
+    }
+
+    /// Logs the error and gives the text a client reads, for an error
+    /// sent as a frame instead of a response.
+    pub(super) fn public(self) -> String {
+        self.log();
+        self.to_string()
+    }
+}
+
+/// A gate failure as a client reads it: a failed store is only "storage
+/// unavailable".
+fn gate_text(e: &GateError) -> String {
+    match e {
+        GateError::Store(StoreError::Backend(_)) => STORAGE_UNAVAILABLE.to_owned(),
+        // Fixed texts, or ids and limits the client may know.
+        GateError::Store(_) | GateError::Task(_) => e.to_string(),
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        self.log();
         (self.status(), Json(json!({"error": self.to_string()}))).into_response()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::BackendError;
+
+    #[test]
+    fn a_failed_store_reads_as_storage_unavailable() {
+        let secret = "no such table: ledger at /var/lib/toolgate/db.sqlite3";
+        let error = ApiError::Gate(GateError::Store(StoreError::Backend(BackendError::Config(
+            secret.into(),
+        ))));
+        assert_eq!(error.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(error.to_string(), STORAGE_UNAVAILABLE);
+        let full = ApiError::Gate(GateError::Store(StoreError::Full(8)));
+        assert_eq!(
+            full.to_string(),
+            "too many open confirmations (8); try again later"
+        );
     }
 }

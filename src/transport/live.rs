@@ -22,8 +22,9 @@ use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
+use super::auth::Caller;
 use super::runs::{Run, Subscription};
-use super::{ApiError, HttpState, caller};
+use super::{ApiError, HttpState};
 use crate::confirm::{AnswerKeys, Decision, OutOfBand};
 use crate::protocol::ChatRequest;
 use crate::protocol::message::check_id;
@@ -84,7 +85,7 @@ pub(super) async fn live(
 ) -> Result<Response, ApiError> {
     // With a principal header, the proxy must have set it on the upgrade.
     if state.api_keys.is_empty() {
-        caller(&state, &headers)?;
+        Caller::from_headers(&state, &headers)?;
     }
     let limit = state.max_body_bytes;
     Ok(upgrade
@@ -97,7 +98,7 @@ pub(super) async fn live(
 async fn connection(socket: WebSocket, state: HttpState, upgrade: HeaderMap) {
     let (mut sink, mut incoming) = socket.split();
     let (outbox, mut queued) = mpsc::channel::<Message>(OUTBOX);
-    let writer = tokio::spawn(async move {
+    let writer = state.tasks.spawn(async move {
         // A peer that stops taking frames is let go: its turns then see
         // their reader stall, and stop.
         while let Some(message) = queued.recv().await {
@@ -135,8 +136,14 @@ async fn connection(socket: WebSocket, state: HttpState, upgrade: HeaderMap) {
         let text = match message {
             None | Some(Ok(Message::Close(_))) => break,
             // A frame over the size limit, or a broken protocol: say why, then close.
+            // The library's words (which may be the OS's) go to the log only.
             Some(Err(e)) => {
-                let _ = outbox.try_send(error("", &format!("closing the socket: {e}")));
+                tracing::info!("closing a socket: {e}");
+                let why = format!(
+                    "closing the socket: a frame over {} bytes or outside the WebSocket protocol",
+                    state.max_body_bytes
+                );
+                let _ = outbox.try_send(error("", &why));
                 break;
             }
             Some(Ok(Message::Text(text))) => text,
@@ -191,7 +198,7 @@ async fn frame(
         .to_owned();
     let parsed: ClientFrame = serde_json::from_value(value)
         .map_err(|e| (id.clone(), format!("not a frame of this protocol: {e}")))?;
-    let fail = |e: ApiError| (id.clone(), e.to_string());
+    let fail = |e: ApiError| (id.clone(), e.public());
     match parsed {
         ClientFrame::Send {
             request_id,
@@ -217,8 +224,10 @@ async fn frame(
             let bytes =
                 serde_json::to_vec(&body).map_err(|e| (request_id.clone(), e.to_string()))?;
             let request = ChatRequest::from_slice(&bytes).map_err(|e| fail(e.into()))?;
-            let (run, reader) = super::start(state, request, &principal).map_err(fail)?;
-            let task = tokio::spawn(forward(request_id.clone(), reader, outbox.clone()));
+            let (run, reader) = super::chat::start(state, request, &principal).map_err(fail)?;
+            let task = state
+                .tasks
+                .spawn(forward(request_id.clone(), reader, outbox.clone()));
             requests.insert(request_id, (run, task));
         }
         ClientFrame::Resume {
@@ -231,7 +240,10 @@ async fn frame(
             let run = state.runs.get(&principal, &chat_id);
             match run.as_ref().and_then(|run| run.resume()) {
                 Some(reader) => {
-                    let task = tokio::spawn(forward(request_id.clone(), reader, outbox.clone()));
+                    let task =
+                        state
+                            .tasks
+                            .spawn(forward(request_id.clone(), reader, outbox.clone()));
                     if let Some(run) = run {
                         requests.insert(request_id, (run, task));
                     }
@@ -255,15 +267,15 @@ async fn frame(
             answer,
             headers,
         } => {
-            let fail = |e: ApiError| (request_id.clone().unwrap_or_default(), e.to_string());
+            let fail = |e: ApiError| (request_id.clone().unwrap_or_default(), e.public());
             check_id("confirmationId", &confirmation_id).map_err(|e| fail(e.into()))?;
             let id = request_id.unwrap_or_else(|| confirmation_id.clone());
-            let fail = |e: ApiError| (id.clone(), e.to_string());
+            let fail = |e: ApiError| (id.clone(), e.public());
             let principal = principal(state, upgrade, &headers).map_err(fail)?;
             let decision = Decision::new(confirmed, answer);
             // An approval runs the call: the socket keeps serving meanwhile.
             let (gate, outbox) = (state.agent.gate.clone(), outbox.clone());
-            tokio::spawn(async move {
+            state.tasks.spawn(async move {
                 let why = match gate
                     .decide_out_of_band(&principal, &confirmation_id, decision)
                     .await
@@ -272,10 +284,7 @@ async fn frame(
                     Ok(OutOfBand::Decided(_)) => return,
                     Ok(OutOfBand::Conflict(why) | OutOfBand::Invalid(why)) => why,
                     Ok(OutOfBand::NotFound) => format!("no confirmation `{confirmation_id}`"),
-                    Err(e) => {
-                        tracing::error!("the gate failed: {}", e.detail());
-                        e.to_string()
-                    }
+                    Err(e) => ApiError::from(e).public(),
                 };
                 let _ = outbox.send(error(&id, &why)).await;
             });
@@ -320,7 +329,7 @@ fn principal(
             headers.insert(axum::http::header::AUTHORIZATION, key);
         }
     }
-    caller(state, &headers).map(|(principal, _)| principal)
+    Caller::from_headers(state, &headers).map(|caller| caller.principal)
 }
 
 /// Writes one request's chunks to the socket: `start`, `chunk`s, `end`.

@@ -17,6 +17,8 @@ use bytes::{BufMut, Bytes, BytesMut};
 use futures::stream::BoxStream;
 use futures::{FutureExt, Stream, StreamExt};
 use tokio::sync::{Notify, watch};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use crate::protocol::UiChunk;
 
@@ -42,6 +44,10 @@ type Key = (String, String);
 pub struct Runs {
     inner: Mutex<Registry>,
     limits: Limits,
+    /// Where the turns run; shutdown waits for them.
+    tasks: TaskTracker,
+    /// Cancelled at shutdown: every turn stops, held ones too.
+    stopping: CancellationToken,
 }
 
 /// How many turns may run, and for how long without a reader.
@@ -78,7 +84,21 @@ impl Runs {
         Self {
             inner: Mutex::new(Registry::default()),
             limits,
+            tasks: TaskTracker::new(),
+            stopping: CancellationToken::new(),
         }
+    }
+
+    /// Runs the turns on `tasks` (the server's), for shutdown to wait for.
+    pub fn with_tasks(mut self, tasks: TaskTracker) -> Self {
+        self.tasks = tasks;
+        self
+    }
+
+    /// Stops every turn, held ones included: at shutdown no request is
+    /// left to read or resume them. Their tasks end at their next poll.
+    pub fn stop(&self) {
+        self.stopping.cancel();
     }
 
     fn lock(&self) -> MutexGuard<'_, Registry> {
@@ -124,7 +144,14 @@ impl Runs {
             runs: self.clone(),
             key,
         };
-        let task = tokio::spawn(produce(finished, chunks, waiting, self.limits));
+        let (stopping, limits) = (self.stopping.clone(), self.limits);
+        let task = self.tasks.spawn(async move {
+            // Dropping `produce` drops `Finished`: the turn is marked done.
+            tokio::select! {
+                () = produce(finished, chunks, waiting, limits) => {}
+                () = stopping.cancelled() => {}
+            }
+        });
         run.lock().abort = Some(task.abort_handle());
         Ok((run, subscription))
     }

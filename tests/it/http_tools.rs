@@ -55,6 +55,8 @@ async fn endpoint() -> String {
         "http://{}",
         listener.local_addr().unwrap_or_else(|e| panic!("{e}"))
     );
+    // A test's server: it lives as long as the test's runtime.
+    #[allow(clippy::disallowed_methods)]
     tokio::spawn(async move { axum::serve(listener, app).await });
     url
 }

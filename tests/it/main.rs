@@ -47,5 +47,6 @@ mod restart;
 mod security;
 mod signing;
 mod sse_snapshots;
+mod storage_failure;
 mod tidy;
 mod turns_in_flight;

@@ -79,6 +79,8 @@ async fn http_fixture(journal: &Path) -> String {
         "http://{}/mcp",
         listener.local_addr().unwrap_or_else(|e| panic!("{e}"))
     );
+    // A test's server: it lives as long as the test's runtime.
+    #[allow(clippy::disallowed_methods)]
     tokio::spawn(async move { axum::serve(listener, app).await });
     url
 }

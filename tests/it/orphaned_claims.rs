@@ -19,6 +19,8 @@ const TOOL_TIMEOUT: Duration = Duration::from_secs(20);
 async fn black_hole() -> (String, tokio::sync::mpsc::Receiver<()>) {
     let (listener, url) = common::loopback().await;
     let (accepted, calls) = tokio::sync::mpsc::channel(8);
+    // A test's listener: it lives as long as the test's runtime.
+    #[allow(clippy::disallowed_methods)]
     tokio::spawn(async move {
         let mut held = Vec::new();
         while let Ok((socket, _)) = listener.accept().await {
@@ -63,6 +65,8 @@ async fn after_kill_9_during_an_approved_call_the_next_answer_is_immediate() {
     let body = approve.to_string();
     // The approving client stays to read the stream (the call hangs, so until
     // the kill): this test is about a dying server, not a client that leaves.
+    // A test's client: it lives until the test ends.
+    #[allow(clippy::disallowed_methods)]
     let _approving = tokio::spawn(async move {
         if let Ok(response) = reqwest::Client::new()
             .post(format!("{url}/stream"))

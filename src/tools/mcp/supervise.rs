@@ -105,7 +105,8 @@ pub(super) async fn connected(
     let handler = Handler {
         changed: changed.clone(),
     };
-    let connecting = tokio::time::timeout(server.connect_timeout, connect(server, handler));
+    let connecting =
+        tokio::time::timeout(server.connect_timeout, connect(server, handler, toolbox));
     let connection = tokio::select! {
         connecting = connecting => match connecting {
             Ok(Ok(connection)) => connection,
@@ -198,7 +199,11 @@ pub(super) async fn refresh(
     Some(Ok(()))
 }
 
-pub(super) async fn connect(server: &McpServer, handler: Handler) -> Result<Connection, String> {
+pub(super) async fn connect(
+    server: &McpServer,
+    handler: Handler,
+    toolbox: &WeakToolbox,
+) -> Result<Connection, String> {
     match &server.transport {
         Transport::Stdio {
             command,
@@ -221,8 +226,12 @@ pub(super) async fn connect(server: &McpServer, handler: Handler) -> Result<Conn
                 .stderr(Stdio::piped())
                 .spawn()
                 .map_err(|e| format!("cannot start `{command}`: {e}"))?;
-            if let Some(stderr) = stderr {
-                tokio::spawn(log_stderr(server.name.clone(), stderr));
+            // Tracked with the supervisors, so `Toolbox::shutdown` waits for
+            // it; it ends when the process (killed on drop) closes stderr.
+            // With the toolbox gone nobody is left to log for.
+            if let (Some(stderr), Some(toolbox)) = (stderr, toolbox.upgrade()) {
+                let runtime = tokio::runtime::Handle::current();
+                toolbox.track(log_stderr(server.name.clone(), stderr), &runtime);
             }
             handler
                 .serve(process)

@@ -124,6 +124,8 @@ impl Server {
             .with_registry(registry);
         let app = customize(app);
         let (listener, url) = loopback().await;
+        // The server under test: it lives as long as the test's runtime.
+        #[allow(clippy::disallowed_methods)]
         tokio::spawn(app.serve(listener));
         Self {
             url,

@@ -108,6 +108,8 @@ impl Upstream {
             "http://{}",
             listener.local_addr().unwrap_or_else(|e| panic!("{e}"))
         );
+        // A test's upstream: it lives as long as the test's runtime.
+        #[allow(clippy::disallowed_methods)]
         tokio::spawn(async move { axum::serve(listener, app).await });
         Self {
             url,

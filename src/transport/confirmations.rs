@@ -1,0 +1,139 @@
+//! Decisions outside the chat: `GET /api/confirmations` (the open
+//! questions), `POST /api/confirmations/{id}` (a decision), and the
+//! remembered approvals, `GET /api/approvals` and `DELETE /api/approvals/{id}`.
+
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+
+use super::auth::Caller;
+use super::{ApiError, HttpState};
+use crate::confirm::{AnswerKeys, Decision, OutOfBand, Scope};
+use crate::protocol::{ConfirmationProtocol, RequestError};
+
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct ChatQuery {
+    chat_id: String,
+}
+
+/// The caller's open questions in a chat, for a page that reloads.
+pub(super) async fn open(
+    State(state): State<HttpState>,
+    caller: Caller,
+    Query(query): Query<ChatQuery>,
+) -> Result<Response, ApiError> {
+    let scope = Scope {
+        chat_id: query.chat_id,
+        principal: caller.principal,
+    };
+    let gate = &state.agent.gate;
+    let now = gate.now_ms();
+    let open: Vec<serde_json::Value> = gate
+        .open(&scope)
+        .await?
+        .into_iter()
+        .map(|issued| {
+            serde_json::json!({
+                "id": issued.id,
+                "chatId": issued.chat_id,
+                "protocol": match issued.protocol {
+                    ConfirmationProtocol::Adk => "adk",
+                    ConfirmationProtocol::AiSdk => "ai-sdk",
+                },
+                "originalFunctionCall": {"id": issued.call.id, "name": issued.call.name, "args": issued.call.args},
+                "hint": issued.hint,
+                "expiresAtMs": issued.expires_at_ms,
+                // A browser's clock may differ from the server's.
+                "expiresInMs": issued.expires_at_ms.saturating_sub(now),
+                "editable": gate.editable(&issued.call.name),
+            })
+        })
+        .collect();
+    Ok(axum::Json(open).into_response())
+}
+
+/// A decision made through the API: `{approved, reason?, payload?,
+/// remember?, approveNext?, editedArgs?}`, the keys judged as on the chat.
+#[derive(serde::Deserialize)]
+struct DecisionBody {
+    approved: bool,
+    #[serde(flatten)]
+    keys: AnswerKeys,
+    /// Whatever else came: refused, so a misspelt key is not dropped.
+    #[serde(flatten)]
+    unknown: serde_json::Map<String, serde_json::Value>,
+}
+
+pub(super) async fn decide(
+    State(state): State<HttpState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    crate::protocol::message::check_id("confirmation id", &id)?;
+    let body =
+        body.map_err(|rejection| ApiError::from_body_rejection(rejection, state.max_body_bytes))?;
+    let decision = decision(&body)?;
+    match state
+        .agent
+        .gate
+        .decide_out_of_band(&caller.principal, &id, decision)
+        .await?
+    {
+        OutOfBand::Decided(outcome) => {
+            Ok(axum::Json(serde_json::json!({"id": id, "outcome": outcome})).into_response())
+        }
+        OutOfBand::Conflict(why) => Err(ApiError::Conflict(why)),
+        OutOfBand::Invalid(why) => Err(RequestError::Invalid(why).into()),
+        OutOfBand::NotFound => Err(ApiError::NotFound(format!("no confirmation `{id}`"))),
+    }
+}
+
+/// The decision in an API body.
+fn decision(body: &[u8]) -> Result<Decision, RequestError> {
+    let body: DecisionBody =
+        serde_json::from_slice(body).map_err(|e| RequestError::Json(e.to_string()))?;
+    if let Some(key) = body.unknown.keys().next() {
+        return Err(RequestError::Invalid(format!("unknown key `{key}`")));
+    }
+    Ok(Decision::new(body.approved, body.keys))
+}
+
+#[derive(serde::Deserialize)]
+pub(super) struct PrincipalQuery {
+    /// Operators only: another principal's.
+    principal: Option<String>,
+}
+
+/// The caller's remembered approvals (an operator's: anyone's).
+pub(super) async fn approvals(
+    State(state): State<HttpState>,
+    caller: Caller,
+    Query(query): Query<PrincipalQuery>,
+) -> Result<Response, ApiError> {
+    let principal = caller.subject(query.principal)?;
+    let list = state.agent.gate.remembered(&principal).await?;
+    Ok(axum::Json(list).into_response())
+}
+
+/// Revokes one of the caller's remembered approvals: 204, or 404.
+pub(super) async fn revoke(
+    State(state): State<HttpState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    Query(query): Query<PrincipalQuery>,
+) -> Result<Response, ApiError> {
+    let principal = caller.subject(query.principal)?;
+    let by = if caller.principal == principal {
+        "user".to_owned()
+    } else {
+        format!("operator {}", caller.principal)
+    };
+    match state.agent.gate.revoke(&principal, &id, by).await? {
+        true => Ok(StatusCode::NO_CONTENT.into_response()),
+        false => Err(ApiError::NotFound(format!("no remembered approval `{id}`"))),
+    }
+}

@@ -1,0 +1,52 @@
+//! Read-only records: `GET /api/tools` (the tools and MCP servers) and
+//! `GET /api/audit` (the caller's audit log).
+
+use axum::extract::{Query, State};
+use axum::http::header::CONTENT_TYPE;
+use axum::response::{IntoResponse, Response};
+
+use super::auth::Caller;
+use super::{ApiError, HttpState};
+
+/// Most audit events one request returns; page on with `since`.
+const AUDIT_PAGE: usize = 10_000;
+
+pub(super) async fn tools(State(state): State<HttpState>, _: Caller) -> Response {
+    axum::Json(state.agent.gate.inventory()).into_response()
+}
+
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct AuditQuery {
+    chat_id: Option<String>,
+    /// Operators only: another principal's log.
+    principal: Option<String>,
+    /// Milliseconds since the Unix epoch.
+    #[serde(default)]
+    since: u64,
+}
+
+/// The caller's audit log as JSON lines, oldest first.
+pub(super) async fn audit(
+    State(state): State<HttpState>,
+    caller: Caller,
+    Query(query): Query<AuditQuery>,
+) -> Result<Response, ApiError> {
+    let principal = caller.subject(query.principal)?;
+    let events = state
+        .agent
+        .gate
+        .audit_log(
+            &principal,
+            query.chat_id.as_deref(),
+            query.since,
+            AUDIT_PAGE,
+        )
+        .await?;
+    let mut lines = String::new();
+    for event in events {
+        lines.push_str(&serde_json::to_string(&event).unwrap_or_default());
+        lines.push('\n');
+    }
+    Ok(([(CONTENT_TYPE, "application/x-ndjson")], lines).into_response())
+}
