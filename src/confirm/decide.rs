@@ -1,7 +1,7 @@
 //! What happens to a call the model just made: run it, hand it to the
 //! client, refuse it, or issue a confirmation and ask.
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::{Gate, GateError, NewCall, Permit, Scope, millis};
 use crate::policy::{BUDGET, REMEMBERED, ToolInfo, Verdict};
@@ -154,8 +154,5 @@ impl Gate {
 
 /// The input of an `adk_request_confirmation` call, as ADK shapes it.
 pub fn confirmation_input(issued: &Issued) -> Value {
-    json!({
-        "originalFunctionCall": {"id": issued.call.id, "name": issued.call.name, "args": issued.call.args},
-        "toolConfirmation": {"hint": issued.hint, "confirmed": false},
-    })
+    crate::protocol::adk::question(&issued.call, &issued.hint)
 }

@@ -21,7 +21,6 @@
 //! `records.rs` (what is still open), `audit.rs` and `remembered.rs`. This file
 //! holds the gate itself, its construction and the types they share.
 
-mod answer;
 mod answered;
 mod audit;
 mod claims;
@@ -46,8 +45,11 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-pub use answer::{Answer, AnswerKeys, Decision, Remember, original_call};
-pub use signing::{Seal, Signer};
+pub use signing::Signer;
+
+pub use crate::protocol::adk::original_call;
+pub use crate::protocol::answer::{Answer, Decision, Seal};
+pub use crate::protocol::message::{AnswerKeys, Remember};
 
 use crate::ids::{Clock, Ids};
 use crate::policy::Policy;
