@@ -4,13 +4,10 @@
 use serde_json::Value;
 
 use super::audit::{edited_from, outcome_reason};
+use super::check::{self, Edits, Refusal};
 use super::records::as_ran;
-use super::{
-    Answer, Answered, Decision, Gate, GateError, OUTCOME_UNKNOWN, Remember, Scope, same_call,
-    signing,
-};
+use super::{Answer, Answered, Decision, Gate, GateError, Remember, Scope};
 use crate::policy::{ToolInfo, Verdict};
-use crate::protocol::ConfirmationProtocol;
 use crate::provider::ToolCall;
 use crate::store::{AuditDecision, Claim, Issued, Outcome, Status};
 use crate::tools::qualified_name;
@@ -67,7 +64,8 @@ impl Gate {
         scope: &Scope,
         answer: &Answer,
     ) -> Result<(Answered, AuditDecision, String), GateError> {
-        let reject = |decision: AuditDecision, why: String| {
+        let reject = |refusal: Refusal| {
+            let (decision, why) = (refusal.audit_decision(), refusal.to_string());
             tracing::warn!(confirmation = %answer.confirmation_id, chat = %scope.chat_id, "confirmation rejected: {why}");
             Ok((Answered::Rejected(why), decision, "toolgate".to_owned()))
         };
@@ -81,100 +79,38 @@ impl Gate {
                 "an earlier answer".to_owned(),
             ))
         };
-        if let Some(signer) = &self.signer {
-            let verified = match (&answer.seal, &answer.original) {
-                (Some(seal), Some(call)) => signer.verify(
-                    seal,
-                    &signing::Subject {
-                        confirmation_id: &answer.confirmation_id,
-                        chat_id: &scope.chat_id,
-                        principal: &scope.principal,
-                        call,
-                        expires_at_ms: seal.expires_at_ms,
-                    },
-                ),
-                _ => false,
-            };
-            if !verified {
-                return reject(
-                    AuditDecision::Refused,
-                    "confirmation signature is missing or does not match".into(),
-                );
-            }
+        if let Err(refusal) = check::sealed(self.signer.as_ref(), answer, scope) {
+            return reject(refusal);
         }
         let Some(issued) = self.store.get(&answer.confirmation_id).await? else {
-            return reject(
-                AuditDecision::Refused,
-                format!(
-                    "confirmation `{}` was not issued by this server",
-                    answer.confirmation_id
-                ),
-            );
+            return reject(Refusal::NotIssued(answer.confirmation_id.clone()));
         };
-        if issued.chat_id != scope.chat_id {
-            return reject(
-                AuditDecision::Refused,
-                "confirmation belongs to another chat".into(),
-            );
-        }
-        if issued.principal != scope.principal {
-            return reject(
-                AuditDecision::Refused,
-                "confirmation belongs to another user".into(),
-            );
-        }
-        if answer.protocol != issued.protocol {
-            return reject(
-                AuditDecision::Refused,
-                "confirmation answered in another form than it was asked".into(),
-            );
-        }
-        if !answer
-            .original
-            .as_ref()
-            .is_some_and(|o| same_call(o, &issued.call))
-        {
-            return reject(
-                AuditDecision::Refused,
-                match answer.protocol {
-                    ConfirmationProtocol::Adk => {
-                        "originalFunctionCall differs from the call this server issued"
-                    }
-                    ConfirmationProtocol::AiSdk => {
-                        "the approved call differs from the call this server issued"
-                    }
-                }
-                .into(),
-            );
-        }
         let now = self.clock.now_ms();
-        if now > issued.expires_at_ms {
-            // A decided call keeps its outcome; an undecided one can no longer be.
-            return match self.store.status(&issued.id).await? {
-                Some(Status::Done(outcome)) => recorded(issued.call, outcome),
-                Some(Status::Claimed { .. }) => {
-                    reject(AuditDecision::Refused, OUTCOME_UNKNOWN.into())
-                }
-                Some(Status::Pending) | None => {
-                    reject(AuditDecision::TimedOut, "confirmation expired".into())
-                }
-            };
-        }
-        // An edit is checked before the claim: a refused edit leaves the question open.
-        let edited = match &answer.decision {
-            Decision::Approve { edited, .. } => edited.as_ref(),
-            Decision::Deny { .. } => None,
+        let (editable, schema) = self.edits(&issued.call.name);
+        let edits = Edits {
+            editable,
+            schema: &schema,
+            max_bytes: crate::agent::MAX_ARGS_BYTES,
         };
-        let call = match self.effective_call(&issued, edited) {
+        // An edit is checked before the claim: a refused edit leaves the question open.
+        let call = match check::check(answer, &issued, scope, now, edits) {
             Ok(call) => call,
-            Err(why) => return reject(AuditDecision::Refused, why),
+            // A decided call keeps its outcome; an undecided one can no longer be.
+            Err(Refusal::Expired) => {
+                return match self.store.status(&issued.id).await? {
+                    Some(Status::Done(outcome)) => recorded(issued.call, outcome),
+                    Some(Status::Claimed { .. }) => reject(Refusal::OutcomeUnknown),
+                    Some(Status::Pending) | None => reject(Refusal::Expired),
+                };
+            }
+            Err(refusal) => return reject(refusal),
         };
         match self.claim(&issued.id, now).await? {
             Claim::Done(outcome) => recorded(issued.call, outcome),
             Claim::InFlight { since_ms, orphaned } => {
                 match self.claimed_outcome(&issued.id, since_ms, orphaned).await? {
                     Some(outcome) => recorded(issued.call, outcome),
-                    None => reject(AuditDecision::Refused, OUTCOME_UNKNOWN.into()),
+                    None => reject(Refusal::OutcomeUnknown),
                 }
             }
             Claim::Won => match &answer.decision {
@@ -200,49 +136,33 @@ impl Gate {
         }
     }
 
-    /// The call an approval runs: the issued one, or the user's edit of its
-    /// arguments where `tools.<tool>.editable` allows it and the edit fits
-    /// the tool's JSON schema.
-    pub(super) fn effective_call(
-        &self,
-        issued: &Issued,
-        edited: Option<&Value>,
-    ) -> Result<ToolCall, String> {
-        let Some(args) = edited.filter(|args| **args != issued.call.args) else {
-            return Ok(issued.call.clone());
-        };
-        let name = &issued.call.name;
-        if args.to_string().len() > crate::agent::MAX_ARGS_BYTES {
-            return Err(format!(
-                "edited arguments exceed {} bytes",
-                crate::agent::MAX_ARGS_BYTES
-            ));
-        }
+    /// Whether `name`'s arguments may be edited, and the schema an edit
+    /// must fit (`null` for a tool now gone: no edit passes).
+    pub(super) fn edits(&self, name: &str) -> (bool, Value) {
         let qualified = qualified_name(name);
-        let tool = ToolInfo {
+        let editable = self.policy.editable(&ToolInfo {
             name,
             qualified: &qualified,
             tool_may_ask: true,
-        };
-        if !self.policy.editable(&tool) {
-            return Err(format!("the arguments of {name} may not be edited"));
-        }
+        });
         let schema = self
             .tools
             .current()
             .get(name)
             .map(|t| t.parameters())
             .unwrap_or(Value::Null);
-        let validator = jsonschema::validator_for(&schema)
-            .map_err(|e| format!("{name} has no usable schema: {e}"))?;
-        if let Some(error) = validator.iter_errors(args).next() {
-            return Err(format!("edited arguments are not valid: {error}"));
-        }
-        Ok(ToolCall {
-            id: issued.call.id.clone(),
-            name: name.clone(),
-            args: args.clone(),
-        })
+        (editable, schema)
+    }
+
+    /// `issued` with the user's edit of its arguments, where the tool allows it.
+    pub(super) fn edited_call(&self, issued: &Issued, edited: &Value) -> Result<ToolCall, Refusal> {
+        let (editable, schema) = self.edits(&issued.call.name);
+        let edits = Edits {
+            editable,
+            schema: &schema,
+            max_bytes: crate::agent::MAX_ARGS_BYTES,
+        };
+        check::edit(issued, Some(edited), edits)
     }
 
     /// An approval that won the claim: runs `call` (the issued one or the

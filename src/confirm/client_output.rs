@@ -3,9 +3,10 @@
 
 use serde_json::{Value, json};
 
+use super::check::same_call;
 use super::handoff::handoff_id;
 use super::records::as_ran;
-use super::{CONFIRMATION_TOOL, ClientOutput, Gate, GateError, Scope, millis, same_call, signing};
+use super::{CONFIRMATION_TOOL, ClientOutput, Gate, GateError, Scope, millis, signing};
 use crate::policy::Verdict;
 use crate::protocol::{ConfirmationProtocol, ToolPart, ToolState};
 use crate::provider::ToolCall;

@@ -84,9 +84,10 @@ impl Gate {
             Decision::Approve {
                 edited: Some(edited),
                 ..
-            } => match self.effective_call(&issued, Some(edited)) {
+            } => match self.edited_call(&issued, edited) {
                 Ok(call) => Some(call),
-                Err(why) => {
+                Err(refusal) => {
+                    let why = refusal.to_string();
                     let reason = Some(why.clone());
                     self.note(
                         &scope,
