@@ -164,3 +164,84 @@ impl Gate {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::pin::pin;
+    use std::sync::atomic::Ordering;
+    use std::task::{Context, Waker};
+    use std::time::Duration;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::confirm::NewCall;
+    use crate::ids::{Clock, Ids};
+    use crate::protocol::ConfirmationProtocol;
+    use crate::store::{Outcome, Status, Store};
+    use crate::tools::Registry;
+
+    /// Between winning the claim and starting the call nothing is awaited:
+    /// a settle whose audit write never finishes, dropped right there, has
+    /// still started its call, which runs to the end and is recorded.
+    #[tokio::test]
+    async fn a_settled_call_starts_before_anything_is_awaited() {
+        let store = Store::memory();
+        let gate = Gate::new(
+            Registry::with_builtins(100.0),
+            store.clone(),
+            Clock::manual(1_000),
+            Ids::sequential(),
+            Duration::from_secs(60),
+            Duration::from_secs(5),
+        );
+        let scope = Scope {
+            chat_id: "chat".into(),
+            principal: "alice".into(),
+        };
+        let call = ToolCall {
+            id: "call-1".into(),
+            name: "process_payment".into(),
+            args: json!({"amount": 5, "recipient": "bob"}),
+        };
+        let issued = match gate
+            .check_new(&scope, call, ConfirmationProtocol::Adk)
+            .await
+        {
+            Ok(NewCall::Ask(issued)) => issued,
+            other => panic!("the payment should ask: {other:?}"),
+        };
+        let approval = Remembered {
+            id: "remembered-1".into(),
+            principal: "alice".into(),
+            chat_id: Some("chat".into()),
+            tool: qualified_name("process_payment"),
+            created_at_ms: 1_000,
+        };
+        if let Err(e) = store.remember(approval).await {
+            panic!("{e}");
+        }
+        let Store::Memory(memory) = &store else {
+            panic!("a memory store");
+        };
+        memory.stall_audit.store(true, Ordering::Release);
+
+        // One poll runs the settle up to its first await that does not
+        // finish at once; then the request goes away.
+        {
+            let settling = pin!(gate.settle_here(&scope, &issued.id));
+            let polled = settling.poll(&mut Context::from_waker(Waker::noop()));
+            assert!(polled.is_pending(), "the audit write stalls the settle");
+        }
+
+        let outcome = store.wait_outcome(&issued.id, Duration::from_secs(5)).await;
+        assert!(
+            matches!(outcome, Ok(Some(Outcome::Output { .. }))),
+            "the call ran to its end: {outcome:?}"
+        );
+        assert!(matches!(
+            store.status(&issued.id).await,
+            Ok(Some(Status::Done(Outcome::Output { .. })))
+        ));
+    }
+}
