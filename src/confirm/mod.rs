@@ -14,12 +14,13 @@
 //! approval once given must not be lost with it. Shutdown waits for them.
 //!
 //! One file per question: `facts.rs` (what is known about a call's tool),
-//! `decide.rs` (a new call), `answered.rs` (an answer in the chat),
-//! `out_of_band.rs` (a decision through the API, a held question),
-//! `handoff.rs` and `client_output.rs` (client-side tools), `claims.rs` (who
-//! holds a confirmation), `execute.rs` (the one place a tool runs),
-//! `records.rs` (what is still open), `audit.rs` and `remembered.rs`. This file
-//! holds the gate itself, its construction and the types they share.
+//! `decide.rs` (a new call), `check.rs` (the rules an answer passes, pure),
+//! `answered.rs` (an answer in the chat), `out_of_band.rs` (a decision
+//! through the API, a held question), `handoff.rs` and `client_output.rs`
+//! (client-side tools), `claims.rs` (who holds a confirmation), `execute.rs`
+//! (the one place a tool runs), `records.rs` (what is still open),
+//! `audit.rs` and `remembered.rs`. This file holds the gate itself, its
+//! construction and the types they share.
 
 mod answered;
 mod audit;
