@@ -5,35 +5,13 @@
 //! Answers are verified before any store lookup, so forged ones cost nothing.
 
 use hmac::{Hmac, Mac};
-use serde_json::{Value, json};
+use serde_json::Value;
 use sha2::Sha256;
 
 use crate::call::ToolCall;
+pub use crate::protocol::answer::Seal;
 
 type HmacSha256 = Hmac<Sha256>;
-
-/// What travels with a confirmation.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Seal {
-    pub signature: String,
-    pub expires_at_ms: u64,
-}
-
-impl Seal {
-    /// `{"toolgate": {"signature", "expiresAt"}}`, the chunk's `providerMetadata`.
-    pub fn to_metadata(&self) -> Value {
-        json!({"toolgate": {"signature": self.signature, "expiresAt": self.expires_at_ms}})
-    }
-
-    /// The seal in a part's `callProviderMetadata`, if it has one.
-    pub fn from_metadata(metadata: Option<&Value>) -> Option<Self> {
-        let toolgate = metadata?.get("toolgate")?;
-        Some(Seal {
-            signature: toolgate.get("signature")?.as_str()?.to_owned(),
-            expires_at_ms: toolgate.get("expiresAt")?.as_u64()?,
-        })
-    }
-}
 
 /// Signs with the first key; accepts any, so keys can be rotated.
 #[derive(Clone)]
@@ -164,6 +142,8 @@ fn canonical(value: &Value, out: &mut String) {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     fn subject<'a>(call: &'a ToolCall, chat: &'a str) -> Subject<'a> {

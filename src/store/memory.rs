@@ -31,6 +31,10 @@ pub struct MemoryStore {
     capacity: usize,
     /// Bumped whenever an outcome is recorded, to wake waiters.
     recorded: watch::Sender<u64>,
+    /// Test-only: audit writes never finish, to show what a stalled store
+    /// must not hold up.
+    #[cfg(test)]
+    pub(crate) stall_audit: Arc<std::sync::atomic::AtomicBool>,
 }
 
 #[derive(Debug)]
@@ -71,6 +75,8 @@ impl MemoryStore {
             audit: Arc::default(),
             capacity,
             recorded: watch::Sender::new(0),
+            #[cfg(test)]
+            stall_audit: Arc::default(),
         }
     }
 

@@ -391,6 +391,10 @@ impl Store {
     pub async fn audit(&self, event: AuditEvent) -> Result<(), StoreError> {
         match self {
             Store::Memory(s) => {
+                #[cfg(test)]
+                if s.stall_audit.load(std::sync::atomic::Ordering::Acquire) {
+                    std::future::pending::<()>().await;
+                }
                 s.audit(event);
                 Ok(())
             }

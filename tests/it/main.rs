@@ -49,4 +49,5 @@ mod signing;
 mod sse_snapshots;
 mod storage_failure;
 mod tidy;
+mod tidy_execute;
 mod turns_in_flight;

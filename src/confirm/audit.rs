@@ -1,0 +1,90 @@
+//! What lands in the audit log, and how an event is made.
+
+use serde_json::Value;
+
+use super::{Gate, GateError, Scope, signing};
+use crate::call::QualifiedName;
+use crate::call::ToolCall;
+use crate::store::{AuditDecision, AuditEvent, Outcome};
+
+impl Gate {
+    /// Appends a decision to the audit log.
+    pub(super) async fn note(
+        &self,
+        scope: &Scope,
+        call: &ToolCall,
+        decision: AuditDecision,
+        by: String,
+        reason: Option<String>,
+        confirmation_id: Option<&str>,
+    ) {
+        self.record(self.event(scope, call, decision, by, reason, confirmation_id))
+            .await;
+    }
+
+    pub(super) fn event(
+        &self,
+        scope: &Scope,
+        call: &ToolCall,
+        decision: AuditDecision,
+        by: String,
+        reason: Option<String>,
+        confirmation_id: Option<&str>,
+    ) -> AuditEvent {
+        AuditEvent {
+            at_ms: self.clock.now_ms(),
+            principal: scope.principal.clone(),
+            chat_id: scope.chat_id.clone(),
+            tool: if call.name.is_empty() {
+                String::new()
+            } else {
+                QualifiedName::of(&call.name).into_string()
+            },
+            call_id: call.id.clone(),
+            args_digest: signing::digest(&call.args),
+            issued_args_digest: None,
+            decision,
+            by,
+            reason,
+            confirmation_id: confirmation_id.map(str::to_owned),
+        }
+    }
+
+    /// Appends to the audit log. A failing log is reported, but does not
+    /// undo or block the decision.
+    pub(super) async fn record(&self, event: AuditEvent) {
+        if let Err(e) = self.store.audit(event).await {
+            tracing::error!("writing the audit log failed: {e}");
+        }
+    }
+
+    /// `principal`'s audit log.
+    pub async fn audit_log(
+        &self,
+        principal: &str,
+        chat_id: Option<&str>,
+        since_ms: u64,
+        limit: usize,
+    ) -> Result<Vec<AuditEvent>, GateError> {
+        Ok(self
+            .store
+            .audit_log(principal, chat_id, since_ms, limit)
+            .await?)
+    }
+}
+
+/// An edit's event also keeps the digest of the arguments as issued.
+pub(super) fn edited_from(mut event: AuditEvent, issued_args: Option<&Value>) -> AuditEvent {
+    event.issued_args_digest = issued_args.map(signing::digest);
+    event
+}
+
+/// Why a recorded outcome is what it is, for the audit log.
+pub(super) fn outcome_reason(outcome: &Outcome) -> Option<String> {
+    match outcome {
+        Outcome::Output { .. } => None,
+        Outcome::Error { message, .. } => Some(message.clone()),
+        Outcome::Denied { reason } => reason.clone(),
+        Outcome::HandedOff { .. } => None,
+    }
+}

@@ -1,0 +1,189 @@
+//! Whether an answer may claim the confirmation it names: every rule it must
+//! pass against what this server issued, as pure functions of values, each
+//! failure a [`Refusal`].
+
+use serde_json::Value;
+
+use super::{Answer, Decision, OUTCOME_UNKNOWN, Scope, Signer, signing};
+use crate::call::ToolCall;
+use crate::protocol::ConfirmationProtocol;
+use crate::store::{AuditDecision, Issued};
+
+/// Why an answer (or an edit) is not taken. The texts are what the client
+/// and the audit log read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    #[error("confirmation signature is missing or does not match")]
+    Unsigned,
+    #[error("confirmation `{0}` was not issued by this server")]
+    NotIssued(String),
+    #[error("confirmation belongs to another chat")]
+    OtherChat,
+    #[error("confirmation belongs to another user")]
+    OtherUser,
+    #[error("confirmation answered in another form than it was asked")]
+    OtherProtocol,
+    /// The call the answer names is not the issued one (or none parses).
+    #[error("{}", other_call(*.0))]
+    OtherCall(ConfirmationProtocol),
+    #[error("confirmation expired")]
+    Expired,
+    /// Claimed, but its outcome never came and never will.
+    #[error("{OUTCOME_UNKNOWN}")]
+    OutcomeUnknown,
+    #[error("edited arguments exceed {0} bytes")]
+    EditTooLarge(usize),
+    #[error("the arguments of {0} may not be edited")]
+    NotEditable(String),
+    #[error("{tool} has no usable schema: {why}")]
+    NoSchema { tool: String, why: String },
+    #[error("edited arguments are not valid: {0}")]
+    InvalidEdit(String),
+}
+
+fn other_call(protocol: ConfirmationProtocol) -> &'static str {
+    match protocol {
+        ConfirmationProtocol::Adk => {
+            "originalFunctionCall differs from the call this server issued"
+        }
+        ConfirmationProtocol::AiSdk => "the approved call differs from the call this server issued",
+    }
+}
+
+impl Refusal {
+    /// How the audit log files it: an answer too late timed out, every
+    /// other one was refused.
+    pub fn audit_decision(&self) -> AuditDecision {
+        match self {
+            Refusal::Expired => AuditDecision::TimedOut,
+            Refusal::Unsigned
+            | Refusal::NotIssued(_)
+            | Refusal::OtherChat
+            | Refusal::OtherUser
+            | Refusal::OtherProtocol
+            | Refusal::OtherCall(_)
+            | Refusal::OutcomeUnknown
+            | Refusal::EditTooLarge(_)
+            | Refusal::NotEditable(_)
+            | Refusal::NoSchema { .. }
+            | Refusal::InvalidEdit(_) => AuditDecision::Refused,
+        }
+    }
+}
+
+/// What may be edited in the issued call's arguments.
+#[derive(Debug, Clone, Copy)]
+pub struct Edits<'a> {
+    /// `toolConfirmation.tools.<tool>.editable`.
+    pub editable: bool,
+    /// The tool's JSON schema for its arguments (`null` for a tool now gone).
+    pub schema: &'a Value,
+    /// The most argument bytes a call may have.
+    pub max_bytes: usize,
+}
+
+/// With signing on, whether the answer carries a seal over this scope and
+/// the call it names. Checked before anything is looked up.
+pub fn sealed(signer: Option<&Signer>, answer: &Answer, scope: &Scope) -> Result<(), Refusal> {
+    let Some(signer) = signer else {
+        return Ok(());
+    };
+    let verified = match (&answer.seal, &answer.original) {
+        (Some(seal), Some(call)) => signer.verify(
+            seal,
+            &signing::Subject {
+                confirmation_id: &answer.confirmation_id,
+                chat_id: &scope.chat_id,
+                principal: &scope.principal,
+                call,
+                expires_at_ms: seal.expires_at_ms,
+            },
+        ),
+        _ => false,
+    };
+    if verified {
+        Ok(())
+    } else {
+        Err(Refusal::Unsigned)
+    }
+}
+
+/// Every rule an answer in the chat must pass against `issued` before it
+/// may claim it, in order: the same chat and principal, the same protocol,
+/// the same call (id, name, arguments by value), unexpired at `now_ms`, and
+/// an edit, if any, the tool allows. The call an approval would run.
+pub fn check(
+    answer: &Answer,
+    issued: &Issued,
+    scope: &Scope,
+    now_ms: u64,
+    edits: Edits<'_>,
+) -> Result<ToolCall, Refusal> {
+    if issued.chat_id != scope.chat_id {
+        return Err(Refusal::OtherChat);
+    }
+    if issued.principal != scope.principal {
+        return Err(Refusal::OtherUser);
+    }
+    if answer.protocol != issued.protocol {
+        return Err(Refusal::OtherProtocol);
+    }
+    if !answer
+        .original
+        .as_ref()
+        .is_some_and(|o| same_call(o, &issued.call))
+    {
+        return Err(Refusal::OtherCall(answer.protocol));
+    }
+    if now_ms > issued.expires_at_ms {
+        return Err(Refusal::Expired);
+    }
+    let edited = match &answer.decision {
+        Decision::Approve { edited, .. } => edited.as_ref(),
+        Decision::Deny { .. } => None,
+    };
+    edit(issued, edited, edits)
+}
+
+/// The call an approval runs: the issued one, or the user's edit of its
+/// arguments where the tool allows edits and the edit fits its schema.
+pub fn edit(
+    issued: &Issued,
+    edited: Option<&Value>,
+    edits: Edits<'_>,
+) -> Result<ToolCall, Refusal> {
+    let Some(args) = edited.filter(|args| **args != issued.call.args) else {
+        return Ok(issued.call.clone());
+    };
+    let name = &issued.call.name;
+    if args.to_string().len() > edits.max_bytes {
+        return Err(Refusal::EditTooLarge(edits.max_bytes));
+    }
+    if !edits.editable {
+        return Err(Refusal::NotEditable(name.clone()));
+    }
+    let validator = jsonschema::validator_for(edits.schema).map_err(|e| Refusal::NoSchema {
+        tool: name.clone(),
+        why: e.to_string(),
+    })?;
+    if let Some(error) = validator.iter_errors(args).next() {
+        return Err(Refusal::InvalidEdit(error.to_string()));
+    }
+    Ok(ToolCall {
+        id: issued.call.id.clone(),
+        name: name.clone(),
+        args: args.clone(),
+    })
+}
+
+/// Whether the client's call is the issued one. JSON numbers compare by
+/// value: a JavaScript client sends back `50.0` as `50`. Integers compare
+/// exactly, and a float equals an integer only where both are exact.
+pub(super) fn same_call(claimed: &ToolCall, issued: &ToolCall) -> bool {
+    claimed.id == issued.id
+        && claimed.name == issued.name
+        && crate::json::same(&claimed.args, &issued.args)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,374 @@
+//! The rules an answer must pass, one case per line of the table: an
+//! answer changed in one way from a good one, and the refusal it earns.
+
+use serde_json::{Value, json};
+
+use super::{Edits, Refusal, check, edit, sealed};
+use crate::call::ToolCall;
+use crate::confirm::{Answer, Decision, Scope, Seal, Signer, signing};
+use crate::protocol::ConfirmationProtocol::{Adk, AiSdk};
+use crate::store::{AuditDecision, Issued};
+
+const NOW: u64 = 1_000;
+const EXPIRES: u64 = 2_000;
+
+fn issued() -> Issued {
+    Issued {
+        id: "adk-1".into(),
+        chat_id: "chat".into(),
+        principal: "alice".into(),
+        call: call(json!({"amount": 50, "to": "bob"})),
+        hint: "pay?".into(),
+        protocol: Adk,
+        issued_at_ms: 0,
+        expires_at_ms: EXPIRES,
+    }
+}
+
+fn call(args: Value) -> ToolCall {
+    ToolCall {
+        id: "call-1".into(),
+        name: "pay".into(),
+        args,
+    }
+}
+
+fn scope() -> Scope {
+    Scope {
+        chat_id: "chat".into(),
+        principal: "alice".into(),
+    }
+}
+
+fn approve(edited: Option<Value>) -> Decision {
+    Decision::Approve {
+        payload: None,
+        remember: None,
+        approve_next: None,
+        edited,
+    }
+}
+
+/// The answer a well-behaved client sends back: approving the issued call.
+fn good() -> Answer {
+    Answer {
+        confirmation_id: "adk-1".into(),
+        original: Some(issued().call),
+        decision: approve(None),
+        protocol: Adk,
+        seal: None,
+    }
+}
+
+fn schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {"amount": {"type": "number", "maximum": 100}, "to": {"type": "string"}},
+        "required": ["amount", "to"],
+    })
+}
+
+/// What each case changes: the answer, the scope, the clock, the edits.
+struct Case {
+    name: &'static str,
+    answer: Answer,
+    scope: Scope,
+    now: u64,
+    editable: bool,
+    schema: Value,
+    /// The arguments an approval would run with, or the refusal.
+    expected: Result<Value, Refusal>,
+}
+
+fn case(name: &'static str, expected: Result<Value, Refusal>) -> Case {
+    Case {
+        name,
+        answer: good(),
+        scope: scope(),
+        now: NOW,
+        editable: false,
+        schema: schema(),
+        expected,
+    }
+}
+
+fn issued_args() -> Result<Value, Refusal> {
+    Ok(issued().call.args)
+}
+
+#[test]
+fn every_rule_an_answer_must_pass() {
+    let edited = |args: Value| Case {
+        answer: Answer {
+            decision: approve(Some(args)),
+            ..good()
+        },
+        editable: true,
+        ..case("", issued_args())
+    };
+    let with_original = |original: Option<ToolCall>| Answer { original, ..good() };
+    let cases = [
+        case("the issued call, approved", issued_args()),
+        Case {
+            answer: Answer {
+                decision: Decision::Deny { reason: None },
+                ..good()
+            },
+            ..case("a denial", issued_args())
+        },
+        Case {
+            answer: with_original(Some(call(json!({"to": "bob", "amount": 50.0})))),
+            ..case("arguments equal by value", issued_args())
+        },
+        Case {
+            now: EXPIRES,
+            ..case("at the last moment", issued_args())
+        },
+        Case {
+            scope: Scope {
+                chat_id: "other".into(),
+                ..scope()
+            },
+            ..case("another chat", Err(Refusal::OtherChat))
+        },
+        Case {
+            scope: Scope {
+                principal: "mallory".into(),
+                ..scope()
+            },
+            ..case("another user", Err(Refusal::OtherUser))
+        },
+        Case {
+            answer: Answer {
+                protocol: AiSdk,
+                ..good()
+            },
+            ..case("another protocol", Err(Refusal::OtherProtocol))
+        },
+        Case {
+            answer: with_original(None),
+            ..case("no call that parses", Err(Refusal::OtherCall(Adk)))
+        },
+        Case {
+            answer: with_original(Some(ToolCall {
+                id: "call-2".into(),
+                ..issued().call
+            })),
+            ..case("another call id", Err(Refusal::OtherCall(Adk)))
+        },
+        Case {
+            answer: with_original(Some(ToolCall {
+                name: "refund".into(),
+                ..issued().call
+            })),
+            ..case("another tool", Err(Refusal::OtherCall(Adk)))
+        },
+        Case {
+            answer: with_original(Some(call(json!({"amount": 5000, "to": "bob"})))),
+            ..case("other arguments", Err(Refusal::OtherCall(Adk)))
+        },
+        Case {
+            answer: with_original(Some(call(json!({"amount": 50, "to": "bob", "x": null})))),
+            ..case("an extra argument", Err(Refusal::OtherCall(Adk)))
+        },
+        Case {
+            now: EXPIRES + 1,
+            ..case("expired", Err(Refusal::Expired))
+        },
+        Case {
+            now: EXPIRES + 1,
+            answer: with_original(None),
+            ..case("the call before the clock", Err(Refusal::OtherCall(Adk)))
+        },
+        Case {
+            name: "an edit",
+            ..edited(json!({"amount": 20, "to": "bob"}))
+        }
+        .expect(Ok(json!({"amount": 20, "to": "bob"}))),
+        Case {
+            name: "an edit equal to the call",
+            editable: false,
+            ..edited(json!({"amount": 50, "to": "bob"}))
+        },
+        Case {
+            name: "an edit of a tool that allows none",
+            editable: false,
+            ..edited(json!({"amount": 20, "to": "bob"}))
+        }
+        .expect(Err(Refusal::NotEditable("pay".into()))),
+        Case {
+            name: "an edit outside the schema",
+            ..edited(json!({"amount": 500, "to": "bob"}))
+        }
+        .expect(Err(Refusal::InvalidEdit(
+            "500 is greater than the maximum of 100".into(),
+        ))),
+        Case {
+            name: "an edit too large",
+            ..edited(json!({"amount": 20, "to": "b".repeat(100)}))
+        }
+        .expect(Err(Refusal::EditTooLarge(64))),
+        Case {
+            name: "an edit of a tool now gone",
+            schema: Value::Null,
+            ..edited(json!({"amount": 20, "to": "bob"}))
+        }
+        .expect(Err(Refusal::NoSchema {
+            tool: "pay".into(),
+            why: "null is not of types \"boolean\", \"object\"".into(),
+        })),
+        Case {
+            name: "an edit, expired",
+            now: EXPIRES + 1,
+            ..edited(json!({"amount": 500}))
+        }
+        .expect(Err(Refusal::Expired)),
+    ];
+    for case in cases {
+        let edits = Edits {
+            editable: case.editable,
+            schema: &case.schema,
+            max_bytes: 64,
+        };
+        let got = check(&case.answer, &issued(), &case.scope, case.now, edits).map(|c| c.args);
+        assert_eq!(got, case.expected, "{}", case.name);
+    }
+}
+
+impl Case {
+    fn expect(self, expected: Result<Value, Refusal>) -> Self {
+        Case { expected, ..self }
+    }
+}
+
+#[test]
+fn an_edit_keeps_the_issued_call_id_and_name() {
+    let schema = schema();
+    let edits = Edits {
+        editable: true,
+        schema: &schema,
+        max_bytes: 1024,
+    };
+    let args = json!({"amount": 1, "to": "bob"});
+    assert_eq!(edit(&issued(), Some(&args), edits), Ok(call(args)));
+    assert_eq!(edit(&issued(), None, edits), Ok(issued().call));
+}
+
+#[test]
+fn a_seal_covers_the_scope_and_the_call() {
+    let signer = Signer::new(["k1".to_owned()]);
+    let seal_for = |scope: &Scope, call: &ToolCall| -> Option<Seal> {
+        let signer = signer.as_ref()?;
+        Some(signer.seal(&signing::Subject {
+            confirmation_id: "adk-1",
+            chat_id: &scope.chat_id,
+            principal: &scope.principal,
+            call,
+            expires_at_ms: EXPIRES,
+        }))
+    };
+    let sealed_answer = Answer {
+        seal: seal_for(&scope(), &issued().call),
+        ..good()
+    };
+    let elsewhere = Scope {
+        chat_id: "other".into(),
+        ..scope()
+    };
+    let cases = [
+        (None, good(), scope(), Ok(())),
+        (signer.as_ref(), sealed_answer.clone(), scope(), Ok(())),
+        (signer.as_ref(), good(), scope(), Err(Refusal::Unsigned)),
+        (
+            signer.as_ref(),
+            sealed_answer.clone(),
+            elsewhere,
+            Err(Refusal::Unsigned),
+        ),
+        (
+            signer.as_ref(),
+            Answer {
+                original: Some(call(json!({"amount": 5000, "to": "bob"}))),
+                ..sealed_answer
+            },
+            scope(),
+            Err(Refusal::Unsigned),
+        ),
+    ];
+    for (i, (signer, answer, scope, expected)) in cases.into_iter().enumerate() {
+        assert_eq!(sealed(signer, &answer, &scope), expected, "case {i}");
+    }
+}
+
+#[test]
+fn refusals_read_as_before() {
+    let cases = [
+        (
+            Refusal::Unsigned,
+            "confirmation signature is missing or does not match",
+        ),
+        (
+            Refusal::NotIssued("adk-9".into()),
+            "confirmation `adk-9` was not issued by this server",
+        ),
+        (Refusal::OtherChat, "confirmation belongs to another chat"),
+        (Refusal::OtherUser, "confirmation belongs to another user"),
+        (
+            Refusal::OtherProtocol,
+            "confirmation answered in another form than it was asked",
+        ),
+        (
+            Refusal::OtherCall(Adk),
+            "originalFunctionCall differs from the call this server issued",
+        ),
+        (
+            Refusal::OtherCall(AiSdk),
+            "the approved call differs from the call this server issued",
+        ),
+        (Refusal::Expired, "confirmation expired"),
+        (Refusal::OutcomeUnknown, crate::confirm::OUTCOME_UNKNOWN),
+        (Refusal::EditTooLarge(8), "edited arguments exceed 8 bytes"),
+        (
+            Refusal::NotEditable("pay".into()),
+            "the arguments of pay may not be edited",
+        ),
+    ];
+    for (refusal, text) in cases {
+        assert_eq!(refusal.to_string(), text);
+        let timed_out = refusal == Refusal::Expired;
+        assert_eq!(
+            refusal.audit_decision() == AuditDecision::TimedOut,
+            timed_out
+        );
+    }
+}
+
+#[test]
+fn numbers_compare_by_value_exactly() {
+    let cases = [
+        (
+            json!({"amount": 50.0, "to": "a"}),
+            json!({"to": "a", "amount": 50}),
+            true,
+        ),
+        (json!([1.5, {"x": -0.0}]), json!([1.5, {"x": 0}]), true),
+        (json!({"amount": 50.5}), json!({"amount": 50}), false),
+        (
+            json!({"amount": 9_007_199_254_740_993_u64}),
+            json!({"amount": 9_007_199_254_740_992_u64}),
+            false,
+        ),
+        (
+            json!({"amount": 9_007_199_254_740_993_u64}),
+            json!({"amount": 9_007_199_254_740_992.0}),
+            false,
+        ),
+        (json!({"amount": 1}), json!({"amount": "1"}), false),
+        (json!({"a": 1}), json!({"a": 1, "b": null}), false),
+        (json!([1, 2]), json!([2, 1]), false),
+    ];
+    for (a, b, same) in cases {
+        assert_eq!(crate::json::same(&a, &b), same, "{a} vs {b}");
+        assert_eq!(crate::json::same(&b, &a), same, "{b} vs {a}");
+    }
+}

@@ -1,0 +1,158 @@
+//! What happens to a call the model just made: run it, hand it to the
+//! client, refuse it, or issue a confirmation and ask.
+
+use serde_json::Value;
+
+use super::{Gate, GateError, NewCall, Permit, Scope, millis};
+use crate::call::QualifiedName;
+use crate::call::ToolCall;
+use crate::policy::{BUDGET, REMEMBERED, ToolInfo, Verdict};
+use crate::protocol::ConfirmationProtocol;
+use crate::store::{AuditDecision, Issued};
+
+impl Gate {
+    /// The whole chain for a new call: the policy's deciders, with
+    /// remembered approvals and budgets from the store in their place.
+    pub(super) async fn decide(
+        &self,
+        scope: &Scope,
+        call: &ToolCall,
+    ) -> Result<Option<Verdict>, GateError> {
+        let Some(facts) = self.facts(call) else {
+            return Ok(None);
+        };
+        let qualified = &facts.qualified;
+        let info = facts.info(scope, call);
+        let above = self.policy.decide_in(&info, REMEMBERED + 1..=i32::MAX);
+        if above != Verdict::Pass {
+            return Ok(Some(above));
+        }
+        if let Some(approval) = self
+            .remembered
+            .remembered(&scope.principal, &scope.chat_id, qualified)
+            .await?
+        {
+            let reach = if approval.chat_id.is_some() {
+                "this chat"
+            } else {
+                "every chat"
+            };
+            return Ok(Some(Verdict::Allow {
+                by: format!("remembered approval {} for {reach}", approval.id),
+            }));
+        }
+        let between = self.policy.decide_in(&info, BUDGET + 1..=REMEMBERED);
+        if between != Verdict::Pass {
+            return Ok(Some(between));
+        }
+        if self
+            .remembered
+            .take_budget(&scope.principal, &scope.chat_id, qualified)
+            .await?
+        {
+            return Ok(Some(Verdict::Allow {
+                by: "approve the next N".into(),
+            }));
+        }
+        Ok(Some(
+            match self.policy.decide_in(&info, i32::MIN..=BUDGET) {
+                Verdict::Pass => Verdict::Ask,
+                verdict => verdict,
+            },
+        ))
+    }
+
+    /// Decides about a call the model made: run it, or issue a confirmation
+    /// to be asked in `protocol`.
+    pub async fn check_new(
+        &self,
+        scope: &Scope,
+        call: ToolCall,
+        protocol: ConfirmationProtocol,
+    ) -> Result<NewCall, GateError> {
+        let tools = self.tools.current();
+        let Some(tool) = tools.get(&call.name) else {
+            return Ok(NewCall::Refused(format!("unknown tool `{}`", call.name)));
+        };
+        match self.decide(scope, &call).await? {
+            Some(Verdict::Allow { by }) => {
+                if tool.runs_on_client() {
+                    let (gate, scope, handed) = (self.clone(), scope.clone(), call.clone());
+                    let handoff = self
+                        .to_the_end(async move {
+                            let handoff = gate.record_hand_off(&scope, &handed, protocol).await?;
+                            let id = Some(handoff.as_str());
+                            gate.note(&scope, &handed, AuditDecision::Allowed, by, None, id)
+                                .await;
+                            Ok(handoff)
+                        })
+                        .await?;
+                    return Ok(NewCall::Client { call, handoff });
+                }
+                self.note(scope, &call, AuditDecision::Allowed, by, None, None)
+                    .await;
+                return Ok(NewCall::Run(Permit { call }));
+            }
+            Some(Verdict::Deny { reason }) => {
+                self.note(
+                    scope,
+                    &call,
+                    AuditDecision::Denied,
+                    "policy".into(),
+                    Some(reason.clone()),
+                    None,
+                )
+                .await;
+                return Ok(NewCall::Refused(format!("denied by policy: {reason}")));
+            }
+            Some(Verdict::Ask | Verdict::Pass) | None => {}
+        }
+        if !self.may_ask(&call.name) {
+            // Its input already streamed as a call that would not ask; fail closed.
+            return Ok(NewCall::Refused(format!(
+                "tool `{}` asks for confirmation its policy said it never needs",
+                call.name
+            )));
+        }
+        let qualified = QualifiedName::of(&call.name);
+        let tool_info = ToolInfo {
+            name: &call.name,
+            qualified: &qualified,
+            tool_may_ask: true,
+        };
+        let hint = self
+            .policy
+            .hint(&tool_info, &call.args)
+            .unwrap_or_else(|| tool.confirmation_hint(&call.args));
+        let now = self.clock.now_ms();
+        let issued = Issued {
+            id: self.ids.next(match protocol {
+                ConfirmationProtocol::Adk => "adk",
+                ConfirmationProtocol::AiSdk => "approval",
+            }),
+            chat_id: scope.chat_id.clone(),
+            principal: scope.principal.clone(),
+            hint,
+            protocol,
+            call,
+            issued_at_ms: now,
+            expires_at_ms: now.saturating_add(millis(self.expiry)),
+        };
+        self.store.insert(issued.clone()).await?;
+        self.note(
+            scope,
+            &issued.call,
+            AuditDecision::Asked,
+            "policy".into(),
+            None,
+            Some(&issued.id),
+        )
+        .await;
+        Ok(NewCall::Ask(issued))
+    }
+}
+
+/// The input of an `adk_request_confirmation` call, as ADK shapes it.
+pub fn confirmation_input(issued: &Issued) -> Value {
+    crate::protocol::adk::question(&issued.call, &issued.hint)
+}

@@ -1,0 +1,121 @@
+//! Where a tool runs: the one place `Tool::execute` is called, for a
+//! permitted call (on the request) or a claimed one (on a tracked task).
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::FutureExt;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::{Gate, Permit, Running};
+use crate::call::ToolCall;
+use crate::store::Outcome;
+use crate::tools::{Registry, ToolContext, ToolError};
+
+impl Gate {
+    /// Runs a confirmed, claimed call to the end in its own task and records
+    /// its outcome, even if the client goes away, so that a replay reports it
+    /// instead of running the call again.
+    pub(super) fn start_confirmed(
+        &self,
+        id: String,
+        call: ToolCall,
+        payload: Option<Value>,
+        chat_id: &str,
+        ran_with: Option<Value>,
+    ) -> Running {
+        let ctx = self.context(&call, payload, chat_id);
+        let execute = execute(self.tools.current(), call, ctx, self.tool_timeout);
+        let store = self.store.clone();
+        let task = self.tasks.spawn(async move {
+            let mut outcome = execute.await;
+            // The ledger keeps the arguments an edited call ran with.
+            if let Outcome::Output { ran_with: slot, .. } | Outcome::Error { ran_with: slot, .. } =
+                &mut outcome
+            {
+                *slot = ran_with;
+            }
+            if let Err(e) = store.finish(&id, outcome.clone()).await {
+                tracing::error!(confirmation = %id, "recording an outcome failed: {e}");
+            }
+            outcome
+        });
+        Box::pin(async move {
+            task.await.unwrap_or_else(|e| Outcome::Error {
+                message: format!("tool task failed: {e}"),
+                ran_with: None,
+            })
+        })
+    }
+
+    pub(super) fn context(
+        &self,
+        call: &ToolCall,
+        payload: Option<Value>,
+        chat_id: &str,
+    ) -> ToolContext {
+        ToolContext {
+            chat_id: chat_id.to_owned(),
+            call_id: call.id.clone(),
+            payload,
+            cancel: CancellationToken::new(),
+            ids: self.ids.clone(),
+        }
+    }
+
+    /// Runs a call that needs no confirmation; dropping the future cancels it.
+    pub async fn run(&self, permit: Permit, chat_id: &str) -> Outcome {
+        let ctx = self.context(&permit.call, None, chat_id);
+        let _cancel_on_drop = ctx.cancel.clone().drop_guard();
+        execute(self.tools.current(), permit.call, ctx, self.tool_timeout).await
+    }
+}
+
+pub(super) async fn execute(
+    registry: Arc<Registry>,
+    call: ToolCall,
+    ctx: ToolContext,
+    timeout: Duration,
+) -> Outcome {
+    let Some(tool) = registry.get(&call.name).cloned() else {
+        return Outcome::Error {
+            message: format!("unknown tool `{}`", call.name),
+            ran_with: None,
+        };
+    };
+    if tool.runs_on_client() {
+        // The gate hands these out; getting here is a bug, never a result.
+        tracing::error!(tool = %call.name, "a client-side tool reached the server's executor");
+        return Outcome::Error {
+            message: format!(
+                "`{}` runs in the client; the server never executes it",
+                call.name
+            ),
+            ran_with: None,
+        };
+    }
+    let cancel = ctx.cancel.clone();
+    let run = AssertUnwindSafe(tool.execute(call.args, ctx)).catch_unwind();
+    let result = match tokio::time::timeout(timeout, run).await {
+        Ok(Ok(result)) => result,
+        Ok(Err(_panic)) => Err(ToolError::Failed("tool panicked".into())),
+        Err(_elapsed) => {
+            cancel.cancel();
+            Err(ToolError::TimedOut(
+                u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
+            ))
+        }
+    };
+    match result {
+        Ok(output) => Outcome::Output {
+            output,
+            ran_with: None,
+        },
+        Err(e) => Outcome::Error {
+            message: e.to_string(),
+            ran_with: None,
+        },
+    }
+}

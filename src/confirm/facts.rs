@@ -1,0 +1,139 @@
+//! What the gate knows about a call's tool, and what the policy says about
+//! it without the store: the facts every decision starts from.
+
+use std::sync::Arc;
+
+use super::{Gate, Inventory, Scope, ToolView};
+use crate::call::QualifiedName;
+use crate::call::ToolCall;
+use crate::policy::{CallInfo, ToolInfo, Verdict};
+use crate::tools::Toolbox;
+
+impl Gate {
+    /// What the policy needs to know about a call's tool; `None` for an unknown tool.
+    pub(super) fn facts(&self, call: &ToolCall) -> Option<Facts> {
+        let tools = self.tools.current();
+        let tool = tools.get(&call.name)?;
+        Some(Facts {
+            qualified: QualifiedName::of(&call.name),
+            tool_may_ask: tool.may_need_confirmation(),
+            tool_asks: tool.needs_confirmation(&call.args),
+        })
+    }
+
+    /// What the policy says about this call now.
+    pub(super) fn verdict(&self, scope: &Scope, call: &ToolCall) -> Option<Verdict> {
+        let facts = self.facts(call)?;
+        Some(self.policy.decide(&facts.info(scope, call)))
+    }
+
+    /// Whether calls to `name` may need confirmation; when not, their input
+    /// can stream live.
+    pub fn may_ask(&self, name: &str) -> bool {
+        let tools = self.tools.current();
+        let Some(tool) = tools.get(name) else {
+            return true;
+        };
+        let qualified = QualifiedName::of(name);
+        self.policy.may_ask(&ToolInfo {
+            name,
+            qualified: &qualified,
+            tool_may_ask: tool.may_need_confirmation(),
+        })
+    }
+
+    /// Whether the user may edit the arguments of `name` before approving
+    /// (`toolConfirmation.tools.<tool>.editable`).
+    pub fn editable(&self, name: &str) -> bool {
+        let qualified = QualifiedName::of(name);
+        self.policy.editable(&ToolInfo {
+            name,
+            qualified: &qualified,
+            tool_may_ask: true,
+        })
+    }
+
+    /// Every tool now, with its source, qualified name and effective policy.
+    pub fn tools(&self) -> Vec<ToolView> {
+        let tools = self.tools.current();
+        tools
+            .iter()
+            .map(|tool| {
+                let name = tool.name();
+                let qualified = QualifiedName::of(name);
+                let policy = self.policy.describe(&ToolInfo {
+                    name,
+                    qualified: &qualified,
+                    tool_may_ask: tool.may_need_confirmation(),
+                });
+                ToolView {
+                    name: name.to_owned(),
+                    qualified_name: qualified.into_string(),
+                    source: tool.source(),
+                    description: tool.description().to_owned(),
+                    parameters: tool.parameters(),
+                    policy,
+                }
+            })
+            .collect()
+    }
+
+    /// Every tool now, and each MCP server's state.
+    pub fn inventory(&self) -> Inventory {
+        Inventory {
+            tools: self.tools(),
+            mcp_servers: self.tools.servers(),
+        }
+    }
+
+    /// The tools the model is offered now (a turn keeps one snapshot).
+    pub fn specs(&self) -> Arc<[crate::call::ToolSpec]> {
+        self.tools.current().specs()
+    }
+
+    /// The tools and the state of each MCP server.
+    pub fn toolbox(&self) -> &Toolbox {
+        &self.tools
+    }
+
+    /// Whether a call of `name` must never reach the client's `onToolCall`
+    /// unless handed out: a client-side tool, or one this server does not know.
+    pub fn kept_from_client(&self, name: &str) -> bool {
+        self.tools
+            .current()
+            .get(name)
+            .is_none_or(|t| t.runs_on_client())
+    }
+
+    /// Whether `name` is a client-side tool.
+    pub fn runs_on_client(&self, name: &str) -> bool {
+        self.tools
+            .current()
+            .get(name)
+            .is_some_and(|t| t.runs_on_client())
+    }
+}
+
+/// What the policy needs to know about a call's tool.
+pub(super) struct Facts {
+    /// Made once per call: every rule sees the same name.
+    pub(super) qualified: QualifiedName,
+    pub(super) tool_may_ask: bool,
+    pub(super) tool_asks: bool,
+}
+
+impl Facts {
+    pub(super) fn info<'a>(&'a self, scope: &'a Scope, call: &'a ToolCall) -> CallInfo<'a> {
+        CallInfo {
+            tool: ToolInfo {
+                name: &call.name,
+                qualified: &self.qualified,
+                tool_may_ask: self.tool_may_ask,
+            },
+            args: &call.args,
+            tool_asks: self.tool_asks,
+            chat_id: &scope.chat_id,
+            principal: &scope.principal,
+        }
+    }
+}

@@ -1,0 +1,287 @@
+//! What a decision made outside the chat does (the approvals API, a
+//! socket's `confirm` frame), and what a held question becomes when nobody
+//! decides in time.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::audit::{edited_from, outcome_reason};
+use super::records::as_ran;
+use super::{Answered, Decision, Gate, GateError, OUTCOME_UNKNOWN, OutOfBand, Scope, TIMEOUT};
+use crate::call::ToolCall;
+use crate::store::{AuditDecision, Claim, Issued, Outcome, Status, StoreError};
+
+impl Gate {
+    /// Decides a confirmation through the API rather than the chat: the
+    /// caller is authenticated as `principal`, so no signature or history
+    /// check applies. The same decision twice is fine; a different one is a
+    /// conflict. An approved call runs here, and the chat's next request
+    /// reports its outcome.
+    pub async fn decide_out_of_band(
+        &self,
+        principal: &str,
+        id: &str,
+        decision: Decision,
+    ) -> Result<OutOfBand, GateError> {
+        let gate = self.clone();
+        let (principal, id) = (principal.to_owned(), id.to_owned());
+        self.to_the_end(async move { gate.decide_here(&principal, &id, decision).await })
+            .await
+    }
+
+    pub(super) async fn decide_here(
+        &self,
+        principal: &str,
+        id: &str,
+        decision: Decision,
+    ) -> Result<OutOfBand, GateError> {
+        let Some(issued) = self
+            .store
+            .get(id)
+            .await?
+            .filter(|i| i.principal == principal)
+        else {
+            let caller = Scope {
+                chat_id: String::new(),
+                principal: principal.to_owned(),
+            };
+            let nothing = ToolCall {
+                id: String::new(),
+                name: String::new(),
+                args: Value::Null,
+            };
+            let why = format!("no confirmation `{id}` for this user");
+            self.note(
+                &caller,
+                &nothing,
+                AuditDecision::Refused,
+                "toolgate".into(),
+                Some(why),
+                Some(id),
+            )
+            .await;
+            return Ok(OutOfBand::NotFound);
+        };
+        let scope = Scope {
+            chat_id: issued.chat_id.clone(),
+            principal: principal.to_owned(),
+        };
+        let approve = matches!(decision, Decision::Approve { .. });
+        let now = self.clock.now_ms();
+        let settled = |outcome: Outcome| {
+            let was_approved = !matches!(outcome, Outcome::Denied { .. });
+            if was_approved == approve {
+                OutOfBand::Decided(outcome)
+            } else {
+                OutOfBand::Conflict(format!(
+                    "confirmation `{id}` was already {}",
+                    if was_approved { "approved" } else { "denied" }
+                ))
+            }
+        };
+        let call = match &decision {
+            Decision::Approve {
+                edited: Some(edited),
+                ..
+            } => match self.edited_call(&issued, edited) {
+                Ok(call) => Some(call),
+                Err(refusal) => {
+                    let why = refusal.to_string();
+                    let reason = Some(why.clone());
+                    self.note(
+                        &scope,
+                        &issued.call,
+                        AuditDecision::Refused,
+                        "toolgate".into(),
+                        reason,
+                        Some(id),
+                    )
+                    .await;
+                    return Ok(OutOfBand::Invalid(why));
+                }
+            },
+            _ => None,
+        };
+        // Decided before: the same decision again is a replay, another one a conflict.
+        let earlier = match self.store.status(id).await? {
+            Some(Status::Done(outcome)) if now > issued.expires_at_ms => Some(settled(outcome)),
+            _ if now > issued.expires_at_ms => {
+                let why = "confirmation expired".to_owned();
+                self.note(
+                    &scope,
+                    &issued.call,
+                    AuditDecision::TimedOut,
+                    "toolgate".into(),
+                    Some(why.clone()),
+                    Some(id),
+                )
+                .await;
+                return Ok(OutOfBand::Conflict(why));
+            }
+            _ => match self.claim(id, now).await? {
+                Claim::Done(outcome) => Some(settled(outcome)),
+                Claim::InFlight { since_ms, orphaned } => {
+                    Some(match self.claimed_outcome(id, since_ms, orphaned).await? {
+                        Some(outcome) => settled(outcome),
+                        None => OutOfBand::Conflict(OUTCOME_UNKNOWN.into()),
+                    })
+                }
+                Claim::Won => None,
+            },
+        };
+        if let Some(result) = earlier {
+            let (decision, by, reason) = match &result {
+                OutOfBand::Conflict(why) => (AuditDecision::Refused, "toolgate", Some(why.clone())),
+                _ => (AuditDecision::Replayed, "an earlier answer", None),
+            };
+            self.note(&scope, &issued.call, decision, by.into(), reason, Some(id))
+                .await;
+            return Ok(result);
+        }
+        let outcome = match &decision {
+            Decision::Approve { .. } => {
+                let call = call.unwrap_or_else(|| issued.call.clone());
+                let (answered, decision, by) = self
+                    .approve_won(&scope, id, call, &issued.call.args, &decision)
+                    .await?;
+                let original = (decision == AuditDecision::Edited).then_some(&issued.call.args);
+                match answered {
+                    Answered::Running { call, outcome } => {
+                        let by = format!("{by} through the API");
+                        self.record(edited_from(
+                            self.event(&scope, &call, decision, by, None, Some(id)),
+                            original,
+                        ))
+                        .await;
+                        outcome.await
+                    }
+                    Answered::Recorded { call, outcome } => {
+                        let reason = outcome_reason(&outcome);
+                        self.record(edited_from(
+                            self.event(&scope, &call, decision, by, reason, Some(id)),
+                            original,
+                        ))
+                        .await;
+                        outcome
+                    }
+                    Answered::Client { call } => {
+                        let by = format!("{by} through the API");
+                        self.record(edited_from(
+                            self.event(&scope, &call, decision, by, None, Some(id)),
+                            original,
+                        ))
+                        .await;
+                        let ran_with = (decision == AuditDecision::Edited).then_some(call.args);
+                        Outcome::HandedOff { ran_with }
+                    }
+                    Answered::Rejected(why) => Outcome::Error {
+                        message: why,
+                        ran_with: None,
+                    },
+                }
+            }
+            Decision::Deny { reason } => {
+                let outcome = Outcome::Denied {
+                    reason: reason.clone(),
+                };
+                self.store.finish(id, outcome.clone()).await?;
+                self.note(
+                    &scope,
+                    &issued.call,
+                    AuditDecision::Rejected,
+                    "user through the API".into(),
+                    reason.clone(),
+                    Some(id),
+                )
+                .await;
+                outcome
+            }
+        };
+        Ok(OutOfBand::Decided(outcome))
+    }
+
+    /// Waits for the question `id` to be decided elsewhere (the approvals
+    /// API, a socket's `confirm` frame, another tab). When its window closes
+    /// first, it is denied with reason `timeout`, unless a decision wins the
+    /// store's claim at that moment. The call as it ran and its outcome.
+    pub async fn hold(&self, scope: &Scope, id: &str) -> Result<(ToolCall, Outcome), GateError> {
+        let issued = self
+            .store
+            .get(id)
+            .await?
+            .filter(|i| i.chat_id == scope.chat_id && i.principal == scope.principal);
+        let Some(issued) = issued else {
+            let outcome = Outcome::Error {
+                message: format!("confirmation `{id}` is gone"),
+                ran_with: None,
+            };
+            return Ok((
+                ToolCall {
+                    id: id.to_owned(),
+                    name: String::new(),
+                    args: Value::Null,
+                },
+                outcome,
+            ));
+        };
+        let window =
+            Duration::from_millis(issued.expires_at_ms.saturating_sub(self.clock.now_ms()));
+        if let Some(outcome) = self.store.wait_outcome(id, window).await? {
+            return Ok((as_ran(issued.call, &outcome), outcome));
+        }
+        let (gate, scope) = (self.clone(), scope.clone());
+        let call = issued.call.clone();
+        let outcome = self
+            .to_the_end(async move { gate.time_out(&scope, issued).await })
+            .await?;
+        Ok((as_ran(call, &outcome), outcome))
+    }
+
+    /// A held question nobody decided in its window: denied with reason
+    /// `timeout`, unless a decision wins the claim at that moment.
+    pub(super) async fn time_out(
+        &self,
+        scope: &Scope,
+        issued: Issued,
+    ) -> Result<Outcome, GateError> {
+        let id = issued.id.as_str();
+        let claim = match self.claim(id, self.clock.now_ms()).await {
+            // Forgotten as expired meanwhile: it timed out all the same.
+            Err(StoreError::NotClaimed(_)) => Claim::Done(Outcome::Denied {
+                reason: Some(TIMEOUT.to_owned()),
+            }),
+            claim => claim?,
+        };
+        let outcome = match claim {
+            Claim::Won => {
+                let outcome = Outcome::Denied {
+                    reason: Some(TIMEOUT.to_owned()),
+                };
+                self.store.finish(id, outcome.clone()).await?;
+                let why = "nobody answered before the confirmation timed out".to_owned();
+                self.note(
+                    scope,
+                    &issued.call,
+                    AuditDecision::TimedOut,
+                    "toolgate".into(),
+                    Some(why),
+                    Some(id),
+                )
+                .await;
+                outcome
+            }
+            Claim::Done(outcome) => outcome,
+            Claim::InFlight { since_ms, orphaned } => {
+                match self.claimed_outcome(id, since_ms, orphaned).await? {
+                    Some(outcome) => outcome,
+                    None => Outcome::Error {
+                        message: OUTCOME_UNKNOWN.into(),
+                        ran_with: None,
+                    },
+                }
+            }
+        };
+        Ok(outcome)
+    }
+}
