@@ -272,8 +272,9 @@ impl App {
     /// own); then every turn is stopped and the server's tasks (turns,
     /// sockets' writers, the purge) get up to [`DRAIN`] to end; then the
     /// gate's claimed calls record their outcomes and every MCP server is
-    /// closed (stdio servers' processes ended) before this returns. Request heads must arrive within
-    /// `server.headerReadSecs`; at most `server.maxConnections` are open.
+    /// closed (stdio servers' processes ended) before this returns. Request
+    /// heads must arrive within `server.headerReadSecs`; at most
+    /// `server.maxConnections` are open.
     pub async fn serve_until(
         self,
         listener: TcpListener,
