@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 
 use super::check::same_call;
 use super::handoff::handoff_id;
-use super::records::as_ran;
+use super::records::{RESULT, as_ran};
 use super::{CONFIRMATION_TOOL, ClientOutput, Gate, GateError, Scope, millis, signing};
 use crate::call::ToolCall;
 use crate::policy::Verdict;
@@ -239,6 +239,3 @@ pub(super) struct Taken {
 pub(super) fn result_key(id: &str) -> String {
     format!("{id}{RESULT}")
 }
-
-/// The suffix of a taken result's key.
-pub(super) const RESULT: &str = "/result";

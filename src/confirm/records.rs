@@ -1,11 +1,13 @@
 //! What the store still holds open: the questions of a chat, and the
 //! ones that expired unanswered.
 
-use super::client_output::RESULT;
 use super::handoff::HANDOFF;
 use super::{Gate, GateError, Scope};
 use crate::call::ToolCall;
 use crate::store::{AuditDecision, Issued, Outcome};
+
+/// The suffix of a taken client result's key.
+pub(super) const RESULT: &str = "/result";
 
 impl Gate {
     /// Logs every confirmation that expired unanswered as timed out (and

@@ -1,14 +1,12 @@
 //! What a client says about one confirmation, whichever protocol carried it
-//! (`adk.rs`, `native.rs`). Untrusted: only what the client claims; the gate
+//! (`adk.rs`, `native.rs`; `mod.rs` reads a part in either). Untrusted: only what the client claims; the gate
 //! judges it against what it issued.
 
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::compat::ConfirmationProtocol;
-use super::message::RequestError;
-use super::message::{AnswerKeys, Remember, ToolPart};
-use super::{adk, native};
+use super::message::{AnswerKeys, Remember};
 use crate::call::ToolCall;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -43,7 +41,8 @@ impl Decision {
     }
 }
 
-/// What the client says about one confirmation.
+/// What the client says about one confirmation; `Answer::from_part`
+/// (in `mod.rs`) reads one out of a tool part.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Answer {
     pub confirmation_id: String,
@@ -53,24 +52,6 @@ pub struct Answer {
     pub protocol: ConfirmationProtocol,
     /// The signature that came back with the question, if any.
     pub seal: Option<Seal>,
-}
-
-impl Answer {
-    /// The answer in a tool part, in either protocol, or `None` when the
-    /// part holds none. Anything but an explicit yes is a denial (fail
-    /// closed); a malformed key ([`AnswerKeys`]) is an error: the request
-    /// that carries it is refused.
-    pub fn from_part(part: &ToolPart) -> Result<Option<Self>, RequestError> {
-        match adk::answer(part)? {
-            Some(answer) => Ok(Some(answer)),
-            None => native::answer(part),
-        }
-    }
-
-    /// Whether `part` is a question still waiting for its answer.
-    pub fn is_pending(part: &ToolPart) -> bool {
-        adk::is_pending(part) || native::is_pending(part)
-    }
 }
 
 /// What travels with a confirmation when signing is on: toolgate's own key

@@ -393,8 +393,9 @@ fn stop_reason(reason: &str) -> StopReason {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::call::{ToolCall, ToolSpec};
     use crate::provider::http::testing::decode_data;
-    use crate::provider::{ResultContent, ToolCall, ToolResult, ToolSpec};
+    use crate::provider::{ResultContent, ToolResult};
 
     fn decode(events: &[&str]) -> Result<Vec<ProviderEvent>, ProviderError> {
         decode_data(Decode::new(Ids::sequential()), events)

@@ -1,0 +1,440 @@
+use super::*;
+use crate::call::ToolSpec;
+use crate::provider::http::testing::{decode_data, decode_sse, fixture};
+
+fn decode(events: &[&str]) -> Result<Vec<ProviderEvent>, ProviderError> {
+    decode_data(Decode::new(Ids::sequential()), events)
+}
+
+fn decode_fixture(name: &str) -> (Vec<ProviderEvent>, Option<ProviderError>) {
+    let name = name.trim_end_matches(".sse");
+    decode_sse(Decode::new(Ids::sequential()), &fixture("gemini", name))
+}
+
+fn text_of(events: &[ProviderEvent]) -> String {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            ProviderEvent::TextDelta(t) => Some(t.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn text_parts_stream_as_text() {
+    let events = decode(&[
+        r#"{"candidates":[{"content":{"parts":[{"text":"Hel"}],"role":"model"},"index":0}]}"#,
+        r#"{"candidates":[{"content":{"parts":[{"text":"lo","thoughtSignature":"c2ln"}],"role":"model"},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":4,"candidatesTokenCount":2,"totalTokenCount":6}}"#,
+    ]);
+    assert_eq!(
+        events.unwrap_or_default(),
+        [
+            ProviderEvent::TextDelta("Hel".into()),
+            ProviderEvent::TextDelta("lo".into()),
+            ProviderEvent::Finish {
+                reason: StopReason::Stop,
+                usage: Usage {
+                    input_tokens: 4,
+                    output_tokens: 2
+                },
+            },
+        ]
+    );
+}
+
+#[test]
+fn token_counts_at_the_limit_saturate() {
+    let events = decode(&[
+        r#"{"candidates":[{"finishReason":"STOP"}],"usageMetadata":{"candidatesTokenCount":18446744073709551615,"thoughtsTokenCount":1}}"#,
+    ]);
+    assert_eq!(
+        events.unwrap_or_default(),
+        [ProviderEvent::Finish {
+            reason: StopReason::Stop,
+            usage: Usage {
+                input_tokens: 0,
+                output_tokens: u64::MAX
+            },
+        }]
+    );
+}
+
+#[test]
+fn thought_parts_are_reasoning() {
+    let events = decode(&[
+        r#"{"candidates":[{"content":{"parts":[{"text":"Let me think.","thought":true}],"role":"model"}}]}"#,
+        r#"{"candidates":[{"content":{"parts":[{"text":"Yes."}],"role":"model"},"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":3,"candidatesTokenCount":2,"thoughtsTokenCount":5}}"#,
+    ]);
+    assert_eq!(
+        events.unwrap_or_default(),
+        [
+            ProviderEvent::ReasoningDelta("Let me think.".into()),
+            ProviderEvent::TextDelta("Yes.".into()),
+            ProviderEvent::Finish {
+                reason: StopReason::Stop,
+                usage: Usage {
+                    input_tokens: 3,
+                    output_tokens: 7
+                },
+            },
+        ]
+    );
+}
+
+#[test]
+fn a_call_without_id_gets_one_and_keeps_its_signature() {
+    let events = decode(&[
+        r#"{"candidates":[{"content":{"parts":[{"functionCall":{"name":"get_weather","args":{"city":"Paris"}},"thoughtSignature":"c2ln"}],"role":"model"},"finishReason":"STOP"}]}"#,
+    ]);
+    assert_eq!(
+        events.unwrap_or_default(),
+        [
+            ProviderEvent::ToolCallStart {
+                id: "call-1".into(),
+                name: "get_weather".into(),
+                metadata: Some(json!({"google": {"thoughtSignature": "c2ln"}})),
+            },
+            ProviderEvent::ToolCallDelta {
+                id: "call-1".into(),
+                delta: r#"{"city":"Paris"}"#.into(),
+            },
+            ProviderEvent::ToolCallEnd {
+                id: "call-1".into()
+            },
+            ProviderEvent::Finish {
+                reason: StopReason::ToolCalls,
+                usage: Usage::default(),
+            },
+        ]
+    );
+}
+
+#[test]
+fn a_call_with_id_keeps_it() {
+    let events = decode(&[
+        r#"{"candidates":[{"content":{"parts":[{"functionCall":{"id":"g1","name":"now"}}],"role":"model"},"finishReason":"STOP"}]}"#,
+    ]);
+    assert!(matches!(
+        events.as_deref(),
+        Ok([
+            ProviderEvent::ToolCallStart { id, metadata: None, .. },
+            ProviderEvent::ToolCallDelta { delta, .. },
+            ProviderEvent::ToolCallEnd { .. },
+            ProviderEvent::Finish { reason: StopReason::ToolCalls, .. },
+        ]) if id == "g1" && delta == "{}"
+    ));
+}
+
+#[test]
+fn parallel_calls_in_one_event() {
+    let events = decode(&[
+        r#"{"candidates":[{"content":{"parts":[{"functionCall":{"name":"w","args":{"city":"Paris"}},"thoughtSignature":"c2ln"},{"functionCall":{"name":"w","args":{"city":"Rome"}}}],"role":"model"},"finishReason":"STOP"}]}"#,
+    ]);
+    let starts: Vec<_> = events
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|e| match e {
+            ProviderEvent::ToolCallStart { id, metadata, .. } => Some((id, metadata)),
+            ProviderEvent::ToolCallDelta { id, delta } => Some((id, Some(delta.into()))),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        starts,
+        [
+            (
+                "call-1".into(),
+                Some(json!({"google": {"thoughtSignature": "c2ln"}}))
+            ),
+            ("call-1".into(), Some(json!(r#"{"city":"Paris"}"#))),
+            ("call-2".into(), None),
+            ("call-2".into(), Some(json!(r#"{"city":"Rome"}"#))),
+        ]
+    );
+}
+
+#[test]
+fn errors_truncation_and_blocks() {
+    assert!(matches!(
+        decode(&[
+            r#"{"candidates":[{"content":{"parts":[{"text":"Hi"}]}}]}"#,
+            r#"{"error":{"code":503,"message":"The model is overloaded.","status":"UNAVAILABLE"}}"#,
+        ]),
+        Err(ProviderError::Upstream { provider: "gemini", message }) if message == "The model is overloaded."
+    ));
+    assert!(matches!(
+        decode(&[r#"{"candidates":[{"content":{"parts":[{"text":"Hel"}]}}]}"#]),
+        Err(ProviderError::Incomplete { provider: "gemini" })
+    ));
+    assert!(matches!(
+        decode(&["{not json"]),
+        Err(ProviderError::Stream(message)) if message.contains("gemini")
+    ));
+    assert!(matches!(
+        decode(&[
+            r#"{"promptFeedback":{"blockReason":"SAFETY"},"usageMetadata":{"promptTokenCount":9}}"#
+        ])
+        .as_deref(),
+        Ok([ProviderEvent::Finish {
+            reason: StopReason::ContentFilter,
+            ..
+        }])
+    ));
+}
+
+#[test]
+fn finish_reasons() {
+    for (reason, expected) in [
+        ("MAX_TOKENS", StopReason::Length),
+        ("SAFETY", StopReason::ContentFilter),
+        ("RECITATION", StopReason::ContentFilter),
+        ("SPII", StopReason::ContentFilter),
+        ("MALFORMED_FUNCTION_CALL", StopReason::Other),
+        ("OTHER", StopReason::Other),
+    ] {
+        let event = format!(r#"{{"candidates":[{{"finishReason":"{reason}"}}]}}"#);
+        assert!(
+            matches!(decode(&[&event]).as_deref(), Ok([ProviderEvent::Finish { reason, .. }]) if *reason == expected),
+            "{reason}"
+        );
+    }
+}
+
+#[test]
+fn fixtures_decode() {
+    let (events, error) = decode_fixture("text.sse");
+    assert!(error.is_none(), "{error:?}");
+    assert_eq!(text_of(&events), "Bonjour ! Il fait beau à Paris ☀️.");
+    assert!(matches!(
+        events.last(),
+        Some(ProviderEvent::Finish { reason: StopReason::Stop, usage }) if usage.input_tokens > 0 && usage.output_tokens > 0
+    ));
+
+    let (events, error) = decode_fixture("thinking.sse");
+    assert!(error.is_none(), "{error:?}");
+    assert!(matches!(
+        events.first(),
+        Some(ProviderEvent::ReasoningDelta(_))
+    ));
+    assert!(!text_of(&events).is_empty());
+
+    let (events, error) = decode_fixture("tool_call.sse");
+    assert!(error.is_none(), "{error:?}");
+    assert!(matches!(
+        events.as_slice(),
+        [
+            ProviderEvent::ToolCallStart { id, name, metadata: Some(_) },
+            ProviderEvent::ToolCallDelta { delta, .. },
+            ProviderEvent::ToolCallEnd { .. },
+            ProviderEvent::Finish { reason: StopReason::ToolCalls, .. },
+        ] if id == "call-1" && name == "get_weather" && delta == r#"{"city":"Paris"}"#
+    ));
+
+    let (events, error) = decode_fixture("parallel_tool_calls.sse");
+    assert!(error.is_none(), "{error:?}");
+    let deltas: Vec<_> = events
+        .iter()
+        .filter_map(|e| match e {
+            ProviderEvent::ToolCallDelta { id, delta } => Some((id.as_str(), delta.as_str())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        deltas,
+        [
+            ("call-1", r#"{"city":"Paris"}"#),
+            ("call-2", r#"{"city":"Rome"}"#)
+        ]
+    );
+
+    let (events, error) = decode_fixture("error.sse");
+    assert!(!text_of(&events).is_empty());
+    assert!(matches!(
+        error,
+        Some(ProviderError::Upstream { message, .. }) if message == "The model is overloaded."
+    ));
+
+    let (events, error) = decode_fixture("after_tool.sse");
+    assert!(error.is_none(), "{error:?}");
+    assert_eq!(text_of(&events), "It is sunny in Paris.");
+}
+
+#[test]
+fn history_becomes_contents() {
+    let call = ToolCall {
+        id: "call-7".into(),
+        name: "get_weather".into(),
+        args: json!({"city": "Paris"}),
+    };
+    let request = ModelRequest {
+        messages: vec![
+            ModelMessage::System("be brief".into()),
+            ModelMessage::System("answer in French".into()),
+            ModelMessage::User(vec![
+                UserContent::Text("weather here?".into()),
+                UserContent::File {
+                    media_type: "image/png".into(),
+                    url: "data:image/png;base64,iVBORw0KGgo=".into(),
+                },
+                UserContent::File {
+                    media_type: "application/pdf".into(),
+                    url: "https://example.com/a.pdf".into(),
+                },
+            ]),
+            ModelMessage::Assistant(vec![
+                AssistantContent::Reasoning {
+                    text: "hm".into(),
+                    metadata: None,
+                },
+                AssistantContent::Text("Let me look.".into()),
+                AssistantContent::ToolCall {
+                    call,
+                    metadata: Some(json!({"google": {"thoughtSignature": "c2ln"}})),
+                },
+            ]),
+            ModelMessage::Tool(vec![ToolResult {
+                call_id: "call-7".into(),
+                tool_name: "get_weather".into(),
+                outcome: ResultContent::Denied {
+                    reason: Some("not now".into()),
+                },
+            }]),
+            ModelMessage::User(vec![UserContent::Text("ok then".into())]),
+        ],
+        tools: vec![ToolSpec {
+            name: "get_weather".into(),
+            description: "Weather".into(),
+            parameters: json!({"type": "object"}),
+        }]
+        .into(),
+    };
+    let mut extra_body = Map::new();
+    extra_body.insert(
+        "generationConfig".into(),
+        json!({"thinkingConfig": {"includeThoughts": true}}),
+    );
+    let options = ModelOptions {
+        model: "gemini-2.5-flash".into(),
+        max_tokens: Some(100),
+        extra_body,
+        ..ModelOptions::default()
+    };
+    let body: Value =
+        serde_json::from_slice(&body(&options, &request).unwrap_or_default()).unwrap_or_default();
+    assert_eq!(
+        body,
+        json!({
+            "contents": [
+                {"role": "user", "parts": [
+                    {"text": "weather here?"},
+                    {"inlineData": {"mimeType": "image/png", "data": "iVBORw0KGgo="}},
+                    {"fileData": {"mimeType": "application/pdf", "fileUri": "https://example.com/a.pdf"}},
+                ]},
+                {"role": "model", "parts": [
+                    {"text": "Let me look."},
+                    {"functionCall": {"name": "get_weather", "args": {"city": "Paris"}}, "thoughtSignature": "c2ln"},
+                ]},
+                {"role": "user", "parts": [
+                    {"functionResponse": {"name": "get_weather", "response": {"error": "User denied execution: not now"}}},
+                    {"text": "ok then"},
+                ]},
+            ],
+            "systemInstruction": {"parts": [{"text": "be brief\n\nanswer in French"}]},
+            "tools": [{"functionDeclarations": [
+                {"name": "get_weather", "description": "Weather", "parametersJsonSchema": {"type": "object"}}
+            ]}],
+            "generationConfig": {"maxOutputTokens": 100, "thinkingConfig": {"includeThoughts": true}},
+        })
+    );
+}
+
+#[test]
+fn outputs_and_bare_options() {
+    let request = ModelRequest {
+        messages: vec![
+            ModelMessage::User(vec![UserContent::File {
+                media_type: "text/plain".into(),
+                url: "data:text/plain,h%C3%A9llo".into(),
+            }]),
+            ModelMessage::Assistant(vec![AssistantContent::ToolCall {
+                call: ToolCall {
+                    id: "c".into(),
+                    name: "now".into(),
+                    args: Value::String("{broken".into()),
+                },
+                metadata: None,
+            }]),
+            ModelMessage::Tool(vec![ToolResult {
+                call_id: "c".into(),
+                tool_name: "now".into(),
+                outcome: ResultContent::Output(json!({"t": 1})),
+            }]),
+        ],
+        tools: Vec::new().into(),
+    };
+    let options = ModelOptions {
+        model: "m".into(),
+        ..ModelOptions::default()
+    };
+    let body: Value =
+        serde_json::from_slice(&body(&options, &request).unwrap_or_default()).unwrap_or_default();
+    assert_eq!(
+        body,
+        json!({"contents": [
+            {"role": "user", "parts": [{"inlineData": {"mimeType": "text/plain", "data": "aMOpbGxv"}}]},
+            {"role": "model", "parts": [{"functionCall": {"name": "now", "args": {}}}]},
+            {"role": "user", "parts": [{"functionResponse": {"name": "now", "response": {"output": {"t": 1}}}}]},
+        ]})
+    );
+}
+
+/// Gemini checks the signature on a step's first call: a signed call
+/// recorded after an unsigned one goes first, and so does its answer.
+#[test]
+fn the_signed_call_goes_first_with_its_answer() {
+    let call = |id: &str, signed: bool| AssistantContent::ToolCall {
+        call: ToolCall {
+            id: id.into(),
+            name: format!("tool_{id}"),
+            args: json!({}),
+        },
+        metadata: signed
+            .then(|| json!({"toolgate": {"seal": 1}, "google": {"thoughtSignature": "SIG"}})),
+    };
+    let result = |id: &str| ToolResult {
+        call_id: id.into(),
+        tool_name: format!("tool_{id}"),
+        outcome: ResultContent::Output(json!(id)),
+    };
+    let request = ModelRequest {
+        messages: vec![
+            ModelMessage::User(vec![UserContent::Text("go".into())]),
+            ModelMessage::Assistant(vec![
+                AssistantContent::Text("ok".into()),
+                call("a", false),
+                call("b", true),
+            ]),
+            ModelMessage::Tool(vec![result("a"), result("b")]),
+        ],
+        tools: Vec::new().into(),
+    };
+    let options = ModelOptions::default();
+    let body: Value =
+        serde_json::from_slice(&body(&options, &request).unwrap_or_default()).unwrap_or_default();
+    assert_eq!(
+        body["contents"][1]["parts"],
+        json!([
+            {"text": "ok"},
+            {"functionCall": {"name": "tool_b", "args": {}}, "thoughtSignature": "SIG"},
+            {"functionCall": {"name": "tool_a", "args": {}}},
+        ])
+    );
+    assert_eq!(
+        body["contents"][2]["parts"],
+        json!([
+            {"functionResponse": {"name": "tool_b", "response": {"output": "b"}}},
+            {"functionResponse": {"name": "tool_a", "response": {"output": "a"}}},
+        ])
+    );
+}

@@ -1,0 +1,422 @@
+//! The suite every backend passes.
+use super::*;
+use serde_json::json;
+
+/// The instance the suite claims as.
+pub const ME: &str = "instance-me";
+
+pub fn issued(id: &str) -> Issued {
+    Issued {
+        id: id.into(),
+        chat_id: "chat".into(),
+        principal: "anonymous".into(),
+        call: ToolCall {
+            id: "call-1".into(),
+            name: "process_payment".into(),
+            args: json!({"amount": 1}),
+        },
+        hint: "ok?".into(),
+        protocol: ConfirmationProtocol::Adk,
+        issued_at_ms: 0,
+        expires_at_ms: 10,
+    }
+}
+
+pub async fn claims_exactly_once(store: Store) {
+    store
+        .insert(issued("a"))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(matches!(
+        store.insert(issued("a")).await,
+        Err(StoreError::Duplicate(_))
+    ));
+    assert_eq!(store.get("a").await.ok().flatten(), Some(issued("a")));
+    assert_eq!(store.get("b").await.ok().flatten(), None);
+    assert_eq!(store.claim("a", 5, ME).await.ok(), Some(Claim::Won));
+    assert_eq!(
+        store.claim("a", 5, ME).await.ok(),
+        Some(Claim::InFlight {
+            since_ms: 5,
+            orphaned: false
+        })
+    );
+    let outcome = Outcome::Output {
+        output: json!(1),
+        ran_with: None,
+    };
+    // A test's waiter, awaited below.
+    #[allow(clippy::disallowed_methods)]
+    let waiter = {
+        let store = store.clone();
+        tokio::spawn(async move {
+            store
+                .wait_outcome("a", Duration::from_secs(5))
+                .await
+                .ok()
+                .flatten()
+        })
+    };
+    store
+        .finish("a", outcome.clone())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(waiter.await.ok().flatten(), Some(outcome.clone()));
+    assert_eq!(
+        store.claim("a", 5, ME).await.ok(),
+        Some(Claim::Done(outcome))
+    );
+    assert!(matches!(
+        store
+            .finish(
+                "b",
+                Outcome::Error {
+                    message: "x".into(),
+                    ran_with: None,
+                }
+            )
+            .await,
+        Err(StoreError::NotClaimed(_))
+    ));
+    assert_eq!(
+        store
+            .wait_outcome("b", Duration::from_millis(10))
+            .await
+            .ok()
+            .flatten(),
+        None
+    );
+    assert_eq!(
+        store.status("a").await.ok().flatten(),
+        Some(Status::Done(Outcome::Output {
+            output: json!(1),
+            ran_with: None
+        }))
+    );
+    assert_eq!(store.status("b").await.ok().flatten(), None);
+}
+
+/// A claim held by this instance is alive (its call runs here); one held
+/// by an instance that is gone is orphaned, at once.
+pub async fn knows_orphaned_claims(store: Store) {
+    for id in ["mine", "theirs"] {
+        store
+            .insert(issued(id))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    store.heartbeat(ME).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(store.claim("mine", 5, ME).await.ok(), Some(Claim::Won));
+    assert_eq!(
+        store.claim("mine", 6, ME).await.ok(),
+        Some(Claim::InFlight {
+            since_ms: 5,
+            orphaned: false
+        }),
+        "this instance's own claim is running here"
+    );
+    // Claimed by an instance that never beat (or crashed): orphaned for everyone.
+    assert_eq!(
+        store.claim("theirs", 5, "instance-gone").await.ok(),
+        Some(Claim::Won)
+    );
+    assert_eq!(
+        store.claim("theirs", 6, ME).await.ok(),
+        Some(Claim::InFlight {
+            since_ms: 5,
+            orphaned: true
+        })
+    );
+    // Its outcome, if one ever comes, still counts.
+    let outcome = Outcome::Denied { reason: None };
+    store
+        .finish("theirs", outcome.clone())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        store.claim("theirs", 7, ME).await.ok(),
+        Some(Claim::Done(outcome))
+    );
+}
+
+/// `issued()` expires at 10 ms.
+pub async fn purges_what_expired_unless_running(store: Store) {
+    for id in ["pending", "running", "done"] {
+        store
+            .insert(issued(id))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    for id in ["running", "done"] {
+        assert_eq!(store.claim(id, 5, ME).await.ok(), Some(Claim::Won));
+    }
+    store
+        .finish("done", Outcome::Denied { reason: None })
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(store.purge_expired(10).await.ok(), Some(0));
+    assert_eq!(store.purge_expired(11).await.ok(), Some(2));
+    assert_eq!(store.get("pending").await.ok().flatten(), None);
+    assert_eq!(store.get("done").await.ok().flatten(), None);
+    assert!(store.get("running").await.ok().flatten().is_some());
+}
+
+pub async fn remembers_and_budgets(store: Store) {
+    let approval = |id: &str, chat: Option<&str>, tool: &str| Remembered {
+        id: id.into(),
+        principal: "alice".into(),
+        chat_id: chat.map(str::to_owned),
+        tool: tool.into(),
+        created_at_ms: 1,
+    };
+    let ok = |r: Result<(), StoreError>| r.unwrap_or_else(|e| panic!("{e}"));
+    ok(store.remember(approval("r1", None, "internal--pay")).await);
+    ok(store
+        .remember(approval("r2", Some("chat"), "internal--pay"))
+        .await);
+    assert_eq!(
+        store
+            .remembered("alice", "chat", "internal--pay")
+            .await
+            .ok()
+            .flatten()
+            .map(|r| r.id),
+        Some("r2".into())
+    );
+    assert_eq!(
+        store
+            .remembered("alice", "other", "internal--pay")
+            .await
+            .ok()
+            .flatten()
+            .map(|r| r.id),
+        Some("r1".into())
+    );
+    assert_eq!(
+        store
+            .remembered("bob", "chat", "internal--pay")
+            .await
+            .ok()
+            .flatten(),
+        None
+    );
+    assert_eq!(
+        store
+            .remembered("alice", "chat", "internal--weather")
+            .await
+            .ok()
+            .flatten(),
+        None
+    );
+    // The same scope again replaces, and keeps one entry.
+    ok(store
+        .remember(approval("r3", Some("chat"), "internal--pay"))
+        .await);
+    let mut ids: Vec<String> = store
+        .list_remembered("alice")
+        .await
+        .unwrap_or_default()
+        .into_iter()
+        .map(|r| r.id)
+        .collect();
+    ids.sort();
+    assert_eq!(ids, ["r1", "r3"]);
+    assert_eq!(
+        store.revoke("bob", "r3").await.ok(),
+        Some(false),
+        "another user cannot revoke it"
+    );
+    assert_eq!(store.revoke("alice", "r3").await.ok(), Some(true));
+    assert_eq!(store.revoke("alice", "r3").await.ok(), Some(false));
+    assert_eq!(
+        store
+            .remembered("alice", "chat", "internal--pay")
+            .await
+            .ok()
+            .flatten()
+            .map(|r| r.id),
+        Some("r1".into())
+    );
+
+    assert_eq!(
+        store
+            .take_budget("alice", "chat", "internal--pay")
+            .await
+            .ok(),
+        Some(false)
+    );
+    ok(store
+        .grant_budget("alice", "chat", "internal--pay", 2)
+        .await);
+    assert_eq!(
+        store
+            .take_budget("alice", "other", "internal--pay")
+            .await
+            .ok(),
+        Some(false)
+    );
+    assert_eq!(
+        store
+            .take_budget("alice", "chat", "internal--pay")
+            .await
+            .ok(),
+        Some(true)
+    );
+    assert_eq!(
+        store
+            .take_budget("alice", "chat", "internal--pay")
+            .await
+            .ok(),
+        Some(true)
+    );
+    assert_eq!(
+        store
+            .take_budget("alice", "chat", "internal--pay")
+            .await
+            .ok(),
+        Some(false)
+    );
+}
+
+pub async fn keeps_an_audit_log(store: Store) {
+    let event = |at_ms: u64, principal: &str, chat: &str| AuditEvent {
+        at_ms,
+        principal: principal.into(),
+        chat_id: chat.into(),
+        tool: "internal--pay".into(),
+        call_id: "call-1".into(),
+        args_digest: "00".into(),
+        issued_args_digest: None,
+        decision: AuditDecision::Asked,
+        by: "mode event-based".into(),
+        reason: None,
+        confirmation_id: Some("adk-1".into()),
+    };
+    for (at, who, chat) in [
+        (10, "alice", "a"),
+        (20, "bob", "a"),
+        (30, "alice", "b"),
+        (40, "alice", "a"),
+    ] {
+        store
+            .audit(event(at, who, chat))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    let times = |events: Vec<AuditEvent>| events.into_iter().map(|e| e.at_ms).collect::<Vec<_>>();
+    assert_eq!(
+        times(
+            store
+                .audit_log("alice", None, 0, 100)
+                .await
+                .unwrap_or_default()
+        ),
+        [10, 30, 40]
+    );
+    assert_eq!(
+        times(
+            store
+                .audit_log("alice", Some("a"), 0, 100)
+                .await
+                .unwrap_or_default()
+        ),
+        [10, 40]
+    );
+    assert_eq!(
+        times(
+            store
+                .audit_log("alice", None, 30, 100)
+                .await
+                .unwrap_or_default()
+        ),
+        [30, 40]
+    );
+    assert_eq!(
+        times(
+            store
+                .audit_log("alice", None, 0, 2)
+                .await
+                .unwrap_or_default()
+        ),
+        [10, 30]
+    );
+    assert_eq!(
+        store
+            .audit_log("alice", None, 0, 100)
+            .await
+            .unwrap_or_default()[0],
+        event(10, "alice", "a")
+    );
+    assert_eq!(store.prune_audit(30).await.ok(), Some(2));
+    assert_eq!(
+        times(
+            store
+                .audit_log("alice", None, 0, 100)
+                .await
+                .unwrap_or_default()
+        ),
+        [30, 40]
+    );
+}
+
+pub async fn lists_open_confirmations(store: Store) {
+    let with = |id: &str, chat: &str, principal: &str| Issued {
+        chat_id: chat.into(),
+        principal: principal.into(),
+        ..issued(id)
+    };
+    for (id, chat, who) in [
+        ("o1", "chat", "anonymous"),
+        ("o2", "chat", "anonymous"),
+        ("o3", "other", "anonymous"),
+        ("o4", "chat", "bob"),
+    ] {
+        store
+            .insert(with(id, chat, who))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    assert_eq!(store.claim("o2", 5, ME).await.ok(), Some(Claim::Won));
+    let ids = |v: Vec<Issued>| v.into_iter().map(|i| i.id).collect::<Vec<_>>();
+    assert_eq!(
+        ids(store.open("anonymous", "chat", 5).await.unwrap_or_default()),
+        ["o1"]
+    );
+    assert_eq!(
+        ids(store.open("bob", "chat", 5).await.unwrap_or_default()),
+        ["o4"]
+    );
+    assert!(
+        store
+            .open("anonymous", "chat", 11)
+            .await
+            .unwrap_or_default()
+            .is_empty(),
+        "expired at 10"
+    );
+}
+
+/// `issued()` expires at 10 ms.
+pub async fn hands_out_unanswered_expired_once(store: Store) {
+    for id in ["unanswered", "answered"] {
+        store
+            .insert(issued(id))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    assert_eq!(store.claim("answered", 5, ME).await.ok(), Some(Claim::Won));
+    assert!(
+        store.take_expired(10).await.unwrap_or_default().is_empty(),
+        "not expired yet"
+    );
+    let ids = |v: Vec<Issued>| v.into_iter().map(|i| i.id).collect::<Vec<_>>();
+    assert_eq!(
+        ids(store.take_expired(11).await.unwrap_or_default()),
+        ["unanswered"]
+    );
+    assert!(
+        store.take_expired(12).await.unwrap_or_default().is_empty(),
+        "only once"
+    );
+    assert_eq!(store.get("unanswered").await.ok().flatten(), None);
+}
