@@ -6,7 +6,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
-use toolgate::confirm::{Answer, Decision};
+use toolgate::protocol::answer::{Answer, Decision};
 use toolgate::protocol::{ChatRequest, ConfirmationProtocol, Part, ToolState};
 
 fuzz_target!(|body: &[u8]| {
