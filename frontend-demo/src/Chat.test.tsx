@@ -4,7 +4,7 @@ import { Chat } from './Chat';
 import { defaults } from './settings';
 
 /** A turn as toolgate streams it: one short text answer. */
-function answer(text: string): Response {
+function answer(text: string): string {
   const chunks = [
     { type: 'start', messageId: 'msg-1' },
     { type: 'start-step' },
@@ -14,10 +14,24 @@ function answer(text: string): Response {
     { type: 'finish-step' },
     { type: 'finish', finishReason: 'stop' },
   ];
-  const body = [...chunks.map((c) => `data: ${JSON.stringify(c)}\n\n`), 'data: [DONE]\n\n'].join('');
-  return new Response(body, {
+  return [...chunks.map((c) => `data: ${JSON.stringify(c)}\n\n`), 'data: [DONE]\n\n'].join('');
+}
+
+/** A response whose body is sent when the test says so. */
+function held(): { response: Response; send: (body: string) => void } {
+  let send: (body: string) => void = () => undefined;
+  const stream = new ReadableStream<Uint8Array>({
+    start(controller) {
+      send = (body) => {
+        controller.enqueue(new TextEncoder().encode(body));
+        controller.close();
+      };
+    },
+  });
+  const response = new Response(stream, {
     headers: { 'content-type': 'text/event-stream', 'x-vercel-ai-ui-message-stream': 'v1' },
   });
+  return { response, send };
 }
 
 beforeEach(() => {
@@ -36,7 +50,8 @@ describe('Chat', () => {
     vi.spyOn(Element.prototype, 'scrollIntoView').mockImplementation(
       scrolled as unknown as Element['scrollIntoView'],
     );
-    const fetched = vi.fn((..._: Parameters<typeof fetch>) => Promise.resolve(answer('Hello from toolgate')));
+    const turn = held();
+    const fetched = vi.fn((..._: Parameters<typeof fetch>) => Promise.resolve(turn.response));
     vi.stubGlobal('fetch', fetched);
     const errors = vi.spyOn(console, 'error');
 
@@ -44,12 +59,20 @@ describe('Chat', () => {
     fireEvent.change(screen.getByLabelText('Message'), { target: { value: 'Hi' } });
     fireEvent.click(screen.getByRole('button', { name: 'Send' }));
 
-    // Each new message re-runs the scroll effect, and cleans up the last run.
+    // Each new message re-runs the scroll effect, and cleans up the last
+    // run: the question renders before the answer is sent, so the effect
+    // runs for each however fast the answer comes.
+    expect(await screen.findByText('Hi')).toBeTruthy();
+    await vi.waitFor(() => {
+      expect(fetched).toHaveBeenCalledOnce();
+    });
+    const before = scrolled.mock.calls.length;
+    turn.send(answer('Hello from toolgate'));
     expect(await screen.findByText('Hello from toolgate')).toBeTruthy();
-    expect(screen.getByText('Hi')).toBeTruthy();
     expect(screen.getByLabelText('Message')).toBeTruthy();
     expect(fetched).toHaveBeenCalledOnce();
-    expect(scrolled.mock.calls.length).toBeGreaterThan(1);
+    expect(before).toBeGreaterThan(0);
+    expect(scrolled.mock.calls.length).toBeGreaterThan(before);
     expect(errors).not.toHaveBeenCalled();
   });
 });
