@@ -135,24 +135,8 @@ impl Turn {
             Err(e) => return self.gate_failed(&e, out),
             Ok(Answered::Rejected(_)) => return Phase::Answers(work),
             Ok(Answered::Client { call }) => {
-                if adk && let Some(output) = echo {
-                    let confirmation_id = confirmation_id.clone();
-                    self.emit(
-                        AgentEvent::Confirmed {
-                            confirmation_id,
-                            output,
-                        },
-                        out,
-                    );
-                }
-                let event = AgentEvent::HandedOff {
-                    call,
-                    handoff: confirmation_id,
-                    asked: Some(protocol),
-                    metadata: None,
-                    streamed: false,
-                };
-                self.emit(event, out);
+                let echo = echo.filter(|_| adk);
+                self.hand_off_approved(call, confirmation_id, protocol, echo, out);
                 work.handed += 1;
                 return Phase::Answers(work);
             }
@@ -188,6 +172,36 @@ impl Turn {
             Err(running) => work.running = Some((call, running, approval)),
         }
         Phase::Answers(work)
+    }
+
+    /// Hands an approved call of a client-side tool out: in ADK, after the
+    /// confirmation's own output (`adk_output`).
+    pub(super) fn hand_off_approved(
+        &mut self,
+        call: ToolCall,
+        confirmation_id: String,
+        protocol: ConfirmationProtocol,
+        adk_output: Option<Value>,
+        out: &mut Vec<UiChunk>,
+    ) {
+        if let Some(output) = adk_output {
+            let confirmation_id = confirmation_id.clone();
+            self.emit(
+                AgentEvent::Confirmed {
+                    confirmation_id,
+                    output,
+                },
+                out,
+            );
+        }
+        let event = AgentEvent::HandedOff {
+            call,
+            handoff: confirmation_id,
+            asked: Some(protocol),
+            metadata: None,
+            streamed: false,
+        };
+        self.emit(event, out);
     }
 
     /// Shows an approved ADK call; only a hand-off gives a client-side

@@ -282,25 +282,8 @@ impl Turn {
         };
         let adk = self.protocol == ConfirmationProtocol::Adk;
         if let Outcome::HandedOff { .. } = outcome {
-            if adk {
-                let output = json!({"confirmed": true});
-                let confirmation_id = confirmation_id.clone();
-                self.emit(
-                    AgentEvent::Confirmed {
-                        confirmation_id,
-                        output,
-                    },
-                    out,
-                );
-            }
-            let event = AgentEvent::HandedOff {
-                call,
-                handoff: confirmation_id,
-                asked: Some(self.protocol),
-                metadata: None,
-                streamed: false,
-            };
-            self.emit(event, out);
+            let output = adk.then(|| json!({"confirmed": true}));
+            self.hand_off_approved(call, confirmation_id, self.protocol, output, out);
             self.step.handed = true;
             return Phase::Hold(questions);
         }

@@ -7,6 +7,14 @@ use axum::http::request::Parts;
 
 use super::{ANONYMOUS, ApiError, HttpState};
 
+/// A resolved API key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiKey {
+    pub principal: String,
+    pub sha256: [u8; 32],
+    pub admin: bool,
+}
+
 /// The caller of a request, resolved once before the handler runs: the
 /// principal of the API key when keys are configured, else the trusted
 /// proxy's header, else `anonymous`.

@@ -15,7 +15,7 @@ mod records;
 pub mod runs;
 mod sse;
 
-pub use auth::Caller;
+pub use auth::{ApiKey, Caller};
 pub use error::ApiError;
 pub use live::LiveLimits;
 pub use protect::protect;
@@ -33,14 +33,6 @@ use crate::protocol::{ClientVersion, ConfirmationFlow, ConfirmationProtocol};
 
 /// The principal when no principal header is configured.
 pub const ANONYMOUS: &str = "anonymous";
-
-/// A resolved API key.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ApiKey {
-    pub principal: String,
-    pub sha256: [u8; 32],
-    pub admin: bool,
-}
 
 #[derive(Clone)]
 pub struct HttpState {
