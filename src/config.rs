@@ -470,7 +470,7 @@ pub struct AuthConfig {
     /// user. Requests without it get 401. Unset: every request is
     /// `anonymous` and confirmations are bound to the chat only.
     pub principal_header: Option<String>,
-    /// API keys, sent as `Authorization: Bearer <key>`; each names the
+    /// API keys, sent as `Authorization: Bearer <key>` or `X-API-Key: <key>`; each names the
     /// principal it acts for. With keys, every route but `/healthz` needs
     /// one. Without, toolgate listens on loopback only.
     pub api_keys: Vec<ApiKeyConfig>,

@@ -2,8 +2,8 @@
 //! [`Caller`] extractor every authenticated route takes.
 
 use axum::extract::FromRequestParts;
-use axum::http::HeaderMap;
 use axum::http::request::Parts;
+use axum::http::{HeaderMap, HeaderName, header};
 
 use super::{ANONYMOUS, ApiError, HttpState};
 
@@ -63,16 +63,15 @@ impl Caller {
     }
 }
 
-/// The principal of the bearer key, compared with every configured key.
+/// The header that carries an API key besides `Authorization: Bearer`.
+pub const X_API_KEY: HeaderName = HeaderName::from_static("x-api-key");
+
+/// The principal of the request's key, compared with every configured key.
 fn by_key(state: &HttpState, headers: &HeaderMap) -> Result<Caller, ApiError> {
     use sha2::Digest;
     use subtle::ConstantTimeEq;
-    let key = headers
-        .get(axum::http::header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .ok_or(ApiError::NoKey)?;
-    let hash: [u8; 32] = sha2::Sha256::digest(key.trim().as_bytes()).into();
+    let key = presented_key(headers)?;
+    let hash: [u8; 32] = sha2::Sha256::digest(key.as_bytes()).into();
     // Every key is compared, in constant time.
     let found = state.api_keys.iter().fold(None, |found, key| {
         if bool::from(key.sha256.ct_eq(&hash)) {
@@ -89,10 +88,86 @@ fn by_key(state: &HttpState, headers: &HeaderMap) -> Result<Caller, ApiError> {
         .ok_or(ApiError::BadKey)
 }
 
+/// The key a request presents: `Authorization: Bearer <key>` or
+/// `X-API-Key: <key>` (trimmed). Several, the same key, are one; keys that
+/// disagree name nobody. An `Authorization` of another scheme is no key.
+fn presented_key(headers: &HeaderMap) -> Result<&str, ApiError> {
+    let bearer = headers
+        .get_all(header::AUTHORIZATION)
+        .iter()
+        .filter_map(|v| v.to_str().ok()?.strip_prefix("Bearer "));
+    let plain = headers
+        .get_all(&X_API_KEY)
+        .iter()
+        .map(|v| v.to_str().map_err(|_| ApiError::BadKey));
+    let mut key = None;
+    for presented in bearer.map(Ok).chain(plain) {
+        let presented = presented?.trim();
+        match key {
+            None => key = Some(presented),
+            Some(first) if first == presented => {}
+            Some(_) => return Err(ApiError::KeysDisagree),
+        }
+    }
+    key.ok_or(ApiError::NoKey)
+}
+
 impl FromRequestParts<HttpState> for Caller {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &HttpState) -> Result<Self, ApiError> {
         Caller::from_headers(state, &parts.headers)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Header names and raw values, in order.
+    type Headers<'a> = &'a [(&'a str, &'a [u8])];
+
+    fn headers(pairs: Headers<'_>) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        for (name, value) in pairs {
+            let name = HeaderName::from_bytes(name.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
+            let value =
+                axum::http::HeaderValue::from_bytes(value).unwrap_or_else(|e| panic!("{e}"));
+            headers.append(name, value);
+        }
+        headers
+    }
+
+    #[test]
+    fn the_key_a_request_presents() {
+        #[rustfmt::skip]
+        let cases: &[(Headers<'_>, Result<&str, &str>)] = &[
+            (&[("authorization", b"Bearer k1")], Ok("k1")),
+            (&[("authorization", b"Bearer  k1 ")], Ok("k1")),
+            (&[("x-api-key", b"k1")], Ok("k1")),
+            (&[("X-API-Key", b" k1")], Ok("k1")),
+            (&[("authorization", b"Bearer k1"), ("x-api-key", b"k1")], Ok("k1")),
+            (&[("x-api-key", b"k1"), ("x-api-key", b"k1")], Ok("k1")),
+            // Another scheme is not toolgate's key (a proxy's Basic auth, say).
+            (&[("authorization", b"Basic a2V5"), ("x-api-key", b"k1")], Ok("k1")),
+            (&[("x-api-key", b"")], Ok("")),
+            (&[], Err("no key")),
+            (&[("authorization", b"Basic a2V5")], Err("no key")),
+            (&[("authorization", b"bearer k1")], Err("no key")),
+            (&[("authorization", b"Bearer k1"), ("x-api-key", b"k2")], Err("disagree")),
+            (&[("x-api-key", b"k1"), ("x-api-key", b"k2")], Err("disagree")),
+            (&[("authorization", b"Bearer k1"), ("authorization", b"Bearer k2")], Err("disagree")),
+            (&[("x-api-key", b"k\xff")], Err("bad")),
+        ];
+        for (pairs, expected) in cases {
+            let headers = headers(pairs);
+            let got = presented_key(&headers).map_err(|e| match e {
+                ApiError::NoKey => "no key",
+                ApiError::KeysDisagree => "disagree",
+                ApiError::BadKey => "bad",
+                _ => "other",
+            });
+            assert_eq!(&got, expected, "{pairs:?}");
+        }
     }
 }

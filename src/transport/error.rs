@@ -28,8 +28,10 @@ pub enum ApiError {
     Body(#[source] BytesRejection),
     #[error("missing header `{0}` naming the user")]
     Unauthorized(String),
-    #[error("an API key is needed: Authorization: Bearer <key>")]
+    #[error("an API key is needed: Authorization: Bearer <key> or X-API-Key: <key>")]
     NoKey,
+    #[error("Authorization and X-API-Key name different keys")]
+    KeysDisagree,
     #[error("the API key is not valid")]
     BadKey,
     #[error("only an operator's key may read another principal's records")]
@@ -63,9 +65,10 @@ impl ApiError {
         match self {
             ApiError::Request(_) | ApiError::Body(_) => StatusCode::BAD_REQUEST,
             ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
-            ApiError::Unauthorized(_) | ApiError::NoKey | ApiError::BadKey => {
-                StatusCode::UNAUTHORIZED
-            }
+            ApiError::Unauthorized(_)
+            | ApiError::NoKey
+            | ApiError::KeysDisagree
+            | ApiError::BadKey => StatusCode::UNAUTHORIZED,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::Forbidden => StatusCode::FORBIDDEN,
             ApiError::Conflict(_) => StatusCode::CONFLICT,

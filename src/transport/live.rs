@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use axum::extract::State;
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::Response;
 use futures::{SinkExt, StreamExt};
 use serde::Deserialize;
@@ -22,7 +22,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use super::auth::Caller;
+use super::auth::{Caller, X_API_KEY};
 use super::runs::{Run, Subscription};
 use super::{ApiError, HttpState};
 use crate::confirm::{AnswerKeys, Decision, OutOfBand};
@@ -321,12 +321,26 @@ fn principal(
 ) -> Result<String, ApiError> {
     let mut headers = upgrade.clone();
     if !state.api_keys.is_empty() {
-        let key = frame
+        let names = [header::AUTHORIZATION, X_API_KEY];
+        // Names in any case; two spellings of one name are both kept, and
+        // must agree.
+        let keys: Vec<_> = frame
             .iter()
-            .find(|(name, _)| name.eq_ignore_ascii_case("authorization"))
-            .and_then(|(_, value)| axum::http::HeaderValue::from_str(value).ok());
-        if let Some(key) = key {
-            headers.insert(axum::http::header::AUTHORIZATION, key);
+            .filter_map(|(name, value)| {
+                let name = names
+                    .iter()
+                    .find(|n| n.as_str().eq_ignore_ascii_case(name))?;
+                Some((name.clone(), HeaderValue::from_str(value).ok()?))
+            })
+            .collect();
+        // A frame that names a key replaces the upgrade's.
+        if !keys.is_empty() {
+            for name in &names {
+                headers.remove(name);
+            }
+        }
+        for (name, value) in keys {
+            headers.append(name, value);
         }
     }
     Caller::from_headers(state, &headers).map(|caller| caller.principal)

@@ -1,5 +1,6 @@
-//! API keys: every route but /healthz needs one, each key acts for one
-//! principal, and one principal can never answer another's confirmation.
+//! API keys: every route but /healthz needs one (`Authorization: Bearer`
+//! or `X-API-Key`), each key acts for one principal, and one principal can
+//! never answer another's confirmation.
 
 use crate::common;
 
@@ -51,7 +52,8 @@ async fn call(
 #[tokio::test]
 async fn every_route_but_healthz_needs_a_valid_key() {
     let server = server().await;
-    let no_key = r#"{"error":"an API key is needed: Authorization: Bearer <key>"}"#;
+    let no_key =
+        r#"{"error":"an API key is needed: Authorization: Bearer <key> or X-API-Key: <key>"}"#;
     let bad_key = r#"{"error":"the API key is not valid"}"#;
     for (method, path) in [
         ("POST", "/stream"),
@@ -146,6 +148,83 @@ async fn a_key_acts_for_its_principal_only() {
         "{alices_answer}"
     );
     assert_eq!(server.payments(), 1);
+}
+
+/// A turn that asks in `chat`, sent with these key headers.
+async fn ask(server: &Server, chat: &str, keys: &[(&str, &str)]) -> (u16, String) {
+    let mut request = reqwest::Client::new()
+        .post(format!("{}/stream", server.url))
+        .header("content-type", "application/json")
+        .body(user_says(chat, "Send 50 USD to Hanako").to_string());
+    for (name, value) in keys {
+        request = request.header(*name, *value);
+    }
+    let response = request.send().await.unwrap_or_else(|e| panic!("{e}"));
+    (
+        response.status().as_u16(),
+        response.text().await.unwrap_or_default(),
+    )
+}
+
+/// How many open questions of `chat` `key`'s principal sees.
+async fn open_for(server: &Server, chat: &str, key: &str) -> usize {
+    let response = reqwest::Client::new()
+        .get(format!("{}/api/confirmations?chatId={chat}", server.url))
+        .header("x-api-key", key)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(response.status(), 200);
+    let body = response.text().await.unwrap_or_default();
+    let questions: Vec<Value> =
+        serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"));
+    questions.len()
+}
+
+#[tokio::test]
+async fn x_api_key_is_a_key_like_the_bearer_one() {
+    let server = server().await;
+    let (status, body) = ask(&server, "c1", &[("x-api-key", "alice-key")]).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("adk_request_confirmation"), "{body}");
+    // The same principal, whichever header carries the key.
+    let (status, questions) = call(
+        &server,
+        Some("alice-key"),
+        "GET",
+        "/api/confirmations?chatId=c1",
+        None,
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert!(questions.contains("process_payment"), "{questions}");
+    assert_eq!(open_for(&server, "c1", "alice-key").await, 1);
+    assert_eq!(open_for(&server, "c1", "bob-key").await, 0);
+
+    let both = [
+        ("authorization", "Bearer bob-key"),
+        ("x-api-key", "bob-key"),
+    ];
+    assert_eq!(ask(&server, "c2", &both).await.0, 200);
+    assert_eq!(open_for(&server, "c2", "bob-key").await, 1);
+
+    assert_eq!(
+        ask(&server, "c3", &[("x-api-key", "guess")]).await,
+        (401, r#"{"error":"the API key is not valid"}"#.into())
+    );
+    let disagree = [
+        ("authorization", "Bearer alice-key"),
+        ("x-api-key", "bob-key"),
+    ];
+    assert_eq!(
+        ask(&server, "c3", &disagree).await,
+        (
+            401,
+            r#"{"error":"Authorization and X-API-Key name different keys"}"#.into()
+        )
+    );
+    assert_eq!(open_for(&server, "c3", "alice-key").await, 0);
+    assert_eq!(open_for(&server, "c3", "bob-key").await, 0);
 }
 
 #[test]
