@@ -45,6 +45,10 @@ enum Command {
         /// (adds to server.allowedHosts); repeatable.
         #[arg(long = "allowed-host", value_name = "HOST")]
         allowed_hosts: Vec<String>,
+        /// Also let pages of this origin call toolgate, e.g.
+        /// http://localhost:3000 (adds to cors.allowedOrigins); repeatable.
+        #[arg(long = "cors-origin", value_name = "ORIGIN")]
+        cors_origins: Vec<String>,
     },
     /// List every tool with its qualified name and effective policy.
     Tools {
@@ -106,6 +110,7 @@ async fn main() -> anyhow::Result<()> {
             model,
             base_url,
             allowed_hosts,
+            cors_origins,
         } => {
             let mut config = load(config.as_deref())?;
             if auto_approve {
@@ -118,6 +123,7 @@ async fn main() -> anyhow::Result<()> {
             config.model.base_url = base_url.or(config.model.base_url);
             config.model.upstream()?;
             config.server.allowed_hosts.extend(allowed_hosts);
+            config.cors.allowed_origins.extend(cors_origins);
             config.guard()?;
             let keyless = config.auth.api_keys.is_empty();
             let addr = bind

@@ -168,6 +168,19 @@ impl Guard {
         self
     }
 
+    /// Whether a page of `origin` (an `Origin` header's value) is one
+    /// `cors.allowedOrigins` names (or any http(s) origin, with `*`).
+    /// toolgate's own origin needs no CORS and is not counted.
+    pub fn allows_origin(&self, origin: &str) -> bool {
+        Origin::parse(&origin.to_ascii_lowercase())
+            .is_some_and(|origin| self.any_origin || self.origins.contains(&origin))
+    }
+
+    /// Whether any origin besides toolgate's own is allowed.
+    pub fn cross_origin(&self) -> bool {
+        self.any_origin || !self.origins.is_empty()
+    }
+
     /// Whether a request may go on, from what it says about itself.
     pub fn check(&self, request: &Facts<'_>) -> Result<(), GuardError> {
         let host = request
@@ -435,6 +448,39 @@ mod tests {
                 "{method} {host} {origin:?} {site:?} {upgrade}"
             );
         }
+    }
+
+    #[test]
+    fn allowed_origins_for_cors() {
+        let plain = guard(&[], &[]);
+        assert!(!plain.cross_origin());
+        assert!(
+            !plain.allows_origin("http://localhost:8080"),
+            "its own origin needs no CORS"
+        );
+        let listed = guard(&[], &["https://app.example.com", "http://localhost:3000"]);
+        assert!(listed.cross_origin());
+        for (origin, allowed) in [
+            ("https://app.example.com", true),
+            ("https://APP.example.com:443", true),
+            ("http://localhost:3000", true),
+            ("http://app.example.com", false),
+            ("https://app.example.com:8443", false),
+            ("http://localhost:3001", false),
+            ("http://127.0.0.1:3000", false),
+            ("null", false),
+            ("", false),
+            ("https://app.example.com/", false),
+        ] {
+            assert_eq!(listed.allows_origin(origin), allowed, "{origin}");
+        }
+        let any = guard(&[], &["*"]);
+        assert!(any.cross_origin());
+        assert!(any.allows_origin("https://evil.example"));
+        assert!(
+            !any.allows_origin("null"),
+            "`*` is any http(s) origin, not an opaque one"
+        );
     }
 
     #[test]

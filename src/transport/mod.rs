@@ -1,11 +1,13 @@
 //! HTTP: the router and its shared state. One module per HTTP concept:
 //! `chat` (turns and resumes), `confirmations` (decisions and remembered
 //! approvals), `records` (tools, audit), `auth` (who is asking), `live`
-//! (the WebSocket); `error` is the one place errors become statuses.
+//! (the WebSocket); `error` is the one place errors become statuses;
+//! `guard`, `cors` and `protect` stand before every route.
 
 mod auth;
 mod chat;
 mod confirmations;
+mod cors;
 pub mod demo;
 mod error;
 pub mod guard;

@@ -26,6 +26,7 @@ mod client_tools;
 mod confirmation;
 #[cfg(feature = "conformance")]
 mod conformance;
+mod cors;
 mod edits;
 mod frontend;
 mod hang_up;
