@@ -1,5 +1,7 @@
 //! The React demo (`frontend-demo/`) in a real headless Chromium against
-//! the real binary: the flows of `frontend-demo/e2e/`. Compiled with the
+//! the real binary, and a page on another origin calling a second one
+//! (started by `e2e/cross-origin.test.mjs` with `--cors-origin`): the
+//! flows of `frontend-demo/e2e/`. Compiled with the
 //! `browser` feature; needs Node.js, `npm ci --prefix frontend-demo` and
 //! Debian's `chromium` (scripts/test installs them), and fails without them.
 
@@ -10,8 +12,9 @@ use std::process::Command;
 
 use common::Binary;
 
-/// The flows of `frontend-demo/e2e/demo.test.mjs`.
-const FLOWS: usize = 12;
+/// The flows of `frontend-demo/e2e/`: 12 in `demo.test.mjs`, 3 in
+/// `cross-origin.test.mjs`.
+const FLOWS: usize = 15;
 
 #[test]
 fn the_demo_works_in_a_real_browser() {
@@ -32,6 +35,7 @@ fn the_demo_works_in_a_real_browser() {
         .args(["--test", "--test-reporter=spec", "e2e/"])
         .current_dir(&dir)
         .env("TOOLGATE_URL", &server.url)
+        .env("TOOLGATE_BIN", env!("CARGO_BIN_EXE_toolgate"))
         .env("TOOLGATE_E2E_ARTIFACTS", &artifacts)
         .env("CHROMIUM", &chromium)
         .output()
