@@ -231,6 +231,7 @@ impl App {
             live: crate::transport::LiveLimits {
                 idle: Duration::from_secs(self.config.stream.live_idle_secs.max(1)),
                 frames_per_sec: self.config.stream.live_frames_per_sec,
+                dialect: self.config.live.dialect,
             },
             runs: runs.clone(),
             client_version: self.config.client_version(),

@@ -19,8 +19,8 @@ use crate::tools::Registry;
 use crate::tools::client::{ClientTool, ClientToolConfig};
 use crate::tools::http::HttpToolConfig;
 use crate::tools::mcp::{McpServer, McpServerConfig};
-use crate::transport::ApiKey;
 use crate::transport::guard::Guard;
+use crate::transport::{ApiKey, LiveDialect};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -50,6 +50,7 @@ pub struct Config {
     pub demo: DemoConfig,
     pub server: ServerConfig,
     pub cors: CorsConfig,
+    pub live: LiveConfig,
     /// MCP servers whose tools are offered as `mcp--<server>--<tool>`.
     pub mcp_servers: BTreeMap<String, McpServerConfig>,
 }
@@ -114,6 +115,15 @@ pub struct CorsConfig {
     /// Origins (`https://app.example.com`) whose pages may send requests
     /// and open `/live`. `*`: any (needs `auth.apiKeys`).
     pub allowed_origins: Vec<String>,
+}
+
+/// `live`: the WebSocket at `/live` (its limits are in `stream`).
+#[derive(Debug, Clone, PartialEq, Deserialize, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct LiveConfig {
+    /// The frame protocol: `ai-sdk` (the AI SDK's `WebSocketChatTransport`)
+    /// or `adk-stream-protocol` (that app's own transport).
+    pub dialect: LiveDialect,
 }
 
 /// Dexto's `allowedToolsStorage`.
@@ -703,6 +713,23 @@ mod tests {
         };
         assert_eq!(config.server.header_read(), Duration::from_secs(2));
         assert_eq!(config.server.body_read(), Duration::from_secs(30));
+    }
+
+    #[test]
+    fn the_live_dialect_is_named() {
+        let dialect = |yaml: &str| Config::from_yaml(yaml).map(|c| c.live.dialect).ok();
+        assert_eq!(dialect(""), Some(LiveDialect::AiSdk));
+        assert_eq!(
+            dialect("live: {dialect: adk-stream-protocol}"),
+            Some(LiveDialect::AdkStreamProtocol)
+        );
+        assert_eq!(dialect("live: {dialect: ai-sdk}"), Some(LiveDialect::AiSdk));
+        assert_eq!(dialect("live: {dialect: bidi}"), None);
+        let err = Config::from_yaml("live: {idleSecs: 3}")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(err.contains("unknown field `idleSecs`"), "{err}");
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! HTTP: the router and its shared state. One module per HTTP concept:
 //! `chat` (turns and resumes), `confirmations` (decisions and remembered
 //! approvals), `records` (tools, audit), `auth` (who is asking), `live`
-//! (the WebSocket); `error` is the one place errors become statuses;
+//! (the WebSocket, in two dialects); `error` is the one place errors become statuses;
 //! `guard`, `cors` and `protect` stand before every route.
 
 mod auth;
@@ -19,7 +19,7 @@ mod sse;
 
 pub use auth::{ApiKey, Caller};
 pub use error::ApiError;
-pub use live::LiveLimits;
+pub use live::{LiveDialect, LiveLimits};
 pub use protect::protect;
 
 use std::sync::Arc;

@@ -34,6 +34,7 @@ mod hold;
 mod http;
 mod http_tools;
 mod live;
+mod live_seed;
 mod malformed_answers;
 mod mcp;
 mod native_snapshots;

@@ -1,5 +1,5 @@
-//! `GET /live`: the UI message stream over one WebSocket, in the frame
-//! protocol of the AI SDK's `WebSocketChatTransport` (ai 7.x).
+//! The frame protocol of the AI SDK's `WebSocketChatTransport` (ai 7.x),
+//! `live.dialect: ai-sdk`.
 //!
 //! In: `send` (a turn, as `useChat` posts it), `resume` (replay the chat's
 //! turn in flight), `abort`, and toolgate's own `confirm` (a decision on an
@@ -10,31 +10,21 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
-use axum::extract::State;
-use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
-use axum::http::{HeaderMap, HeaderValue, header};
-use axum::response::Response;
-use futures::{SinkExt, StreamExt};
+use axum::extract::ws::Message;
+use futures::StreamExt;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use super::auth::{Caller, X_API_KEY};
-use super::runs::{Run, Subscription};
-use super::{ApiError, HttpState};
+use super::{Farewell, Socket};
 use crate::confirm::{AnswerKeys, Decision, OutOfBand};
 use crate::protocol::ChatRequest;
 use crate::protocol::message::check_id;
+use crate::transport::runs::{Run, Subscription};
+use crate::transport::{ApiError, HttpState};
 
-/// Frames queued for one socket before a turn waits for it.
-const OUTBOX: usize = 256;
-/// How often an idle socket is pinged.
-const PING_EVERY: Duration = Duration::from_secs(20);
-/// A write the peer has not taken in this long closes the socket.
-const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
 /// Requests (sends and resumes) in flight on one socket.
 const MAX_REQUESTS: usize = 64;
 
@@ -78,117 +68,69 @@ enum ClientFrame {
     },
 }
 
-pub(super) async fn live(
-    State(state): State<HttpState>,
-    headers: HeaderMap,
-    upgrade: WebSocketUpgrade,
-) -> Result<Response, ApiError> {
-    // With a principal header, the proxy must have set it on the upgrade.
-    if state.api_keys.is_empty() {
-        Caller::from_headers(&state, &headers)?;
-    }
-    let limit = state.max_body_bytes;
-    Ok(upgrade
-        .max_message_size(limit)
-        .max_frame_size(limit)
-        .on_upgrade(move |socket| connection(socket, state, headers)))
+/// Each request in flight on the socket, by its `requestId`.
+type Requests = HashMap<String, (Arc<Run>, JoinHandle<()>)>;
+
+/// The requests of one socket.
+#[derive(Default)]
+pub(super) struct Session {
+    requests: Requests,
 }
 
-/// One socket: its requests run as tasks writing into one outbox.
-async fn connection(socket: WebSocket, state: HttpState, upgrade: HeaderMap) {
-    let (mut sink, mut incoming) = socket.split();
-    let (outbox, mut queued) = mpsc::channel::<Message>(OUTBOX);
-    let writer = state.tasks.spawn(async move {
-        // A peer that stops taking frames is let go: its turns then see
-        // their reader stall, and stop.
-        while let Some(message) = queued.recv().await {
-            match tokio::time::timeout(WRITE_TIMEOUT, sink.send(message)).await {
-                Ok(Ok(())) => {}
-                _ => return,
-            }
+impl Session {
+    pub(super) async fn text(&mut self, socket: &Socket, text: &str) {
+        self.requests.retain(|_, (_, task)| !task.is_finished());
+        if let Err((id, why)) = frame(socket, text, &mut self.requests).await {
+            socket.say(error(&id, &why));
         }
-        let _ = tokio::time::timeout(WRITE_TIMEOUT, sink.close()).await;
-    });
-    let mut requests: HashMap<String, (Arc<Run>, JoinHandle<()>)> = HashMap::new();
-    let mut ping = tokio::time::interval(
-        PING_EVERY
-            .min(state.live.idle / 2)
-            .max(Duration::from_millis(10)),
+    }
+
+    pub(super) fn busy(&mut self) -> bool {
+        self.requests.retain(|_, (_, task)| !task.is_finished());
+        !self.requests.is_empty()
+    }
+
+    pub(super) fn end(self) {
+        for (_, (_, task)) in self.requests {
+            task.abort();
+        }
+    }
+}
+
+pub(super) fn binary(socket: &Socket) {
+    socket.say(error(
+        "",
+        "binary frames are not part of the protocol; send JSON text",
+    ));
+}
+
+pub(super) fn over_budget(socket: &Socket, text: &str) {
+    let why = format!(
+        "more than {} frames a second; this one was dropped",
+        socket.state.live.frames_per_sec
     );
-    let mut last_heard = Instant::now();
-    let mut budget = Budget::new(state.live.frames_per_sec);
-    loop {
-        let message = tokio::select! {
-            message = incoming.next() => message,
-                        _ = ping.tick() => {
-                requests.retain(|_, (_, task)| !task.is_finished());
-                // Idle: no frame from the client, and none of its turns in flight.
-                                if requests.is_empty() && last_heard.elapsed() > state.live.idle {
-                    let why = format!("closing a socket idle for {} s", state.live.idle.as_secs());
-                    let _ = outbox.try_send(error("", &why));
-                    break;
-                }
-                // Never wait on a full outbox here: that is a peer not reading.
-                let _ = outbox.try_send(Message::Ping(Default::default()));
-                continue;
-            }
-        };
-        let text = match message {
-            None | Some(Ok(Message::Close(_))) => break,
-            // A frame over the size limit, or a broken protocol: say why, then close.
-            // The library's words (which may be the OS's) go to the log only.
-            Some(Err(e)) => {
-                tracing::info!("closing a socket: {e}");
-                let why = format!(
-                    "closing the socket: a frame over {} bytes or outside the WebSocket protocol",
-                    state.max_body_bytes
-                );
-                let _ = outbox.try_send(error("", &why));
-                break;
-            }
-            Some(Ok(Message::Text(text))) => text,
-            Some(Ok(Message::Binary(_))) => {
-                last_heard = Instant::now();
-                let _ = outbox.try_send(error(
-                    "",
-                    "binary frames are not part of the protocol; send JSON text",
-                ));
-                continue;
-            }
-            // A pong says the peer is there, not that it is busy.
-            Some(Ok(Message::Ping(_) | Message::Pong(_))) => continue,
-        };
-        last_heard = Instant::now();
-        requests.retain(|_, (_, task)| !task.is_finished());
-        if !budget.take() {
-            let id = request_id(&text);
-            let why = format!(
-                "more than {} frames a second; this one was dropped",
-                state.live.frames_per_sec
-            );
-            let _ = outbox.try_send(error(&id, &why));
-            continue;
-        }
-        if let Err((id, why)) = frame(&state, &upgrade, &text, &outbox, &mut requests).await {
-            let _ = outbox.try_send(error(&id, &why));
-        }
-    }
-    // The socket is gone: its readers leave, and turns nobody waits on stop.
-    for (_, (_, task)) in requests {
-        task.abort();
-    }
-    drop(outbox);
-    let _ = writer.await;
+    socket.say(error(&request_id(text), &why));
+}
+
+/// The `error` frame said before the socket closes on its own.
+pub(super) fn farewell(state: &HttpState, why: Farewell) -> Message {
+    let why = match why {
+        Farewell::Idle => format!("closing a socket idle for {} s", state.live.idle.as_secs()),
+        Farewell::Broken => format!(
+            "closing the socket: a frame over {} bytes or outside the WebSocket protocol",
+            state.max_body_bytes
+        ),
+    };
+    error("", &why)
 }
 
 /// Serves one frame; the error frame's `(requestId, errorText)` otherwise.
 async fn frame(
-    state: &HttpState,
-    upgrade: &HeaderMap,
+    socket: &Socket,
     text: &str,
-    outbox: &mpsc::Sender<Message>,
-    requests: &mut HashMap<String, (Arc<Run>, JoinHandle<()>)>,
+    requests: &mut Requests,
 ) -> Result<(), (String, String)> {
+    let (state, outbox) = (&socket.state, &socket.outbox);
     let value: Value = serde_json::from_str(text)
         .map_err(|e| (String::new(), format!("not a JSON frame: {e}")))?;
     let id = value
@@ -210,7 +152,7 @@ async fn frame(
             mut body,
         } => {
             check_request(requests, &request_id)?;
-            let principal = principal(state, upgrade, &headers).map_err(fail)?;
+            let principal = socket.principal(&headers).map_err(fail)?;
             // The body `useChat` would post: the transport's `body` with the turn.
             body.insert("id".into(), chat_id.into());
             body.insert("messages".into(), messages);
@@ -224,7 +166,8 @@ async fn frame(
             let bytes =
                 serde_json::to_vec(&body).map_err(|e| (request_id.clone(), e.to_string()))?;
             let request = ChatRequest::from_slice(&bytes).map_err(|e| fail(e.into()))?;
-            let (run, reader) = super::chat::start(state, request, &principal).map_err(fail)?;
+            let (run, reader) =
+                crate::transport::chat::start(state, request, &principal).map_err(fail)?;
             let task = state
                 .tasks
                 .spawn(forward(request_id.clone(), reader, outbox.clone()));
@@ -236,7 +179,7 @@ async fn frame(
             headers,
         } => {
             check_request(requests, &request_id)?;
-            let principal = principal(state, upgrade, &headers).map_err(fail)?;
+            let principal = socket.principal(&headers).map_err(fail)?;
             let run = state.runs.get(&principal, &chat_id);
             match run.as_ref().and_then(|run| run.resume()) {
                 Some(reader) => {
@@ -271,7 +214,7 @@ async fn frame(
             check_id("confirmationId", &confirmation_id).map_err(|e| fail(e.into()))?;
             let id = request_id.unwrap_or_else(|| confirmation_id.clone());
             let fail = |e: ApiError| (id.clone(), e.public());
-            let principal = principal(state, upgrade, &headers).map_err(fail)?;
+            let principal = socket.principal(&headers).map_err(fail)?;
             let decision = Decision::new(confirmed, answer);
             // An approval runs the call: the socket keeps serving meanwhile.
             let (gate, outbox) = (state.agent.gate.clone(), outbox.clone());
@@ -294,10 +237,7 @@ async fn frame(
 }
 
 /// A request id a new `send` or `resume` may take.
-fn check_request(
-    requests: &HashMap<String, (Arc<Run>, JoinHandle<()>)>,
-    request_id: &str,
-) -> Result<(), (String, String)> {
+fn check_request(requests: &Requests, request_id: &str) -> Result<(), (String, String)> {
     if requests.contains_key(request_id) {
         return Err((
             request_id.to_owned(),
@@ -309,41 +249,6 @@ fn check_request(
         return Err((request_id.to_owned(), why));
     }
     Ok(())
-}
-
-/// Who sends a frame: with API keys, the key in the frame's own headers
-/// (browsers cannot set them on the upgrade) or the upgrade's; otherwise
-/// whoever the upgrade says (a proxy's header is never taken from a frame).
-fn principal(
-    state: &HttpState,
-    upgrade: &HeaderMap,
-    frame: &HashMap<String, String>,
-) -> Result<String, ApiError> {
-    let mut headers = upgrade.clone();
-    if !state.api_keys.is_empty() {
-        let names = [header::AUTHORIZATION, X_API_KEY];
-        // Names in any case; two spellings of one name are both kept, and
-        // must agree.
-        let keys: Vec<_> = frame
-            .iter()
-            .filter_map(|(name, value)| {
-                let name = names
-                    .iter()
-                    .find(|n| n.as_str().eq_ignore_ascii_case(name))?;
-                Some((name.clone(), HeaderValue::from_str(value).ok()?))
-            })
-            .collect();
-        // A frame that names a key replaces the upgrade's.
-        if !keys.is_empty() {
-            for name in &names {
-                headers.remove(name);
-            }
-        }
-        for (name, value) in keys {
-            headers.append(name, value);
-        }
-    }
-    Caller::from_headers(state, &headers).map(|caller| caller.principal)
 }
 
 /// Writes one request's chunks to the socket: `start`, `chunk`s, `end`.
@@ -386,43 +291,4 @@ fn request_id(text: &str) -> String {
                 .map(str::to_owned)
         })
         .unwrap_or_default()
-}
-
-/// Frames a second, with a burst of as many.
-struct Budget {
-    per_sec: f64,
-    tokens: f64,
-    at: Instant,
-}
-
-impl Budget {
-    fn new(per_sec: u32) -> Self {
-        let per_sec = f64::from(per_sec.max(1));
-        Self {
-            per_sec,
-            tokens: per_sec,
-            at: Instant::now(),
-        }
-    }
-
-    fn take(&mut self) -> bool {
-        let now = Instant::now();
-        let refill = now.duration_since(self.at).as_secs_f64() * self.per_sec;
-        self.tokens = (self.tokens + refill).min(self.per_sec);
-        self.at = now;
-        if self.tokens >= 1.0 {
-            self.tokens -= 1.0;
-            true
-        } else {
-            false
-        }
-    }
-}
-
-/// Settings of the socket mode.
-#[derive(Debug, Clone, Copy)]
-pub struct LiveLimits {
-    /// A socket that says nothing for this long is closed.
-    pub idle: Duration,
-    pub frames_per_sec: u32,
 }

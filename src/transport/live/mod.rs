@@ -1,0 +1,318 @@
+//! `GET /live`: the UI message stream over one WebSocket, in one of two
+//! frame dialects (`live.dialect`): the AI SDK's own
+//! `WebSocketChatTransport` (`ai_sdk.rs`, the default) or the one of the
+//! `adk-stream-protocol` app (`seed.rs`). This file is what they share: the
+//! upgrade and its principal, the writer with its bounded outbox, pings,
+//! the idle timeout and the frame budget; each dialect only reads its
+//! frames and says things in its own words.
+
+mod ai_sdk;
+mod seed;
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use axum::extract::State;
+use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
+use axum::http::{HeaderMap, HeaderValue, header};
+use axum::response::Response;
+use futures::{SinkExt, StreamExt};
+use serde::Deserialize;
+use tokio::sync::mpsc;
+
+use super::auth::{Caller, X_API_KEY};
+use super::{ApiError, HttpState};
+
+/// Frames queued for one socket before a turn waits for it.
+const OUTBOX: usize = 256;
+/// How often an idle socket is pinged.
+const PING_EVERY: Duration = Duration::from_secs(20);
+/// A write the peer has not taken in this long closes the socket.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The frame protocol `/live` speaks (`live.dialect`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LiveDialect {
+    /// The AI SDK's `WebSocketChatTransport` (ai 7.x): `send`, `chunk`, `end`…
+    #[default]
+    AiSdk,
+    /// The `adk-stream-protocol` app's transport: `message` frames in, SSE
+    /// lines (`data: …\n\n`) out, one chunk a frame.
+    AdkStreamProtocol,
+}
+
+/// Settings of the socket mode.
+#[derive(Debug, Clone, Copy)]
+pub struct LiveLimits {
+    /// A socket that says nothing for this long is closed.
+    pub idle: Duration,
+    pub frames_per_sec: u32,
+    pub dialect: LiveDialect,
+}
+
+pub(super) async fn live(
+    State(state): State<HttpState>,
+    headers: HeaderMap,
+    upgrade: WebSocketUpgrade,
+) -> Result<Response, ApiError> {
+    // With a principal header, the proxy must have set it on the upgrade;
+    // a dialect whose frames carry no key needs the upgrade's.
+    if state.api_keys.is_empty() || state.live.dialect == LiveDialect::AdkStreamProtocol {
+        Caller::from_headers(&state, &headers)?;
+    }
+    let limit = state.max_body_bytes;
+    Ok(upgrade
+        .max_message_size(limit)
+        .max_frame_size(limit)
+        .on_upgrade(move |socket| connection(socket, state, headers)))
+}
+
+/// What every frame of a socket is served with.
+struct Socket {
+    state: HttpState,
+    /// The upgrade request's headers: who the socket's frames come from.
+    upgrade: HeaderMap,
+    outbox: mpsc::Sender<Message>,
+}
+
+impl Socket {
+    /// Who sends a frame: with API keys, the key in the frame's own headers
+    /// (browsers cannot set them on the upgrade) or the upgrade's; otherwise
+    /// whoever the upgrade says (a proxy's header is never taken from a frame).
+    fn principal(&self, frame: &HashMap<String, String>) -> Result<String, ApiError> {
+        let mut headers = self.upgrade.clone();
+        if !self.state.api_keys.is_empty() {
+            let names = [header::AUTHORIZATION, X_API_KEY];
+            // Names in any case; two spellings of one name are both kept, and
+            // must agree.
+            let keys: Vec<_> = frame
+                .iter()
+                .filter_map(|(name, value)| {
+                    let name = names
+                        .iter()
+                        .find(|n| n.as_str().eq_ignore_ascii_case(name))?;
+                    Some((name.clone(), HeaderValue::from_str(value).ok()?))
+                })
+                .collect();
+            // A frame that names a key replaces the upgrade's.
+            if !keys.is_empty() {
+                for name in &names {
+                    headers.remove(name);
+                }
+            }
+            for (name, value) in keys {
+                headers.append(name, value);
+            }
+        }
+        Caller::from_headers(&self.state, &headers).map(|caller| caller.principal)
+    }
+
+    /// Queues a frame unless the outbox is full: the read loop never waits
+    /// on a peer that is not reading.
+    fn say(&self, message: Message) {
+        let _ = self.outbox.try_send(message);
+    }
+}
+
+/// A close frame the socket ends with: a code and a fixed reason.
+struct Close {
+    code: u16,
+    reason: &'static str,
+}
+
+impl Close {
+    fn frame(&self) -> Message {
+        Message::Close(Some(CloseFrame {
+            code: self.code,
+            reason: self.reason.into(),
+        }))
+    }
+}
+
+/// Why the socket closes on its own.
+enum Farewell {
+    /// No frame and no turn for `live.idle`.
+    Idle,
+    /// A frame over the size limit, or outside the WebSocket protocol.
+    Broken,
+}
+
+/// One socket's dialect and the turns it has in flight.
+enum Session {
+    AiSdk(ai_sdk::Session),
+    Seed(seed::Session),
+}
+
+impl Session {
+    fn new(dialect: LiveDialect) -> Self {
+        match dialect {
+            LiveDialect::AiSdk => Self::AiSdk(ai_sdk::Session::default()),
+            LiveDialect::AdkStreamProtocol => Self::Seed(seed::Session::new()),
+        }
+    }
+
+    /// Serves a text frame; `Err` closes the socket.
+    async fn text(&mut self, socket: &Socket, text: &str) -> Result<(), Close> {
+        match self {
+            Self::AiSdk(session) => {
+                session.text(socket, text).await;
+                Ok(())
+            }
+            Self::Seed(session) => session.text(socket, text).await,
+        }
+    }
+
+    /// A binary frame, which neither dialect has.
+    fn binary(&mut self, socket: &Socket) -> Result<(), Close> {
+        match self {
+            Self::AiSdk(_) => {
+                ai_sdk::binary(socket);
+                Ok(())
+            }
+            Self::Seed(_) => Err(seed::BINARY),
+        }
+    }
+
+    /// A frame over `liveFramesPerSec`: dropped, and said so.
+    async fn over_budget(&mut self, socket: &Socket, text: &str) {
+        match self {
+            Self::AiSdk(_) => ai_sdk::over_budget(socket, text),
+            Self::Seed(session) => session.over_budget(socket, text).await,
+        }
+    }
+
+    /// Whether a turn of the socket is in flight (finished ones forgotten).
+    fn busy(&mut self) -> bool {
+        match self {
+            Self::AiSdk(session) => session.busy(),
+            Self::Seed(session) => session.busy(),
+        }
+    }
+
+    fn farewell(&self, state: &HttpState, why: Farewell) -> Message {
+        match self {
+            Self::AiSdk(_) => ai_sdk::farewell(state, why),
+            Self::Seed(_) => seed::farewell(why).frame(),
+        }
+    }
+
+    /// The socket is gone: its readers leave, and turns nobody waits on stop.
+    fn end(self) {
+        match self {
+            Self::AiSdk(session) => session.end(),
+            Self::Seed(session) => session.end(),
+        }
+    }
+}
+
+/// One socket: its requests run as tasks writing into one outbox.
+async fn connection(socket: WebSocket, state: HttpState, upgrade: HeaderMap) {
+    let (mut sink, mut incoming) = socket.split();
+    let (outbox, mut queued) = mpsc::channel::<Message>(OUTBOX);
+    let writer = state.tasks.spawn(async move {
+        // A peer that stops taking frames is let go: its turns then see
+        // their reader stall, and stop.
+        while let Some(message) = queued.recv().await {
+            match tokio::time::timeout(WRITE_TIMEOUT, sink.send(message)).await {
+                Ok(Ok(())) => {}
+                _ => return,
+            }
+        }
+        let _ = tokio::time::timeout(WRITE_TIMEOUT, sink.close()).await;
+    });
+    let socket = Socket {
+        state,
+        upgrade,
+        outbox,
+    };
+    let limits = socket.state.live;
+    let mut session = Session::new(limits.dialect);
+    let mut ping = tokio::time::interval(
+        PING_EVERY
+            .min(limits.idle / 2)
+            .max(Duration::from_millis(10)),
+    );
+    let mut last_heard = Instant::now();
+    let mut budget = Budget::new(limits.frames_per_sec);
+    loop {
+        let message = tokio::select! {
+            message = incoming.next() => message,
+            _ = ping.tick() => {
+                // Idle: no frame from the client, and none of its turns in flight.
+                if !session.busy() && last_heard.elapsed() > limits.idle {
+                    socket.say(session.farewell(&socket.state, Farewell::Idle));
+                    break;
+                }
+                socket.say(Message::Ping(Default::default()));
+                continue;
+            }
+        };
+        let text = match message {
+            None | Some(Ok(Message::Close(_))) => break,
+            // A frame over the size limit, or a broken protocol: say why, then close.
+            // The library's words (which may be the OS's) go to the log only.
+            Some(Err(e)) => {
+                tracing::info!("closing a socket: {e}");
+                socket.say(session.farewell(&socket.state, Farewell::Broken));
+                break;
+            }
+            Some(Ok(Message::Text(text))) => text,
+            Some(Ok(Message::Binary(_))) => {
+                last_heard = Instant::now();
+                match session.binary(&socket) {
+                    Ok(()) => continue,
+                    Err(close) => {
+                        socket.say(close.frame());
+                        break;
+                    }
+                }
+            }
+            // A pong says the peer is there, not that it is busy.
+            Some(Ok(Message::Ping(_) | Message::Pong(_))) => continue,
+        };
+        last_heard = Instant::now();
+        if !budget.take() {
+            session.over_budget(&socket, &text).await;
+            continue;
+        }
+        if let Err(close) = session.text(&socket, &text).await {
+            socket.say(close.frame());
+            break;
+        }
+    }
+    session.end();
+    drop(socket);
+    let _ = writer.await;
+}
+
+/// Frames a second, with a burst of as many.
+struct Budget {
+    per_sec: f64,
+    tokens: f64,
+    at: Instant,
+}
+
+impl Budget {
+    fn new(per_sec: u32) -> Self {
+        let per_sec = f64::from(per_sec.max(1));
+        Self {
+            per_sec,
+            tokens: per_sec,
+            at: Instant::now(),
+        }
+    }
+
+    fn take(&mut self) -> bool {
+        let now = Instant::now();
+        let refill = now.duration_since(self.at).as_secs_f64() * self.per_sec;
+        self.tokens = (self.tokens + refill).min(self.per_sec);
+        self.at = now;
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
+}
