@@ -233,7 +233,12 @@ impl App {
                 frames_per_sec: self.config.stream.live_frames_per_sec,
             },
             runs: runs.clone(),
-            client_version: self.config.client_version(),
+            // A config that loaded has a readable version; if not, the
+            // newest (said in the log, as the config check says at start).
+            client_version: self.config.client_version().unwrap_or_else(|e| {
+                tracing::error!("{e}: chunks are fitted to the newest client");
+                crate::protocol::ClientVersion::LATEST
+            }),
             tasks: tasks.clone(),
         });
         let router = if self.config.demo.enabled {

@@ -178,8 +178,9 @@ impl StoreConfig {
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct ProtocolConfig {
     /// The `ai` version the frontend pins; chunks are fitted to it. Unset:
-    /// the newest this server knows (a strict older client must set it).
-    pub client_version: Option<ClientVersion>,
+    /// the newest this server knows (a strict older client must set it). Read
+    /// by [`Config::client_version`]; one that cannot be read stops start-up.
+    pub client_version: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default, clap::ValueEnum)]
@@ -507,7 +508,7 @@ impl Config {
         self.mcp_servers()?;
         self.api_keys()?;
         self.guard()?;
-        let client = self.client_version();
+        let client = self.client_version()?;
         if self.tool_confirmation.protocol == ConfirmationProtocol::AiSdk && !client.has_approvals()
         {
             return Err(ConfigError::Invalid(format!(
@@ -601,10 +602,14 @@ impl Config {
             .collect()
     }
 
-    pub fn client_version(&self) -> ClientVersion {
-        self.protocol
-            .client_version
-            .unwrap_or(ClientVersion::LATEST)
+    /// `protocol.clientVersion`, read; unset, the newest release known.
+    pub fn client_version(&self) -> Result<ClientVersion, ConfigError> {
+        match &self.protocol.client_version {
+            Some(text) => text
+                .parse()
+                .map_err(|e| ConfigError::Invalid(format!("protocol.clientVersion: {e}"))),
+            None => Ok(ClientVersion::LATEST),
+        }
     }
 
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
@@ -644,7 +649,7 @@ mod tests {
             "toolConfirmation: {protocol: ai-sdk}\nprotocol: {clientVersion: '6.0.0'}\n",
         );
         assert_eq!(
-            config.ok().map(|c| c.client_version()),
+            config.ok().and_then(|c| c.client_version().ok()),
             Some(ClientVersion::new(6, 0, 0))
         );
         let err = Config::from_yaml(
@@ -654,6 +659,35 @@ mod tests {
             err.err().map(|e| e.to_string()),
             Some("invalid config: toolConfirmation.protocol ai-sdk needs ai 6 or later, but protocol.clientVersion is 5.0.216; use adk".into())
         );
+    }
+
+    #[test]
+    fn client_versions_are_read_or_named() {
+        let version = |yaml: &str| Config::from_yaml(yaml).and_then(|c| c.client_version());
+        assert_eq!(
+            version("protocol: {clientVersion: '6.0.0-beta.148'}\n").ok(),
+            Some(ClientVersion::new(6, 0, 0))
+        );
+        assert_eq!(
+            version(
+                "toolConfirmation: {protocol: ai-sdk}\nprotocol: {clientVersion: 6.0.0-beta.148}\n"
+            )
+            .ok(),
+            Some(ClientVersion::new(6, 0, 0))
+        );
+        assert_eq!(version("").ok(), Some(ClientVersion::LATEST));
+        for bad in ["6.0.0-beta.01", "6.0-beta.1", "six", "6.0.0+"] {
+            let err = version(&format!("protocol: {{clientVersion: '{bad}'}}\n"))
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            assert_eq!(
+                err,
+                format!(
+                    "invalid config: protocol.clientVersion: `{bad}` is not an ai version (expected e.g. 7.0.173, 6.0, 7 or 6.0.0-beta.148)"
+                )
+            );
+        }
     }
 
     #[test]
