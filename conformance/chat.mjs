@@ -14,7 +14,8 @@
 // Options:
 //   --client <package>   the installed `ai` package to drive: `ai` (7.0.173, the
 //                        default) or an alias from package.json (`ai-5.0.60`,
-//                        `ai-5.0.216`, `ai-6.0.0`, `ai-6.0.326`, `ai-7.0.0`).
+//                        `ai-5.0.216`, `ai-6.0.0-beta.148`, `ai-6.0.0`,
+//                        `ai-6.0.326`, `ai-7.0.0`).
 //   --protocol adk|ai-sdk  how tool confirmations are asked (default adk).
 //                        `ai-sdk` is the native approval flow and needs ai >= 6.
 //   --transport sse|ws   `sse` (default): DefaultChatTransport on POST /stream;
@@ -111,6 +112,10 @@ if (cli.transport === 'ws' && WebSocketChatTransport === undefined) {
   usage(`--transport ws needs ai 7.0.135 or later (WebSocketChatTransport); ${cli.client} is ai ${clientVersion}`);
 }
 const nativeApprovals = typeof lastAssistantMessageIsCompleteWithApprovalResponses === 'function'; // ai >= 6.0.0
+// ai 6.0.0's lastAssistantMessageIsCompleteWithApprovalResponses (and that of
+// its pre-releases, such as 6.0.0-beta.148) skips provider-executed parts, so
+// there the app sends an answer about one itself.
+const sendsProviderExecutedAnswers = !/^6\.0\.0(-|$)/.test(clientVersion);
 if (cli.protocol === 'ai-sdk' && !nativeApprovals) {
   usage(`--protocol ai-sdk needs ai 6 or later (native approvals); ${cli.client} is ai ${clientVersion}`);
 }
@@ -540,9 +545,8 @@ const flows = {
       eq(part.state, 'approval-requested', 'pick_file state');
       eq(part.providerExecuted, true, 'pick_file providerExecuted while it waits for approval');
       await chat.addToolApprovalResponse({ id: part.approval.id, approved: true });
-      // ai 6.0.0's lastAssistantMessageIsCompleteWithApprovalResponses skips
-      // provider-executed parts, so there the app sends the approval itself.
-      if (clientVersion === '6.0.0') {
+      // ai 6.0.0 does not send an answer about a provider-executed part by itself.
+      if (!sendsProviderExecutedAnswers) {
         await settle(ctx);
         await chat.sendMessage();
       }
@@ -568,7 +572,7 @@ const flows = {
       eq(part.state, 'approval-requested', 'pick_file state');
       await chat.addToolApprovalResponse({ id: part.approval.id, approved: false, reason: 'not now' });
       // ai 6.0.0 does not send an answer about a provider-executed part by itself.
-      if (clientVersion === '6.0.0') {
+      if (!sendsProviderExecutedAnswers) {
         await settle(ctx);
         await chat.sendMessage();
       }

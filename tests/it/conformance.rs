@@ -13,8 +13,9 @@ use std::process::Command;
 use common::Binary;
 use common::upstream::{Answer, Upstream, sse_fixture};
 
-/// `(npm package alias, confirmation protocol)`: each an installed `ai` release.
-const RUNS: [(&str, &str); 10] = [
+/// `(npm package alias, confirmation protocol)`: each an installed `ai`
+/// release (or pre-release: 6.0.0-beta.148, which frontends pin).
+const RUNS: [(&str, &str); 12] = [
     ("ai", "adk"),
     ("ai", "ai-sdk"),
     ("ai-7.0.0", "adk"),
@@ -23,6 +24,8 @@ const RUNS: [(&str, &str); 10] = [
     ("ai-6.0.326", "ai-sdk"),
     ("ai-6.0.0", "adk"),
     ("ai-6.0.0", "ai-sdk"),
+    ("ai-6.0.0-beta.148", "adk"),
+    ("ai-6.0.0-beta.148", "ai-sdk"),
     ("ai-5.0.216", "adk"),
     ("ai-5.0.60", "adk"),
 ];
