@@ -23,6 +23,9 @@
 //                        7.0.135) on GET /live, with the `ws` package as its
 //                        WebSocket. The transport validates every chunk with
 //                        its schema and every sequence number itself.
+//   --denied-as output-denied|output-error  what the server's
+//                        `toolConfirmation.deniedAs` is (default output-denied):
+//                        how a natively denied payment must end.
 //
 // The transport sends `toolgate: {clientVersion, protocol}` in the body, with
 // the version read from the client package, so the server fits its chunks to
@@ -63,10 +66,10 @@ function usage(problem) {
 }
 
 // ---- command line ----
-const cli = { client: 'ai', protocol: 'adk', transport: 'sse', claimVersion: undefined, positional: [] };
+const cli = { client: 'ai', protocol: 'adk', transport: 'sse', deniedAs: 'output-denied', claimVersion: undefined, positional: [] };
 {
   const args = process.argv.slice(2);
-  const options = { '--client': 'client', '--protocol': 'protocol', '--transport': 'transport', '--claim-version': 'claimVersion' };
+  const options = { '--client': 'client', '--protocol': 'protocol', '--transport': 'transport', '--denied-as': 'deniedAs', '--claim-version': 'claimVersion' };
   for (let i = 0; i < args.length; i++) {
     const [flag, inline] = args[i].startsWith('--') ? args[i].split(/=(.*)/s, 2) : [args[i]];
     if (flag in options) {
@@ -84,6 +87,7 @@ const baseUrl = (cli.positional[0] ?? '').replace(/\/+$/, '');
 if (!/^https?:\/\//.test(baseUrl)) usage('the first argument that is not an option must be the server\'s base URL');
 if (!PROTOCOLS.includes(cli.protocol)) usage(`--protocol must be one of ${PROTOCOLS.join(', ')}, not ${cli.protocol}`);
 if (!['sse', 'ws'].includes(cli.transport)) usage(`--transport must be sse or ws, not ${cli.transport}`);
+if (!['output-denied', 'output-error'].includes(cli.deniedAs)) usage(`--denied-as must be output-denied or output-error, not ${cli.deniedAs}`);
 
 // ---- the client package: imported dynamically, everything below uses its own exports ----
 let ai;
@@ -372,10 +376,13 @@ function checkNativeRequest(part, args) {
   check(isNonEmptyString(part.approval?.id), `process_payment ${part.toolCallId} approval.id is not a non-empty string: ${show(part.approval)}`);
   return part;
 }
+// With `--denied-as output-error` the client must have taken a
+// `tool-output-error` for a part whose approval it had answered.
 function checkNativeDenied(part, reason) {
-  eq(part.state, 'output-denied', `process_payment ${part.toolCallId} state`);
+  eq(part.state, cli.deniedAs, `process_payment ${part.toolCallId} state`);
   eq(part.approval?.approved, false, `process_payment ${part.toolCallId} approval.approved`);
   eq(part.approval?.reason, reason, `process_payment ${part.toolCallId} approval.reason`);
+  if (cli.deniedAs === 'output-error') eq(part.errorText, `User denied execution: ${reason}`, `process_payment ${part.toolCallId} errorText`);
 }
 function checkDeniedPayment(part, ...fragments) {
   eq(part.state, 'output-error', `process_payment ${part.toolCallId} state`);
@@ -584,7 +591,7 @@ const flows = {
     requestCount(rec, 2, '(the question, the denial)');
     eq(ctx.seen, [], 'calls onToolCall saw after the denial');
     const part = onePart(onlyAssistant(chat), 'tool-pick_file');
-    check(['output-denied', 'output-error'].includes(part.state), `pick_file state ${part.state} after the denial`);
+    eq(part.state, cli.protocol === 'ai-sdk' ? cli.deniedAs : 'output-error', 'pick_file state after the denial');
   },
 
   // A client-side tool the policy denies (alwaysDeny): onToolCall never runs it.

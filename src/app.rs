@@ -201,6 +201,7 @@ impl App {
             provider,
             ids: self.ids,
             max_steps: self.config.stream.max_steps.max(1),
+            denied_as: self.config.tool_confirmation.denied_as,
         };
         let tasks = TaskTracker::new();
         let runs = Arc::new(

@@ -11,7 +11,7 @@ use serde::Deserialize;
 use reqwest::header::HeaderMap;
 
 use crate::policy::{Mode, Policy, ToolPolicies, ToolRule};
-use crate::protocol::{ClientVersion, ConfirmationFlow, ConfirmationProtocol};
+use crate::protocol::{ClientVersion, ConfirmationFlow, ConfirmationProtocol, DeniedAs};
 use crate::provider::ModelOptions;
 pub use crate::provider::http::Secret;
 use crate::provider::http::{UpstreamConfig, header};
@@ -430,6 +430,10 @@ pub struct ConfirmationConfig {
     /// `finish` (the answer comes with the next request) or `hold` (the
     /// stream waits for a decision made elsewhere, or the timeout).
     pub flow: ConfirmationFlow,
+    /// How a call denied through a native approval ends: `output-denied`
+    /// (`tool-output-denied`) or `output-error` (`tool-output-error` with
+    /// the denial text), for clients that render only errors.
+    pub denied_as: DeniedAs,
     /// How long an issued confirmation can be answered.
     pub expiry_secs: u64,
     /// `event-based` (ask; the default), `auto-approve`, `auto-deny`.
@@ -453,6 +457,7 @@ impl Default for ConfirmationConfig {
         Self {
             protocol: ConfirmationProtocol::Adk,
             flow: ConfirmationFlow::Finish,
+            denied_as: DeniedAs::OutputDenied,
             expiry_secs: 24 * 60 * 60,
             signing_keys: Vec::new(),
             mode: Mode::EventBased,
@@ -688,6 +693,28 @@ mod tests {
                 )
             );
         }
+    }
+
+    #[test]
+    fn denials_end_as_configured() {
+        let denied_as = |yaml: &str| Config::from_yaml(yaml).map(|c| c.tool_confirmation.denied_as);
+        assert_eq!(denied_as("").ok(), Some(DeniedAs::OutputDenied));
+        assert_eq!(
+            denied_as("toolConfirmation: {deniedAs: output-error}\n").ok(),
+            Some(DeniedAs::OutputError)
+        );
+        assert_eq!(
+            denied_as("toolConfirmation: {deniedAs: output-denied}\n").ok(),
+            Some(DeniedAs::OutputDenied)
+        );
+        let err = denied_as("toolConfirmation: {deniedAs: error}\n")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(
+            err.contains("toolConfirmation.deniedAs") && err.contains("unknown variant `error`"),
+            "{err}"
+        );
     }
 
     #[test]

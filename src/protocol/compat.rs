@@ -32,6 +32,20 @@ pub enum ConfirmationFlow {
     Hold,
 }
 
+/// How a call denied through a native approval (`toolConfirmation.protocol:
+/// ai-sdk`) ends on the wire. ADK confirmations always end a denied call as
+/// `tool-output-error`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum DeniedAs {
+    /// `tool-output-denied`: the part goes to `output-denied`, its approval kept.
+    #[default]
+    OutputDenied,
+    /// `tool-output-error` with the denial text the model reads, for clients
+    /// that render only errors.
+    OutputError,
+}
+
 /// An `ai` package version, `major.minor.patch`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct ClientVersion {

@@ -93,6 +93,38 @@ fn every_claimed_client_completes_every_flow() {
     );
 }
 
+/// `toolConfirmation.deniedAs: output-error`: every client with native
+/// approvals takes a `tool-output-error` for a part whose approval it
+/// answered, and shows the denial text.
+#[test]
+fn a_native_denial_as_an_error_reaches_every_native_client() {
+    let dir = installed();
+    let state = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let config = state.path().join("toolgate.yaml");
+    let yaml = format!("store:\n  kind: memory\n{CLIENT_TOOLS}  deniedAs: output-error\n");
+    std::fs::write(&config, yaml).unwrap_or_else(|e| panic!("{e}"));
+    let server = Binary::serve_with(&["--config", &config.display().to_string()]);
+    let flows = [
+        "--denied-as",
+        "output-error",
+        "native-deny",
+        "native-two",
+        "client-deny",
+    ];
+    let failures: Vec<String> = RUNS
+        .iter()
+        .filter(|(_, protocol)| *protocol == "ai-sdk")
+        .map(|(client, protocol)| run(&dir, &server.url, client, protocol, &flows))
+        .filter(|(passed, _)| !passed)
+        .map(|(_, report)| report)
+        .collect();
+    assert!(
+        failures.is_empty(),
+        "conformance failed:\n{}",
+        failures.join("\n")
+    );
+}
+
 #[test]
 fn a_strict_old_client_fails_when_the_server_is_told_the_wrong_version() {
     // Proves that fitting matters: ai 5.0.60 rejects `finishReason`, which a

@@ -103,6 +103,30 @@ async fn native_approvals_for_an_old_client_are_refused() {
     );
 }
 
+/// `toolConfirmation.deniedAs: output-error`: a denied approval ends as the
+/// error the model reads too, and the model still hears it as a denial.
+#[tokio::test]
+async fn a_native_denial_as_an_error() {
+    let mut config = toolgate::config::Config::default();
+    config.tool_confirmation.denied_as = toolgate::protocol::DeniedAs::OutputError;
+    let server = Server::with_config(config).await;
+    server.chat(&ask("Send 50 USD to Hanako")).await;
+    let reply = server.chat(&fixture("native_denied.json")).await;
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.of_type("tool-output-denied"), Vec::<Value>::new());
+    assert_eq!(
+        reply.of_type("tool-output-error"),
+        [
+            json!({"type": "tool-output-error", "toolCallId": "call-2", "errorText": "User denied execution: too much"})
+        ]
+    );
+    assert_eq!(
+        reply.text(),
+        "The process_payment call was denied: too much."
+    );
+    assert_eq!(server.payments(), 0);
+}
+
 /// A pre-release client (`ai@6.0.0-beta.148`) is fitted as its release and
 /// gets native approvals; a version that cannot be read is a 400 that does
 /// not repeat it.
