@@ -14,7 +14,8 @@
 // Options:
 //   --client <package>   the installed `ai` package to drive: `ai` (7.0.173, the
 //                        default) or an alias from package.json (`ai-5.0.60`,
-//                        `ai-5.0.216`, `ai-6.0.0`, `ai-6.0.326`, `ai-7.0.0`).
+//                        `ai-5.0.216`, `ai-6.0.0-beta.148`, `ai-6.0.0`,
+//                        `ai-6.0.326`, `ai-7.0.0`).
 //   --protocol adk|ai-sdk  how tool confirmations are asked (default adk).
 //                        `ai-sdk` is the native approval flow and needs ai >= 6.
 //   --transport sse|ws   `sse` (default): DefaultChatTransport on POST /stream;
@@ -22,6 +23,9 @@
 //                        7.0.135) on GET /live, with the `ws` package as its
 //                        WebSocket. The transport validates every chunk with
 //                        its schema and every sequence number itself.
+//   --denied-as output-denied|output-error  what the server's
+//                        `toolConfirmation.deniedAs` is (default output-denied):
+//                        how a natively denied payment must end.
 //
 // The transport sends `toolgate: {clientVersion, protocol}` in the body, with
 // the version read from the client package, so the server fits its chunks to
@@ -62,10 +66,10 @@ function usage(problem) {
 }
 
 // ---- command line ----
-const cli = { client: 'ai', protocol: 'adk', transport: 'sse', claimVersion: undefined, positional: [] };
+const cli = { client: 'ai', protocol: 'adk', transport: 'sse', deniedAs: 'output-denied', claimVersion: undefined, positional: [] };
 {
   const args = process.argv.slice(2);
-  const options = { '--client': 'client', '--protocol': 'protocol', '--transport': 'transport', '--claim-version': 'claimVersion' };
+  const options = { '--client': 'client', '--protocol': 'protocol', '--transport': 'transport', '--denied-as': 'deniedAs', '--claim-version': 'claimVersion' };
   for (let i = 0; i < args.length; i++) {
     const [flag, inline] = args[i].startsWith('--') ? args[i].split(/=(.*)/s, 2) : [args[i]];
     if (flag in options) {
@@ -83,6 +87,7 @@ const baseUrl = (cli.positional[0] ?? '').replace(/\/+$/, '');
 if (!/^https?:\/\//.test(baseUrl)) usage('the first argument that is not an option must be the server\'s base URL');
 if (!PROTOCOLS.includes(cli.protocol)) usage(`--protocol must be one of ${PROTOCOLS.join(', ')}, not ${cli.protocol}`);
 if (!['sse', 'ws'].includes(cli.transport)) usage(`--transport must be sse or ws, not ${cli.transport}`);
+if (!['output-denied', 'output-error'].includes(cli.deniedAs)) usage(`--denied-as must be output-denied or output-error, not ${cli.deniedAs}`);
 
 // ---- the client package: imported dynamically, everything below uses its own exports ----
 let ai;
@@ -111,6 +116,10 @@ if (cli.transport === 'ws' && WebSocketChatTransport === undefined) {
   usage(`--transport ws needs ai 7.0.135 or later (WebSocketChatTransport); ${cli.client} is ai ${clientVersion}`);
 }
 const nativeApprovals = typeof lastAssistantMessageIsCompleteWithApprovalResponses === 'function'; // ai >= 6.0.0
+// ai 6.0.0's lastAssistantMessageIsCompleteWithApprovalResponses (and that of
+// its pre-releases, such as 6.0.0-beta.148) skips provider-executed parts, so
+// there the app sends an answer about one itself.
+const sendsProviderExecutedAnswers = !/^6\.0\.0(-|$)/.test(clientVersion);
 if (cli.protocol === 'ai-sdk' && !nativeApprovals) {
   usage(`--protocol ai-sdk needs ai 6 or later (native approvals); ${cli.client} is ai ${clientVersion}`);
 }
@@ -367,10 +376,13 @@ function checkNativeRequest(part, args) {
   check(isNonEmptyString(part.approval?.id), `process_payment ${part.toolCallId} approval.id is not a non-empty string: ${show(part.approval)}`);
   return part;
 }
+// With `--denied-as output-error` the client must have taken a
+// `tool-output-error` for a part whose approval it had answered.
 function checkNativeDenied(part, reason) {
-  eq(part.state, 'output-denied', `process_payment ${part.toolCallId} state`);
+  eq(part.state, cli.deniedAs, `process_payment ${part.toolCallId} state`);
   eq(part.approval?.approved, false, `process_payment ${part.toolCallId} approval.approved`);
   eq(part.approval?.reason, reason, `process_payment ${part.toolCallId} approval.reason`);
+  if (cli.deniedAs === 'output-error') eq(part.errorText, `User denied execution: ${reason}`, `process_payment ${part.toolCallId} errorText`);
 }
 function checkDeniedPayment(part, ...fragments) {
   eq(part.state, 'output-error', `process_payment ${part.toolCallId} state`);
@@ -540,9 +552,8 @@ const flows = {
       eq(part.state, 'approval-requested', 'pick_file state');
       eq(part.providerExecuted, true, 'pick_file providerExecuted while it waits for approval');
       await chat.addToolApprovalResponse({ id: part.approval.id, approved: true });
-      // ai 6.0.0's lastAssistantMessageIsCompleteWithApprovalResponses skips
-      // provider-executed parts, so there the app sends the approval itself.
-      if (clientVersion === '6.0.0') {
+      // ai 6.0.0 does not send an answer about a provider-executed part by itself.
+      if (!sendsProviderExecutedAnswers) {
         await settle(ctx);
         await chat.sendMessage();
       }
@@ -568,7 +579,7 @@ const flows = {
       eq(part.state, 'approval-requested', 'pick_file state');
       await chat.addToolApprovalResponse({ id: part.approval.id, approved: false, reason: 'not now' });
       // ai 6.0.0 does not send an answer about a provider-executed part by itself.
-      if (clientVersion === '6.0.0') {
+      if (!sendsProviderExecutedAnswers) {
         await settle(ctx);
         await chat.sendMessage();
       }
@@ -580,7 +591,7 @@ const flows = {
     requestCount(rec, 2, '(the question, the denial)');
     eq(ctx.seen, [], 'calls onToolCall saw after the denial');
     const part = onePart(onlyAssistant(chat), 'tool-pick_file');
-    check(['output-denied', 'output-error'].includes(part.state), `pick_file state ${part.state} after the denial`);
+    eq(part.state, cli.protocol === 'ai-sdk' ? cli.deniedAs : 'output-error', 'pick_file state after the denial');
   },
 
   // A client-side tool the policy denies (alwaysDeny): onToolCall never runs it.

@@ -201,6 +201,7 @@ impl App {
             provider,
             ids: self.ids,
             max_steps: self.config.stream.max_steps.max(1),
+            denied_as: self.config.tool_confirmation.denied_as,
         };
         let tasks = TaskTracker::new();
         let runs = Arc::new(
@@ -234,7 +235,12 @@ impl App {
                 dialect: self.config.live.dialect,
             },
             runs: runs.clone(),
-            client_version: self.config.client_version(),
+            // A config that loaded has a readable version; if not, the
+            // newest (said in the log, as the config check says at start).
+            client_version: self.config.client_version().unwrap_or_else(|e| {
+                tracing::error!("{e}: chunks are fitted to the newest client");
+                crate::protocol::ClientVersion::LATEST
+            }),
             tasks: tasks.clone(),
         });
         let router = if self.config.demo.enabled {

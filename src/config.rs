@@ -11,7 +11,7 @@ use serde::Deserialize;
 use reqwest::header::HeaderMap;
 
 use crate::policy::{Mode, Policy, ToolPolicies, ToolRule};
-use crate::protocol::{ClientVersion, ConfirmationFlow, ConfirmationProtocol};
+use crate::protocol::{ClientVersion, ConfirmationFlow, ConfirmationProtocol, DeniedAs};
 use crate::provider::ModelOptions;
 pub use crate::provider::http::Secret;
 use crate::provider::http::{UpstreamConfig, header};
@@ -188,8 +188,9 @@ impl StoreConfig {
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct ProtocolConfig {
     /// The `ai` version the frontend pins; chunks are fitted to it. Unset:
-    /// the newest this server knows (a strict older client must set it).
-    pub client_version: Option<ClientVersion>,
+    /// the newest this server knows (a strict older client must set it). Read
+    /// by [`Config::client_version`]; one that cannot be read stops start-up.
+    pub client_version: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default, clap::ValueEnum)]
@@ -439,6 +440,10 @@ pub struct ConfirmationConfig {
     /// `finish` (the answer comes with the next request) or `hold` (the
     /// stream waits for a decision made elsewhere, or the timeout).
     pub flow: ConfirmationFlow,
+    /// How a call denied through a native approval ends: `output-denied`
+    /// (`tool-output-denied`) or `output-error` (`tool-output-error` with
+    /// the denial text), for clients that render only errors.
+    pub denied_as: DeniedAs,
     /// How long an issued confirmation can be answered.
     pub expiry_secs: u64,
     /// `event-based` (ask; the default), `auto-approve`, `auto-deny`.
@@ -462,6 +467,7 @@ impl Default for ConfirmationConfig {
         Self {
             protocol: ConfirmationProtocol::Adk,
             flow: ConfirmationFlow::Finish,
+            denied_as: DeniedAs::OutputDenied,
             expiry_secs: 24 * 60 * 60,
             signing_keys: Vec::new(),
             mode: Mode::EventBased,
@@ -517,7 +523,7 @@ impl Config {
         self.mcp_servers()?;
         self.api_keys()?;
         self.guard()?;
-        let client = self.client_version();
+        let client = self.client_version()?;
         if self.tool_confirmation.protocol == ConfirmationProtocol::AiSdk && !client.has_approvals()
         {
             return Err(ConfigError::Invalid(format!(
@@ -611,10 +617,14 @@ impl Config {
             .collect()
     }
 
-    pub fn client_version(&self) -> ClientVersion {
-        self.protocol
-            .client_version
-            .unwrap_or(ClientVersion::LATEST)
+    /// `protocol.clientVersion`, read; unset, the newest release known.
+    pub fn client_version(&self) -> Result<ClientVersion, ConfigError> {
+        match &self.protocol.client_version {
+            Some(text) => text
+                .parse()
+                .map_err(|e| ConfigError::Invalid(format!("protocol.clientVersion: {e}"))),
+            None => Ok(ClientVersion::LATEST),
+        }
     }
 
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
@@ -654,7 +664,7 @@ mod tests {
             "toolConfirmation: {protocol: ai-sdk}\nprotocol: {clientVersion: '6.0.0'}\n",
         );
         assert_eq!(
-            config.ok().map(|c| c.client_version()),
+            config.ok().and_then(|c| c.client_version().ok()),
             Some(ClientVersion::new(6, 0, 0))
         );
         let err = Config::from_yaml(
@@ -663,6 +673,57 @@ mod tests {
         assert_eq!(
             err.err().map(|e| e.to_string()),
             Some("invalid config: toolConfirmation.protocol ai-sdk needs ai 6 or later, but protocol.clientVersion is 5.0.216; use adk".into())
+        );
+    }
+
+    #[test]
+    fn client_versions_are_read_or_named() {
+        let version = |yaml: &str| Config::from_yaml(yaml).and_then(|c| c.client_version());
+        assert_eq!(
+            version("protocol: {clientVersion: '6.0.0-beta.148'}\n").ok(),
+            Some(ClientVersion::new(6, 0, 0))
+        );
+        assert_eq!(
+            version(
+                "toolConfirmation: {protocol: ai-sdk}\nprotocol: {clientVersion: 6.0.0-beta.148}\n"
+            )
+            .ok(),
+            Some(ClientVersion::new(6, 0, 0))
+        );
+        assert_eq!(version("").ok(), Some(ClientVersion::LATEST));
+        for bad in ["6.0.0-beta.01", "6.0-beta.1", "six", "6.0.0+"] {
+            let err = version(&format!("protocol: {{clientVersion: '{bad}'}}\n"))
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            assert_eq!(
+                err,
+                format!(
+                    "invalid config: protocol.clientVersion: `{bad}` is not an ai version (expected e.g. 7.0.173, 6.0, 7 or 6.0.0-beta.148)"
+                )
+            );
+        }
+    }
+
+    #[test]
+    fn denials_end_as_configured() {
+        let denied_as = |yaml: &str| Config::from_yaml(yaml).map(|c| c.tool_confirmation.denied_as);
+        assert_eq!(denied_as("").ok(), Some(DeniedAs::OutputDenied));
+        assert_eq!(
+            denied_as("toolConfirmation: {deniedAs: output-error}\n").ok(),
+            Some(DeniedAs::OutputError)
+        );
+        assert_eq!(
+            denied_as("toolConfirmation: {deniedAs: output-denied}\n").ok(),
+            Some(DeniedAs::OutputDenied)
+        );
+        let err = denied_as("toolConfirmation: {deniedAs: error}\n")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(
+            err.contains("toolConfirmation.deniedAs") && err.contains("unknown variant `error`"),
+            "{err}"
         );
     }
 

@@ -11,7 +11,9 @@ use crate::call::{ToolCall, denial_text};
 use crate::confirm::{CONFIRMATION_TOOL, confirmation_input, with_handoff};
 use crate::ids::Ids;
 use crate::protocol::message::Approval;
-use crate::protocol::{ConfirmationProtocol, Part, ToolPart, ToolState, UiChunk, UiMessage};
+use crate::protocol::{
+    ConfirmationProtocol, DeniedAs, Part, ToolPart, ToolState, UiChunk, UiMessage,
+};
 use crate::store::Outcome;
 use crate::tools::client::NO_RESULT;
 
@@ -19,13 +21,16 @@ use crate::tools::client::NO_RESULT;
 #[derive(Debug)]
 pub struct TurnEncoder {
     blocks: Blocks,
+    /// How a natively denied call ends (`toolConfirmation.deniedAs`).
+    denied_as: DeniedAs,
 }
 
 impl TurnEncoder {
-    /// Block ids come from `ids`.
-    pub fn new(ids: Ids) -> Self {
+    /// Block ids come from `ids`; a native denial is said as `denied_as`.
+    pub fn new(ids: Ids, denied_as: DeniedAs) -> Self {
         Self {
             blocks: Blocks::new(ids),
+            denied_as,
         }
     }
 
@@ -134,7 +139,7 @@ impl TurnEncoder {
                 };
                 // `tool-input-error` already told the client; the part is
                 // for the model.
-                record(message, call, &outcome, None, metadata);
+                record(message, call, &outcome, None, metadata, self.denied_as);
             }
             AgentEvent::Permitted {
                 call,
@@ -201,14 +206,28 @@ impl TurnEncoder {
                     message: reason,
                     ran_with: None,
                 };
-                out.push(record(message, call, &outcome, None, metadata));
+                out.push(record(
+                    message,
+                    call,
+                    &outcome,
+                    None,
+                    metadata,
+                    self.denied_as,
+                ));
             }
             AgentEvent::Outcome {
                 call,
                 outcome,
                 approval,
                 metadata,
-            } => out.push(record(message, call, &outcome, approval, metadata)),
+            } => out.push(record(
+                message,
+                call,
+                &outcome,
+                approval,
+                metadata,
+                self.denied_as,
+            )),
             AgentEvent::StepFinish => out.push(UiChunk::FinishStep),
             AgentEvent::Error(error_text) => out.push(UiChunk::Error { error_text }),
             AgentEvent::Finish(reason) => out.push(UiChunk::finish(reason)),
@@ -246,15 +265,17 @@ fn set_extras(chunk: &mut UiChunk, metadata: Option<Value>, provider_executed: O
 }
 
 /// Gives the call's part its final state and returns the chunk that says so.
-/// A denial answered natively (`approval` is its id) is `tool-output-denied`;
-/// otherwise it is an error the user can read. A call with no part yet gets
-/// one, with `metadata`.
+/// A denial answered natively (`approval` is its id) is `tool-output-denied`
+/// unless `denied_as` says `output-error`; otherwise it is an error the user
+/// can read, the denial text the model reads too. A call with no part yet
+/// gets one, with `metadata`.
 fn record(
     message: &mut UiMessage,
     call: ToolCall,
     outcome: &Outcome,
     approval: Option<String>,
     metadata: Option<Value>,
+    denied_as: DeniedAs,
 ) -> UiChunk {
     let (chunk, state) = match (outcome, approval) {
         (Outcome::Output { output, .. }, _) => (
@@ -270,7 +291,7 @@ fn record(
                 error_text: message.clone(),
             },
         ),
-        (Outcome::Denied { reason }, Some(approval_id)) => (
+        (Outcome::Denied { reason }, Some(approval_id)) if denied_as == DeniedAs::OutputDenied => (
             UiChunk::ToolOutputDenied {
                 tool_call_id: call.id.clone(),
             },
@@ -280,7 +301,7 @@ fn record(
                 reason: reason.clone(),
             })),
         ),
-        (Outcome::Denied { reason }, None) => {
+        (Outcome::Denied { reason }, _) => {
             let text = denial_text(reason.as_deref());
             (
                 UiChunk::tool_error(&call.id, text.clone()),

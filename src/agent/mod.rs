@@ -16,7 +16,7 @@ use std::sync::Arc;
 use crate::call::ToolSpec;
 use crate::confirm::{Gate, Scope};
 use crate::ids::Ids;
-use crate::protocol::{ConfirmationFlow, ConfirmationProtocol, UiMessage};
+use crate::protocol::{ConfirmationFlow, ConfirmationProtocol, DeniedAs, UiMessage};
 use crate::provider::{ModelProvider, StopReason};
 use answers::Answers;
 use encode::TurnEncoder;
@@ -29,6 +29,8 @@ pub struct Agent {
     pub ids: Ids,
     /// Model calls per turn before it stops (default 8).
     pub max_steps: usize,
+    /// How a call denied through a native approval ends on the wire.
+    pub denied_as: DeniedAs,
 }
 
 /// A turn in progress: what it has done, what comes next.

@@ -74,7 +74,7 @@ impl Turn {
             });
         }
         Self {
-            encoder: TurnEncoder::new(agent.ids.clone()),
+            encoder: TurnEncoder::new(agent.ids.clone(), agent.denied_as),
             tools: None,
             agent,
             scope,

@@ -32,6 +32,20 @@ pub enum ConfirmationFlow {
     Hold,
 }
 
+/// How a call denied through a native approval (`toolConfirmation.protocol:
+/// ai-sdk`) ends on the wire. ADK confirmations always end a denied call as
+/// `tool-output-error`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum DeniedAs {
+    /// `tool-output-denied`: the part goes to `output-denied`, its approval kept.
+    #[default]
+    OutputDenied,
+    /// `tool-output-error` with the denial text the model reads, for clients
+    /// that render only errors.
+    OutputError,
+}
+
 /// An `ai` package version, `major.minor.patch`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct ClientVersion {
@@ -245,26 +259,56 @@ impl fmt::Display for ClientVersion {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("`{0}` is not an ai version (expected e.g. 5.0.0, 6.0, 7)")]
+#[error("`{0}` is not an ai version (expected e.g. 7.0.173, 6.0, 7 or 6.0.0-beta.148)")]
 pub struct BadVersion(String);
 
-/// `7`, `7.0` and `7.0.173`; a missing part is 0.
+/// `7`, `7.0` and `7.0.173` (a missing part is 0), with an optional `v`;
+/// and a semver pre-release or build of a whole version,
+/// `6.0.0-beta.148` or `7.0.0+sha.1`, fitted as the release it precedes:
+/// the schema of ai 6.0.0-beta.148 accepts every chunk ai 6.0.0 does (one
+/// more `finishReason` besides), and the conformance suite drives it.
 impl FromStr for ClientVersion {
     type Err = BadVersion;
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
         let bad = || BadVersion(text.to_owned());
-        let mut parts = text.trim().trim_start_matches('v').split('.');
-        let mut next = |required: bool| match parts.next() {
-            Some(p) => p.parse::<u32>().map_err(|_| bad()),
-            None if required => Err(bad()),
-            None => Ok(0),
+        let trimmed = text.trim();
+        let version = trimmed.strip_prefix('v').unwrap_or(trimmed);
+        let (version, build) = match version.split_once('+') {
+            Some((version, build)) => (version, Some(build)),
+            None => (version, None),
         };
-        let version = ClientVersion::new(next(true)?, next(false)?, next(false)?);
-        if parts.next().is_some() {
+        let (core, pre_release) = match version.split_once('-') {
+            Some((core, pre_release)) => (core, Some(pre_release)),
+            None => (version, None),
+        };
+        let identifiers_fit = |dotted: &str, numbers_without_zeros: bool| {
+            dotted.split('.').all(|id| {
+                let numeric = id.bytes().all(|b| b.is_ascii_digit());
+                !id.is_empty()
+                    && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+                    && !(numbers_without_zeros && numeric && id.len() > 1 && id.starts_with('0'))
+            })
+        };
+        if pre_release.is_some_and(|p| !identifiers_fit(p, true))
+            || build.is_some_and(|b| !identifiers_fit(b, false))
+        {
             return Err(bad());
         }
-        Ok(version)
+        let numbers: Vec<&str> = core.split('.').collect();
+        // A pre-release or build belongs to a whole version only.
+        let whole = numbers.len() == 3;
+        if numbers.len() > 3 || (!whole && (pre_release.is_some() || build.is_some())) {
+            return Err(bad());
+        }
+        let number = |i: usize| match numbers.get(i) {
+            None => Ok(0),
+            Some(n) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => {
+                n.parse::<u32>().map_err(|_| bad())
+            }
+            Some(_) => Err(bad()),
+        };
+        Ok(ClientVersion::new(number(0)?, number(1)?, number(2)?))
     }
 }
 
@@ -420,12 +464,92 @@ mod tests {
 
     #[test]
     fn versions_parse_and_order() {
-        assert_eq!("7".parse(), Ok(ClientVersion::new(7, 0, 0)));
-        assert_eq!("v6.0".parse(), Ok(ClientVersion::new(6, 0, 0)));
-        assert_eq!("5.0.216".parse(), Ok(ClientVersion::new(5, 0, 216)));
-        assert!("5.x".parse::<ClientVersion>().is_err());
-        assert!("1.2.3.4".parse::<ClientVersion>().is_err());
-        assert!("".parse::<ClientVersion>().is_err());
+        let v = ClientVersion::new;
+        let read: [(&str, Option<ClientVersion>); 34] = [
+            ("7", Some(v(7, 0, 0))),
+            ("v6.0", Some(v(6, 0, 0))),
+            ("5.0.216", Some(v(5, 0, 216))),
+            (" 7.0.173 ", Some(v(7, 0, 173))),
+            // A pre-release or build of X.Y.Z is fitted as X.Y.Z.
+            ("6.0.0-beta.148", Some(v(6, 0, 0))),
+            ("v6.0.0-beta.148", Some(v(6, 0, 0))),
+            ("6.0.0-canary.0", Some(v(6, 0, 0))),
+            ("7.0.0-rc.1+build.5", Some(v(7, 0, 0))),
+            ("7.0.0+20260101", Some(v(7, 0, 0))),
+            ("7.0.0+001", Some(v(7, 0, 0))),
+            ("6.0.0-x-y.1-2", Some(v(6, 0, 0))),
+            ("6.0.0-0", Some(v(6, 0, 0))),
+            ("6.0.0-beta.01", None),
+            ("6.0.0-", None),
+            ("6.0.0-beta..1", None),
+            ("6.0.0-beta.", None),
+            ("6.0.0-beta_1", None),
+            ("6.0.0+", None),
+            ("6.0.0+a+b", None),
+            ("6.0.0-beta.148+", None),
+            ("6.0-beta.1", None),
+            ("6-beta.1", None),
+            ("6.0+b", None),
+            ("6.x", None),
+            ("5.x", None),
+            ("1.2.3.4", None),
+            ("", None),
+            ("v", None),
+            ("6.", None),
+            ("+6.0.0", None),
+            ("6.+1.0", None),
+            ("vv6", None),
+            ("4294967296", None),
+            ("latest", None),
+        ];
+        for (text, expected) in read {
+            assert_eq!(text.parse::<ClientVersion>().ok(), expected, "{text}");
+        }
+        assert_eq!(
+            "6.0.0-beta.01".parse::<ClientVersion>(),
+            Err(BadVersion("6.0.0-beta.01".into()))
+        );
         assert!(ClientVersion::new(5, 0, 216) < ClientVersion::new(5, 1, 0));
+    }
+
+    #[test]
+    fn a_pre_release_gets_what_its_release_gets() {
+        let chunks = || {
+            [
+                UiChunk::finish(FinishReason::ToolCalls),
+                UiChunk::Abort {
+                    reason: Some("stop".into()),
+                },
+                UiChunk::ToolInputStart {
+                    tool_call_id: "c".into(),
+                    tool_name: "t".into(),
+                    extras: ToolExtras {
+                        provider_metadata: Some(json!({})),
+                        title: Some("T".into()),
+                        ..ToolExtras::default()
+                    },
+                },
+            ]
+        };
+        let all = |version: &str| -> Vec<Value> {
+            chunks()
+                .into_iter()
+                .flat_map(|chunk| wire(version, chunk))
+                .collect()
+        };
+        assert_eq!(all("6.0.0-beta.148"), all("6.0.0"));
+        assert_eq!(
+            all("6.0.0-beta.148"),
+            [
+                json!({"type": "finish", "finishReason": "tool-calls"}),
+                json!({"type": "abort"}),
+                json!({"type": "tool-input-start", "toolCallId": "c", "toolName": "t", "title": "T"}),
+            ]
+        );
+        assert!(
+            "6.0.0-beta.148"
+                .parse::<ClientVersion>()
+                .is_ok_and(ClientVersion::has_approvals)
+        );
     }
 }

@@ -11,7 +11,7 @@ pub mod request;
 pub mod sse;
 
 pub use chunk::{FinishReason, UiChunk};
-pub use compat::{ClientVersion, ConfirmationFlow, ConfirmationProtocol};
+pub use compat::{ClientVersion, ConfirmationFlow, ConfirmationProtocol, DeniedAs};
 pub use message::{Part, RequestError, Role, ToolPart, ToolState, UiMessage};
 pub use request::{ChatRequest, RequestOptions};
 

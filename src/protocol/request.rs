@@ -32,12 +32,41 @@ pub struct ChatRequest {
 /// Per-request overrides of the server's config, sent as
 /// `"toolgate": {"protocol": "ai-sdk", "clientVersion": "6.0.0"}` (for example
 /// through the transport's `body` option).
-#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct RequestOptions {
     pub protocol: Option<ConfirmationProtocol>,
     pub client_version: Option<ClientVersion>,
     pub flow: Option<ConfirmationFlow>,
+}
+
+/// What a client reads when `toolgate.clientVersion` is not a version: a
+/// fixed text, whatever was sent.
+pub const BAD_CLIENT_VERSION: &str = "`toolgate.clientVersion` is not an ai version: expected MAJOR.MINOR.PATCH (or MAJOR, MAJOR.MINOR), optionally with a pre-release, e.g. 7.0.173 or 6.0.0-beta.148";
+
+/// `toolgate` as sent; the version is read by [`ClientVersion`]'s parser.
+#[derive(Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct RawOptions {
+    protocol: Option<ConfirmationProtocol>,
+    client_version: Option<String>,
+    flow: Option<ConfirmationFlow>,
+}
+
+impl RawOptions {
+    fn read(self) -> Result<RequestOptions, RequestError> {
+        let client_version = match self.client_version {
+            Some(text) => Some(
+                text.parse()
+                    .map_err(|_| RequestError::Invalid(BAD_CLIENT_VERSION.to_owned()))?,
+            ),
+            None => None,
+        };
+        Ok(RequestOptions {
+            protocol: self.protocol,
+            client_version,
+            flow: self.flow,
+        })
+    }
 }
 
 impl ChatRequest {
@@ -64,7 +93,7 @@ struct RawBody {
     trigger: Option<String>,
     message_id: Option<String>,
     #[serde(default)]
-    toolgate: RequestOptions,
+    toolgate: RawOptions,
 }
 
 #[derive(Deserialize)]
@@ -104,6 +133,7 @@ struct RawContentPart {
 
 impl RawBody {
     fn into_request(self) -> Result<ChatRequest, RequestError> {
+        let options = self.toolgate.read()?;
         let trigger = match self.trigger.as_deref() {
             None | Some("submit-message") => Trigger::SubmitMessage,
             Some("regenerate-message") => Trigger::RegenerateMessage,
@@ -156,7 +186,7 @@ impl RawBody {
             messages,
             trigger,
             message_id: self.message_id,
-            options: self.toolgate,
+            options,
         })
     }
 }
@@ -320,6 +350,32 @@ mod tests {
 
     fn parse(value: Value) -> Result<ChatRequest, RequestError> {
         ChatRequest::from_slice(value.to_string().as_bytes())
+    }
+
+    #[test]
+    fn client_versions_per_request() {
+        let body = |version: Value| {
+            json!({
+                "toolgate": {"clientVersion": version},
+                "messages": [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": "hi"}]}]
+            })
+        };
+        for (version, expected) in [
+            ("6.0.0-beta.148", ClientVersion::new(6, 0, 0)),
+            ("5.0.60", ClientVersion::new(5, 0, 60)),
+            ("7", ClientVersion::new(7, 0, 0)),
+        ] {
+            let read = parse(body(json!(version))).map(|r| r.options.client_version);
+            assert_eq!(read, Ok(Some(expected)), "{version}");
+        }
+        for version in ["6.0.0-beta..1", "6.0.0-beta.01", "beta", "", "6.0-rc.1"] {
+            assert_eq!(
+                parse(body(json!(version))).err(),
+                Some(RequestError::Invalid(BAD_CLIENT_VERSION.into())),
+                "{version}"
+            );
+        }
+        assert!(parse(body(json!(6))).is_err());
     }
 
     #[test]

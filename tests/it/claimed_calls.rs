@@ -12,7 +12,7 @@ use futures::StreamExt;
 use toolgate::agent::Agent;
 use toolgate::confirm::Gate;
 use toolgate::ids::{Clock, Ids};
-use toolgate::protocol::{ChatRequest, ConfirmationFlow, ConfirmationProtocol, UiChunk};
+use toolgate::protocol::{ChatRequest, ConfirmationFlow, ConfirmationProtocol, DeniedAs, UiChunk};
 use toolgate::provider::ScriptedModel;
 use toolgate::store::Store;
 use toolgate::tools::{ProcessPayment, Registry};
@@ -37,6 +37,7 @@ fn agent(payments: Arc<AtomicUsize>) -> Arc<Agent> {
         provider: Arc::new(ScriptedModel::new(ids.clone())),
         ids,
         max_steps: 8,
+        denied_as: DeniedAs::default(),
     })
 }
 

@@ -13,8 +13,9 @@ use std::process::Command;
 use common::Binary;
 use common::upstream::{Answer, Upstream, sse_fixture};
 
-/// `(npm package alias, confirmation protocol)`: each an installed `ai` release.
-const RUNS: [(&str, &str); 10] = [
+/// `(npm package alias, confirmation protocol)`: each an installed `ai`
+/// release (or pre-release: 6.0.0-beta.148, which frontends pin).
+const RUNS: [(&str, &str); 12] = [
     ("ai", "adk"),
     ("ai", "ai-sdk"),
     ("ai-7.0.0", "adk"),
@@ -23,6 +24,8 @@ const RUNS: [(&str, &str); 10] = [
     ("ai-6.0.326", "ai-sdk"),
     ("ai-6.0.0", "adk"),
     ("ai-6.0.0", "ai-sdk"),
+    ("ai-6.0.0-beta.148", "adk"),
+    ("ai-6.0.0-beta.148", "ai-sdk"),
     ("ai-5.0.216", "adk"),
     ("ai-5.0.60", "adk"),
 ];
@@ -80,6 +83,38 @@ fn every_claimed_client_completes_every_flow() {
     let failures: Vec<String> = RUNS
         .iter()
         .map(|(client, protocol)| run(&dir, &server.url, client, protocol, &[]))
+        .filter(|(passed, _)| !passed)
+        .map(|(_, report)| report)
+        .collect();
+    assert!(
+        failures.is_empty(),
+        "conformance failed:\n{}",
+        failures.join("\n")
+    );
+}
+
+/// `toolConfirmation.deniedAs: output-error`: every client with native
+/// approvals takes a `tool-output-error` for a part whose approval it
+/// answered, and shows the denial text.
+#[test]
+fn a_native_denial_as_an_error_reaches_every_native_client() {
+    let dir = installed();
+    let state = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let config = state.path().join("toolgate.yaml");
+    let yaml = format!("store:\n  kind: memory\n{CLIENT_TOOLS}  deniedAs: output-error\n");
+    std::fs::write(&config, yaml).unwrap_or_else(|e| panic!("{e}"));
+    let server = Binary::serve_with(&["--config", &config.display().to_string()]);
+    let flows = [
+        "--denied-as",
+        "output-error",
+        "native-deny",
+        "native-two",
+        "client-deny",
+    ];
+    let failures: Vec<String> = RUNS
+        .iter()
+        .filter(|(_, protocol)| *protocol == "ai-sdk")
+        .map(|(client, protocol)| run(&dir, &server.url, client, protocol, &flows))
         .filter(|(passed, _)| !passed)
         .map(|(_, report)| report)
         .collect();

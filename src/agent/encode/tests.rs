@@ -1,5 +1,6 @@
 //! The encoder's table: each row an event sequence and the chunks it makes,
-//! one JSON line each, for both confirmation protocols.
+//! one JSON line each, for both confirmation protocols and both ways a
+//! native denial ends (`toolConfirmation.deniedAs`).
 
 use serde_json::{Value, json};
 
@@ -8,7 +9,9 @@ use crate::agent::event::AgentEvent;
 use crate::call::ToolCall;
 use crate::ids::Ids;
 use crate::protocol::message::Approval;
-use crate::protocol::{ConfirmationProtocol, FinishReason, Part, Role, ToolState, UiMessage};
+use crate::protocol::{
+    ConfirmationProtocol, DeniedAs, FinishReason, Part, Role, ToolState, UiMessage,
+};
 use crate::store::{Issued, Outcome};
 
 use ConfirmationProtocol::{Adk, AiSdk};
@@ -83,9 +86,10 @@ fn message() -> UiMessage {
     }
 }
 
-/// The chunks of `events`, one JSON line each, and the message they built.
-fn encode(events: Vec<AgentEvent>) -> (String, UiMessage) {
-    let mut encoder = TurnEncoder::new(Ids::sequential());
+/// The chunks of `events`, one JSON line each, and the message they built,
+/// with native denials said as `denied_as`.
+fn encode(denied_as: DeniedAs, events: Vec<AgentEvent>) -> (String, UiMessage) {
+    let mut encoder = TurnEncoder::new(Ids::sequential(), denied_as);
     let mut message = message();
     let mut out = Vec::new();
     for event in events {
@@ -228,7 +232,7 @@ fn events_to_chunks() {
         ),
         (
             "native: a denial is tool-output-denied",
-            vec![outcome(denied, Some("approval-1"))],
+            vec![outcome(denied.clone(), Some("approval-1"))],
             r#"{"type":"tool-output-denied","toolCallId":"call-1"}"#,
         ),
         (
@@ -301,10 +305,64 @@ fn events_to_chunks() {
 {"type":"error","errorText":"the gate failed"}"#,
         ),
     ];
-    let wrong: Vec<String> = rows
+    // `deniedAs: output-error` changes a native denial only.
+    let as_error: Vec<(&str, Vec<AgentEvent>, &str)> = vec![
+        (
+            "native, deniedAs output-error: a denial is the call's error",
+            vec![
+                asked(AiSdk, None),
+                outcome(denied.clone(), Some("approval-1")),
+            ],
+            r#"{"type":"tool-input-available","toolCallId":"call-1","toolName":"stock","input":{"sku":"A1"}}
+{"type":"tool-approval-request","approvalId":"approval-1","toolCallId":"call-1"}
+{"type":"tool-output-error","toolCallId":"call-1","errorText":"User denied execution: not now"}"#,
+        ),
+        (
+            "native, deniedAs output-error: a denial without a reason",
+            vec![outcome(
+                Outcome::Denied { reason: None },
+                Some("approval-1"),
+            )],
+            r#"{"type":"tool-output-error","toolCallId":"call-1","errorText":"User denied execution"}"#,
+        ),
+        (
+            "adk, deniedAs output-error: a denial is the call's error, as ever",
+            vec![
+                confirmed(false),
+                AgentEvent::Released {
+                    call: stock(),
+                    kept: false,
+                },
+                outcome(denied.clone(), None),
+            ],
+            r#"{"type":"tool-output-available","toolCallId":"adk-1","output":{"confirmed":false}}
+{"type":"tool-input-start","toolCallId":"call-1","toolName":"stock"}
+{"type":"tool-input-available","toolCallId":"call-1","toolName":"stock","input":{"sku":"A1"}}
+{"type":"tool-output-error","toolCallId":"call-1","errorText":"User denied execution: not now"}"#,
+        ),
+        (
+            "native, deniedAs output-error: an approved call's output is unchanged",
+            vec![outcome(
+                Outcome::Output {
+                    output: json!(3),
+                    ran_with: None,
+                },
+                Some("approval-1"),
+            )],
+            r#"{"type":"tool-output-available","toolCallId":"call-1","output":3}"#,
+        ),
+    ];
+    let rows = rows
         .into_iter()
-        .filter_map(|(name, events, expected)| {
-            let (wire, _) = encode(events);
+        .map(|(name, events, expected)| (name, DeniedAs::OutputDenied, events, expected))
+        .chain(
+            as_error
+                .into_iter()
+                .map(|(name, events, expected)| (name, DeniedAs::OutputError, events, expected)),
+        );
+    let wrong: Vec<String> = rows
+        .filter_map(|(name, denied_as, events, expected)| {
+            let (wire, _) = encode(denied_as, events);
             (wire != expected).then(|| format!("{name}:\n{wire}"))
         })
         .collect();
@@ -321,11 +379,14 @@ fn the_message_follows_the_chunks() {
     };
     // ADK: the question's part, answered; the call's own part, denied.
     let denied = Outcome::Denied { reason: None };
-    let (_, message) = encode(vec![
-        asked(Adk, None),
-        confirmed(false),
-        outcome(denied.clone(), None),
-    ]);
+    let (_, message) = encode(
+        DeniedAs::OutputDenied,
+        vec![
+            asked(Adk, None),
+            confirmed(false),
+            outcome(denied.clone(), None),
+        ],
+    );
     assert_eq!(
         tool(&message, "adk-1"),
         Some(ToolState::OutputAvailable {
@@ -340,11 +401,14 @@ fn the_message_follows_the_chunks() {
         })
     );
     // Native: one part, from approval requested to denied.
-    let (_, message) = encode(vec![
-        AgentEvent::StepStart,
-        asked(AiSdk, None),
-        outcome(denied, Some("approval-1")),
-    ]);
+    let native_denial = || {
+        vec![
+            AgentEvent::StepStart,
+            asked(AiSdk, None),
+            outcome(denied.clone(), Some("approval-1")),
+        ]
+    };
+    let (_, message) = encode(DeniedAs::OutputDenied, native_denial());
     assert_eq!(message.parts.len(), 2);
     assert_eq!(
         tool(&message, "call-1"),
@@ -354,4 +418,20 @@ fn the_message_follows_the_chunks() {
             reason: None
         })))
     );
+    // Native, `deniedAs: output-error`: the part ends in the error the
+    // client was sent, which the model reads back as the same denial.
+    let (_, message) = encode(DeniedAs::OutputError, native_denial());
+    assert_eq!(message.parts.len(), 2);
+    let state = tool(&message, "call-1");
+    assert_eq!(
+        state,
+        Some(ToolState::OutputError {
+            error_text: "User denied execution".into()
+        })
+    );
+    let text = match state {
+        Some(ToolState::OutputError { error_text }) => error_text,
+        _ => String::new(),
+    };
+    assert_eq!(crate::call::parse_denial(&text), Some(None));
 }
