@@ -558,6 +558,8 @@ impl Decode {
 }
 
 impl Decoder for Decode {
+    type Event = ProviderEvent;
+
     fn event(&mut self, event: Sse, out: &mut Vec<ProviderEvent>) -> Result<bool, ProviderError> {
         let name = event.event.filter(|name| !name.is_empty());
         if name.as_deref() == Some("ping") {

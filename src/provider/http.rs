@@ -78,7 +78,7 @@ impl Upstream {
         url: String,
         body: Result<Vec<u8>, ProviderError>,
         mut decoder: D,
-    ) -> BoxStream<'static, Result<ProviderEvent, ProviderError>> {
+    ) -> BoxStream<'static, Result<D::Event, ProviderError>> {
         let upstream = self.clone();
         let provider = self.config.provider;
         async_stream::stream! {
@@ -103,7 +103,7 @@ impl Upstream {
             while let Some(event) = events.next().await {
                 let done = event.and_then(|event| decoder.event(event, &mut out));
                 for event in out.drain(..) {
-                    log_finish(provider, &event);
+                    event.log(provider);
                     yield Ok(event);
                 }
                 match done {
@@ -121,7 +121,7 @@ impl Upstream {
             }
             let last = if ended { Ok(()) } else { decoder.end(&mut out) };
             for event in out.drain(..) {
-                log_finish(provider, &event);
+                event.log(provider);
                 yield Ok(event);
             }
             if let Err(e) = last {
@@ -187,6 +187,64 @@ impl Upstream {
                 attempt += 1;
             }
         }
+    }
+
+    /// A JSON request that is not streamed (no retries: it may do work):
+    /// the answer's JSON, or `None` for a 404.
+    pub async fn json(
+        &self,
+        method: reqwest::Method,
+        url: &str,
+        body: Option<&serde_json::Value>,
+    ) -> Result<Option<serde_json::Value>, ProviderError> {
+        let config = &self.config;
+        let mut request = self
+            .client
+            .request(method, url)
+            .headers(config.headers.clone());
+        if let Some(body) = body {
+            let bytes =
+                serde_json::to_vec(body).map_err(|e| ProviderError::Request(e.to_string()))?;
+            request = request
+                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .body(bytes);
+        }
+        let read = async {
+            let response = request.send().await?;
+            let status = response.status();
+            let bytes = response.bytes().await?;
+            Ok::<_, reqwest::Error>((status, bytes))
+        };
+        let (status, bytes) = match tokio::time::timeout(config.read_timeout, read).await {
+            Err(_) => {
+                return Err(ProviderError::Timeout {
+                    provider: config.provider,
+                    secs: config.read_timeout.as_secs_f32(),
+                });
+            }
+            Ok(Err(e)) => {
+                return Err(ProviderError::Connect {
+                    provider: config.provider,
+                    message: self.redact(&error_chain(&e.without_url())),
+                });
+            }
+            Ok(Ok(answer)) => answer,
+        };
+        if status == StatusCode::NOT_FOUND {
+            return Ok(None);
+        }
+        if !status.is_success() {
+            let body = &bytes[..bytes.len().min(MAX_ERROR_BODY)];
+            return Err(ProviderError::Status {
+                provider: config.provider,
+                status: status.as_u16(),
+                message: self.redact(&message_of(body)),
+                retry_after: None,
+            });
+        }
+        serde_json::from_slice(&bytes).map(Some).map_err(|e| {
+            ProviderError::Stream(format!("{} sent unreadable JSON: {e}", config.provider))
+        })
     }
 
     /// The response's SSE events; every read within the read timeout, every
@@ -255,15 +313,29 @@ impl std::fmt::Debug for Secret {
     }
 }
 
-/// Turns one provider's SSE events into [`ProviderEvent`]s.
+/// Turns one upstream's SSE events into its events: a model's into
+/// [`ProviderEvent`]s, an ADK agent's into its own.
 pub trait Decoder: Send + 'static {
+    type Event: Logged + Send + 'static;
+
     /// Decodes one event into `out`; `Ok(true)` when it was the provider's
     /// end marker.
-    fn event(&mut self, event: Sse, out: &mut Vec<ProviderEvent>) -> Result<bool, ProviderError>;
+    fn event(&mut self, event: Sse, out: &mut Vec<Self::Event>) -> Result<bool, ProviderError>;
 
     /// The upstream closed without an end marker: the last events if the
     /// answer was complete, or an error saying it was cut short.
-    fn end(&mut self, out: &mut Vec<ProviderEvent>) -> Result<(), ProviderError>;
+    fn end(&mut self, out: &mut Vec<Self::Event>) -> Result<(), ProviderError>;
+}
+
+/// An upstream event worth a log line (a model's finish and its usage).
+pub trait Logged {
+    fn log(&self, provider: &'static str);
+}
+
+impl Logged for ProviderEvent {
+    fn log(&self, provider: &'static str) {
+        log_finish(provider, self);
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -382,13 +454,13 @@ pub(crate) mod testing {
     use sse_stream::{Sse, SseByteStream};
 
     use super::Decoder;
-    use crate::provider::{ProviderError, ProviderEvent};
+    use crate::provider::ProviderError;
 
     /// `data:` payloads through `decoder`, ended as the driver ends them.
     pub fn decode_data<D: Decoder>(
         mut decoder: D,
         events: &[&str],
-    ) -> Result<Vec<ProviderEvent>, ProviderError> {
+    ) -> Result<Vec<D::Event>, ProviderError> {
         let mut out = Vec::new();
         for event in events {
             if decoder.event(Sse::default().data(*event), &mut out)? {
@@ -404,7 +476,7 @@ pub(crate) mod testing {
     pub fn decode_sse<D: Decoder>(
         mut decoder: D,
         bytes: &[u8],
-    ) -> (Vec<ProviderEvent>, Option<ProviderError>) {
+    ) -> (Vec<D::Event>, Option<ProviderError>) {
         let reads: Vec<Result<bytes::Bytes, std::io::Error>> = bytes
             .chunks(7)
             .map(|chunk| Ok(bytes::Bytes::copy_from_slice(chunk)))

@@ -1,6 +1,7 @@
 //! Model providers: provider-neutral messages in, a stream of
 //! [`ProviderEvent`]s out. One file per provider.
 
+pub mod adk;
 pub mod anthropic;
 pub mod gemini;
 pub mod http;

@@ -327,6 +327,8 @@ impl Decode {
 }
 
 impl Decoder for Decode {
+    type Event = ProviderEvent;
+
     fn event(&mut self, event: Sse, out: &mut Vec<ProviderEvent>) -> Result<bool, ProviderError> {
         let Some(data) = event.data else {
             return Ok(false);
