@@ -9,9 +9,16 @@ use sse_stream::SseByteStream;
 use toolgate::provider::ProviderEvent;
 use toolgate::provider::http::Decoder;
 
+/// Runs `body`, parsed as SSE, through a model's `decoder` the way
+/// `Upstream::stream` drives a decoder, then checks what came out.
+pub fn decode<D: Decoder<Event = ProviderEvent>>(decoder: D, body: &[u8]) {
+    let (out, whole) = run(decoder, body);
+    check_events(&out, whole);
+}
+
 /// Runs `body`, parsed as SSE, through `decoder` the way `Upstream::stream`
-/// drives a decoder, then checks what came out.
-pub fn decode<D: Decoder>(mut decoder: D, body: &[u8]) {
+/// drives a decoder: its events, and whether it ended without an error.
+pub fn run<D: Decoder>(mut decoder: D, body: &[u8]) -> (Vec<D::Event>, bool) {
     let read: [Result<Bytes, std::io::Error>; 1] = [Ok(Bytes::copy_from_slice(body))];
     let events: Vec<_> =
         futures::executor::block_on(SseByteStream::new(futures::stream::iter(read)).collect());
@@ -39,7 +46,7 @@ pub fn decode<D: Decoder>(mut decoder: D, body: &[u8]) {
     if whole && !ended {
         whole = decoder.end(&mut out).is_ok();
     }
-    check_events(&out, whole);
+    (out, whole)
 }
 
 /// What the agent relies on: a call's fragments and end follow its start,

@@ -227,6 +227,11 @@ fn call_event(call: FunctionCall) -> Result<AdkEvent, ProviderError> {
         ProviderError::Stream(format!("{PROVIDER} sent an unreadable confirmation: {e}"))
     })?;
     let original = asked.original_function_call;
+    if original.name == CONFIRMATION_TOOL {
+        return Err(ProviderError::Stream(format!(
+            "{PROVIDER} asked about a question"
+        )));
+    }
     let original_id = original.id.filter(|id| !id.is_empty()).ok_or_else(|| {
         ProviderError::Stream(format!("{PROVIDER} asked about a call without an id"))
     })?;

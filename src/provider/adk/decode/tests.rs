@@ -186,6 +186,7 @@ fn unreadable_confirmations_and_calls_are_errors() {
         r#"{"id":"e","content":{"parts":[{"functionCall":{"name":"get_weather","args":{}}}]}}"#,
         r#"{"id":"e","content":{"parts":[{"functionCall":{"id":"c","name":"adk_request_confirmation","args":{"toolConfirmation":{}}}}]}}"#,
         r#"{"id":"e","content":{"parts":[{"functionCall":{"id":"c","name":"adk_request_confirmation","args":{"originalFunctionCall":{"name":"pay","args":{}}}}}]}}"#,
+        r#"{"id":"e","content":{"parts":[{"functionCall":{"id":"c","name":"adk_request_confirmation","args":{"originalFunctionCall":{"id":"d","name":"adk_request_confirmation","args":{}}}}}]}}"#,
         "not json",
     ];
     for data in cases {
