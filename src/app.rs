@@ -16,6 +16,7 @@ use crate::config::{ConfigError, ModelConfig};
 use crate::confirm::{Gate, Inventory, Signer};
 use crate::ids::{Clock, Ids};
 use crate::policy::{Mode, Policy, ToolPolicies};
+use crate::provider::adk::Adk;
 use crate::provider::anthropic::Anthropic;
 use crate::provider::gemini::Gemini;
 use crate::provider::http::Upstream;
@@ -178,6 +179,11 @@ impl App {
                 Arc::new(Unavailable(e.to_string()))
             })
         });
+        let adk = adk_agent(&self.config.model).unwrap_or_else(|e| {
+            // `serve` checked the config; an embedding application did not.
+            tracing::error!("{e}");
+            None
+        });
         let toolbox = Toolbox::new(self.registry);
         mcp::start(servers, &toolbox);
         let gate = Gate::new(
@@ -196,12 +202,17 @@ impl App {
             AllowedToolsStorage::Storage => gate,
             AllowedToolsStorage::Memory => gate.with_remembered_store(Store::memory()),
         };
+        let gate = match adk {
+            Some(_) => gate.with_upstream(),
+            None => gate,
+        };
         let agent = Agent {
             gate: gate.clone(),
             provider,
             ids: self.ids,
             max_steps: self.config.stream.max_steps.max(1),
             denied_as: self.config.tool_confirmation.denied_as,
+            upstream: adk.map(Arc::new),
         };
         let tasks = TaskTracker::new();
         let runs = Arc::new(
@@ -406,7 +417,21 @@ pub fn model_provider(
         ProviderKind::Anthropic => Arc::new(Anthropic::new(upstream, options, ids)),
         ProviderKind::Gemini => Arc::new(Gemini::new(upstream, options, ids)),
         ProviderKind::Scripted => Arc::new(ScriptedModel::new(ids)),
+        // The agent runs its own model: a turn never asks this one.
+        ProviderKind::Adk => Arc::new(Unavailable("the ADK agent runs its own model".into())),
     })
+}
+
+/// The ADK agent the config names, if it names one.
+pub fn adk_agent(config: &ModelConfig) -> Result<Option<Adk>, ConfigError> {
+    if config.provider != ProviderKind::Adk {
+        return Ok(None);
+    }
+    let Some((upstream, options)) = config.upstream()? else {
+        return Ok(None);
+    };
+    let upstream = Upstream::new(upstream).map_err(|e| ConfigError::Invalid(e.to_string()))?;
+    Ok(Some(Adk::new(upstream, options.model)))
 }
 
 /// A model that could not be set up: every turn says why.

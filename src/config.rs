@@ -205,6 +205,9 @@ pub enum ProviderKind {
     Anthropic,
     /// Google Gemini (`streamGenerateContent`).
     Gemini,
+    /// An existing Google ADK agent (`adk api_server`): it runs the model
+    /// and its tools; toolgate gates what it asks about.
+    Adk,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize, Default)]
@@ -213,6 +216,8 @@ pub struct ModelConfig {
     pub provider: ProviderKind,
     /// The upstream's model name, e.g. `gpt-4o-mini`.
     pub model: Option<String>,
+    /// `adk` only: the ADK app (its agents directory's folder) to run.
+    pub app: Option<String>,
     /// Default: the provider's public API.
     pub base_url: Option<String>,
     /// The environment variable holding the API key (default
@@ -252,7 +257,7 @@ struct ProviderDefaults {
 
 impl ModelConfig {
     fn defaults(&self) -> Option<ProviderDefaults> {
-        use crate::provider::{anthropic, gemini, openai};
+        use crate::provider::{adk, anthropic, gemini, openai};
         match self.provider {
             ProviderKind::Scripted => None,
             ProviderKind::Openai => Some(ProviderDefaults {
@@ -276,6 +281,13 @@ impl ModelConfig {
                 auth: |key| ("x-goog-api-key", key.to_owned()),
                 fixed: &[],
             }),
+            ProviderKind::Adk => Some(ProviderDefaults {
+                name: adk::PROVIDER,
+                base_url: adk::DEFAULT_BASE_URL,
+                key_env: "ADK_API_KEY",
+                auth: |key| ("authorization", format!("Bearer {key}")),
+                fixed: &[],
+            }),
         }
     }
 
@@ -285,8 +297,15 @@ impl ModelConfig {
             return Ok(None);
         };
         let bad = |why: String| ConfigError::Invalid(format!("model: {why}"));
-        let model = match &self.model {
-            Some(model) if !model.is_empty() => model.clone(),
+        let model = match (&self.model, &self.app) {
+            // ADK's agent names its own model; the app is what to run.
+            (_, Some(app)) if self.provider == ProviderKind::Adk && !app.is_empty() => app.clone(),
+            _ if self.provider == ProviderKind::Adk => {
+                return Err(bad(
+                    "provider adk needs an app (model.app, --adk-app)".into()
+                ));
+            }
+            (Some(model), _) if !model.is_empty() => model.clone(),
             _ => {
                 return Err(bad(format!(
                     "provider {} needs a model name",

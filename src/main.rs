@@ -41,6 +41,9 @@ enum Command {
         /// The provider's API base URL (config: model.baseUrl).
         #[arg(long)]
         base_url: Option<String>,
+        /// With --provider adk: the ADK app to run (config: model.app).
+        #[arg(long)]
+        adk_app: Option<String>,
         /// Also answer to this host name, e.g. the one a proxy forwards
         /// (adds to server.allowedHosts); repeatable.
         #[arg(long = "allowed-host", value_name = "HOST")]
@@ -109,6 +112,7 @@ async fn main() -> anyhow::Result<()> {
             provider,
             model,
             base_url,
+            adk_app,
             allowed_hosts,
             cors_origins,
         } => {
@@ -121,6 +125,7 @@ async fn main() -> anyhow::Result<()> {
             }
             config.model.model = model.or(config.model.model);
             config.model.base_url = base_url.or(config.model.base_url);
+            config.model.app = adk_app.or(config.model.app);
             config.model.upstream()?;
             config.server.allowed_hosts.extend(allowed_hosts);
             config.cors.allowed_origins.extend(cors_origins);

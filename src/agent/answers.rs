@@ -32,9 +32,9 @@ enum Work {
 }
 
 /// A question in the continued message that nobody answered yet.
-struct Open {
-    confirmation_id: String,
-    adk: bool,
+pub(super) struct Open {
+    pub(super) confirmation_id: String,
+    pub(super) adk: bool,
 }
 
 impl Answers {
@@ -215,7 +215,7 @@ impl Turn {
 
 /// The answered confirmations in the continued message (with the ADK output
 /// to echo back), and the questions still open.
-fn answers(message: &UiMessage) -> (Vec<(Answer, Option<Value>)>, Vec<Open>) {
+pub(super) fn answers(message: &UiMessage) -> (Vec<(Answer, Option<Value>)>, Vec<Open>) {
     let resolved: HashSet<&str> = message
         .parts
         .iter()

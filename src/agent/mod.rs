@@ -9,6 +9,7 @@ mod event;
 pub mod history;
 mod step;
 mod turn;
+mod upstream;
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -31,6 +32,9 @@ pub struct Agent {
     pub max_steps: usize,
     /// How a call denied through a native approval ends on the wire.
     pub denied_as: DeniedAs,
+    /// An ADK agent that runs the model and its tools in place of
+    /// `provider`; the turn then gates what it asks about.
+    pub upstream: Option<Arc<crate::provider::adk::Adk>>,
 }
 
 /// A turn in progress: what it has done, what comes next.

@@ -36,6 +36,9 @@ impl Agent {
         flow: ConfirmationFlow,
         waiting: tokio::sync::watch::Sender<bool>,
     ) -> BoxStream<'static, UiChunk> {
+        if let Some(adk) = self.upstream.clone() {
+            return super::upstream::turn(self, adk, request, principal, protocol, flow, waiting);
+        }
         async_stream::stream! {
             // Built when first polled, like everything it does (the message's id).
             let mut turn = Turn::new(self, request, principal, protocol, flow, waiting);

@@ -140,11 +140,13 @@ impl Gate {
     /// must fit (`null` for a tool now gone: no edit passes).
     pub(super) fn edits(&self, name: &str) -> (bool, Value) {
         let qualified = QualifiedName::of(name);
-        let editable = self.policy.editable(&ToolInfo {
-            name,
-            qualified: &qualified,
-            tool_may_ask: true,
-        });
+        // An upstream agent runs its call with the arguments it made.
+        let editable = !self.upstream
+            && self.policy.editable(&ToolInfo {
+                name,
+                qualified: &qualified,
+                tool_may_ask: true,
+            });
         let schema = self
             .tools
             .current()
@@ -204,7 +206,7 @@ impl Gate {
         } else {
             AuditDecision::Approved
         };
-        if self.runs_on_client(&call.name) {
+        if self.runs_elsewhere(&call.name) {
             let name = call.name.clone();
             let answered = self.hand_off(id, call, ran_with).await?;
             self.extend(scope, &name, remember, approve_next).await;

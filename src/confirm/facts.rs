@@ -13,7 +13,14 @@ impl Gate {
     /// What the policy needs to know about a call's tool; `None` for an unknown tool.
     pub(super) fn facts(&self, call: &ToolCall) -> Option<Facts> {
         let tools = self.tools.current();
-        let tool = tools.get(&call.name)?;
+        let Some(tool) = tools.get(&call.name) else {
+            // An upstream agent's tool, which asked: the agent runs it.
+            return self.upstream.then(|| Facts {
+                qualified: QualifiedName::of(&call.name),
+                tool_may_ask: true,
+                tool_asks: true,
+            });
+        };
         Some(Facts {
             qualified: QualifiedName::of(&call.name),
             tool_may_ask: tool.may_need_confirmation(),
@@ -46,11 +53,13 @@ impl Gate {
     /// (`toolConfirmation.tools.<tool>.editable`).
     pub fn editable(&self, name: &str) -> bool {
         let qualified = QualifiedName::of(name);
-        self.policy.editable(&ToolInfo {
-            name,
-            qualified: &qualified,
-            tool_may_ask: true,
-        })
+        // An upstream agent runs its call with the arguments it made.
+        !self.upstream
+            && self.policy.editable(&ToolInfo {
+                name,
+                qualified: &qualified,
+                tool_may_ask: true,
+            })
     }
 
     /// Every tool now, with its source, qualified name and effective policy.

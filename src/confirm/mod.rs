@@ -35,9 +35,11 @@ mod out_of_band;
 mod records;
 mod remembered;
 pub mod signing;
+mod upstream;
 
 pub use decide::confirmation_input;
 pub use handoff::{handoff_id, with_handoff};
+pub use upstream::Question;
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -228,6 +230,8 @@ pub struct Gate {
     beating: Arc<AtomicBool>,
     /// Cancelled by [`Gate::shutdown`]: ends the heartbeat.
     stopping: CancellationToken,
+    /// Every call is an upstream agent's, which it runs once approved.
+    upstream: bool,
 }
 
 impl Gate {
@@ -254,6 +258,7 @@ impl Gate {
             instance: uuid::Uuid::new_v4().simple().to_string().into(),
             beating: Arc::default(),
             stopping: CancellationToken::new(),
+            upstream: false,
         }
     }
 

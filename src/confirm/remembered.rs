@@ -129,7 +129,7 @@ impl Gate {
         match self.claim(&issued.id, now).await? {
             Claim::Won => {
                 // Started (or handed out) first; the audit event follows.
-                let answered = if self.runs_on_client(&issued.call.name) {
+                let answered = if self.runs_elsewhere(&issued.call.name) {
                     self.hand_off(&issued.id, issued.call.clone(), None).await?
                 } else {
                     let outcome = self.start_confirmed(

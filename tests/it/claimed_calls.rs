@@ -38,6 +38,7 @@ fn agent(payments: Arc<AtomicUsize>) -> Arc<Agent> {
         ids,
         max_steps: 8,
         denied_as: DeniedAs::default(),
+        upstream: None,
     })
 }
 

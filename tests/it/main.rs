@@ -14,6 +14,8 @@
 #[macro_use]
 mod common;
 
+#[cfg(feature = "adk")]
+mod adk;
 mod audit;
 mod auth;
 mod backends;

@@ -23,6 +23,9 @@ use super::{ProviderError, UserContent};
 /// Names ADK in errors and logs.
 pub const PROVIDER: &str = "ADK";
 
+/// Where `adk api_server` listens unless told otherwise.
+pub const DEFAULT_BASE_URL: &str = "http://127.0.0.1:8000";
+
 /// The longest chat id used verbatim as a session id.
 const MAX_VERBATIM_ID: usize = 128;
 

@@ -1,0 +1,146 @@
+//! Calls an upstream agent runs itself (an ADK agent): the agent asks
+//! about a call, and the gate decides exactly as for its own tools (the
+//! same chain, the same checks of an answer), but an approved call is
+//! handed back to the agent instead of run here.
+//!
+//! The question keeps the agent's own id, so the answer goes back under
+//! it; every question is recorded, so the agent gets at most one answer
+//! from toolgate for each.
+
+use super::{Gate, GateError, NewCall, Scope, millis};
+use crate::call::{QualifiedName, ToolCall};
+use crate::policy::{ToolInfo, Verdict};
+use crate::protocol::ConfirmationProtocol;
+use crate::store::{AuditDecision, Claim, Issued, Outcome, StoreError};
+
+/// The upstream agent's question about one of its calls.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Question {
+    /// The agent's id for the question; its answer goes back under it.
+    pub id: String,
+    pub call: ToolCall,
+    /// What the agent says about it, shown when the policy has no hint.
+    pub hint: Option<String>,
+}
+
+impl Gate {
+    /// The gate serves an upstream agent: every call is the agent's to run.
+    pub fn with_upstream(mut self) -> Self {
+        self.upstream = true;
+        self
+    }
+
+    /// Runs `work` to its end on the gate's tracked tasks, whatever
+    /// happens to the caller; shutdown waits for it.
+    pub fn keep(&self, work: impl Future<Output = ()> + Send + 'static) {
+        self.tasks.spawn(work);
+    }
+
+    /// Whether an approved call of `name` is handed out rather than run
+    /// here: a client-side tool's, or any call of an upstream agent.
+    pub(super) fn runs_elsewhere(&self, name: &str) -> bool {
+        self.upstream || self.runs_on_client(name)
+    }
+
+    /// Decides about a call the upstream agent asks about: allowed
+    /// ([`NewCall::Client`]: hand it back approved), refused, or asked (a
+    /// confirmation issued under the agent's id).
+    pub async fn check_upstream(
+        &self,
+        scope: &Scope,
+        question: Question,
+        protocol: ConfirmationProtocol,
+    ) -> Result<NewCall, GateError> {
+        let (gate, scope) = (self.clone(), scope.clone());
+        self.to_the_end(async move { gate.upstream_question(&scope, question, protocol).await })
+            .await
+    }
+
+    async fn upstream_question(
+        &self,
+        scope: &Scope,
+        question: Question,
+        protocol: ConfirmationProtocol,
+    ) -> Result<NewCall, GateError> {
+        let verdict = self.decide(scope, &question.call).await?;
+        let now = self.clock.now_ms();
+        let qualified = QualifiedName::of(&question.call.name);
+        let tool = ToolInfo {
+            name: &question.call.name,
+            qualified: &qualified,
+            tool_may_ask: true,
+        };
+        let hint = self
+            .policy
+            .hint(&tool, &question.call.args)
+            .or(question.hint)
+            .unwrap_or_else(|| format!("Allow {}?", question.call.name));
+        let issued = Issued {
+            id: question.id,
+            chat_id: scope.chat_id.clone(),
+            principal: scope.principal.clone(),
+            hint,
+            protocol,
+            call: question.call,
+            issued_at_ms: now,
+            expires_at_ms: now.saturating_add(millis(self.expiry)),
+        };
+        // A question asked again (a replayed stream) keeps its first answer.
+        let id = issued.id.clone();
+        let call = issued.call.clone();
+        match self.store.insert(issued.clone()).await {
+            Ok(()) => {}
+            Err(StoreError::Duplicate(_)) => {
+                let known = self.store.get(&id).await?;
+                if known
+                    .is_none_or(|k| k.chat_id != scope.chat_id || k.principal != scope.principal)
+                {
+                    return Ok(NewCall::Refused(format!(
+                        "question `{id}` was asked elsewhere"
+                    )));
+                }
+                return Ok(NewCall::Refused(format!(
+                    "question `{id}` was already answered"
+                )));
+            }
+            Err(e) => return Err(e.into()),
+        }
+        match verdict {
+            Some(Verdict::Allow { by }) => {
+                if self.claim(&id, now).await? != Claim::Won {
+                    return Err(GateError::Store(StoreError::NotClaimed(id)));
+                }
+                self.hand_off(&id, call.clone(), None).await?;
+                self.note(scope, &call, AuditDecision::Allowed, by, None, Some(&id))
+                    .await;
+                Ok(NewCall::Client { call, handoff: id })
+            }
+            Some(Verdict::Deny { reason }) => {
+                if self.claim(&id, now).await? != Claim::Won {
+                    return Err(GateError::Store(StoreError::NotClaimed(id)));
+                }
+                let outcome = Outcome::Denied {
+                    reason: Some(format!("denied by policy: {reason}")),
+                };
+                self.store.finish(&id, outcome).await?;
+                let by = "policy".to_owned();
+                self.note(
+                    scope,
+                    &call,
+                    AuditDecision::Denied,
+                    by,
+                    Some(reason.clone()),
+                    Some(&id),
+                )
+                .await;
+                Ok(NewCall::Refused(format!("denied by policy: {reason}")))
+            }
+            Some(Verdict::Ask | Verdict::Pass) | None => {
+                let by = "policy".to_owned();
+                self.note(scope, &call, AuditDecision::Asked, by, None, Some(&id))
+                    .await;
+                Ok(NewCall::Ask(issued))
+            }
+        }
+    }
+}
