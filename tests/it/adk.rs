@@ -23,6 +23,12 @@ struct Adk {
 
 impl Adk {
     fn start() -> Self {
+        let state = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        Self::start_in(state, 0)
+    }
+
+    /// An ADK server whose sessions live in `state`, on `port` (0: any).
+    fn start_in(state: tempfile::TempDir, port: u16) -> Self {
         let adk = std::env::var("TOOLGATE_TEST_ADK")
             .ok()
             .filter(|p| !p.is_empty())
@@ -30,10 +36,15 @@ impl Adk {
                 panic!("no ADK: set TOOLGATE_TEST_ADK to the `adk` command (scripts/test installs google-adk), or leave the `adk` feature off")
             });
         let agents = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/adk/agents");
-        let state = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let sessions = format!("sqlite:///{}", state.path().join("sessions.db").display());
         let mut child = Command::new(&adk)
-            .args(["api_server", "--host", "127.0.0.1", "--port", "0"])
+            .args([
+                "api_server",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                &port.to_string(),
+            ])
             .args(["--session_service_uri", &sessions])
             .arg(&agents)
             .env("PYTHONPATH", &agents)
@@ -87,11 +98,34 @@ impl Drop for Adk {
     }
 }
 
+impl Adk {
+    /// Stops this server and starts another on the same port and sessions.
+    fn restart(mut self) -> Self {
+        let port: u16 = self
+            .url
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("no port in {}", self.url));
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let state = std::mem::replace(
+            &mut self._state,
+            tempfile::tempdir().unwrap_or_else(|e| panic!("{e}")),
+        );
+        Self::start_in(state, port)
+    }
+}
+
 async fn toolgate(adk: &Adk, yaml: &str) -> Server {
+    toolgate_for(adk, "payments", yaml).await
+}
+
+async fn toolgate_for(adk: &Adk, app: &str, yaml: &str) -> Server {
     let mut config: Config = yaml_serde::from_str(yaml).unwrap_or_else(|e| panic!("{e}"));
     config.model.provider = ProviderKind::Adk;
     config.model.base_url = Some(adk.url.clone());
-    config.model.app = Some("payments".into());
+    config.model.app = Some(app.into());
     Server::with_config(config).await
 }
 
@@ -340,4 +374,137 @@ async fn two_users_never_share_a_session() {
         .map(|r| r.status().as_u16())
         .unwrap_or(0);
     assert_eq!(status, 404);
+}
+
+#[tokio::test]
+async fn the_users_payload_reaches_a_tool_that_asks_itself() {
+    let adk = Adk::start();
+    let server = toolgate(&adk, "{}").await;
+    let ask = "book 5 days";
+    let first = server.chat(&user_says("c1", ask)).await;
+    let asked = first.of_type("tool-input-available");
+    assert_eq!(
+        asked[0]["input"]["originalFunctionCall"]["name"], "book_days",
+        "{}",
+        first.body
+    );
+    assert_eq!(
+        asked[0]["input"]["toolConfirmation"]["hint"],
+        "Approve up to 5 days."
+    );
+    let output = json!({"confirmed": true, "payload": {"approved_days": 3}});
+    let second = server.chat(&answered("c1", ask, &first, &[output])).await;
+    assert_eq!(second.status, 200, "{}", second.body);
+    let stored = responses(&adk.session_events("anonymous", "c1").await);
+    assert!(
+        stored.contains(&(
+            "book_days".into(),
+            json!({"status": "ok", "approved_days": 3})
+        )),
+        "{stored:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_callable_that_asks_only_above_an_amount() {
+    let adk = Adk::start();
+    let server = toolgate_for(&adk, "payments_dynamic", "{}").await;
+    let small = server.chat(&user_says("c1", "Send 50 USD to Taro")).await;
+    let outputs = small.of_type("tool-output-available");
+    assert_eq!(outputs[0]["output"]["status"], "success", "{}", small.body);
+    assert!(small.body.contains("\"providerExecuted\":true"));
+    let large = server.chat(&user_says("c2", "Send 500 USD to Alice")).await;
+    let asked = large.of_type("tool-input-available");
+    assert_eq!(
+        asked[0]["toolName"], "adk_request_confirmation",
+        "{}",
+        large.body
+    );
+}
+
+#[tokio::test]
+async fn native_approvals_in_front_of_adk() {
+    let adk = Adk::start();
+    let server = toolgate(&adk, "toolConfirmation: {protocol: ai-sdk}").await;
+    let ask = "Send 500 USD to Alice";
+    let first = server.chat(&user_says("c1", ask)).await;
+    let request = first.of_type("tool-approval-request");
+    assert_eq!(request.len(), 1, "{}", first.body);
+    let call = first.of_type("tool-input-available")[0].clone();
+    assert_eq!(call["toolName"], "process_payment");
+    assert_eq!(request[0]["toolCallId"], call["toolCallId"]);
+    let message_id = first.of_type("start")[0]["messageId"].clone();
+    let approve = json!({
+        "id": "c1", "trigger": "submit-message", "messageId": message_id,
+        "messages": [
+            {"id": "u1", "role": "user", "parts": [{"type": "text", "text": ask}]},
+            {"id": message_id, "role": "assistant", "parts": [
+                {"type": "step-start"},
+                {"type": "tool-process_payment", "toolCallId": call["toolCallId"], "input": call["input"],
+                 "state": "approval-responded", "approval": {"id": request[0]["approvalId"], "approved": true}}
+            ]}
+        ]
+    });
+    let second = server.chat(&approve).await;
+    let outputs = second.of_type("tool-output-available");
+    assert_eq!(
+        outputs[0]["toolCallId"], call["toolCallId"],
+        "{}",
+        second.body
+    );
+    assert_eq!(outputs[0]["output"]["transaction_id"], "txn-alice-500");
+}
+
+#[tokio::test]
+async fn adk_restarted_between_question_and_answer() {
+    let adk = Adk::start();
+    let server = toolgate(&adk, "{}").await;
+    let ask = "Send 500 USD to Alice";
+    let first = server.chat(&user_says("c1", ask)).await;
+    let adk = adk.restart();
+    let second = server
+        .chat(&answered("c1", ask, &first, &[json!({"confirmed": true})]))
+        .await;
+    let outputs = second.of_type("tool-output-available");
+    assert!(
+        outputs
+            .iter()
+            .any(|c| c["output"]["transaction_id"] == "txn-alice-500"),
+        "{}",
+        second.body
+    );
+    drop(adk);
+}
+
+#[tokio::test]
+async fn a_decision_through_the_api_reaches_a_held_turn() {
+    use futures::StreamExt;
+    let adk = Adk::start();
+    let server = toolgate(&adk, "toolConfirmation: {flow: hold}").await;
+    let mut body = Box::pin(server.open(&user_says("c1", "Send 500 USD to Alice")).await);
+    let mut seen = String::new();
+    let id = loop {
+        match body.next().await {
+            Some(Ok(piece)) => seen.push_str(&String::from_utf8_lossy(&piece)),
+            other => panic!("{other:?} before the question in {seen}"),
+        }
+        let asked = seen
+            .split("\n\n")
+            .filter_map(|line| serde_json::from_str::<Value>(line.strip_prefix("data: ")?).ok())
+            .find(|c| {
+                c["type"] == "tool-input-available" && c["toolName"] == "adk_request_confirmation"
+            });
+        if let Some(asked) = asked {
+            break asked["toolCallId"].as_str().unwrap_or_default().to_owned();
+        }
+    };
+    let decided = server
+        .post(&format!("/api/confirmations/{id}"), r#"{"approved": true}"#)
+        .await;
+    assert_eq!(decided.status, 200, "{}", decided.body);
+    while let Some(piece) = body.next().await {
+        seen.push_str(&String::from_utf8_lossy(&piece.unwrap_or_default()));
+    }
+    assert!(seen.contains("txn-alice-500"), "{seen}");
+    assert!(seen.ends_with("data: [DONE]\n\n"), "{seen}");
 }
