@@ -11,6 +11,8 @@ use toolgate::ids::{Clock, Ids};
 use toolgate::tools::{ProcessPayment, Tool, ToolContext, ToolError, ToolSource};
 use toolgate::{App, Config};
 
+#[cfg(feature = "adk")]
+pub mod adk;
 pub mod calls;
 pub mod raw;
 pub mod upstream;
