@@ -15,7 +15,7 @@ async fn toolgate(adk: &Adk, yaml: &str) -> Server {
 }
 
 async fn toolgate_for(adk: &Adk, app: &str, yaml: &str) -> Server {
-    let mut config: Config = yaml_serde::from_str(yaml).unwrap_or_else(|e| panic!("{e}"));
+    let mut config = Config::from_yaml(yaml).unwrap_or_else(|e| panic!("{e}"));
     config.model.provider = ProviderKind::Adk;
     config.model.base_url = Some(adk.url.clone());
     config.model.app = Some(app.into());
@@ -400,4 +400,200 @@ async fn a_decision_through_the_api_reaches_a_held_turn() {
     }
     assert!(seen.contains("txn-alice-500"), "{seen}");
     assert!(seen.ends_with("data: [DONE]\n\n"), "{seen}");
+}
+
+#[tokio::test]
+async fn the_policy_answers_adk_without_asking() {
+    let adk = Adk::start();
+    let allow = "toolConfirmation: {toolPolicies: {alwaysAllow: [internal--process_payment]}}";
+    let server = toolgate(&adk, allow).await;
+    let reply = server.chat(&user_says("c1", "Send 500 USD to Alice")).await;
+    assert!(
+        reply.of_type("tool-approval-request").is_empty(),
+        "{}",
+        reply.body
+    );
+    assert!(
+        reply
+            .of_type("tool-input-available")
+            .iter()
+            .all(|c| c["toolName"] != "adk_request_confirmation"),
+        "{}",
+        reply.body
+    );
+    let outputs = reply.of_type("tool-output-available");
+    assert!(
+        outputs
+            .iter()
+            .any(|c| c["output"]["transaction_id"] == "txn-alice-500"),
+        "{}",
+        reply.body
+    );
+
+    let deny = "toolConfirmation: {toolPolicies: {alwaysDeny: [internal--process_payment]}}";
+    let server = toolgate(&adk, deny).await;
+    let reply = server.chat(&user_says("c2", "Send 500 USD to Alice")).await;
+    let errors = reply.of_type("tool-output-error");
+    assert!(
+        errors[0]["errorText"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("denied by policy"),
+        "{}",
+        reply.body
+    );
+    assert!(
+        reply.text().contains("This tool call is rejected."),
+        "{}",
+        reply.body
+    );
+    let stored = responses(&adk.session_events("anonymous", "c2").await);
+    assert!(
+        stored.iter().all(|(_, r)| r["status"] != "success"),
+        "{stored:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_remembered_approval_answers_the_next_question() {
+    let adk = Adk::start();
+    let server = toolgate(&adk, "{}").await;
+    let ask = "Send 500 USD to Alice";
+    let first = server.chat(&user_says("c1", ask)).await;
+    let remember = json!({"confirmed": true, "remember": "session"});
+    server.chat(&answered("c1", ask, &first, &[remember])).await;
+    let mut again = user_says("c1", "Send 20 USD to Bob");
+    again["messages"][0]["id"] = json!("u2");
+    let reply = server.chat(&again).await;
+    let outputs = reply.of_type("tool-output-available");
+    assert!(
+        outputs
+            .iter()
+            .any(|c| c["output"]["transaction_id"] == "txn-bob-20"),
+        "{}",
+        reply.body
+    );
+}
+
+#[tokio::test]
+async fn agent_failures_read_as_fixed_texts() {
+    let adk = Adk::start();
+    let server = toolgate(&adk, "{}").await;
+    let reply = server.chat(&user_says("c1", "fail")).await;
+    let error = reply.of_type("error");
+    assert_eq!(
+        error[0]["errorText"],
+        "ADK reported an error: the agent failed (ValueError)"
+    );
+    assert!(
+        !reply.body.contains("scripted model was asked"),
+        "{}",
+        reply.body
+    );
+
+    let server = toolgate_for(&adk, "no_such_app", "{}").await;
+    let reply = server.chat(&user_says("c2", "hello")).await;
+    let error = reply.of_type("error");
+    let text = error[0]["errorText"].as_str().unwrap_or_default();
+    assert!(
+        text.contains("the ADK app or session was not found"),
+        "{}",
+        reply.body
+    );
+    assert!(!reply.body.contains("agents"), "{}", reply.body);
+}
+
+#[tokio::test]
+async fn two_payments_answered_apart() {
+    let adk = Adk::start();
+    let server = toolgate(&adk, "{}").await;
+    let ask = "Send 10 USD to Taro and 20 USD to Jiro";
+    let first = server.chat(&user_says("c1", ask)).await;
+    let mut body = answered(
+        "c1",
+        ask,
+        &first,
+        &[json!({"confirmed": true}), json!({"confirmed": true})],
+    );
+    // Only Taro's answered now: Jiro's card is still open.
+    let jiro = body["messages"][1]["parts"][2].clone();
+    body["messages"][1]["parts"][2]["state"] = json!("input-available");
+    body["messages"][1]["parts"][2]
+        .as_object_mut()
+        .map(|p| p.remove("output"));
+    let second = server.chat(&body).await;
+    assert_eq!(
+        second.of_type("finish")[0]["finishReason"],
+        "tool-calls",
+        "{}",
+        second.body
+    );
+    // Then Jiro's, with what the client kept of the first answer.
+    body["messages"][1]["parts"][2] = jiro;
+    let third = server.chat(&body).await;
+    assert_eq!(third.status, 200, "{}", third.body);
+    let stored = responses(&adk.session_events("anonymous", "c1").await);
+    let paid: Vec<_> = stored
+        .iter()
+        .filter(|(_, r)| r["status"] == "success")
+        .map(|(_, r)| r["recipient"].clone())
+        .collect();
+    assert_eq!(paid, [json!("Taro"), json!("Jiro")], "{stored:?}");
+}
+
+#[tokio::test]
+async fn the_same_flow_over_live() {
+    use crate::common::ws;
+    let adk = Adk::start();
+    let server = toolgate(&adk, "{}").await;
+    let mut socket = ws::connect(&server).await;
+    let ask = "Send 500 USD to Alice";
+    ws::send(&mut socket, ws::turn("r1", &user_says("c1", ask))).await;
+    let mut frames = Vec::new();
+    ws::until_end(&mut socket, &mut frames, "r1").await;
+    let chunks: Vec<Value> = frames.iter().map(|f| f["chunk"].clone()).collect();
+    let first = Reply {
+        status: 200,
+        headers: Default::default(),
+        body: chunks
+            .iter()
+            .filter(|c| !c.is_null())
+            .map(|c| format!("data: {c}\n\n"))
+            .collect(),
+    };
+    let approve = answered("c1", ask, &first, &[json!({"confirmed": true})]);
+    ws::send(&mut socket, ws::turn("r2", &approve)).await;
+    let mut frames = Vec::new();
+    ws::until_end(&mut socket, &mut frames, "r2").await;
+    let lines = ws::lines(&frames);
+    assert!(lines.contains("txn-alice-500"), "{lines}");
+}
+
+#[tokio::test]
+async fn the_bytes_of_a_confirmation_and_its_approval() {
+    let adk = Adk::start();
+    let server = toolgate(&adk, "{}").await;
+    let ask = "Send 500 USD to Alice";
+    let first = server.chat(&user_says("c1", ask)).await;
+    let second = server
+        .chat(&answered("c1", ask, &first, &[json!({"confirmed": true})]))
+        .await;
+    // ADK's ids are new on every run: numbered in order of appearance.
+    let both = format!("{}{}", first.body, second.body);
+    let ids =
+        regex::Regex::new(r"adk-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+            .unwrap_or_else(|e| panic!("{e}"));
+    let mut seen: Vec<String> = Vec::new();
+    let stable = ids.replace_all(&both, |m: &regex::Captures| {
+        let id = m[0].to_owned();
+        let n = match seen.iter().position(|s| *s == id) {
+            Some(n) => n,
+            None => {
+                seen.push(id);
+                seen.len() - 1
+            }
+        };
+        format!("adk-id-{n}")
+    });
+    crate::assert_sse!("adk_upstream_approved", stable.into_owned());
 }
