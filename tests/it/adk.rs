@@ -597,3 +597,21 @@ async fn the_bytes_of_a_confirmation_and_its_approval() {
     });
     crate::assert_sse!("adk_upstream_approved", stable.into_owned());
 }
+
+#[tokio::test]
+async fn a_client_that_leaves_stops_the_agent() {
+    use futures::StreamExt;
+    let adk = Adk::start();
+    let server = toolgate(&adk, "{}").await;
+    let mut body = Box::pin(server.open(&user_says("c1", "answer slowly")).await);
+    let mut seen = String::new();
+    while !seen.contains("tick 0") {
+        match body.next().await {
+            Some(Ok(piece)) => seen.push_str(&String::from_utf8_lossy(&piece)),
+            other => panic!("{other:?} before the first delta in {seen}"),
+        }
+    }
+    drop(body);
+    crate::common::wait::until_true("the slow answer to end", || adk.slow_answer().is_some()).await;
+    assert_eq!(adk.slow_answer().as_deref(), Some("cancelled"));
+}

@@ -43,6 +43,7 @@ impl Adk {
             .args(["--session_service_uri", &sessions])
             .arg(&agents)
             .env("PYTHONPATH", &agents)
+            .env("TOOLGATE_ADK_MARKS", state.path())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
@@ -70,6 +71,11 @@ impl Adk {
             child,
             _state: state,
         }
+    }
+
+    /// How the model's slow answer ended (`finished`, `cancelled`), once it did.
+    pub fn slow_answer(&self) -> Option<String> {
+        std::fs::read_to_string(self._state.path().join("slowly")).ok()
     }
 
     /// The events of `user`'s session for chat `chat`.
