@@ -137,6 +137,13 @@ async fn an_approved_payment_runs_once_inside_adk() {
         second.body
     );
 
+    // Asked and approved, in the audit log.
+    let audit = server.get("/api/audit").await;
+    for decision in ["\"asked\"", "\"approved\""] {
+        assert!(audit.body.contains(decision), "{}", audit.body);
+    }
+    assert!(audit.body.contains("process_payment"), "{}", audit.body);
+
     // The same approval again runs nothing more.
     let third = server.chat(&approve).await;
     assert_eq!(third.status, 200, "{}", third.body);
