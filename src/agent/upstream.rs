@@ -88,7 +88,7 @@ pub(super) fn turn(
             return;
         };
         let max = turn.agent.max_steps.max(1);
-        for _ in 0..max {
+        for round in 1..=max {
             let events = turn.send(&adk, &session, &message);
             let mut events = std::pin::pin!(events);
             while let Some(event) = events.next().await {
@@ -121,6 +121,10 @@ pub(super) fn turn(
             match std::mem::take(&mut turn.replies) {
                 replies if replies.is_empty() => break,
                 replies => message = Message::Replies(replies),
+            }
+            if round == max {
+                // Out of rounds: the answers taken still reach ADK, unread.
+                drop(turn.send(&adk, &session, &message));
             }
         }
         if turn.step_open {
