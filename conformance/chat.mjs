@@ -40,6 +40,14 @@
 // native-deny and native-two only with `--protocol ai-sdk`. Without flow names, every flow of
 // the chosen protocol runs; a named flow of the other protocol is skipped.
 //
+// Flows for toolgate in front of a Google ADK agent (`model.provider: adk`,
+// app `payments` of tests/fixtures/adk/agents), run only when named:
+// adk-text with both protocols, adk-approve and adk-deny with `--protocol
+// adk`, adk-native-approve and adk-native-deny with `--protocol ai-sdk`. They
+// pay 500 USD to Alice with the agent's own process_payment
+// (`transaction_id` txn-alice-500); a denial must end the part denied or in
+// error, with the agent's text saying the call was rejected.
+//
 // Prints `ok <flow>` or `FAIL <flow>: <reason>` per flow (the raw SSE of a
 // failed flow goes to stderr), then `N passed, N failed`. Exits 0 only if all
 // flows pass (2 on a usage error).
@@ -426,16 +434,21 @@ const HANAKO = { amount: 50, recipient: 'Hanako', currency: 'USD' };
 const BOB = { amount: 20, recipient: 'Bob', currency: 'USD' };
 const CAROL = { amount: 5, recipient: 'Carol', currency: 'USD' };
 
+// In front of an ADK agent (tests/fixtures/adk/agents, app `payments`): its
+// scripted model calls process_payment for this, and the tool answers
+// `{"status": "success", "transaction_id": "txn-alice-500", ...}`.
+const ADK_PAYMENT = { text: 'Send 500 USD to Alice', args: { amount: 500, recipient: 'Alice', currency: 'USD' }, transactionId: 'txn-alice-500' };
+
 // Sends `text`, checks the single confirmation request, answers it with `output`.
-async function paymentTurnOne(ctx, name, output) {
+async function paymentTurnOne(ctx, name, output, { text = 'Send 50 USD to Hanako', args = HANAKO } = {}) {
   const { chat, rec } = newChat(name, ctx);
-  await chat.sendMessage({ text: 'Send 50 USD to Hanako' });
+  await chat.sendMessage({ text });
   await settle(ctx);
   requestCount(rec, 1, 'after the first turn');
   const first = onlyAssistant(chat);
   const confirm = onePart(first, 'tool-adk_request_confirmation');
   eq(partsOfType(first, 'tool-process_payment').length, 0, 'process_payment parts before confirmation');
-  const call = checkConfirmation(confirm, HANAKO);
+  const call = checkConfirmation(confirm, args);
   await addToolOutput(chat, { tool: 'adk_request_confirmation', toolCallId: confirm.toolCallId, output });
   await settle(ctx);
   requestCount(rec, 2, 'in total (one follow-up)');
@@ -449,16 +462,22 @@ async function paymentTurnOne(ctx, name, output) {
 
 // Native approvals (--protocol ai-sdk): sends the payment, checks the single
 // approval request on the process_payment part, answers it.
-async function nativeTurnOne(ctx, name, response) {
+async function nativeTurnOne(ctx, name, response, { text = 'Send 50 USD to Hanako', args = HANAKO } = {}) {
   const { chat, rec } = newChat(name, ctx);
   check(typeof chat.addToolApprovalResponse === 'function', `ai ${clientVersion} has no addToolApprovalResponse`);
-  await chat.sendMessage({ text: 'Send 50 USD to Hanako' });
+  await chat.sendMessage({ text });
   await settle(ctx);
   requestCount(rec, 1, 'after the first turn');
   const first = onlyAssistant(chat);
   eq(partsOfType(first, 'tool-adk_request_confirmation').length, 0, 'tool-adk_request_confirmation parts');
-  const requested = checkNativeRequest(onePart(first, 'tool-process_payment'), HANAKO);
+  const requested = checkNativeRequest(onePart(first, 'tool-process_payment'), args);
   await chat.addToolApprovalResponse({ id: requested.approval.id, ...response });
+  // ai 6.0.0 does not send an answer about a provider-executed part (a tool
+  // the ADK agent runs) by itself.
+  if (requested.providerExecuted && !sendsProviderExecutedAnswers) {
+    await settle(ctx);
+    await chat.sendMessage();
+  }
   await settle(ctx);
   requestCount(rec, 2, 'in total (one follow-up)');
   const msg = onlyAssistant(chat);
@@ -482,7 +501,14 @@ const FLOW_PROTOCOL = {
   'native-approve': 'ai-sdk',
   'native-deny': 'ai-sdk',
   'native-two': 'ai-sdk',
+  'adk-approve': 'adk',
+  'adk-deny': 'adk',
+  'adk-native-approve': 'ai-sdk',
+  'adk-native-deny': 'ai-sdk',
 };
+
+// Flows for toolgate in front of an ADK agent: they run only when named.
+const NAMED_ONLY = new Set(['adk-text', 'adk-approve', 'adk-deny', 'adk-native-approve', 'adk-native-deny']);
 
 const flows = {
   // The client stops a long answer: the server stops the turn, and the chat
@@ -707,10 +733,60 @@ const flows = {
   },
 };
 
+// A payment the ADK agent ran: its own output, and its model's summary of it.
+function checkAdkPayment(msg, pay) {
+  eq(pay.state, 'output-available', `process_payment ${pay.toolCallId} state`);
+  eq(pay.input, ADK_PAYMENT.args, `process_payment ${pay.toolCallId} input`);
+  eq(pay.output?.status, 'success', 'payment output.status');
+  eq(pay.output?.transaction_id, ADK_PAYMENT.transactionId, 'payment output.transaction_id');
+  check(textAfter(msg, pay).includes(ADK_PAYMENT.transactionId), `text after the payment lacks ${ADK_PAYMENT.transactionId}: ${show(textAfter(msg, pay))}`);
+}
+
+// A payment the user denied: ADK's tool never ran, and its model was told.
+function checkAdkDenial(msg, pay) {
+  check(pay.output?.transaction_id === undefined, `the denied payment ran: ${show(pay.output)}`);
+  const after = textAfter(msg, pay);
+  check(/rejected/i.test(after), `text after the payment does not mention "rejected": ${show(after)}`);
+}
+
+Object.assign(flows, {
+  async 'adk-text'(ctx) {
+    const { chat, rec } = newChat('adk-text', ctx);
+    await chat.sendMessage({ text: 'hello there' });
+    await settle(ctx);
+    requestCount(rec, 1, '');
+    const text = partsOfType(onlyAssistant(chat), 'text').map(p => p.text).join('');
+    eq(text, 'You said: hello there. I am a scripted model.', 'assistant text');
+  },
+
+  async 'adk-approve'(ctx) {
+    const { msg, call } = await paymentTurnOne(ctx, 'adk-approve', { confirmed: true }, ADK_PAYMENT);
+    checkAdkPayment(msg, paymentPart(msg, call.id));
+  },
+
+  async 'adk-deny'(ctx) {
+    const { msg, call } = await paymentTurnOne(ctx, 'adk-deny', { confirmed: false, reason: 'too much' }, ADK_PAYMENT);
+    const pay = paymentPart(msg, call.id);
+    check(['output-error', 'output-denied'].includes(pay.state), `process_payment ${pay.toolCallId} state: expected output-error or output-denied, got ${show(pay.state)}`);
+    checkAdkDenial(msg, pay);
+  },
+
+  async 'adk-native-approve'(ctx) {
+    const { msg, pay } = await nativeTurnOne(ctx, 'adk-native-approve', { approved: true }, ADK_PAYMENT);
+    checkAdkPayment(msg, pay);
+  },
+
+  async 'adk-native-deny'(ctx) {
+    const { msg, pay } = await nativeTurnOne(ctx, 'adk-native-deny', { approved: false, reason: 'too much' }, ADK_PAYMENT);
+    checkNativeDenied(pay, 'too much');
+    checkAdkDenial(msg, pay);
+  },
+});
+
 const forProtocol = name => (FLOW_PROTOCOL[name] ?? cli.protocol) === cli.protocol
   && (FLOW_TRANSPORT[name] ?? cli.transport) === cli.transport;
 const named = cli.positional.slice(1);
-const selected = named.length > 0 ? named : Object.keys(flows).filter(forProtocol);
+const selected = named.length > 0 ? named : Object.keys(flows).filter(name => forProtocol(name) && !NAMED_ONLY.has(name));
 console.log(`# client ${cli.client} (ai ${clientVersion}), protocol ${cli.protocol}, transport ${cli.transport}, body toolgate ${show(toolgateOptions)}`);
 let passed = 0;
 let failed = 0;

@@ -48,7 +48,7 @@ toolConfirmation:
 ";
 
 /// `conformance/`, with its npm packages installed (or the test fails).
-fn installed() -> PathBuf {
+pub(crate) fn installed() -> PathBuf {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("conformance");
     assert!(
         dir.join("node_modules/ai").is_dir(),
@@ -57,7 +57,15 @@ fn installed() -> PathBuf {
     dir
 }
 
-fn run(dir: &Path, url: &str, client: &str, protocol: &str, flows: &[&str]) -> (bool, String) {
+/// Runs chat.mjs with `client` and `protocol`; `flows` may carry more
+/// options (`--transport ws`). Whether every flow passed, and the report.
+pub(crate) fn run(
+    dir: &Path,
+    url: &str,
+    client: &str,
+    protocol: &str,
+    flows: &[&str],
+) -> (bool, String) {
     let output = Command::new("node")
         .arg(dir.join("chat.mjs"))
         .args([url, "--client", client, "--protocol", protocol])

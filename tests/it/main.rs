@@ -16,6 +16,8 @@ mod common;
 
 #[cfg(feature = "adk")]
 mod adk;
+#[cfg(all(feature = "conformance", feature = "adk"))]
+mod adk_clients;
 mod audit;
 mod auth;
 mod backends;
