@@ -416,7 +416,17 @@ impl Upstream {
                 return;
             }
         };
-        if !matches!(event, AdkEvent::Step) && !self.step_open {
+        // What the agent does belongs to a step; the outcome of a call
+        // decided here (approved or refused before ADK ran it) does not,
+        // as an answered call's outcome does not in toolgate's own turn.
+        let in_step = match &event {
+            AdkEvent::Step | AdkEvent::Call(_) => false,
+            AdkEvent::Output { id, .. } => {
+                !self.decided.contains(id) && !self.approved.contains_key(id)
+            }
+            AdkEvent::TextDelta(_) | AdkEvent::ReasoningDelta(_) | AdkEvent::Confirm(_) => true,
+        };
+        if in_step && !self.step_open {
             self.step_open = true;
             self.emit(AgentEvent::StepStart, out);
         }

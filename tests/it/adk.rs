@@ -622,3 +622,17 @@ async fn a_client_that_leaves_stops_the_agent() {
     crate::common::wait::until_true("the slow answer to end", || adk.slow_answer().is_some()).await;
     assert_eq!(adk.slow_answer().as_deref(), Some("cancelled"));
 }
+
+#[tokio::test]
+async fn the_agents_reasoning_streams_as_reasoning() {
+    let adk = Adk::start();
+    let server = toolgate(&adk, "{}").await;
+    let reply = server.chat(&user_says("c1", "think")).await;
+    let reasoning: String = reply
+        .of_type("reasoning-delta")
+        .iter()
+        .filter_map(|c| c["delta"].as_str())
+        .collect();
+    assert_eq!(reasoning, "Let me think.", "{}", reply.body);
+    assert_eq!(reply.text(), "Thought about it.");
+}
