@@ -19,11 +19,13 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::Agent;
-use super::answers::answers;
+use super::answers::{Open, answers};
 use super::encode::TurnEncoder;
 use super::event::AgentEvent;
 use crate::call::ToolCall;
-use crate::confirm::{Answered, CONFIRMATION_TOOL, Decision, Gate, NewCall, Question, Scope};
+use crate::confirm::{
+    Answer, Answered, CONFIRMATION_TOOL, Decision, Gate, GateError, NewCall, Question, Scope,
+};
 use crate::protocol::{
     ChatRequest, ConfirmationFlow, ConfirmationProtocol, FinishReason, Part, Role, UiChunk,
     UiMessage,
@@ -66,7 +68,7 @@ pub(super) fn turn(
                 return;
             }
         };
-        let first = match turn.first_message(&mut out).await {
+        let first = match turn.first_message(&adk, &session, &mut out).await {
             Ok(first) => first,
             Err(e) => {
                 tracing::error!("the gate failed: {}", e.detail());
@@ -77,7 +79,7 @@ pub(super) fn turn(
         for chunk in out.drain(..) {
             yield chunk;
         }
-        let Some(mut message) = first else {
+        let Some(first) = first else {
             if !turn.failed {
                 let reason = turn.finish_reason();
                 turn.emit(AgentEvent::Finish(reason), &mut out);
@@ -88,8 +90,15 @@ pub(super) fn turn(
             return;
         };
         let max = turn.agent.max_steps.max(1);
+        let (mut message, mut started) = match first {
+            First::Send(message) => (message, None),
+            First::Started(events) => (Message::Replies(Vec::new()), Some(events)),
+        };
         for round in 1..=max {
-            let events = turn.send(&adk, &session, &message);
+            let events = match started.take() {
+                Some(events) => events,
+                None => turn.send(&adk, &session, &message),
+            };
             let mut events = std::pin::pin!(events);
             while let Some(event) = events.next().await {
                 turn.on_event(event, &mut out).await;
@@ -101,7 +110,7 @@ pub(super) fn turn(
                 }
             }
             turn.calls_without_result(&mut out);
-            if flow == ConfirmationFlow::Hold {
+            if flow == ConfirmationFlow::Hold && !turn.asked.is_empty() {
                 // Whoever reads this turn may leave; it stays for the answers.
                 waiting.send_replace(true);
                 let held = turn.hold(&mut out).await;
@@ -229,11 +238,14 @@ impl Upstream {
     }
 
     /// What ADK gets first: the user's new message, or the answers the gate
-    /// took from the continued one (`None`: nothing to send).
+    /// took from the continued one, already on their way (`None`: nothing
+    /// to send).
     async fn first_message(
         &mut self,
+        adk: &Arc<Adk>,
+        session: &str,
         out: &mut Vec<UiChunk>,
-    ) -> Result<Option<Message>, crate::confirm::GateError> {
+    ) -> Result<Option<First>, GateError> {
         if !self.continuing {
             let contents = self.history.iter().rev().find(|m| m.role == Role::User);
             let contents: Vec<UserContent> = contents
@@ -243,57 +255,47 @@ impl Upstream {
                 self.emit(AgentEvent::Error(NOTHING_TO_SAY.to_owned()), out);
                 return Ok(None);
             }
-            return Ok(Some(Message::User(contents)));
+            return Ok(Some(First::Send(Message::User(contents))));
         }
         if self.forged_results(out).await? {
             return Ok(None);
         }
         let (answered, open) = answers(&self.history[self.history.len() - 1]);
-        for (answer, echo) in answered {
-            let verdict = Box::pin(self.gate().check_answer(&self.scope, &answer)).await?;
-            let payload = match &answer.decision {
-                Decision::Approve { payload, .. } => payload.clone(),
-                Decision::Deny { .. } => None,
+        // From the first claim until ADK has the answers, nothing waits on
+        // the client: one tracked task takes them all and starts the request.
+        let (sender, receiver) = tokio::sync::oneshot::channel();
+        let work = take_answers(
+            self.gate().clone(),
+            self.scope.clone(),
+            answered,
+            open,
+            adk.clone(),
+            session.to_owned(),
+        );
+        self.gate().keep(async move {
+            let _ = sender.send(work.await);
+        });
+        let taken = receiver
+            .await
+            .map_err(|_| GateError::Task("the answers' task ended without a word".into()))??;
+        for (tool_call_id, error_text) in taken.rejected {
+            let event = AgentEvent::Rejected {
+                tool_call_id,
+                error_text,
             };
-            let native = answer.protocol == ConfirmationProtocol::AiSdk;
-            match verdict {
-                Answered::Rejected(error_text) => {
-                    let tool_call_id = match (answer.original, native) {
-                        (Some(original), true) => original.id,
-                        _ => answer.confirmation_id,
-                    };
-                    let event = AgentEvent::Rejected {
-                        tool_call_id,
-                        error_text,
-                    };
-                    self.emit(event, out);
-                }
-                verdict => {
-                    let id = answer.confirmation_id;
-                    self.decided_here(id, native, echo, payload, verdict, out);
-                }
-            }
+            self.emit(event, out);
         }
-        for open in open {
-            let id = open.confirmation_id;
-            match Box::pin(self.gate().settle(&self.scope, &id)).await? {
-                None => self.unanswered += 1,
-                Some(verdict) => {
-                    let native = !open.adk;
-                    self.decided_here(id, native, None, None, verdict, out);
-                }
-            }
+        self.unanswered += taken.unanswered;
+        for decided in taken.decided {
+            self.decided_here(decided, out);
         }
-        Ok((!self.replies.is_empty()).then(|| Message::Replies(std::mem::take(&mut self.replies))))
+        Ok(taken.events.map(First::Started))
     }
 
     /// Refuses a continued message that gives a result for a call still
     /// waiting for a decision: ADK would take it as the tool's (true of
     /// any call it asked about), so nothing of it is sent. True when refused.
-    async fn forged_results(
-        &mut self,
-        out: &mut Vec<UiChunk>,
-    ) -> Result<bool, crate::confirm::GateError> {
+    async fn forged_results(&mut self, out: &mut Vec<UiChunk>) -> Result<bool, GateError> {
         let open = Box::pin(self.gate().open(&self.scope)).await?;
         let waiting: HashSet<&str> = open.iter().map(|i| i.call.id.as_str()).collect();
         let message = &self.history[self.history.len() - 1];
@@ -329,16 +331,16 @@ impl Upstream {
         Ok(true)
     }
 
-    /// A question the gate decided: the reply for ADK, and what the client sees now.
-    fn decided_here(
-        &mut self,
-        confirmation_id: String,
-        native: bool,
-        echo: Option<Value>,
-        payload: Option<Value>,
-        verdict: Answered,
-        out: &mut Vec<UiChunk>,
-    ) {
+    /// A question the gate decided: what the client sees now (its reply
+    /// to ADK is made by [`Decided::reply`]).
+    fn decided_here(&mut self, decided: Decided, out: &mut Vec<UiChunk>) {
+        let Decided {
+            id: confirmation_id,
+            native,
+            echo,
+            verdict,
+            ..
+        } = decided;
         let (call, approved, outcome) = match verdict {
             Answered::Client { call } => (call, true, None),
             Answered::Recorded { call, outcome } => {
@@ -352,11 +354,6 @@ impl Upstream {
             }
             Answered::Rejected(_) => return,
         };
-        self.replies.push(Reply {
-            confirmation_id: confirmation_id.clone(),
-            confirmed: approved,
-            payload: payload.filter(|_| approved),
-        });
         if !native {
             let output = echo.unwrap_or_else(|| json!({"confirmed": approved}));
             let event = AgentEvent::Confirmed {
@@ -564,14 +561,144 @@ impl Upstream {
 
     /// Held flow: each question asked is decided elsewhere, or times out;
     /// the answers go to ADK next.
-    async fn hold(&mut self, out: &mut Vec<UiChunk>) -> Result<(), crate::confirm::GateError> {
+    async fn hold(&mut self, out: &mut Vec<UiChunk>) -> Result<(), GateError> {
         let native = self.protocol == ConfirmationProtocol::AiSdk;
         for id in std::mem::take(&mut self.asked) {
             let (call, outcome) = Box::pin(self.gate().hold(&self.scope, &id)).await?;
-            let verdict = Answered::Recorded { call, outcome };
-            self.decided_here(id, native, None, None, verdict, out);
+            let decided = Decided {
+                id,
+                native,
+                echo: None,
+                payload: None,
+                verdict: Answered::Recorded { call, outcome },
+            };
+            self.replies.extend(decided.reply());
+            self.decided_here(decided, out);
         }
         Ok(())
+    }
+}
+
+/// What ADK gets first.
+enum First {
+    Send(Message),
+    /// The answers' request, started by the task that took them.
+    Started(Events),
+}
+
+/// A question the gate decided in this request, and how.
+struct Decided {
+    id: String,
+    native: bool,
+    /// The client's output on an ADK confirmation part, echoed back.
+    echo: Option<Value>,
+    payload: Option<Value>,
+    verdict: Answered,
+}
+
+impl Decided {
+    /// What ADK is told: approved (a hand-off) or not; nothing for a
+    /// refused answer, whose question stays open.
+    fn reply(&self) -> Option<Reply> {
+        let confirmed = match &self.verdict {
+            Answered::Client { .. } => true,
+            Answered::Recorded { outcome, .. } => matches!(outcome, Outcome::HandedOff { .. }),
+            Answered::Running { .. } | Answered::Rejected(_) => return None,
+        };
+        Some(Reply {
+            confirmation_id: self.id.clone(),
+            confirmed,
+            payload: self.payload.clone().filter(|_| confirmed),
+        })
+    }
+}
+
+/// The continued message's answers through the gate.
+struct Taken {
+    decided: Vec<Decided>,
+    /// Parts whose answer the gate refused, with why.
+    rejected: Vec<(String, String)>,
+    unanswered: usize,
+    /// The request that carries the decisions to ADK, started.
+    events: Option<Events>,
+}
+
+/// Takes every answer and open question of the continued message through
+/// the gate and starts the request to ADK with the decisions: run on the
+/// gate's tracked tasks, so that a decision taken always reaches ADK.
+async fn take_answers(
+    gate: Gate,
+    scope: Scope,
+    answered: Vec<(Answer, Option<Value>)>,
+    open: Vec<Open>,
+    adk: Arc<Adk>,
+    session: String,
+) -> Result<Taken, GateError> {
+    let mut taken = Taken {
+        decided: Vec::new(),
+        rejected: Vec::new(),
+        unanswered: 0,
+        events: None,
+    };
+    let mut first_error = None;
+    for (answer, echo) in answered {
+        let native = answer.protocol == ConfirmationProtocol::AiSdk;
+        let verdict = match Box::pin(gate.check_answer(&scope, &answer)).await {
+            Ok(verdict) => verdict,
+            // The decisions taken so far still go to ADK.
+            Err(e) => {
+                first_error = Some(e);
+                break;
+            }
+        };
+        if let Answered::Rejected(why) = verdict {
+            let part = match (answer.original, native) {
+                (Some(original), true) => original.id,
+                _ => answer.confirmation_id,
+            };
+            taken.rejected.push((part, why));
+            continue;
+        }
+        let payload = match &answer.decision {
+            Decision::Approve { payload, .. } => payload.clone(),
+            Decision::Deny { .. } => None,
+        };
+        taken.decided.push(Decided {
+            id: answer.confirmation_id,
+            native,
+            echo,
+            payload,
+            verdict,
+        });
+    }
+    for open in open.into_iter().filter(|_| first_error.is_none()) {
+        match Box::pin(gate.settle(&scope, &open.confirmation_id)).await {
+            Ok(None) => taken.unanswered += 1,
+            Ok(Some(verdict)) => taken.decided.push(Decided {
+                id: open.confirmation_id,
+                native: !open.adk,
+                echo: None,
+                payload: None,
+                verdict,
+            }),
+            Err(e) => {
+                first_error = Some(e);
+                break;
+            }
+        }
+    }
+    let replies: Vec<Reply> = taken.decided.iter().filter_map(Decided::reply).collect();
+    if !replies.is_empty() {
+        let events = adk.run(&scope.principal, &session, &Message::Replies(replies));
+        taken.events = Some(kept(&gate, events));
+    }
+    match first_error {
+        // ADK has what was taken; the turn reports the failure.
+        Some(e) => {
+            drop(taken.events.take());
+            Err(e)
+        }
+        None => Ok(taken),
     }
 }
 
