@@ -62,6 +62,18 @@ impl Gate {
         question: Question,
         protocol: ConfirmationProtocol,
     ) -> Result<NewCall, GateError> {
+        // The same question again (a replayed stream): shown again, never
+        // decided a second time (nor a budget spent on it); its answer is
+        // judged as any.
+        if let Some(known) = self.store.get(&question.id).await? {
+            if known.chat_id == scope.chat_id && known.principal == scope.principal {
+                return Ok(NewCall::Ask(known));
+            }
+            let id = question.id;
+            return Ok(NewCall::Refused(format!(
+                "question `{id}` was asked elsewhere"
+            )));
+        }
         let verdict = self.decide(scope, &question.call).await?;
         let now = self.clock.now_ms();
         let qualified = QualifiedName::of(&question.call.name);
@@ -85,26 +97,9 @@ impl Gate {
             issued_at_ms: now,
             expires_at_ms: now.saturating_add(millis(self.expiry)),
         };
-        // A question asked again (a replayed stream) keeps its first answer.
         let id = issued.id.clone();
         let call = issued.call.clone();
-        match self.store.insert(issued.clone()).await {
-            Ok(()) => {}
-            Err(StoreError::Duplicate(_)) => {
-                let known = self.store.get(&id).await?;
-                if known
-                    .is_none_or(|k| k.chat_id != scope.chat_id || k.principal != scope.principal)
-                {
-                    return Ok(NewCall::Refused(format!(
-                        "question `{id}` was asked elsewhere"
-                    )));
-                }
-                return Ok(NewCall::Refused(format!(
-                    "question `{id}` was already answered"
-                )));
-            }
-            Err(e) => return Err(e.into()),
-        }
+        self.store.insert(issued.clone()).await?;
         match verdict {
             Some(Verdict::Allow { by }) => {
                 if self.claim(&id, now).await? != Claim::Won {
