@@ -94,3 +94,20 @@ enum Phase {
     Hold(std::vec::IntoIter<String>),
     Done,
 }
+
+/// The conversation a turn writes to, its last message the outgoing one:
+/// the assistant message the client continues, or a new one; and whether
+/// the client continued it.
+fn outgoing(ids: &Ids, mut history: Vec<UiMessage>) -> (Vec<UiMessage>, bool) {
+    let continuing = history
+        .last()
+        .is_some_and(|m| m.role == crate::protocol::Role::Assistant);
+    if !continuing {
+        history.push(UiMessage {
+            id: ids.next("msg"),
+            role: crate::protocol::Role::Assistant,
+            parts: Vec::new(),
+        });
+    }
+    (history, continuing)
+}

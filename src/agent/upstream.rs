@@ -185,15 +185,7 @@ impl Upstream {
             chat_id: request.chat_id,
             principal,
         };
-        let mut history = request.messages;
-        let continuing = history.last().is_some_and(|m| m.role == Role::Assistant);
-        if !continuing {
-            history.push(UiMessage {
-                id: agent.ids.next("msg"),
-                role: Role::Assistant,
-                parts: Vec::new(),
-            });
-        }
+        let (history, continuing) = super::outgoing(&agent.ids, request.messages);
         Self {
             encoder: TurnEncoder::new(agent.ids.clone(), agent.denied_as),
             agent,
