@@ -78,6 +78,12 @@ pub fn denial_text(reason: Option<&str>) -> String {
     }
 }
 
+/// What the model and the user read of a question nobody answered in time:
+/// not a denial, since nobody decided.
+pub fn expired_text(tool: &str) -> String {
+    format!("The request to run {tool} expired without an answer; nobody approved or denied it.")
+}
+
 /// The reason inside a [`denial_text`], if `text` is one.
 pub fn parse_denial(text: &str) -> Option<Option<String>> {
     let rest = text.strip_prefix(DENIED)?;

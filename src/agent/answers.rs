@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use serde_json::{Value, json};
 
 use super::event::AgentEvent;
-use super::{Phase, Turn};
+use super::{Phase, Turn, card_settled};
 use crate::call::ToolCall;
 use crate::confirm::{Answer, Answered, CONFIRMATION_TOOL, Running};
 use crate::protocol::{ConfirmationProtocol, FinishReason, Part, ToolState, UiChunk, UiMessage};
@@ -111,7 +111,7 @@ impl Turn {
                     // remembered approval, or decided elsewhere.
                     let echo = match &verdict {
                         Ok(Some(Answered::Recorded {
-                            outcome: Outcome::Denied { .. },
+                            outcome: Outcome::Denied { .. } | Outcome::Expired,
                             ..
                         })) => json!({"confirmed": false}),
                         Ok(Some(Answered::Recorded { .. })) => json!({"confirmed": true}),
@@ -145,14 +145,9 @@ impl Turn {
         };
         if adk {
             if let Some(output) = echo {
-                let confirmation_id = confirmation_id.clone();
-                self.emit(
-                    AgentEvent::Confirmed {
-                        confirmation_id,
-                        output,
-                    },
-                    out,
-                );
+                let recorded = outcome.as_ref().ok();
+                let card = card_settled(confirmation_id.clone(), output, recorded, &call.name);
+                self.emit(card, out);
             }
             self.release(&call, out);
         }

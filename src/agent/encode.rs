@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::blocks::Blocks;
 use super::event::AgentEvent;
-use crate::call::{ToolCall, denial_text};
+use crate::call::{ToolCall, denial_text, expired_text};
 use crate::confirm::{CONFIRMATION_TOOL, confirmation_input, with_handoff};
 use crate::ids::Ids;
 use crate::protocol::message::Approval;
@@ -303,6 +303,14 @@ fn record(
         ),
         (Outcome::Denied { reason }, _) => {
             let text = denial_text(reason.as_deref());
+            (
+                UiChunk::tool_error(&call.id, text.clone()),
+                ToolState::OutputError { error_text: text },
+            )
+        }
+        // Nobody decided: not a denial, whichever protocol asked.
+        (Outcome::Expired, _) => {
+            let text = expired_text(&call.name);
             (
                 UiChunk::tool_error(&call.id, text.clone()),
                 ToolState::OutputError { error_text: text },

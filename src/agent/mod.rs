@@ -111,3 +111,24 @@ fn outgoing(ids: &Ids, mut history: Vec<UiMessage>) -> (Vec<UiMessage>, bool) {
     }
     (history, continuing)
 }
+
+/// How an ADK confirmation's own part ends once its question is settled:
+/// with `output` (the answer, as the client's would be), or, for a
+/// question nobody answered in time, as an error that says it expired.
+fn card_settled(
+    confirmation_id: String,
+    output: serde_json::Value,
+    outcome: Option<&crate::store::Outcome>,
+    tool: &str,
+) -> event::AgentEvent {
+    match outcome {
+        Some(crate::store::Outcome::Expired) => event::AgentEvent::Rejected {
+            tool_call_id: confirmation_id,
+            error_text: crate::call::expired_text(tool),
+        },
+        _ => event::AgentEvent::Confirmed {
+            confirmation_id,
+            output,
+        },
+    }
+}

@@ -8,7 +8,7 @@ use futures::stream::{BoxStream, FuturesOrdered};
 use serde_json::{Value, json};
 
 use super::event::AgentEvent;
-use super::{Phase, Turn};
+use super::{Phase, Turn, card_settled};
 use crate::call::{MAX_ARGS_BYTES, MAX_CALLS_PER_STEP, ToolCall};
 use crate::confirm::{NewCall, Permit};
 use crate::protocol::{ConfirmationFlow, ConfirmationProtocol, UiChunk};
@@ -288,15 +288,10 @@ impl Turn {
             return Phase::Hold(questions);
         }
         if adk {
-            let output = json!({"confirmed": !matches!(outcome, Outcome::Denied { .. })});
-            let confirmation_id = confirmation_id.clone();
-            self.emit(
-                AgentEvent::Confirmed {
-                    confirmation_id,
-                    output,
-                },
-                out,
-            );
+            let approved = !matches!(outcome, Outcome::Denied { .. } | Outcome::Expired);
+            let output = json!({"confirmed": approved});
+            let card = card_settled(confirmation_id.clone(), output, Some(&outcome), &call.name);
+            self.emit(card, out);
             self.release(&call, out);
         }
         let approval = (!adk).then_some(confirmation_id);

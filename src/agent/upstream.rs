@@ -18,10 +18,10 @@ use futures::stream::BoxStream;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use super::Agent;
 use super::answers::{Open, answers};
 use super::encode::TurnEncoder;
 use super::event::AgentEvent;
+use super::{Agent, card_settled};
 use crate::call::ToolCall;
 use crate::confirm::{
     Answer, Answered, CONFIRMATION_TOOL, Decision, Gate, GateError, NewCall, Question, Scope,
@@ -348,11 +348,13 @@ impl Upstream {
         };
         if !native {
             let output = echo.unwrap_or_else(|| json!({"confirmed": approved}));
-            let event = AgentEvent::Confirmed {
-                confirmation_id: confirmation_id.clone(),
+            let card = card_settled(
+                confirmation_id.clone(),
                 output,
-            };
-            self.emit(event, out);
+                outcome.as_ref(),
+                &call.name,
+            );
+            self.emit(card, out);
         }
         let approval = native.then_some(confirmation_id);
         match outcome {

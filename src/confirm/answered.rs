@@ -65,7 +65,7 @@ impl Gate {
         answer: &Answer,
     ) -> Result<(Answered, AuditDecision, String), GateError> {
         let reject = |refusal: Refusal| {
-            let (decision, why) = (refusal.audit_decision(), refusal.to_string());
+            let (decision, why) = (AuditDecision::Refused, refusal.to_string());
             tracing::warn!(confirmation = %answer.confirmation_id, chat = %scope.chat_id, "confirmation rejected: {why}");
             Ok((Answered::Rejected(why), decision, "toolgate".to_owned()))
         };
@@ -95,12 +95,18 @@ impl Gate {
         // An edit is checked before the claim: a refused edit leaves the question open.
         let call = match check::check(answer, &issued, scope, now, edits) {
             Ok(call) => call,
-            // A decided call keeps its outcome; an undecided one can no longer be.
+            // A decided call keeps its outcome; an undecided one can no
+            // longer be: it ends as expired, and this answer is refused.
             Err(Refusal::Expired) => {
                 return match self.store.status(&issued.id).await? {
                     Some(Status::Done(outcome)) => recorded(issued.call, outcome),
                     Some(Status::Claimed { .. }) => reject(Refusal::OutcomeUnknown),
-                    Some(Status::Pending) | None => reject(Refusal::Expired),
+                    Some(Status::Pending) | None => {
+                        let call = issued.call.clone();
+                        let outcome = self.time_out(scope, issued).await?;
+                        let (answered, _, _) = recorded(call, outcome)?;
+                        Ok((answered, AuditDecision::Refused, "toolgate".to_owned()))
+                    }
                 };
             }
             Err(refusal) => return reject(refusal),

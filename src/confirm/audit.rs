@@ -85,6 +85,7 @@ pub(super) fn outcome_reason(outcome: &Outcome) -> Option<String> {
         Outcome::Output { .. } => None,
         Outcome::Error { message, .. } => Some(message.clone()),
         Outcome::Denied { reason } => reason.clone(),
+        Outcome::Expired => Some(super::EXPIRED.to_owned()),
         Outcome::HandedOff { .. } => None,
     }
 }

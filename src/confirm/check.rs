@@ -7,7 +7,7 @@ use serde_json::Value;
 use super::{Answer, Decision, OUTCOME_UNKNOWN, Scope, Signer, signing};
 use crate::call::ToolCall;
 use crate::protocol::ConfirmationProtocol;
-use crate::store::{AuditDecision, Issued};
+use crate::store::Issued;
 
 /// Why an answer (or an edit) is not taken. The texts are what the client
 /// and the audit log read.
@@ -47,27 +47,6 @@ fn other_call(protocol: ConfirmationProtocol) -> &'static str {
             "originalFunctionCall differs from the call this server issued"
         }
         ConfirmationProtocol::AiSdk => "the approved call differs from the call this server issued",
-    }
-}
-
-impl Refusal {
-    /// How the audit log files it: an answer too late timed out, every
-    /// other one was refused.
-    pub fn audit_decision(&self) -> AuditDecision {
-        match self {
-            Refusal::Expired => AuditDecision::TimedOut,
-            Refusal::Unsigned
-            | Refusal::NotIssued(_)
-            | Refusal::OtherChat
-            | Refusal::OtherUser
-            | Refusal::OtherProtocol
-            | Refusal::OtherCall(_)
-            | Refusal::OutcomeUnknown
-            | Refusal::EditTooLarge(_)
-            | Refusal::NotEditable(_)
-            | Refusal::NoSchema { .. }
-            | Refusal::InvalidEdit(_) => AuditDecision::Refused,
-        }
     }
 }
 

@@ -65,8 +65,8 @@ use crate::tools::{ToolSource, Toolbox};
 /// and never will: the process that claimed it is gone.
 pub const OUTCOME_UNKNOWN: &str = "outcome unknown: the approved call was claimed but its outcome was never recorded (the server may have stopped while it ran); it will not run again";
 
-/// The reason a held question is denied with when nobody decided in time.
-pub const TIMEOUT: &str = "timeout";
+/// Why a question ended as expired, for the audit log and a late answer.
+pub const EXPIRED: &str = "nobody approved or denied it before it expired";
 
 /// How long past the tool timeout a live claim may go without an outcome.
 const CLAIM_GRACE_MS: u64 = 5_000;
@@ -131,8 +131,10 @@ pub enum OutOfBand {
     Decided(Outcome),
     /// The decision itself is wrong (e.g. an edit the tool does not allow).
     Invalid(String),
-    /// Already decided the other way, expired, or of unknown outcome.
+    /// Already decided the other way, or of unknown outcome.
     Conflict(String),
+    /// Too late: nobody decided in time, and nothing ran.
+    Expired(String),
     /// No such confirmation for this user.
     NotFound,
 }

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::audit::{edited_from, outcome_reason};
 use super::records::as_ran;
-use super::{Answered, Decision, Gate, GateError, OUTCOME_UNKNOWN, OutOfBand, Scope, TIMEOUT};
+use super::{Answered, Decision, EXPIRED, Gate, GateError, OUTCOME_UNKNOWN, OutOfBand, Scope};
 use crate::call::ToolCall;
 use crate::store::{AuditDecision, Claim, Issued, Outcome, Status, StoreError};
 
@@ -70,6 +70,9 @@ impl Gate {
         let approve = matches!(decision, Decision::Approve { .. });
         let now = self.clock.now_ms();
         let settled = |outcome: Outcome| {
+            if outcome == Outcome::Expired {
+                return OutOfBand::Expired(format!("confirmation `{id}` expired: {EXPIRED}"));
+            }
             let was_approved = !matches!(outcome, Outcome::Denied { .. });
             if was_approved == approve {
                 OutOfBand::Decided(outcome)
@@ -106,18 +109,11 @@ impl Gate {
         // Decided before: the same decision again is a replay, another one a conflict.
         let earlier = match self.store.status(id).await? {
             Some(Status::Done(outcome)) if now > issued.expires_at_ms => Some(settled(outcome)),
+            // Too late: the question ends as expired (if nothing else
+            // ended it at that moment), and this decision is refused.
             _ if now > issued.expires_at_ms => {
-                let why = "confirmation expired".to_owned();
-                self.note(
-                    &scope,
-                    &issued.call,
-                    AuditDecision::TimedOut,
-                    "toolgate".into(),
-                    Some(why.clone()),
-                    Some(id),
-                )
-                .await;
-                return Ok(OutOfBand::Conflict(why));
+                let outcome = self.time_out(&scope, issued.clone()).await?;
+                Some(settled(outcome))
             }
             _ => match self.claim(id, now).await? {
                 Claim::Done(outcome) => Some(settled(outcome)),
@@ -132,7 +128,9 @@ impl Gate {
         };
         if let Some(result) = earlier {
             let (decision, by, reason) = match &result {
-                OutOfBand::Conflict(why) => (AuditDecision::Refused, "toolgate", Some(why.clone())),
+                OutOfBand::Conflict(why) | OutOfBand::Expired(why) => {
+                    (AuditDecision::Refused, "toolgate", Some(why.clone()))
+                }
                 _ => (AuditDecision::Replayed, "an earlier answer", None),
             };
             self.note(&scope, &issued.call, decision, by.into(), reason, Some(id))
@@ -203,8 +201,8 @@ impl Gate {
 
     /// Waits for the question `id` to be decided elsewhere (the approvals
     /// API, a socket's `confirm` frame, another tab). When its window closes
-    /// first, it is denied with reason `timeout`, unless a decision wins the
-    /// store's claim at that moment. The call as it ran and its outcome.
+    /// first, it ends as expired, unless a decision wins the store's claim
+    /// at that moment. The call as it ran and its outcome.
     pub async fn hold(&self, scope: &Scope, id: &str) -> Result<(ToolCall, Outcome), GateError> {
         let issued = self
             .store
@@ -238,8 +236,8 @@ impl Gate {
         Ok((as_ran(call, &outcome), outcome))
     }
 
-    /// A held question nobody decided in its window: denied with reason
-    /// `timeout`, unless a decision wins the claim at that moment.
+    /// A question nobody decided in its window: ended as expired, unless a
+    /// decision wins the claim at that moment (then its outcome).
     pub(super) async fn time_out(
         &self,
         scope: &Scope,
@@ -247,29 +245,23 @@ impl Gate {
     ) -> Result<Outcome, GateError> {
         let id = issued.id.as_str();
         let claim = match self.claim(id, self.clock.now_ms()).await {
-            // Forgotten as expired meanwhile: it timed out all the same.
-            Err(StoreError::NotClaimed(_)) => Claim::Done(Outcome::Denied {
-                reason: Some(TIMEOUT.to_owned()),
-            }),
+            // Forgotten meanwhile: it expired all the same.
+            Err(StoreError::NotClaimed(_)) => Claim::Done(Outcome::Expired),
             claim => claim?,
         };
         let outcome = match claim {
             Claim::Won => {
-                let outcome = Outcome::Denied {
-                    reason: Some(TIMEOUT.to_owned()),
-                };
-                self.store.finish(id, outcome.clone()).await?;
-                let why = "nobody answered before the confirmation timed out".to_owned();
+                self.store.finish(id, Outcome::Expired).await?;
                 self.note(
                     scope,
                     &issued.call,
-                    AuditDecision::TimedOut,
+                    AuditDecision::Expired,
                     "toolgate".into(),
-                    Some(why),
+                    Some(EXPIRED.to_owned()),
                     Some(id),
                 )
                 .await;
-                outcome
+                Outcome::Expired
             }
             Claim::Done(outcome) => outcome,
             Claim::InFlight { since_ms, orphaned } => {

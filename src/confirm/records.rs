@@ -4,33 +4,31 @@
 use super::handoff::HANDOFF;
 use super::{Gate, GateError, Scope};
 use crate::call::ToolCall;
-use crate::store::{AuditDecision, Issued, Outcome};
+use crate::store::{Issued, Outcome};
+
+/// How many expired questions one sweep ends; the next takes the rest.
+const SWEEP_BATCH: usize = 256;
 
 /// The suffix of a taken client result's key.
 pub(super) const RESULT: &str = "/result";
 
 impl Gate {
-    /// Logs every confirmation that expired unanswered as timed out (and
-    /// forgets it).
+    /// Ends every question that expired unanswered as expired (the same
+    /// claim as a held question's timeout, so one instance, or a decision
+    /// that came first, wins). How many it ended.
     pub async fn sweep(&self) -> Result<usize, GateError> {
-        let expired = self.store.take_expired(self.clock.now_ms()).await?;
-        for issued in &expired {
+        let expired = self.store.expired(self.clock.now_ms(), SWEEP_BATCH).await?;
+        let mut ended = 0;
+        for issued in expired {
             let scope = Scope {
                 chat_id: issued.chat_id.clone(),
                 principal: issued.principal.clone(),
             };
-            let why = "nobody answered before the confirmation expired".to_owned();
-            self.note(
-                &scope,
-                &issued.call,
-                AuditDecision::TimedOut,
-                "toolgate".into(),
-                Some(why),
-                Some(&issued.id),
-            )
-            .await;
+            if self.time_out(&scope, issued).await? == Outcome::Expired {
+                ended += 1;
+            }
         }
-        Ok(expired.len())
+        Ok(ended)
     }
 
     /// The questions still open in a chat, for a reloaded page.

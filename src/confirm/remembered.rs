@@ -95,16 +95,29 @@ impl Gate {
             return Ok(None);
         };
         let ours = issued.chat_id == scope.chat_id && issued.principal == scope.principal;
-        let now = self.clock.now_ms();
-        if !ours || now > issued.expires_at_ms {
+        if !ours {
             return Ok(None);
         }
-        // Decided meanwhile (through the API, or by another tab): report it.
-        if let Some(Status::Done(outcome)) = self.store.status(confirmation_id).await? {
-            return Ok(Some(Answered::Recorded {
-                call: as_ran(issued.call, &outcome),
-                outcome,
-            }));
+        let now = self.clock.now_ms();
+        match self.store.status(confirmation_id).await? {
+            // Decided meanwhile (through the API, or by another tab): report it.
+            Some(Status::Done(outcome)) => {
+                return Ok(Some(Answered::Recorded {
+                    call: as_ran(issued.call, &outcome),
+                    outcome,
+                }));
+            }
+            // Nobody decided in time: it ends as expired.
+            Some(Status::Pending) if now > issued.expires_at_ms => {
+                let call = issued.call.clone();
+                let outcome = self.time_out(scope, issued).await?;
+                return Ok(Some(Answered::Recorded {
+                    call: as_ran(call, &outcome),
+                    outcome,
+                }));
+            }
+            _ if now > issued.expires_at_ms => return Ok(None),
+            _ => {}
         }
         let qualified = QualifiedName::of(&issued.call.name);
         if self

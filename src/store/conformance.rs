@@ -154,8 +154,11 @@ pub async fn purges_what_expired_unless_running(store: Store) {
         .finish("done", Outcome::Denied { reason: None })
         .await
         .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(store.purge_expired(10).await.ok(), Some(0));
-    assert_eq!(store.purge_expired(11).await.ok(), Some(2));
+    // Kept for a while after expiry, so a late answer learns how it ended.
+    let kept = u64::try_from(super::KEPT_AFTER_EXPIRY.as_millis()).unwrap_or(u64::MAX);
+    assert_eq!(store.purge_expired(11).await.ok(), Some(0));
+    assert_eq!(store.purge_expired(10 + kept).await.ok(), Some(0));
+    assert_eq!(store.purge_expired(11 + kept).await.ok(), Some(2));
     assert_eq!(store.get("pending").await.ok().flatten(), None);
     assert_eq!(store.get("done").await.ok().flatten(), None);
     assert!(store.get("running").await.ok().flatten().is_some());
@@ -397,26 +400,37 @@ pub async fn lists_open_confirmations(store: Store) {
 }
 
 /// `issued()` expires at 10 ms.
-pub async fn hands_out_unanswered_expired_once(store: Store) {
-    for id in ["unanswered", "answered"] {
+pub async fn lists_unanswered_expired_until_decided(store: Store) {
+    for id in ["unanswered", "answered", "later"] {
         store
             .insert(issued(id))
             .await
             .unwrap_or_else(|e| panic!("{e}"));
     }
     assert_eq!(store.claim("answered", 5, ME).await.ok(), Some(Claim::Won));
+    let ids = |v: Result<Vec<Issued>, StoreError>| {
+        let mut ids: Vec<String> = v.unwrap_or_default().into_iter().map(|i| i.id).collect();
+        ids.sort();
+        ids
+    };
     assert!(
-        store.take_expired(10).await.unwrap_or_default().is_empty(),
+        ids(store.expired(10, 10).await).is_empty(),
         "not expired yet"
     );
-    let ids = |v: Vec<Issued>| v.into_iter().map(|i| i.id).collect::<Vec<_>>();
+    assert_eq!(ids(store.expired(11, 10).await), ["later", "unanswered"]);
+    assert_eq!(store.expired(11, 1).await.map(|v| v.len()).ok(), Some(1));
+    // The gate ends one as expired through the claim: no longer due.
     assert_eq!(
-        ids(store.take_expired(11).await.unwrap_or_default()),
-        ["unanswered"]
+        store.claim("unanswered", 11, ME).await.ok(),
+        Some(Claim::Won)
     );
-    assert!(
-        store.take_expired(12).await.unwrap_or_default().is_empty(),
-        "only once"
+    store
+        .finish("unanswered", Outcome::Expired)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(ids(store.expired(12, 10).await), ["later"]);
+    assert_eq!(
+        store.status("unanswered").await.ok().flatten(),
+        Some(Status::Done(Outcome::Expired))
     );
-    assert_eq!(store.get("unanswered").await.ok().flatten(), None);
 }

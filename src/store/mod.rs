@@ -55,6 +55,8 @@ pub enum Outcome {
     Denied {
         reason: Option<String>,
     },
+    /// Nobody approved or denied it before its window closed; it never ran.
+    Expired,
     /// A client-side tool's call, handed to the client to run: its result
     /// comes with the client's next request, never from the server.
     HandedOff {
@@ -118,8 +120,10 @@ pub enum AuditDecision {
     Refused,
     /// An answer repeated one already decided.
     Replayed,
-    /// Nobody answered in time.
-    TimedOut,
+    /// Nobody approved or denied it before it expired (read also as the
+    /// `timed-out` older logs wrote).
+    #[serde(alias = "timed-out")]
+    Expired,
     /// A remembered approval was revoked.
     Revoked,
 }
@@ -211,6 +215,14 @@ impl BackendError {
     }
 }
 
+/// How long a confirmation is kept after it expired: its outcome (expired,
+/// or a running call's) stays readable that long.
+pub const KEPT_AFTER_EXPIRY: Duration = Duration::from_secs(60 * 60);
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
 /// How long an instance's heartbeat lasts without renewal: its claims are
 /// orphaned this long after it died.
 pub const HEARTBEAT_TTL: Duration = Duration::from_secs(10);
@@ -266,24 +278,28 @@ impl Store {
         }
     }
 
-    /// Hands out, once each, the confirmations that expired before `now_ms`
-    /// with nobody's answer, and forgets them: the audit log records them as
-    /// timed out. With several instances, each is handed to one of them.
-    pub async fn take_expired(&self, now_ms: u64) -> Result<Vec<Issued>, StoreError> {
+    /// The confirmations that expired before `now_ms` with nobody's answer
+    /// and no outcome yet, at most `limit`. The gate ends each as expired
+    /// through the store's claim, so one instance (or a decision that came
+    /// first) wins.
+    pub async fn expired(&self, now_ms: u64, limit: usize) -> Result<Vec<Issued>, StoreError> {
         match self {
-            Store::Memory(s) => Ok(s.take_expired(now_ms)),
-            Store::Sqlite(s) => s.take_expired(now_ms).await,
-            Store::Redis(s) => s.take_expired(now_ms).await,
+            Store::Memory(s) => Ok(s.expired(now_ms, limit)),
+            Store::Sqlite(s) => s.expired(now_ms, limit).await,
+            Store::Redis(s) => s.expired(now_ms, limit).await,
         }
     }
 
-    /// Forgets every confirmation that expired before `now_ms`, unless its
-    /// call is running. Forgetting is safe: an answer to a confirmation the
-    /// server does not know runs nothing.
+    /// Forgets every confirmation whose expiry is more than
+    /// [`KEPT_AFTER_EXPIRY`] before `now_ms`, unless its call is running.
+    /// Until then a late answer learns it expired (or how it ended).
+    /// Forgetting is safe: an answer to a confirmation the server does not
+    /// know runs nothing.
     pub async fn purge_expired(&self, now_ms: u64) -> Result<usize, StoreError> {
+        let before = now_ms.saturating_sub(millis(KEPT_AFTER_EXPIRY));
         match self {
-            Store::Memory(s) => Ok(s.purge_expired(now_ms)),
-            Store::Sqlite(s) => s.purge_expired(now_ms).await,
+            Store::Memory(s) => Ok(s.purge_expired(before)),
+            Store::Sqlite(s) => s.purge_expired(before).await,
             // Redis expires records itself.
             Store::Redis(_) => Ok(0),
         }

@@ -14,8 +14,9 @@ use super::{AuditEvent, BackendError, Claim, Issued, Outcome, Remembered, Status
 use crate::call::ToolCall;
 use crate::protocol::ConfirmationProtocol;
 
-/// How long a record outlives its expiry, for a running call to report.
-const LINGER_MS: u64 = 60 * 60 * 1000;
+/// How long a record outlives its expiry: a running call's outcome, or
+/// that it expired, stays readable.
+const LINGER_MS: u64 = super::KEPT_AFTER_EXPIRY.as_millis() as u64;
 
 /// A waiter also looks on its own this often, in case a message was missed.
 const POLL: Duration = Duration::from_millis(500);
@@ -177,22 +178,28 @@ impl RedisStore {
         format!("{}expiries", self.prefix)
     }
 
-    pub(super) async fn take_expired(&self, now_ms: u64) -> Result<Vec<Issued>, StoreError> {
+    pub(super) async fn expired(
+        &self,
+        now_ms: u64,
+        limit: usize,
+    ) -> Result<Vec<Issued>, StoreError> {
         let mut conn = self.conn.clone();
+        let limit = isize::try_from(limit).unwrap_or(isize::MAX);
         let ids: Vec<String> = conn
-            .zrangebyscore(self.expiries_key(), "-inf", format!("({now_ms}"))
+            .zrangebyscore_limit(self.expiries_key(), "-inf", format!("({now_ms}"), 0, limit)
             .await
             .map_err(backend)?;
-        let mut taken = Vec::new();
+        let mut expired = Vec::new();
         for id in ids {
-            // ZREM answers 1 to one instance only: that one reports it.
-            let mine: i64 = conn.zrem(self.expiries_key(), &id).await.map_err(backend)?;
-            if mine == 1 && self.status(&id).await? == Some(Status::Pending) {
-                taken.extend(self.get(&id).await?);
-                let _: i64 = conn.del(self.key(&id)).await.map_err(backend)?;
+            match (self.get(&id).await?, self.status(&id).await?) {
+                (Some(issued), Some(Status::Pending)) => expired.push(issued),
+                // Decided, or gone: no longer due.
+                _ => {
+                    let _: i64 = conn.zrem(self.expiries_key(), &id).await.map_err(backend)?;
+                }
             }
         }
-        Ok(taken)
+        Ok(expired)
     }
 
     fn chat_key(&self, principal: &str, chat_id: &str) -> String {
@@ -552,7 +559,7 @@ mod tests {
         conformance::remembers_and_budgets(fresh().await).await;
         conformance::keeps_an_audit_log(fresh().await).await;
         conformance::lists_open_confirmations(fresh().await).await;
-        conformance::hands_out_unanswered_expired_once(fresh().await).await;
+        conformance::lists_unanswered_expired_until_decided(fresh().await).await;
     }
 
     /// An outcome recorded through another connection (another instance)

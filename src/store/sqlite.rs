@@ -423,37 +423,26 @@ impl SqliteStore {
         }
     }
 
-    pub(super) async fn take_expired(&self, now_ms: u64) -> Result<Vec<Issued>, StoreError> {
+    pub(super) async fn expired(
+        &self,
+        now_ms: u64,
+        limit: usize,
+    ) -> Result<Vec<Issued>, StoreError> {
         let ids: Vec<String> = self
             .with(move |conn| {
                 let mut statement = conn
-                    .prepare("SELECT id FROM confirmations WHERE expires_at_ms < ?1 AND claimed_at_ms IS NULL AND outcome IS NULL")
+                    .prepare("SELECT id FROM confirmations WHERE expires_at_ms < ?1 AND claimed_at_ms IS NULL AND outcome IS NULL ORDER BY expires_at_ms LIMIT ?2")
                     .map_err(backend)?;
-                let rows = statement.query_map([millis(now_ms)], |row| row.get(0)).map_err(backend)?;
+                let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+                let rows = statement.query_map(params![millis(now_ms), limit], |row| row.get(0)).map_err(backend)?;
                 rows.collect::<Result<Vec<String>, _>>().map_err(backend)
             })
             .await?;
-        let mut taken = Vec::with_capacity(ids.len());
+        let mut expired = Vec::with_capacity(ids.len());
         for id in ids {
-            let Some(issued) = self.get(&id).await? else {
-                continue;
-            };
-            // Deleting only what is still unanswered hands each out once, also
-            // to several processes on one file.
-            let deleted = self
-                .with(move |conn| {
-                    conn.execute(
-                        "DELETE FROM confirmations WHERE id = ?1 AND claimed_at_ms IS NULL AND outcome IS NULL",
-                        [id],
-                    )
-                    .map_err(backend)
-                })
-                .await?;
-            if deleted == 1 {
-                taken.push(issued);
-            }
+            expired.extend(self.get(&id).await?);
         }
-        Ok(taken)
+        Ok(expired)
     }
 
     pub(super) async fn purge_expired(&self, now_ms: u64) -> Result<usize, StoreError> {
@@ -540,7 +529,7 @@ mod tests {
         )
         .await;
         let (_dir, path) = file();
-        conformance::hands_out_unanswered_expired_once(
+        conformance::lists_unanswered_expired_until_decided(
             Store::sqlite(&path).unwrap_or_else(|e| panic!("{e}")),
         )
         .await;

@@ -87,6 +87,7 @@ pub(super) async fn decide(
             Ok(axum::Json(serde_json::json!({"id": id, "outcome": outcome})).into_response())
         }
         OutOfBand::Conflict(why) => Err(ApiError::Conflict(why)),
+        OutOfBand::Expired(why) => Err(ApiError::Gone(why)),
         OutOfBand::Invalid(why) => Err(RequestError::Invalid(why).into()),
         OutOfBand::NotFound => Err(ApiError::NotFound(format!("no confirmation `{id}`"))),
     }

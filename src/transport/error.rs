@@ -40,6 +40,9 @@ pub enum ApiError {
     NotFound(String),
     #[error("{0}")]
     Conflict(String),
+    /// Too late: the question expired unanswered.
+    #[error("{0}")]
+    Gone(String),
     #[error("{}", gate_text(.0))]
     Gate(#[from] GateError),
     #[error(transparent)]
@@ -72,6 +75,7 @@ impl ApiError {
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::Forbidden => StatusCode::FORBIDDEN,
             ApiError::Conflict(_) => StatusCode::CONFLICT,
+            ApiError::Gone(_) => StatusCode::GONE,
             ApiError::Busy(_) => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Guard(refused) => refused.status(),
             ApiError::BodyTimeout => StatusCode::REQUEST_TIMEOUT,
@@ -128,7 +132,12 @@ fn gate_text(e: &GateError) -> String {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         self.log();
-        (self.status(), Json(json!({"error": self.to_string()}))).into_response()
+        let mut body = json!({"error": self.to_string()});
+        if let ApiError::Gone(_) = self {
+            // How it ended, in the shape a decision's outcome has.
+            body["outcome"] = json!(crate::store::Outcome::Expired);
+        }
+        (self.status(), Json(body)).into_response()
     }
 }
 

@@ -120,7 +120,7 @@ async fn who_decided_what() {
 }
 
 #[tokio::test]
-async fn a_question_nobody_answers_is_logged_as_timed_out() {
+async fn a_question_nobody_answers_ends_as_expired() {
     use std::time::Duration;
     use toolgate::call::ToolCall;
     use toolgate::confirm::{Gate, NewCall, Scope};
@@ -155,7 +155,7 @@ async fn a_question_nobody_answers_is_logged_as_timed_out() {
     assert_eq!(gate.sweep().await.ok(), Some(0), "not expired yet");
     clock.advance(Duration::from_secs(61));
     assert_eq!(gate.sweep().await.ok(), Some(1));
-    assert_eq!(gate.sweep().await.ok(), Some(0), "logged once");
+    assert_eq!(gate.sweep().await.ok(), Some(0), "ended once");
     let log = gate
         .audit_log("alice", None, 0, 10)
         .await
@@ -170,9 +170,9 @@ async fn a_question_nobody_answers_is_logged_as_timed_out() {
                 .to_owned()
         })
         .collect();
-    assert_eq!(decisions, ["asked", "timed-out"]);
+    assert_eq!(decisions, ["asked", "expired"]);
     assert_eq!(
         log[1].reason.as_deref(),
-        Some("nobody answered before the confirmation expired")
+        Some("nobody approved or denied it before it expired")
     );
 }

@@ -118,7 +118,9 @@ async fn an_expired_confirmation_runs_nothing(kind: &str) {
         .await;
     server.clock.advance(Duration::from_secs(24 * 60 * 60 + 1));
     let late = server.chat(&fixture("pay_hanako_approved.json")).await;
-    assert_eq!(errors(&late), ["confirmation expired"]);
+    // The card and the call both end as expired: nobody decided.
+    let expired = "The request to run process_payment expired without an answer; nobody approved or denied it.";
+    assert_eq!(errors(&late), [expired, expired]);
     assert_eq!(server.payments(), 0);
 }
 

@@ -455,7 +455,9 @@ async fn an_accepted_result_stands_after_its_hand_off_expired_and_cannot_be_swap
     // Long after, the hand-off record is purged; the chat's history still
     // holds the result (re-sent here as the continued message, where a
     // refusal would show as a chunk).
-    server.clock.advance(std::time::Duration::from_secs(3600));
+    server
+        .clock
+        .advance(std::time::Duration::from_secs(2 * 3600));
     assert_eq!(
         store.purge_expired(server.clock.now_ms()).await.ok(),
         Some(1)

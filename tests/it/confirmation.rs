@@ -40,9 +40,14 @@ async fn expired_confirmation_runs_nothing() {
     asked(&server).await;
     server.clock.advance(Duration::from_secs(24 * 60 * 60 + 1));
     let reply = server.chat(&fixture("pay_hanako_approved.json")).await;
+    // The card and the call both end as expired: nobody decided.
+    let expired = "The request to run process_payment expired without an answer; nobody approved or denied it.";
     assert_eq!(
         errors(&reply),
-        [("adk-3".to_owned(), "confirmation expired".to_owned())]
+        [
+            ("adk-3".to_owned(), expired.to_owned()),
+            ("call-2".to_owned(), expired.to_owned())
+        ]
     );
     assert_eq!(server.payments(), 0);
     // And it stays expired: a later answer does not run it either.

@@ -96,7 +96,7 @@ async fn a_denial_through_the_api_tells_the_model() {
 }
 
 #[tokio::test]
-async fn nobody_deciding_in_time_denies_with_reason_timeout() {
+async fn nobody_deciding_in_time_ends_as_expired() {
     let config = Config::from_yaml("toolConfirmation:\n  timeout: 300\n  flow: hold\n")
         .unwrap_or_else(|e| panic!("{e}"));
     let server = Server::with_config(config).await;
@@ -107,20 +107,30 @@ async fn nobody_deciding_in_time_denies_with_reason_timeout() {
     .await
     .unwrap_or_else(|_| panic!("the held stream never ended"));
     assert_eq!(server.payments(), 0);
-    assert_sse!("hold_timed_out", reply.body);
+    assert_sse!("hold_expired", reply.body);
 
-    // Too late: the question is closed.
+    // Too late: the question is gone, and says why.
     let late = server
         .post("/api/confirmations/adk-3", r#"{"approved": true}"#)
         .await;
-    assert_eq!(late.status, 409, "{}", late.body);
-    assert_eq!(server.payments(), 0);
-    let audit = server.get("/api/audit?chatId=chat-late").await;
-    assert!(
-        audit.body.contains(r#""decision":"timed-out""#),
-        "{}",
-        audit.body
+    assert_eq!(late.status, 410, "{}", late.body);
+    let error: serde_json::Value = serde_json::from_str(&late.body).unwrap_or_default();
+    assert_eq!(
+        error["error"],
+        "confirmation `adk-3` expired: nobody approved or denied it before it expired"
     );
+    assert_eq!(error["outcome"], serde_json::json!({"kind": "expired"}));
+    assert_eq!(server.payments(), 0);
+    let open = server.get("/api/confirmations?chatId=chat-late").await;
+    assert_eq!(open.body, "[]");
+    let audit = server.get("/api/audit?chatId=chat-late").await;
+    let decisions: Vec<String> = audit
+        .body
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter_map(|event| event["decision"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(decisions, ["asked", "expired", "refused"], "{}", audit.body);
 }
 
 /// A reload while a question is open: the held turn survives the client
@@ -191,4 +201,44 @@ async fn a_streaming_turn_is_not_kept_for_a_resume() {
         || async { server.get("/stream/chat-gone/stream").await.status == 204 },
     )
     .await;
+}
+
+/// Natively asked (`tool-approval-request`), a question nobody decides ends
+/// as an error that says it expired, not as a denial.
+#[tokio::test]
+async fn a_native_question_nobody_decides_ends_as_expired() {
+    let config =
+        Config::from_yaml("toolConfirmation:\n  timeout: 300\n  flow: hold\n  protocol: ai-sdk\n")
+            .unwrap_or_else(|e| panic!("{e}"));
+    let server = Server::with_config(config).await;
+    let reply = tokio::time::timeout(
+        Duration::from_secs(10),
+        server.chat(&user_says("chat-native", "Send 50 USD to Hanako")),
+    )
+    .await
+    .unwrap_or_else(|_| panic!("the held stream never ended"));
+    assert_eq!(server.payments(), 0);
+    assert_eq!(
+        reply.of_type("tool-approval-request").len(),
+        1,
+        "{}",
+        reply.body
+    );
+    assert!(
+        reply.of_type("tool-output-denied").is_empty(),
+        "{}",
+        reply.body
+    );
+    let errors = reply.of_type("tool-output-error");
+    assert_eq!(
+        errors
+            .iter()
+            .map(|e| e["errorText"].as_str().unwrap_or(""))
+            .collect::<Vec<_>>(),
+        [
+            "The request to run process_payment expired without an answer; nobody approved or denied it."
+        ],
+        "{}",
+        reply.body
+    );
 }

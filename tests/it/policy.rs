@@ -97,7 +97,8 @@ async fn dextos_timeout_is_the_answer_window() {
     let mut late = fixture("pay_hanako_approved.json");
     late["messages"][0]["parts"][0]["text"] = json!("Send 500 USD to Hanako");
     late["messages"][1]["parts"][1]["input"]["originalFunctionCall"]["args"]["amount"] = json!(500);
-    assert_eq!(errors(&server.chat(&late).await), ["confirmation expired"]);
+    let expired = "The request to run process_payment expired without an answer; nobody approved or denied it.";
+    assert_eq!(errors(&server.chat(&late).await), [expired, expired]);
     assert_eq!(server.payments(), 0);
 }
 

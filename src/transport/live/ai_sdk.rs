@@ -225,7 +225,11 @@ async fn frame(
                 {
                     // A held turn shows the outcome on its own stream.
                     Ok(OutOfBand::Decided(_)) => return,
-                    Ok(OutOfBand::Conflict(why) | OutOfBand::Invalid(why)) => why,
+                    Ok(
+                        OutOfBand::Conflict(why)
+                        | OutOfBand::Invalid(why)
+                        | OutOfBand::Expired(why),
+                    ) => why,
                     Ok(OutOfBand::NotFound) => format!("no confirmation `{confirmation_id}`"),
                     Err(e) => ApiError::from(e).public(),
                 };
