@@ -197,7 +197,8 @@ impl App {
         .with_signer(self.signer)
         .with_policy(self.policy)
         .with_result_retention(self.config.store.audit_retention())
-        .with_instance(self.instance);
+        .with_instance(self.instance)
+        .with_roles(self.config.roles());
         let gate = match self.config.tool_confirmation.allowed_tools_storage {
             AllowedToolsStorage::Storage => gate,
             AllowedToolsStorage::Memory => gate.with_remembered_store(Store::memory()),

@@ -1,7 +1,7 @@
 //! The YAML config file. Every field is optional; an unknown key is an error
 //! that names it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -509,6 +509,10 @@ pub struct AuthConfig {
     /// principal it acts for. With keys, every route but `/healthz` needs
     /// one. Without, toolgate listens on loopback only.
     pub api_keys: Vec<ApiKeyConfig>,
+    /// Roles by name, each with its principals (`finance: [carol]`), for
+    /// `toolConfirmation.tools.<tool>.approvers: [role:finance]`; a key's
+    /// own `roles` add to these.
+    pub roles: BTreeMap<String, Vec<String>>,
 }
 
 /// One API key: its SHA-256 (hex), or the environment variable holding it.
@@ -522,6 +526,9 @@ pub struct ApiKeyConfig {
     /// approvals and read their audit log (`?principal=`).
     #[serde(default)]
     pub admin: bool,
+    /// The roles of this key's principal (see `toolConfirmation.tools.<tool>.approvers`).
+    #[serde(default)]
+    pub roles: Vec<String>,
 }
 
 impl Config {
@@ -608,6 +615,26 @@ impl Config {
                 })
             })
             .collect()
+    }
+
+    /// Each principal's roles, from `auth.roles` and the keys' `roles`.
+    pub fn roles(&self) -> HashMap<String, Vec<String>> {
+        let mut roles: HashMap<String, Vec<String>> = HashMap::new();
+        let by_role = self.auth.roles.iter().flat_map(|(role, principals)| {
+            principals.iter().map(move |p| (p.clone(), role.clone()))
+        });
+        let by_key = self.auth.api_keys.iter().flat_map(|key| {
+            key.roles
+                .iter()
+                .map(|role| (key.principal.clone(), role.clone()))
+        });
+        for (principal, role) in by_role.chain(by_key) {
+            let held = roles.entry(principal).or_default();
+            if !held.contains(&role) {
+                held.push(role);
+            }
+        }
+        roles
     }
 
     /// The Host and Origin checks (`server.allowedHosts`, `cors.allowedOrigins`).

@@ -111,6 +111,20 @@ impl Gate {
             }
             Err(refusal) => return reject(refusal),
         };
+        // Approvers and four eyes: a refused approval leaves the question
+        // open for those who may decide.
+        let approve = matches!(answer.decision, Decision::Approve { .. });
+        let approvers = self.approvers(&issued.call.name);
+        let roles = self.roles_of(&scope.principal);
+        if let Err(refusal) = check::decider(
+            approvers,
+            &issued.principal,
+            &scope.principal,
+            roles,
+            approve,
+        ) {
+            return reject(refusal);
+        }
         match self.claim(&issued.id, now).await? {
             Claim::Done(outcome) => recorded(issued.call, outcome),
             Claim::InFlight { since_ms, orphaned } => {
@@ -121,7 +135,8 @@ impl Gate {
             }
             Claim::Won => match &answer.decision {
                 Decision::Approve { .. } => {
-                    self.approve_won(scope, &issued.id, call, &issued.call.args, &answer.decision)
+                    let decision = &answer.decision;
+                    self.approve_won(scope, &issued.id, call, &issued.call.args, decision, "user")
                         .await
                 }
                 Decision::Deny { reason } => {
@@ -182,6 +197,7 @@ impl Gate {
         call: ToolCall,
         issued_args: &Value,
         approval: &Decision,
+        who: &str,
     ) -> Result<(Answered, AuditDecision, String), GateError> {
         let (payload, remember, approve_next) = match approval {
             Decision::Approve {
@@ -216,7 +232,7 @@ impl Gate {
             let name = call.name.clone();
             let answered = self.hand_off(id, call, ran_with).await?;
             self.extend(scope, &name, remember, approve_next).await;
-            return Ok((answered, decision, approver(remember, approve_next)));
+            return Ok((answered, decision, approver(who, remember, approve_next)));
         }
         // Started before this returns: no await point lies between winning
         // the claim and the call running.
@@ -231,17 +247,17 @@ impl Gate {
         Ok((
             Answered::Running { call, outcome },
             decision,
-            approver(remember, approve_next),
+            approver(who, remember, approve_next),
         ))
     }
 }
 
-/// Who approved, and how far the approval reaches.
-pub(super) fn approver(remember: Option<Remember>, approve_next: Option<u32>) -> String {
+/// Who approved (`user`: the user who asked), and how far the approval reaches.
+pub(super) fn approver(who: &str, remember: Option<Remember>, approve_next: Option<u32>) -> String {
     match (remember, approve_next) {
-        (Some(Remember::Chat), _) => "user, remembered for this chat".into(),
-        (Some(Remember::Everywhere), _) => "user, remembered for every chat".into(),
-        (None, Some(n)) if n > 0 => format!("user, and the next {n} calls"),
-        _ => "user".into(),
+        (Some(Remember::Chat), _) => format!("{who}, remembered for this chat"),
+        (Some(Remember::Everywhere), _) => format!("{who}, remembered for every chat"),
+        (None, Some(n)) if n > 0 => format!("{who}, and the next {n} calls"),
+        _ => who.to_owned(),
     }
 }

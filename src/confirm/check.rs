@@ -6,6 +6,7 @@ use serde_json::Value;
 
 use super::{Answer, Decision, OUTCOME_UNKNOWN, Scope, Signer, signing};
 use crate::call::ToolCall;
+use crate::policy::Approvers;
 use crate::protocol::ConfirmationProtocol;
 use crate::store::Issued;
 
@@ -39,6 +40,9 @@ pub enum Refusal {
     NoSchema { tool: String, why: String },
     #[error("edited arguments are not valid: {0}")]
     InvalidEdit(String),
+    /// A decision by someone the tool's rule does not let decide.
+    #[error("{0}")]
+    NotApprover(String),
 }
 
 fn other_call(protocol: ConfirmationProtocol) -> &'static str {
@@ -48,6 +52,30 @@ fn other_call(protocol: ConfirmationProtocol) -> &'static str {
         }
         ConfirmationProtocol::AiSdk => "the approved call differs from the call this server issued",
     }
+}
+
+/// Whether `principal` (holding `roles`) may approve, or deny, a call
+/// `requester` asked for: the user who asked may always deny or cancel it;
+/// an approval, and anyone else's decision, needs `approvers` to allow it.
+pub fn decider(
+    approvers: Approvers<'_>,
+    requester: &str,
+    principal: &str,
+    roles: &[String],
+    approve: bool,
+) -> Result<(), Refusal> {
+    let own = principal == requester;
+    if (own && !approve) || approvers.may_approve(requester, principal, roles) {
+        return Ok(());
+    }
+    let who = approvers.describe();
+    Err(Refusal::NotApprover(match (own, approve) {
+        (true, _) => {
+            format!("the user who asked may not approve this call themselves; waiting for {who}")
+        }
+        (false, true) => format!("only {who} may approve this call"),
+        (false, false) => format!("only {who} or the user who asked may deny this call"),
+    }))
 }
 
 /// What may be edited in the issued call's arguments.

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use super::{Gate, Inventory, Scope, ToolView};
 use crate::call::QualifiedName;
 use crate::call::ToolCall;
-use crate::policy::{CallInfo, ToolInfo, Verdict};
+use crate::policy::{Approvers, CallInfo, ToolInfo, Verdict};
 use crate::tools::Toolbox;
 
 impl Gate {
@@ -60,6 +60,34 @@ impl Gate {
                 qualified: &qualified,
                 tool_may_ask: true,
             })
+    }
+
+    /// Who may approve calls of `name` (`tools.<tool>.approvers`).
+    pub fn approvers(&self, name: &str) -> Approvers<'_> {
+        let qualified = QualifiedName::of(name);
+        self.policy.approvers(&ToolInfo {
+            name,
+            qualified: &qualified,
+            tool_may_ask: true,
+        })
+    }
+
+    /// The question as the user who asked reads it: when someone else must
+    /// approve, it says who, and that it waits for them.
+    pub(super) fn for_asker(&self, scope: &Scope, tool: &str, hint: String) -> String {
+        let approvers = self.approvers(tool);
+        let roles = self.roles_of(&scope.principal);
+        if !approvers.others_decide()
+            || approvers.may_approve(&scope.principal, &scope.principal, roles)
+        {
+            return hint;
+        }
+        format!("{hint} (waiting for approval by {})", approvers.describe())
+    }
+
+    /// `principal`'s roles (`auth.roles`, their keys' `roles`).
+    pub fn roles_of(&self, principal: &str) -> &[String] {
+        self.roles.get(principal).map_or(&[], Vec::as_slice)
     }
 
     /// Every tool now, with its source, qualified name and effective policy.

@@ -41,6 +41,7 @@ pub use decide::confirmation_input;
 pub use handoff::{handoff_id, with_handoff};
 pub use upstream::Question;
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
@@ -137,6 +138,9 @@ pub enum OutOfBand {
     Expired(String),
     /// No such confirmation for this user.
     NotFound,
+    /// The caller may not make this decision (not an approver, or the
+    /// user who asked under four eyes).
+    Forbidden(String),
 }
 
 /// The gate's verdict on a call the model just made.
@@ -234,6 +238,8 @@ pub struct Gate {
     stopping: CancellationToken,
     /// Every call is an upstream agent's, which it runs once approved.
     upstream: bool,
+    /// Each principal's roles (`auth`), for `approvers: [role:NAME]`.
+    roles: Arc<HashMap<String, Vec<String>>>,
 }
 
 impl Gate {
@@ -261,7 +267,14 @@ impl Gate {
             beating: Arc::default(),
             stopping: CancellationToken::new(),
             upstream: false,
+            roles: Arc::default(),
         }
+    }
+
+    /// Knows each principal's roles (for `approvers: [role:NAME]`).
+    pub fn with_roles(mut self, roles: HashMap<String, Vec<String>>) -> Self {
+        self.roles = Arc::new(roles);
+        self
     }
 
     /// Names this process's claims `instance` (random unless set): a claim

@@ -7,6 +7,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::audit::{edited_from, outcome_reason};
+use super::check;
 use super::records::as_ran;
 use super::{Answered, Decision, EXPIRED, Gate, GateError, OUTCOME_UNKNOWN, OutOfBand, Scope};
 use crate::call::ToolCall;
@@ -36,11 +37,12 @@ impl Gate {
         id: &str,
         decision: Decision,
     ) -> Result<OutOfBand, GateError> {
-        let Some(issued) = self
-            .store
-            .get(id)
-            .await?
-            .filter(|i| i.principal == principal)
+        let approve = matches!(decision, Decision::Approve { .. });
+        let issued = self.store.get(id).await?;
+        // Another user's question is not there for the caller, unless its
+        // tool names approvers: then it is, and they may or may not decide.
+        let Some(issued) = issued
+            .filter(|i| i.principal == principal || self.approvers(&i.call.name).others_decide())
         else {
             let caller = Scope {
                 chat_id: String::new(),
@@ -63,11 +65,34 @@ impl Gate {
             .await;
             return Ok(OutOfBand::NotFound);
         };
+        // The question's own scope: its events are the asker's.
         let scope = Scope {
             chat_id: issued.chat_id.clone(),
-            principal: principal.to_owned(),
+            principal: issued.principal.clone(),
         };
-        let approve = matches!(decision, Decision::Approve { .. });
+        let approvers = self.approvers(&issued.call.name);
+        let roles = self.roles_of(principal);
+        if let Err(refusal) =
+            check::decider(approvers, &issued.principal, principal, roles, approve)
+        {
+            let why = refusal.to_string();
+            self.note(
+                &scope,
+                &issued.call,
+                AuditDecision::Refused,
+                format!("{principal} through the API"),
+                Some(why.clone()),
+                Some(id),
+            )
+            .await;
+            return Ok(OutOfBand::Forbidden(why));
+        }
+        // Who decided, for the audit log: the user who asked, or an approver.
+        let who = if principal == issued.principal {
+            "user".to_owned()
+        } else {
+            principal.to_owned()
+        };
         let now = self.clock.now_ms();
         let settled = |outcome: Outcome| {
             if outcome == Outcome::Expired {
@@ -141,7 +166,7 @@ impl Gate {
             Decision::Approve { .. } => {
                 let call = call.unwrap_or_else(|| issued.call.clone());
                 let (answered, decision, by) = self
-                    .approve_won(&scope, id, call, &issued.call.args, &decision)
+                    .approve_won(&scope, id, call, &issued.call.args, &decision, &who)
                     .await?;
                 let original = (decision == AuditDecision::Edited).then_some(&issued.call.args);
                 match answered {
@@ -188,7 +213,7 @@ impl Gate {
                     &scope,
                     &issued.call,
                     AuditDecision::Rejected,
-                    "user through the API".into(),
+                    format!("{who} through the API"),
                     reason.clone(),
                     Some(id),
                 )

@@ -131,7 +131,58 @@ pub struct ToolRule {
     pub hint: Option<String>,
     /// Whether the user may edit the arguments before approving.
     pub editable: bool,
+    /// Who may approve a call of this tool: principals, or `role:NAME`
+    /// for every principal with that role. Empty: the user who asked.
+    pub approvers: Vec<String>,
+    /// Four eyes: the user who asked may deny or cancel their call, never
+    /// approve it.
+    pub require_distinct_approver: bool,
 }
+
+/// Who may decide a tool's questions besides denying their own
+/// (`tools.<tool>.approvers`, `requireDistinctApprover`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Approvers<'a> {
+    /// Principals, or `role:NAME`; empty: the user who asked.
+    pub listed: &'a [String],
+    pub distinct: bool,
+}
+
+impl Approvers<'_> {
+    /// Whether `principal`, holding `roles`, may approve a call that
+    /// `requester` asked for.
+    pub fn may_approve(&self, requester: &str, principal: &str, roles: &[String]) -> bool {
+        let own = principal == requester;
+        if own && self.distinct {
+            return false;
+        }
+        if self.listed.is_empty() {
+            return own;
+        }
+        self.listed
+            .iter()
+            .any(|entry| match entry.strip_prefix(ROLE) {
+                Some(role) => roles.iter().any(|r| r == role),
+                None => entry == principal,
+            })
+    }
+
+    /// Whether anyone but the user who asked decides.
+    pub fn others_decide(&self) -> bool {
+        !self.listed.is_empty()
+    }
+
+    /// Who must approve, in words: `alice or role:finance`.
+    pub fn describe(&self) -> String {
+        match self.listed {
+            [] => "the user who asked".to_owned(),
+            listed => listed.join(" or "),
+        }
+    }
+}
+
+/// The prefix of a role among `approvers`.
+pub const ROLE: &str = "role:";
 
 /// When a tool asks: `always`, `never`, or `{when: <condition or list>}`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -238,6 +289,24 @@ impl Policy {
                 });
             }
         }
+        for (name, rule) in &rules {
+            if rule.require_distinct_approver && rule.approvers.is_empty() {
+                return Err(BadPattern {
+                    pattern: format!("tools.{name}.requireDistinctApprover"),
+                    why: "needs approvers: without them nobody could approve".into(),
+                });
+            }
+            let empty = rule
+                .approvers
+                .iter()
+                .find(|a| a.is_empty() || a.strip_prefix(ROLE).is_some_and(str::is_empty));
+            if let Some(entry) = empty {
+                return Err(BadPattern {
+                    pattern: format!("tools.{name}.approvers: `{entry}`"),
+                    why: "name a principal or role:NAME".into(),
+                });
+            }
+        }
         let mut seen = std::collections::HashSet::new();
         for name in rules.keys() {
             if !seen.insert(crate::call::QualifiedName::of(name)) {
@@ -337,6 +406,14 @@ impl Policy {
     /// Whether the user may edit `tool`'s arguments before approving.
     pub fn editable(&self, tool: &ToolInfo<'_>) -> bool {
         rule(&self.rules, tool).is_some_and(|r| r.editable)
+    }
+
+    /// Who may approve calls of `tool` (`tools.<tool>.approvers`).
+    pub fn approvers(&self, tool: &ToolInfo<'_>) -> Approvers<'_> {
+        rule(&self.rules, tool).map_or_else(Approvers::default, |r| Approvers {
+            listed: &r.approvers,
+            distinct: r.require_distinct_approver,
+        })
     }
 
     /// The configured question for a call, if `tools.<tool>.hint` is set.

@@ -336,3 +336,76 @@ fn rules_that_would_be_ignored_are_errors() {
         .contains("names this tool twice")
     );
 }
+
+#[test]
+fn who_may_approve() {
+    let (alice, carol) = ("alice", "carol");
+    let finance = ["finance".to_owned()];
+    let listed = ["carol".to_owned(), "role:finance".to_owned()];
+    let only_finance = ["role:finance".to_owned()];
+    let anyone = Approvers::default();
+    let named = Approvers {
+        listed: &listed,
+        distinct: false,
+    };
+    let finance_four_eyes = Approvers {
+        listed: &only_finance,
+        distinct: true,
+    };
+    #[rustfmt::skip]
+    let cases: &[(&Approvers<'_>, &str, &[String], bool)] = &[
+        // No rule: the user who asked, nobody else.
+        (&anyone, alice, &[], true),
+        (&anyone, carol, &finance, false),
+        // A list: its principals and roles; the asker only if listed.
+        (&named, carol, &[], true),
+        (&named, "dave", &finance, true),
+        (&named, "dave", &[], false),
+        (&named, alice, &[], false),
+        (&named, alice, &finance, true),
+        // Both: listed, and not the asker.
+        (&finance_four_eyes, alice, &finance, false),
+        (&finance_four_eyes, "dave", &finance, true),
+        (&finance_four_eyes, carol, &[], false),
+    ];
+    for (approvers, principal, roles, expected) in cases {
+        assert_eq!(
+            approvers.may_approve(alice, principal, roles),
+            *expected,
+            "{approvers:?} {principal} {roles:?}"
+        );
+    }
+    assert_eq!(named.describe(), "carol or role:finance");
+    assert!(!anyone.others_decide() && named.others_decide());
+}
+
+#[test]
+fn approvers_come_from_the_tool_rule() {
+    let policy = policy(
+        Mode::EventBased,
+        &[],
+        &[],
+        "process_payment: {approvers: [role:finance], requireDistinctApprover: true}",
+    );
+    let info = ToolInfo {
+        name: "process_payment",
+        qualified: "internal--process_payment",
+        tool_may_ask: true,
+    };
+    let approvers = policy.approvers(&info);
+    assert_eq!(approvers.listed, ["role:finance".to_owned()]);
+    assert!(approvers.distinct);
+    let other = ToolInfo {
+        name: "get_weather",
+        qualified: "internal--get_weather",
+        tool_may_ask: true,
+    };
+    assert_eq!(policy.approvers(&other), Approvers::default());
+    let empty = yaml_serde::from_str::<BTreeMap<String, ToolRule>>("pay: {approvers: ['role:']}")
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(Policy::new(Mode::EventBased, &ToolPolicies::default(), empty).is_err());
+    let nobody =
+        yaml_serde::from_str::<BTreeMap<String, ToolRule>>("pay: {requireDistinctApprover: true}")
+            .unwrap_or_else(|e| panic!("{e}"));
+    assert!(Policy::new(Mode::EventBased, &ToolPolicies::default(), nobody).is_err());
+}

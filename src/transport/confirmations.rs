@@ -36,6 +36,8 @@ pub(super) async fn open(
         .await?
         .into_iter()
         .map(|issued| {
+            let approvers = gate.approvers(&issued.call.name);
+            let roles = gate.roles_of(&scope.principal);
             serde_json::json!({
                 "id": issued.id,
                 "chatId": issued.chat_id,
@@ -49,6 +51,11 @@ pub(super) async fn open(
                 // A browser's clock may differ from the server's.
                 "expiresInMs": issued.expires_at_ms.saturating_sub(now),
                 "editable": gate.editable(&issued.call.name),
+                // Who must approve, and whether the caller may: a card
+                // shows "waiting for …" instead of an Approve button.
+                "approvers": approvers.listed,
+                "requireDistinctApprover": approvers.distinct,
+                "mayApprove": approvers.may_approve(&issued.principal, &scope.principal, roles),
             })
         })
         .collect();
@@ -88,6 +95,7 @@ pub(super) async fn decide(
         }
         OutOfBand::Conflict(why) => Err(ApiError::Conflict(why)),
         OutOfBand::Expired(why) => Err(ApiError::Gone(why)),
+        OutOfBand::Forbidden(why) => Err(ApiError::NotApprover(why)),
         OutOfBand::Invalid(why) => Err(RequestError::Invalid(why).into()),
         OutOfBand::NotFound => Err(ApiError::NotFound(format!("no confirmation `{id}`"))),
     }

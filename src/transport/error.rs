@@ -40,6 +40,9 @@ pub enum ApiError {
     NotFound(String),
     #[error("{0}")]
     Conflict(String),
+    /// Not this caller's decision to make (approvers, four eyes).
+    #[error("{0}")]
+    NotApprover(String),
     /// Too late: the question expired unanswered.
     #[error("{0}")]
     Gone(String),
@@ -73,7 +76,7 @@ impl ApiError {
             | ApiError::KeysDisagree
             | ApiError::BadKey => StatusCode::UNAUTHORIZED,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
-            ApiError::Forbidden => StatusCode::FORBIDDEN,
+            ApiError::Forbidden | ApiError::NotApprover(_) => StatusCode::FORBIDDEN,
             ApiError::Conflict(_) => StatusCode::CONFLICT,
             ApiError::Gone(_) => StatusCode::GONE,
             ApiError::Busy(_) => StatusCode::TOO_MANY_REQUESTS,

@@ -3,9 +3,10 @@
 
 use serde_json::{Value, json};
 
-use super::{Edits, Refusal, check, edit, sealed};
+use super::{Edits, Refusal, check, decider, edit, sealed};
 use crate::call::ToolCall;
 use crate::confirm::{Answer, Decision, Scope, Seal, Signer, signing};
+use crate::policy::Approvers;
 use crate::protocol::ConfirmationProtocol::{Adk, AiSdk};
 use crate::store::Issued;
 
@@ -365,5 +366,46 @@ fn numbers_compare_by_value_exactly() {
     for (a, b, same) in cases {
         assert_eq!(crate::json::same(&a, &b), same, "{a} vs {b}");
         assert_eq!(crate::json::same(&b, &a), same, "{b} vs {a}");
+    }
+}
+
+#[test]
+fn who_may_decide() {
+    let listed = ["role:finance".to_owned()];
+    let finance = ["finance".to_owned()];
+    let four_eyes = Approvers {
+        listed: &listed,
+        distinct: true,
+    };
+    let finance_or_asker = Approvers {
+        listed: &listed,
+        distinct: false,
+    };
+    let waiting =
+        "the user who asked may not approve this call themselves; waiting for role:finance";
+    /// Who, with which roles, approving or not, and the verdict.
+    type Case<'a> = (Approvers<'a>, &'a str, &'a [String], bool, Result<(), &'a str>);
+    #[rustfmt::skip]
+    let cases: &[Case<'_>] = &[
+        // No rule: the user who asked decides, and nobody else.
+        (Approvers::default(), "clerk", &[], true, Ok(())),
+        (Approvers::default(), "clerk", &[], false, Ok(())),
+        (Approvers::default(), "lead", &finance, true, Err("only the user who asked may approve this call")),
+        // Four eyes: the asker may deny, never approve; finance may do both.
+        (four_eyes, "clerk", &[], false, Ok(())),
+        (four_eyes, "clerk", &finance, true, Err(waiting)),
+        (four_eyes, "lead", &finance, true, Ok(())),
+        (four_eyes, "lead", &finance, false, Ok(())),
+        (four_eyes, "other", &[], true, Err("only role:finance may approve this call")),
+        (four_eyes, "other", &[], false, Err("only role:finance or the user who asked may deny this call")),
+        // Listed without four eyes: an asker with the role may approve.
+        (finance_or_asker, "clerk", &finance, true, Ok(())),
+        (finance_or_asker, "clerk", &[], true, Err(waiting)),
+    ];
+    for (approvers, principal, roles, approve, expected) in cases {
+        let got =
+            decider(*approvers, "clerk", principal, roles, *approve).map_err(|e| e.to_string());
+        let expected = expected.map_err(str::to_owned);
+        assert_eq!(got, expected, "{principal} {approve}");
     }
 }

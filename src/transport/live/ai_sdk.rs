@@ -228,7 +228,8 @@ async fn frame(
                     Ok(
                         OutOfBand::Conflict(why)
                         | OutOfBand::Invalid(why)
-                        | OutOfBand::Expired(why),
+                        | OutOfBand::Expired(why)
+                        | OutOfBand::Forbidden(why),
                     ) => why,
                     Ok(OutOfBand::NotFound) => format!("no confirmation `{confirmation_id}`"),
                     Err(e) => ApiError::from(e).public(),

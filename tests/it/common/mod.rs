@@ -33,6 +33,22 @@ pub struct Reply {
 }
 
 impl Reply {
+    async fn of(response: reqwest::Response) -> Self {
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        let body = response.text().await.unwrap_or_else(|e| panic!("{e}"));
+        Reply {
+            status,
+            headers,
+            body,
+        }
+    }
+
+    /// The body as JSON (`null` when it is not).
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap_or_default()
+    }
+
     /// The JSON chunks of an SSE body, `[DONE]` and comments left out.
     pub fn chunks(&self) -> Vec<Value> {
         self.body
@@ -142,39 +158,44 @@ impl Server {
     }
 
     pub async fn post(&self, path: &str, body: impl Into<reqwest::Body>) -> Reply {
-        let response = self
+        self.post_with(path, &[], body).await
+    }
+
+    /// A POST with these headers too (`X-User: clerk`).
+    pub async fn post_with(
+        &self,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: impl Into<reqwest::Body>,
+    ) -> Reply {
+        let mut request = self
             .client
             .post(format!("{}{path}", self.url))
-            .header("content-type", "application/json")
-            .body(body)
-            .send()
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-        let status = response.status().as_u16();
-        let headers = response.headers().clone();
-        let body = response.text().await.unwrap_or_else(|e| panic!("{e}"));
-        Reply {
-            status,
-            headers,
-            body,
+            .header("content-type", "application/json");
+        for (name, value) in headers {
+            request = request.header(*name, *value);
         }
+        Reply::of(
+            request
+                .body(body)
+                .send()
+                .await
+                .unwrap_or_else(|e| panic!("{e}")),
+        )
+        .await
     }
 
     pub async fn get(&self, path: &str) -> Reply {
-        let response = self
-            .client
-            .get(format!("{}{path}", self.url))
-            .send()
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-        let status = response.status().as_u16();
-        let headers = response.headers().clone();
-        let body = response.text().await.unwrap_or_else(|e| panic!("{e}"));
-        Reply {
-            status,
-            headers,
-            body,
+        self.get_with(path, &[]).await
+    }
+
+    /// A GET with these headers too.
+    pub async fn get_with(&self, path: &str, headers: &[(&str, &str)]) -> Reply {
+        let mut request = self.client.get(format!("{}{path}", self.url));
+        for (name, value) in headers {
+            request = request.header(*name, *value);
         }
+        Reply::of(request.send().await.unwrap_or_else(|e| panic!("{e}"))).await
     }
 
     /// Sends a turn and hands back the body as it streams.
