@@ -235,7 +235,43 @@ pub(super) fn approver(remember: Option<Remember>, approve_next: Option<u32>) ->
     match (remember, approve_next) {
         (Some(Remember::Chat), _) => "user, remembered for this chat".into(),
         (Some(Remember::Everywhere), _) => "user, remembered for every chat".into(),
+        (Some(Remember::Window { minutes: 1 }), _) => "user, remembered for 1 minute".into(),
+        (Some(Remember::Window { minutes }), _) => {
+            format!("user, remembered for {minutes} minutes")
+        }
         (None, Some(n)) if n > 0 => format!("user, and the next {n} calls"),
         _ => "user".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_approver_says_how_far_it_reaches() {
+        let cases = [
+            (None, None, "user"),
+            (None, Some(3), "user, and the next 3 calls"),
+            (Some(Remember::Chat), None, "user, remembered for this chat"),
+            (
+                Some(Remember::Everywhere),
+                None,
+                "user, remembered for every chat",
+            ),
+            (
+                Some(Remember::Window { minutes: 60 }),
+                None,
+                "user, remembered for 60 minutes",
+            ),
+            (
+                Some(Remember::Window { minutes: 1 }),
+                Some(2),
+                "user, remembered for 1 minute",
+            ),
+        ];
+        for (remember, next, by) in cases {
+            assert_eq!(approver(remember, next), by);
+        }
     }
 }
