@@ -345,7 +345,8 @@ struct Built {
     runs: Arc<Runs>,
 }
 
-/// Forgets expired confirmations, and audit events past `retention`, once a minute.
+/// Forgets expired confirmations and remembered approvals whose window is
+/// over, and audit events past `retention`, once a minute.
 async fn purge_expired(gate: Gate, store: Store, clock: Clock, retention: Duration) {
     let mut every = tokio::time::interval(Duration::from_secs(60));
     loop {
@@ -355,7 +356,7 @@ async fn purge_expired(gate: Gate, store: Store, clock: Clock, retention: Durati
         }
         match store.purge_expired(clock.now_ms()).await {
             Ok(0) => {}
-            Ok(n) => tracing::debug!("forgot {n} expired confirmations"),
+            Ok(n) => tracing::debug!("forgot {n} expired confirmations and approval windows"),
             Err(e) => tracing::warn!("purging expired confirmations failed: {e}"),
         }
         let cutoff = clock

@@ -68,6 +68,13 @@ describe('ApprovalCard', () => {
     expect(decisions).toEqual([{ approved: true, remember: 'global' }]);
   });
 
+  it('remembers for an hour in all chats when asked to', () => {
+    const decisions = card();
+    fireEvent.change(screen.getByLabelText('Ask again'), { target: { value: 'hour' } });
+    fireEvent.click(button('Approve'));
+    expect(decisions).toEqual([{ approved: true, remember: { scope: 'window', minutes: 60 } }]);
+  });
+
   it('denies with the reason typed, or none', () => {
     const decisions = card();
     fireEvent.click(button('Deny…'));

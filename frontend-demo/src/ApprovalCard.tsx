@@ -6,8 +6,8 @@ import { Args } from './Args';
 export type Decision = {
   approved: boolean;
   reason?: string;
-  /** ADK only: don't ask again for this tool in this chat, or in every chat. */
-  remember?: 'session' | 'global';
+  /** ADK only: don't ask again for this tool in this chat, in every chat, or in every chat for a while. */
+  remember?: 'session' | 'global' | { scope: 'window'; minutes: number };
   /** Only where the server allows editing this tool. */
   editedArgs?: Record<string, unknown>;
 };
@@ -41,7 +41,7 @@ export function ApprovalCard({ toolName, args, hint, protocol, details, onDecide
   const titleId = useId();
   const [mode, setMode] = useState<Mode>('ask');
   const [reason, setReason] = useState('');
-  const [remember, setRemember] = useState<'once' | 'session' | 'global'>('once');
+  const [remember, setRemember] = useState<'once' | 'session' | 'hour' | 'global'>('once');
   const remaining = useRemaining(details?.deadline);
   const expired = details?.closed === true || (remaining !== undefined && remaining <= 0);
   const editable = protocol === 'adk' && details?.editable === true;
@@ -58,9 +58,11 @@ export function ApprovalCard({ toolName, args, hint, protocol, details, onDecide
     }, 0);
   };
   const approve = (editedArgs?: Record<string, unknown>) => {
+    const reach: Decision['remember'] =
+      remember === 'once' ? undefined : remember === 'hour' ? { scope: 'window', minutes: 60 } : remember;
     decide({
       approved: true,
-      ...(remember !== 'once' && protocol === 'adk' ? { remember } : {}),
+      ...(reach && protocol === 'adk' ? { remember: reach } : {}),
       ...(editedArgs ? { editedArgs } : {}),
     });
   };
@@ -104,6 +106,7 @@ export function ApprovalCard({ toolName, args, hint, protocol, details, onDecide
               >
                 <option value="once">next time</option>
                 <option value="session">not in this chat</option>
+                <option value="hour">not for 1 hour (all my chats)</option>
                 <option value="global">never (all my chats)</option>
               </select>
             </label>

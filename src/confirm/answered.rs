@@ -257,7 +257,43 @@ pub(super) fn approver(who: &str, remember: Option<Remember>, approve_next: Opti
     match (remember, approve_next) {
         (Some(Remember::Chat), _) => format!("{who}, remembered for this chat"),
         (Some(Remember::Everywhere), _) => format!("{who}, remembered for every chat"),
+        (Some(Remember::Window { minutes: 1 }), _) => format!("{who}, remembered for 1 minute"),
+        (Some(Remember::Window { minutes }), _) => {
+            format!("{who}, remembered for {minutes} minutes")
+        }
         (None, Some(n)) if n > 0 => format!("{who}, and the next {n} calls"),
         _ => who.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_approver_says_how_far_it_reaches() {
+        let cases = [
+            (None, None, "user"),
+            (None, Some(3), "user, and the next 3 calls"),
+            (Some(Remember::Chat), None, "user, remembered for this chat"),
+            (
+                Some(Remember::Everywhere),
+                None,
+                "user, remembered for every chat",
+            ),
+            (
+                Some(Remember::Window { minutes: 60 }),
+                None,
+                "user, remembered for 60 minutes",
+            ),
+            (
+                Some(Remember::Window { minutes: 1 }),
+                Some(2),
+                "user, remembered for 1 minute",
+            ),
+        ];
+        for (remember, next, by) in cases {
+            assert_eq!(approver("user", remember, next), by);
+        }
     }
 }

@@ -27,15 +27,16 @@ impl Gate {
         if above != Verdict::Pass {
             return Ok(Some(above));
         }
+        let now = self.clock.now_ms();
         if let Some(approval) = self
             .remembered
-            .remembered(&scope.principal, &scope.chat_id, qualified)
+            .remembered(&scope.principal, &scope.chat_id, qualified, now)
             .await?
         {
-            let reach = if approval.chat_id.is_some() {
-                "this chat"
-            } else {
-                "every chat"
+            let reach = match (&approval.chat_id, approval.expires_at_ms) {
+                (Some(_), _) => "this chat".to_owned(),
+                (None, None) => "every chat".to_owned(),
+                (None, Some(until)) => format!("every chat until {until} (epoch ms)"),
             };
             return Ok(Some(Verdict::Allow {
                 by: format!("remembered approval {} for {reach}", approval.id),
@@ -157,3 +158,6 @@ impl Gate {
 pub fn confirmation_input(issued: &Issued) -> Value {
     crate::protocol::adk::question(&issued.call, &issued.hint)
 }
+
+#[cfg(test)]
+mod tests;

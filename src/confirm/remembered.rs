@@ -11,15 +11,16 @@ use crate::policy::{REMEMBERED, Verdict};
 use crate::store::{AuditDecision, Claim, Remembered, Status};
 
 impl Gate {
-    /// Every approval `principal` asked to be remembered.
+    /// Every approval `principal` asked to be remembered that still applies.
     pub async fn remembered(&self, principal: &str) -> Result<Vec<Remembered>, GateError> {
-        Ok(self.remembered.list_remembered(principal).await?)
+        let now = self.clock.now_ms();
+        Ok(self.remembered.list_remembered(principal, now).await?)
     }
 
     /// Forgets one of `principal`'s remembered approvals; false if they have none by that id.
     /// `by` names who revoked it, for the audit log.
     pub async fn revoke(&self, principal: &str, id: &str, by: String) -> Result<bool, GateError> {
-        let mine = self.remembered.list_remembered(principal).await?;
+        let mine = self.remembered(principal).await?;
         let Some(approval) = mine.into_iter().find(|r| r.id == id) else {
             return Ok(false);
         };
@@ -40,9 +41,11 @@ impl Gate {
         Ok(revoked)
     }
 
-    /// Records how far an approval reaches beyond its own call. A store that
-    /// fails here is reported but does not undo the approval: its call is
-    /// already running, and its audit event is still to be written.
+    /// Records how far an approval reaches beyond its own call: a window
+    /// grant is remembered for every chat until its window ends, and like
+    /// any grant replaces the one for the same chat scope and tool. A store
+    /// that fails here is reported but does not undo the approval: its call
+    /// is already running, and its audit event is still to be written.
     pub(super) async fn extend(
         &self,
         scope: &Scope,
@@ -52,12 +55,14 @@ impl Gate {
     ) {
         let qualified = QualifiedName::of(tool);
         if let Some(remember) = remember {
+            let now = self.clock.now_ms();
             let approval = Remembered {
                 id: self.ids.next("remembered"),
                 principal: scope.principal.clone(),
                 chat_id: (remember == Remember::Chat).then(|| scope.chat_id.clone()),
                 tool: qualified.to_string(),
-                created_at_ms: self.clock.now_ms(),
+                created_at_ms: now,
+                expires_at_ms: remember.expires_at_ms(now),
             };
             if let Err(e) = self.remembered.remember(approval).await {
                 tracing::error!(tool = %qualified, "remembering an approval failed: {e}");
@@ -122,7 +127,7 @@ impl Gate {
         let qualified = QualifiedName::of(&issued.call.name);
         if self
             .remembered
-            .remembered(&scope.principal, &scope.chat_id, &qualified)
+            .remembered(&scope.principal, &scope.chat_id, &qualified, now)
             .await?
             .is_none()
         {
@@ -230,6 +235,7 @@ mod tests {
             chat_id: Some("chat".into()),
             tool: QualifiedName::of("process_payment").into_string(),
             created_at_ms: 1_000,
+            expires_at_ms: None,
         };
         if let Err(e) = store.remember(approval).await {
             panic!("{e}");

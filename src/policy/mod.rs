@@ -11,9 +11,15 @@
 //! | 90 | per-tool deny rule | `tools.<tool>.deny` |
 //! | 80 | always allow | `toolPolicies.alwaysAllow` |
 //! | 70 | per-tool confirmation | `tools.<tool>.confirm` (`never`, or a condition that is false), else the tool's own declaration |
-//! | 60 | remembered approval | the user's answer, for this chat, then for all their chats |
+//! | 60 | remembered approval | the user's answer, for this chat, then for all their chats (a window grant counts as one for all their chats while its window lasts) |
 //! | 50 | approve the next N | the user's answer, this chat |
 //! | 0 | mode | `mode`: `event-based` asks, `auto-approve`, `auto-deny` |
+//!
+//! So a deny rule (also a `deny.when` that holds for these arguments)
+//! beats any remembered approval, window grants included, and a true
+//! `confirm.when` passes the call on to it. An answer remembered `"once"`
+//! (or not at all) is never stored. `confirm/decide/tests.rs` checks this
+//! order with remembered approvals in a store, on a manual clock.
 //!
 //! An application adds its own deciders with [`Policy::with_decider`]. An
 //! unknown tool never reaches the policy: the gate refuses it first.

@@ -35,15 +35,93 @@ pub fn check_id(what: &str, id: &str) -> Result<(), RequestError> {
 /// The name of the wrapper call an ADK confirmation is asked with.
 pub const CONFIRMATION_TOOL: &str = "adk_request_confirmation";
 
-/// How far an approval reaches beyond the call it answers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+/// How far an approval reaches beyond the call it answers. `"once"`, the
+/// default, reaches no further and is never stored: it is no `Remember`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Remember {
     /// `"session"`: this tool, in this chat, without asking.
-    #[serde(rename = "session")]
     Chat,
     /// `"global"`: this tool, in every chat of this user, without asking.
-    #[serde(rename = "global")]
     Everywhere,
+    /// `{"scope": "window", "minutes": N}`: this tool, in every chat of
+    /// this user, without asking for N minutes from the approval.
+    Window { minutes: u32 },
+}
+
+/// The longest window an approval may be remembered for: 30 days.
+pub const MAX_WINDOW_MINUTES: u32 = 30 * 24 * 60;
+
+impl Remember {
+    /// When a grant made at `now_ms` lapses; `None` for one that does not.
+    pub fn expires_at_ms(self, now_ms: u64) -> Option<u64> {
+        match self {
+            Remember::Chat | Remember::Everywhere => None,
+            Remember::Window { minutes } => {
+                Some(now_ms.saturating_add(u64::from(minutes) * 60_000))
+            }
+        }
+    }
+}
+
+/// `remember` as an answer carries it: `"once"`, `"session"`, `"global"`,
+/// `{"scope": "window", "minutes": 1..=43200}` or `null`. Anything else
+/// (another word, another key in the object, minutes out of range) is an
+/// error, which refuses the whole answer.
+fn remember<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Remember>, D::Error> {
+    struct Words;
+
+    impl<'de> serde::de::Visitor<'de> for Words {
+        type Value = Option<Remember>;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str(r#""once", "session", "global" or {"scope": "window", "minutes": N}"#)
+        }
+
+        fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+
+        fn visit_none<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+
+        fn visit_str<E: serde::de::Error>(self, word: &str) -> Result<Self::Value, E> {
+            match word {
+                "once" => Ok(None),
+                "session" => Ok(Some(Remember::Chat)),
+                "global" => Ok(Some(Remember::Everywhere)),
+                other => Err(E::invalid_value(serde::de::Unexpected::Str(other), &self)),
+            }
+        }
+
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+            #[derive(Deserialize)]
+            #[serde(rename_all = "lowercase")]
+            enum Scope {
+                Window,
+            }
+            #[derive(Deserialize)]
+            #[serde(deny_unknown_fields)]
+            struct Window {
+                scope: Scope,
+                minutes: u32,
+            }
+            // The one scope an object names, for now.
+            let Window {
+                scope: Scope::Window,
+                minutes,
+            } = Window::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
+            if !(1..=MAX_WINDOW_MINUTES).contains(&minutes) {
+                return Err(serde::de::Error::invalid_value(
+                    serde::de::Unexpected::Unsigned(u64::from(minutes)),
+                    &"a window of 1 to 43200 minutes",
+                ));
+            }
+            Ok(Some(Remember::Window { minutes }))
+        }
+    }
+
+    d.deserialize_any(Words)
 }
 
 /// What an answer says besides its yes or no, as the chat (an ADK
@@ -60,7 +138,8 @@ pub struct AnswerKeys {
     /// Reaches the tool on approval.
     #[serde(default)]
     pub payload: Option<Value>,
-    #[serde(default)]
+    /// How far the approval reaches; `None` for once (absent, `null`, `"once"`).
+    #[serde(default, deserialize_with = "remember")]
     pub remember: Option<Remember>,
     /// The next N calls of this tool in this chat run without asking.
     #[serde(default)]
@@ -423,6 +502,31 @@ mod tests {
                 ..AnswerKeys::default()
             })
         );
+        let remembered = [
+            (json!("once"), None),
+            (json!(null), None),
+            (json!("session"), Some(Remember::Chat)),
+            (json!("global"), Some(Remember::Everywhere)),
+            (
+                json!({"scope": "window", "minutes": 60}),
+                Some(Remember::Window { minutes: 60 }),
+            ),
+            (
+                json!({"minutes": 1, "scope": "window"}),
+                Some(Remember::Window { minutes: 1 }),
+            ),
+            (
+                json!({"scope": "window", "minutes": 43_200}),
+                Some(Remember::Window { minutes: 43_200 }),
+            ),
+        ];
+        for (remember, expected) in remembered {
+            assert_eq!(
+                keys(json!({"confirmed": true, "remember": remember})).map(|k| k.remember),
+                Ok(expected),
+                "{remember}"
+            );
+        }
         assert_eq!(keys(json!("yes")), Ok(AnswerKeys::default()));
         assert_eq!(
             keys(json!({"reason": null, "approveNext": null})),
@@ -434,6 +538,18 @@ mod tests {
             json!({"confirmed": true, "approveNext": "3"}),
             json!({"confirmed": true, "approveNext": 4_294_967_296_u64}),
             json!({"confirmed": true, "remember": "forever"}),
+            json!({"confirmed": true, "remember": "Session"}),
+            json!({"confirmed": true, "remember": 60}),
+            json!({"confirmed": true, "remember": ["session"]}),
+            json!({"confirmed": true, "remember": {"scope": "window"}}),
+            json!({"confirmed": true, "remember": {"minutes": 60}}),
+            json!({"confirmed": true, "remember": {"scope": "window", "minutes": 0}}),
+            json!({"confirmed": true, "remember": {"scope": "window", "minutes": 43_201}}),
+            json!({"confirmed": true, "remember": {"scope": "window", "minutes": -5}}),
+            json!({"confirmed": true, "remember": {"scope": "window", "minutes": 1.5}}),
+            json!({"confirmed": true, "remember": {"scope": "window", "minutes": "60"}}),
+            json!({"confirmed": true, "remember": {"scope": "window", "minutes": 60, "chat": "x"}}),
+            json!({"confirmed": true, "remember": {"scope": "session", "minutes": 60}}),
             json!({"confirmed": false, "reason": 5}),
         ];
         for output in refused {

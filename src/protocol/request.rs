@@ -460,7 +460,7 @@ mod tests {
                     {"role": "assistant", "content": [{"type": "tool-call", "toolCallId": "c1", "toolName": "adk_request_confirmation", "args": {}}]},
                     {"role": "user", "content": [{"type": "tool-result", "toolCallId": "c1", "result": {"confirmed": true, "remember": "forever"}}]}
                 ]}),
-                "invalid request: messages[1].content[0]: invalid answer: unknown variant `forever`, expected `session` or `global`",
+                r#"invalid request: messages[1].content[0]: invalid answer: invalid value: string "forever", expected "once", "session", "global" or {"scope": "window", "minutes": N}"#,
             ),
         ];
         for (body, expected) in cases {

@@ -171,6 +171,7 @@ pub async fn remembers_and_budgets(store: Store) {
         chat_id: chat.map(str::to_owned),
         tool: tool.into(),
         created_at_ms: 1,
+        expires_at_ms: None,
     };
     let ok = |r: Result<(), StoreError>| r.unwrap_or_else(|e| panic!("{e}"));
     ok(store.remember(approval("r1", None, "internal--pay")).await);
@@ -179,7 +180,7 @@ pub async fn remembers_and_budgets(store: Store) {
         .await);
     assert_eq!(
         store
-            .remembered("alice", "chat", "internal--pay")
+            .remembered("alice", "chat", "internal--pay", 2)
             .await
             .ok()
             .flatten()
@@ -188,7 +189,7 @@ pub async fn remembers_and_budgets(store: Store) {
     );
     assert_eq!(
         store
-            .remembered("alice", "other", "internal--pay")
+            .remembered("alice", "other", "internal--pay", 2)
             .await
             .ok()
             .flatten()
@@ -197,7 +198,7 @@ pub async fn remembers_and_budgets(store: Store) {
     );
     assert_eq!(
         store
-            .remembered("bob", "chat", "internal--pay")
+            .remembered("bob", "chat", "internal--pay", 2)
             .await
             .ok()
             .flatten(),
@@ -205,7 +206,7 @@ pub async fn remembers_and_budgets(store: Store) {
     );
     assert_eq!(
         store
-            .remembered("alice", "chat", "internal--weather")
+            .remembered("alice", "chat", "internal--weather", 2)
             .await
             .ok()
             .flatten(),
@@ -216,7 +217,7 @@ pub async fn remembers_and_budgets(store: Store) {
         .remember(approval("r3", Some("chat"), "internal--pay"))
         .await);
     let mut ids: Vec<String> = store
-        .list_remembered("alice")
+        .list_remembered("alice", 2)
         .await
         .unwrap_or_default()
         .into_iter()
@@ -233,7 +234,7 @@ pub async fn remembers_and_budgets(store: Store) {
     assert_eq!(store.revoke("alice", "r3").await.ok(), Some(false));
     assert_eq!(
         store
-            .remembered("alice", "chat", "internal--pay")
+            .remembered("alice", "chat", "internal--pay", 2)
             .await
             .ok()
             .flatten()
@@ -279,6 +280,108 @@ pub async fn remembers_and_budgets(store: Store) {
             .ok(),
         Some(false)
     );
+}
+
+/// Alice's approval of `internal--pay` (`chat` `None`: every chat), made
+/// at `created`, lapsing at `expires` if that is given.
+pub fn grant(id: &str, chat: Option<&str>, created: u64, expires: Option<u64>) -> Remembered {
+    Remembered {
+        id: id.into(),
+        principal: "alice".into(),
+        chat_id: chat.map(str::to_owned),
+        tool: "internal--pay".into(),
+        created_at_ms: created,
+        expires_at_ms: expires,
+    }
+}
+
+/// A window grant applies in every chat until its window ends, then is
+/// neither found nor listed; it takes the place of the approval for every
+/// chat (and the reverse), never of one for a single chat.
+pub async fn remembers_windows(store: Store) {
+    let ok = |r: Result<(), StoreError>| r.unwrap_or_else(|e| panic!("{e}"));
+    let found = |chat: &'static str, now: u64| {
+        let store = store.clone();
+        async move {
+            store
+                .remembered("alice", chat, "internal--pay", now)
+                .await
+                .unwrap_or_else(|e| panic!("{e}"))
+                .map(|r| r.id)
+        }
+    };
+    let listed = |now: u64| {
+        let store = store.clone();
+        async move {
+            store
+                .list_remembered("alice", now)
+                .await
+                .unwrap_or_else(|e| panic!("{e}"))
+        }
+    };
+
+    ok(store.remember(grant("w1", None, 1_000, Some(61_000))).await);
+    assert_eq!(found("a", 1_000).await.as_deref(), Some("w1"));
+    assert_eq!(
+        found("b", 60_999).await.as_deref(),
+        Some("w1"),
+        "every chat"
+    );
+    assert_eq!(
+        listed(60_999).await,
+        [grant("w1", None, 1_000, Some(61_000))],
+        "listed with its end"
+    );
+    assert_eq!(found("a", 61_000).await, None, "its window is over");
+    assert_eq!(listed(61_000).await, []);
+    assert!(
+        store
+            .list_remembered("bob", 1_000)
+            .await
+            .unwrap_or_default()
+            .is_empty(),
+        "alice's only"
+    );
+
+    // This chat's approval comes first; the window still covers the others.
+    ok(store.remember(grant("c1", Some("a"), 2_000, None)).await);
+    assert_eq!(found("a", 2_000).await.as_deref(), Some("c1"));
+    assert_eq!(found("b", 2_000).await.as_deref(), Some("w1"));
+    assert_eq!(found("a", 61_000).await.as_deref(), Some("c1"));
+
+    // One for every chat replaces the window, and a window replaces it.
+    ok(store.remember(grant("g1", None, 3_000, None)).await);
+    assert_eq!(found("b", 61_000).await.as_deref(), Some("g1"), "no end");
+    ok(store.remember(grant("w2", None, 4_000, Some(64_000))).await);
+    let ids: Vec<String> = listed(4_000).await.into_iter().map(|r| r.id).collect();
+    assert_eq!(ids, ["c1", "w2"]);
+    assert_eq!(found("b", 63_999).await.as_deref(), Some("w2"));
+    assert_eq!(found("b", 64_000).await, None);
+    assert_eq!(found("a", 64_000).await.as_deref(), Some("c1"));
+
+    // Revoked while it lasts.
+    ok(store.remember(grant("w3", None, 6_000, Some(66_000))).await);
+    assert_eq!(store.revoke("alice", "w3").await.ok(), Some(true));
+    assert_eq!(found("b", 6_000).await, None);
+}
+
+/// The purge forgets approvals whose window is over (not others), and
+/// counts them.
+pub async fn purges_lapsed_windows(store: Store) {
+    let ok = |r: Result<(), StoreError>| r.unwrap_or_else(|e| panic!("{e}"));
+    ok(store.remember(grant("w1", None, 1_000, Some(2_000))).await);
+    ok(store.remember(grant("c1", Some("a"), 1_000, None)).await);
+    assert_eq!(store.purge_expired(1_999).await.ok(), Some(0));
+    assert_eq!(store.purge_expired(2_000).await.ok(), Some(1));
+    // Listed as of before its end: forgotten, not only filtered.
+    let ids: Vec<String> = store
+        .list_remembered("alice", 1_500)
+        .await
+        .unwrap_or_default()
+        .into_iter()
+        .map(|r| r.id)
+        .collect();
+    assert_eq!(ids, ["c1"]);
 }
 
 pub async fn keeps_an_audit_log(store: Store) {

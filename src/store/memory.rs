@@ -151,24 +151,26 @@ impl MemoryStore {
         principal: &str,
         chat_id: &str,
         tool: &str,
+        now_ms: u64,
     ) -> Option<Remembered> {
         let map = self
             .remembered
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        let key = |chat: &str| (principal.to_owned(), chat.to_owned(), tool.to_owned());
-        map.get(&key(chat_id))
-            .or_else(|| map.get(&key("")))
-            .cloned()
+        let live = |chat: &str| {
+            map.get(&(principal.to_owned(), chat.to_owned(), tool.to_owned()))
+                .filter(|r| r.is_live(now_ms))
+        };
+        live(chat_id).or_else(|| live("")).cloned()
     }
 
-    pub(super) fn list_remembered(&self, principal: &str) -> Vec<Remembered> {
+    pub(super) fn list_remembered(&self, principal: &str, now_ms: u64) -> Vec<Remembered> {
         let map = self
             .remembered
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         map.values()
-            .filter(|r| r.principal == principal)
+            .filter(|r| r.principal == principal && r.is_live(now_ms))
             .cloned()
             .collect()
     }
@@ -274,11 +276,20 @@ impl MemoryStore {
             .collect()
     }
 
-    pub(super) fn purge_expired(&self, now_ms: u64) -> usize {
+    /// Confirmations that expired before `expired_before`, windows over at `now_ms`.
+    pub(super) fn purge_expired(&self, expired_before: u64, now_ms: u64) -> usize {
         let mut map = self.lock();
         let before = map.len();
-        map.retain(|_, r| !r.expired(now_ms));
-        before - map.len()
+        map.retain(|_, r| !r.expired(expired_before));
+        let purged = before - map.len();
+        drop(map);
+        let mut remembered = self
+            .remembered
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let before = remembered.len();
+        remembered.retain(|_, r| r.is_live(now_ms));
+        purged + before - remembered.len()
     }
 
     pub(super) fn status(&self, id: &str) -> Option<Status> {
@@ -325,6 +336,8 @@ mod tests {
         conformance::knows_orphaned_claims(Store::memory()).await;
         conformance::purges_what_expired_unless_running(Store::memory()).await;
         conformance::remembers_and_budgets(Store::memory()).await;
+        conformance::remembers_windows(Store::memory()).await;
+        conformance::purges_lapsed_windows(Store::memory()).await;
         conformance::keeps_an_audit_log(Store::memory()).await;
         conformance::lists_open_confirmations(Store::memory()).await;
         conformance::lists_unanswered_expired_until_decided(Store::memory()).await;

@@ -68,7 +68,8 @@ pub enum Outcome {
 
 /// An approval a user asked to be remembered: calls of `tool` by
 /// `principal` then run without asking, in `chat_id` or (when `None`) in
-/// every chat of theirs.
+/// every chat of theirs, until `expires_at_ms` if it has one (a window
+/// grant).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Remembered {
@@ -78,6 +79,17 @@ pub struct Remembered {
     /// The qualified tool name.
     pub tool: String,
     pub created_at_ms: u64,
+    /// The first moment it no longer applies; `None`: until revoked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at_ms: Option<u64>,
+}
+
+impl Remembered {
+    /// Whether it still applies at `now_ms`: no backend ever hands out one
+    /// that does not.
+    pub fn is_live(&self, now_ms: u64) -> bool {
+        self.expires_at_ms.is_none_or(|at| now_ms < at)
+    }
 }
 
 /// One decision about a tool call, as the audit log keeps it.
@@ -291,21 +303,24 @@ impl Store {
     }
 
     /// Forgets every confirmation whose expiry is more than
-    /// [`KEPT_AFTER_EXPIRY`] before `now_ms`, unless its call is running.
-    /// Until then a late answer learns it expired (or how it ended).
+    /// [`KEPT_AFTER_EXPIRY`] before `now_ms`, unless its call is running
+    /// (until then a late answer learns it expired, or how it ended), and
+    /// every remembered approval whose window is over at `now_ms`.
     /// Forgetting is safe: an answer to a confirmation the server does not
-    /// know runs nothing.
+    /// know runs nothing, and a lapsed approval is never handed out anyway.
     pub async fn purge_expired(&self, now_ms: u64) -> Result<usize, StoreError> {
         let before = now_ms.saturating_sub(millis(KEPT_AFTER_EXPIRY));
         match self {
-            Store::Memory(s) => Ok(s.purge_expired(before)),
-            Store::Sqlite(s) => s.purge_expired(before).await,
+            Store::Memory(s) => Ok(s.purge_expired(before, now_ms)),
+            Store::Sqlite(s) => s.purge_expired(before, now_ms).await,
             // Redis expires records itself.
             Store::Redis(_) => Ok(0),
         }
     }
 
-    /// Remembers an approval; one for the same principal, chat and tool replaces it.
+    /// Remembers an approval; one for the same principal, chat scope (this
+    /// chat, or every chat: a window grant is one for every chat) and tool
+    /// replaces it.
     pub async fn remember(&self, approval: Remembered) -> Result<(), StoreError> {
         match self {
             Store::Memory(s) => {
@@ -317,28 +332,41 @@ impl Store {
         }
     }
 
-    /// The approval that covers `tool` for `principal` in `chat_id`: one for
-    /// this chat first, then one for all their chats.
+    /// The approval that covers `tool` for `principal` in `chat_id` at
+    /// `now_ms`: one for this chat first, then one for all their chats;
+    /// never one whose window is over.
     pub async fn remembered(
         &self,
         principal: &str,
         chat_id: &str,
         tool: &str,
+        now_ms: u64,
     ) -> Result<Option<Remembered>, StoreError> {
         match self {
-            Store::Memory(s) => Ok(s.remembered(principal, chat_id, tool)),
-            Store::Sqlite(s) => s.remembered(principal, chat_id, tool).await,
-            Store::Redis(s) => s.remembered(principal, chat_id, tool).await,
+            Store::Memory(s) => Ok(s.remembered(principal, chat_id, tool, now_ms)),
+            Store::Sqlite(s) => s.remembered(principal, chat_id, tool, now_ms).await,
+            Store::Redis(s) => s.remembered(principal, chat_id, tool, now_ms).await,
         }
     }
 
-    /// Every approval `principal` asked to be remembered.
-    pub async fn list_remembered(&self, principal: &str) -> Result<Vec<Remembered>, StoreError> {
-        match self {
-            Store::Memory(s) => Ok(s.list_remembered(principal)),
-            Store::Sqlite(s) => s.list_remembered(principal).await,
-            Store::Redis(s) => s.list_remembered(principal).await,
-        }
+    /// Every approval `principal` asked to be remembered that still applies
+    /// at `now_ms`, oldest first.
+    pub async fn list_remembered(
+        &self,
+        principal: &str,
+        now_ms: u64,
+    ) -> Result<Vec<Remembered>, StoreError> {
+        let mut list = match self {
+            Store::Memory(s) => s.list_remembered(principal, now_ms),
+            Store::Sqlite(s) => s.list_remembered(principal, now_ms).await?,
+            Store::Redis(s) => s.list_remembered(principal, now_ms).await?,
+        };
+        list.sort_by(|a, b| {
+            a.created_at_ms
+                .cmp(&b.created_at_ms)
+                .then_with(|| a.id.cmp(&b.id))
+        });
+        Ok(list)
     }
 
     /// Forgets one of `principal`'s remembered approvals; false if there was none.

@@ -1,7 +1,9 @@
 //! The Redis backend, for several instances sharing the work. One hash per
 //! confirmation (`issued`, `claimed_at`, `outcome`) that expires with it;
 //! claims and outcomes are Lua scripts, so exactly one instance wins; an
-//! outcome is published, so an instance waiting on it learns at once.
+//! outcome is published, so an instance waiting on it learns at once. A
+//! remembered approval is a key of its own (a window grant's expires with
+//! its window), listed through a set per principal.
 
 use std::time::Duration;
 
@@ -40,6 +42,24 @@ end
 return 0
 ";
 
+/// Drops a principal's index entry (KEYS[1], ARGV[1]) of an approval whose
+/// record (KEYS[2]) is gone, only while it is still gone: one remembered
+/// again meanwhile keeps its entry.
+const FORGET_ENTRY: &str = r"
+if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
+return redis.call('SREM', KEYS[1], ARGV[1])
+";
+
+/// Revokes an approval (KEYS[1], and its index entry ARGV[2] in KEYS[2]),
+/// only if it is still the one that was found (ARGV[1]): a newer one
+/// remembered meanwhile under the same chat and tool stays.
+const REVOKE: &str = r"
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[1])
+redis.call('SREM', KEYS[2], ARGV[2])
+return 1
+";
+
 const FINISH: &str = r"
 if redis.call('HEXISTS', KEYS[1], 'claimed_at') == 0 or redis.call('HEXISTS', KEYS[1], 'outcome') == 1 then
   return 0
@@ -57,6 +77,8 @@ pub struct RedisStore {
     claim: redis::Script,
     finish: redis::Script,
     take_budget: redis::Script,
+    forget_entry: redis::Script,
+    revoke: redis::Script,
 }
 
 impl std::fmt::Debug for RedisStore {
@@ -96,6 +118,8 @@ impl RedisStore {
             claim: redis::Script::new(CLAIM),
             finish: redis::Script::new(FINISH),
             take_budget: redis::Script::new(TAKE_BUDGET),
+            forget_entry: redis::Script::new(FORGET_ENTRY),
+            revoke: redis::Script::new(REVOKE),
         })
     }
 
@@ -293,9 +317,16 @@ impl RedisStore {
         Ok(pruned)
     }
 
-    /// One hash per principal; a field per (chat or "", tool).
-    fn remembered_key(&self, principal: &str) -> String {
-        format!("{}remembered:{principal}", self.prefix)
+    /// A principal's index of their approvals: a set of (chat or "", tool)
+    /// fields, for listing. An entry whose record is gone (a window that
+    /// ended) is dropped when a listing meets it.
+    fn approvals_key(&self, principal: &str) -> String {
+        format!("{}approvals:{principal}", self.prefix)
+    }
+
+    /// One remembered approval: `principal`'s under `field` (chat or "", tool).
+    fn approval_key(&self, principal: &str, field: &str) -> String {
+        format!("{}approval:{principal}\u{1f}{field}", self.prefix)
     }
 
     fn budget_key(&self, principal: &str, chat_id: &str, tool: &str) -> String {
@@ -306,16 +337,28 @@ impl RedisStore {
     }
 
     pub(super) async fn remember(&self, approval: Remembered) -> Result<(), StoreError> {
-        let field = format!(
-            "{}\u{1f}{}",
-            approval.chat_id.as_deref().unwrap_or(""),
-            approval.tool
-        );
+        let field = field(approval.chat_id.as_deref().unwrap_or(""), &approval.tool);
+        let key = self.approval_key(&approval.principal, &field);
         let text =
             serde_json::to_string(&approval).map_err(BackendError::json("encoding a record"))?;
+        // A plain SET also clears the expiry of a window grant it replaces.
+        let mut set = redis::cmd("SET");
+        set.arg(&key).arg(text);
+        if let Some(until) = approval.expires_at_ms {
+            // A window grant expires itself, relative to now: the instances'
+            // clocks and Redis' need not agree (lookups also judge it by
+            // the gate's clock).
+            set.arg("PX")
+                .arg(until.saturating_sub(approval.created_at_ms).max(1));
+        }
         let mut conn = self.conn.clone();
-        let _: i64 = conn
-            .hset(self.remembered_key(&approval.principal), field, text)
+        let () = redis::pipe()
+            .atomic()
+            .add_command(set)
+            .ignore()
+            .sadd(self.approvals_key(&approval.principal), &field)
+            .ignore()
+            .query_async(&mut conn)
             .await
             .map_err(backend)?;
         Ok(())
@@ -326,44 +369,100 @@ impl RedisStore {
         principal: &str,
         chat_id: &str,
         tool: &str,
+        now_ms: u64,
     ) -> Result<Option<Remembered>, StoreError> {
         let mut conn = self.conn.clone();
-        let (this_chat, every_chat): (Option<String>, Option<String>) = redis::cmd("HMGET")
-            .arg(self.remembered_key(principal))
-            .arg(format!("{chat_id}\u{1f}{tool}"))
-            .arg(format!("\u{1f}{tool}"))
+        let (this_chat, every_chat): (Option<String>, Option<String>) = redis::cmd("MGET")
+            .arg(self.approval_key(principal, &field(chat_id, tool)))
+            .arg(self.approval_key(principal, &field("", tool)))
             .query_async(&mut conn)
             .await
             .map_err(backend)?;
-        this_chat
-            .or(every_chat)
-            .map(|t| remembered_from(&t))
-            .transpose()
+        for text in [this_chat, every_chat].into_iter().flatten() {
+            let approval = remembered_from(&text)?;
+            if approval.is_live(now_ms) {
+                return Ok(Some(approval));
+            }
+        }
+        Ok(None)
     }
 
     pub(super) async fn list_remembered(
         &self,
         principal: &str,
+        now_ms: u64,
     ) -> Result<Vec<Remembered>, StoreError> {
+        Ok(self
+            .stored_approvals(principal)
+            .await?
+            .into_iter()
+            .map(|stored| stored.approval)
+            .filter(|approval| approval.is_live(now_ms))
+            .collect())
+    }
+
+    /// `principal`'s approvals as stored, dropping the index entries of
+    /// records that are gone on the way.
+    async fn stored_approvals(&self, principal: &str) -> Result<Vec<StoredApproval>, StoreError> {
+        let index = self.approvals_key(principal);
         let mut conn = self.conn.clone();
-        let values: Vec<String> = conn
-            .hvals(self.remembered_key(principal))
+        let fields: Vec<String> = conn.smembers(&index).await.map_err(backend)?;
+        if fields.is_empty() {
+            return Ok(Vec::new());
+        }
+        let keys: Vec<String> = fields
+            .iter()
+            .map(|field| self.approval_key(principal, field))
+            .collect();
+        let texts: Vec<Option<String>> = redis::cmd("MGET")
+            .arg(&keys)
+            .query_async(&mut conn)
             .await
             .map_err(backend)?;
-        values.iter().map(|t| remembered_from(t)).collect()
+        let mut stored = Vec::with_capacity(fields.len());
+        for ((field, key), text) in fields.into_iter().zip(keys).zip(texts) {
+            match text {
+                Some(text) => stored.push(StoredApproval {
+                    approval: remembered_from(&text)?,
+                    field,
+                    key,
+                    text,
+                }),
+                None => {
+                    let _: i64 = self
+                        .forget_entry
+                        .key(&index)
+                        .key(&key)
+                        .arg(&field)
+                        .invoke_async(&mut conn)
+                        .await
+                        .map_err(backend)?;
+                }
+            }
+        }
+        Ok(stored)
     }
 
     pub(super) async fn revoke(&self, principal: &str, id: &str) -> Result<bool, StoreError> {
-        let key = self.remembered_key(principal);
+        let Some(found) = self
+            .stored_approvals(principal)
+            .await?
+            .into_iter()
+            .find(|stored| stored.approval.id == id)
+        else {
+            return Ok(false);
+        };
         let mut conn = self.conn.clone();
-        let all: Vec<(String, String)> = conn.hgetall(&key).await.map_err(backend)?;
-        for (field, text) in all {
-            if remembered_from(&text)?.id == id {
-                let removed: i64 = conn.hdel(&key, field).await.map_err(backend)?;
-                return Ok(removed > 0);
-            }
-        }
-        Ok(false)
+        let revoked: i64 = self
+            .revoke
+            .key(&found.key)
+            .key(self.approvals_key(principal))
+            .arg(&found.text)
+            .arg(&found.field)
+            .invoke_async(&mut conn)
+            .await
+            .map_err(backend)?;
+        Ok(revoked == 1)
     }
 
     pub(super) async fn grant_budget(
@@ -519,6 +618,21 @@ fn backend(e: redis::RedisError) -> StoreError {
     StoreError::Backend(e.into())
 }
 
+/// An approval as a listing found it: what revoking it needs.
+struct StoredApproval {
+    approval: Remembered,
+    /// Its entry in the principal's index: (chat or "", tool).
+    field: String,
+    key: String,
+    /// The record's text, to revoke this one and no newer one.
+    text: String,
+}
+
+/// The part of an approval's key after its principal: (chat or "", tool).
+fn field(chat_id: &str, tool: &str) -> String {
+    format!("{chat_id}\u{1f}{tool}")
+}
+
 fn remembered_from(text: &str) -> Result<Remembered, StoreError> {
     serde_json::from_str(text).map_err(BackendError::json("stored approval is corrupt"))
 }
@@ -557,6 +671,7 @@ mod tests {
         conformance::claims_exactly_once(fresh().await).await;
         conformance::knows_orphaned_claims(fresh().await).await;
         conformance::remembers_and_budgets(fresh().await).await;
+        conformance::remembers_windows(fresh().await).await;
         conformance::keeps_an_audit_log(fresh().await).await;
         conformance::lists_open_confirmations(fresh().await).await;
         conformance::lists_unanswered_expired_until_decided(fresh().await).await;
@@ -657,6 +772,60 @@ mod tests {
                 since_ms: 5,
                 orphaned: true
             })
+        );
+    }
+
+    /// A window grant's record expires itself with its window; one
+    /// without a window replacing it does not; the index entry of a record
+    /// that expired goes at the next listing.
+    #[tokio::test]
+    async fn window_grants_expire_themselves() {
+        use redis::AsyncCommands;
+        let url = url();
+        let prefix = format!("test-{}:", uuid::Uuid::new_v4().simple());
+        let Store::Redis(store) = Store::redis(&url, &prefix)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+        else {
+            panic!("not redis")
+        };
+        let key = store.approval_key("alice", &super::field("", "internal--pay"));
+        let mut conn = store.conn.clone();
+        let window = conformance::grant("w1", None, 1_000, Some(61_000));
+        store
+            .remember(window.clone())
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let left: i64 = conn.pttl(&key).await.unwrap_or_else(|e| panic!("{e}"));
+        assert!((1..=60_000).contains(&left), "{left}");
+        store
+            .remember(conformance::grant("g1", None, 2_000, None))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let left: i64 = conn.pttl(&key).await.unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(left, -1, "no window, no expiry");
+
+        store
+            .remember(window)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        // Its window ends (deleted here, as its expiry would).
+        let _: i64 = conn.del(&key).await.unwrap_or_else(|e| panic!("{e}"));
+        let index = store.approvals_key("alice");
+        let entries: Vec<String> = conn.smembers(&index).await.unwrap_or_default();
+        assert_eq!(entries.len(), 1);
+        assert_eq!(
+            store.list_remembered("alice", 1_000).await.ok(),
+            Some(vec![])
+        );
+        let entries: Vec<String> = conn.smembers(&index).await.unwrap_or_default();
+        assert!(entries.is_empty(), "{entries:?}");
+        assert_eq!(
+            store
+                .remembered("alice", "chat", "internal--pay", 1_000)
+                .await
+                .ok(),
+            Some(None)
         );
     }
 

@@ -19,6 +19,7 @@ const MIGRATIONS: &[M<'static>] = &[
     M::up(include_str!("migrations/002_remembered.sql")),
     M::up(include_str!("migrations/003_audit.sql")),
     M::up(include_str!("migrations/004_claimed_by.sql")),
+    M::up(include_str!("migrations/005_remembered_expiry.sql")),
 ];
 
 /// How often a waiter looks for an outcome recorded by another process.
@@ -214,14 +215,16 @@ impl SqliteStore {
     pub(super) async fn remember(&self, approval: Remembered) -> Result<(), StoreError> {
         self.with(move |conn| {
             conn.execute(
-                "INSERT INTO remembered (id, principal, chat_id, tool, created_at_ms) VALUES (?1, ?2, ?3, ?4, ?5)
-                 ON CONFLICT (principal, chat_id, tool) DO UPDATE SET id = excluded.id, created_at_ms = excluded.created_at_ms",
+                "INSERT INTO remembered (id, principal, chat_id, tool, created_at_ms, expires_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+                 ON CONFLICT (principal, chat_id, tool) DO UPDATE
+                 SET id = excluded.id, created_at_ms = excluded.created_at_ms, expires_at_ms = excluded.expires_at_ms",
                 params![
                     approval.id,
                     approval.principal,
                     approval.chat_id.unwrap_or_default(),
                     approval.tool,
-                    millis(approval.created_at_ms)
+                    millis(approval.created_at_ms),
+                    approval.expires_at_ms.map(millis),
                 ],
             )
             .map(drop)
@@ -235,15 +238,18 @@ impl SqliteStore {
         principal: &str,
         chat_id: &str,
         tool: &str,
+        now_ms: u64,
     ) -> Result<Option<Remembered>, StoreError> {
         let (principal, chat_id, tool) =
             (principal.to_owned(), chat_id.to_owned(), tool.to_owned());
         self.with(move |conn| {
-            // This chat's approval first, then one for every chat.
+            // This chat's approval first, then one for every chat; a lapsed
+            // window is skipped, so it cannot hide a live one behind it.
             conn.query_row(
-                "SELECT id, principal, chat_id, tool, created_at_ms FROM remembered
-                 WHERE principal = ?1 AND tool = ?3 AND chat_id IN (?2, '') ORDER BY chat_id = '' LIMIT 1",
-                params![principal, chat_id, tool],
+                "SELECT id, principal, chat_id, tool, created_at_ms, expires_at_ms FROM remembered
+                 WHERE principal = ?1 AND tool = ?3 AND chat_id IN (?2, '') AND (expires_at_ms IS NULL OR expires_at_ms > ?4)
+                 ORDER BY chat_id = '' LIMIT 1",
+                params![principal, chat_id, tool, millis(now_ms)],
                 remembered_row,
             )
             .optional()
@@ -255,13 +261,19 @@ impl SqliteStore {
     pub(super) async fn list_remembered(
         &self,
         principal: &str,
+        now_ms: u64,
     ) -> Result<Vec<Remembered>, StoreError> {
         let principal = principal.to_owned();
         self.with(move |conn| {
             let mut statement = conn
-                .prepare("SELECT id, principal, chat_id, tool, created_at_ms FROM remembered WHERE principal = ?1 ORDER BY created_at_ms")
+                .prepare(
+                    "SELECT id, principal, chat_id, tool, created_at_ms, expires_at_ms FROM remembered
+                     WHERE principal = ?1 AND (expires_at_ms IS NULL OR expires_at_ms > ?2)",
+                )
                 .map_err(backend)?;
-            let rows = statement.query_map([principal], remembered_row).map_err(backend)?;
+            let rows = statement
+                .query_map(params![principal, millis(now_ms)], remembered_row)
+                .map_err(backend)?;
             rows.collect::<Result<Vec<_>, _>>().map_err(backend)
         })
         .await
@@ -445,13 +457,26 @@ impl SqliteStore {
         Ok(expired)
     }
 
-    pub(super) async fn purge_expired(&self, now_ms: u64) -> Result<usize, StoreError> {
+    /// Confirmations that expired before `before`, windows over at `now_ms`.
+    pub(super) async fn purge_expired(
+        &self,
+        before: u64,
+        now_ms: u64,
+    ) -> Result<usize, StoreError> {
         self.with(move |conn| {
-            conn.execute(
-                "DELETE FROM confirmations WHERE expires_at_ms < ?1 AND NOT (claimed_at_ms IS NOT NULL AND outcome IS NULL)",
-                [millis(now_ms)],
-            )
-            .map_err(backend)
+            let confirmations = conn
+                .execute(
+                    "DELETE FROM confirmations WHERE expires_at_ms < ?1 AND NOT (claimed_at_ms IS NOT NULL AND outcome IS NULL)",
+                    [millis(before)],
+                )
+                .map_err(backend)?;
+            let windows = conn
+                .execute(
+                    "DELETE FROM remembered WHERE expires_at_ms <= ?1",
+                    [millis(now_ms)],
+                )
+                .map_err(backend)?;
+            Ok(confirmations + windows)
         })
         .await
     }
@@ -465,6 +490,9 @@ fn remembered_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Remembered> {
         chat_id: (!chat_id.is_empty()).then_some(chat_id),
         tool: row.get(3)?,
         created_at_ms: u64::try_from(row.get::<_, i64>(4)?).unwrap_or(0),
+        expires_at_ms: row
+            .get::<_, Option<i64>>(5)?
+            .map(|at| u64::try_from(at).unwrap_or(0)),
     })
 }
 
@@ -521,6 +549,12 @@ mod tests {
         conformance::remembers_and_budgets(Store::sqlite(&path).unwrap_or_else(|e| panic!("{e}")))
             .await;
         let (_dir, path) = file();
+        conformance::remembers_windows(Store::sqlite(&path).unwrap_or_else(|e| panic!("{e}")))
+            .await;
+        let (_dir, path) = file();
+        conformance::purges_lapsed_windows(Store::sqlite(&path).unwrap_or_else(|e| panic!("{e}")))
+            .await;
+        let (_dir, path) = file();
         conformance::keeps_an_audit_log(Store::sqlite(&path).unwrap_or_else(|e| panic!("{e}")))
             .await;
         let (_dir, path) = file();
@@ -556,6 +590,11 @@ mod tests {
             )
             .await
             .unwrap_or_else(|e| panic!("{e}"));
+        let window = conformance::grant("w1", None, 1_000, Some(61_000));
+        store
+            .remember(window.clone())
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
         drop(store);
 
         let store = Store::sqlite(&path).unwrap_or_else(|e| panic!("{e}"));
@@ -578,6 +617,10 @@ mod tests {
                 orphaned: true
             }),
             "the claim of the process before is orphaned"
+        );
+        assert_eq!(
+            store.list_remembered("alice", 1_000).await.ok(),
+            Some(vec![window])
         );
         assert_eq!(
             store.claim("done", 8, ME).await.ok(),

@@ -16,6 +16,9 @@ fn malformed() -> Vec<Value> {
         json!({"approveNext": 1e30}),
         json!({"approveNext": "3"}),
         json!({"remember": "forever"}),
+        json!({"remember": {"scope": "window", "minutes": 0}}),
+        json!({"remember": {"scope": "window", "minutes": 43_201}}),
+        json!({"remember": {"scope": "window", "minutes": 60, "chatId": "x"}}),
     ]
 }
 

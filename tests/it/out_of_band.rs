@@ -236,7 +236,7 @@ async fn a_bad_decision_body_is_a_clear_400() {
         ),
         (
             json!({"approved": true, "remember": "forever"}),
-            "invalid JSON body: unknown variant `forever`, expected `session` or `global` at line 1 column 38",
+            r#"invalid JSON body: invalid value: string "forever", expected "once", "session", "global" or {"scope": "window", "minutes": N} at line 1 column 38"#,
         ),
     ] {
         assert_eq!(

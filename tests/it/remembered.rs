@@ -3,6 +3,8 @@
 
 use crate::common;
 
+use std::time::Duration;
+
 use common::{Server, fixture, user_says};
 
 fn asked(reply: &common::Reply) -> usize {
@@ -132,4 +134,128 @@ async fn remembered_approvals_are_listed_and_revoked_by_their_user_only() {
     let paid = server.payments();
     chat("alice", user_says("chat-pay", "Send 5 USD to Carol")).await;
     assert_eq!(server.payments(), paid, "revoked: it asks again");
+}
+
+/// `chat`'s answer to the question `first` asked, with `remember` as given.
+fn approve_remembering(
+    chat: &str,
+    first: &common::Reply,
+    remember: serde_json::Value,
+) -> serde_json::Value {
+    let mut body = common::approval(chat, first);
+    body["messages"][1]["parts"][1]["output"]["remember"] = remember;
+    body
+}
+
+/// The approving event's `by` in the audit log.
+async fn approved_by(server: &Server) -> Vec<String> {
+    let audit = server.get("/api/audit").await;
+    audit
+        .body
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter(|event| event["decision"] == "approved")
+        .filter_map(|event| event["by"].as_str().map(str::to_owned))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_window_grant_reaches_every_chat_until_its_window_ends() {
+    let server = Server::start().await;
+    let first = server
+        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
+        .await;
+    let window = serde_json::json!({"scope": "window", "minutes": 60});
+    let reply = server
+        .chat(&approve_remembering("chat-pay", &first, window))
+        .await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    assert_eq!(server.payments(), 1);
+    assert_eq!(
+        approved_by(&server).await,
+        ["user, remembered for 60 minutes"]
+    );
+
+    let listed = server.get("/api/approvals").await;
+    let listed: serde_json::Value =
+        serde_json::from_str(&listed.body).unwrap_or_else(|e| panic!("{e}: {}", listed.body));
+    assert_eq!(listed.as_array().map(Vec::len), Some(1), "{listed}");
+    assert_eq!(listed[0]["tool"], "internal--process_payment");
+    assert_eq!(listed[0]["chatId"], serde_json::Value::Null, "every chat");
+    assert_eq!(listed[0]["createdAtMs"], common::START_MS);
+    assert_eq!(listed[0]["expiresAtMs"], common::START_MS + 60 * 60 * 1000);
+
+    // Another chat of the same user, within the window: runs without asking.
+    server.clock.advance(Duration::from_secs(60 * 60 - 1));
+    let elsewhere = server
+        .chat(&user_says("chat-other", "Send 5 USD to Carol"))
+        .await;
+    assert_eq!(asked(&elsewhere), 0, "{}", elsewhere.body);
+    assert_eq!(server.payments(), 2);
+
+    // The window is over: it asks again, and the grant is no longer listed.
+    server.clock.advance(Duration::from_secs(1));
+    let after = server
+        .chat(&user_says("chat-third", "Send 6 USD to Dan"))
+        .await;
+    assert_eq!(asked(&after), 1, "{}", after.body);
+    assert_eq!(server.payments(), 2);
+    assert_eq!(server.get("/api/approvals").await.body, "[]");
+}
+
+#[tokio::test]
+async fn once_is_never_remembered() {
+    for remember in [serde_json::json!("once"), serde_json::Value::Null] {
+        let server = Server::start().await;
+        let first = server
+            .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
+            .await;
+        let reply = server
+            .chat(&approve_remembering("chat-pay", &first, remember.clone()))
+            .await;
+        assert_eq!(reply.status, 200, "{remember}: {}", reply.body);
+        assert_eq!(server.payments(), 1, "{remember}");
+        assert_eq!(server.get("/api/approvals").await.body, "[]", "{remember}");
+        assert_eq!(approved_by(&server).await, ["user"], "{remember}");
+        let again = server
+            .chat(&user_says("chat-pay", "Send 5 USD to Carol"))
+            .await;
+        assert_eq!(asked(&again), 1, "{remember}: it asks again");
+    }
+}
+
+/// Through `POST /api/confirmations/{id}` too; a window out of range is
+/// refused with the whole answer.
+#[tokio::test]
+async fn a_window_grant_through_the_api() {
+    let server = Server::start().await;
+    let first = server
+        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
+        .await;
+    let id = first.of_type("tool-input-available")[0]["toolCallId"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let path = format!("/api/confirmations/{id}");
+    let refused = server
+        .post(
+            &path,
+            r#"{"approved": true, "remember": {"scope": "window", "minutes": 43201}}"#,
+        )
+        .await;
+    assert_eq!(refused.status, 400, "{}", refused.body);
+    assert_eq!(server.payments(), 0);
+    let decided = server
+        .post(
+            &path,
+            r#"{"approved": true, "remember": {"scope": "window", "minutes": 43200}}"#,
+        )
+        .await;
+    assert_eq!(decided.status, 200, "{}", decided.body);
+    let listed: serde_json::Value =
+        serde_json::from_str(&server.get("/api/approvals").await.body).unwrap_or_default();
+    assert_eq!(
+        listed[0]["expiresAtMs"],
+        common::START_MS + 30 * 24 * 60 * 60 * 1000
+    );
 }

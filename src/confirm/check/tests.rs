@@ -384,7 +384,13 @@ fn who_may_decide() {
     let waiting =
         "the user who asked may not approve this call themselves; waiting for role:finance";
     /// Who, with which roles, approving or not, and the verdict.
-    type Case<'a> = (Approvers<'a>, &'a str, &'a [String], bool, Result<(), &'a str>);
+    type Case<'a> = (
+        Approvers<'a>,
+        &'a str,
+        &'a [String],
+        bool,
+        Result<(), &'a str>,
+    );
     #[rustfmt::skip]
     let cases: &[Case<'_>] = &[
         // No rule: the user who asked decides, and nobody else.
