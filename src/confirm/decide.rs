@@ -148,6 +148,7 @@ impl Gate {
             Some(&issued.id),
         )
         .await;
+        self.announce(&issued).await;
         Ok(NewCall::Ask(issued))
     }
 }

@@ -26,15 +26,20 @@ impl Gate {
     ) -> Result<OutOfBand, GateError> {
         let gate = self.clone();
         let (principal, id) = (principal.to_owned(), id.to_owned());
-        self.to_the_end(async move { gate.decide_here(&principal, &id, decision).await })
-            .await
+        self.to_the_end(async move {
+            gate.decide_here(&principal, &id, decision, "through the API")
+                .await
+        })
+        .await
     }
 
+    /// `via` says in the audit log how the decision came (`through the API`).
     pub(super) async fn decide_here(
         &self,
         principal: &str,
         id: &str,
         decision: Decision,
+        via: &str,
     ) -> Result<OutOfBand, GateError> {
         let Some(issued) = self
             .store
@@ -148,7 +153,7 @@ impl Gate {
                 let original = (decision == AuditDecision::Edited).then_some(&issued.call.args);
                 match answered {
                     Answered::Running { call, outcome } => {
-                        let by = format!("{by} through the API");
+                        let by = format!("{by} {via}");
                         self.record(edited_from(
                             self.event(&scope, &call, decision, by, None, Some(id)),
                             original,
@@ -166,7 +171,7 @@ impl Gate {
                         outcome
                     }
                     Answered::Client { call } => {
-                        let by = format!("{by} through the API");
+                        let by = format!("{by} {via}");
                         self.record(edited_from(
                             self.event(&scope, &call, decision, by, None, Some(id)),
                             original,
@@ -190,7 +195,7 @@ impl Gate {
                     &scope,
                     &issued.call,
                     AuditDecision::Rejected,
-                    "user through the API".into(),
+                    format!("user {via}"),
                     reason.clone(),
                     Some(id),
                 )
