@@ -15,6 +15,7 @@ use crate::config::{AllowedToolsStorage, Config, ProviderKind, StoreConfig, Stor
 use crate::config::{ConfigError, ModelConfig};
 use crate::confirm::{Gate, Inventory, Signer};
 use crate::ids::{Clock, Ids};
+use crate::notify::{Links, Notifier};
 use crate::policy::{Mode, Policy, ToolPolicies};
 use crate::provider::adk::Adk;
 use crate::provider::anthropic::Anthropic;
@@ -169,9 +170,43 @@ impl App {
         self.build(bind).router
     }
 
+    /// Who is told about each question (`toolConfirmation.notify`), its
+    /// links signed with the first signing key, else with a random key made
+    /// now (links then die with a restart).
+    fn notifier(&self) -> Option<Notifier> {
+        // `serve` checked the config; an embedding application did not.
+        let plan = match self.config.notify_plan() {
+            Ok(plan) => plan?,
+            Err(e) => {
+                tracing::error!("{e}: nobody is notified");
+                return None;
+            }
+        };
+        let keys = self.config.signing_keys().unwrap_or_else(|e| {
+            tracing::error!("{e}: notification links get a random key");
+            Vec::new()
+        });
+        let links = match Links::new(keys) {
+            Some(links) => links,
+            None => {
+                tracing::info!(
+                    "notification links are signed with a key made at start: they stop working when toolgate restarts (set toolConfirmation.signingKeys to keep them)"
+                );
+                Links::random()
+                    .inspect_err(|e| tracing::error!("{e}: nobody is notified"))
+                    .ok()?
+            }
+        };
+        Notifier::new(plan, links, self.clock.clone())
+            .inspect_err(|e| tracing::error!("{e}: nobody is notified"))
+            .ok()
+    }
+
     /// The routes, and what serving them runs; `bind` is the address served.
     fn build(self, bind: Option<IpAddr>) -> Built {
         let servers = self.mcp_servers();
+        let notifier = self.notifier();
+        let links = notifier.as_ref().map(|n| n.links().clone());
         let provider = self.provider.unwrap_or_else(|| {
             model_provider(&self.config.model, self.ids.clone()).unwrap_or_else(|e| {
                 // Reported on every turn, where the user sees it.
@@ -198,7 +233,8 @@ impl App {
         .with_policy(self.policy)
         .with_result_retention(self.config.store.audit_retention())
         .with_instance(self.instance)
-        .with_roles(self.config.roles());
+        .with_roles(self.config.roles())
+        .with_notifier(notifier);
         let gate = match self.config.tool_confirmation.allowed_tools_storage {
             AllowedToolsStorage::Storage => gate,
             AllowedToolsStorage::Memory => gate.with_remembered_store(Store::memory()),
@@ -254,6 +290,7 @@ impl App {
                 crate::protocol::ClientVersion::LATEST
             }),
             tasks: tasks.clone(),
+            links,
         });
         let router = if self.config.demo.enabled {
             router.merge(crate::transport::demo::routes())

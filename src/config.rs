@@ -10,7 +10,8 @@ use serde::Deserialize;
 
 use reqwest::header::HeaderMap;
 
-use crate::policy::{Mode, Policy, ToolPolicies, ToolRule};
+use crate::notify::Plan as NotifyPlan;
+use crate::policy::{Mode, NotifyTarget, Policy, ToolPolicies, ToolRule};
 use crate::protocol::{ClientVersion, ConfirmationFlow, ConfirmationProtocol, DeniedAs};
 use crate::provider::ModelOptions;
 pub use crate::provider::http::Secret;
@@ -479,6 +480,12 @@ pub struct ConfirmationConfig {
     /// The first signs, every one verifies (rotation). `env:NAME` reads the
     /// key from the environment variable NAME.
     pub signing_keys: Vec<String>,
+    /// Where each question is announced (`{webhook, secretEnv}` or
+    /// `{slack}`), unless its tool has its own `notify`.
+    pub notify: Vec<NotifyTarget>,
+    /// toolgate's address as a browser reaches it: the base of the approve
+    /// and deny links. Required with any notify target.
+    pub public_url: Option<String>,
 }
 
 impl Default for ConfirmationConfig {
@@ -494,6 +501,8 @@ impl Default for ConfirmationConfig {
             allowed_tools_storage: AllowedToolsStorage::Storage,
             tool_policies: ToolPolicies::default(),
             tools: BTreeMap::new(),
+            notify: Vec::new(),
+            public_url: None,
         }
     }
 }
@@ -506,7 +515,8 @@ pub struct AuthConfig {
     /// `anonymous` and confirmations are bound to the chat only.
     pub principal_header: Option<String>,
     /// API keys, sent as `Authorization: Bearer <key>` or `X-API-Key: <key>`; each names the
-    /// principal it acts for. With keys, every route but `/healthz` needs
+    /// principal it acts for. With keys, every route but `/healthz` (and the
+    /// notification links, whose token is the authority) needs
     /// one. Without, toolgate listens on loopback only.
     pub api_keys: Vec<ApiKeyConfig>,
     /// Roles by name, each with its principals (`finance: [carol]`), for
@@ -549,6 +559,7 @@ impl Config {
         self.mcp_servers()?;
         self.api_keys()?;
         self.guard()?;
+        self.notify_plan()?;
         let client = self.client_version()?;
         if self.tool_confirmation.protocol == ConfirmationProtocol::AiSdk && !client.has_approvals()
         {
@@ -563,6 +574,14 @@ impl Config {
     pub fn policy(&self) -> Result<Policy, ConfigError> {
         let c = &self.tool_confirmation;
         Policy::new(c.mode, &c.tool_policies, c.tools.clone())
+            .map_err(|e| ConfigError::Invalid(e.to_string()))
+    }
+
+    /// Who is told about each question, with the webhooks' keys read from
+    /// the environment; `None` when nobody is.
+    pub fn notify_plan(&self) -> Result<Option<NotifyPlan>, ConfigError> {
+        let c = &self.tool_confirmation;
+        crate::notify::plan(&c.notify, &c.tools, c.public_url.as_deref())
             .map_err(|e| ConfigError::Invalid(e.to_string()))
     }
 

@@ -19,6 +19,8 @@
 //!   chunks, multi-step, through the gate.
 //! - [`provider`]: the model trait and the embedded `scripted` model.
 //! - [`tools`]: the [`tools::Tool`] trait, the registry, the demo tools.
+//! - [`notify`]: a question told to webhooks and Slack, with signed
+//!   approve/deny links.
 //! - [`confirm`]: the only code that decides whether a call may run and the
 //!   only code that runs one.
 //! - [`store`]: issued confirmations and the execution ledger.
@@ -33,6 +35,7 @@ pub mod config;
 pub mod confirm;
 pub mod ids;
 pub mod json;
+pub mod notify;
 pub mod policy;
 pub mod protocol;
 pub mod provider;

@@ -150,6 +150,7 @@ impl Gate {
             Some(&issued.id),
         )
         .await;
+        self.announce(&issued).await;
         Ok(NewCall::Ask(issued))
     }
 }

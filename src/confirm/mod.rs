@@ -19,9 +19,12 @@
 //! through the API, a held question), `handoff.rs` and `client_output.rs`
 //! (client-side tools), `claims.rs` (who holds a confirmation), `execute.rs`
 //! (the one place a tool runs), `records.rs` (what is still open),
-//! `audit.rs` and `remembered.rs`. This file holds the gate itself, its
-//! construction and the types they share.
+//! `audit.rs` and `remembered.rs`; `announce.rs` (a question told to the
+//! notification targets) and `links.rs` (a decision through a signed link).
+//! This file holds the gate itself, its construction and the types they
+//! share.
 
+mod announce;
 mod answered;
 mod audit;
 mod check;
@@ -31,6 +34,7 @@ mod decide;
 mod execute;
 mod facts;
 mod handoff;
+mod links;
 mod out_of_band;
 mod records;
 mod remembered;
@@ -39,6 +43,7 @@ mod upstream;
 
 pub use decide::confirmation_input;
 pub use handoff::{handoff_id, with_handoff};
+pub use links::{LinkQuestion, Standing};
 pub use upstream::Question;
 
 use std::collections::HashMap;
@@ -58,6 +63,7 @@ pub use crate::protocol::message::{AnswerKeys, Remember};
 
 use crate::call::ToolCall;
 use crate::ids::{Clock, Ids};
+use crate::notify::Notifier;
 use crate::policy::Policy;
 use crate::store::{Issued, Outcome, Store, StoreError};
 use crate::tools::{ToolSource, Toolbox};
@@ -240,6 +246,8 @@ pub struct Gate {
     upstream: bool,
     /// Each principal's roles (`auth`), for `approvers: [role:NAME]`.
     roles: Arc<HashMap<String, Vec<String>>>,
+    /// Tells the configured targets about each question asked.
+    notifier: Option<Notifier>,
 }
 
 impl Gate {
@@ -268,6 +276,7 @@ impl Gate {
             stopping: CancellationToken::new(),
             upstream: false,
             roles: Arc::default(),
+            notifier: None,
         }
     }
 

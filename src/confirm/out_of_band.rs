@@ -27,26 +27,36 @@ impl Gate {
     ) -> Result<OutOfBand, GateError> {
         let gate = self.clone();
         let (principal, id) = (principal.to_owned(), id.to_owned());
-        self.to_the_end(async move { gate.decide_here(&principal, &id, decision).await })
-            .await
+        self.to_the_end(async move {
+            gate.decide_here(Who::Caller(&principal), &id, decision)
+                .await
+        })
+        .await
     }
 
+    /// Decides as `who`: the same checks, claim and records whichever way
+    /// the decision came.
     pub(super) async fn decide_here(
         &self,
-        principal: &str,
+        who: Who<'_>,
         id: &str,
         decision: Decision,
     ) -> Result<OutOfBand, GateError> {
         let approve = matches!(decision, Decision::Approve { .. });
         let issued = self.store.get(id).await?;
+        let via = who.via();
         // Another user's question is not there for the caller, unless its
         // tool names approvers: then it is, and they may or may not decide.
-        let Some(issued) = issued
-            .filter(|i| i.principal == principal || self.approvers(&i.call.name).others_decide())
-        else {
+        // A link was minted for its question.
+        let Some(issued) = issued.filter(|i| match who {
+            Who::Caller(principal) => {
+                i.principal == principal || self.approvers(&i.call.name).others_decide()
+            }
+            Who::Link { .. } => true,
+        }) else {
             let caller = Scope {
                 chat_id: String::new(),
-                principal: principal.to_owned(),
+                principal: who.principal().unwrap_or_default().to_owned(),
             };
             let nothing = ToolCall {
                 id: String::new(),
@@ -70,17 +80,32 @@ impl Gate {
             chat_id: issued.chat_id.clone(),
             principal: issued.principal.clone(),
         };
+        // A link decides as whoever follows it when the server knows them;
+        // for a question only its asker decides, as the asker.
         let approvers = self.approvers(&issued.call.name);
+        let principal = match who.principal() {
+            Some(principal) => principal,
+            None if !approvers.others_decide() => issued.principal.as_str(),
+            None => "",
+        };
         let roles = self.roles_of(principal);
         if let Err(refusal) =
             check::decider(approvers, &issued.principal, principal, roles, approve)
         {
-            let why = refusal.to_string();
+            let why = match principal {
+                "" => format!("{refusal}; sign in to decide through a link"),
+                _ => refusal.to_string(),
+            };
+            let by = if principal.is_empty() {
+                "someone"
+            } else {
+                principal
+            };
             self.note(
                 &scope,
                 &issued.call,
                 AuditDecision::Refused,
-                format!("{principal} through the API"),
+                format!("{by}{via}"),
                 Some(why.clone()),
                 Some(id),
             )
@@ -171,7 +196,7 @@ impl Gate {
                 let original = (decision == AuditDecision::Edited).then_some(&issued.call.args);
                 match answered {
                     Answered::Running { call, outcome } => {
-                        let by = format!("{by} through the API");
+                        let by = format!("{by}{via}");
                         self.record(edited_from(
                             self.event(&scope, &call, decision, by, None, Some(id)),
                             original,
@@ -189,7 +214,7 @@ impl Gate {
                         outcome
                     }
                     Answered::Client { call } => {
-                        let by = format!("{by} through the API");
+                        let by = format!("{by}{via}");
                         self.record(edited_from(
                             self.event(&scope, &call, decision, by, None, Some(id)),
                             original,
@@ -213,7 +238,7 @@ impl Gate {
                     &scope,
                     &issued.call,
                     AuditDecision::Rejected,
-                    format!("{who} through the API"),
+                    format!("{who}{via}"),
                     reason.clone(),
                     Some(id),
                 )
@@ -300,5 +325,36 @@ impl Gate {
             }
         };
         Ok(outcome)
+    }
+}
+
+/// Who decides a question out of band.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Who<'a> {
+    /// An authenticated caller (the API, a socket's `confirm` frame).
+    Caller(&'a str),
+    /// Whoever follows a signed link sent to `target`: the caller when the
+    /// request names one (a proxy's principal header, a key), else nobody
+    /// the server knows, who may decide only a question its asker decides.
+    Link {
+        target: &'a str,
+        caller: Option<&'a str>,
+    },
+}
+
+impl<'a> Who<'a> {
+    fn principal(self) -> Option<&'a str> {
+        match self {
+            Who::Caller(principal) => Some(principal),
+            Who::Link { caller, .. } => caller,
+        }
+    }
+
+    /// How the decision came, for the audit log.
+    fn via(self) -> String {
+        match self {
+            Who::Caller(_) => " through the API".to_owned(),
+            Who::Link { target, .. } => format!(" through a signed link ({target})"),
+        }
     }
 }

@@ -135,6 +135,7 @@ impl Gate {
                 let by = "policy".to_owned();
                 self.note(scope, &call, AuditDecision::Asked, by, None, Some(&id))
                     .await;
+                self.announce(&issued).await;
                 Ok(NewCall::Ask(issued))
             }
         }

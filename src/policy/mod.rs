@@ -143,6 +143,21 @@ pub struct ToolRule {
     /// Four eyes: the user who asked may deny or cancel their call, never
     /// approve it.
     pub require_distinct_approver: bool,
+    /// Who is told when this tool asks, instead of `toolConfirmation.notify`
+    /// (`[]`: nobody). Delivered by `notify`, not decided here.
+    pub notify: Option<Vec<NotifyTarget>>,
+}
+
+/// One place a question is announced (`toolConfirmation.notify`): exactly
+/// one of `webhook` (with `secretEnv`, the variable holding its HMAC key)
+/// and `slack` (an incoming webhook URL, itself a secret). Checked, and its
+/// secret read, when the notifier is built.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct NotifyTarget {
+    pub webhook: Option<String>,
+    pub secret_env: Option<String>,
+    pub slack: Option<String>,
 }
 
 /// Who may decide a tool's questions besides denying their own
@@ -438,13 +453,18 @@ impl Policy {
     }
 }
 
-/// `tools.<qualified name>`, or `tools.<name>` for a tool of this server.
 fn rule<'a>(rules: &'a BTreeMap<String, ToolRule>, tool: &ToolInfo<'_>) -> Option<&'a ToolRule> {
-    rules.get(tool.qualified).or_else(|| {
+    for_tool(rules, tool)
+}
+
+/// The entry of a map keyed as `toolConfirmation.tools` is that applies to
+/// `tool`: `<qualified name>`, or `<name>` for a tool of this server.
+pub fn for_tool<'a, T>(map: &'a BTreeMap<String, T>, tool: &ToolInfo<'_>) -> Option<&'a T> {
+    map.get(tool.qualified).or_else(|| {
         tool.qualified
             .strip_prefix("internal--")
             .filter(|name| *name == tool.name)
-            .and_then(|name| rules.get(name))
+            .and_then(|name| map.get(name))
     })
 }
 

@@ -39,6 +39,18 @@ pub struct UpstreamConfig {
     pub retries: u32,
 }
 
+/// The client toolgate's outgoing requests share: it follows no redirect
+/// (one would carry a key, a conversation or a signed body to another host:
+/// `x-api-key` survives reqwest's cross-host stripping), gives up connecting
+/// after `connect_timeout`, and sends without Nagle's delay.
+pub fn client(connect_timeout: Duration) -> reqwest::Result<reqwest::Client> {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .connect_timeout(connect_timeout)
+        .tcp_nodelay(true)
+        .build()
+}
+
 /// A configured upstream; cheap to clone.
 #[derive(Debug, Clone)]
 pub struct Upstream {
@@ -48,14 +60,8 @@ pub struct Upstream {
 
 impl Upstream {
     pub fn new(config: UpstreamConfig) -> Result<Self, ProviderError> {
-        // A redirect would carry the key (`x-api-key` survives reqwest's
-        // cross-host stripping) and the conversation to another host.
-        let client = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .connect_timeout(config.connect_timeout)
-            .tcp_nodelay(true)
-            .build()
-            .map_err(|e| ProviderError::Request(e.to_string()))?;
+        let client =
+            client(config.connect_timeout).map_err(|e| ProviderError::Request(e.to_string()))?;
         Ok(Self {
             client,
             config: Arc::new(config),

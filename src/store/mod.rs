@@ -138,6 +138,9 @@ pub enum AuditDecision {
     Expired,
     /// A remembered approval was revoked.
     Revoked,
+    /// A question was sent to a notification target (`by`, its safe
+    /// name); `reason` says why it failed, when it did.
+    Notified,
 }
 
 /// Where a confirmation stands.

@@ -5,6 +5,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
 use crate::confirm::GateError;
+use crate::notify::LinkError;
 use crate::protocol::RequestError;
 use crate::store::StoreError;
 
@@ -54,6 +55,9 @@ pub enum ApiError {
     Guard(#[from] super::guard::GuardError),
     #[error("the request body did not arrive in time")]
     BodyTimeout,
+    /// A confirmation link's token that is forged, altered or expired.
+    #[error(transparent)]
+    Link(#[from] LinkError),
 }
 
 impl ApiError {
@@ -82,6 +86,8 @@ impl ApiError {
             ApiError::Busy(_) => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Guard(refused) => refused.status(),
             ApiError::BodyTimeout => StatusCode::REQUEST_TIMEOUT,
+            ApiError::Link(LinkError::Invalid) => StatusCode::FORBIDDEN,
+            ApiError::Link(LinkError::Expired) => StatusCode::GONE,
             // The store failed: not the client's mistake.
             ApiError::Gate(_) => StatusCode::SERVICE_UNAVAILABLE,
         }

@@ -1,6 +1,7 @@
 //! HTTP: the router and its shared state. One module per HTTP concept:
 //! `chat` (turns and resumes), `confirmations` (decisions and remembered
-//! approvals), `records` (tools, audit), `auth` (who is asking), `live`
+//! approvals), `links` (the page of a notification's signed link),
+//! `records` (tools, audit), `auth` (who is asking), `live`
 //! (the WebSocket, in two dialects); `error` is the one place errors become statuses;
 //! `guard`, `cors` and `protect` stand before every route.
 
@@ -11,6 +12,7 @@ mod cors;
 pub mod demo;
 mod error;
 pub mod guard;
+mod links;
 mod live;
 mod protect;
 mod records;
@@ -31,6 +33,7 @@ use axum::routing::{delete, get, post};
 use tokio_util::task::TaskTracker;
 
 use crate::agent::Agent;
+use crate::notify::Links;
 use crate::protocol::{ClientVersion, ConfirmationFlow, ConfirmationProtocol};
 
 /// The principal when no principal header is configured.
@@ -52,6 +55,8 @@ pub struct HttpState {
     /// The server's tasks beyond the requests (a socket's writer and
     /// forwarders, out-of-band decisions); shutdown waits for them.
     pub tasks: TaskTracker,
+    /// The key of the notification links; `None` (no notifier): no link is valid.
+    pub links: Option<Links>,
 }
 
 pub fn router(state: HttpState) -> Router {
@@ -69,6 +74,10 @@ pub fn router(state: HttpState) -> Router {
         .route("/api/approvals/{id}", delete(confirmations::revoke))
         .route("/api/confirmations", get(confirmations::open))
         .route("/api/confirmations/{id}", post(confirmations::decide))
+        .route(
+            "/confirmations/link/{token}",
+            get(links::page).post(links::decide),
+        )
         .layer(DefaultBodyLimit::max(limit))
         .layer(tower_http::trace::TraceLayer::new_for_http())
         .with_state(state)

@@ -43,6 +43,7 @@ mod live_seed;
 mod malformed_answers;
 mod mcp;
 mod native_snapshots;
+mod notify;
 mod orphaned_claims;
 mod out_of_band;
 mod policy;

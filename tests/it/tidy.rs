@@ -15,6 +15,7 @@ const LAYERS: &[&[&str]] = &[
     &["protocol"],
     &["policy", "provider", "store"],
     &["tools"],
+    &["notify"],
     &["confirm"],
     &["agent"],
     &["transport"],

@@ -1,0 +1,652 @@
+//! Notifications: a question delivered to a real local receiver (an axum
+//! server on 127.0.0.1:0 that checks the signature with its own HMAC code
+//! and records what it got), retried, recorded in the audit log; and the
+//! signed links: GET shows, POST decides once, a tampered token decides
+//! nothing.
+
+use std::sync::{Arc, Mutex};
+
+use axum::body::Bytes;
+use axum::http::{HeaderMap, StatusCode};
+use hmac::{Hmac, Mac};
+use serde_json::{Value, json};
+use sha2::Sha256;
+use toolgate::Config;
+
+use crate::common::{self, START_MS, Server, fixture, user_says, wait};
+
+/// Tests may not set environment variables (`unsafe` is forbidden), so the
+/// webhook's key is read from one cargo sets for every test it runs.
+const SECRET_ENV: &str = "CARGO_MANIFEST_DIR";
+
+const PUBLIC_URL: &str = "https://toolgate.example";
+
+fn secret() -> String {
+    std::env::var(SECRET_ENV)
+        .unwrap_or_else(|_| panic!("{SECRET_ENV} is not set: run the tests with cargo"))
+}
+
+/// One request the receiver got.
+#[derive(Debug, Clone)]
+struct Got {
+    headers: HeaderMap,
+    body: Bytes,
+}
+
+impl Got {
+    fn json(&self) -> Value {
+        serde_json::from_slice(&self.body).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// Whether the signature is right, checked as a receiver would.
+    fn signed_with(&self, secret: &str) -> bool {
+        let header = |name: &str| {
+            self.headers
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default()
+        };
+        let Some(hex_mac) = header("x-toolgate-signature").strip_prefix("v1=") else {
+            return false;
+        };
+        let Ok(given) = hex::decode(hex_mac) else {
+            return false;
+        };
+        let mut mac =
+            Hmac::<Sha256>::new_from_slice(secret.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
+        mac.update(header("x-toolgate-timestamp").as_bytes());
+        mac.update(b".");
+        mac.update(&self.body);
+        mac.verify_slice(&given).is_ok()
+    }
+}
+
+/// A webhook receiver that answers with `statuses` in turn (the last repeats).
+struct Receiver {
+    url: String,
+    got: Arc<Mutex<Vec<Got>>>,
+}
+
+impl Receiver {
+    async fn start(statuses: &[u16]) -> Self {
+        let got = Arc::new(Mutex::new(Vec::<Got>::new()));
+        let statuses: Arc<Vec<u16>> = Arc::new(statuses.to_vec());
+        let record = got.clone();
+        let app = axum::Router::new().fallback(axum::routing::post(
+            move |headers: HeaderMap, body: Bytes| {
+                let (record, statuses) = (record.clone(), statuses.clone());
+                async move {
+                    let mut got = record.lock().unwrap_or_else(|e| e.into_inner());
+                    let n = got.len().min(statuses.len() - 1);
+                    got.push(Got { headers, body });
+                    StatusCode::from_u16(statuses[n]).unwrap_or(StatusCode::OK)
+                }
+            },
+        ));
+        let (listener, url) = common::loopback().await;
+        // A test's receiver: it lives as long as the test's runtime.
+        #[allow(clippy::disallowed_methods)]
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        Self { url, got }
+    }
+
+    fn got(&self) -> Vec<Got> {
+        self.got.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// The host and port, as a target's name shows them.
+    fn host(&self) -> &str {
+        self.url.trim_start_matches("http://")
+    }
+
+    async fn until(&self, n: usize) -> Vec<Got> {
+        wait::until_true(&format!("{n} deliveries"), || self.got().len() >= n).await;
+        self.got()
+    }
+}
+
+fn webhook(receiver: &Receiver) -> String {
+    format!(
+        "toolConfirmation:\n  publicUrl: {PUBLIC_URL}\n  notify:\n    - {{webhook: '{}/hook', secretEnv: {SECRET_ENV}}}\n",
+        receiver.url
+    )
+}
+
+async fn server(yaml: &str) -> Server {
+    let config = Config::from_yaml(yaml).unwrap_or_else(|e| panic!("{e}"));
+    Server::with_config(config).await
+}
+
+/// The path of a link, to follow it on the server under test.
+fn path(link: &Value) -> String {
+    let link = link.as_str().unwrap_or_else(|| panic!("no link: {link}"));
+    link.strip_prefix(PUBLIC_URL)
+        .unwrap_or_else(|| panic!("{link} is not under {PUBLIC_URL}"))
+        .to_owned()
+}
+
+/// The audit log's events of one decision.
+async fn audit(server: &Server, decision: &str) -> Vec<Value> {
+    server
+        .get("/api/audit")
+        .await
+        .body
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["decision"] == decision)
+        .collect()
+}
+
+/// Waits until the audit log holds an event of `decision`.
+async fn audited(server: &Server, decision: &str) -> Vec<Value> {
+    wait::until_ok(&format!("a `{decision}` audit event"), || async {
+        let events = audit(server, decision).await;
+        if events.is_empty() {
+            Err("none".to_owned())
+        } else {
+            Ok(events)
+        }
+    })
+    .await
+}
+
+/// A POST as the link's page sends it: JSON, from its own origin.
+async fn press(server: &Server, path: &str, body: Value) -> (u16, Value) {
+    press_from(server, path, body, &server.url).await
+}
+
+async fn press_from(server: &Server, path: &str, body: Value, origin: &str) -> (u16, Value) {
+    let response = reqwest::Client::new()
+        .post(format!("{}{path}", server.url))
+        .header("content-type", "application/json")
+        .header("origin", origin)
+        .header("sec-fetch-site", "same-origin")
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let status = response.status().as_u16();
+    let body = response.text().await.unwrap_or_default();
+    (status, serde_json::from_str(&body).unwrap_or(Value::Null))
+}
+
+#[tokio::test]
+async fn a_question_is_delivered_signed_with_links() {
+    let receiver = Receiver::start(&[200]).await;
+    let server = server(&webhook(&receiver)).await;
+    let reply = server
+        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
+        .await;
+    assert!(
+        reply
+            .of_type("tool-input-available")
+            .iter()
+            .any(|c| c["toolCallId"] == "adk-3"),
+        "the card is shown: {}",
+        reply.body
+    );
+    let got = receiver.until(1).await;
+    let got = &got[0];
+    assert!(got.signed_with(&secret()), "{got:?}");
+    assert!(!got.signed_with("another key"));
+    assert_eq!(
+        got.headers["x-toolgate-timestamp"],
+        (START_MS / 1_000).to_string()
+    );
+    assert_eq!(got.headers["content-type"], "application/json");
+    let mut body = got.json();
+    let links = body
+        .as_object_mut()
+        .and_then(|b| b.remove("links"))
+        .unwrap_or_default();
+    assert_eq!(
+        body,
+        json!({
+            "type": "confirmation.requested",
+            "id": "adk-3",
+            "chatId": "chat-pay",
+            "requester": "anonymous",
+            "tool": "internal--process_payment",
+            "call": {"id": "call-2", "name": "process_payment", "args": {"amount": 50, "recipient": "Hanako", "currency": "USD"}},
+            "hint": "Send 50 USD to Hanako?",
+            "issuedAtMs": START_MS,
+            "expiresAtMs": START_MS + 86_400_000,
+        })
+    );
+    let (approve, deny) = (path(&links["approve"]), path(&links["deny"]));
+    assert!(approve.starts_with("/confirmations/link/"), "{approve}");
+    assert!(deny.starts_with("/confirmations/link/") && deny != approve);
+    let delivered = audited(&server, "notified").await;
+    assert_eq!(delivered.len(), 1);
+    assert_eq!(
+        delivered[0]["by"],
+        format!("webhook 1 ({})", receiver.host())
+    );
+    assert_eq!(delivered[0]["reason"], Value::Null);
+    assert_eq!(delivered[0]["confirmationId"], "adk-3");
+    assert_eq!(server.payments(), 0);
+}
+
+#[tokio::test]
+async fn a_failing_receiver_is_retried_and_the_delivery_recorded() {
+    let flaky = Receiver::start(&[500, 200]).await;
+    let down = Receiver::start(&[503]).await;
+    let refusing = Receiver::start(&[404]).await;
+    let yaml = format!(
+        "toolConfirmation:\n  publicUrl: {PUBLIC_URL}\n  notify:\n{}",
+        [&flaky, &down, &refusing]
+            .iter()
+            .map(|r| format!(
+                "    - {{webhook: '{}/hook', secretEnv: {SECRET_ENV}}}\n",
+                r.url
+            ))
+            .collect::<String>()
+    );
+    let server = server(&yaml).await;
+    server
+        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
+        .await;
+    let got = flaky.until(2).await;
+    assert_eq!(got[0].body, got[1].body, "the same question again");
+    assert!(got.iter().all(|g| g.signed_with(&secret())));
+    wait::until_ok("three deliveries recorded", || async {
+        let events = audit(&server, "notified").await;
+        if events.len() == 3 {
+            Ok(())
+        } else {
+            Err(format!("{events:?}"))
+        }
+    })
+    .await;
+    let events = audit(&server, "notified").await;
+    let by_reason: Vec<(String, Value)> = events
+        .iter()
+        .map(|e| {
+            (
+                e["by"].as_str().unwrap_or("").to_owned(),
+                e["reason"].clone(),
+            )
+        })
+        .collect();
+    for (name, reason) in [
+        (format!("webhook 1 ({})", flaky.host()), Value::Null),
+        (
+            format!("webhook 2 ({})", down.host()),
+            json!("status 503 after 3 attempts"),
+        ),
+        (
+            format!("webhook 3 ({})", refusing.host()),
+            json!("status 404"),
+        ),
+    ] {
+        assert!(
+            by_reason.contains(&(name.clone(), reason.clone())),
+            "{name}: {reason} not in {by_reason:?}"
+        );
+    }
+    assert_eq!(down.got().len(), 3, "three attempts");
+    assert_eq!(refusing.got().len(), 1, "a 4xx is not retried");
+    let log = server.get("/api/audit").await.body;
+    assert!(!log.contains("/hook"), "no URL in the audit log: {log}");
+}
+
+#[tokio::test]
+async fn the_slack_body() {
+    let receiver = Receiver::start(&[200]).await;
+    let yaml = format!(
+        "toolConfirmation:\n  publicUrl: {PUBLIC_URL}/\n  notify:\n    - {{slack: '{}/services/T0/B0/SECRET'}}\n",
+        receiver.url
+    );
+    let server = server(&yaml).await;
+    server
+        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
+        .await;
+    let got = receiver.until(1).await;
+    assert!(!got[0].headers.contains_key("x-toolgate-signature"));
+    let body = got[0].json();
+    assert_eq!(
+        body["text"],
+        "Approval needed: Send 50 USD to Hanako? (internal--process_payment, requested by anonymous)"
+    );
+    assert_eq!(
+        body["blocks"][0],
+        json!({"type": "section", "text": {"type": "plain_text", "emoji": false,
+            "text": "Send 50 USD to Hanako?\nTool: internal--process_payment\nRequested by: anonymous"}})
+    );
+    let actions = &body["blocks"][1];
+    assert_eq!(actions["type"], "actions");
+    let buttons = actions["elements"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{actions}"));
+    assert_eq!(buttons.len(), 2);
+    for (button, text) in buttons.iter().zip(["Approve", "Deny"]) {
+        assert_eq!(button["type"], "button");
+        assert_eq!(button["text"], json!({"type": "plain_text", "text": text}));
+        assert!(path(&button["url"]).starts_with("/confirmations/link/"));
+    }
+    let events = audited(&server, "notified").await;
+    assert_eq!(events[0]["by"], "slack 1");
+    let log = server.get("/api/audit").await.body;
+    assert!(!log.contains("SECRET"), "{log}");
+}
+
+/// A server whose question `adk-3` was delivered: its approve and deny paths.
+async fn asked() -> (Server, Receiver, String, String) {
+    let receiver = Receiver::start(&[200]).await;
+    let server = server(&webhook(&receiver)).await;
+    server
+        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
+        .await;
+    let body = receiver.until(1).await[0].json();
+    let (approve, deny) = (
+        path(&body["links"]["approve"]),
+        path(&body["links"]["deny"]),
+    );
+    (server, receiver, approve, deny)
+}
+
+#[tokio::test]
+async fn get_on_a_link_decides_nothing() {
+    let (server, _receiver, approve, deny) = asked().await;
+    for _ in 0..3 {
+        let page = server.get(&approve).await;
+        assert_eq!(page.status, 200, "{}", page.body);
+        assert!(
+            page.body.contains("Send 50 USD to Hanako?"),
+            "{}",
+            page.body
+        );
+        assert!(page.body.contains("internal--process_payment"));
+        assert!(page.body.contains("anonymous"));
+        assert!(
+            page.body
+                .contains(r#"<button id="decide" type="button" class="approve">Approve</button>"#)
+        );
+    }
+    let page = server.get(&deny).await;
+    assert!(
+        page.body.contains(r#"<textarea id="reason""#),
+        "{}",
+        page.body
+    );
+    assert!(page.body.contains(">Deny</button>"));
+    assert_eq!(page.headers["content-type"], "text/html; charset=utf-8");
+    assert_eq!(page.headers["cache-control"], "no-store");
+    assert_eq!(page.headers["referrer-policy"], "no-referrer");
+    let policy = page.headers["content-security-policy"]
+        .to_str()
+        .unwrap_or_default();
+    assert!(
+        policy.starts_with("default-src 'none'; script-src 'sha256-")
+            && policy.contains("connect-src 'self'")
+            && !policy.contains("unsafe"),
+        "{policy}"
+    );
+    assert!(!page.body.contains("src=") && !page.body.contains("href="));
+    let open = server.get("/api/confirmations?chatId=chat-pay").await;
+    let open: Value = serde_json::from_str(&open.body).unwrap_or_default();
+    assert_eq!(open[0]["id"], "adk-3", "still open: {open}");
+    assert_eq!(server.payments(), 0);
+}
+
+#[tokio::test]
+async fn the_approve_link_runs_the_call_once() {
+    let (server, receiver, approve, deny) = asked().await;
+    // The page's own fetch: JSON, from the page's origin.
+    let (status, first) = press(&server, &approve, json!({})).await;
+    assert_eq!(status, 200, "{first}");
+    assert_eq!(first["id"], "adk-3");
+    assert_eq!(first["decision"], "approve");
+    assert_eq!(first["outcome"]["kind"], "output");
+    assert_eq!(first["outcome"]["output"]["status"], "completed");
+    assert_eq!(server.payments(), 1);
+    let (status, again) = press(&server, &approve, json!({})).await;
+    assert_eq!((status, &again), (200, &first), "the recorded outcome");
+    assert_eq!(server.payments(), 1, "not run again");
+    let (status, conflict) = press(&server, &deny, json!({"reason": "no"})).await;
+    assert_eq!(
+        (status, conflict),
+        (
+            409,
+            json!({"error": "confirmation `adk-3` was already approved"})
+        )
+    );
+    let page = server.get(&approve).await;
+    assert!(
+        page.body.contains("Already approved: the call ran."),
+        "{}",
+        page.body
+    );
+    assert!(!page.body.contains(r#"id="decide""#));
+
+    let approved = audit(&server, "approved").await;
+    assert_eq!(
+        approved[0]["by"],
+        format!(
+            "user through a signed link (webhook 1 ({}))",
+            receiver.host()
+        )
+    );
+    // The chat's next request reports the outcome.
+    let reply = server.chat(&fixture("pay_hanako_unanswered.json")).await;
+    assert_eq!(
+        reply.text(),
+        format!(
+            "Sent 50 USD to Hanako (transaction {}).",
+            first["outcome"]["output"]["transactionId"]
+                .as_str()
+                .unwrap_or("?")
+        )
+    );
+    assert_eq!(server.payments(), 1);
+}
+
+#[tokio::test]
+async fn the_deny_link_takes_a_reason() {
+    let (server, _receiver, approve, deny) = asked().await;
+    let (status, refused) = press(&server, &approve, json!({"reason": "why"})).await;
+    assert_eq!(
+        (status, refused),
+        (
+            400,
+            json!({"error": "invalid request: an approval takes no reason"})
+        )
+    );
+    let (status, denied) = press(&server, &deny, json!({"reason": "not today"})).await;
+    assert_eq!(
+        (status, denied),
+        (
+            200,
+            json!({"id": "adk-3", "decision": "deny", "outcome": {"kind": "denied", "reason": "not today"}})
+        )
+    );
+    let page = server.get(&approve).await;
+    assert!(page.body.contains("Already denied."), "{}", page.body);
+    assert_eq!(server.payments(), 0);
+}
+
+#[tokio::test]
+async fn a_tampered_or_expired_link_is_refused() {
+    let (server, _receiver, approve, _deny) = asked().await;
+    // The id part of the token, changed by one character.
+    let (head, token) = approve
+        .rsplit_once('/')
+        .unwrap_or_else(|| panic!("{approve}"));
+    let mut parts: Vec<String> = token.split('.').map(str::to_owned).collect();
+    let id = parts[1].clone();
+    parts[1] = format!(
+        "{}{}",
+        &id[..id.len() - 1],
+        if id.ends_with('A') { "B" } else { "A" }
+    );
+    let tampered = format!("{head}/{}", parts.join("."));
+    let page = server.get(&tampered).await;
+    assert_eq!(page.status, 403);
+    assert!(
+        page.body.contains("this link is not valid"),
+        "{}",
+        page.body
+    );
+    let (status, body) = press(&server, &tampered, json!({})).await;
+    assert_eq!(
+        (status, body),
+        (403, json!({"error": "this link is not valid"}))
+    );
+    for garbage in [
+        "/confirmations/link/adk-3",
+        "/confirmations/link/v1.a.b.c.d.e",
+    ] {
+        assert_eq!(press(&server, garbage, json!({})).await.0, 403, "{garbage}");
+    }
+    // Another origin's page cannot press the button.
+    let (status, _) = press_from(&server, &approve, json!({}), "https://evil.example").await;
+    assert_eq!(status, 403);
+    assert_eq!(server.payments(), 0);
+
+    server
+        .clock
+        .advance(std::time::Duration::from_millis(86_400_001));
+    let page = server.get(&approve).await;
+    assert_eq!(page.status, 410);
+    assert!(page.body.contains("this link has expired"), "{}", page.body);
+    let (status, body) = press(&server, &approve, json!({})).await;
+    assert_eq!(
+        (status, body),
+        (410, json!({"error": "this link has expired"}))
+    );
+    assert_eq!(server.payments(), 0);
+}
+
+#[tokio::test]
+async fn notification_settings_are_checked() {
+    let error = |yaml: &str| Config::from_yaml(yaml).err().map(|e| e.to_string());
+    assert_eq!(
+        error(&format!(
+            "toolConfirmation:\n  publicUrl: {PUBLIC_URL}\n  notify: [{{webhook: 'https://h.example', secretEnv: TOOLGATE_TEST_UNSET_VARIABLE}}]\n"
+        )),
+        Some("invalid config: toolConfirmation.notify[1]: environment variable TOOLGATE_TEST_UNSET_VARIABLE (secretEnv) is not set".into())
+    );
+    assert_eq!(
+        error("toolConfirmation:\n  notify: [{slack: 'https://hooks.slack.com/services/SECRET'}]\n"),
+        Some("invalid config: toolConfirmation.publicUrl: required when notification targets are configured: the links lead there".into())
+    );
+    assert_eq!(
+        error(&format!(
+            "toolConfirmation:\n  tools:\n    process_payment:\n      notify: [{{webhook: 'https://h.example'}}]\n  publicUrl: {PUBLIC_URL}\n"
+        )),
+        Some("invalid config: toolConfirmation.tools.process_payment.notify[1]: a webhook needs secretEnv: the environment variable holding its signing key".into())
+    );
+    let unknown =
+        error("toolConfirmation:\n  notify: [{slack: 'https://s.example', channel: x}]\n")
+            .unwrap_or_default();
+    assert!(unknown.contains("unknown field `channel`"), "{unknown}");
+    assert_eq!(
+        error(&format!(
+            "toolConfirmation:\n  publicUrl: {PUBLIC_URL}\n  notify: [{{slack: 'https://s.example/SECRET'}}]\n"
+        )),
+        None
+    );
+}
+
+#[tokio::test]
+async fn a_tools_own_targets_replace_the_default() {
+    let default = Receiver::start(&[200]).await;
+    let own = Receiver::start(&[200]).await;
+    let yaml = format!(
+        "toolConfirmation:\n  publicUrl: {PUBLIC_URL}\n  notify:\n    - {{webhook: '{}/d', secretEnv: {SECRET_ENV}}}\n  tools:\n    process_payment:\n      notify:\n        - {{webhook: '{}/own', secretEnv: {SECRET_ENV}}}\n",
+        default.url, own.url
+    );
+    let server = server(&yaml).await;
+    server
+        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
+        .await;
+    own.until(1).await;
+    let events = audited(&server, "notified").await;
+    assert_eq!(
+        events[0]["by"],
+        format!("webhook 1 ({}) for process_payment", own.host())
+    );
+    assert!(default.got().is_empty());
+}
+
+#[tokio::test]
+async fn a_link_needs_no_api_key() {
+    use sha2::Digest;
+    let receiver = Receiver::start(&[200]).await;
+    let hash = hex::encode(sha2::Sha256::digest(b"alice-key"));
+    let yaml = format!(
+        "{}auth:\n  apiKeys: [{{principal: alice, sha256: '{hash}'}}]\n",
+        webhook(&receiver)
+    );
+    let server = server(&yaml).await;
+    let asked = reqwest::Client::new()
+        .post(format!("{}/stream", server.url))
+        .header("content-type", "application/json")
+        .header("authorization", "Bearer alice-key")
+        .body(user_says("chat-pay", "Send 50 USD to Hanako").to_string())
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(asked.status(), 200);
+    let body = receiver.until(1).await[0].json();
+    assert_eq!(body["requester"], "alice");
+    assert_eq!(server.get("/api/audit").await.status, 401, "keys are on");
+    let approve = path(&body["links"]["approve"]);
+    assert_eq!(server.get(&approve).await.status, 200);
+    let (status, decided) = press(&server, &approve, json!({})).await;
+    assert_eq!(status, 200, "{decided}");
+    assert_eq!(server.payments(), 1);
+}
+
+/// With approvers, a link decides as whoever follows it (here named by the
+/// proxy's principal header): the same approvers and four eyes as the API.
+#[tokio::test]
+async fn a_link_to_a_question_with_approvers_checks_who_follows_it() {
+    let receiver = Receiver::start(&[200]).await;
+    let yaml = format!(
+        "{}auth:\n  principalHeader: X-User\n  roles: {{finance: [lead]}}\n",
+        webhook(&receiver).replace(
+            "toolConfirmation:\n",
+            "toolConfirmation:\n  tools:\n    process_payment: {approvers: [role:finance], requireDistinctApprover: true}\n",
+        )
+    );
+    let server = server(&yaml).await;
+    let body = user_says("chat-pay", "Send 50 USD to Hanako").to_string();
+    server
+        .post_with("/stream", &[("x-user", "clerk")], body)
+        .await;
+    let approve = path(&receiver.until(1).await[0].json()["links"]["approve"]);
+    let follow = |who: Option<&'static str>| {
+        let mut request = reqwest::Client::new()
+            .post(format!("{}{approve}", server.url))
+            .header("content-type", "application/json")
+            .header("origin", &server.url);
+        if let Some(who) = who {
+            request = request.header("x-user", who);
+        }
+        async move {
+            let response = request
+                .body("{}")
+                .send()
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
+            let status = response.status().as_u16();
+            let text = response.text().await.unwrap_or_default();
+            let body: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+            (status, body["error"].as_str().unwrap_or("").to_owned())
+        }
+    };
+    let (status, why) = follow(None).await;
+    assert_eq!(status, 403, "{why}");
+    assert!(why.contains("sign in to decide through a link"), "{why}");
+    let (status, why) = follow(Some("clerk")).await;
+    assert_eq!(status, 403, "{why}");
+    assert!(
+        why.contains("may not approve this call themselves"),
+        "{why}"
+    );
+    assert_eq!(server.payments(), 0);
+    let (status, why) = follow(Some("lead")).await;
+    assert_eq!(status, 200, "{why}");
+    assert_eq!(server.payments(), 1);
+}
