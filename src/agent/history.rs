@@ -67,7 +67,8 @@ fn texts(parts: &[Part]) -> String {
 fn push_step(out: &mut Vec<ModelMessage>, parts: &[Part]) {
     let mut content = Vec::new();
     let mut results: Vec<(ToolCall, Option<ResultContent>)> = Vec::new();
-    let mut index: HashMap<String, usize> = HashMap::new();
+    // Each call's place among the results and in the content.
+    let mut index: HashMap<String, (usize, usize)> = HashMap::new();
     for part in parts {
         match part {
             Part::Text(t) if !t.is_empty() => content.push(AssistantContent::Text(t.clone())),
@@ -88,13 +89,22 @@ fn push_step(out: &mut Vec<ModelMessage>, parts: &[Part]) {
                     None => continue,
                 };
                 match index.get(call.id.as_str()) {
-                    Some(&i) => {
+                    Some(&(i, at)) => {
                         if result.is_some() {
                             results[i].1 = result;
                         }
+                        // The call's own part after its confirmation holds
+                        // the arguments it ran with (an edit): the model
+                        // sees those, so it does not retry the original.
+                        if tool.tool_name != CONFIRMATION_TOOL
+                            && let Some(AssistantContent::ToolCall { call: shown, .. }) =
+                                content.get_mut(at)
+                        {
+                            shown.args = call.args;
+                        }
                     }
                     None => {
-                        index.insert(call.id.clone(), results.len());
+                        index.insert(call.id.clone(), (results.len(), content.len()));
                         content.push(AssistantContent::ToolCall {
                             call: call.clone(),
                             metadata: metadata.cloned(),
@@ -274,5 +284,44 @@ mod tests {
                 ResultContent::Error("confirmation expired".into())
             ]
         );
+    }
+
+    #[test]
+    fn an_edited_call_is_shown_as_it_ran() {
+        let card = tool(
+            "adk-1",
+            CONFIRMATION_TOOL,
+            json!({"originalFunctionCall": {"id": "call-1", "name": "pay", "args": {"amount": 50}}}),
+            ToolState::OutputAvailable {
+                output: json!({"confirmed": true, "editedArgs": {"amount": 40}}),
+                preliminary: false,
+            },
+        );
+        let ran = tool(
+            "call-1",
+            "pay",
+            json!({"amount": 40}),
+            ToolState::OutputAvailable {
+                output: json!({"paid": 40}),
+                preliminary: false,
+            },
+        );
+        let assistant = UiMessage {
+            id: "a".into(),
+            role: Role::Assistant,
+            parts: vec![card, ran],
+        };
+        let messages = to_model_messages(&[user("pay"), assistant]);
+        let Some(ModelMessage::Assistant(content)) = messages.get(1) else {
+            panic!("{messages:?}")
+        };
+        let calls: Vec<&Value> = content
+            .iter()
+            .filter_map(|c| match c {
+                AssistantContent::ToolCall { call, .. } => Some(&call.args),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(calls, [&json!({"amount": 40})]);
     }
 }

@@ -114,15 +114,7 @@ impl Gate {
         // Approvers and four eyes: a refused approval leaves the question
         // open for those who may decide.
         let approve = matches!(answer.decision, Decision::Approve { .. });
-        let approvers = self.approvers(&issued.call.name);
-        let roles = self.roles_of(&scope.principal);
-        if let Err(refusal) = check::decider(
-            approvers,
-            &issued.principal,
-            &scope.principal,
-            roles,
-            approve,
-        ) {
+        if let Err(refusal) = self.may_decide(&issued, Some(&call), &scope.principal, approve) {
             return reject(refusal);
         }
         match self.claim(&issued.id, now).await? {

@@ -125,7 +125,7 @@ impl Gate {
             .policy
             .hint(&tool_info, &call.args)
             .unwrap_or_else(|| tool.confirmation_hint(&call.args));
-        let hint = self.for_asker(scope, &call.name, hint);
+        let hint = self.for_asker(scope, &call, hint);
         let now = self.clock.now_ms();
         let issued = Issued {
             id: self.ids.next(match protocol {

@@ -3,10 +3,12 @@
 
 use std::sync::Arc;
 
+use super::check::{self, Refusal};
 use super::{Gate, Inventory, Scope, ToolView};
 use crate::call::QualifiedName;
 use crate::call::ToolCall;
 use crate::policy::{Approvers, CallInfo, ToolInfo, Verdict};
+use crate::store::Issued;
 use crate::tools::Toolbox;
 
 impl Gate {
@@ -62,20 +64,53 @@ impl Gate {
             })
     }
 
-    /// Who may approve calls of `name` (`tools.<tool>.approvers`).
-    pub fn approvers(&self, name: &str) -> Approvers<'_> {
-        let qualified = QualifiedName::of(name);
-        self.policy.approvers(&ToolInfo {
-            name,
+    /// Who may approve `call` (`tools.<tool>.approvers`, `escalate`).
+    pub fn approvers(&self, call: &ToolCall) -> Approvers<'_> {
+        let qualified = QualifiedName::of(&call.name);
+        let tool = ToolInfo {
+            name: &call.name,
             qualified: &qualified,
             tool_may_ask: true,
-        })
+        };
+        self.policy.approvers(&tool, &call.args)
+    }
+
+    /// Whether `principal` may make this decision on `issued` (approve or
+    /// not), running `run` (an edit of it, if any): an approver of the
+    /// question must also be one of the edit, whose arguments may need
+    /// others (`escalate`). The one place approvers are judged.
+    pub(super) fn may_decide(
+        &self,
+        issued: &Issued,
+        run: Option<&ToolCall>,
+        principal: &str,
+        approve: bool,
+    ) -> Result<(), Refusal> {
+        let roles = self.roles_of(principal);
+        let requester = issued.principal.as_str();
+        check::decider(
+            self.approvers(&issued.call),
+            requester,
+            principal,
+            roles,
+            approve,
+        )?;
+        match run.filter(|run| approve && run.args != issued.call.args) {
+            Some(edit) => {
+                check::decider(self.approvers(edit), requester, principal, roles, approve).map_err(
+                    |refusal| {
+                        Refusal::NotApprover(format!("this edit needs another approver: {refusal}"))
+                    },
+                )
+            }
+            None => Ok(()),
+        }
     }
 
     /// The question as the user who asked reads it: when someone else must
     /// approve, it says who, and that it waits for them.
-    pub(super) fn for_asker(&self, scope: &Scope, tool: &str, hint: String) -> String {
-        let approvers = self.approvers(tool);
+    pub(super) fn for_asker(&self, scope: &Scope, call: &ToolCall, hint: String) -> String {
+        let approvers = self.approvers(call);
         let roles = self.roles_of(&scope.principal);
         if !approvers.others_decide()
             || approvers.may_approve(&scope.principal, &scope.principal, roles)

@@ -7,7 +7,6 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::audit::{edited_from, outcome_reason};
-use super::check;
 use super::records::as_ran;
 use super::{Answered, Decision, EXPIRED, Gate, GateError, OUTCOME_UNKNOWN, OutOfBand, Scope};
 use crate::call::ToolCall;
@@ -50,7 +49,7 @@ impl Gate {
         // A link was minted for its question.
         let Some(issued) = issued.filter(|i| match who {
             Who::Caller(principal) => {
-                i.principal == principal || self.approvers(&i.call.name).others_decide()
+                i.principal == principal || self.approvers(&i.call).others_decide()
             }
             Who::Link { .. } => true,
         }) else {
@@ -82,36 +81,12 @@ impl Gate {
         };
         // A link decides as whoever follows it when the server knows them;
         // for a question only its asker decides, as the asker.
-        let approvers = self.approvers(&issued.call.name);
+        let approvers = self.approvers(&issued.call);
         let principal = match who.principal() {
             Some(principal) => principal,
             None if !approvers.others_decide() => issued.principal.as_str(),
             None => "",
         };
-        let roles = self.roles_of(principal);
-        if let Err(refusal) =
-            check::decider(approvers, &issued.principal, principal, roles, approve)
-        {
-            let why = match principal {
-                "" => format!("{refusal}; sign in to decide through a link"),
-                _ => refusal.to_string(),
-            };
-            let by = if principal.is_empty() {
-                "someone"
-            } else {
-                principal
-            };
-            self.note(
-                &scope,
-                &issued.call,
-                AuditDecision::Refused,
-                format!("{by}{via}"),
-                Some(why.clone()),
-                Some(id),
-            )
-            .await;
-            return Ok(OutOfBand::Forbidden(why));
-        }
         // Who decided, for the audit log: the user who asked, or an approver.
         let who = if principal == issued.principal {
             "user".to_owned()
@@ -156,6 +131,28 @@ impl Gate {
             },
             _ => None,
         };
+        // Approvers and four eyes, for the call as asked and as edited.
+        if let Err(refusal) = self.may_decide(&issued, call.as_ref(), principal, approve) {
+            let why = match principal {
+                "" => format!("{refusal}; sign in to decide through a link"),
+                _ => refusal.to_string(),
+            };
+            let by = if principal.is_empty() {
+                "someone"
+            } else {
+                principal
+            };
+            self.note(
+                &scope,
+                &issued.call,
+                AuditDecision::Refused,
+                format!("{by}{via}"),
+                Some(why.clone()),
+                Some(id),
+            )
+            .await;
+            return Ok(OutOfBand::Forbidden(why));
+        }
         // Decided before: the same decision again is a replay, another one a conflict.
         let earlier = match self.store.status(id).await? {
             Some(Status::Done(outcome)) if now > issued.expires_at_ms => Some(settled(outcome)),

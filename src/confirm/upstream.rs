@@ -87,7 +87,7 @@ impl Gate {
             .hint(&tool, &question.call.args)
             .or(question.hint)
             .unwrap_or_else(|| format!("Allow {}?", question.call.name));
-        let hint = self.for_asker(scope, &question.call.name, hint);
+        let hint = self.for_asker(scope, &question.call, hint);
         let issued = Issued {
             id: question.id,
             chat_id: scope.chat_id.clone(),

@@ -143,6 +143,9 @@ pub struct ToolRule {
     /// Four eyes: the user who asked may deny or cancel their call, never
     /// approve it.
     pub require_distinct_approver: bool,
+    /// Calls whose arguments match need other approvers instead (the
+    /// first that matches): `[{when: "amount > 1000", approvers: [role:cfo]}]`.
+    pub escalate: Vec<Escalation>,
     /// Who is told when this tool asks, instead of `toolConfirmation.notify`
     /// (`[]`: nobody). Delivered by `notify`, not decided here.
     pub notify: Option<Vec<NotifyTarget>>,
@@ -158,6 +161,14 @@ pub struct NotifyTarget {
     pub webhook: Option<String>,
     pub secret_env: Option<String>,
     pub slack: Option<String>,
+}
+
+/// `tools.<tool>.escalate`: for calls that match, these approvers.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Escalation {
+    pub when: Conditions,
+    pub approvers: Vec<String>,
 }
 
 /// Who may decide a tool's questions besides denying their own
@@ -317,9 +328,16 @@ impl Policy {
                     why: "needs approvers: without them nobody could approve".into(),
                 });
             }
+            if rule.escalate.iter().any(|e| e.approvers.is_empty()) {
+                return Err(BadPattern {
+                    pattern: format!("tools.{name}.escalate"),
+                    why: "each entry needs approvers".into(),
+                });
+            }
             let empty = rule
                 .approvers
                 .iter()
+                .chain(rule.escalate.iter().flat_map(|e| &e.approvers))
                 .find(|a| a.is_empty() || a.strip_prefix(ROLE).is_some_and(str::is_empty));
             if let Some(entry) = empty {
                 return Err(BadPattern {
@@ -429,12 +447,17 @@ impl Policy {
         rule(&self.rules, tool).is_some_and(|r| r.editable)
     }
 
-    /// Who may approve calls of `tool` (`tools.<tool>.approvers`).
-    pub fn approvers(&self, tool: &ToolInfo<'_>) -> Approvers<'_> {
-        rule(&self.rules, tool).map_or_else(Approvers::default, |r| Approvers {
-            listed: &r.approvers,
-            distinct: r.require_distinct_approver,
-        })
+    /// Who may approve a call of `tool` with `args`: the first
+    /// `escalate` entry that matches, else `tools.<tool>.approvers`.
+    pub fn approvers(&self, tool: &ToolInfo<'_>, args: &Value) -> Approvers<'_> {
+        let Some(rule) = rule(&self.rules, tool) else {
+            return Approvers::default();
+        };
+        let escalated = rule.escalate.iter().find(|e| e.when.any_holds(args));
+        Approvers {
+            listed: escalated.map_or(&rule.approvers, |e| &e.approvers),
+            distinct: rule.require_distinct_approver,
+        }
     }
 
     /// The configured question for a call, if `tools.<tool>.hint` is set.

@@ -16,6 +16,10 @@ fn policy(mode: Mode, allow: &[&str], deny: &[&str], rules: &str) -> Policy {
     Policy::new(mode, &lists, rules).unwrap_or_else(|e| panic!("{e}"))
 }
 
+fn policy_from(rules: &str) -> Policy {
+    policy(Mode::EventBased, &[], &[], rules)
+}
+
 fn decide(policy: &Policy, qualified: &str, tool_asks: bool, args: Value) -> Verdict {
     let name = qualified.rsplit("--").next().unwrap_or(qualified);
     let tool = ToolInfo {
@@ -392,7 +396,7 @@ fn approvers_come_from_the_tool_rule() {
         qualified: "internal--process_payment",
         tool_may_ask: true,
     };
-    let approvers = policy.approvers(&info);
+    let approvers = policy.approvers(&info, &json!({"amount": 5}));
     assert_eq!(approvers.listed, ["role:finance".to_owned()]);
     assert!(approvers.distinct);
     let other = ToolInfo {
@@ -400,7 +404,18 @@ fn approvers_come_from_the_tool_rule() {
         qualified: "internal--get_weather",
         tool_may_ask: true,
     };
-    assert_eq!(policy.approvers(&other), Approvers::default());
+    assert_eq!(policy.approvers(&other, &json!({})), Approvers::default());
+    let escalating = policy_from(
+        "process_payment: {approvers: [role:finance], escalate: [{when: 'amount > 1000', approvers: [role:cfo]}]}",
+    );
+    let listed = |args| escalating.approvers(&info, &args).listed.to_vec();
+    assert_eq!(listed(json!({"amount": 1000})), ["role:finance"]);
+    assert_eq!(listed(json!({"amount": 1001})), ["role:cfo"]);
+    let bad = yaml_serde::from_str::<BTreeMap<String, ToolRule>>(
+        "pay: {escalate: [{when: 'amount > 1', approvers: []}]}",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert!(Policy::new(Mode::EventBased, &ToolPolicies::default(), bad).is_err());
     let empty = yaml_serde::from_str::<BTreeMap<String, ToolRule>>("pay: {approvers: ['role:']}")
         .unwrap_or_else(|e| panic!("{e}"));
     assert!(Policy::new(Mode::EventBased, &ToolPolicies::default(), empty).is_err());

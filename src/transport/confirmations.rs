@@ -36,7 +36,7 @@ pub(super) async fn open(
         .await?
         .into_iter()
         .map(|issued| {
-            let approvers = gate.approvers(&issued.call.name);
+            let approvers = gate.approvers(&issued.call);
             let roles = gate.roles_of(&scope.principal);
             serde_json::json!({
                 "id": issued.id,

@@ -199,3 +199,41 @@ fn four_eyes_needs_approvers() {
     .unwrap_or_default();
     assert!(err.contains("requireDistinctApprover"), "{err}");
 }
+
+/// An edit is an approval of the edited call: when its arguments need
+/// other approvers (`escalate`), only they may make it, and the question
+/// waits for them.
+#[tokio::test]
+async fn an_edit_that_needs_another_approver_waits_for_them() {
+    let yaml = "\
+auth:
+  principalHeader: X-User
+  roles: {finance: [lead], cfo: [boss]}
+toolConfirmation:
+  tools:
+    process_payment:
+      editable: true
+      approvers: [role:finance, role:cfo]
+      escalate: [{when: 'amount > 1000', approvers: [role:cfo]}]
+";
+    let config = Config::from_yaml(yaml).unwrap_or_else(|e| panic!("{e}"));
+    let server = Server::with_config(config).await;
+    asked(&server).await;
+    let bigger = json!({"approved": true, "editedArgs": {"amount": 2000, "recipient": "Hanako", "currency": "USD"}});
+    let refused = decide(&server, "lead", bigger.clone()).await;
+    assert_eq!(refused.status, 403, "{}", refused.body);
+    assert_eq!(
+        refused.json()["error"],
+        "this edit needs another approver: only role:cfo may approve this call"
+    );
+    assert_eq!(server.payments(), 0);
+    let open = server
+        .get_with("/api/confirmations?chatId=chat-pay", &as_user("clerk"))
+        .await
+        .json();
+    assert_eq!(open[0]["id"], "adk-3", "still open");
+    let approved = decide(&server, "boss", bigger).await;
+    assert_eq!(approved.status, 200, "{}", approved.body);
+    assert_eq!(approved.json()["outcome"]["ranWith"]["amount"], 2000);
+    assert_eq!(server.payments(), 1);
+}
