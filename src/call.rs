@@ -84,6 +84,13 @@ pub fn expired_text(tool: &str) -> String {
     format!("The request to run {tool} expired without an answer; nobody approved or denied it.")
 }
 
+/// What the model and the user read of a question closed by a new message.
+pub fn cancelled_text(tool: &str) -> String {
+    format!(
+        "The request to run {tool} was cancelled when the user wrote a new message; nobody approved or denied it."
+    )
+}
+
 /// The reason inside a [`denial_text`], if `text` is one.
 pub fn parse_denial(text: &str) -> Option<Option<String>> {
     let rest = text.strip_prefix(DENIED)?;

@@ -111,7 +111,7 @@ impl Turn {
                     // remembered approval, or decided elsewhere.
                     let echo = match &verdict {
                         Ok(Some(Answered::Recorded {
-                            outcome: Outcome::Denied { .. } | Outcome::Expired,
+                            outcome: Outcome::Denied { .. } | Outcome::Expired | Outcome::Cancelled,
                             ..
                         })) => json!({"confirmed": false}),
                         Ok(Some(Answered::Recorded { .. })) => json!({"confirmed": true}),

@@ -7,9 +7,11 @@ use serde_json::Value;
 
 use super::blocks::Blocks;
 use super::event::AgentEvent;
-use crate::call::{ToolCall, denial_text, expired_text};
+use super::history::MOVED_ON;
+use crate::call::{ToolCall, cancelled_text, denial_text, expired_text};
 use crate::confirm::{CONFIRMATION_TOOL, confirmation_input, with_handoff};
 use crate::ids::Ids;
+use crate::protocol::chunk::DataChunk;
 use crate::protocol::message::Approval;
 use crate::protocol::{
     ConfirmationProtocol, DeniedAs, Part, ToolPart, ToolState, UiChunk, UiMessage,
@@ -94,6 +96,27 @@ impl TurnEncoder {
                 let metadata = Some(with_handoff(metadata, &handoff));
                 input_chunks(&call, with_start, metadata.clone(), provider_executed, out);
                 hand_to_client(message, call, metadata);
+            }
+            AgentEvent::MovedOn {
+                confirmation_id,
+                call,
+                outcome,
+            } => {
+                let data = serde_json::json!({
+                    "confirmationId": confirmation_id,
+                    "toolCallId": call.id,
+                    "toolName": call.name,
+                    "input": call.args,
+                    "outcome": outcome,
+                });
+                out.push(UiChunk::Data(DataChunk {
+                    name: MOVED_ON.to_owned(),
+                    id: Some(confirmation_id),
+                    data: data.clone(),
+                    transient: None,
+                }));
+                let name = MOVED_ON.to_owned();
+                message.parts.push(Part::Data { name, data });
             }
             AgentEvent::StepStart => {
                 out.push(UiChunk::StartStep);
@@ -311,6 +334,13 @@ fn record(
         // Nobody decided: not a denial, whichever protocol asked.
         (Outcome::Expired, _) => {
             let text = expired_text(&call.name);
+            (
+                UiChunk::tool_error(&call.id, text.clone()),
+                ToolState::OutputError { error_text: text },
+            )
+        }
+        (Outcome::Cancelled, _) => {
+            let text = cancelled_text(&call.name);
             (
                 UiChunk::tool_error(&call.id, text.clone()),
                 ToolState::OutputError { error_text: text },

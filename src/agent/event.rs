@@ -107,6 +107,17 @@ pub enum AgentEvent {
         /// The provider's metadata, for a call with no part yet.
         metadata: Option<Value>,
     },
+    /// A question the user moved on from (wrote a new message while its
+    /// card was open) has an outcome now: decided elsewhere, expired, or
+    /// cancelled. Its card is in an earlier message, so the outcome goes in
+    /// this one as a `data-toolgate-outcome` part, for the client's history
+    /// and the model's.
+    MovedOn {
+        confirmation_id: String,
+        /// The call as it ran.
+        call: ToolCall,
+        outcome: Outcome,
+    },
     /// A model step ended.
     StepFinish,
     /// The turn failed; the stream ends.

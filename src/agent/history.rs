@@ -4,18 +4,100 @@
 //! `adk_request_confirmation` wrapper: a confirmation part stands for the
 //! original call it embeds. Every call gets a result, as providers require.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
-use crate::call::{ToolCall, parse_denial};
-use crate::confirm::{CONFIRMATION_TOOL, original_call};
+use serde::Deserialize;
+
+use crate::call::{ToolCall, cancelled_text, expired_text, parse_denial};
+use crate::confirm::{Answer, CONFIRMATION_TOOL, original_call};
 use crate::protocol::{Part, Role, ToolPart, ToolState, UiMessage};
 use crate::provider::{AssistantContent, ModelMessage, ResultContent, ToolResult, UserContent};
+use crate::store::Outcome;
 
 /// What the model is told about a call nobody answered.
 pub const UNANSWERED: &str = "the call was not confirmed before the conversation moved on";
 
+/// The data part (`data-toolgate-outcome`) that brings the outcome of a
+/// question the user moved on from into a later message.
+pub const MOVED_ON: &str = "toolgate-outcome";
+
+/// Most earlier questions one turn looks up: the latest ones.
+const MAX_EARLIER: usize = 64;
+
+/// A question still open in an earlier message, as the client holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Earlier {
+    pub confirmation_id: String,
+}
+
+/// The questions still open in messages before the outgoing one whose
+/// outcome no later message brought yet, oldest first (at most the latest
+/// [`MAX_EARLIER`]).
+pub fn earlier_questions(history: &[UiMessage]) -> Vec<Earlier> {
+    let Some((_, earlier)) = history.split_last() else {
+        return Vec::new();
+    };
+    let brought: HashSet<&str> = history
+        .iter()
+        .flat_map(|m| &m.parts)
+        .filter_map(|p| match p {
+            Part::Data { name, data } if name == MOVED_ON => data["confirmationId"].as_str(),
+            _ => None,
+        })
+        .collect();
+    let mut open: Vec<Earlier> = earlier
+        .iter()
+        .filter(|m| m.role == Role::Assistant)
+        .flat_map(|m| &m.parts)
+        .filter_map(|p| match p {
+            Part::Tool(tool) if Answer::is_pending(tool) => Some(match &tool.state {
+                ToolState::ApprovalRequested { approval_id } => approval_id.as_str(),
+                _ => tool.tool_call_id.as_str(),
+            }),
+            _ => None,
+        })
+        .filter(|id| !brought.contains(id))
+        .map(|id| Earlier {
+            confirmation_id: id.to_owned(),
+        })
+        .collect();
+    let skip = open.len().saturating_sub(MAX_EARLIER);
+    open.drain(..skip);
+    open
+}
+
+/// What later messages say of calls the user moved on from, by call id.
+fn moved_on(history: &[UiMessage]) -> HashMap<String, ResultContent> {
+    history
+        .iter()
+        .flat_map(|m| &m.parts)
+        .filter_map(|p| match p {
+            Part::Data { name, data } if name == MOVED_ON => {
+                let call_id = data["toolCallId"].as_str()?;
+                let tool = data["toolName"].as_str().unwrap_or_default();
+                let outcome = Outcome::deserialize(&data["outcome"]).ok()?;
+                Some((call_id.to_owned(), result_of(tool, outcome)))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// A recorded outcome as the model reads it.
+fn result_of(tool: &str, outcome: Outcome) -> ResultContent {
+    match outcome {
+        Outcome::Output { output, .. } => ResultContent::Output(output),
+        Outcome::Error { message, .. } => ResultContent::Error(message),
+        Outcome::Denied { reason } => ResultContent::Denied { reason },
+        Outcome::Expired => ResultContent::Error(expired_text(tool)),
+        Outcome::Cancelled => ResultContent::Error(cancelled_text(tool)),
+        Outcome::HandedOff { .. } => ResultContent::Error(UNANSWERED.to_owned()),
+    }
+}
+
 pub fn to_model_messages(history: &[UiMessage]) -> Vec<ModelMessage> {
     let mut out = Vec::with_capacity(history.len() + 4);
+    let moved = moved_on(history);
     for message in history {
         match message.role {
             Role::System => {
@@ -45,7 +127,7 @@ pub fn to_model_messages(history: &[UiMessage]) -> Vec<ModelMessage> {
             }
             Role::Assistant => {
                 for step in message.parts.split(|p| matches!(p, Part::StepStart)) {
-                    push_step(&mut out, step);
+                    push_step(&mut out, step, &moved);
                 }
             }
         }
@@ -64,7 +146,7 @@ fn texts(parts: &[Part]) -> String {
         .join("\n")
 }
 
-fn push_step(out: &mut Vec<ModelMessage>, parts: &[Part]) {
+fn push_step(out: &mut Vec<ModelMessage>, parts: &[Part], moved: &HashMap<String, ResultContent>) {
     let mut content = Vec::new();
     let mut results: Vec<(ToolCall, Option<ResultContent>)> = Vec::new();
     // Each call's place among the results and in the content.
@@ -124,10 +206,15 @@ fn push_step(out: &mut Vec<ModelMessage>, parts: &[Part]) {
         out.push(ModelMessage::Tool(
             results
                 .into_iter()
-                .map(|(call, result)| ToolResult {
-                    call_id: call.id,
-                    tool_name: call.name,
-                    outcome: result.unwrap_or_else(|| ResultContent::Error(UNANSWERED.to_owned())),
+                .map(|(call, result)| {
+                    // Decided after the user moved on: a later message says how.
+                    let result = result.or_else(|| moved.get(&call.id).cloned());
+                    ToolResult {
+                        call_id: call.id,
+                        tool_name: call.name,
+                        outcome: result
+                            .unwrap_or_else(|| ResultContent::Error(UNANSWERED.to_owned())),
+                    }
                 })
                 .collect(),
         ));
@@ -323,5 +410,46 @@ mod tests {
             })
             .collect();
         assert_eq!(calls, [&json!({"amount": 40})]);
+    }
+
+    #[test]
+    fn a_later_outcome_answers_a_card_left_open() {
+        let card = tool(
+            "adk-1",
+            CONFIRMATION_TOOL,
+            json!({"originalFunctionCall": {"id": "call-1", "name": "pay", "args": {"amount": 50}}}),
+            ToolState::InputAvailable,
+        );
+        let asked = UiMessage {
+            id: "a".into(),
+            role: Role::Assistant,
+            parts: vec![card],
+        };
+        let later = UiMessage {
+            id: "b".into(),
+            role: Role::Assistant,
+            parts: vec![Part::Data {
+                name: MOVED_ON.into(),
+                data: json!({"confirmationId": "adk-1", "toolCallId": "call-1", "toolName": "pay",
+                             "outcome": {"kind": "output", "output": {"paid": 50}}}),
+            }],
+        };
+        let history = [user("pay"), asked, user("hi"), later, user("and?")];
+        let messages = to_model_messages(&history);
+        let Some(ModelMessage::Tool(results)) = messages.get(2) else {
+            panic!("{messages:?}")
+        };
+        assert_eq!(
+            results[0].outcome,
+            ResultContent::Output(json!({"paid": 50}))
+        );
+        // Brought once: no later turn looks it up again.
+        assert!(earlier_questions(&history).is_empty());
+        assert_eq!(
+            earlier_questions(&history[..3]),
+            [Earlier {
+                confirmation_id: "adk-1".into()
+            }]
+        );
     }
 }

@@ -82,6 +82,9 @@ enum Phase {
     Judge,
     /// A continued message's answers and open questions.
     Answers(Answers),
+    /// A new message: the questions still open in earlier messages, each
+    /// looked up once.
+    Earlier(std::vec::IntoIter<history::Earlier>),
     /// A model step begins, unless the turn is out of steps.
     Step,
     /// The model's response, one event at a time.
@@ -125,6 +128,10 @@ fn card_settled(
         Some(crate::store::Outcome::Expired) => event::AgentEvent::Rejected {
             tool_call_id: confirmation_id,
             error_text: crate::call::expired_text(tool),
+        },
+        Some(crate::store::Outcome::Cancelled) => event::AgentEvent::Rejected {
+            tool_call_id: confirmation_id,
+            error_text: crate::call::cancelled_text(tool),
         },
         _ => event::AgentEvent::Confirmed {
             confirmation_id,

@@ -288,7 +288,10 @@ impl Turn {
             return Phase::Hold(questions);
         }
         if adk {
-            let approved = !matches!(outcome, Outcome::Denied { .. } | Outcome::Expired);
+            let approved = !matches!(
+                outcome,
+                Outcome::Denied { .. } | Outcome::Expired | Outcome::Cancelled
+            );
             let output = json!({"confirmed": approved});
             let card = card_settled(confirmation_id.clone(), output, Some(&outcome), &call.name);
             self.emit(card, out);

@@ -15,7 +15,7 @@ use futures::stream::BoxStream;
 use super::answers::Answers;
 use super::encode::TurnEncoder;
 use super::event::AgentEvent;
-use super::history::to_model_messages;
+use super::history::{Earlier, earlier_questions, to_model_messages};
 use super::step::Model;
 use super::{Agent, Phase, StepState, Turn};
 use crate::confirm::{ClientOutput, GateError, Scope};
@@ -96,6 +96,7 @@ impl Turn {
             }
             Phase::Judge => self.judge(out).await,
             Phase::Answers(answers) => self.answer(answers, out).await,
+            Phase::Earlier(questions) => self.earlier(questions, out).await,
             Phase::Step => self.step_start(out),
             Phase::Model(model) => self.model(model, out).await,
             Phase::Gate(gate) => self.gate(gate, out).await,
@@ -148,7 +149,33 @@ impl Turn {
         }
         match self.continuing {
             true => Phase::Answers(Answers::new(&self.history[self.history.len() - 1])),
-            false => self.steps_begin(),
+            false => Phase::Earlier(earlier_questions(&self.history).into_iter()),
+        }
+    }
+
+    /// One question the user moved on from: its outcome, if it has one now,
+    /// goes into this message.
+    async fn earlier(
+        &mut self,
+        mut questions: std::vec::IntoIter<Earlier>,
+        out: &mut Vec<UiChunk>,
+    ) -> Phase {
+        let Some(question) = questions.next() else {
+            return self.steps_begin();
+        };
+        let gate = &self.agent.gate;
+        match Box::pin(gate.moved_on(&self.scope, &question.confirmation_id)).await {
+            Ok(Some((call, outcome))) => {
+                let event = AgentEvent::MovedOn {
+                    confirmation_id: question.confirmation_id,
+                    call,
+                    outcome,
+                };
+                self.emit(event, out);
+                Phase::Earlier(questions)
+            }
+            Ok(None) => Phase::Earlier(questions),
+            Err(e) => self.gate_failed(&e, out),
         }
     }
 

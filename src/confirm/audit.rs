@@ -86,6 +86,7 @@ pub(super) fn outcome_reason(outcome: &Outcome) -> Option<String> {
         Outcome::Error { message, .. } => Some(message.clone()),
         Outcome::Denied { reason } => reason.clone(),
         Outcome::Expired => Some(super::EXPIRED.to_owned()),
+        Outcome::Cancelled => Some(super::CANCELLED.to_owned()),
         Outcome::HandedOff { .. } => None,
     }
 }

@@ -35,6 +35,7 @@ mod execute;
 mod facts;
 mod handoff;
 mod links;
+mod moved_on;
 mod out_of_band;
 mod records;
 mod remembered;
@@ -71,6 +72,10 @@ use crate::tools::{ToolSource, Toolbox};
 /// What a replay is told when the claimed call never reported an outcome
 /// and never will: the process that claimed it is gone.
 pub const OUTCOME_UNKNOWN: &str = "outcome unknown: the approved call was claimed but its outcome was never recorded (the server may have stopped while it ran); it will not run again";
+
+/// Why a question was closed by a new message, for the audit log and a late answer.
+pub const CANCELLED: &str =
+    "the user wrote a new message before anyone decided (onNewMessage: cancel)";
 
 /// Why a question ended as expired, for the audit log and a late answer.
 pub const EXPIRED: &str = "nobody approved or denied it before it expired";

@@ -8,7 +8,9 @@ use serde_json::Value;
 
 use super::audit::{edited_from, outcome_reason};
 use super::records::as_ran;
-use super::{Answered, Decision, EXPIRED, Gate, GateError, OUTCOME_UNKNOWN, OutOfBand, Scope};
+use super::{
+    Answered, CANCELLED, Decision, EXPIRED, Gate, GateError, OUTCOME_UNKNOWN, OutOfBand, Scope,
+};
 use crate::call::ToolCall;
 use crate::store::{AuditDecision, Claim, Issued, Outcome, Status, StoreError};
 
@@ -97,6 +99,11 @@ impl Gate {
         let settled = |outcome: Outcome| {
             if outcome == Outcome::Expired {
                 return OutOfBand::Expired(format!("confirmation `{id}` expired: {EXPIRED}"));
+            }
+            if outcome == Outcome::Cancelled {
+                return OutOfBand::Conflict(format!(
+                    "confirmation `{id}` was cancelled: {CANCELLED}"
+                ));
             }
             let was_approved = !matches!(outcome, Outcome::Denied { .. });
             if was_approved == approve {

@@ -146,6 +146,9 @@ pub struct ToolRule {
     /// Calls whose arguments match need other approvers instead (the
     /// first that matches): `[{when: "amount > 1000", approvers: [role:cfo]}]`.
     pub escalate: Vec<Escalation>,
+    /// What a question still open becomes when the user writes a new
+    /// message: it stays open (`keep`, the default) or is closed (`cancel`).
+    pub on_new_message: OnNewMessage,
     /// Who is told when this tool asks, instead of `toolConfirmation.notify`
     /// (`[]`: nobody). Delivered by `notify`, not decided here.
     pub notify: Option<Vec<NotifyTarget>>,
@@ -161,6 +164,17 @@ pub struct NotifyTarget {
     pub webhook: Option<String>,
     pub secret_env: Option<String>,
     pub slack: Option<String>,
+}
+
+/// `tools.<tool>.onNewMessage`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum OnNewMessage {
+    /// The question stays open: decided later, its outcome reaches the chat.
+    #[default]
+    Keep,
+    /// The question is closed as cancelled; nothing runs.
+    Cancel,
 }
 
 /// `tools.<tool>.escalate`: for calls that match, these approvers.
@@ -458,6 +472,11 @@ impl Policy {
             listed: escalated.map_or(&rule.approvers, |e| &e.approvers),
             distinct: rule.require_distinct_approver,
         }
+    }
+
+    /// What `tool`'s open questions become when the user writes a new message.
+    pub fn on_new_message(&self, tool: &ToolInfo<'_>) -> OnNewMessage {
+        rule(&self.rules, tool).map_or_else(OnNewMessage::default, |r| r.on_new_message)
     }
 
     /// The configured question for a call, if `tools.<tool>.hint` is set.

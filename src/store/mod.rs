@@ -57,6 +57,9 @@ pub enum Outcome {
     },
     /// Nobody approved or denied it before its window closed; it never ran.
     Expired,
+    /// Closed unanswered when the user wrote a new message (the tool's
+    /// `onNewMessage: cancel`); it never ran.
+    Cancelled,
     /// A client-side tool's call, handed to the client to run: its result
     /// comes with the client's next request, never from the server.
     HandedOff {
@@ -136,6 +139,8 @@ pub enum AuditDecision {
     /// `timed-out` older logs wrote).
     #[serde(alias = "timed-out")]
     Expired,
+    /// Closed unanswered by a new message (`onNewMessage: cancel`).
+    Cancelled,
     /// A remembered approval was revoked.
     Revoked,
     /// A question was sent to a notification target (`by`, its safe

@@ -314,6 +314,7 @@ fn stands(standing: &Standing) -> String {
             Outcome::Error { .. } => "Already decided: the call ended with an error.".into(),
             Outcome::Denied { .. } => "Already denied.".into(),
             Outcome::Expired => "This question expired unanswered.".into(),
+            Outcome::Cancelled => "This question was cancelled by a new message.".into(),
         },
     }
 }

@@ -42,6 +42,7 @@ mod live;
 mod live_seed;
 mod malformed_answers;
 mod mcp;
+mod moved_on;
 mod native_snapshots;
 mod notify;
 mod orphaned_claims;

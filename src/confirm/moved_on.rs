@@ -1,0 +1,81 @@
+//! A question the conversation moved on from: the user wrote a new message
+//! while its card was open. It stays answerable (unless its tool says
+//! `onNewMessage: cancel`), and once decided its outcome reaches the chat.
+
+use super::records::as_ran;
+use super::{CANCELLED, Gate, GateError, Scope};
+use crate::call::{QualifiedName, ToolCall};
+use crate::policy::{OnNewMessage, ToolInfo};
+use crate::store::{AuditDecision, Claim, Outcome, Status, StoreError};
+
+impl Gate {
+    /// How an earlier question of this chat stands now that the user wrote
+    /// a new message: its outcome when it has one (decided elsewhere, or
+    /// expired), closed as cancelled when its tool says so, or `None`
+    /// while it stays open. Nothing runs here.
+    pub async fn moved_on(
+        &self,
+        scope: &Scope,
+        confirmation_id: &str,
+    ) -> Result<Option<(ToolCall, Outcome)>, GateError> {
+        let (gate, scope) = (self.clone(), scope.clone());
+        let id = confirmation_id.to_owned();
+        self.to_the_end(async move { gate.moved_on_here(&scope, &id).await })
+            .await
+    }
+
+    async fn moved_on_here(
+        &self,
+        scope: &Scope,
+        id: &str,
+    ) -> Result<Option<(ToolCall, Outcome)>, GateError> {
+        let Some(issued) = self.store.get(id).await? else {
+            return Ok(None);
+        };
+        if issued.chat_id != scope.chat_id || issued.principal != scope.principal {
+            return Ok(None);
+        }
+        let now = self.clock.now_ms();
+        match self.store.status(id).await? {
+            Some(Status::Done(outcome)) => {
+                return Ok(Some((as_ran(issued.call, &outcome), outcome)));
+            }
+            Some(Status::Pending) if now > issued.expires_at_ms => {
+                let call = issued.call.clone();
+                let outcome = self.time_out(scope, issued).await?;
+                return Ok(Some((as_ran(call, &outcome), outcome)));
+            }
+            Some(Status::Pending) => {}
+            Some(Status::Claimed { .. }) | None => return Ok(None),
+        }
+        let qualified = QualifiedName::of(&issued.call.name);
+        let tool = ToolInfo {
+            name: &issued.call.name,
+            qualified: &qualified,
+            tool_may_ask: true,
+        };
+        if self.policy.on_new_message(&tool) != OnNewMessage::Cancel {
+            return Ok(None);
+        }
+        let outcome = match self.claim(id, now).await {
+            Ok(Claim::Won) => {
+                self.store.finish(id, Outcome::Cancelled).await?;
+                self.note(
+                    scope,
+                    &issued.call,
+                    AuditDecision::Cancelled,
+                    "toolgate".into(),
+                    Some(CANCELLED.to_owned()),
+                    Some(id),
+                )
+                .await;
+                Outcome::Cancelled
+            }
+            Ok(Claim::Done(outcome)) => outcome,
+            // Decided this moment, or forgotten: nothing to report yet.
+            Ok(Claim::InFlight { .. }) | Err(StoreError::NotClaimed(_)) => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
+        Ok(Some((as_ran(issued.call, &outcome), outcome)))
+    }
+}
