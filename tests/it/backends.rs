@@ -13,6 +13,11 @@ use toolgate::store::Store;
 /// A server on a fresh store of the given kind. The temporary folder lives
 /// as long as the server.
 async fn server(kind: &str) -> (Server, Option<tempfile::TempDir>) {
+    server_with(kind, Config::default()).await
+}
+
+/// The same with `config`.
+async fn server_with(kind: &str, config: Config) -> (Server, Option<tempfile::TempDir>) {
     let (store, dir) = match kind {
         "memory" => (Store::memory(), None),
         "sqlite" => {
@@ -36,7 +41,7 @@ async fn server(kind: &str) -> (Server, Option<tempfile::TempDir>) {
         other => panic!("no store backend {other}"),
     };
     (
-        Server::with(Config::default(), move |app| app.with_store(store)).await,
+        Server::with(config, move |app| app.with_store(store)).await,
         dir,
     )
 }
@@ -124,6 +129,101 @@ async fn an_expired_confirmation_runs_nothing(kind: &str) {
     assert_eq!(server.payments(), 0);
 }
 
+fn config(yaml: &str) -> Config {
+    Config::from_yaml(yaml).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// A decision after the window: 410, and the question ended as expired.
+async fn a_late_decision_is_gone(kind: &str) {
+    let (server, _dir) = server(kind).await;
+    server
+        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
+        .await;
+    server.clock.advance(Duration::from_secs(24 * 60 * 60 + 1));
+    let late = server
+        .post("/api/confirmations/adk-3", r#"{"approved": true}"#)
+        .await;
+    assert_eq!(late.status, 410, "{}", late.body);
+    assert_eq!(late.json()["outcome"], json!({"kind": "expired"}));
+    let again = server
+        .post("/api/confirmations/adk-3", r#"{"approved": false}"#)
+        .await;
+    assert_eq!(again.status, 410, "{}", again.body);
+    assert_eq!(server.payments(), 0);
+}
+
+/// Four eyes: the asker may not approve, a finance approver may, once.
+async fn an_approver_decides(kind: &str) {
+    let yaml = "auth:\n  principalHeader: X-User\n  roles: {finance: [lead]}\n\
+        toolConfirmation:\n  tools:\n    process_payment: {approvers: [role:finance], requireDistinctApprover: true}\n";
+    let (server, _dir) = server_with(kind, config(yaml)).await;
+    let ask = user_says("chat-pay", "Send 50 USD to Hanako").to_string();
+    server
+        .post_with("/stream", &[("x-user", "clerk")], ask)
+        .await;
+    let path = "/api/confirmations/adk-3";
+    let approve = r#"{"approved": true}"#;
+    let own = server
+        .post_with(path, &[("x-user", "clerk")], approve)
+        .await;
+    assert_eq!(own.status, 403, "{}", own.body);
+    let lead = server.post_with(path, &[("x-user", "lead")], approve).await;
+    assert_eq!(lead.status, 200, "{}", lead.body);
+    let again = server.post_with(path, &[("x-user", "lead")], approve).await;
+    assert_eq!(again.status, 200, "{}", again.body);
+    assert_eq!(server.payments(), 1);
+}
+
+/// The chat so far, with its card open, and a new message.
+fn moved_on(text: &str) -> serde_json::Value {
+    let mut chat = fixture("pay_hanako_unanswered.json");
+    if let Some(messages) = chat["messages"].as_array_mut() {
+        messages
+            .push(json!({"id": "u2", "role": "user", "parts": [{"type": "text", "text": text}]}));
+    }
+    chat
+}
+
+/// A card left open: decided later, its outcome comes with the next
+/// message; with `onNewMessage: cancel`, it is closed.
+async fn a_card_left_open(kind: &str) {
+    let (server, _dir) = server(kind).await;
+    server
+        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
+        .await;
+    let outcome = |reply: &common::Reply| {
+        reply
+            .of_type("data-toolgate-outcome")
+            .first()
+            .map(|c| c["data"]["outcome"]["kind"].clone())
+    };
+    assert_eq!(outcome(&server.chat(&moved_on("hello")).await), None);
+    let decided = server
+        .post("/api/confirmations/adk-3", r#"{"approved": true}"#)
+        .await;
+    assert_eq!(decided.status, 200, "{}", decided.body);
+    assert_eq!(
+        outcome(&server.chat(&moved_on("thanks")).await),
+        Some(json!("output"))
+    );
+    assert_eq!(server.payments(), 1);
+
+    let yaml = "toolConfirmation:\n  tools:\n    process_payment: {onNewMessage: cancel}\n";
+    let (server, _dir) = server_with(kind, config(yaml)).await;
+    server
+        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
+        .await;
+    assert_eq!(
+        outcome(&server.chat(&moved_on("never mind")).await),
+        Some(json!("cancelled"))
+    );
+    let late = server
+        .post("/api/confirmations/adk-3", r#"{"approved": true}"#)
+        .await;
+    assert_eq!(late.status, 409, "{}", late.body);
+    assert_eq!(server.payments(), 0);
+}
+
 macro_rules! suite {
     ($($backend:ident),*) => {$(
         mod $backend {
@@ -146,6 +246,18 @@ macro_rules! suite {
             #[tokio::test]
             async fn an_expired_confirmation_runs_nothing() {
                 super::an_expired_confirmation_runs_nothing(stringify!($backend)).await;
+            }
+            #[tokio::test]
+            async fn a_late_decision_is_gone() {
+                super::a_late_decision_is_gone(stringify!($backend)).await;
+            }
+            #[tokio::test]
+            async fn an_approver_decides() {
+                super::an_approver_decides(stringify!($backend)).await;
+            }
+            #[tokio::test]
+            async fn a_card_left_open() {
+                super::a_card_left_open(stringify!($backend)).await;
             }
         }
     )*};
