@@ -650,3 +650,94 @@ async fn a_link_to_a_question_with_approvers_checks_who_follows_it() {
     assert_eq!(status, 200, "{why}");
     assert_eq!(server.payments(), 1);
 }
+
+/// The whole story: a clerk's payment waits for a finance approver, who is
+/// told with a signed link and approves through it; the clerk keeps
+/// chatting meanwhile and the chat then learns the outcome. A second
+/// payment nobody answers ends as expired everywhere it shows.
+#[tokio::test]
+async fn a_clerks_payment_waits_for_finance_who_approves_from_the_link() {
+    let receiver = Receiver::start(&[200, 200]).await;
+    let yaml = format!(
+        "{}auth:\n  principalHeader: X-User\n  roles: {{finance: [lead]}}\n",
+        webhook(&receiver).replace(
+            "toolConfirmation:\n",
+            "toolConfirmation:\n  timeout: 60000\n  tools:\n    process_payment: {approvers: [role:finance], requireDistinctApprover: true}\n",
+        )
+    );
+    let server = server(&yaml).await;
+    let clerk = [("x-user", "clerk")];
+    let ask = user_says("chat-pay", "Send 50 USD to Hanako").to_string();
+    let asked = server.post_with("/stream", &clerk, ask).await;
+    assert!(
+        asked.body.contains("waiting for approval by role:finance"),
+        "{}",
+        asked.body
+    );
+    let delivered = receiver.until(1).await[0].json();
+    assert_eq!(delivered["requester"], "clerk");
+    let approve = path(&delivered["links"]["approve"]);
+
+    // The clerk keeps chatting while the card waits.
+    let mut chat = fixture("pay_hanako_unanswered.json");
+    chat["messages"][1]["parts"][1]["input"]["toolConfirmation"]["hint"] =
+        json!("Send 50 USD to Hanako? (waiting for approval by role:finance)");
+    if let Some(messages) = chat["messages"].as_array_mut() {
+        messages.push(json!({"id": "u2", "role": "user", "parts": [{"type": "text", "text": "What's the weather in Paris?"}]}));
+    }
+    let weather = server.post_with("/stream", &clerk, chat.to_string()).await;
+    assert!(weather.text().contains("Paris"), "{}", weather.body);
+    assert_eq!(server.payments(), 0);
+
+    // The approver follows the link (signed in through the proxy).
+    let approved = reqwest::Client::new()
+        .post(format!("{}{approve}", server.url))
+        .header("content-type", "application/json")
+        .header("origin", &server.url)
+        .header("x-user", "lead")
+        .body("{}")
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(approved.status().as_u16(), 200);
+    assert_eq!(server.payments(), 1);
+
+    // The clerk's next message brings the outcome into the chat.
+    let later = server.post_with("/stream", &clerk, chat.to_string()).await;
+    let brought = later.of_type("data-toolgate-outcome");
+    assert_eq!(brought.len(), 1, "{}", later.body);
+    assert_eq!(brought[0]["data"]["outcome"]["kind"], "output");
+
+    // A second payment nobody answers: expired in the stream's next
+    // message, the API, the audit log and on its link's page.
+    let ask = user_says("chat-two", "Send 20 USD to Jiro").to_string();
+    server.post_with("/stream", &clerk, ask).await;
+    let second = receiver.until(2).await[1].json();
+    let id = second["id"].as_str().unwrap_or_default().to_owned();
+    server.clock.advance(std::time::Duration::from_secs(61));
+    let late = server
+        .post_with(
+            &format!("/api/confirmations/{id}"),
+            &[("x-user", "lead")],
+            r#"{"approved": true}"#,
+        )
+        .await;
+    assert_eq!(late.status, 410, "{}", late.body);
+    let page = server.get(&path(&second["links"]["approve"])).await;
+    assert!(
+        page.status == 410 || page.body.contains("expired"),
+        "{}",
+        page.body
+    );
+    let open = server
+        .get_with("/api/confirmations?chatId=chat-two", &clerk)
+        .await;
+    assert_eq!(open.body, "[]");
+    let audit = server.get_with("/api/audit?chatId=chat-two", &clerk).await;
+    assert!(
+        audit.body.contains(r#""decision":"expired""#),
+        "{}",
+        audit.body
+    );
+    assert_eq!(server.payments(), 1);
+}
