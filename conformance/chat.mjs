@@ -632,6 +632,35 @@ const flows = {
     check(part.errorText.includes('denied by policy'), `read_clipboard error ${show(part.errorText)}`);
   },
 
+  // A new message while the card is open is an ordinary turn; decided
+  // through the API meanwhile, the card's outcome comes with the next
+  // message as a data-toolgate-outcome part.
+  async 'moved-on'(ctx) {
+    const { chat, rec } = newChat('moved-on', ctx);
+    await chat.sendMessage({ text: 'Send 50 USD to Hanako' });
+    await settle(ctx);
+    const first = onlyAssistant(chat);
+    const id = cli.protocol === 'ai-sdk'
+      ? onePart(first, 'tool-process_payment').approval.id
+      : onePart(first, 'tool-adk_request_confirmation').toolCallId;
+    await chat.sendMessage({ text: 'What is the weather in Paris?' });
+    await settle(ctx);
+    requestCount(rec, 2, '(the question, the new message)');
+    const decided = await fetch(`${baseUrl}/api/confirmations/${id}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ approved: true }),
+    });
+    eq(decided.status, 200, 'status of the decision through the API');
+    await chat.sendMessage({ text: 'Thanks' });
+    await settle(ctx);
+    requestCount(rec, 3, '(and the next message)');
+    const brought = partsOfType(chat.messages.at(-1), 'data-toolgate-outcome');
+    eq(brought.length, 1, 'data-toolgate-outcome parts in the last message');
+    eq(brought[0].data.confirmationId, id, 'the brought confirmationId');
+    eq(brought[0].data.outcome.kind, 'output', 'the brought outcome');
+  },
+
   async approve(ctx) {
     const { msg, call } = await paymentTurnOne(ctx, 'approve', { confirmed: true });
     const pay = paymentPart(msg, call.id);
