@@ -38,12 +38,7 @@ pub struct Subject<'a> {
 impl Signer {
     /// `None` without keys: signing is off.
     pub fn new(keys: impl IntoIterator<Item = String>) -> Option<Self> {
-        // HMAC accepts a key of any length; an empty one is no secret.
-        let keys: Vec<HmacSha256> = keys
-            .into_iter()
-            .filter(|k| !k.is_empty())
-            .filter_map(|k| HmacSha256::new_from_slice(k.as_bytes()).ok())
-            .collect();
+        let keys = crate::notify::hmac_keys(keys);
         (!keys.is_empty()).then_some(Self { keys })
     }
 

@@ -77,14 +77,19 @@ impl std::fmt::Debug for Links {
     }
 }
 
+/// The HMAC keys of configured secrets, in order; an empty one is no
+/// secret and is left out. Links and confirmation seals read keys alike.
+pub fn hmac_keys(keys: impl IntoIterator<Item = String>) -> Vec<Hmac<Sha256>> {
+    keys.into_iter()
+        .filter(|k| !k.is_empty())
+        .filter_map(|k| HmacSha256::new_from_slice(k.as_bytes()).ok())
+        .collect()
+}
+
 impl Links {
     /// Signs with the first non-empty key; `None` without one.
     pub fn new(keys: impl IntoIterator<Item = String>) -> Option<Self> {
-        let keys: Vec<HmacSha256> = keys
-            .into_iter()
-            .filter(|k| !k.is_empty())
-            .filter_map(|k| HmacSha256::new_from_slice(k.as_bytes()).ok())
-            .collect();
+        let keys = hmac_keys(keys);
         (!keys.is_empty()).then_some(Self { keys })
     }
 

@@ -19,7 +19,7 @@ mod link;
 
 pub use body::Pair;
 pub use deliver::{Delivery, SIGNATURE_HEADER, TIMESTAMP_HEADER};
-pub use link::{Link, LinkDecision, LinkError, Links};
+pub use link::{Link, LinkDecision, LinkError, Links, hmac_keys};
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
