@@ -42,7 +42,7 @@ impl Gate {
         id: &str,
         decision: Decision,
     ) -> Result<OutOfBand, GateError> {
-        let approve = matches!(decision, Decision::Approve { .. });
+        let approve = decision.needs_approver();
         let issued = self.store.get(id).await?;
         let via = who.via();
         // Another user's question is not there for the caller, unless its
@@ -123,14 +123,11 @@ impl Gate {
             if outcome == Outcome::Expired {
                 return OutOfBand::Expired(format!("confirmation `{id}` expired: {EXPIRED}"));
             }
-            let was_approved = !matches!(outcome, Outcome::Denied { .. });
-            if was_approved == approve {
-                OutOfBand::Decided(outcome)
-            } else {
-                OutOfBand::Conflict(format!(
-                    "confirmation `{id}` was already {}",
-                    if was_approved { "approved" } else { "denied" }
-                ))
+            match check::repeats(&decision, &outcome) {
+                Ok(()) => OutOfBand::Decided(outcome),
+                Err(earlier) => {
+                    OutOfBand::Conflict(format!("confirmation `{id}` was already {earlier}"))
+                }
             }
         };
         let call = match &decision {
@@ -139,6 +136,23 @@ impl Gate {
                 ..
             } => match self.edited_call(&issued, edited) {
                 Ok(call) => Some(call),
+                Err(refusal) => {
+                    let why = refusal.to_string();
+                    let reason = Some(why.clone());
+                    self.note(
+                        &scope,
+                        &issued.call,
+                        AuditDecision::Refused,
+                        "toolgate".into(),
+                        reason,
+                        Some(id),
+                    )
+                    .await;
+                    return Ok(OutOfBand::Invalid(why));
+                }
+            },
+            Decision::Respond { output } => match self.response_fits(&issued.call.name, output) {
+                Ok(()) => None,
                 Err(refusal) => {
                     let why = refusal.to_string();
                     let reason = Some(why.clone());
@@ -240,6 +254,21 @@ impl Gate {
                     AuditDecision::Rejected,
                     format!("{who}{via}"),
                     reason.clone(),
+                    Some(id),
+                )
+                .await;
+                outcome
+            }
+            // Recorded without running, like a denial; `by` as an approval's.
+            Decision::Respond { output } => {
+                let outcome = self.respond_won(id, output).await?;
+                let by = format!("{who}{via}");
+                self.note(
+                    &scope,
+                    &issued.call,
+                    AuditDecision::Responded,
+                    by,
+                    None,
                     Some(id),
                 )
                 .await;

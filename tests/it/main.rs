@@ -51,6 +51,7 @@ mod providers;
 #[cfg(feature = "redis-server")]
 mod redis;
 mod remembered;
+mod respond;
 mod restart;
 mod security;
 mod signing;
