@@ -6,11 +6,10 @@ use std::collections::HashSet;
 use serde_json::{Value, json};
 
 use super::event::AgentEvent;
-use super::{Phase, Turn, card_settled};
+use super::{Phase, Turn, card_settled, decided_answer};
 use crate::call::ToolCall;
 use crate::confirm::{Answer, Answered, CONFIRMATION_TOOL, Running};
 use crate::protocol::{ConfirmationProtocol, FinishReason, Part, ToolState, UiChunk, UiMessage};
-use crate::store::Outcome;
 
 /// The continued message's work, in order, and how far it got.
 pub(super) struct Answers {
@@ -110,11 +109,7 @@ impl Turn {
                     // What the confirmation's output becomes: settled by a
                     // remembered approval, or decided elsewhere.
                     let echo = match &verdict {
-                        Ok(Some(Answered::Recorded {
-                            outcome: Outcome::Denied { .. } | Outcome::Expired | Outcome::Cancelled,
-                            ..
-                        })) => json!({"confirmed": false}),
-                        Ok(Some(Answered::Recorded { .. })) => json!({"confirmed": true}),
+                        Ok(Some(Answered::Recorded { outcome, .. })) => decided_answer(outcome),
                         _ => json!({"confirmed": true, "remembered": true}),
                     };
                     let verdict = verdict.map(|v| v.unwrap_or(Answered::Rejected(String::new())));

@@ -115,6 +115,28 @@ fn outgoing(ids: &Ids, mut history: Vec<UiMessage>) -> (Vec<UiMessage>, bool) {
     (history, continuing)
 }
 
+/// What an ADK confirmation's own part says for a question decided
+/// elsewhere (the API, a socket, another tab), as the client's answer
+/// would: yes or no, or the person's response in the tool's place.
+fn decided_answer(outcome: &crate::store::Outcome) -> serde_json::Value {
+    use crate::store::Outcome;
+    match outcome {
+        Outcome::Output {
+            output,
+            responded: true,
+            ..
+        } => serde_json::json!({"decision": "respond", "output": output}),
+        Outcome::Denied { .. } | Outcome::Expired | Outcome::Cancelled => {
+            serde_json::json!({"confirmed": false})
+        }
+        Outcome::Output {
+            responded: false, ..
+        }
+        | Outcome::Error { .. }
+        | Outcome::HandedOff { .. } => serde_json::json!({"confirmed": true}),
+    }
+}
+
 /// How an ADK confirmation's own part ends once its question is settled:
 /// with `output` (the answer, as the client's would be), or, for a
 /// question nobody answered in time, as an error that says it expired.

@@ -8,7 +8,7 @@ use futures::stream::{BoxStream, FuturesOrdered};
 use serde_json::{Value, json};
 
 use super::event::AgentEvent;
-use super::{Phase, Turn, card_settled};
+use super::{Phase, Turn, card_settled, decided_answer};
 use crate::call::{MAX_ARGS_BYTES, MAX_CALLS_PER_STEP, ToolCall};
 use crate::confirm::{NewCall, Permit};
 use crate::protocol::{ConfirmationFlow, ConfirmationProtocol, UiChunk};
@@ -288,11 +288,7 @@ impl Turn {
             return Phase::Hold(questions);
         }
         if adk {
-            let approved = !matches!(
-                outcome,
-                Outcome::Denied { .. } | Outcome::Expired | Outcome::Cancelled
-            );
-            let output = json!({"confirmed": approved});
+            let output = decided_answer(&outcome);
             let card = card_settled(confirmation_id.clone(), output, Some(&outcome), &call.name);
             self.emit(card, out);
             self.release(&call, out);

@@ -447,6 +447,7 @@ impl Upstream {
         let outcome = Outcome::Output {
             output,
             ran_with: None,
+            responded: false,
         };
         if let Some((call, approval)) = self.approved.remove(&id) {
             let event = AgentEvent::Outcome {
@@ -655,7 +656,8 @@ async fn take_answers(
         }
         let payload = match &answer.decision {
             Decision::Approve { payload, .. } => payload.clone(),
-            Decision::Deny { .. } => None,
+            // The gate refuses a response to an upstream agent's question.
+            Decision::Deny { .. } | Decision::Respond { .. } => None,
         };
         taken.decided.push(Decided {
             id: answer.confirmation_id,

@@ -113,8 +113,13 @@ impl Gate {
         };
         // Approvers and four eyes: a refused approval leaves the question
         // open for those who may decide.
-        let approve = matches!(answer.decision, Decision::Approve { .. });
+        let approve = answer.decision.needs_approver();
         if let Err(refusal) = self.may_decide(&issued, Some(&call), &scope.principal, approve) {
+            return reject(refusal);
+        }
+        if let Decision::Respond { output } = &answer.decision
+            && let Err(refusal) = self.response_fits(&issued.call.name, output)
+        {
             return reject(refusal);
         }
         match self.claim(&issued.id, now).await? {
@@ -142,6 +147,18 @@ impl Gate {
                             outcome,
                         },
                         AuditDecision::Rejected,
+                        "user".to_owned(),
+                    ))
+                }
+                // Recorded without running, like a denial.
+                Decision::Respond { output } => {
+                    let outcome = self.respond_won(&issued.id, output).await?;
+                    Ok((
+                        Answered::Recorded {
+                            call: issued.call,
+                            outcome,
+                        },
+                        AuditDecision::Responded,
                         "user".to_owned(),
                     ))
                 }
@@ -198,7 +215,7 @@ impl Gate {
                 approve_next,
                 ..
             } => (payload.clone(), *remember, *approve_next),
-            Decision::Deny { .. } => (None, None, None),
+            Decision::Deny { .. } | Decision::Respond { .. } => (None, None, None),
         };
         if let Some(Verdict::Deny { reason }) = self.verdict(scope, &call) {
             // A rule added since the question was asked, or one the edit hits, still wins.

@@ -8,7 +8,7 @@ use super::{Answer, Decision, OUTCOME_UNKNOWN, Scope, Signer, signing};
 use crate::call::ToolCall;
 use crate::policy::Approvers;
 use crate::protocol::ConfirmationProtocol;
-use crate::store::Issued;
+use crate::store::{Issued, Outcome};
 
 /// Why an answer (or an edit) is not taken. The texts are what the client
 /// and the audit log read.
@@ -40,6 +40,11 @@ pub enum Refusal {
     NoSchema { tool: String, why: String },
     #[error("edited arguments are not valid: {0}")]
     InvalidEdit(String),
+    #[error("the response does not fit the output schema of {tool}: {why}")]
+    InvalidResponse { tool: String, why: String },
+    /// An upstream agent runs its calls and hears only yes or no.
+    #[error("an upstream agent's call cannot be answered in its place; approve or deny it")]
+    NoResponse,
     /// A decision by someone the tool's rule does not let decide.
     #[error("{0}")]
     NotApprover(String),
@@ -147,9 +152,57 @@ pub fn check(
     }
     let edited = match &answer.decision {
         Decision::Approve { edited, .. } => edited.as_ref(),
-        Decision::Deny { .. } => None,
+        Decision::Deny { .. } | Decision::Respond { .. } => None,
     };
     edit(issued, edited, edits)
+}
+
+/// Whether a person's response in place of a call of `tool` may stand as
+/// its result: it must fit the tool's output schema, when the tool
+/// declares one (`None`: any output fits, as nothing checks a tool's own).
+pub fn response(tool: &str, output: &Value, schema: Option<&Value>) -> Result<(), Refusal> {
+    let Some(schema) = schema else {
+        return Ok(());
+    };
+    let validator = jsonschema::validator_for(schema).map_err(|e| Refusal::NoSchema {
+        tool: tool.to_owned(),
+        why: e.to_string(),
+    })?;
+    match validator.iter_errors(output).next() {
+        Some(error) => Err(Refusal::InvalidResponse {
+            tool: tool.to_owned(),
+            why: error.to_string(),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Whether `decision` repeats the one that ended in `outcome` (a replay,
+/// `Ok`), or what was decided instead (a conflict): an approval ran the
+/// call or handed it out, a denial recorded a denial, a response its
+/// output; a response repeats only with the same output. (An expired
+/// question is told apart before this.)
+pub fn repeats(decision: &Decision, outcome: &Outcome) -> Result<(), &'static str> {
+    let (earlier, same) = match outcome {
+        Outcome::Output {
+            output,
+            responded: true,
+            ..
+        } => match decision {
+            Decision::Respond { output: again } => (
+                "responded to with another output",
+                crate::json::same(output, again),
+            ),
+            Decision::Approve { .. } | Decision::Deny { .. } => ("responded to", false),
+        },
+        Outcome::Denied { .. } | Outcome::Expired | Outcome::Cancelled => {
+            ("denied", matches!(decision, Decision::Deny { .. }))
+        }
+        Outcome::Output { .. } | Outcome::Error { .. } | Outcome::HandedOff { .. } => {
+            ("approved", matches!(decision, Decision::Approve { .. }))
+        }
+    };
+    if same { Ok(()) } else { Err(earlier) }
 }
 
 /// The call an approval runs: the issued one, or the user's edit of its

@@ -207,6 +207,7 @@ impl Gate {
             let outcome = Outcome::Output {
                 output: json!({"digest": taken}),
                 ran_with: None,
+                responded: false,
             };
             Ok(gate.store.finish(&key, outcome).await?)
         });

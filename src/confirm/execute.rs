@@ -112,6 +112,7 @@ pub(super) async fn execute(
         Ok(output) => Outcome::Output {
             output,
             ran_with: None,
+            responded: false,
         },
         Err(e) => Outcome::Error {
             message: e.to_string(),

@@ -20,7 +20,8 @@
 //! (client-side tools), `claims.rs` (who holds a confirmation), `execute.rs`
 //! (the one place a tool runs), `records.rs` (what is still open),
 //! `audit.rs` and `remembered.rs`; `announce.rs` (a question told to the
-//! notification targets) and `links.rs` (a decision through a signed link).
+//! notification targets), `links.rs` (a decision through a signed link)
+//! and `respond.rs` (a person's answer in the tool's place).
 //! This file holds the gate itself, its construction and the types they
 //! share.
 
@@ -39,6 +40,7 @@ mod moved_on;
 mod out_of_band;
 mod records;
 mod remembered;
+mod respond;
 pub mod signing;
 mod upstream;
 

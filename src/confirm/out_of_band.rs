@@ -7,6 +7,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::audit::{edited_from, outcome_reason};
+use super::check;
 use super::records::as_ran;
 use super::{
     Answered, CANCELLED, Decision, EXPIRED, Gate, GateError, OUTCOME_UNKNOWN, OutOfBand, Scope,
@@ -43,7 +44,7 @@ impl Gate {
         id: &str,
         decision: Decision,
     ) -> Result<OutOfBand, GateError> {
-        let approve = matches!(decision, Decision::Approve { .. });
+        let approve = decision.needs_approver();
         let issued = self.store.get(id).await?;
         let via = who.via();
         // Another user's question is not there for the caller, unless its
@@ -105,14 +106,11 @@ impl Gate {
                     "confirmation `{id}` was cancelled: {CANCELLED}"
                 ));
             }
-            let was_approved = !matches!(outcome, Outcome::Denied { .. });
-            if was_approved == approve {
-                OutOfBand::Decided(outcome)
-            } else {
-                OutOfBand::Conflict(format!(
-                    "confirmation `{id}` was already {}",
-                    if was_approved { "approved" } else { "denied" }
-                ))
+            match check::repeats(&decision, &outcome) {
+                Ok(()) => OutOfBand::Decided(outcome),
+                Err(earlier) => {
+                    OutOfBand::Conflict(format!("confirmation `{id}` was already {earlier}"))
+                }
             }
         };
         let call = match &decision {
@@ -121,6 +119,23 @@ impl Gate {
                 ..
             } => match self.edited_call(&issued, edited) {
                 Ok(call) => Some(call),
+                Err(refusal) => {
+                    let why = refusal.to_string();
+                    let reason = Some(why.clone());
+                    self.note(
+                        &scope,
+                        &issued.call,
+                        AuditDecision::Refused,
+                        "toolgate".into(),
+                        reason,
+                        Some(id),
+                    )
+                    .await;
+                    return Ok(OutOfBand::Invalid(why));
+                }
+            },
+            Decision::Respond { output } => match self.response_fits(&issued.call.name, output) {
+                Ok(()) => None,
                 Err(refusal) => {
                     let why = refusal.to_string();
                     let reason = Some(why.clone());
@@ -244,6 +259,21 @@ impl Gate {
                     AuditDecision::Rejected,
                     format!("{who}{via}"),
                     reason.clone(),
+                    Some(id),
+                )
+                .await;
+                outcome
+            }
+            // Recorded without running, like a denial; `by` as an approval's.
+            Decision::Respond { output } => {
+                let outcome = self.respond_won(id, output).await?;
+                let by = format!("{who}{via}");
+                self.note(
+                    &scope,
+                    &issued.call,
+                    AuditDecision::Responded,
+                    by,
+                    None,
                     Some(id),
                 )
                 .await;

@@ -10,12 +10,13 @@ use serde_json::{Value, json};
 use super::answer::{Answer, Decision, Seal, object};
 use super::compat::ConfirmationProtocol;
 use super::message::RequestError;
-use super::message::{AnswerKeys, CONFIRMATION_TOOL, ToolPart, ToolState};
+use super::message::{AnswerKeys, CONFIRMATION_TOOL, ToolPart, ToolState, confirmed};
 use crate::call::ToolCall;
 
 /// The answer in an `adk_request_confirmation` part, or `None` when the
 /// part is another tool's or not answered yet. Anything but `confirmed:
-/// true` is a denial; a malformed key is an error.
+/// true` is a denial, unless it is a response (`decision: "respond"`,
+/// `output`); a malformed key is an error.
 pub fn answer(part: &ToolPart) -> Result<Option<Answer>, RequestError> {
     if part.tool_name != CONFIRMATION_TOOL {
         return Ok(None);
@@ -24,7 +25,10 @@ pub fn answer(part: &ToolPart) -> Result<Option<Answer>, RequestError> {
         ToolState::OutputAvailable {
             output,
             preliminary: false,
-        } => Decision::new(confirmed(output), AnswerKeys::of_output(output)?),
+        } => {
+            let keys = AnswerKeys::of_output(output)?;
+            Decision::new(confirmed(output, &keys), keys)?
+        }
         ToolState::OutputError { error_text } => Decision::Deny {
             reason: Some(error_text.clone()),
         },
@@ -76,16 +80,6 @@ struct OriginalFunctionCall {
     /// Absent is `null`, as the call was issued with no arguments.
     #[serde(default)]
     args: Value,
-}
-
-/// Whether an output says `confirmed: true`, exactly: `"true"`, `1` or a
-/// missing key are no.
-fn confirmed(output: &Value) -> bool {
-    #[derive(Deserialize)]
-    struct Said {
-        confirmed: bool,
-    }
-    object::<Said>(output).is_some_and(|said| said.confirmed)
 }
 
 #[cfg(test)]
@@ -150,6 +144,25 @@ mod tests {
         assert!(
             answer(&part(output(json!({"confirmed": true, "approveNext": -1})))).is_err(),
             "a malformed key is refused, not dropped"
+        );
+        for response in [
+            json!({"decision": "respond", "output": {"policy": "30 days"}}),
+            json!({"confirmed": true, "decision": "respond", "output": {"policy": "30 days"}}),
+        ] {
+            assert_eq!(
+                decision(output(response.clone())),
+                Some(Decision::Respond {
+                    output: json!({"policy": "30 days"})
+                }),
+                "{response}"
+            );
+        }
+        assert!(
+            answer(&part(output(
+                json!({"confirmed": false, "decision": "respond", "output": 1})
+            )))
+            .is_err(),
+            "a response is no denial"
         );
         assert_eq!(decision(ToolState::InputAvailable), None);
         assert_eq!(

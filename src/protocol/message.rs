@@ -3,6 +3,8 @@
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::call::MAX_ARGS_BYTES;
+
 /// A client's mistake in the body; the transport answers 400 with it.
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum RequestError {
@@ -124,6 +126,13 @@ fn remember<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Remember>, 
     d.deserialize_any(Words)
 }
 
+/// The one word `decision` takes: a person answers in the tool's place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DecisionWord {
+    Respond,
+}
+
 /// What an answer says besides its yes or no, as the chat (an ADK
 /// confirmation's output), a socket's `confirm` frame and `POST
 /// /api/confirmations/{id}` carry it: one parser judges all three, and a
@@ -132,6 +141,12 @@ fn remember<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Remember>, 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AnswerKeys {
+    /// `"respond"`: the tool does not run and `output` is its result.
+    #[serde(default)]
+    pub decision: Option<DecisionWord>,
+    /// The call's result a person gives in the tool's place.
+    #[serde(default)]
+    pub output: Option<Value>,
     /// Why the user refused; reaches the model.
     #[serde(default)]
     pub reason: Option<String>,
@@ -153,11 +168,64 @@ impl AnswerKeys {
     /// The keys of an ADK confirmation's output. Only an object has any;
     /// anything else (`"yes"`, `null`) is a denial without a reason.
     pub fn of_output(output: &Value) -> Result<Self, RequestError> {
-        match output {
+        let keys = match output {
             Value::Object(_) => AnswerKeys::deserialize(output)
-                .map_err(|e| RequestError::Invalid(format!("invalid answer: {e}"))),
-            _ => Ok(Self::default()),
+                .map_err(|e| RequestError::Invalid(format!("invalid answer: {e}")))?,
+            _ => Self::default(),
+        };
+        keys.check(confirmed(output, &keys))?;
+        Ok(keys)
+    }
+
+    /// Whether the answer gives the call's result in the tool's place.
+    pub fn responds(&self) -> bool {
+        self.decision == Some(DecisionWord::Respond)
+    }
+
+    /// The keys together with the carrier's yes or no (`approved`,
+    /// `confirmed`; `None` when left out). A response carries an `output`
+    /// of at most [`MAX_ARGS_BYTES`], a yes or nothing, and no key of an
+    /// approval or a denial, which it would silently drop; `output` comes
+    /// only with a response, so an approval that carries one (the tool
+    /// would run) is refused rather than read as a yes.
+    pub fn check(&self, approved: Option<bool>) -> Result<(), RequestError> {
+        let invalid = |why: String| Err(RequestError::Invalid(format!("invalid answer: {why}")));
+        if !self.responds() {
+            return match self.output {
+                Some(_) => invalid(r#"`output` comes only with `decision: "respond"`"#.into()),
+                None => Ok(()),
+            };
         }
+        if approved == Some(false) {
+            return invalid(r#"`decision: "respond"` is no denial: leave `confirmed`/`approved` out, or `true`"#.into());
+        }
+        let Some(output) = &self.output else {
+            return invalid(r#"`decision: "respond"` needs an `output`"#.into());
+        };
+        if output.to_string().len() > MAX_ARGS_BYTES {
+            return invalid(format!("`output` exceeds {MAX_ARGS_BYTES} bytes"));
+        }
+        let others = [
+            ("reason", self.reason.is_some()),
+            ("payload", self.payload.is_some()),
+            ("remember", self.remember.is_some()),
+            ("approveNext", self.approve_next.is_some()),
+            ("editedArgs", self.edited_args.is_some()),
+        ];
+        match others.iter().find(|(_, given)| *given) {
+            Some((key, _)) => invalid(format!(r#"`{key}` does not go with `decision: "respond"`"#)),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The yes or no of an ADK confirmation's output: only `confirmed: true`
+/// is a yes (`"true"`, `1`, a missing key are no), except that a response
+/// may leave the key out (absent or `null`): then `None`.
+pub fn confirmed(output: &Value, keys: &AnswerKeys) -> Option<bool> {
+    match output.get("confirmed") {
+        None | Some(Value::Null) if keys.responds() => None,
+        said => Some(said == Some(&Value::Bool(true))),
     }
 }
 
@@ -527,6 +595,28 @@ mod tests {
                 "{remember}"
             );
         }
+        let respond = |output: Value| AnswerKeys {
+            decision: Some(DecisionWord::Respond),
+            output: Some(output),
+            ..AnswerKeys::default()
+        };
+        let responses = [
+            json!({"decision": "respond", "output": {"policy": "30 days"}}),
+            json!({"confirmed": true, "decision": "respond", "output": {"policy": "30 days"}}),
+            json!({"confirmed": null, "decision": "respond", "output": {"policy": "30 days"}, "reason": null}),
+        ];
+        for output in responses {
+            assert_eq!(
+                keys(output.clone()),
+                Ok(respond(json!({"policy": "30 days"}))),
+                "{output}"
+            );
+        }
+        assert_eq!(
+            keys(json!({"decision": "respond", "output": "x".repeat(MAX_ARGS_BYTES - 2)})),
+            Ok(respond(json!("x".repeat(MAX_ARGS_BYTES - 2)))),
+            "an output at the limit"
+        );
         assert_eq!(keys(json!("yes")), Ok(AnswerKeys::default()));
         assert_eq!(
             keys(json!({"reason": null, "approveNext": null})),
@@ -551,6 +641,22 @@ mod tests {
             json!({"confirmed": true, "remember": {"scope": "window", "minutes": 60, "chat": "x"}}),
             json!({"confirmed": true, "remember": {"scope": "session", "minutes": 60}}),
             json!({"confirmed": false, "reason": 5}),
+            json!({"confirmed": false, "decision": "respond", "output": 1}),
+            json!({"confirmed": "true", "decision": "respond", "output": 1}),
+            json!({"decision": "respond"}),
+            json!({"decision": "respond", "output": null}),
+            json!({"decision": "respond", "output": "x".repeat(MAX_ARGS_BYTES - 1)}),
+            json!({"decision": "Respond", "output": 1}),
+            json!({"decision": "approve"}),
+            json!({"confirmed": true, "decision": "maybe", "output": 1}),
+            json!({"confirmed": true, "decision": 1}),
+            json!({"confirmed": true, "output": 1}),
+            json!({"output": 1}),
+            json!({"decision": "respond", "output": 1, "reason": "x"}),
+            json!({"decision": "respond", "output": 1, "payload": {}}),
+            json!({"decision": "respond", "output": 1, "remember": "session"}),
+            json!({"decision": "respond", "output": 1, "approveNext": 2}),
+            json!({"decision": "respond", "output": 1, "editedArgs": {}}),
         ];
         for output in refused {
             assert!(keys(output.clone()).is_err(), "{output}");

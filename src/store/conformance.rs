@@ -44,6 +44,7 @@ pub async fn claims_exactly_once(store: Store) {
     let outcome = Outcome::Output {
         output: json!(1),
         ran_with: None,
+        responded: false,
     };
     // A test's waiter, awaited below.
     #[allow(clippy::disallowed_methods)]
@@ -90,7 +91,8 @@ pub async fn claims_exactly_once(store: Store) {
         store.status("a").await.ok().flatten(),
         Some(Status::Done(Outcome::Output {
             output: json!(1),
-            ran_with: None
+            ran_with: None,
+            responded: false
         }))
     );
     assert_eq!(store.status("b").await.ok().flatten(), None);

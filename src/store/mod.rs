@@ -46,6 +46,11 @@ pub enum Outcome {
         /// The arguments the call ran with, when the user edited them.
         #[serde(rename = "ranWith", default, skip_serializing_if = "Option::is_none")]
         ran_with: Option<Value>,
+        /// A person gave it in the tool's place (the `respond` decision):
+        /// the tool never ran. Kept so that a later decision can tell a
+        /// response from an approval.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        responded: bool,
     },
     Error {
         message: String,
@@ -135,6 +140,8 @@ pub enum AuditDecision {
     Refused,
     /// An answer repeated one already decided.
     Replayed,
+    /// A person gave the call's result in the tool's place; nothing ran.
+    Responded,
     /// Nobody approved or denied it before it expired (read also as the
     /// `timed-out` older logs wrote).
     #[serde(alias = "timed-out")]

@@ -76,6 +76,13 @@ pub trait Tool: Send + Sync + 'static {
     /// JSON schema of the arguments.
     fn parameters(&self) -> Value;
 
+    /// JSON schema of the result, when the tool declares one (an MCP
+    /// tool's `outputSchema`): a person's response in the tool's place
+    /// must fit it.
+    fn output_schema(&self) -> Option<Value> {
+        None
+    }
+
     /// Whether a call with these arguments needs a human's confirmation.
     fn needs_confirmation(&self, args: &Value) -> bool;
 

@@ -63,10 +63,13 @@ pub(super) async fn open(
 }
 
 /// A decision made through the API: `{approved, reason?, payload?,
-/// remember?, approveNext?, editedArgs?}`, the keys judged as on the chat.
+/// remember?, approveNext?, editedArgs?}`, or `{decision: "respond",
+/// output}`, the keys judged as on the chat.
 #[derive(serde::Deserialize)]
 struct DecisionBody {
-    approved: bool,
+    /// Left out only by a response.
+    #[serde(default)]
+    approved: Option<bool>,
     #[serde(flatten)]
     keys: AnswerKeys,
     /// Whatever else came: refused, so a misspelt key is not dropped.
@@ -108,7 +111,7 @@ fn decision(body: &[u8]) -> Result<Decision, RequestError> {
     if let Some(key) = body.unknown.keys().next() {
         return Err(RequestError::Invalid(format!("unknown key `{key}`")));
     }
-    Ok(Decision::new(body.approved, body.keys))
+    Decision::new(body.approved, body.keys)
 }
 
 #[derive(serde::Deserialize)]

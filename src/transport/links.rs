@@ -309,6 +309,9 @@ fn stands(standing: &Standing) -> String {
         Standing::Deciding => "This question is being decided right now.".into(),
         Standing::Expired => "This question expired unanswered.".into(),
         Standing::Decided(outcome) => match outcome {
+            Outcome::Output {
+                responded: true, ..
+            } => "Already answered: someone gave the result in the tool's place.".into(),
             Outcome::Output { .. } => "Already approved: the call ran.".into(),
             Outcome::HandedOff { .. } => "Already approved: the call was handed on to run.".into(),
             Outcome::Error { .. } => "Already decided: the call ended with an error.".into(),

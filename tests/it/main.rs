@@ -52,6 +52,7 @@ mod providers;
 #[cfg(feature = "redis-server")]
 mod redis;
 mod remembered;
+mod respond;
 mod restart;
 mod security;
 mod signing;

@@ -228,7 +228,7 @@ async fn a_bad_decision_body_is_a_clear_400() {
     for (body, error) in [
         (
             json!({}),
-            "invalid JSON body: missing field `approved` at line 1 column 2",
+            r#"invalid request: missing `approved` (`confirmed`), or `decision: "respond"`"#,
         ),
         (
             json!({"approved": true, "bogus": 1}),

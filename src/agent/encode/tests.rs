@@ -247,6 +247,7 @@ fn events_to_chunks() {
                     Outcome::Output {
                         output: json!(3),
                         ran_with: None,
+                        responded: false,
                     },
                     None,
                 ),
@@ -346,6 +347,7 @@ fn events_to_chunks() {
                 Outcome::Output {
                     output: json!(3),
                     ran_with: None,
+                    responded: false,
                 },
                 Some("approval-1"),
             )],

@@ -3,12 +3,12 @@
 
 use serde_json::{Value, json};
 
-use super::{Edits, Refusal, check, decider, edit, sealed};
+use super::{Edits, Refusal, check, decider, edit, repeats, response, sealed};
 use crate::call::ToolCall;
 use crate::confirm::{Answer, Decision, Scope, Seal, Signer, signing};
 use crate::policy::Approvers;
 use crate::protocol::ConfirmationProtocol::{Adk, AiSdk};
-use crate::store::Issued;
+use crate::store::{Issued, Outcome};
 
 const NOW: u64 = 1_000;
 const EXPIRES: u64 = 2_000;
@@ -116,6 +116,33 @@ fn every_rule_an_answer_must_pass() {
                 ..good()
             },
             ..case("a denial", issued_args())
+        },
+        Case {
+            answer: Answer {
+                decision: Decision::Respond {
+                    output: json!({"paid": false}),
+                },
+                ..good()
+            },
+            ..case("a response", issued_args())
+        },
+        Case {
+            answer: Answer {
+                decision: Decision::Respond { output: json!(1) },
+                ..with_original(Some(call(json!({"amount": 5000, "to": "bob"}))))
+            },
+            ..case(
+                "a response about other arguments",
+                Err(Refusal::OtherCall(Adk)),
+            )
+        },
+        Case {
+            now: EXPIRES + 1,
+            answer: Answer {
+                decision: Decision::Respond { output: json!(1) },
+                ..good()
+            },
+            ..case("a response, expired", Err(Refusal::Expired))
         },
         Case {
             answer: with_original(Some(call(json!({"to": "bob", "amount": 50.0})))),
@@ -256,6 +283,92 @@ fn an_edit_keeps_the_issued_call_id_and_name() {
 }
 
 #[test]
+fn a_response_fits_the_tools_output_schema() {
+    let schema = json!({
+        "type": "object",
+        "properties": {"policy": {"type": "string"}},
+        "required": ["policy"],
+        "additionalProperties": false,
+    });
+    let cases = [
+        (json!({"policy": "30 days"}), Some(&schema), Ok(())),
+        (json!("anything"), None, Ok(())),
+        (
+            json!({"policy": 30}),
+            Some(&schema),
+            Err(
+                r#"the response does not fit the output schema of pay: 30 is not of type "string""#,
+            ),
+        ),
+        (
+            json!({}),
+            Some(&schema),
+            Err(
+                r#"the response does not fit the output schema of pay: "policy" is a required property"#,
+            ),
+        ),
+        (
+            json!({"policy": "x"}),
+            Some(&json!(5)),
+            Err(r#"pay has no usable schema: 5 is not of types "boolean", "object""#),
+        ),
+    ];
+    for (output, schema, expected) in cases {
+        let got = response("pay", &output, schema).map_err(|e| e.to_string());
+        assert_eq!(got, expected.map_err(str::to_owned), "{output}");
+    }
+}
+
+#[test]
+fn a_second_decision_repeats_the_first_or_conflicts() {
+    let output = |value: Value, responded: bool| Outcome::Output {
+        output: value,
+        ran_with: None,
+        responded,
+    };
+    let respond = |value: Value| Decision::Respond { output: value };
+    let deny = Decision::Deny {
+        reason: Some("no".into()),
+    };
+    let ran = output(json!({"paid": true}), false);
+    let responded = output(json!({"amount": 50.0}), true);
+    let failed = Outcome::Error {
+        message: "down".into(),
+        ran_with: None,
+    };
+    let denied = Outcome::Denied { reason: None };
+    let cases = [
+        (approve(None), &ran, Ok(())),
+        (approve(None), &failed, Ok(())),
+        (
+            approve(None),
+            &Outcome::HandedOff { ran_with: None },
+            Ok(()),
+        ),
+        (deny.clone(), &ran, Err("approved")),
+        (respond(json!(1)), &ran, Err("approved")),
+        (deny.clone(), &denied, Ok(())),
+        (approve(None), &denied, Err("denied")),
+        (respond(json!(1)), &denied, Err("denied")),
+        (respond(json!({"amount": 50})), &responded, Ok(())),
+        (
+            respond(json!({"amount": 51})),
+            &responded,
+            Err("responded to with another output"),
+        ),
+        (approve(None), &responded, Err("responded to")),
+        (deny, &responded, Err("responded to")),
+    ];
+    for (decision, outcome, expected) in cases {
+        assert_eq!(
+            repeats(&decision, outcome),
+            expected,
+            "{decision:?} after {outcome:?}"
+        );
+    }
+}
+
+#[test]
 fn a_seal_covers_the_scope_and_the_call() {
     let signer = Signer::new(["k1".to_owned()]);
     let seal_for = |scope: &Scope, call: &ToolCall| -> Option<Seal> {
@@ -332,6 +445,10 @@ fn refusals_read_as_before() {
         (
             Refusal::NotEditable("pay".into()),
             "the arguments of pay may not be edited",
+        ),
+        (
+            Refusal::NoResponse,
+            "an upstream agent's call cannot be answered in its place; approve or deny it",
         ),
     ];
     for (refusal, text) in cases {

@@ -54,7 +54,7 @@ pub use tool::McpTool;
 pub const MAX_TOOLS: usize = 256;
 /// `tools/list` pages read per listing.
 const MAX_PAGES: usize = 64;
-/// A tool whose schema is larger is left out.
+/// A tool whose schemas (input and output together) are larger is left out.
 const MAX_SCHEMA_BYTES: usize = 64 << 10;
 /// All of a server's schemas together; tools past this are left out.
 const MAX_SERVER_SCHEMA_BYTES: usize = 1 << 20;

@@ -9,6 +9,9 @@ pub struct McpTool {
     pub(super) tool: String,
     description: String,
     schema: Value,
+    /// The server's `outputSchema`, if it gave one.
+    output_schema: Option<Value>,
+    /// Both schemas' size, counted against the server's budget.
     pub(super) schema_bytes: usize,
     asks: bool,
     timeout: Option<Duration>,
@@ -31,10 +34,15 @@ impl McpTool {
             ));
         }
         let schema = Value::Object((*tool.input_schema).clone());
-        let schema_bytes = schema.to_string().len();
+        let output_schema = tool
+            .output_schema
+            .as_ref()
+            .map(|schema| Value::Object((**schema).clone()));
+        let output_bytes = output_schema.as_ref().map_or(0, |s| s.to_string().len());
+        let schema_bytes = schema.to_string().len() + output_bytes;
         if schema_bytes > MAX_SCHEMA_BYTES {
             return Err(format!(
-                "`{name}`'s schema is larger than {MAX_SCHEMA_BYTES} bytes"
+                "`{name}`'s schemas are larger than {MAX_SCHEMA_BYTES} bytes"
             ));
         }
         let description: String = tool
@@ -51,6 +59,7 @@ impl McpTool {
             qualified,
             description,
             schema,
+            output_schema,
             schema_bytes,
             timeout: server.call_timeout,
             peer,
@@ -163,6 +172,10 @@ impl Tool for McpTool {
 
     fn parameters(&self) -> Value {
         self.schema.clone()
+    }
+
+    fn output_schema(&self) -> Option<Value> {
+        self.output_schema.clone()
     }
 
     fn needs_confirmation(&self, _: &Value) -> bool {

@@ -58,7 +58,9 @@ enum ClientFrame {
     },
     Confirm {
         confirmation_id: String,
-        confirmed: bool,
+        /// Left out only by a response (`decision: "respond"`).
+        #[serde(default)]
+        confirmed: Option<bool>,
         request_id: Option<String>,
         /// Judged as an answer on the chat is.
         #[serde(flatten)]
@@ -215,7 +217,7 @@ async fn frame(
             let id = request_id.unwrap_or_else(|| confirmation_id.clone());
             let fail = |e: ApiError| (id.clone(), e.public());
             let principal = socket.principal(&headers).map_err(fail)?;
-            let decision = Decision::new(confirmed, answer);
+            let decision = Decision::new(confirmed, answer).map_err(|e| fail(e.into()))?;
             // An approval runs the call: the socket keeps serving meanwhile.
             let (gate, outbox) = (state.agent.gate.clone(), outbox.clone());
             state.tasks.spawn(async move {

@@ -92,6 +92,9 @@ impl<T: Tool> Tool for Counting<T> {
     fn parameters(&self) -> Value {
         self.inner.parameters()
     }
+    fn output_schema(&self) -> Option<Value> {
+        self.inner.output_schema()
+    }
     fn needs_confirmation(&self, args: &Value) -> bool {
         self.inner.needs_confirmation(args)
     }
