@@ -1,10 +1,28 @@
-import { useState } from 'react';
+import { useEffect, useState } from 'react';
+import { Approvals } from './Approvals';
 import { Chat } from './Chat';
 import { loadChat, loadSettings, newChat, saveSettings, type Settings } from './settings';
+
+/** The page's two views, chosen by the URL's fragment (`#approvals`), so a reload keeps it. */
+type View = 'chat' | 'approvals';
+
+function currentView(): View {
+  return location.hash === '#approvals' ? 'approvals' : 'chat';
+}
 
 export function App() {
   const [settings, setSettings] = useState<Settings>(loadSettings);
   const [chat, setChat] = useState(loadChat);
+  const [view, setView] = useState<View>(currentView);
+  useEffect(() => {
+    const follow = () => {
+      setView(currentView());
+    };
+    window.addEventListener('hashchange', follow);
+    return () => {
+      window.removeEventListener('hashchange', follow);
+    };
+  }, []);
 
   const change = (next: Partial<Settings>) => {
     const merged = { ...settings, ...next };
@@ -18,6 +36,14 @@ export function App() {
     <>
       <header className="top">
         <h1>toolgate</h1>
+        <nav className="views" aria-label="Views">
+          <a href="#chat" aria-current={view === 'chat' ? 'page' : undefined}>
+            Chat
+          </a>
+          <a href="#approvals" aria-current={view === 'approvals' ? 'page' : undefined}>
+            Approvals
+          </a>
+        </nav>
         <form
           className="settings"
           onSubmit={(e) => {
@@ -71,12 +97,16 @@ export function App() {
           </button>
         </form>
       </header>
-      <Chat
-        key={`${chat.id} ${settings.transport} ${settings.protocol} ${settings.apiKey}`}
-        chatId={chat.id}
-        initialMessages={chat.messages}
-        settings={settings}
-      />
+      {/* The chat stays mounted while hidden: a turn in flight goes on. */}
+      <div hidden={view !== 'chat'}>
+        <Chat
+          key={`${chat.id} ${settings.transport} ${settings.protocol} ${settings.apiKey}`}
+          chatId={chat.id}
+          initialMessages={chat.messages}
+          settings={settings}
+        />
+      </div>
+      {view === 'approvals' && <Approvals apiKey={settings.apiKey} />}
     </>
   );
 }

@@ -158,6 +158,20 @@ describe('ApprovalCard', () => {
   });
 });
 
+describe('ApprovalCard, when someone else must approve', () => {
+  it('says who it waits for instead of an Approve button; the user may still deny', () => {
+    const decisions = card({ details: { editable: true, waitingFor: 'role:finance' } });
+    expect(screen.getByRole('note').textContent).toBe('Waiting for approval by role:finance');
+    expect(screen.queryByRole('button', { name: 'Approve' })).toBeNull();
+    expect(screen.queryByRole('button', { name: 'Edit…' })).toBeNull();
+    expect(screen.queryByLabelText('Ask again')).toBeNull();
+    fireEvent.click(button('Deny…'));
+    fireEvent.change(screen.getByLabelText(/Reason/), { target: { value: 'typo' } });
+    fireEvent.click(button('Deny'));
+    expect(decisions).toEqual([{ approved: false, reason: 'typo' }]);
+  });
+});
+
 describe('ApprovalCard, when the server no longer has the question', () => {
   it('says so and refuses to approve, but a denial can still be sent', () => {
     const decisions = card({ details: { editable: true, closed: true } });

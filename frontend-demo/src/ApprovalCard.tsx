@@ -23,6 +23,8 @@ export type CardDetails = {
   closed?: boolean;
   /** The server's details could not be read. */
   problem?: string;
+  /** Someone else must approve (`approvers`, in words): this user may only deny. */
+  waitingFor?: string;
 };
 
 type Props = {
@@ -93,7 +95,23 @@ export function ApprovalCard({ toolName, args, hint, protocol, details, onDecide
         )
       )}
       {details?.problem && <p className="countdown">Cannot read the deadline: {details.problem}</p>}
-      {mode === 'ask' && (
+      {mode === 'ask' && details?.waitingFor !== undefined && (
+        <div className="actions">
+          <p className="waiting" role="note">
+            Waiting for approval by {details.waitingFor}
+          </p>
+          <button
+            type="button"
+            className="deny"
+            onClick={() => {
+              setMode('deny');
+            }}
+          >
+            Deny…
+          </button>
+        </div>
+      )}
+      {mode === 'ask' && details?.waitingFor === undefined && (
         <div className="actions">
           {protocol === 'adk' && (
             <label className="remember">
@@ -199,7 +217,7 @@ function nextFocus(card: HTMLElement | null): HTMLElement | null {
 }
 
 /** Milliseconds left until `deadline`, ticking each second. */
-function useRemaining(deadline?: number): number | undefined {
+export function useRemaining(deadline?: number): number | undefined {
   const [now, setNow] = useState(() => Date.now());
   useEffect(() => {
     if (deadline === undefined) return;

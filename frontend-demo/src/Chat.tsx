@@ -8,7 +8,14 @@ import {
   WebSocketChatTransport,
 } from 'ai';
 import { useEffect, useMemo, useRef, useState, type FormEvent } from 'react';
-import { listTools, openConfirmations, type ToolInfo } from './api';
+import {
+  describeApprovers,
+  followInbox,
+  listTools,
+  openConfirmations,
+  type OpenConfirmation,
+  type ToolInfo,
+} from './api';
 import type { CardDetails } from './ApprovalCard';
 import { browserTools } from './browserTools';
 import { Message, type Answerers } from './Parts';
@@ -223,7 +230,27 @@ function hasUnsentAnswers(messages: UIMessage[]): boolean {
 
 type Details = { byId: Map<string, CardDetails>; loaded: boolean; error?: string };
 
-/** The server's view of the open questions: deadline, editability, schema. */
+/** Each open question's card details, from the server's listing fetched at `fetchedAt`. */
+function detailsOf(open: OpenConfirmation[], tools: ToolInfo[], fetchedAt: number): Map<string, CardDetails> {
+  return new Map(
+    open.map((c): [string, CardDetails] => [
+      c.id,
+      {
+        editable: c.editable,
+        deadline: fetchedAt + c.expiresInMs,
+        hint: c.hint,
+        parameters: tools.find((t) => t.name === c.originalFunctionCall.name)?.parameters,
+        waitingFor: c.mayApprove ? undefined : describeApprovers(c.approvers),
+      },
+    ]),
+  );
+}
+
+/**
+ * The server's view of the open questions: deadline, editability, schema,
+ * who else must approve. While a card waits for someone else, the user's
+ * own inbox is followed, so the card learns at once when it is decided.
+ */
 function useDetails(chatId: string, apiKey: string, ids: string[]): Details {
   const [details, setDetails] = useState<Details>({ byId: new Map(), loaded: false });
   const tools = useRef<ToolInfo[]>(undefined);
@@ -240,19 +267,7 @@ function useDetails(chatId: string, apiKey: string, ids: string[]): Details {
         tools.current = known;
         const open = await openConfirmations(chatId, apiKey);
         if (!live) return;
-        const fetchedAt = Date.now();
-        const byId = new Map(
-          open.map((c): [string, CardDetails] => [
-            c.id,
-            {
-              editable: c.editable,
-              deadline: fetchedAt + c.expiresInMs,
-              hint: c.hint,
-              parameters: known.find((t) => t.name === c.originalFunctionCall.name)?.parameters,
-            },
-          ]),
-        );
-        setDetails({ byId, loaded: true });
+        setDetails({ byId: detailsOf(open, known, Date.now()), loaded: true });
       } catch (e) {
         if (live) setDetails({ byId: new Map(), loaded: false, error: e instanceof Error ? e.message : String(e) });
       }
@@ -261,5 +276,18 @@ function useDetails(chatId: string, apiKey: string, ids: string[]): Details {
       live = false;
     };
   }, [chatId, apiKey, key]);
+  const waiting = [...details.byId.values()].some((d) => d.waitingFor !== undefined);
+  useEffect(() => {
+    if (!waiting) return;
+    return followInbox(
+      apiKey,
+      '?mine=true',
+      (items, receivedAt) => {
+        const here = items.filter((item) => item.chatId === chatId);
+        setDetails({ byId: detailsOf(here, tools.current ?? [], receivedAt), loaded: true });
+      },
+      () => undefined,
+    );
+  }, [waiting, chatId, apiKey]);
   return details;
 }

@@ -1,7 +1,8 @@
-//! A question told to the notification targets (`notify`): each delivery
-//! runs on the gate's tracked tasks, so neither the turn nor the card waits
-//! for it, at most `notify::MAX_IN_FLIGHT` at once (beyond, dropped, said in
-//! the log and the audit log); each delivery's end lands in the audit log.
+//! A question told to the inbox's readers and to the notification targets
+//! (`notify`): each delivery runs on the gate's tracked tasks, so neither
+//! the turn nor the card waits for it, at most `notify::MAX_IN_FLIGHT` at
+//! once (beyond, dropped, said in the log and the audit log); each
+//! delivery's end lands in the audit log.
 
 use super::{Gate, Scope};
 use crate::notify::Notifier;
@@ -17,8 +18,10 @@ impl Gate {
         self
     }
 
-    /// Starts the deliveries of a question just issued; returns at once.
+    /// Tells the inbox's readers of a question just issued, and starts its
+    /// deliveries; returns at once.
     pub(super) async fn announce(&self, issued: &Issued) {
+        self.inbox_changed();
         let Some(notifier) = &self.notifier else {
             return;
         };

@@ -37,7 +37,12 @@ impl Gate {
                 self.keep_alive();
             }
         }
-        self.store.claim(id, now_ms, &self.instance).await
+        let claim = self.store.claim(id, now_ms, &self.instance).await?;
+        if claim == Claim::Won {
+            // Taken: whatever ends it, it leaves the inbox now.
+            self.inbox_changed();
+        }
+        Ok(claim)
     }
 
     /// The outcome of a claim someone else holds, or `None` when it will

@@ -19,6 +19,7 @@
 //! through the API, a held question), `handoff.rs` and `client_output.rs`
 //! (client-side tools), `claims.rs` (who holds a confirmation), `execute.rs`
 //! (the one place a tool runs), `records.rs` (what is still open),
+//! `inbox.rs` (the open questions a principal may decide, and their changes),
 //! `audit.rs` and `remembered.rs`; `announce.rs` (a question told to the
 //! notification targets), `links.rs` (a decision through a signed link)
 //! and `respond.rs` (a person's answer in the tool's place).
@@ -35,6 +36,7 @@ mod decide;
 mod execute;
 mod facts;
 mod handoff;
+mod inbox;
 mod links;
 mod moved_on;
 mod out_of_band;
@@ -46,6 +48,7 @@ mod upstream;
 
 pub use decide::confirmation_input;
 pub use handoff::{handoff_id, with_handoff};
+pub use inbox::InboxFilter;
 pub use links::{LinkQuestion, Standing};
 pub use upstream::Question;
 
@@ -55,6 +58,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use serde_json::Value;
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -255,6 +259,10 @@ pub struct Gate {
     roles: Arc<HashMap<String, Vec<String>>>,
     /// Tells the configured targets about each question asked.
     notifier: Option<Notifier>,
+    /// Bumped when a question is asked or taken: the inbox's readers look again.
+    inbox: Arc<watch::Sender<u64>>,
+    /// Whether the changes of other instances sharing the store are followed.
+    listening: Arc<AtomicBool>,
 }
 
 impl Gate {
@@ -284,6 +292,8 @@ impl Gate {
             upstream: false,
             roles: Arc::default(),
             notifier: None,
+            inbox: Arc::new(watch::Sender::new(0)),
+            listening: Arc::default(),
         }
     }
 

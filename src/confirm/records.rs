@@ -1,5 +1,5 @@
 //! What the store still holds open: the questions of a chat, and the
-//! ones that expired unanswered.
+//! ones that expired unanswered. (Those of every chat: `inbox.rs`.)
 
 use super::handoff::HANDOFF;
 use super::{Gate, GateError, Scope};
@@ -37,17 +37,20 @@ impl Gate {
             .store
             .open(&scope.principal, &scope.chat_id, self.clock.now_ms())
             .await?;
-        // Hand-offs and taken client results are kept as records too, open
-        // for the moment between their insert and claim: they ask nobody.
-        open.retain(|issued| {
-            let handoff = issued
-                .id
-                .strip_prefix(HANDOFF)
-                .is_some_and(|n| n.starts_with('-'));
-            !handoff && !issued.id.ends_with(RESULT)
-        });
+        open.retain(asks);
         Ok(open)
     }
+}
+
+/// Whether a record is a question someone is asked. Hand-offs and taken
+/// client results are kept as records too, open for the moment between
+/// their insert and claim: they ask nobody.
+pub(super) fn asks(issued: &Issued) -> bool {
+    let handoff = issued
+        .id
+        .strip_prefix(HANDOFF)
+        .is_some_and(|n| n.starts_with('-'));
+    !handoff && !issued.id.ends_with(RESULT)
 }
 
 /// The call as it ran: with the user's edit, if the ledger recorded one.

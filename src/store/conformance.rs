@@ -504,6 +504,70 @@ pub async fn lists_open_confirmations(store: Store) {
     );
 }
 
+/// Open questions across principals and chats, oldest first (ties by id),
+/// paged with a cursor; taken and expired ones are not listed.
+pub async fn lists_open_confirmations_everywhere(store: Store) {
+    let with = |id: &str, chat: &str, principal: &str, at: u64, until: u64| Issued {
+        chat_id: chat.into(),
+        principal: principal.into(),
+        issued_at_ms: at,
+        expires_at_ms: until,
+        ..issued(id)
+    };
+    for question in [
+        with("e5", "chat", "anonymous", 3, 100),
+        with("e2", "other", "bob", 1, 100),
+        with("e1", "chat", "carol", 1, 100),
+        with("e3", "chat", "anonymous", 2, 100),
+        with("taken", "chat", "bob", 2, 100),
+        with("decided", "chat", "bob", 2, 100),
+        with("expired", "chat", "anonymous", 2, 4),
+    ] {
+        store
+            .insert(question)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    assert_eq!(store.claim("taken", 5, ME).await.ok(), Some(Claim::Won));
+    assert_eq!(store.claim("decided", 5, ME).await.ok(), Some(Claim::Won));
+    store
+        .finish("decided", Outcome::Denied { reason: None })
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let ids = |v: Vec<Issued>| v.into_iter().map(|i| i.id).collect::<Vec<_>>();
+    let page = |after: Option<Cursor>, limit| {
+        let store = store.clone();
+        async move {
+            store
+                .open_all(5, after.as_ref(), limit)
+                .await
+                .unwrap_or_else(|e| panic!("{e}"))
+        }
+    };
+    assert_eq!(ids(page(None, 10).await), ["e1", "e2", "e3", "e5"]);
+    let first = page(None, 2).await;
+    let after = first.last().map(Cursor::after);
+    assert_eq!(ids(first), ["e1", "e2"]);
+    assert_eq!(ids(page(after, 2).await), ["e3", "e5"]);
+    let last = Cursor {
+        issued_at_ms: 3,
+        id: "e5".into(),
+    };
+    assert!(page(Some(last), 2).await.is_empty());
+    // Nothing lists the expired one later, either.
+    assert_eq!(ids(page(None, 10).await), ["e1", "e2", "e3", "e5"]);
+    assert_eq!(
+        store.get("expired").await.ok().flatten().map(|i| i.id),
+        Some("expired".to_owned()),
+        "still there, only not open"
+    );
+    assert_eq!(
+        ids(store.open_all(101, None, 10).await.unwrap_or_default()),
+        Vec::<String>::new(),
+        "all expired at 100"
+    );
+}
+
 /// `issued()` expires at 10 ms.
 pub async fn lists_unanswered_expired_until_decided(store: Store) {
     for id in ["unanswered", "answered", "later"] {

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use super::{AuditEvent, Claim, Issued, Outcome, Remembered, Status, StoreError};
+use super::{AuditEvent, Claim, Cursor, Issued, Outcome, Remembered, Status, StoreError};
 
 /// Most audit events kept in memory per principal; the oldest go first.
 pub const AUDIT_CAPACITY: usize = 10_000;
@@ -101,6 +101,29 @@ impl MemoryStore {
             })
             .cloned()
             .collect()
+    }
+
+    pub(super) fn open_all(
+        &self,
+        now_ms: u64,
+        after: Option<&Cursor>,
+        limit: usize,
+    ) -> Vec<Issued> {
+        let mut open: Vec<Issued> = self
+            .lock()
+            .values()
+            .filter(|r| matches!(r.state, State::Pending) && now_ms <= r.issued.expires_at_ms)
+            .filter(|r| {
+                after.is_none_or(|after| {
+                    (r.issued.issued_at_ms, r.issued.id.as_str())
+                        > (after.issued_at_ms, after.id.as_str())
+                })
+            })
+            .map(|r| r.issued.clone())
+            .collect();
+        open.sort_by(|a, b| (a.issued_at_ms, &a.id).cmp(&(b.issued_at_ms, &b.id)));
+        open.truncate(limit);
+        open
     }
 
     pub(super) fn audit(&self, event: AuditEvent) {
@@ -340,6 +363,7 @@ mod tests {
         conformance::purges_lapsed_windows(Store::memory()).await;
         conformance::keeps_an_audit_log(Store::memory()).await;
         conformance::lists_open_confirmations(Store::memory()).await;
+        conformance::lists_open_confirmations_everywhere(Store::memory()).await;
         conformance::lists_unanswered_expired_until_decided(Store::memory()).await;
     }
 

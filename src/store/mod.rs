@@ -11,6 +11,7 @@ mod sqlite;
 
 use std::time::Duration;
 
+use futures::stream::BoxStream;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -35,6 +36,23 @@ pub struct Issued {
     pub protocol: ConfirmationProtocol,
     pub issued_at_ms: u64,
     pub expires_at_ms: u64,
+}
+
+/// Where a listing of open confirmations goes on: just after this one in
+/// their order (issue time, then id).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Cursor {
+    pub issued_at_ms: u64,
+    pub id: String,
+}
+
+impl Cursor {
+    pub fn after(issued: &Issued) -> Self {
+        Cursor {
+            issued_at_ms: issued.issued_at_ms,
+            id: issued.id.clone(),
+        }
+    }
 }
 
 /// How a call ended, as recorded in the ledger.
@@ -444,6 +462,34 @@ impl Store {
                 .then_with(|| a.id.cmp(&b.id))
         });
         Ok(open)
+    }
+
+    /// Every principal's confirmations in every chat that nobody decided
+    /// yet and that have not expired at `now_ms`, oldest first (by issue
+    /// time, then id), from just after `after` on, at most `limit`: an
+    /// inbox pages through them without reading them all at once.
+    pub async fn open_all(
+        &self,
+        now_ms: u64,
+        after: Option<&Cursor>,
+        limit: usize,
+    ) -> Result<Vec<Issued>, StoreError> {
+        match self {
+            Store::Memory(s) => Ok(s.open_all(now_ms, after, limit)),
+            Store::Sqlite(s) => s.open_all(now_ms, after, limit).await,
+            Store::Redis(s) => s.open_all(now_ms, after, limit).await,
+        }
+    }
+
+    /// A signal for each question asked or taken (claimed) by any
+    /// instance sharing the store; the stream ends when the subscription
+    /// drops. `None` for a store one process owns: its gate sees every
+    /// change itself.
+    pub async fn changes(&self) -> Result<Option<BoxStream<'static, ()>>, StoreError> {
+        match self {
+            Store::Memory(_) | Store::Sqlite(_) => Ok(None),
+            Store::Redis(s) => Ok(Some(s.changes().await?)),
+        }
     }
 
     /// Appends to the audit log.

@@ -1,18 +1,23 @@
 //! The Redis backend, for several instances sharing the work. One hash per
 //! confirmation (`issued`, `claimed_at`, `outcome`) that expires with it;
 //! claims and outcomes are Lua scripts, so exactly one instance wins; an
-//! outcome is published, so an instance waiting on it learns at once. A
+//! outcome is published, so an instance waiting on it learns at once. The
+//! open questions of every chat are a sorted set the insert adds to and the
+//! winning claim takes from, each publishing on the inbox channel. A
 //! remembered approval is a key of its own (a window grant's expires with
 //! its window), listed through a set per principal.
 
 use std::time::Duration;
 
 use futures::StreamExt;
+use futures::stream::BoxStream;
 use redis::AsyncCommands;
 use redis::aio::ConnectionManager;
 use serde::{Deserialize, Serialize};
 
-use super::{AuditEvent, BackendError, Claim, Issued, Outcome, Remembered, Status, StoreError};
+use super::{
+    AuditEvent, BackendError, Claim, Cursor, Issued, Outcome, Remembered, Status, StoreError,
+};
 use crate::call::ToolCall;
 use crate::protocol::ConfirmationProtocol;
 
@@ -23,6 +28,8 @@ const LINGER_MS: u64 = super::KEPT_AFTER_EXPIRY.as_millis() as u64;
 /// A waiter also looks on its own this often, in case a message was missed.
 const POLL: Duration = Duration::from_millis(500);
 
+/// Claims KEYS[1]; the claim that wins takes it out of the open index
+/// (KEYS[2]) and says so on the inbox channel (KEYS[3]).
 const CLAIM: &str = r"
 if redis.call('EXISTS', KEYS[1]) == 0 then return {'missing'} end
 local outcome = redis.call('HGET', KEYS[1], 'outcome')
@@ -30,8 +37,24 @@ if outcome then return {'done', outcome} end
 local since = redis.call('HGET', KEYS[1], 'claimed_at')
 if since then return {'claimed', since, redis.call('HGET', KEYS[1], 'claimed_by') or ''} end
 redis.call('HSET', KEYS[1], 'claimed_at', ARGV[1], 'claimed_by', ARGV[2])
+local open = redis.call('HGET', KEYS[1], 'open')
+if open then redis.call('ZREM', KEYS[2], open) end
+redis.call('PUBLISH', KEYS[3], ARGV[3])
 return {'won'}
 ";
+
+/// Records a confirmation (KEYS[1]) once, with its entry (ARGV[2]) in the
+/// open index (KEYS[2]), and says so on the inbox channel (KEYS[3]).
+const INSERT: &str = r"
+if redis.call('HSETNX', KEYS[1], 'issued', ARGV[1]) == 0 then return 0 end
+redis.call('HSET', KEYS[1], 'open', ARGV[2])
+redis.call('ZADD', KEYS[2], 0, ARGV[2])
+redis.call('PUBLISH', KEYS[3], ARGV[3])
+return 1
+";
+
+/// Most open-index entries one look at Redis reads.
+const OPEN_BATCH: usize = 256;
 
 const TAKE_BUDGET: &str = r"
 local left = tonumber(redis.call('GET', KEYS[1]) or '0')
@@ -75,6 +98,7 @@ pub struct RedisStore {
     conn: ConnectionManager,
     prefix: String,
     claim: redis::Script,
+    insert: redis::Script,
     finish: redis::Script,
     take_budget: redis::Script,
     forget_entry: redis::Script,
@@ -116,6 +140,7 @@ impl RedisStore {
             conn,
             prefix: prefix.to_owned(),
             claim: redis::Script::new(CLAIM),
+            insert: redis::Script::new(INSERT),
             finish: redis::Script::new(FINISH),
             take_budget: redis::Script::new(TAKE_BUDGET),
             forget_entry: redis::Script::new(FORGET_ENTRY),
@@ -148,7 +173,17 @@ impl RedisStore {
             serde_json::to_string(&record).map_err(BackendError::json("encoding a record"))?;
         let key = self.key(&issued.id);
         let mut conn = self.conn.clone();
-        let inserted: bool = conn.hset_nx(&key, "issued", text).await.map_err(backend)?;
+        let inserted: bool = self
+            .insert
+            .key(&key)
+            .key(self.open_key())
+            .key(self.inbox_channel())
+            .arg(text)
+            .arg(open_entry(record.issued_at_ms, &issued.id))
+            .arg(&issued.id)
+            .invoke_async(&mut conn)
+            .await
+            .map_err(backend)?;
         if !inserted {
             return Err(StoreError::Duplicate(issued.id));
         }
@@ -175,33 +210,131 @@ impl RedisStore {
     pub(super) async fn get(&self, id: &str) -> Result<Option<Issued>, StoreError> {
         let mut conn = self.conn.clone();
         let text: Option<String> = conn.hget(self.key(id), "issued").await.map_err(backend)?;
-        let Some(text) = text else { return Ok(None) };
-        let record: Record =
-            serde_json::from_str(&text).map_err(BackendError::json("stored record is corrupt"))?;
-        Ok(Some(Issued {
-            id: record.id,
-            chat_id: record.chat_id,
-            principal: record.principal,
-            call: ToolCall {
-                id: record.call_id,
-                name: record.tool_name,
-                args: record.args,
-            },
-            hint: record.hint,
-            protocol: if record.native {
-                ConfirmationProtocol::AiSdk
-            } else {
-                ConfirmationProtocol::Adk
-            },
-            issued_at_ms: record.issued_at_ms,
-            expires_at_ms: record.expires_at_ms,
-        }))
+        text.as_deref().map(issued_from).transpose()
     }
 
     fn expiries_key(&self) -> String {
         format!("{}expiries", self.prefix)
     }
 
+    /// The open questions of every chat: a sorted set whose entries all
+    /// score 0, so it orders by the entry, [`open_entry`]: issue time, then id.
+    fn open_key(&self) -> String {
+        format!("{}open", self.prefix)
+    }
+
+    /// Where a question asked or taken is told to every instance.
+    fn inbox_channel(&self) -> String {
+        format!("{}inbox", self.prefix)
+    }
+
+    pub(super) async fn changes(&self) -> Result<BoxStream<'static, ()>, StoreError> {
+        let mut pubsub = self.client.get_async_pubsub().await.map_err(backend)?;
+        pubsub
+            .subscribe(self.inbox_channel())
+            .await
+            .map_err(backend)?;
+        Ok(pubsub.into_on_message().map(drop).boxed())
+    }
+
+    /// Reads the open index in order from after `after`, a batch at a time,
+    /// until `limit` open ones are found; drops each entry it meets whose
+    /// question is no longer open (taken, expired, gone), since none ever
+    /// opens again.
+    pub(super) async fn open_all(
+        &self,
+        now_ms: u64,
+        after: Option<&Cursor>,
+        limit: usize,
+    ) -> Result<Vec<Issued>, StoreError> {
+        let mut conn = self.conn.clone();
+        let index = self.open_key();
+        let mut from = after.map_or_else(
+            || "-".to_owned(),
+            |c| format!("({}", open_entry(c.issued_at_ms, &c.id)),
+        );
+        let mut open = Vec::new();
+        while open.len() < limit {
+            let batch = OPEN_BATCH.min(limit - open.len());
+            let entries: Vec<String> = redis::cmd("ZRANGEBYLEX")
+                .arg(&index)
+                .arg(&from)
+                .arg("+")
+                .arg("LIMIT")
+                .arg(0)
+                .arg(batch)
+                .query_async(&mut conn)
+                .await
+                .map_err(backend)?;
+            let Some(last) = entries.last() else { break };
+            from = format!("({last}");
+            let mut records = redis::pipe();
+            for entry in &entries {
+                let id = entry.split_once('\u{1f}').map_or("", |(_, id)| id);
+                records
+                    .cmd("HMGET")
+                    .arg(self.key(id))
+                    .arg("issued")
+                    .arg("claimed_at")
+                    .arg("outcome");
+            }
+            let records: Vec<(Option<String>, Option<String>, Option<String>)> =
+                records.query_async(&mut conn).await.map_err(backend)?;
+            let mut closed = Vec::new();
+            for (entry, record) in entries.iter().zip(records) {
+                match record {
+                    (Some(text), None, None) => {
+                        let issued = issued_from(&text)?;
+                        if now_ms <= issued.expires_at_ms {
+                            open.push(issued);
+                        } else {
+                            closed.push(entry);
+                        }
+                    }
+                    _ => closed.push(entry),
+                }
+            }
+            if !closed.is_empty() {
+                let _: i64 = conn.zrem(&index, closed).await.map_err(backend)?;
+            }
+            if entries.len() < batch {
+                break;
+            }
+        }
+        Ok(open)
+    }
+}
+
+/// A question's entry in the open index: its issue time, zero-padded so
+/// that entries sort by it, then its id.
+fn open_entry(issued_at_ms: u64, id: &str) -> String {
+    format!("{issued_at_ms:020}\u{1f}{id}")
+}
+
+fn issued_from(text: &str) -> Result<Issued, StoreError> {
+    let record: Record =
+        serde_json::from_str(text).map_err(BackendError::json("stored record is corrupt"))?;
+    Ok(Issued {
+        id: record.id,
+        chat_id: record.chat_id,
+        principal: record.principal,
+        call: ToolCall {
+            id: record.call_id,
+            name: record.tool_name,
+            args: record.args,
+        },
+        hint: record.hint,
+        protocol: if record.native {
+            ConfirmationProtocol::AiSdk
+        } else {
+            ConfirmationProtocol::Adk
+        },
+        issued_at_ms: record.issued_at_ms,
+        expires_at_ms: record.expires_at_ms,
+    })
+}
+
+impl RedisStore {
     pub(super) async fn expired(
         &self,
         now_ms: u64,
@@ -524,8 +657,11 @@ impl RedisStore {
         let reply: Vec<String> = self
             .claim
             .key(self.key(id))
+            .key(self.open_key())
+            .key(self.inbox_channel())
             .arg(now_ms)
             .arg(instance)
+            .arg(id)
             .invoke_async(&mut conn)
             .await
             .map_err(backend)?;
@@ -674,6 +810,7 @@ mod tests {
         conformance::remembers_windows(fresh().await).await;
         conformance::keeps_an_audit_log(fresh().await).await;
         conformance::lists_open_confirmations(fresh().await).await;
+        conformance::lists_open_confirmations_everywhere(fresh().await).await;
         conformance::lists_unanswered_expired_until_decided(fresh().await).await;
     }
 
@@ -724,6 +861,50 @@ mod tests {
                 started.elapsed()
             );
         }
+    }
+
+    /// Another instance hears of each question asked and taken; the one
+    /// taken leaves the open index at once.
+    #[tokio::test]
+    async fn another_instance_hears_of_questions_asked_and_taken() {
+        use futures::StreamExt;
+        use redis::AsyncCommands;
+        let url = url();
+        let prefix = format!("test-{}:", uuid::Uuid::new_v4().simple());
+        let open = || async {
+            Store::redis(&url, &prefix)
+                .await
+                .unwrap_or_else(|e| panic!("{e}"))
+        };
+        let (one, other) = (open().await, open().await);
+        let mut changes = other
+            .changes()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+            .unwrap_or_else(|| panic!("a shared store has changes"));
+        async fn heard(changes: &mut futures::stream::BoxStream<'static, ()>) -> Option<()> {
+            tokio::time::timeout(std::time::Duration::from_secs(5), changes.next())
+                .await
+                .ok()
+                .flatten()
+        }
+        one.insert(conformance::issued("q"))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(heard(&mut changes).await, Some(()), "asked");
+        let Store::Redis(redis) = &one else {
+            panic!("not redis")
+        };
+        let mut conn = redis.conn.clone();
+        let entries: usize = conn.zcard(redis.open_key()).await.unwrap_or_default();
+        assert_eq!(entries, 1);
+        assert_eq!(
+            one.claim("q", 1, conformance::ME).await.ok(),
+            Some(crate::store::Claim::Won)
+        );
+        assert_eq!(heard(&mut changes).await, Some(()), "taken");
+        let entries: usize = conn.zcard(redis.open_key()).await.unwrap_or_default();
+        assert_eq!(entries, 0, "taken out of the open index by its claim");
     }
 
     /// Another instance's claim lives as long as its heartbeat does.

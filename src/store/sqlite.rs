@@ -10,7 +10,9 @@ use rusqlite::{Connection, OptionalExtension, params};
 use rusqlite_migration::{M, Migrations};
 use tokio::sync::watch;
 
-use super::{AuditEvent, BackendError, Claim, Issued, Outcome, Remembered, Status, StoreError};
+use super::{
+    AuditEvent, BackendError, Claim, Cursor, Issued, Outcome, Remembered, Status, StoreError,
+};
 use crate::call::ToolCall;
 use crate::protocol::ConfirmationProtocol;
 
@@ -20,7 +22,26 @@ const MIGRATIONS: &[M<'static>] = &[
     M::up(include_str!("migrations/003_audit.sql")),
     M::up(include_str!("migrations/004_claimed_by.sql")),
     M::up(include_str!("migrations/005_remembered_expiry.sql")),
+    M::up(include_str!("migrations/006_open_index.sql")),
 ];
+
+/// The columns of an [`Issued`], in the order [`issued_row`] reads them.
+macro_rules! issued_columns {
+    () => {
+        "id, chat_id, principal, call_id, tool_name, args, hint, protocol, issued_at_ms, expires_at_ms"
+    };
+}
+
+/// The open questions of every chat, after (?1, ?2), unexpired at ?3, at
+/// most ?4: a walk of the `confirmations_open` index, which holds open
+/// rows only.
+const OPEN_ALL: &str = concat!(
+    "SELECT ",
+    issued_columns!(),
+    " FROM confirmations
+     WHERE claimed_at_ms IS NULL AND outcome IS NULL AND (issued_at_ms, id) > (?1, ?2) AND expires_at_ms >= ?3
+     ORDER BY issued_at_ms, id LIMIT ?4"
+);
 
 /// How often a waiter looks for an outcome recorded by another process.
 const POLL: Duration = Duration::from_millis(100);
@@ -104,42 +125,43 @@ impl SqliteStore {
         let id = id.to_owned();
         self.with(move |conn| {
             conn.query_row(
-                "SELECT id, chat_id, principal, call_id, tool_name, args, hint, protocol, issued_at_ms, expires_at_ms
-                 FROM confirmations WHERE id = ?1",
+                concat!(
+                    "SELECT ",
+                    issued_columns!(),
+                    " FROM confirmations WHERE id = ?1"
+                ),
                 [&id],
-                |row| {
-                    Ok((
-                        row.get::<_, String>(0)?,
-                        row.get::<_, String>(1)?,
-                        row.get::<_, String>(2)?,
-                        row.get::<_, String>(3)?,
-                        row.get::<_, String>(4)?,
-                        row.get::<_, String>(5)?,
-                        row.get::<_, String>(6)?,
-                        row.get::<_, String>(7)?,
-                        row.get::<_, i64>(8)?,
-                        row.get::<_, i64>(9)?,
-                    ))
-                },
+                issued_row,
             )
             .optional()
             .map_err(backend)?
-            .map(|(id, chat_id, principal, call_id, tool_name, args, hint, protocol, issued, expires)| {
-                Ok(Issued {
-                    id,
-                    chat_id,
-                    principal,
-                    call: ToolCall { id: call_id, name: tool_name, args: json(&args)? },
-                    hint,
-                    protocol: match protocol.as_str() {
-                        "ai-sdk" => ConfirmationProtocol::AiSdk,
-                        _ => ConfirmationProtocol::Adk,
-                    },
-                    issued_at_ms: u64::try_from(issued).unwrap_or(0),
-                    expires_at_ms: u64::try_from(expires).unwrap_or(0),
-                })
-            })
+            .map(Row::issued)
             .transpose()
+        })
+        .await
+    }
+
+    pub(super) async fn open_all(
+        &self,
+        now_ms: u64,
+        after: Option<&Cursor>,
+        limit: usize,
+    ) -> Result<Vec<Issued>, StoreError> {
+        // Before every row: no issue time is negative.
+        let (after_ms, after_id) = after.map_or((-1, String::new()), |c| {
+            (millis(c.issued_at_ms), c.id.clone())
+        });
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.with(move |conn| {
+            let mut statement = conn.prepare(OPEN_ALL).map_err(backend)?;
+            let rows = statement
+                .query_map(
+                    params![after_ms, after_id, millis(now_ms), limit],
+                    issued_row,
+                )
+                .map_err(backend)?;
+            rows.map(|row| row.map_err(backend).and_then(Row::issued))
+                .collect()
         })
         .await
     }
@@ -482,6 +504,57 @@ impl SqliteStore {
     }
 }
 
+/// A row of `issued_columns!()` as read, before its JSON is parsed.
+struct Row {
+    id: String,
+    chat_id: String,
+    principal: String,
+    call_id: String,
+    tool_name: String,
+    args: String,
+    hint: String,
+    protocol: String,
+    issued_at_ms: i64,
+    expires_at_ms: i64,
+}
+
+fn issued_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
+    Ok(Row {
+        id: row.get(0)?,
+        chat_id: row.get(1)?,
+        principal: row.get(2)?,
+        call_id: row.get(3)?,
+        tool_name: row.get(4)?,
+        args: row.get(5)?,
+        hint: row.get(6)?,
+        protocol: row.get(7)?,
+        issued_at_ms: row.get(8)?,
+        expires_at_ms: row.get(9)?,
+    })
+}
+
+impl Row {
+    fn issued(self) -> Result<Issued, StoreError> {
+        Ok(Issued {
+            id: self.id,
+            chat_id: self.chat_id,
+            principal: self.principal,
+            call: ToolCall {
+                id: self.call_id,
+                name: self.tool_name,
+                args: json(&self.args)?,
+            },
+            hint: self.hint,
+            protocol: match self.protocol.as_str() {
+                "ai-sdk" => ConfirmationProtocol::AiSdk,
+                _ => ConfirmationProtocol::Adk,
+            },
+            issued_at_ms: u64::try_from(self.issued_at_ms).unwrap_or(0),
+            expires_at_ms: u64::try_from(self.expires_at_ms).unwrap_or(0),
+        })
+    }
+}
+
 fn remembered_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Remembered> {
     let chat_id: String = row.get(2)?;
     Ok(Remembered {
@@ -563,10 +636,39 @@ mod tests {
         )
         .await;
         let (_dir, path) = file();
+        conformance::lists_open_confirmations_everywhere(
+            Store::sqlite(&path).unwrap_or_else(|e| panic!("{e}")),
+        )
+        .await;
+        let (_dir, path) = file();
         conformance::lists_unanswered_expired_until_decided(
             Store::sqlite(&path).unwrap_or_else(|e| panic!("{e}")),
         )
         .await;
+    }
+
+    /// The inbox reads open rows through their index, never the table.
+    #[test]
+    fn open_questions_are_read_through_their_index() {
+        let (_dir, path) = file();
+        let store = SqliteStore::open(&path).unwrap_or_else(|e| panic!("{e}"));
+        let conn = store.conn.lock().unwrap_or_else(PoisonError::into_inner);
+        let plan: Vec<String> = conn
+            .prepare(&format!("EXPLAIN QUERY PLAN {OPEN_ALL}"))
+            .and_then(|mut s| {
+                s.query_map(params![0, "", 0, 10], |row| row.get::<_, String>(3))?
+                    .collect()
+            })
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            plan.iter()
+                .any(|step| step.contains("USING INDEX confirmations_open (")),
+            "{plan:?}"
+        );
+        assert!(
+            !plan.iter().any(|step| step.contains("TEMP B-TREE")),
+            "sorted by the index, not afterwards: {plan:?}"
+        );
     }
 
     #[tokio::test]

@@ -1,5 +1,5 @@
-//! Decisions outside the chat: `GET /api/confirmations` (the open
-//! questions), `POST /api/confirmations/{id}` (a decision), and the
+//! Decisions outside the chat: `POST /api/confirmations/{id}` (a
+//! decision; the open questions are listed by `inbox.rs`), and the
 //! remembered approvals, `GET /api/approvals` and `DELETE /api/approvals/{id}`.
 
 use axum::body::Bytes;
@@ -10,57 +10,8 @@ use axum::response::{IntoResponse, Response};
 
 use super::auth::Caller;
 use super::{ApiError, HttpState};
-use crate::confirm::{AnswerKeys, Decision, OutOfBand, Scope};
-use crate::protocol::{ConfirmationProtocol, RequestError};
-
-#[derive(serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(super) struct ChatQuery {
-    chat_id: String,
-}
-
-/// The caller's open questions in a chat, for a page that reloads.
-pub(super) async fn open(
-    State(state): State<HttpState>,
-    caller: Caller,
-    Query(query): Query<ChatQuery>,
-) -> Result<Response, ApiError> {
-    let scope = Scope {
-        chat_id: query.chat_id,
-        principal: caller.principal,
-    };
-    let gate = &state.agent.gate;
-    let now = gate.now_ms();
-    let open: Vec<serde_json::Value> = gate
-        .open(&scope)
-        .await?
-        .into_iter()
-        .map(|issued| {
-            let approvers = gate.approvers(&issued.call);
-            let roles = gate.roles_of(&scope.principal);
-            serde_json::json!({
-                "id": issued.id,
-                "chatId": issued.chat_id,
-                "protocol": match issued.protocol {
-                    ConfirmationProtocol::Adk => "adk",
-                    ConfirmationProtocol::AiSdk => "ai-sdk",
-                },
-                "originalFunctionCall": {"id": issued.call.id, "name": issued.call.name, "args": issued.call.args},
-                "hint": issued.hint,
-                "expiresAtMs": issued.expires_at_ms,
-                // A browser's clock may differ from the server's.
-                "expiresInMs": issued.expires_at_ms.saturating_sub(now),
-                "editable": gate.editable(&issued.call.name),
-                // Who must approve, and whether the caller may: a card
-                // shows "waiting for …" instead of an Approve button.
-                "approvers": approvers.listed,
-                "requireDistinctApprover": approvers.distinct,
-                "mayApprove": approvers.may_approve(&issued.principal, &scope.principal, roles),
-            })
-        })
-        .collect();
-    Ok(axum::Json(open).into_response())
-}
+use crate::confirm::{AnswerKeys, Decision, OutOfBand};
+use crate::protocol::RequestError;
 
 /// A decision made through the API: `{approved, reason?, payload?,
 /// remember?, approveNext?, editedArgs?}`, or `{decision: "respond",

@@ -1,9 +1,11 @@
 //! HTTP: the router and its shared state. One module per HTTP concept:
 //! `chat` (turns and resumes), `confirmations` (decisions and remembered
-//! approvals), `links` (the page of a notification's signed link),
-//! `records` (tools, audit), `auth` (who is asking), `live`
-//! (the WebSocket, in two dialects); `error` is the one place errors become statuses;
-//! `guard`, `cors` and `protect` stand before every route.
+//! approvals), `inbox` (open questions: a chat's, and all a user may
+//! decide, live),
+//! `links` (the page of a notification's signed link), `records` (tools,
+//! audit), `auth` (who is asking), `live` (the WebSocket, in two
+//! dialects); `error` is the one place errors become statuses; `guard`,
+//! `cors` and `protect` stand before every route.
 
 mod auth;
 mod chat;
@@ -12,6 +14,7 @@ mod cors;
 pub mod demo;
 mod error;
 pub mod guard;
+mod inbox;
 mod links;
 mod live;
 mod protect;
@@ -72,7 +75,8 @@ pub fn router(state: HttpState) -> Router {
         .route("/api/audit", get(records::audit))
         .route("/api/approvals", get(confirmations::approvals))
         .route("/api/approvals/{id}", delete(confirmations::revoke))
-        .route("/api/confirmations", get(confirmations::open))
+        .route("/api/confirmations", get(inbox::open))
+        .route("/api/confirmations/events", get(inbox::events))
         .route("/api/confirmations/{id}", post(confirmations::decide))
         .route(
             "/confirmations/link/{token}",

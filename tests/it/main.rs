@@ -38,6 +38,7 @@ mod hang_up;
 mod hold;
 mod http;
 mod http_tools;
+mod inbox;
 mod live;
 mod live_seed;
 mod malformed_answers;

@@ -1,0 +1,203 @@
+//! Open questions: `GET /api/confirmations?chatId=` (the caller's own in
+//! a chat, for a page that reloads), the inbox, `GET /api/confirmations`
+//! without `chatId` (every open question the caller may decide, in every
+//! chat), and `GET /api/confirmations/events`, the inbox again over SSE
+//! each time it may have changed.
+
+use std::time::Duration;
+
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Query, State};
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+
+use super::auth::Caller;
+use super::error::STORAGE_UNAVAILABLE;
+use super::{ApiError, HttpState};
+use crate::confirm::{Gate, GateError, InboxFilter, Scope};
+use crate::protocol::{ConfirmationProtocol, RequestError};
+use crate::store::Issued;
+
+/// Questions listed when the request does not say.
+const DEFAULT_LIMIT: usize = 100;
+/// The most one listing gives.
+const MAX_LIMIT: usize = 1_000;
+
+/// How long a stream waits after a change before listing again, so that
+/// what changes together goes out once: at most four listings a second.
+const SETTLE: Duration = Duration::from_millis(250);
+
+/// How long a stream whose listing failed waits before trying again,
+/// unless something changes first.
+const RETRY: Duration = Duration::from_secs(5);
+
+/// `?tool=&principal=&mine=&limit=`.
+#[derive(Debug, Default, serde::Deserialize)]
+pub(super) struct InboxQuery {
+    tool: Option<String>,
+    principal: Option<String>,
+    #[serde(default)]
+    mine: bool,
+    limit: Option<usize>,
+}
+
+impl InboxQuery {
+    fn filter(&self) -> InboxFilter {
+        InboxFilter {
+            tool: self.tool.clone(),
+            principal: self.principal.clone(),
+            mine: self.mine,
+            limit: self.limit.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT),
+        }
+    }
+}
+
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct ChatQuery {
+    /// One chat's: the caller's own open questions there. Without it,
+    /// the inbox, whose filter is the rest of the query.
+    chat_id: Option<String>,
+}
+
+/// The caller's open questions in a chat, for a page that reloads; or,
+/// without `chatId`, their inbox.
+pub(super) async fn open(
+    State(state): State<HttpState>,
+    caller: Caller,
+    Query(chat): Query<ChatQuery>,
+    // Read only for the inbox: a chat's listing takes no other key, as before.
+    inbox: Result<Query<InboxQuery>, QueryRejection>,
+) -> Result<Response, ApiError> {
+    let Some(chat_id) = chat.chat_id else {
+        let Query(inbox) =
+            inbox.map_err(|rejection| RequestError::Invalid(rejection.body_text()))?;
+        return list(&state, &caller, &inbox).await;
+    };
+    let scope = Scope {
+        chat_id,
+        principal: caller.principal,
+    };
+    let gate = &state.agent.gate;
+    let now = gate.now_ms();
+    let open: Vec<serde_json::Value> = gate
+        .open(&scope)
+        .await?
+        .into_iter()
+        .map(|issued| item(gate, &issued, &scope.principal, now))
+        .collect();
+    Ok(axum::Json(open).into_response())
+}
+
+/// An open question as a card shows it, to `caller`.
+fn item(gate: &Gate, issued: &Issued, caller: &str, now: u64) -> serde_json::Value {
+    let approvers = gate.approvers(&issued.call);
+    let roles = gate.roles_of(caller);
+    serde_json::json!({
+        "id": issued.id,
+        "chatId": issued.chat_id,
+        "protocol": match issued.protocol {
+            ConfirmationProtocol::Adk => "adk",
+            ConfirmationProtocol::AiSdk => "ai-sdk",
+        },
+        "originalFunctionCall": {"id": issued.call.id, "name": issued.call.name, "args": issued.call.args},
+        "hint": issued.hint,
+        "expiresAtMs": issued.expires_at_ms,
+        // A browser's clock may differ from the server's.
+        "expiresInMs": issued.expires_at_ms.saturating_sub(now),
+        "editable": gate.editable(&issued.call.name),
+        // Who must approve, and whether the caller may: a card shows
+        // "waiting for …" instead of an Approve button.
+        "approvers": approvers.listed,
+        "requireDistinctApprover": approvers.distinct,
+        "mayApprove": approvers.may_approve(&issued.principal, caller, roles),
+    })
+}
+
+/// The caller's inbox, oldest first.
+async fn list(
+    state: &HttpState,
+    caller: &Caller,
+    query: &InboxQuery,
+) -> Result<Response, ApiError> {
+    let gate = &state.agent.gate;
+    let listed = listing(gate, &caller.principal, &query.filter()).await?;
+    Ok(axum::Json(listed).into_response())
+}
+
+/// Each open question with who asked and the qualified tool.
+async fn listing(
+    gate: &Gate,
+    caller: &str,
+    filter: &InboxFilter,
+) -> Result<Vec<serde_json::Value>, GateError> {
+    let now = gate.now_ms();
+    Ok(gate
+        .inbox(caller, filter)
+        .await?
+        .into_iter()
+        .map(|issued| {
+            let mut item = item(gate, &issued, caller, now);
+            item["principal"] = issued.principal.into();
+            item["tool"] = crate::call::QualifiedName::of(&issued.call.name)
+                .into_string()
+                .into();
+            item
+        })
+        .collect())
+}
+
+/// The inbox as an SSE stream: `data: {"confirmations": [...]}` at once,
+/// then again after each change (a question asked or taken, here or on
+/// an instance sharing the store) and when a listed question expires, at
+/// most four times a second; a keep-alive comment when idle. A listing
+/// that fails sends `data: {"error": "storage unavailable"}` and is tried
+/// again.
+pub(super) async fn events(
+    State(state): State<HttpState>,
+    caller: Caller,
+    query: Result<Query<InboxQuery>, QueryRejection>,
+) -> Result<Response, ApiError> {
+    let Query(query) = query.map_err(|rejection| RequestError::Invalid(rejection.body_text()))?;
+    let gate = state.agent.gate.clone();
+    let filter = query.filter();
+    // One pending change at most, however many come: nothing queues.
+    let mut changes = gate.inbox_changes();
+    let listings = async_stream::stream! {
+        loop {
+            // What changes from here on lists again.
+            changes.borrow_and_update();
+            let (frame, wait) = match listing(&gate, &caller.principal, &filter).await {
+                Ok(list) => {
+                    // A question leaves when its window closes, swept or not.
+                    let closes = list
+                        .iter()
+                        .filter_map(|q| q["expiresInMs"].as_u64())
+                        .min()
+                        .map(|ms| Duration::from_millis(ms.saturating_add(1)));
+                    (serde_json::json!({"confirmations": list}), closes)
+                }
+                Err(e) => {
+                    tracing::warn!("listing an inbox failed: {}", e.detail());
+                    (serde_json::json!({"error": STORAGE_UNAVAILABLE}), Some(RETRY))
+                }
+            };
+            yield Bytes::from(frame.to_string());
+            // Ends only if the gate is gone (it never is while serving).
+            let go_on = match wait {
+                None => changes.changed().await.is_ok(),
+                Some(wait) => !matches!(tokio::time::timeout(wait, changes.changed()).await, Ok(Err(_))),
+            };
+            if !go_on {
+                break;
+            }
+            tokio::time::sleep(SETTLE).await;
+        }
+    };
+    let mut response = super::sse::response(listings, state.keep_alive);
+    // Not a UI message stream: no client should read it as one.
+    response
+        .headers_mut()
+        .remove("x-vercel-ai-ui-message-stream");
+    Ok(response)
+}
