@@ -117,7 +117,7 @@ flow("inbox: a clerk's payment waits; the approver sees it arrive live, approves
   const card = clerk.getByTestId('approval-card');
   await card.waitFor();
   // The clerk may not approve their own payment: the card says who must.
-  await card.getByText('Waiting for approval by role:finance').waitFor();
+  await card.getByText('Waiting for approval by role:finance', { exact: true }).waitFor();
   assert.equal(await card.getByRole('button', { name: 'Approve', exact: true }).count(), 0);
   assert.equal(await card.getByRole('button', { name: 'Deny…' }).count(), 1);
   await shot(clerk, 'inbox-1-clerk-waits');
@@ -152,4 +152,12 @@ flow("inbox: a clerk's payment waits; the approver sees it arrive live, approves
       .map((event) => event.by);
   });
   assert.deepEqual(approvals, ['boss through the API']);
+
+  // The clerk writes on; the next answer brings the outcome into the chat.
+  await clerk.getByLabel('Message').fill('What is the weather in Paris?');
+  await clerk.getByLabel('Message').press('Enter');
+  const later = clerk.getByTestId('later-outcome');
+  await later.waitFor();
+  assert.match(await later.innerText(), /process_payment was approved later and ran\./);
+  await shot(clerk, 'inbox-5-clerk-learns-the-outcome');
 });

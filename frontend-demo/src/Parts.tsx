@@ -43,6 +43,7 @@ export function Message({ message, answerers }: { message: UIMessage; answerers:
             </details>
           );
         if (isToolUIPart(part)) return <Tool key={part.toolCallId} part={part} answerers={answerers} />;
+        if (part.type === 'data-toolgate-outcome') return <LaterOutcome key={i} data={part.data} />;
         return null;
       })}
     </li>
@@ -148,10 +149,17 @@ function AdkQuestion({ part, answerers }: { part: ToolPart; answerers: Answerers
         />
       );
     case 'output-available': {
-      const output = (part.output ?? {}) as { confirmed?: boolean; reason?: string; remembered?: boolean };
+      const output = (part.output ?? {}) as {
+        confirmed?: boolean;
+        reason?: string;
+        remembered?: boolean;
+        decision?: string;
+      };
       return (
         <p className="answered" data-testid="answered">
-          {output.confirmed
+          {output.decision === 'respond'
+            ? `Answered in place of ${toolName}.`
+            : output.confirmed
             ? `You approved ${toolName}${output.remembered ? ' (remembered)' : ''}.`
             : `You denied ${toolName}${output.reason ? `: ${output.reason}` : ''}.`}
         </p>
@@ -166,6 +174,45 @@ function AdkQuestion({ part, answerers }: { part: ToolPart; answerers: Answerers
     default:
       return null;
   }
+}
+
+/** What toolgate says of a question the chat moved on from (`data-toolgate-outcome`). */
+type Later = {
+  toolName?: string;
+  outcome?: { kind?: string; output?: unknown; message?: string; reason?: string | null; responded?: boolean };
+};
+
+/** A question left open earlier, decided (or closed) since. */
+export function LaterOutcome({ data }: { data: unknown }) {
+  const later = (data ?? {}) as Later;
+  const tool = later.toolName ?? 'a tool';
+  const outcome = later.outcome ?? {};
+  let said: string;
+  switch (outcome.kind) {
+    case 'output':
+      said = outcome.responded ? `Answered later in place of ${tool}.` : `${tool} was approved later and ran.`;
+      break;
+    case 'error':
+      said = `${tool} was approved later and failed: ${outcome.message ?? ''}`;
+      break;
+    case 'denied':
+      said = `${tool} was denied later${outcome.reason ? `: ${outcome.reason}` : ''}.`;
+      break;
+    case 'expired':
+      said = `The request to run ${tool} expired without an answer.`;
+      break;
+    case 'cancelled':
+      said = `The request to run ${tool} was cancelled by your new message.`;
+      break;
+    default:
+      said = `${tool} was decided later.`;
+  }
+  return (
+    <div className="later" data-testid="later-outcome">
+      <p>{said}</p>
+      {outcome.kind === 'output' && <Output output={outcome.output} />}
+    </div>
+  );
 }
 
 /** Whether the server handed this call to the client (a client-side tool). */
