@@ -7,18 +7,10 @@
 // The allowed page reads the turn; the browser blocks the other's fetch
 // after the preflight toolgate does not answer for it.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { after, before, test } from 'node:test';
-import { chromium } from 'playwright-core';
+import { launchChromium, serveToolgate } from './harness.mjs';
 
-const BIN = process.env.TOOLGATE_BIN;
-assert.ok(BIN, 'set TOOLGATE_BIN to the toolgate binary');
-const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
 const KEY = 'cross-origin-page-key';
 const TIMEOUT = 15_000;
 
@@ -78,8 +70,7 @@ const PAGE = `<!doctype html>
 `;
 
 let browser;
-let toolgate;
-let state;
+let stopToolgate;
 const pages = [];
 let server;
 
@@ -99,41 +90,18 @@ let other;
 before(async () => {
   allowed = await page();
   other = await page();
-  state = mkdtempSync(join(tmpdir(), 'toolgate-cross-origin-'));
-  const config = join(state, 'toolgate.yaml');
-  writeFileSync(
-    config,
+  let url;
+  ({ url, stop: stopToolgate } = await serveToolgate(
     'store: {kind: memory}\nauth: {apiKeys: [{principal: page, keyEnv: TOOLGATE_E2E_KEY}]}\n',
-  );
-  toolgate = spawn(BIN, ['serve', '--bind', '127.0.0.1:0', '--config', config, '--cors-origin', allowed], {
-    env: { ...process.env, TOOLGATE_E2E_KEY: KEY, RUST_LOG: 'toolgate=warn' },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const lines = createInterface({ input: toolgate.stdout });
-  const [first] = await Promise.race([
-    new Promise((resolve) => lines.once('line', (line) => resolve([line]))),
-    new Promise((_, reject) => toolgate.once('exit', (code) => reject(new Error(`toolgate exited: ${code}`)))),
-  ]);
-  server = first.replace(/^listening on /, '');
-  assert.match(server, /^http:\/\/127\.0\.0\.1:\d+$/, first);
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  });
+    { args: ['--cors-origin', allowed], env: { TOOLGATE_E2E_KEY: KEY } },
+  ));
+  server = url;
+  browser = await launchChromium();
 });
 after(async () => {
   await browser?.close();
-  toolgate?.kill();
+  stopToolgate?.();
   for (const http of pages) http.close();
-  if (state) rmSync(state, { recursive: true, force: true });
 });
 
 /** A fresh profile with the page of `origin` open; an uncaught page error fails. */

@@ -9,30 +9,17 @@ import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { chromium } from 'playwright-core';
+import { CHROMIUM, launchChromium } from './harness.mjs';
 
 const URL = process.env.TOOLGATE_URL;
 assert.ok(URL, 'set TOOLGATE_URL to a running toolgate');
 const ARTIFACTS = process.env.TOOLGATE_E2E_ARTIFACTS ?? join(import.meta.dirname, 'artifacts');
 mkdirSync(ARTIFACTS, { recursive: true });
-const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
 const TIMEOUT = 15_000;
 
 let browser;
 before(async () => {
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    // No downloads, sync or update checks: the test machine's network is closed.
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  });
+  browser = await launchChromium();
   // Browsers change under the tests (Debian upgrades Chromium): say which ran.
   console.log(`browser: Chromium ${browser.version()} (${CHROMIUM})`);
 });

@@ -6,17 +6,11 @@
 // profile sends its own user's header with every request. A page error or
 // a console.error fails the flow at once, with the message.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { after, before, test } from 'node:test';
-import { chromium } from 'playwright-core';
+import { launchChromium, serveToolgate } from './harness.mjs';
 
-const BIN = process.env.TOOLGATE_BIN;
-assert.ok(BIN, 'set TOOLGATE_BIN to the toolgate binary');
-const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
 const ARTIFACTS = process.env.TOOLGATE_E2E_ARTIFACTS ?? join(import.meta.dirname, 'artifacts');
 mkdirSync(ARTIFACTS, { recursive: true });
 const TIMEOUT = 15_000;
@@ -33,42 +27,18 @@ toolConfirmation:
 `;
 
 let browser;
-let toolgate;
-let state;
+let stopToolgate;
 let server;
 
 before(async () => {
-  state = mkdtempSync(join(tmpdir(), 'toolgate-inbox-'));
-  const config = join(state, 'toolgate.yaml');
-  writeFileSync(config, CONFIG);
-  toolgate = spawn(BIN, ['serve', '--bind', '127.0.0.1:0', '--config', config], {
-    env: { ...process.env, RUST_LOG: 'toolgate=warn' },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const lines = createInterface({ input: toolgate.stdout });
-  const [first] = await Promise.race([
-    new Promise((resolve) => lines.once('line', (line) => resolve([line]))),
-    new Promise((_, reject) => toolgate.once('exit', (code) => reject(new Error(`toolgate exited: ${code}`)))),
-  ]);
-  server = first.replace(/^listening on /, '');
-  assert.match(server, /^http:\/\/127\.0\.0\.1:\d+$/, first);
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  });
+  let url;
+  ({ url, stop: stopToolgate } = await serveToolgate(CONFIG));
+  server = url;
+  browser = await launchChromium();
 });
 after(async () => {
   await browser?.close();
-  toolgate?.kill();
-  if (state) rmSync(state, { recursive: true, force: true });
+  stopToolgate?.();
 });
 
 /** A fresh profile of `user`'s (every request says `X-User: user`), the page at `path`. */

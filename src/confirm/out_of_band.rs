@@ -113,45 +113,34 @@ impl Gate {
                 }
             }
         };
-        let call = match &decision {
+        // An edit fits the tool's schema, a response its output schema;
+        // a refused one leaves the question open.
+        let fits = match &decision {
             Decision::Approve {
                 edited: Some(edited),
                 ..
-            } => match self.edited_call(&issued, edited) {
-                Ok(call) => Some(call),
-                Err(refusal) => {
-                    let why = refusal.to_string();
-                    let reason = Some(why.clone());
-                    self.note(
-                        &scope,
-                        &issued.call,
-                        AuditDecision::Refused,
-                        "toolgate".into(),
-                        reason,
-                        Some(id),
-                    )
-                    .await;
-                    return Ok(OutOfBand::Invalid(why));
-                }
-            },
-            Decision::Respond { output } => match self.response_fits(&issued.call.name, output) {
-                Ok(()) => None,
-                Err(refusal) => {
-                    let why = refusal.to_string();
-                    let reason = Some(why.clone());
-                    self.note(
-                        &scope,
-                        &issued.call,
-                        AuditDecision::Refused,
-                        "toolgate".into(),
-                        reason,
-                        Some(id),
-                    )
-                    .await;
-                    return Ok(OutOfBand::Invalid(why));
-                }
-            },
-            _ => None,
+            } => self.edited_call(&issued, edited).map(Some),
+            Decision::Respond { output } => {
+                self.response_fits(&issued.call.name, output).map(|()| None)
+            }
+            _ => Ok(None),
+        };
+        let call = match fits {
+            Ok(call) => call,
+            Err(refusal) => {
+                let why = refusal.to_string();
+                let reason = Some(why.clone());
+                self.note(
+                    &scope,
+                    &issued.call,
+                    AuditDecision::Refused,
+                    "toolgate".into(),
+                    reason,
+                    Some(id),
+                )
+                .await;
+                return Ok(OutOfBand::Invalid(why));
+            }
         };
         // Approvers and four eyes, for the call as asked and as edited.
         if let Err(refusal) = self.may_decide(&issued, call.as_ref(), principal, approve) {
