@@ -396,4 +396,23 @@ mod tests {
             yaml_serde::from_str("x: {notify: []}\n").unwrap_or_else(|e| panic!("{e}"));
         assert!(matches!(super::plan(&[], &only_empty, None), Ok(None)));
     }
+
+    /// Deliveries in flight are bounded: beyond [`MAX_IN_FLIGHT`] there is
+    /// no slot (the gate drops and records that delivery), and a slot
+    /// given back makes room again.
+    #[test]
+    fn deliveries_in_flight_are_bounded() {
+        let default = [target("{slack: 'https://s.example/d'}")];
+        let Ok(Some(plan)) = plan(&default, &BTreeMap::new(), Some("https://t.example")) else {
+            panic!("no plan")
+        };
+        let links = Links::new(["k".to_owned()]).unwrap_or_else(|| panic!("no key"));
+        let notifier =
+            Notifier::new(plan, links, Clock::manual(0)).unwrap_or_else(|e| panic!("{e}"));
+        let held: Vec<Slot> = (0..MAX_IN_FLIGHT).filter_map(|_| notifier.slot()).collect();
+        assert_eq!(held.len(), MAX_IN_FLIGHT);
+        assert!(notifier.slot().is_none(), "one more than the bound");
+        drop(held);
+        assert!(notifier.slot().is_some(), "room again");
+    }
 }
