@@ -636,3 +636,41 @@ async fn the_agents_reasoning_streams_as_reasoning() {
     assert_eq!(reasoning, "Let me think.", "{}", reply.body);
     assert_eq!(reply.text(), "Thought about it.");
 }
+
+/// An ADK agent's question is announced like toolgate's own: signed, with
+/// links, to the configured webhook, and its approve link decides it
+/// through the gate.
+#[tokio::test]
+async fn an_adk_question_is_announced_and_its_link_decides() {
+    use crate::common::receiver::{PUBLIC_URL, Receiver, secret, webhook};
+    let adk = Adk::start();
+    let receiver = Receiver::start(&[200]).await;
+    let server = toolgate(&adk, &webhook(&receiver)).await;
+    let ask = "Send 500 USD to Alice";
+    let first = server.chat(&user_says("c1", ask)).await;
+    assert_eq!(first.of_type("finish")[0]["finishReason"], "tool-calls");
+    let got = receiver.until(1).await;
+    assert!(got[0].signed_with(&secret()), "the signature checks out");
+    let body = got[0].json();
+    assert_eq!(body["tool"], "internal--process_payment");
+    assert_eq!(
+        body["call"]["args"],
+        json!({"amount": 500, "currency": "USD", "recipient": "Alice"})
+    );
+    let approve = body["links"]["approve"]
+        .as_str()
+        .and_then(|link| link.strip_prefix(PUBLIC_URL))
+        .unwrap_or_else(|| panic!("{body}"))
+        .to_owned();
+    let decided = server.post(&approve, "{}").await;
+    assert_eq!(decided.status, 200, "{}", decided.body);
+    let again = server.post(&approve, "{}").await;
+    assert_eq!(again.status, 200, "the recorded outcome: {}", again.body);
+    let audit = server.get("/api/audit").await;
+    assert!(audit.body.contains("\"notified\""), "{}", audit.body);
+    assert!(
+        audit.body.contains("through a signed link"),
+        "{}",
+        audit.body
+    );
+}

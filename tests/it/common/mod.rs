@@ -15,6 +15,7 @@ use toolgate::{App, Config};
 pub mod adk;
 pub mod calls;
 pub mod raw;
+pub mod receiver;
 pub mod upstream;
 pub mod wait;
 pub mod ws;
