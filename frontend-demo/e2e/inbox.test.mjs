@@ -106,8 +106,8 @@ flow("inbox: a clerk's payment waits; the approver sees it arrive live, approves
   assert.equal(await boss.getByTestId('inbox-item').count(), 0);
   await shot(boss, 'inbox-3-approved');
 
-  // The clerk's card learns at once that it was decided elsewhere.
-  await card.getByText(/No longer open on the server/).waitFor();
+  // The clerk's card learns at once that it was decided elsewhere, and how.
+  await card.getByText('process_payment was approved later and ran.').waitFor();
   await shot(clerk, 'inbox-4-clerk-card-closed');
 
   // The clerk's audit log says who approved it.

@@ -1,6 +1,7 @@
 import { useEffect, useId, useRef, useState, type FormEvent } from 'react';
-import type { JsonSchema } from './api';
+import type { Ended, JsonSchema } from './api';
 import { Args } from './Args';
+import { saidOf } from './outcome';
 
 /** The user's answer to one question. */
 export type Decision = {
@@ -35,11 +36,13 @@ type Props = {
   protocol: 'adk' | 'ai-sdk';
   details?: CardDetails;
   onDecide: (decision: Decision) => void;
+  /** Once the question is no longer open: how it ended, for the card to say. */
+  onLookup?: () => Promise<Ended>;
 };
 
 type Mode = 'ask' | 'deny' | 'edit' | 'sent';
 
-export function ApprovalCard({ toolName, args, hint, protocol, details, onDecide }: Props) {
+export function ApprovalCard({ toolName, args, hint, protocol, details, onDecide, onLookup }: Props) {
   const titleId = useId();
   const [mode, setMode] = useState<Mode>('ask');
   const [reason, setReason] = useState('');
@@ -82,9 +85,7 @@ export function ApprovalCard({ toolName, args, hint, protocol, details, onDecide
       {question && <p className="hint">{question}</p>}
       <Args toolName={toolName} args={args} />
       {details?.closed ? (
-        <p className="countdown expired">
-          No longer open on the server: it expired or was answered elsewhere.
-        </p>
+        <Closed toolName={toolName} onLookup={onLookup} />
       ) : (
         remaining !== undefined && (
           <p className={expired ? 'countdown expired' : 'countdown'} role="timer" aria-live="off">
@@ -385,5 +386,28 @@ function EditForm({
         </button>
       </div>
     </form>
+  );
+}
+
+/** A question no longer open: how it ended, once the server says. */
+function Closed({ toolName, onLookup }: { toolName: string; onLookup?: () => Promise<Ended> }) {
+  const [said, setSaid] = useState<string>();
+  useEffect(() => {
+    if (!onLookup) return;
+    let current = true;
+    onLookup().then(
+      (ended) => {
+        if (current && ended.status === 'decided' && ended.outcome) setSaid(saidOf(toolName, ended.outcome));
+      },
+      () => undefined,
+    );
+    return () => {
+      current = false;
+    };
+  }, [onLookup]);
+  return (
+    <p className="countdown expired" data-testid="closed">
+      {said ?? 'No longer open on the server: it expired or was answered elsewhere.'}
+    </p>
   );
 }

@@ -13,6 +13,7 @@ import {
   followInbox,
   listTools,
   openConfirmations,
+  question,
   type OpenConfirmation,
   type ToolInfo,
 } from './api';
@@ -83,6 +84,7 @@ export function Chat({
         output: { confirmed: approved, reason, remember, editedArgs },
       }),
     answerNative: (id, { approved, reason }) => void addToolApprovalResponse({ id, approved, reason }),
+    lookup: (id) => question(id, settings.apiKey),
     answerClient: (tool, toolCallId, result) =>
       void ('errorText' in result
         ? addToolOutput({ tool, toolCallId, state: 'output-error', errorText: result.errorText })

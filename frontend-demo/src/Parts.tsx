@@ -1,7 +1,9 @@
 import { getToolName, isToolUIPart, type DynamicToolUIPart, type ToolUIPart, type UIMessage } from 'ai';
 import { useState, type FormEvent } from 'react';
 import { ApprovalCard, type CardDetails, type Decision } from './ApprovalCard';
+import type { Ended } from './api';
 import { Args } from './Args';
+import { saidOf, type Later } from './outcome';
 
 type ToolPart = ToolUIPart | DynamicToolUIPart;
 
@@ -16,6 +18,8 @@ export type Answerers = {
   answerAdk: (toolCallId: string, decision: Decision) => void;
   answerNative: (approvalId: string, decision: Decision) => void;
   answerClient: (tool: string, toolCallId: string, result: { output: unknown } | { errorText: string }) => void;
+  /** How a question no longer open ended (decided elsewhere, or expired). */
+  lookup: (id: string) => Promise<Ended>;
 };
 
 /** The card's details, or why it has none. */
@@ -63,6 +67,7 @@ function Tool({ part, answerers }: { part: ToolPart; answerers: Answerers }) {
         args={part.input}
         protocol="ai-sdk"
         details={cardDetails(answerers, id)}
+        onLookup={() => answerers.lookup(id)}
         onDecide={(decision) => {
           answerers.answerNative(id, decision);
         }}
@@ -143,6 +148,7 @@ function AdkQuestion({ part, answerers }: { part: ToolPart; answerers: Answerers
           hint={input.toolConfirmation?.hint}
           protocol="adk"
           details={cardDetails(answerers, part.toolCallId)}
+          onLookup={() => answerers.lookup(part.toolCallId)}
           onDecide={(decision) => {
             answerers.answerAdk(part.toolCallId, decision);
           }}
@@ -176,44 +182,19 @@ function AdkQuestion({ part, answerers }: { part: ToolPart; answerers: Answerers
   }
 }
 
-/** What toolgate says of a question the chat moved on from (`data-toolgate-outcome`). */
-type Later = {
-  toolName?: string;
-  outcome?: { kind?: string; output?: unknown; message?: string; reason?: string | null; responded?: boolean };
-};
-
 /** A question left open earlier, decided (or closed) since. */
 export function LaterOutcome({ data }: { data: unknown }) {
   const later = (data ?? {}) as Later;
   const tool = later.toolName ?? 'a tool';
   const outcome = later.outcome ?? {};
-  let said: string;
-  switch (outcome.kind) {
-    case 'output':
-      said = outcome.responded ? `Answered later in place of ${tool}.` : `${tool} was approved later and ran.`;
-      break;
-    case 'error':
-      said = `${tool} was approved later and failed: ${outcome.message ?? ''}`;
-      break;
-    case 'denied':
-      said = `${tool} was denied later${outcome.reason ? `: ${outcome.reason}` : ''}.`;
-      break;
-    case 'expired':
-      said = `The request to run ${tool} expired without an answer.`;
-      break;
-    case 'cancelled':
-      said = `The request to run ${tool} was cancelled by your new message.`;
-      break;
-    default:
-      said = `${tool} was decided later.`;
-  }
   return (
     <div className="later" data-testid="later-outcome">
-      <p>{said}</p>
+      <p>{saidOf(tool, outcome)}</p>
       {outcome.kind === 'output' && <Output output={outcome.output} />}
     </div>
   );
 }
+
 
 /** Whether the server handed this call to the client (a client-side tool). */
 function handedOff(part: ToolPart): boolean {

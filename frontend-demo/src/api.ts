@@ -78,6 +78,17 @@ export function openConfirmations(chatId: string, apiKey: string) {
   );
 }
 
+/** How a question ended, as `GET /api/confirmations/{id}` says. */
+export type Ended = {
+  status: 'open' | 'deciding' | 'decided';
+  outcome?: { kind: string; output?: unknown; message?: string; reason?: string | null; responded?: boolean };
+};
+
+/** One question and where it stands (`GET /api/confirmations/{id}`). */
+export function question(id: string, apiKey: string) {
+  return getJson<Ended>(`/api/confirmations/${encodeURIComponent(id)}`, apiKey);
+}
+
 export async function listTools(apiKey: string): Promise<ToolInfo[]> {
   return (await getJson<{ tools: ToolInfo[] }>('/api/tools', apiKey)).tools;
 }

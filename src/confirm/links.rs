@@ -43,6 +43,18 @@ impl Gate {
         Ok(Some(LinkQuestion { issued, standing }))
     }
 
+    /// The question `id` and where it stands, for `principal`: the user who
+    /// asked, or someone who may decide it; `None` for anyone else (as if
+    /// there were no such question).
+    pub async fn question_for(
+        &self,
+        principal: &str,
+        id: &str,
+    ) -> Result<Option<LinkQuestion>, GateError> {
+        let question = self.link_question(id).await?;
+        Ok(question.filter(|q| self.may_decide(&q.issued, None, principal, false).is_ok()))
+    }
+
     /// Decides the question `id` through a link sent to the target named
     /// `via`, followed by `caller` (when the request names one): like
     /// [`Gate::decide_out_of_band`] in everything else, approvers included.

@@ -10,8 +10,9 @@ use axum::response::{IntoResponse, Response};
 
 use super::auth::Caller;
 use super::{ApiError, HttpState};
-use crate::confirm::{AnswerKeys, Decision, OutOfBand};
+use crate::confirm::{AnswerKeys, Decision, OutOfBand, Standing};
 use crate::protocol::RequestError;
+use crate::store::Outcome;
 
 /// A decision made through the API: `{approved, reason?, payload?,
 /// remember?, approveNext?, editedArgs?}`, or `{decision: "respond",
@@ -53,6 +54,42 @@ pub(super) async fn decide(
         OutOfBand::Invalid(why) => Err(RequestError::Invalid(why).into()),
         OutOfBand::NotFound => Err(ApiError::NotFound(format!("no confirmation `{id}`"))),
     }
+}
+
+/// `GET /api/confirmations/{id}`: one question and where it stands (open,
+/// being decided, or how it ended), for the user who asked or someone who
+/// may decide it; 404 for anyone else. A card whose question was decided
+/// elsewhere learns how.
+pub(super) async fn one(
+    State(state): State<HttpState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    crate::protocol::message::check_id("confirmation id", &id)?;
+    let gate = &state.agent.gate;
+    let Some(question) = gate.question_for(&caller.principal, &id).await? else {
+        return Err(ApiError::NotFound(format!("no confirmation `{id}`")));
+    };
+    let issued = &question.issued;
+    let (status, outcome) = match &question.standing {
+        Standing::Open => ("open", None),
+        Standing::Deciding => ("deciding", None),
+        Standing::Expired => ("decided", Some(Outcome::Expired)),
+        Standing::Decided(outcome) => ("decided", Some(outcome.clone())),
+    };
+    let mut body = serde_json::json!({
+        "id": issued.id,
+        "chatId": issued.chat_id,
+        "principal": issued.principal,
+        "originalFunctionCall": {"id": issued.call.id, "name": issued.call.name, "args": issued.call.args},
+        "hint": issued.hint,
+        "expiresAtMs": issued.expires_at_ms,
+        "status": status,
+    });
+    if let Some(outcome) = outcome {
+        body["outcome"] = serde_json::json!(outcome);
+    }
+    Ok(axum::Json(body).into_response())
 }
 
 /// The decision in an API body.

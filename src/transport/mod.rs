@@ -77,7 +77,10 @@ pub fn router(state: HttpState) -> Router {
         .route("/api/approvals/{id}", delete(confirmations::revoke))
         .route("/api/confirmations", get(inbox::open))
         .route("/api/confirmations/events", get(inbox::events))
-        .route("/api/confirmations/{id}", post(confirmations::decide))
+        .route(
+            "/api/confirmations/{id}",
+            post(confirmations::decide).get(confirmations::one),
+        )
         .route(
             "/confirmations/link/{token}",
             get(links::page).post(links::decide),

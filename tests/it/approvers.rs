@@ -87,11 +87,22 @@ async fn a_clerks_payment_waits_for_a_finance_approver() {
     );
     assert_eq!(server.payments(), 0);
 
+    // Both the clerk and the approver may look it up; nobody else.
+    let path = "/api/confirmations/adk-3";
+    let looked = server.get_with(path, &as_user("clerk")).await;
+    assert_eq!(looked.json()["status"], "open", "{}", looked.body);
+    assert_eq!(server.get_with(path, &as_user("lead")).await.status, 200);
+    assert_eq!(server.get_with(path, &as_user("mallory")).await.status, 404);
+
     // A finance approver may; the call runs once, as asked.
     let approved = decide(&server, "lead", json!({"approved": true})).await;
     assert_eq!(approved.status, 200, "{}", approved.body);
     assert_eq!(approved.json()["outcome"]["kind"], "output");
     assert_eq!(server.payments(), 1);
+    // The clerk's card can learn how it ended.
+    let ended = server.get_with(path, &as_user("clerk")).await.json();
+    assert_eq!(ended["status"], "decided");
+    assert_eq!(ended["outcome"]["kind"], "output");
     let again = decide(&server, "lead", json!({"approved": true})).await;
     assert_eq!(again.status, 200, "{}", again.body);
     assert_eq!(server.payments(), 1);
