@@ -4,10 +4,12 @@ mod accept;
 
 use std::net::IpAddr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use axum::Router;
 use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::agent::Agent;
@@ -15,19 +17,21 @@ use crate::config::{AllowedToolsStorage, Config, ProviderKind, StoreConfig, Stor
 use crate::config::{ConfigError, ModelConfig};
 use crate::confirm::{Gate, Inventory, Signer};
 use crate::ids::{Clock, Ids};
+use crate::metrics::Metrics;
 use crate::notify::{Links, Notifier};
 use crate::policy::{Mode, Policy, ToolPolicies};
 use crate::provider::adk::Adk;
 use crate::provider::anthropic::Anthropic;
 use crate::provider::gemini::Gemini;
 use crate::provider::http::Upstream;
+use crate::provider::measured::Measured;
 use crate::provider::openai::OpenAi;
 use crate::provider::{ModelProvider, ModelRequest, ProviderError, ProviderEvent, ScriptedModel};
 use crate::store::{BackendError, Store, StoreError};
 use crate::tools::mcp::{self, McpServer};
 use crate::tools::{Registry, Toolbox};
 use crate::transport::runs::{Limits as RunLimits, Runs};
-use crate::transport::{HttpState, router};
+use crate::transport::{HttpState, MetricsRoute, router};
 use futures::stream::BoxStream;
 
 /// How long a stopping server lets open requests and streams finish.
@@ -207,12 +211,22 @@ impl App {
         let servers = self.mcp_servers();
         let notifier = self.notifier();
         let links = notifier.as_ref().map(|n| n.links().clone());
+        let metrics = Metrics::new();
+        let provider_label = match self.provider {
+            Some(_) => "application",
+            None => provider_name(self.config.model.provider),
+        };
         let provider = self.provider.unwrap_or_else(|| {
             model_provider(&self.config.model, self.ids.clone()).unwrap_or_else(|e| {
                 // Reported on every turn, where the user sees it.
                 tracing::error!("{e}");
                 Arc::new(Unavailable(e.to_string()))
             })
+        });
+        let provider: Arc<dyn ModelProvider> = Arc::new(Measured {
+            inner: provider,
+            metrics: metrics.clone(),
+            provider: provider_label,
         });
         let adk = adk_agent(&self.config.model).unwrap_or_else(|e| {
             // `serve` checked the config; an embedding application did not.
@@ -234,7 +248,8 @@ impl App {
         .with_result_retention(self.config.store.audit_retention())
         .with_instance(self.instance)
         .with_roles(self.config.roles())
-        .with_notifier(notifier);
+        .with_notifier(notifier)
+        .with_metrics(metrics.clone());
         let gate = match self.config.tool_confirmation.allowed_tools_storage {
             AllowedToolsStorage::Storage => gate,
             AllowedToolsStorage::Memory => gate.with_remembered_store(Store::memory()),
@@ -252,6 +267,7 @@ impl App {
             upstream: adk.map(Arc::new),
         };
         let tasks = TaskTracker::new();
+        let draining = Arc::new(AtomicBool::new(false));
         let runs = Arc::new(
             Runs::new(RunLimits {
                 per_principal: self.config.stream.max_turns_per_user.max(1),
@@ -291,6 +307,20 @@ impl App {
             }),
             tasks: tasks.clone(),
             links,
+            metrics: metrics.clone(),
+            metrics_route: match &self.config.metrics {
+                m if !m.enabled || m.bind.is_some() => MetricsRoute::Off,
+                m if m.public => MetricsRoute::Public,
+                _ => MetricsRoute::Keyed,
+            },
+            draining: draining.clone(),
+            required_mcp: self
+                .config
+                .mcp_servers
+                .iter()
+                .filter(|(_, server)| server.required)
+                .map(|(name, _)| name.clone())
+                .collect(),
         });
         let router = if self.config.demo.enabled {
             router.merge(crate::transport::demo::routes())
@@ -313,6 +343,8 @@ impl App {
             gate,
             tasks,
             runs,
+            metrics,
+            draining,
         }
     }
 
@@ -347,15 +379,42 @@ impl App {
         tracing::info!("serving at most {} connections", limits.max_connections);
         let retention = self.config.store.audit_retention();
         let (store, clock) = (self.store.clone(), self.clock.clone());
+        let metrics_bind = Some(&self.config.metrics)
+            .filter(|m| m.enabled)
+            .and_then(|m| m.bind);
         let Built {
             router,
             gate,
             tasks,
             runs,
+            metrics,
+            draining,
         } = self.build(Some(bind));
         let toolbox = gate.toolbox().clone();
         let purge = tasks.spawn(purge_expired(gate.clone(), store, clock, retention));
+        // Scraped until the main port has drained.
+        let scraping = CancellationToken::new();
+        if let Some(at) = metrics_bind {
+            let listener = TcpListener::bind(at).await?;
+            tracing::info!("metrics at http://{}/metrics", listener.local_addr()?);
+            let routes = crate::transport::metrics_routes(metrics, toolbox.clone());
+            let stop = scraping.clone();
+            tasks.spawn(async move {
+                let served = axum::serve(listener, routes)
+                    .with_graceful_shutdown(stop.cancelled_owned())
+                    .await;
+                if let Err(e) = served {
+                    tracing::error!("serving the metrics failed: {e}");
+                }
+            });
+        }
+        // `/readyz` says so from the moment the server starts to stop.
+        let shutdown = async move {
+            shutdown.await;
+            draining.store(true, Ordering::Relaxed);
+        };
         accept::serve(listener, router, limits, shutdown, DRAIN).await;
+        scraping.cancel();
         // No connection is left to read a turn or resume a held one.
         purge.abort();
         runs.stop();
@@ -380,6 +439,9 @@ struct Built {
     /// The turns', sockets' and purge tasks.
     tasks: TaskTracker,
     runs: Arc<Runs>,
+    metrics: Metrics,
+    /// Set when serving starts to stop.
+    draining: Arc<AtomicBool>,
 }
 
 /// Forgets expired confirmations and remembered approvals whose window is
@@ -438,6 +500,17 @@ pub async fn open_store(config: &StoreConfig) -> Result<(Store, String), StoreEr
                 format!("redis at {shown}, keys {prefix}*"),
             ))
         }
+    }
+}
+
+/// A provider's name as metrics label it.
+fn provider_name(kind: ProviderKind) -> &'static str {
+    match kind {
+        ProviderKind::Scripted => "scripted",
+        ProviderKind::Openai => "openai",
+        ProviderKind::Anthropic => "anthropic",
+        ProviderKind::Gemini => "gemini",
+        ProviderKind::Adk => "adk",
     }
 }
 

@@ -52,6 +52,7 @@ pub struct Config {
     pub server: ServerConfig,
     pub cors: CorsConfig,
     pub live: LiveConfig,
+    pub metrics: MetricsConfig,
     /// MCP servers whose tools are offered as `mcp--<server>--<tool>`.
     pub mcp_servers: BTreeMap<String, McpServerConfig>,
 }
@@ -67,6 +68,30 @@ pub struct DemoConfig {
 impl Default for DemoConfig {
     fn default() -> Self {
         Self { enabled: true }
+    }
+}
+
+/// `metrics`: Prometheus metrics at `GET /metrics`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct MetricsConfig {
+    /// Export them (default `true`).
+    pub enabled: bool,
+    /// Serve `/metrics` on this address instead, with no API key (an
+    /// internal network's); the main port then has none.
+    pub bind: Option<SocketAddr>,
+    /// On the main port, serve `/metrics` without an API key (default
+    /// `false`: it needs one when `auth.apiKeys` are set).
+    pub public: bool,
+}
+
+impl Default for MetricsConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            bind: None,
+            public: false,
+        }
     }
 }
 

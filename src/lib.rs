@@ -25,6 +25,7 @@
 //!   only code that runs one.
 //! - [`store`]: issued confirmations and the execution ledger.
 //! - [`transport`]: routes, SSE responses, errors → statuses.
+//! - [`metrics`]: the Prometheus families, one set per app.
 //!
 //! `ARCHITECTURE.md` lists the invariants.
 
@@ -35,6 +36,7 @@ pub mod config;
 pub mod confirm;
 pub mod ids;
 pub mod json;
+pub mod metrics;
 pub mod notify;
 pub mod policy;
 pub mod protocol;

@@ -59,6 +59,8 @@ struct Turn {
     /// The tools the model is offered: one snapshot, taken after the answers.
     tools: Option<Arc<[ToolSpec]>>,
     step: StepState,
+    /// When the turn was made: its first model request times toolgate's overhead.
+    started: std::time::Instant,
 }
 
 /// What the current model step did so far.

@@ -80,6 +80,7 @@ impl Turn {
             waiting,
             phase: Phase::Start,
             steps: 0,
+            started: std::time::Instant::now(),
             taken: HashSet::new(),
             step: StepState::default(),
         }
@@ -209,6 +210,9 @@ impl Turn {
                 None => self.agent.gate.specs(),
             },
         };
+        if self.steps == 1 {
+            self.agent.gate.metrics().overhead(self.started.elapsed());
+        }
         Phase::Model(Model::new(self.agent.provider.stream(request)))
     }
 

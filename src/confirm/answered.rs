@@ -122,7 +122,12 @@ impl Gate {
         {
             return reject(refusal);
         }
-        match self.claim(&issued.id, now).await? {
+        let claim = self.claim(&issued.id, now).await?;
+        if claim == Claim::Won {
+            let waited = now.saturating_sub(issued.issued_at_ms);
+            self.metrics.confirmation_waited(waited);
+        }
+        match claim {
             Claim::Done(outcome) => recorded(issued.call, outcome),
             Claim::InFlight { since_ms, orphaned } => {
                 match self.claimed_outcome(&issued.id, since_ms, orphaned).await? {

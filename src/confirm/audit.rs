@@ -5,6 +5,7 @@ use serde_json::Value;
 use super::{Gate, GateError, Scope, signing};
 use crate::call::QualifiedName;
 use crate::call::ToolCall;
+use crate::metrics::Confirmation;
 use crate::store::{AuditDecision, AuditEvent, Outcome};
 
 impl Gate {
@@ -53,9 +54,38 @@ impl Gate {
     /// Appends to the audit log. A failing log is reported, but does not
     /// undo or block the decision.
     pub(super) async fn record(&self, event: AuditEvent) {
+        self.count(&event);
         if let Err(e) = self.store.audit(event).await {
             tracing::error!("writing the audit log failed: {e}");
         }
+    }
+
+    /// Counts a decision in `toolgate_confirmations_total`, under its
+    /// tool's name if the tool is configured (an answer may name any).
+    fn count(&self, event: &AuditEvent) {
+        let outcome = match event.decision {
+            AuditDecision::Allowed => Confirmation::AutoApproved,
+            AuditDecision::Denied => Confirmation::AutoDenied,
+            AuditDecision::Approved | AuditDecision::Edited => Confirmation::Approved,
+            AuditDecision::Rejected => Confirmation::Denied,
+            AuditDecision::Refused => Confirmation::Refused,
+            AuditDecision::Expired => Confirmation::Expired,
+            AuditDecision::Cancelled => Confirmation::Cancelled,
+            AuditDecision::Responded => Confirmation::Responded,
+            AuditDecision::Asked
+            | AuditDecision::Replayed
+            | AuditDecision::Revoked
+            | AuditDecision::Notified => return,
+        };
+        let tools = self.tools.current();
+        let name = event.tool.strip_prefix("internal--").unwrap_or(&event.tool);
+        let known = tools.get(name).is_some() || tools.get(&event.tool).is_some();
+        let tool = if known {
+            event.tool.as_str()
+        } else {
+            "unknown"
+        };
+        self.metrics.confirmation(tool, outcome);
     }
 
     /// `principal`'s audit log.

@@ -3,16 +3,17 @@
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures::FutureExt;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::{Gate, Permit, Running};
-use crate::call::ToolCall;
+use crate::call::{QualifiedName, ToolCall};
+use crate::metrics::Metrics;
 use crate::store::Outcome;
-use crate::tools::{Registry, ToolContext, ToolError};
+use crate::tools::{Registry, ToolContext, ToolError, ToolSource};
 
 impl Gate {
     /// Runs a confirmed, claimed call to the end in its own task and records
@@ -27,7 +28,13 @@ impl Gate {
         ran_with: Option<Value>,
     ) -> Running {
         let ctx = self.context(&call, payload, chat_id);
-        let execute = execute(self.tools.current(), call, ctx, self.tool_timeout);
+        let execute = execute(
+            self.tools.current(),
+            call,
+            ctx,
+            self.tool_timeout,
+            self.metrics.clone(),
+        );
         let store = self.store.clone();
         let task = self.tasks.spawn(async move {
             let mut outcome = execute.await;
@@ -69,7 +76,15 @@ impl Gate {
     pub async fn run(&self, permit: Permit, chat_id: &str) -> Outcome {
         let ctx = self.context(&permit.call, None, chat_id);
         let _cancel_on_drop = ctx.cancel.clone().drop_guard();
-        execute(self.tools.current(), permit.call, ctx, self.tool_timeout).await
+        let metrics = self.metrics.clone();
+        execute(
+            self.tools.current(),
+            permit.call,
+            ctx,
+            self.tool_timeout,
+            metrics,
+        )
+        .await
     }
 }
 
@@ -78,6 +93,7 @@ pub(super) async fn execute(
     call: ToolCall,
     ctx: ToolContext,
     timeout: Duration,
+    metrics: Metrics,
 ) -> Outcome {
     let Some(tool) = registry.get(&call.name).cloned() else {
         return Outcome::Error {
@@ -97,6 +113,8 @@ pub(super) async fn execute(
         };
     }
     let cancel = ctx.cancel.clone();
+    let qualified = QualifiedName::of(&call.name);
+    let started = Instant::now();
     let run = AssertUnwindSafe(tool.execute(call.args, ctx)).catch_unwind();
     let result = match tokio::time::timeout(timeout, run).await {
         Ok(Ok(result)) => result,
@@ -108,6 +126,19 @@ pub(super) async fn execute(
             ))
         }
     };
+    let counted = match &result {
+        Ok(_) => "ok",
+        Err(ToolError::TimedOut(_)) => "timeout",
+        Err(_) => "error",
+    };
+    let source = match tool.source() {
+        ToolSource::Builtin => "builtin",
+        ToolSource::Http => "http",
+        ToolSource::Mcp { .. } => "mcp",
+        ToolSource::Client => "client",
+        ToolSource::Application => "application",
+    };
+    metrics.tool_call(qualified.as_str(), source, counted, started.elapsed());
     match result {
         Ok(output) => Outcome::Output {
             output,

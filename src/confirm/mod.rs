@@ -70,6 +70,7 @@ pub use crate::protocol::message::{AnswerKeys, Remember};
 
 use crate::call::ToolCall;
 use crate::ids::{Clock, Ids};
+use crate::metrics::Metrics;
 use crate::notify::Notifier;
 use crate::policy::Policy;
 use crate::store::{Issued, Outcome, Store, StoreError};
@@ -263,6 +264,8 @@ pub struct Gate {
     inbox: Arc<watch::Sender<u64>>,
     /// Whether the changes of other instances sharing the store are followed.
     listening: Arc<AtomicBool>,
+    /// Where decisions and tool calls are counted.
+    metrics: Metrics,
 }
 
 impl Gate {
@@ -294,7 +297,19 @@ impl Gate {
             notifier: None,
             inbox: Arc::new(watch::Sender::new(0)),
             listening: Arc::default(),
+            metrics: Metrics::default(),
         }
+    }
+
+    /// Counts decisions and tool calls in `metrics` (the app's).
+    pub fn with_metrics(mut self, metrics: Metrics) -> Self {
+        self.metrics = metrics;
+        self
+    }
+
+    /// Where the gate counts; the turn and the routes count there too.
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
     }
 
     /// Knows each principal's roles (for `approvers: [role:NAME]`).
@@ -375,6 +390,11 @@ impl Gate {
             call: &issued.call,
             expires_at_ms: issued.expires_at_ms,
         }))
+    }
+
+    /// Whether the store answers now (for `/readyz`).
+    pub async fn ping(&self) -> Result<(), GateError> {
+        Ok(self.store.ping().await?)
     }
 
     /// The gate's clock, in milliseconds since the epoch.

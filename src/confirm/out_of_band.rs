@@ -195,6 +195,8 @@ impl Gate {
                 .await;
             return Ok(result);
         }
+        let waited = self.clock.now_ms().saturating_sub(issued.issued_at_ms);
+        self.metrics.confirmation_waited(waited);
         let outcome = match &decision {
             Decision::Approve { .. } => {
                 let call = call.unwrap_or_else(|| issued.call.clone());
@@ -325,6 +327,8 @@ impl Gate {
         let outcome = match claim {
             Claim::Won => {
                 self.store.finish(id, Outcome::Expired).await?;
+                let waited = self.clock.now_ms().saturating_sub(issued.issued_at_ms);
+                self.metrics.confirmation_waited(waited);
                 self.note(
                     scope,
                     &issued.call,

@@ -5,6 +5,7 @@ pub mod adk;
 pub mod anthropic;
 pub mod gemini;
 pub mod http;
+pub mod measured;
 pub mod openai;
 pub mod scripted;
 

@@ -298,6 +298,16 @@ impl Store {
         )))
     }
 
+    /// A cheap round trip, for `/readyz`: an error if the backend cannot
+    /// be read now.
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        match self {
+            Store::Memory(_) => Ok(()),
+            Store::Sqlite(s) => s.ping().await,
+            Store::Redis(s) => s.ping().await,
+        }
+    }
+
     pub async fn insert(&self, issued: Issued) -> Result<(), StoreError> {
         match self {
             Store::Memory(s) => s.insert(issued),

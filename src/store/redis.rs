@@ -436,6 +436,16 @@ impl RedisStore {
             .collect()
     }
 
+    /// One round trip to the server.
+    pub(super) async fn ping(&self) -> Result<(), StoreError> {
+        let mut conn = self.conn.clone();
+        let _: bool = conn
+            .exists(self.heartbeat_key("ping"))
+            .await
+            .map_err(backend)?;
+        Ok(())
+    }
+
     pub(super) async fn prune_audit(&self, before_ms: u64) -> Result<usize, StoreError> {
         let mut conn = self.conn.clone();
         let principals: Vec<String> = conn.smembers(self.audit_index()).await.map_err(backend)?;

@@ -226,6 +226,19 @@ impl SqliteStore {
         .await
     }
 
+    /// Reads the confirmations table: a missing file or table fails.
+    pub(super) async fn ping(&self) -> Result<(), StoreError> {
+        self.with(move |conn| {
+            conn.query_row(
+                "SELECT count(*) FROM confirmations WHERE id = ''",
+                [],
+                |_| Ok(()),
+            )
+            .map_err(backend)
+        })
+        .await
+    }
+
     pub(super) async fn prune_audit(&self, before_ms: u64) -> Result<usize, StoreError> {
         self.with(move |conn| {
             conn.execute("DELETE FROM audit WHERE at_ms < ?1", [millis(before_ms)])

@@ -18,7 +18,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 pub use payment::ProcessPayment;
-pub use toolbox::Toolbox;
+pub use toolbox::{ServerState, Toolbox};
 pub use weather::GetWeather;
 
 /// Re-exported so that applications implement [`Tool`] without naming the crate.

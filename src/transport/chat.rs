@@ -14,6 +14,7 @@ use tokio::sync::watch;
 
 use super::auth::Caller;
 use super::{ANONYMOUS, ApiError, HttpState, runs, sse};
+use crate::metrics::{Metrics, Transport};
 use crate::protocol::{ChatRequest, ConfirmationProtocol, RequestError, UiChunk};
 
 pub(super) async fn stream(
@@ -24,7 +25,7 @@ pub(super) async fn stream(
     let body =
         body.map_err(|rejection| ApiError::from_body_rejection(rejection, state.max_body_bytes))?;
     let request = ChatRequest::from_slice(&body)?;
-    let (_, reader) = start(&state, request, &caller.principal)?;
+    let (_, reader) = start(&state, request, &caller.principal, Transport::Sse)?;
     let chunks = reader.chunks().map(|(_, json)| json);
     Ok(sse::response(chunks, state.keep_alive).into_response())
 }
@@ -34,16 +35,40 @@ pub(super) fn start(
     state: &HttpState,
     request: ChatRequest,
     principal: &str,
+    transport: Transport,
 ) -> Result<(Arc<runs::Run>, runs::Subscription), ApiError> {
     let chat_id = request.chat_id.clone();
     let (waiting, waits) = watch::channel(false);
     let chunks = turn(state, request, principal.to_owned(), waiting)?;
+    let chunks = measured(&state.metrics, transport, chunks);
     let owner = runs::Owner {
         principal,
         chat_id: &chat_id,
         capped: principal != ANONYMOUS,
     };
     Ok(state.runs.start(owner, chunks, waits)?)
+}
+
+/// `chunks`, counted: open while streaming, the first chunk of content
+/// timed, and how the turn ended once it is dropped (no allocation per chunk).
+fn measured(
+    metrics: &Metrics,
+    transport: Transport,
+    chunks: BoxStream<'static, UiChunk>,
+) -> BoxStream<'static, UiChunk> {
+    let mut watch = metrics.turn(transport);
+    chunks
+        .inspect(move |chunk| match chunk {
+            UiChunk::Finish { .. } => watch.ended("finished"),
+            UiChunk::Error { .. } => watch.ended("error"),
+            UiChunk::Abort { .. } => watch.ended("aborted"),
+            UiChunk::Start { .. }
+            | UiChunk::StartStep
+            | UiChunk::FinishStep
+            | UiChunk::MessageMetadata { .. } => {}
+            _ => watch.content(),
+        })
+        .boxed()
 }
 
 /// The turn for `request`, in the confirmation protocol and flow it asks

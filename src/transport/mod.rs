@@ -1,6 +1,6 @@
 //! HTTP: the router and its shared state. One module per HTTP concept:
 //! `chat` (turns and resumes), `confirmations` (decisions and remembered
-//! approvals), `inbox` (open questions: a chat's, and all a user may
+//! approvals), `health` (liveness, readiness, `/metrics`), `inbox` (open questions: a chat's, and all a user may
 //! decide, live),
 //! `links` (the page of a notification's signed link), `records` (tools,
 //! audit), `auth` (who is asking), `live` (the WebSocket, in two
@@ -14,6 +14,7 @@ mod cors;
 pub mod demo;
 mod error;
 pub mod guard;
+mod health;
 mod inbox;
 mod links;
 mod live;
@@ -24,10 +25,12 @@ mod sse;
 
 pub use auth::{ApiKey, Caller};
 pub use error::ApiError;
+pub use health::{MetricsRoute, metrics_routes};
 pub use live::{LiveDialect, LiveLimits};
 pub use protect::protect;
 
 use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use axum::Router;
@@ -36,6 +39,7 @@ use axum::routing::{delete, get, post};
 use tokio_util::task::TaskTracker;
 
 use crate::agent::Agent;
+use crate::metrics::Metrics;
 use crate::notify::Links;
 use crate::protocol::{ClientVersion, ConfirmationFlow, ConfirmationProtocol};
 
@@ -60,17 +64,32 @@ pub struct HttpState {
     pub tasks: TaskTracker,
     /// The key of the notification links; `None` (no notifier): no link is valid.
     pub links: Option<Links>,
+    /// The app's metrics: turns count here.
+    pub metrics: Metrics,
+    /// Whether and how `/metrics` is on this router.
+    pub metrics_route: MetricsRoute,
+    /// Set when the server starts draining: `/readyz` then answers 503.
+    pub draining: Arc<AtomicBool>,
+    /// The MCP servers `/readyz` waits for (`mcpServers.*.required`).
+    pub required_mcp: Arc<[String]>,
 }
 
 pub fn router(state: HttpState) -> Router {
     let limit = state.max_body_bytes;
-    Router::new()
+    let router = match state.metrics_route {
+        MetricsRoute::Off => Router::new(),
+        MetricsRoute::Keyed => Router::new().route("/metrics", get(health::metrics_keyed)),
+        MetricsRoute::Public => Router::new().route("/metrics", get(health::metrics_public)),
+    };
+    router
         .route("/stream", post(chat::stream))
         .route("/api/chat", post(chat::stream))
         .route("/live", get(live::live))
         .route("/stream/{chat_id}/stream", get(chat::resume))
         .route("/api/chat/{chat_id}/stream", get(chat::resume))
         .route("/healthz", get(|| async { "ok" }))
+        .route("/livez", get(health::livez))
+        .route("/readyz", get(health::readyz))
         .route("/api/tools", get(records::tools))
         .route("/api/audit", get(records::audit))
         .route("/api/approvals", get(confirmations::approvals))

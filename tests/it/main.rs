@@ -43,6 +43,7 @@ mod live;
 mod live_seed;
 mod malformed_answers;
 mod mcp;
+mod metrics;
 mod moved_on;
 mod native_snapshots;
 mod notify;

@@ -110,6 +110,9 @@ pub struct McpServerConfig {
     pub connect_timeout_ms: Option<u64>,
     /// One call (default: `tools.timeoutMs`, which bounds every call anyway).
     pub timeout_ms: Option<u64>,
+    /// `/readyz` answers 503 while this server is not available (default false).
+    #[serde(default)]
+    pub required: bool,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq)]

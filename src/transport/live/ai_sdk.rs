@@ -20,6 +20,7 @@ use tokio::task::JoinHandle;
 
 use super::{Farewell, Socket};
 use crate::confirm::{AnswerKeys, Decision, OutOfBand};
+use crate::metrics::Transport;
 use crate::protocol::ChatRequest;
 use crate::protocol::message::check_id;
 use crate::transport::runs::{Run, Subscription};
@@ -169,7 +170,8 @@ async fn frame(
                 serde_json::to_vec(&body).map_err(|e| (request_id.clone(), e.to_string()))?;
             let request = ChatRequest::from_slice(&bytes).map_err(|e| fail(e.into()))?;
             let (run, reader) =
-                crate::transport::chat::start(state, request, &principal).map_err(fail)?;
+                crate::transport::chat::start(state, request, &principal, Transport::Live)
+                    .map_err(fail)?;
             let task = state
                 .tasks
                 .spawn(forward(request_id.clone(), reader, outbox.clone()));

@@ -23,6 +23,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use super::{Close, Farewell, Socket};
+use crate::metrics::Transport;
 use crate::protocol::sse::{DONE, SseEncoder};
 use crate::protocol::{ChatRequest, RequestError, UiChunk};
 use crate::transport::ApiError;
@@ -258,7 +259,7 @@ fn start(socket: &Socket, body: &Map<String, Value>) -> Result<(Arc<Run>, Subscr
     let principal = socket.principal(&HashMap::new())?;
     let bytes = serde_json::to_vec(body).map_err(|e| RequestError::Json(e.to_string()))?;
     let request = ChatRequest::from_slice(&bytes)?;
-    crate::transport::chat::start(&socket.state, request, &principal)
+    crate::transport::chat::start(&socket.state, request, &principal, Transport::Live)
 }
 
 /// A turn refused before it started: its error chunk, then `[DONE]`.

@@ -1,0 +1,98 @@
+//! `GET /livez`, `/readyz` and `/metrics`: what an orchestrator and
+//! Prometheus ask. Their answers are fixed words; causes go to the log.
+
+use std::sync::atomic::Ordering;
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+
+use super::HttpState;
+use super::auth::Caller;
+use crate::metrics::{CONTENT_TYPE, Metrics};
+use crate::tools::{ServerState, Toolbox};
+
+/// Where `/metrics` is served on the main port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MetricsRoute {
+    /// Not there (`metrics.enabled: false`, or on `metrics.bind`).
+    Off,
+    /// Behind `auth.apiKeys`, like the API.
+    Keyed,
+    /// Open to anyone who passes the guard (`metrics.public: true`).
+    Public,
+}
+
+/// The process is up.
+pub(super) async fn livez() -> &'static str {
+    "ok"
+}
+
+/// Whether this instance should get traffic: not draining, its store
+/// answers, and every MCP server the config requires is available.
+pub(super) async fn readyz(State(state): State<HttpState>) -> Response {
+    let unready = |why: &'static str| (StatusCode::SERVICE_UNAVAILABLE, why).into_response();
+    if state.draining.load(Ordering::Relaxed) {
+        return unready("draining");
+    }
+    let gate = &state.agent.gate;
+    if let Err(e) = gate.ping().await {
+        tracing::warn!("not ready: the store failed: {}", e.detail());
+        return unready("storage unavailable");
+    }
+    let servers = gate.toolbox().servers();
+    for name in state.required_mcp.iter() {
+        let up = servers
+            .iter()
+            .any(|s| s.name == *name && matches!(s.state, ServerState::Available { .. }));
+        if !up {
+            tracing::info!(server = %name, "not ready: a required MCP server is not available");
+            return unready("a required MCP server is unavailable");
+        }
+    }
+    "ok".into_response()
+}
+
+pub(super) async fn metrics_public(State(state): State<HttpState>) -> Response {
+    export(&state.metrics, state.agent.gate.toolbox())
+}
+
+/// The caller is resolved (and refused without a key) before anything is read.
+pub(super) async fn metrics_keyed(State(state): State<HttpState>, _: Caller) -> Response {
+    export(&state.metrics, state.agent.gate.toolbox())
+}
+
+/// `/metrics` alone, for `metrics.bind`: no key, no other route.
+pub fn metrics_routes(metrics: Metrics, toolbox: Toolbox) -> Router {
+    Router::new().route(
+        "/metrics",
+        get(move || {
+            let (metrics, toolbox) = (metrics.clone(), toolbox.clone());
+            async move { export(&metrics, &toolbox) }
+        }),
+    )
+}
+
+/// The text exposition, with the MCP servers' states read now.
+fn export(metrics: &Metrics, toolbox: &Toolbox) -> Response {
+    let mut counts = [0; 4];
+    for server in toolbox.servers() {
+        let at = match server.state {
+            ServerState::Connecting => 0,
+            ServerState::Available { .. } => 1,
+            ServerState::Unavailable { .. } => 2,
+            ServerState::Restarting { .. } => 3,
+        };
+        counts[at] += 1;
+    }
+    metrics.mcp_servers(counts);
+    match metrics.encode() {
+        Ok(text) => ([(header::CONTENT_TYPE, CONTENT_TYPE)], text).into_response(),
+        Err(e) => {
+            tracing::error!("encoding the metrics failed: {e}");
+            StatusCode::INTERNAL_SERVER_ERROR.into_response()
+        }
+    }
+}

@@ -1,0 +1,201 @@
+//! `/metrics` after known flows: exact counter values, one server each
+//! (the metrics are the app's own, not the process's). `/livez` and
+//! `/readyz`, with a store that works and one that fails.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::common;
+
+use common::{Server, approval, user_says};
+use toolgate::Config;
+use toolgate::store::Store;
+
+const PAY: &str = "internal--process_payment";
+
+/// The value of the sample `series` (name and labels, as exported), or 0
+/// when it is not there yet.
+fn sample(text: &str, series: &str) -> f64 {
+    text.lines()
+        .find_map(|line| line.strip_prefix(series)?.strip_prefix(' '))
+        .map_or(0.0, |v| {
+            v.parse().unwrap_or_else(|e| panic!("{series}: {e}"))
+        })
+}
+
+async fn scrape(server: &Server) -> String {
+    let reply = server.get("/metrics").await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    reply.body
+}
+
+/// Asks to pay in `chat` and returns the answer that approves it.
+async fn ask(server: &Server, chat: &str) -> Value {
+    let first = server.chat(&user_says(chat, "Send 50 USD to Hanako")).await;
+    assert_eq!(
+        first.of_type("tool-input-available").len(),
+        1,
+        "{}",
+        first.body
+    );
+    approval(chat, &first)
+}
+
+fn answered(mut body: Value, output: Value) -> Value {
+    if let Some(slot) = body.pointer_mut("/messages/1/parts/1/output") {
+        *slot = output;
+    }
+    body
+}
+
+#[tokio::test]
+async fn known_flows_are_counted_exactly() {
+    let server = Server::start().await;
+
+    // A text turn.
+    let text = server.chat(&user_says("chat-text", "Hello")).await;
+    assert_eq!(text.status, 200);
+
+    // Asked and approved: the payment runs.
+    let approve = ask(&server, "chat-approve").await;
+    server.chat(&approve).await;
+    assert_eq!(server.payments(), 1);
+
+    // Asked and denied.
+    let deny = ask(&server, "chat-deny").await;
+    server
+        .chat(&answered(deny, json!({"confirmed": false})))
+        .await;
+
+    // A forged answer: other arguments than the ones asked about.
+    let mut forged = ask(&server, "chat-forged").await;
+    if let Some(args) = forged.pointer_mut("/messages/1/parts/1/input/originalFunctionCall/args") {
+        args["amount"] = json!(5000);
+    }
+    server.chat(&forged).await;
+
+    // Nobody answered in time: the late approval ends it as expired (and is refused).
+    let late = ask(&server, "chat-late").await;
+    server.clock.advance(Duration::from_secs(24 * 60 * 60 + 1));
+    server.chat(&late).await;
+    assert_eq!(server.payments(), 1);
+
+    let text = scrape(&server).await;
+    let confirmations = |outcome: &str| {
+        sample(
+            &text,
+            &format!("toolgate_confirmations_total{{tool=\"{PAY}\",outcome=\"{outcome}\"}}"),
+        )
+    };
+    assert_eq!(confirmations("approved"), 1.0, "{text}");
+    assert_eq!(confirmations("denied"), 1.0, "{text}");
+    assert_eq!(confirmations("refused"), 2.0, "{text}");
+    assert_eq!(confirmations("expired"), 1.0, "{text}");
+    assert_eq!(confirmations("auto_approved"), 0.0, "{text}");
+    // Approved, denied and expired each waited.
+    assert_eq!(
+        sample(&text, "toolgate_confirmation_wait_seconds_count"),
+        3.0,
+        "{text}"
+    );
+    let calls = sample(
+        &text,
+        &format!("toolgate_tool_calls_total{{tool=\"{PAY}\",source=\"builtin\",outcome=\"ok\"}}"),
+    );
+    assert_eq!(calls, 1.0, "{text}");
+    // Every turn: the text, four questions, four answers.
+    assert_eq!(
+        sample(
+            &text,
+            "toolgate_turns_total{transport=\"sse\",outcome=\"finished\"}"
+        ),
+        9.0,
+        "{text}"
+    );
+    assert_eq!(
+        sample(&text, "toolgate_streams_open{transport=\"sse\"}"),
+        0.0,
+        "{text}"
+    );
+    assert!(
+        sample(&text, "toolgate_time_to_first_chunk_seconds_count") >= 1.0,
+        "{text}"
+    );
+    assert!(
+        sample(&text, "toolgate_overhead_seconds_count") >= 1.0,
+        "{text}"
+    );
+    assert!(
+        sample(
+            &text,
+            "toolgate_model_requests_total{provider=\"application\",status=\"ok\"}"
+        ) + sample(
+            &text,
+            "toolgate_model_requests_total{provider=\"scripted\",status=\"ok\"}"
+        ) >= 1.0,
+        "{text}"
+    );
+    assert!(
+        text.contains("toolgate_mcp_servers{state=\"available\"} 0"),
+        "{text}"
+    );
+
+    // Another server counts apart.
+    let other = Server::start().await;
+    let text = scrape(&other).await;
+    assert_eq!(
+        sample(&text, "toolgate_confirmation_wait_seconds_count"),
+        0.0,
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn metrics_need_a_key_when_keys_are_on_unless_public() {
+    use sha2::Digest;
+    let keyed = format!(
+        "auth:\n  apiKeys:\n    - {{principal: alice, sha256: '{}'}}\n",
+        hex::encode(sha2::Sha256::digest(b"k1"))
+    );
+    let server =
+        Server::with_config(Config::from_yaml(&keyed).unwrap_or_else(|e| panic!("{e}"))).await;
+    assert_eq!(server.get("/metrics").await.status, 401);
+    let reply = server
+        .get_with("/metrics", &[("authorization", "Bearer k1")])
+        .await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+
+    let public = format!("{keyed}metrics:\n  public: true\n");
+    let server =
+        Server::with_config(Config::from_yaml(&public).unwrap_or_else(|e| panic!("{e}"))).await;
+    assert_eq!(server.get("/metrics").await.status, 200);
+
+    let off = "metrics:\n  enabled: false\n";
+    let server =
+        Server::with_config(Config::from_yaml(off).unwrap_or_else(|e| panic!("{e}"))).await;
+    assert_eq!(server.get("/metrics").await.status, 404);
+}
+
+#[tokio::test]
+async fn live_and_ready_until_the_store_fails() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let path = dir.path().join("toolgate.sqlite3");
+    let store = Store::sqlite(&path).unwrap_or_else(|e| panic!("{e}"));
+    let server = Server::with(Config::default(), |app| app.with_store(store)).await;
+    assert_eq!(server.get("/livez").await.status, 200);
+    assert_eq!(server.get("/healthz").await.status, 200);
+    let ready = server.get("/readyz").await;
+    assert_eq!((ready.status, ready.body.as_str()), (200, "ok"));
+
+    let conn = rusqlite::Connection::open(&path).unwrap_or_else(|e| panic!("{e}"));
+    conn.execute_batch("DROP TABLE confirmations;")
+        .unwrap_or_else(|e| panic!("{e}"));
+
+    let ready = server.get("/readyz").await;
+    assert_eq!(
+        (ready.status, ready.body.as_str()),
+        (503, "storage unavailable")
+    );
+    assert_eq!(server.get("/livez").await.status, 200);
+}
