@@ -199,3 +199,53 @@ async fn live_and_ready_until_the_store_fails() {
     );
     assert_eq!(server.get("/livez").await.status, 200);
 }
+
+/// `metrics.bind`: `/metrics` on a listener of its own, without a key,
+/// and no longer on the main port.
+#[tokio::test]
+async fn metrics_bind_serves_them_apart() {
+    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap_or_else(|e| panic!("{e}"));
+    let at = free.local_addr().unwrap_or_else(|e| panic!("{e}"));
+    drop(free);
+    let config = Config::from_yaml(&format!("metrics: {{bind: '{at}'}}\n"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let server = Server::with_config(config).await;
+    server.chat(&user_says("c1", "hello there")).await;
+    assert_eq!(
+        server.get("/metrics").await.status,
+        404,
+        "not on the main port"
+    );
+    let scraped = common::wait::until_ok("the metrics listener", || async {
+        match reqwest::get(format!("http://{at}/metrics")).await {
+            Ok(response) if response.status() == 200 => {
+                response.text().await.map_err(|e| e.to_string())
+            }
+            Ok(response) => Err(format!("status {}", response.status())),
+            Err(e) => Err(e.to_string()),
+        }
+    })
+    .await;
+    assert!(
+        sample(
+            &scraped,
+            r#"toolgate_turns_total{transport="sse",outcome="finished"}"#
+        ) >= 1.0,
+        "{scraped}"
+    );
+}
+
+/// A required MCP server that is not there keeps the instance unready.
+#[tokio::test]
+async fn a_required_mcp_server_down_is_not_ready() {
+    let yaml =
+        "mcpServers:\n  gone:\n    command: /nonexistent/toolgate-mcp-server\n    required: true\n";
+    let config = Config::from_yaml(yaml).unwrap_or_else(|e| panic!("{e}"));
+    let server = Server::with_config(config).await;
+    assert_eq!(server.get("/livez").await.status, 200);
+    let ready = server.get("/readyz").await;
+    assert_eq!(
+        (ready.status, ready.body.as_str()),
+        (503, "a required MCP server is unavailable")
+    );
+}
