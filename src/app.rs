@@ -27,7 +27,7 @@ use crate::provider::http::Upstream;
 use crate::provider::measured::Measured;
 use crate::provider::openai::OpenAi;
 use crate::provider::{ModelProvider, ModelRequest, ProviderError, ProviderEvent, ScriptedModel};
-use crate::store::{BackendError, Store, StoreError};
+use crate::store::{BackendError, Limiter, Store, StoreError};
 use crate::tools::mcp::{self, McpServer};
 use crate::tools::{Registry, Toolbox};
 use crate::transport::runs::{Limits as RunLimits, Runs};
@@ -235,6 +235,13 @@ impl App {
         });
         let toolbox = Toolbox::new(self.registry);
         mcp::start(servers, &toolbox);
+        let tasks = TaskTracker::new();
+        // A config that loaded has valid limits; if not, none holds.
+        let rates = self.config.limits.rates().unwrap_or_else(|e| {
+            tracing::error!("{e}: no rate limit holds");
+            Default::default()
+        });
+        let limiter = self.store.limiter(rates, tasks.clone(), &self.instance);
         let gate = Gate::new(
             toolbox,
             self.store,
@@ -249,7 +256,8 @@ impl App {
         .with_instance(self.instance)
         .with_roles(self.config.roles())
         .with_notifier(notifier)
-        .with_metrics(metrics.clone());
+        .with_metrics(metrics.clone())
+        .with_limiter(limiter.clone());
         let gate = match self.config.tool_confirmation.allowed_tools_storage {
             AllowedToolsStorage::Storage => gate,
             AllowedToolsStorage::Memory => gate.with_remembered_store(Store::memory()),
@@ -266,11 +274,15 @@ impl App {
             denied_as: self.config.tool_confirmation.denied_as,
             upstream: adk.map(Arc::new),
         };
-        let tasks = TaskTracker::new();
         let draining = Arc::new(AtomicBool::new(false));
+        // `limits.concurrentStreams` is this cap, when set.
+        let per_principal = match limiter.rates().concurrent_streams {
+            Some(n) => usize::try_from(n.get()).unwrap_or(usize::MAX),
+            None => self.config.stream.max_turns_per_user.max(1),
+        };
         let runs = Arc::new(
             Runs::new(RunLimits {
-                per_principal: self.config.stream.max_turns_per_user.max(1),
+                per_principal,
                 total: self.config.stream.max_turns.max(1),
                 stall: Duration::from_secs(self.config.stream.stalled_reader_secs.max(1)),
                 held: Duration::from_secs(self.config.stream.held_turn_secs.max(1)),
@@ -299,6 +311,7 @@ impl App {
                 dialect: self.config.live.dialect,
             },
             runs: runs.clone(),
+            limiter: limiter.clone(),
             // A config that loaded has a readable version; if not, the
             // newest (said in the log, as the config check says at start).
             client_version: self.config.client_version().unwrap_or_else(|e| {
@@ -345,6 +358,7 @@ impl App {
             runs,
             metrics,
             draining,
+            limiter,
         }
     }
 
@@ -389,9 +403,16 @@ impl App {
             runs,
             metrics,
             draining,
+            limiter,
         } = self.build(Some(bind));
         let toolbox = gate.toolbox().clone();
-        let purge = tasks.spawn(purge_expired(gate.clone(), store, clock, retention));
+        let purge = tasks.spawn(purge_expired(
+            gate.clone(),
+            store,
+            clock,
+            retention,
+            limiter,
+        ));
         // Scraped until the main port has drained.
         let scraping = CancellationToken::new();
         if let Some(at) = metrics_bind {
@@ -442,14 +463,23 @@ struct Built {
     metrics: Metrics,
     /// Set when serving starts to stop.
     draining: Arc<AtomicBool>,
+    limiter: Limiter,
 }
 
 /// Forgets expired confirmations and remembered approvals whose window is
-/// over, and audit events past `retention`, once a minute.
-async fn purge_expired(gate: Gate, store: Store, clock: Clock, retention: Duration) {
+/// over, audit events past `retention`, and the limits of principals idle
+/// for a minute, once a minute.
+async fn purge_expired(
+    gate: Gate,
+    store: Store,
+    clock: Clock,
+    retention: Duration,
+    limiter: Limiter,
+) {
     let mut every = tokio::time::interval(Duration::from_secs(60));
     loop {
         every.tick().await;
+        limiter.prune();
         if let Err(e) = gate.sweep().await {
             tracing::warn!("logging timed-out confirmations failed: {e}");
         }

@@ -3,6 +3,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
+use std::num::NonZeroU32;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -10,12 +11,14 @@ use serde::Deserialize;
 
 use reqwest::header::HeaderMap;
 
+use crate::call::QualifiedName;
 use crate::notify::Plan as NotifyPlan;
 use crate::policy::{Mode, NotifyTarget, Policy, ToolPolicies, ToolRule};
 use crate::protocol::{ClientVersion, ConfirmationFlow, ConfirmationProtocol, DeniedAs};
 use crate::provider::ModelOptions;
 pub use crate::provider::http::Secret;
 use crate::provider::http::{UpstreamConfig, header};
+use crate::store::Rates;
 use crate::tools::Registry;
 use crate::tools::client::{ClientTool, ClientToolConfig};
 use crate::tools::http::HttpToolConfig;
@@ -53,6 +56,7 @@ pub struct Config {
     pub cors: CorsConfig,
     pub live: LiveConfig,
     pub metrics: MetricsConfig,
+    pub limits: LimitsConfig,
     /// MCP servers whose tools are offered as `mcp--<server>--<tool>`.
     pub mcp_servers: BTreeMap<String, McpServerConfig>,
 }
@@ -92,6 +96,68 @@ impl Default for MetricsConfig {
             bind: None,
             public: false,
         }
+    }
+}
+
+/// `limits`: rate limits per principal, and per tool (all principals
+/// together). Each absent limit is no limit.
+#[derive(Debug, Clone, PartialEq, Deserialize, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct LimitsConfig {
+    /// New turns a principal may start per minute (a burst of as many).
+    pub turns_per_minute: Option<i64>,
+    /// Turns a principal may have in flight at once (streaming, or held
+    /// for an answer); replaces `stream.maxTurnsPerUser`, and holds for
+    /// `anonymous` too.
+    pub concurrent_streams: Option<i64>,
+    /// Tool calls a principal's turns may run per minute.
+    pub tool_calls_per_minute: Option<i64>,
+    /// Per tool, by name or qualified name as in `toolConfirmation.tools`.
+    pub tools: BTreeMap<String, ToolLimitConfig>,
+}
+
+/// `limits.tools.<name>`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ToolLimitConfig {
+    /// Calls of this tool per minute, all principals together.
+    pub calls_per_minute: i64,
+}
+
+impl LimitsConfig {
+    /// The limits, checked: each a whole number from 1.
+    pub fn rates(&self) -> Result<Rates, ConfigError> {
+        let positive = |value: i64, key: &str| {
+            u32::try_from(value)
+                .ok()
+                .and_then(NonZeroU32::new)
+                .ok_or_else(|| {
+                    ConfigError::Invalid(format!(
+                        "limits.{key} must be a whole number from 1 to {} (leave it out for no limit), not {value}",
+                        u32::MAX
+                    ))
+                })
+        };
+        let optional = |value: Option<i64>, key: &str| value.map(|v| positive(v, key)).transpose();
+        let mut tools = BTreeMap::new();
+        for (name, limit) in &self.tools {
+            let key = format!("tools.{name}.callsPerMinute");
+            let n = positive(limit.calls_per_minute, &key)?;
+            if tools
+                .insert(QualifiedName::of(name), (name.clone(), n))
+                .is_some()
+            {
+                return Err(ConfigError::Invalid(format!(
+                    "limits.tools names `{name}` twice (by name and by qualified name)"
+                )));
+            }
+        }
+        Ok(Rates {
+            turns_per_minute: optional(self.turns_per_minute, "turnsPerMinute")?,
+            tool_calls_per_minute: optional(self.tool_calls_per_minute, "toolCallsPerMinute")?,
+            concurrent_streams: optional(self.concurrent_streams, "concurrentStreams")?,
+            tools,
+        })
     }
 }
 
@@ -585,6 +651,7 @@ impl Config {
         self.api_keys()?;
         self.guard()?;
         self.notify_plan()?;
+        self.limits.rates()?;
         let client = self.client_version()?;
         if self.tool_confirmation.protocol == ConfirmationProtocol::AiSdk && !client.has_approvals()
         {
@@ -881,6 +948,72 @@ mod tests {
             .map(|e| e.to_string())
             .unwrap_or_default();
         assert!(err.contains("unknown field `idleSecs`"), "{err}");
+    }
+
+    #[test]
+    fn limits_are_positive_and_name_a_tool_once() {
+        let rates = |yaml: &str| Config::from_yaml(yaml).and_then(|c| c.limits.rates());
+        let error = |yaml: &str| rates(yaml).err().map(|e| e.to_string());
+        let Ok(read) = rates(
+            "limits: {turnsPerMinute: 2, concurrentStreams: 1, tools: {process_payment: {callsPerMinute: 3}, mcp--s--x: {callsPerMinute: 4}}}",
+        ) else {
+            panic!("limits did not read")
+        };
+        assert_eq!(read.turns_per_minute.map(NonZeroU32::get), Some(2));
+        assert_eq!(read.concurrent_streams.map(NonZeroU32::get), Some(1));
+        assert_eq!(read.tool_calls_per_minute, None);
+        let tools: Vec<(&str, &str, u32)> = read
+            .tools
+            .iter()
+            .map(|(q, (name, n))| (q.as_str(), name.as_str(), n.get()))
+            .collect();
+        assert_eq!(
+            tools,
+            [
+                ("internal--process_payment", "process_payment", 3),
+                ("mcp--s--x", "mcp--s--x", 4)
+            ]
+        );
+        assert_eq!(rates("").ok(), Some(Rates::default()));
+        for (yaml, key, value) in [
+            ("limits: {turnsPerMinute: 0}", "turnsPerMinute", "0"),
+            (
+                "limits: {toolCallsPerMinute: -1}",
+                "toolCallsPerMinute",
+                "-1",
+            ),
+            (
+                "limits: {concurrentStreams: 5000000000}",
+                "concurrentStreams",
+                "5000000000",
+            ),
+            (
+                "limits: {tools: {pay: {callsPerMinute: 0}}}",
+                "tools.pay.callsPerMinute",
+                "0",
+            ),
+        ] {
+            assert_eq!(
+                error(yaml),
+                Some(format!(
+                    "invalid config: limits.{key} must be a whole number from 1 to 4294967295 (leave it out for no limit), not {value}"
+                )),
+                "{yaml}"
+            );
+        }
+        assert_eq!(
+            error(
+                "limits: {tools: {pay: {callsPerMinute: 1}, internal--pay: {callsPerMinute: 2}}}"
+            ),
+            Some(
+                "invalid config: limits.tools names `pay` twice (by name and by qualified name)"
+                    .into()
+            )
+        );
+        assert!(
+            error("limits: {turnsPerMinute: 1.5}").is_some_and(|e| e.contains("turnsPerMinute")),
+        );
+        assert!(error("limits: {tools: {pay: {}}}").is_some_and(|e| e.contains("callsPerMinute")),);
     }
 
     #[test]

@@ -116,6 +116,11 @@ struct StoreLabels {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct LimitLabel {
+    limit: &'static str,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 struct StateLabel {
     state: &'static str,
 }
@@ -165,6 +170,7 @@ struct Inner {
     model_duration: Histograms<ProviderLabel>,
     store_ops: Family<StoreLabels, Counter>,
     mcp_servers: Family<StateLabel, Gauge>,
+    rate_limited: Family<LimitLabel, Counter>,
 }
 
 impl Default for Metrics {
@@ -268,6 +274,12 @@ impl Metrics {
             "MCP servers, by state",
             mcp_servers.clone(),
         );
+        let rate_limited = Family::<LimitLabel, Counter>::default();
+        registry.register(
+            "toolgate_rate_limited",
+            "Turns, streams and tool calls refused by a limit (`limits`), by limit",
+            rate_limited.clone(),
+        );
         for state in MCP_STATES {
             mcp_servers.get_or_create(&StateLabel { state }).set(0);
         }
@@ -287,6 +299,7 @@ impl Metrics {
                 model_duration,
                 store_ops,
                 mcp_servers,
+                rate_limited,
             }),
         }
     }
@@ -377,6 +390,14 @@ impl Metrics {
         self.inner
             .store_ops
             .get_or_create(&StoreLabels { store, op, outcome })
+            .inc();
+    }
+
+    /// One turn, stream or call refused by `limit` (a fixed word).
+    pub fn rate_limited(&self, limit: &'static str) {
+        self.inner
+            .rate_limited
+            .get_or_create(&LimitLabel { limit })
             .inc();
     }
 

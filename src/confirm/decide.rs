@@ -92,7 +92,10 @@ impl Gate {
                 }
                 self.note(scope, &call, AuditDecision::Allowed, by, None, None)
                     .await;
-                return Ok(NewCall::Run(Permit { call }));
+                return Ok(NewCall::Run(Permit {
+                    call,
+                    principal: scope.principal.clone(),
+                }));
             }
             Some(Verdict::Deny { reason }) => {
                 self.note(

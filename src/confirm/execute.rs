@@ -1,5 +1,9 @@
 //! Where a tool runs: the one place `Tool::execute` is called, for a
 //! permitted call (on the request) or a claimed one (on a tracked task).
+//! Every call is counted against the limits (`limits`) just before it would
+//! run; one over a limit does not run and ends as an error saying which
+//! limit, recorded like any outcome (an approved call's approval is spent:
+//! the ledger says honestly that it did not run, and why).
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -9,10 +13,10 @@ use futures::FutureExt;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::{Gate, Permit, Running};
+use super::{Gate, Permit, Running, Scope};
 use crate::call::{QualifiedName, ToolCall};
 use crate::metrics::Metrics;
-use crate::store::Outcome;
+use crate::store::{LimitError, Limiter, Outcome};
 use crate::tools::{Registry, ToolContext, ToolError, ToolSource};
 
 impl Gate {
@@ -24,10 +28,16 @@ impl Gate {
         id: String,
         call: ToolCall,
         payload: Option<Value>,
-        chat_id: &str,
+        scope: &Scope,
         ran_with: Option<Value>,
     ) -> Running {
-        let ctx = self.context(&call, payload, chat_id);
+        let ctx = self.context(&call, payload, &scope.chat_id);
+        let (limiter, principal, tool) = (
+            self.limiter.clone(),
+            scope.principal.clone(),
+            call.name.clone(),
+        );
+        let metrics = self.metrics.clone();
         let execute = execute(
             self.tools.current(),
             call,
@@ -37,7 +47,12 @@ impl Gate {
         );
         let store = self.store.clone();
         let task = self.tasks.spawn(async move {
-            let mut outcome = execute.await;
+            // Counted on the task, with the claim already won: the check
+            // awaits, and nothing may come between the claim and this task.
+            let mut outcome = match over_limit(&limiter, &metrics, &principal, &tool).await {
+                Some(refused) => refused,
+                None => execute.await,
+            };
             // The ledger keeps the arguments an edited call ran with.
             if let Outcome::Output { ran_with: slot, .. } | Outcome::Error { ran_with: slot, .. } =
                 &mut outcome
@@ -74,6 +89,15 @@ impl Gate {
 
     /// Runs a call that needs no confirmation; dropping the future cancels it.
     pub async fn run(&self, permit: Permit, chat_id: &str) -> Outcome {
+        let limited = over_limit(
+            &self.limiter,
+            &self.metrics,
+            &permit.principal,
+            &permit.call.name,
+        );
+        if let Some(refused) = limited.await {
+            return refused;
+        }
         let ctx = self.context(&permit.call, None, chat_id);
         let _cancel_on_drop = ctx.cancel.clone().drop_guard();
         let metrics = self.metrics.clone();
@@ -86,6 +110,33 @@ impl Gate {
         )
         .await
     }
+}
+
+/// Counts a call of `tool` by `principal` about to run; the outcome it
+/// ends with instead when it must not run.
+async fn over_limit(
+    limiter: &Limiter,
+    metrics: &Metrics,
+    principal: &str,
+    tool: &str,
+) -> Option<Outcome> {
+    let message = match limiter.tool_call(principal, tool).await {
+        Ok(()) => return None,
+        Err(LimitError::Limited(limited)) => {
+            tracing::info!(tool, "call not run: {limited}");
+            metrics.rate_limited(limited.limit.label());
+            limited.to_string()
+        }
+        // Fail closed: a limit that cannot be checked admits nothing.
+        Err(LimitError::Store(e)) => {
+            tracing::error!(tool, "checking the rate limits failed: {e}");
+            "the rate limits could not be checked; the call did not run".to_owned()
+        }
+    };
+    Some(Outcome::Error {
+        message,
+        ran_with: None,
+    })
 }
 
 pub(super) async fn execute(

@@ -73,7 +73,7 @@ use crate::ids::{Clock, Ids};
 use crate::metrics::Metrics;
 use crate::notify::Notifier;
 use crate::policy::Policy;
-use crate::store::{Issued, Outcome, Store, StoreError};
+use crate::store::{Issued, Limiter, Outcome, Store, StoreError};
 use crate::tools::{ToolSource, Toolbox};
 
 /// What a replay is told when the claimed call never reported an outcome
@@ -110,6 +110,8 @@ pub struct Scope {
 #[derive(Debug)]
 pub struct Permit {
     call: ToolCall,
+    /// Whose call it is, for the limits.
+    principal: String,
 }
 
 impl Permit {
@@ -266,6 +268,8 @@ pub struct Gate {
     listening: Arc<AtomicBool>,
     /// Where decisions and tool calls are counted.
     metrics: Metrics,
+    /// `limits`: each call is counted when it is about to run.
+    limiter: Limiter,
 }
 
 impl Gate {
@@ -298,7 +302,15 @@ impl Gate {
             inbox: Arc::new(watch::Sender::new(0)),
             listening: Arc::default(),
             metrics: Metrics::default(),
+            limiter: Limiter::default(),
         }
+    }
+
+    /// Counts every call about to run against `limiter` (`limits`); one
+    /// over a limit does not run.
+    pub fn with_limiter(mut self, limiter: Limiter) -> Self {
+        self.limiter = limiter;
+        self
     }
 
     /// Counts decisions and tool calls in `metrics` (the app's).

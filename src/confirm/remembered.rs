@@ -154,7 +154,7 @@ impl Gate {
                         issued.id.clone(),
                         issued.call.clone(),
                         None,
-                        &scope.chat_id,
+                        scope,
                         None,
                     );
                     Answered::Running {

@@ -5,8 +5,10 @@
 //! the claim or the recorded outcome. A claim names the instance (process)
 //! that holds it, so a claim whose holder is gone is known as orphaned.
 
+pub mod limits;
 mod memory;
 mod redis;
+mod redis_limits;
 mod sqlite;
 
 use std::time::Duration;
@@ -14,7 +16,9 @@ use std::time::Duration;
 use futures::stream::BoxStream;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use tokio_util::task::TaskTracker;
 
+pub use limits::{Limit, LimitError, Limited, Limiter, Rates};
 pub use memory::MemoryStore;
 pub use redis::RedisStore;
 pub use sqlite::SqliteStore;
@@ -555,6 +559,16 @@ impl Store {
             Store::Memory(s) => s.claim(id, now_ms, instance),
             Store::Sqlite(s) => s.claim(id, now_ms, instance).await,
             Store::Redis(s) => s.claim(id, now_ms, instance).await,
+        }
+    }
+
+    /// The limiter for `rates`: shared through Redis when the store is,
+    /// in process otherwise; Redis stream leases are renewed on `tasks`
+    /// and named by `instance`.
+    pub fn limiter(&self, rates: Rates, tasks: TaskTracker, instance: &str) -> Limiter {
+        match self {
+            Store::Memory(_) | Store::Sqlite(_) => Limiter::local(rates),
+            Store::Redis(s) => Limiter::redis(rates, s.clone(), tasks, instance),
         }
     }
 

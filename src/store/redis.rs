@@ -95,8 +95,8 @@ return 1
 #[derive(Clone)]
 pub struct RedisStore {
     client: redis::Client,
-    conn: ConnectionManager,
-    prefix: String,
+    pub(super) conn: ConnectionManager,
+    pub(super) prefix: String,
     claim: redis::Script,
     insert: redis::Script,
     finish: redis::Script,
@@ -760,7 +760,7 @@ impl RedisStore {
     }
 }
 
-fn backend(e: redis::RedisError) -> StoreError {
+pub(super) fn backend(e: redis::RedisError) -> StoreError {
     StoreError::Backend(e.into())
 }
 

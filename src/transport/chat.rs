@@ -14,8 +14,10 @@ use tokio::sync::watch;
 
 use super::auth::Caller;
 use super::{ANONYMOUS, ApiError, HttpState, runs, sse};
+use crate::confirm::GateError;
 use crate::metrics::{Metrics, Transport};
 use crate::protocol::{ChatRequest, ConfirmationProtocol, RequestError, UiChunk};
+use crate::store::{LimitError, Limited};
 
 pub(super) async fn stream(
     State(state): State<HttpState>,
@@ -25,13 +27,15 @@ pub(super) async fn stream(
     let body =
         body.map_err(|rejection| ApiError::from_body_rejection(rejection, state.max_body_bytes))?;
     let request = ChatRequest::from_slice(&body)?;
-    let (_, reader) = start(&state, request, &caller.principal, Transport::Sse)?;
+    let (_, reader) = start(&state, request, &caller.principal, Transport::Sse).await?;
     let chunks = reader.chunks().map(|(_, json)| json);
     Ok(sse::response(chunks, state.keep_alive).into_response())
 }
 
-/// Starts the turn for `request` and subscribes to it.
-pub(super) fn start(
+/// Starts the turn for `request` and subscribes to it, once the limits
+/// (`limits`) admit it: streams at once first (a place that can be given
+/// back), then turns per minute (a count that cannot).
+pub(super) async fn start(
     state: &HttpState,
     request: ChatRequest,
     principal: &str,
@@ -40,13 +44,52 @@ pub(super) fn start(
     let chat_id = request.chat_id.clone();
     let (waiting, waits) = watch::channel(false);
     let chunks = turn(state, request, principal.to_owned(), waiting)?;
-    let chunks = measured(&state.metrics, transport, chunks);
+    let streams = state.limiter.rates().concurrent_streams;
     let owner = runs::Owner {
         principal,
         chat_id: &chat_id,
-        capped: principal != ANONYMOUS,
+        // The default cap spares `anonymous` (everyone on a keyless
+        // server); a configured limit holds for every principal.
+        capped: principal != ANONYMOUS || streams.is_some(),
     };
-    Ok(state.runs.start(owner, chunks, waits)?)
+    let busy = |e: runs::RunError| match (e, streams) {
+        (runs::RunError::PerPrincipal(_), Some(_)) => {
+            limited(&state.metrics, LimitError::Limited(Limited::streams()))
+        }
+        (e, _) => ApiError::Busy(e),
+    };
+    state.runs.has_room(&owner).map_err(busy)?;
+    let lease = state
+        .limiter
+        .stream(principal)
+        .await
+        .map_err(|e| limited(&state.metrics, e))?;
+    state
+        .limiter
+        .turn(principal)
+        .await
+        .map_err(|e| limited(&state.metrics, e))?;
+    let chunks = measured(&state.metrics, transport, chunks);
+    // The stream's place is held as long as the turn's chunks are: the
+    // turn's task drops them when it ends, however it ends.
+    let chunks = chunks
+        .map(move |chunk| {
+            let _held = &lease;
+            chunk
+        })
+        .boxed();
+    state.runs.start(owner, chunks, waits).map_err(busy)
+}
+
+/// A refusal by a limit, counted.
+fn limited(metrics: &Metrics, e: LimitError) -> ApiError {
+    match e {
+        LimitError::Limited(limited) => {
+            metrics.rate_limited(limited.limit.label());
+            ApiError::Limited(limited)
+        }
+        LimitError::Store(e) => ApiError::Gate(GateError::Store(e)),
+    }
 }
 
 /// `chunks`, counted: open while streaming, the first chunk of content

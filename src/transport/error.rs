@@ -1,13 +1,13 @@
 use axum::Json;
 use axum::extract::rejection::BytesRejection;
-use axum::http::StatusCode;
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
 use crate::confirm::GateError;
 use crate::notify::LinkError;
 use crate::protocol::RequestError;
-use crate::store::StoreError;
+use crate::store::{Limited, StoreError};
 
 /// What a client reads when the store fails, whatever the backend said.
 pub const STORAGE_UNAVAILABLE: &str = "storage unavailable";
@@ -51,6 +51,9 @@ pub enum ApiError {
     Gate(#[from] GateError),
     #[error(transparent)]
     Busy(#[from] super::runs::RunError),
+    /// Over a limit of `limits`: the text names it.
+    #[error(transparent)]
+    Limited(Limited),
     #[error(transparent)]
     Guard(#[from] super::guard::GuardError),
     #[error("the request body did not arrive in time")]
@@ -83,7 +86,7 @@ impl ApiError {
             ApiError::Forbidden | ApiError::NotApprover(_) => StatusCode::FORBIDDEN,
             ApiError::Conflict(_) => StatusCode::CONFLICT,
             ApiError::Gone(_) => StatusCode::GONE,
-            ApiError::Busy(_) => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::Busy(_) | ApiError::Limited(_) => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Guard(refused) => refused.status(),
             ApiError::BodyTimeout => StatusCode::REQUEST_TIMEOUT,
             ApiError::Link(LinkError::Invalid) => StatusCode::FORBIDDEN,
@@ -93,6 +96,21 @@ impl ApiError {
         }
     }
 }
+
+impl ApiError {
+    /// Seconds a refused client should wait (`Retry-After`), for a limit.
+    fn retry_after(&self) -> Option<u64> {
+        match self {
+            ApiError::Limited(limited) => Some(limited.retry_after_secs()),
+            // When a turn in flight ends cannot be known.
+            ApiError::Busy(_) => Some(BUSY_RETRY_SECS),
+            _ => None,
+        }
+    }
+}
+
+/// What a client refused for turns in flight is told to wait.
+const BUSY_RETRY_SECS: u64 = 5;
 
 /// Whether reading the body failed because `server.bodyReadSecs` passed
 /// without data (`RequestBodyTimeoutLayer`).
@@ -146,7 +164,13 @@ impl IntoResponse for ApiError {
             // How it ended, in the shape a decision's outcome has.
             body["outcome"] = json!(crate::store::Outcome::Expired);
         }
-        (self.status(), Json(body)).into_response()
+        let mut response = (self.status(), Json(body)).into_response();
+        if let Some(secs) = self.retry_after() {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+        response
     }
 }
 

@@ -42,6 +42,7 @@ use crate::agent::Agent;
 use crate::metrics::Metrics;
 use crate::notify::Links;
 use crate::protocol::{ClientVersion, ConfirmationFlow, ConfirmationProtocol};
+use crate::store::Limiter;
 
 /// The principal when no principal header is configured.
 pub const ANONYMOUS: &str = "anonymous";
@@ -58,6 +59,9 @@ pub struct HttpState {
     pub flow: ConfirmationFlow,
     pub client_version: ClientVersion,
     pub runs: Arc<runs::Runs>,
+    /// `limits`: turns per minute and streams at once are checked before a
+    /// turn starts.
+    pub limiter: Limiter,
     pub live: LiveLimits,
     /// The server's tasks beyond the requests (a socket's writer and
     /// forwarders, out-of-band decisions); shutdown waits for them.

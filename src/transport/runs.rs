@@ -105,6 +105,20 @@ impl Runs {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Whether a turn of `owner` would be admitted now (before anything
+    /// that cannot be undone is counted); [`Runs::start`] decides.
+    pub fn has_room(&self, owner: &Owner<'_>) -> Result<(), RunError> {
+        let registry = self.lock();
+        if registry.running >= self.limits.total {
+            return Err(RunError::Total(self.limits.total));
+        }
+        let mine = registry.counts.get(owner.principal).copied().unwrap_or(0);
+        if owner.capped && mine >= self.limits.per_principal {
+            return Err(RunError::PerPrincipal(self.limits.per_principal));
+        }
+        Ok(())
+    }
+
     /// Starts `chunks` as the turn of the owner's chat, and subscribes to
     /// it. `waiting` says when the turn waits for a human.
     pub fn start(

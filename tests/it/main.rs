@@ -39,6 +39,7 @@ mod hold;
 mod http;
 mod http_tools;
 mod inbox;
+mod limits;
 mod live;
 mod live_seed;
 mod malformed_answers;

@@ -171,6 +171,7 @@ async fn frame(
             let request = ChatRequest::from_slice(&bytes).map_err(|e| fail(e.into()))?;
             let (run, reader) =
                 crate::transport::chat::start(state, request, &principal, Transport::Live)
+                    .await
                     .map_err(fail)?;
             let task = state
                 .tasks

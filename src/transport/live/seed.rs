@@ -216,7 +216,7 @@ impl Session {
             let chat_id = self.chat_id.get_or_insert_with(|| ids.next("live"));
             body.insert("id".into(), chat_id.clone().into());
         }
-        let turn = match start(socket, &body) {
+        let turn = match start(socket, &body).await {
             Ok((run, reader)) => Turn {
                 run: Some(run),
                 task: socket
@@ -254,12 +254,15 @@ fn parse(text: &str) -> Result<Frame, Close> {
     serde_json::from_value(value).map_err(|_| MALFORMED)
 }
 
-fn start(socket: &Socket, body: &Map<String, Value>) -> Result<(Arc<Run>, Subscription), ApiError> {
+async fn start(
+    socket: &Socket,
+    body: &Map<String, Value>,
+) -> Result<(Arc<Run>, Subscription), ApiError> {
     // The app sends no key in its frames: the upgrade's headers say who.
     let principal = socket.principal(&HashMap::new())?;
     let bytes = serde_json::to_vec(body).map_err(|e| RequestError::Json(e.to_string()))?;
     let request = ChatRequest::from_slice(&bytes)?;
-    crate::transport::chat::start(&socket.state, request, &principal, Transport::Live)
+    crate::transport::chat::start(&socket.state, request, &principal, Transport::Live).await
 }
 
 /// A turn refused before it started: its error chunk, then `[DONE]`.
