@@ -53,6 +53,7 @@ pub struct Config {
     pub cors: CorsConfig,
     pub live: LiveConfig,
     pub metrics: MetricsConfig,
+    pub telemetry: TelemetryConfig,
     /// MCP servers whose tools are offered as `mcp--<server>--<tool>`.
     pub mcp_servers: BTreeMap<String, McpServerConfig>,
 }
@@ -93,6 +94,16 @@ impl Default for MetricsConfig {
             public: false,
         }
     }
+}
+
+/// `telemetry`: what the traces keep (they are exported when
+/// `OTEL_EXPORTER_OTLP_ENDPOINT` is set).
+#[derive(Debug, Clone, PartialEq, Deserialize, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct TelemetryConfig {
+    /// Keep a tool call's arguments and result on its span, 4 KiB of each
+    /// at most (default `false`: they may hold personal data).
+    pub record_content: bool,
 }
 
 /// `server`: which host names are served, and how long slow clients are waited for.

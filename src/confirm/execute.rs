@@ -1,5 +1,7 @@
 //! Where a tool runs: the one place `Tool::execute` is called, for a
 //! permitted call (on the request) or a claimed one (on a tracked task).
+//! Each call is an `execute_tool {name}` span (OpenTelemetry's GenAI
+//! conventions), in the span of whoever started it.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -8,11 +10,13 @@ use std::time::{Duration, Instant};
 use futures::FutureExt;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
+use tracing::{Instrument, Span};
 
 use super::{Gate, Permit, Running};
 use crate::call::{QualifiedName, ToolCall};
 use crate::metrics::Metrics;
 use crate::store::Outcome;
+use crate::telemetry::bounded;
 use crate::tools::{Registry, ToolContext, ToolError, ToolSource};
 
 impl Gate {
@@ -34,21 +38,26 @@ impl Gate {
             ctx,
             self.tool_timeout,
             self.metrics.clone(),
+            self.record_content,
         );
         let store = self.store.clone();
-        let task = self.tasks.spawn(async move {
-            let mut outcome = execute.await;
-            // The ledger keeps the arguments an edited call ran with.
-            if let Outcome::Output { ran_with: slot, .. } | Outcome::Error { ran_with: slot, .. } =
-                &mut outcome
-            {
-                *slot = ran_with;
+        let task = self.tasks.spawn(
+            async move {
+                let mut outcome = execute.await;
+                // The ledger keeps the arguments an edited call ran with.
+                if let Outcome::Output { ran_with: slot, .. }
+                | Outcome::Error { ran_with: slot, .. } = &mut outcome
+                {
+                    *slot = ran_with;
+                }
+                if let Err(e) = store.finish(&id, outcome.clone()).await {
+                    tracing::error!(confirmation = %id, "recording an outcome failed: {e}");
+                }
+                outcome
             }
-            if let Err(e) = store.finish(&id, outcome.clone()).await {
-                tracing::error!(confirmation = %id, "recording an outcome failed: {e}");
-            }
-            outcome
-        });
+            // The call's span is a child of the turn that claimed it.
+            .in_current_span(),
+        );
         Box::pin(async move {
             task.await.unwrap_or_else(|e| Outcome::Error {
                 message: format!("tool task failed: {e}"),
@@ -83,12 +92,77 @@ impl Gate {
             ctx,
             self.tool_timeout,
             metrics,
+            self.record_content,
         )
         .await
     }
 }
 
 pub(super) async fn execute(
+    registry: Arc<Registry>,
+    call: ToolCall,
+    ctx: ToolContext,
+    timeout: Duration,
+    metrics: Metrics,
+    record_content: bool,
+) -> Outcome {
+    let span = tool_span(&call, record_content);
+    let outcome = run_tool(registry, call, ctx, timeout, metrics)
+        .instrument(span.clone())
+        .await;
+    traced(&span, &outcome, record_content);
+    outcome
+}
+
+/// The call's `execute_tool` span; its arguments only if content is recorded.
+fn tool_span(call: &ToolCall, record_content: bool) -> Span {
+    let span = tracing::info_span!(
+        "execute_tool",
+        otel.name = format!("execute_tool {}", call.name),
+        otel.status_code = tracing::field::Empty,
+        otel.status_description = tracing::field::Empty,
+        gen_ai.operation.name = "execute_tool",
+        gen_ai.tool.name = call.name.as_str(),
+        gen_ai.tool.call.id = call.id.as_str(),
+        // Run by the agent's side, not handed to the client ("function").
+        gen_ai.tool.type = "extension",
+        gen_ai.tool.call.arguments = tracing::field::Empty,
+        gen_ai.tool.call.result = tracing::field::Empty,
+        error.type = tracing::field::Empty,
+    );
+    if record_content && !span.is_disabled() {
+        span.record("gen_ai.tool.call.arguments", bounded(&call.args));
+    }
+    span
+}
+
+/// How the call ended, on its span: its result only if content is recorded.
+fn traced(span: &Span, outcome: &Outcome, record_content: bool) {
+    if span.is_disabled() {
+        return;
+    }
+    match outcome {
+        Outcome::Output { output, .. } => {
+            if record_content {
+                span.record("gen_ai.tool.call.result", bounded(output));
+            }
+        }
+        Outcome::Error { message, .. } => {
+            span.record("otel.status_code", "error");
+            // A tool's error may repeat its arguments.
+            if record_content {
+                span.record("otel.status_description", message.as_str());
+            }
+        }
+        // Not made by `run_tool`.
+        Outcome::Denied { .. }
+        | Outcome::Expired
+        | Outcome::Cancelled
+        | Outcome::HandedOff { .. } => {}
+    }
+}
+
+async fn run_tool(
     registry: Arc<Registry>,
     call: ToolCall,
     ctx: ToolContext,
@@ -139,6 +213,10 @@ pub(super) async fn execute(
         ToolSource::Application => "application",
     };
     metrics.tool_call(qualified.as_str(), source, counted, started.elapsed());
+    if counted != "ok" {
+        // The call's span (`execute` instruments this future).
+        Span::current().record("error.type", counted);
+    }
     match result {
         Ok(output) => Outcome::Output {
             output,

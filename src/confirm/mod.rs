@@ -61,6 +61,7 @@ use serde_json::Value;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
+use tracing::Instrument;
 
 pub use signing::Signer;
 
@@ -266,6 +267,8 @@ pub struct Gate {
     listening: Arc<AtomicBool>,
     /// Where decisions and tool calls are counted.
     metrics: Metrics,
+    /// Tool calls' arguments and results go on their spans (`telemetry.recordContent`).
+    record_content: bool,
 }
 
 impl Gate {
@@ -298,12 +301,19 @@ impl Gate {
             inbox: Arc::new(watch::Sender::new(0)),
             listening: Arc::default(),
             metrics: Metrics::default(),
+            record_content: false,
         }
     }
 
     /// Counts decisions and tool calls in `metrics` (the app's).
     pub fn with_metrics(mut self, metrics: Metrics) -> Self {
         self.metrics = metrics;
+        self
+    }
+
+    /// Keeps each call's arguments and result on its `execute_tool` span.
+    pub fn with_record_content(mut self, record: bool) -> Self {
+        self.record_content = record;
         self
     }
 
@@ -346,8 +356,9 @@ impl Gate {
         &self,
         work: impl Future<Output = Result<T, GateError>> + Send + 'static,
     ) -> Result<T, GateError> {
+        // In the caller's span: the tool it may start is traced in the turn.
         self.tasks
-            .spawn(work)
+            .spawn(work.in_current_span())
             .await
             .map_err(|e| GateError::Task(e.to_string()))?
     }
