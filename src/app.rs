@@ -212,10 +212,14 @@ impl App {
         let notifier = self.notifier();
         let links = notifier.as_ref().map(|n| n.links().clone());
         let metrics = Metrics::new();
-        let provider_label = match self.provider {
-            Some(_) => "application",
-            None => provider_name(self.config.model.provider),
+        let (provider_label, system) = match self.provider {
+            Some(_) => ("application", "application"),
+            None => (
+                provider_name(self.config.model.provider),
+                provider_system(self.config.model.provider),
+            ),
         };
+        let model = self.config.model.model.as_deref().unwrap_or(system).into();
         let provider = self.provider.unwrap_or_else(|| {
             model_provider(&self.config.model, self.ids.clone()).unwrap_or_else(|e| {
                 // Reported on every turn, where the user sees it.
@@ -227,6 +231,8 @@ impl App {
             inner: provider,
             metrics: metrics.clone(),
             provider: provider_label,
+            system,
+            model,
         });
         let adk = adk_agent(&self.config.model).unwrap_or_else(|e| {
             // `serve` checked the config; an embedding application did not.
@@ -257,7 +263,8 @@ impl App {
         .with_roles(self.config.roles())
         .with_notifier(notifier)
         .with_metrics(metrics.clone())
-        .with_limiter(limiter.clone());
+        .with_limiter(limiter.clone())
+        .with_record_content(self.config.telemetry.record_content);
         let gate = match self.config.tool_confirmation.allowed_tools_storage {
             AllowedToolsStorage::Storage => gate,
             AllowedToolsStorage::Memory => gate.with_remembered_store(Store::memory()),
@@ -540,6 +547,17 @@ fn provider_name(kind: ProviderKind) -> &'static str {
         ProviderKind::Openai => "openai",
         ProviderKind::Anthropic => "anthropic",
         ProviderKind::Gemini => "gemini",
+        ProviderKind::Adk => "adk",
+    }
+}
+
+/// A provider's `gen_ai.provider.name` (OpenTelemetry's GenAI conventions).
+fn provider_system(kind: ProviderKind) -> &'static str {
+    match kind {
+        ProviderKind::Scripted => "scripted",
+        ProviderKind::Openai => "openai",
+        ProviderKind::Anthropic => "anthropic",
+        ProviderKind::Gemini => "gcp.gemini",
         ProviderKind::Adk => "adk",
     }
 }

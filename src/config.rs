@@ -57,6 +57,7 @@ pub struct Config {
     pub live: LiveConfig,
     pub metrics: MetricsConfig,
     pub limits: LimitsConfig,
+    pub telemetry: TelemetryConfig,
     /// MCP servers whose tools are offered as `mcp--<server>--<tool>`.
     pub mcp_servers: BTreeMap<String, McpServerConfig>,
 }
@@ -159,6 +160,16 @@ impl LimitsConfig {
             tools,
         })
     }
+}
+
+/// `telemetry`: what the traces keep (they are exported when
+/// `OTEL_EXPORTER_OTLP_ENDPOINT` is set).
+#[derive(Debug, Clone, PartialEq, Deserialize, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct TelemetryConfig {
+    /// Keep a tool call's arguments and result on its span, 4 KiB of each
+    /// at most (default `false`: they may hold personal data).
+    pub record_content: bool,
 }
 
 /// `server`: which host names are served, and how long slow clients are waited for.

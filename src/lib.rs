@@ -26,6 +26,7 @@
 //! - [`store`]: issued confirmations and the execution ledger.
 //! - [`transport`]: routes, SSE responses, errors → statuses.
 //! - [`metrics`]: the Prometheus families, one set per app.
+//! - [`telemetry`]: the log and the OTLP trace exporter (the binary's).
 //!
 //! `ARCHITECTURE.md` lists the invariants.
 
@@ -42,6 +43,7 @@ pub mod policy;
 pub mod protocol;
 pub mod provider;
 pub mod store;
+pub mod telemetry;
 pub mod tools;
 pub mod transport;
 

@@ -63,14 +63,16 @@ enum Command {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "toolgate=info".into()),
-        )
-        .with_writer(std::io::stderr)
-        .init();
-    match Cli::parse().command {
+    let cli = Cli::parse();
+    let telemetry = toolgate::telemetry::init()?;
+    let result = run(cli).await;
+    // After serving, so that a stopped server still sends its last spans.
+    telemetry.shutdown();
+    result
+}
+
+async fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
         Command::Tools { config } => {
             let app = App::new(load(config.as_deref())?);
             let mut stdout = std::io::stdout();

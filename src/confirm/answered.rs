@@ -250,7 +250,13 @@ impl Gate {
         }
         // Started before this returns: no await point lies between winning
         // the claim and the call running.
-        let outcome = self.start_confirmed(id.to_owned(), call.clone(), payload, scope, ran_with);
+        let outcome = self.start_confirmed(
+            id.to_owned(),
+            call.clone(),
+            payload,
+            &scope.chat_id,
+            ran_with,
+        );
         self.extend(scope, &call.name, remember, approve_next).await;
         Ok((
             Answered::Running { call, outcome },

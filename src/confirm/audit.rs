@@ -1,12 +1,14 @@
 //! What lands in the audit log, and how an event is made.
 
 use serde_json::Value;
+use tracing::Level;
 
 use super::{Gate, GateError, Scope, signing};
 use crate::call::QualifiedName;
 use crate::call::ToolCall;
 use crate::metrics::Confirmation;
 use crate::store::{AuditDecision, AuditEvent, Outcome};
+use crate::telemetry::DECISIONS;
 
 impl Gate {
     /// Appends a decision to the audit log.
@@ -55,6 +57,7 @@ impl Gate {
     /// undo or block the decision.
     pub(super) async fn record(&self, event: AuditEvent) {
         self.count(&event);
+        trace(&event);
         if let Err(e) = self.store.audit(event).await {
             tracing::error!("writing the audit log failed: {e}");
         }
@@ -101,6 +104,36 @@ impl Gate {
             .audit_log(principal, chat_id, since_ms, limit)
             .await?)
     }
+}
+
+/// The decision as an event of the current span (the turn's, or the
+/// tool call's): `toolgate.confirmation`, with who decided (`by`: the
+/// chat's user, an approver or a rule, for the chat's `principal`) and, for
+/// a rule's decision, the rule.
+fn trace(event: &AuditEvent) {
+    if !tracing::event_enabled!(target: DECISIONS, Level::DEBUG) {
+        return;
+    }
+    let decision = serde_json::to_value(event.decision).unwrap_or_default();
+    let rule = match event.decision {
+        AuditDecision::Allowed => Some(event.by.as_str()),
+        // A denying rule names itself in the reason.
+        AuditDecision::Denied => event.reason.as_deref(),
+        _ => None,
+    };
+    tracing::event!(
+        target: DECISIONS,
+        Level::DEBUG,
+        toolgate.confirmation.decision = decision.as_str().unwrap_or_default(),
+        toolgate.confirmation.by = event.by.as_str(),
+        toolgate.confirmation.principal = event.principal.as_str(),
+        toolgate.confirmation.rule = rule,
+        toolgate.confirmation.id = event.confirmation_id.as_deref(),
+        // Qualified, as the audit log names it (`internal--…`).
+        toolgate.confirmation.tool = event.tool.as_str(),
+        gen_ai.tool.call.id = event.call_id.as_str(),
+        "toolgate.confirmation"
+    );
 }
 
 /// An edit's event also keeps the digest of the arguments as issued.

@@ -8,7 +8,7 @@ use crate::call::QualifiedName;
 use crate::call::ToolCall;
 use crate::policy::{BUDGET, REMEMBERED, ToolInfo, Verdict};
 use crate::protocol::ConfirmationProtocol;
-use crate::store::{AuditDecision, Issued};
+use crate::store::{AuditDecision, Issued, LimitError};
 
 impl Gate {
     /// The whole chain for a new call: the policy's deciders, with
@@ -75,7 +75,16 @@ impl Gate {
         let Some(tool) = tools.get(&call.name) else {
             return Ok(NewCall::Refused(format!("unknown tool `{}`", call.name)));
         };
-        match self.decide(scope, &call).await? {
+        let verdict = self.decide(scope, &call).await?;
+        // Counted once, as the call is decided: a call the policy refuses
+        // costs nothing, and one a person approves later runs whatever the
+        // count is by then, so an approval is never spent on a limit.
+        if !matches!(verdict, Some(Verdict::Deny { .. }))
+            && let Some(limited) = self.over_limit(scope, &call).await
+        {
+            return Ok(limited);
+        }
+        match verdict {
             Some(Verdict::Allow { by }) => {
                 if tool.runs_on_client() {
                     let (gate, scope, handed) = (self.clone(), scope.clone(), call.clone());
@@ -92,10 +101,7 @@ impl Gate {
                 }
                 self.note(scope, &call, AuditDecision::Allowed, by, None, None)
                     .await;
-                return Ok(NewCall::Run(Permit {
-                    call,
-                    principal: scope.principal.clone(),
-                }));
+                return Ok(NewCall::Run(Permit { call }));
             }
             Some(Verdict::Deny { reason }) => {
                 self.note(
@@ -155,6 +161,35 @@ impl Gate {
         .await;
         self.announce(&issued).await;
         Ok(NewCall::Ask(issued))
+    }
+}
+
+impl Gate {
+    /// Counts a call against the limits (`limits`); what becomes of it
+    /// when it is over one: refused with the limit's text, audited.
+    async fn over_limit(&self, scope: &Scope, call: &ToolCall) -> Option<NewCall> {
+        let text = match self.limiter.tool_call(&scope.principal, &call.name).await {
+            Ok(()) => return None,
+            Err(LimitError::Limited(limited)) => {
+                self.metrics.rate_limited(limited.limit.label());
+                limited.to_string()
+            }
+            // Fail closed: a limit that cannot be checked admits nothing.
+            Err(LimitError::Store(e)) => {
+                tracing::error!(tool = %call.name, "checking the rate limits failed: {e}");
+                "the rate limits could not be checked; the call did not run".to_owned()
+            }
+        };
+        self.note(
+            scope,
+            call,
+            AuditDecision::Denied,
+            "limits".into(),
+            Some(text.clone()),
+            None,
+        )
+        .await;
+        Some(NewCall::Refused(text))
     }
 }
 

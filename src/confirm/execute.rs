@@ -1,9 +1,7 @@
 //! Where a tool runs: the one place `Tool::execute` is called, for a
 //! permitted call (on the request) or a claimed one (on a tracked task).
-//! Every call is counted against the limits (`limits`) just before it would
-//! run; one over a limit does not run and ends as an error saying which
-//! limit, recorded like any outcome (an approved call's approval is spent:
-//! the ledger says honestly that it did not run, and why).
+//! Each call is an `execute_tool {name}` span (OpenTelemetry's GenAI
+//! conventions), in the span of whoever started it.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -12,11 +10,13 @@ use std::time::{Duration, Instant};
 use futures::FutureExt;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
+use tracing::{Instrument, Span};
 
-use super::{Gate, Permit, Running, Scope};
+use super::{Gate, Permit, Running};
 use crate::call::{QualifiedName, ToolCall};
 use crate::metrics::Metrics;
-use crate::store::{LimitError, Limiter, Outcome};
+use crate::store::Outcome;
+use crate::telemetry::bounded;
 use crate::tools::{Registry, ToolContext, ToolError, ToolSource};
 
 impl Gate {
@@ -28,42 +28,36 @@ impl Gate {
         id: String,
         call: ToolCall,
         payload: Option<Value>,
-        scope: &Scope,
+        chat_id: &str,
         ran_with: Option<Value>,
     ) -> Running {
-        let ctx = self.context(&call, payload, &scope.chat_id);
-        let (limiter, principal, tool) = (
-            self.limiter.clone(),
-            scope.principal.clone(),
-            call.name.clone(),
-        );
-        let metrics = self.metrics.clone();
+        let ctx = self.context(&call, payload, chat_id);
         let execute = execute(
             self.tools.current(),
             call,
             ctx,
             self.tool_timeout,
             self.metrics.clone(),
+            self.record_content,
         );
         let store = self.store.clone();
-        let task = self.tasks.spawn(async move {
-            // Counted on the task, with the claim already won: the check
-            // awaits, and nothing may come between the claim and this task.
-            let mut outcome = match over_limit(&limiter, &metrics, &principal, &tool).await {
-                Some(refused) => refused,
-                None => execute.await,
-            };
-            // The ledger keeps the arguments an edited call ran with.
-            if let Outcome::Output { ran_with: slot, .. } | Outcome::Error { ran_with: slot, .. } =
-                &mut outcome
-            {
-                *slot = ran_with;
+        let task = self.tasks.spawn(
+            async move {
+                let mut outcome = execute.await;
+                // The ledger keeps the arguments an edited call ran with.
+                if let Outcome::Output { ran_with: slot, .. }
+                | Outcome::Error { ran_with: slot, .. } = &mut outcome
+                {
+                    *slot = ran_with;
+                }
+                if let Err(e) = store.finish(&id, outcome.clone()).await {
+                    tracing::error!(confirmation = %id, "recording an outcome failed: {e}");
+                }
+                outcome
             }
-            if let Err(e) = store.finish(&id, outcome.clone()).await {
-                tracing::error!(confirmation = %id, "recording an outcome failed: {e}");
-            }
-            outcome
-        });
+            // The call's span is a child of the turn that claimed it.
+            .in_current_span(),
+        );
         Box::pin(async move {
             task.await.unwrap_or_else(|e| Outcome::Error {
                 message: format!("tool task failed: {e}"),
@@ -89,15 +83,6 @@ impl Gate {
 
     /// Runs a call that needs no confirmation; dropping the future cancels it.
     pub async fn run(&self, permit: Permit, chat_id: &str) -> Outcome {
-        let limited = over_limit(
-            &self.limiter,
-            &self.metrics,
-            &permit.principal,
-            &permit.call.name,
-        );
-        if let Some(refused) = limited.await {
-            return refused;
-        }
         let ctx = self.context(&permit.call, None, chat_id);
         let _cancel_on_drop = ctx.cancel.clone().drop_guard();
         let metrics = self.metrics.clone();
@@ -107,39 +92,77 @@ impl Gate {
             ctx,
             self.tool_timeout,
             metrics,
+            self.record_content,
         )
         .await
     }
 }
 
-/// Counts a call of `tool` by `principal` about to run; the outcome it
-/// ends with instead when it must not run.
-async fn over_limit(
-    limiter: &Limiter,
-    metrics: &Metrics,
-    principal: &str,
-    tool: &str,
-) -> Option<Outcome> {
-    let message = match limiter.tool_call(principal, tool).await {
-        Ok(()) => return None,
-        Err(LimitError::Limited(limited)) => {
-            tracing::info!(tool, "call not run: {limited}");
-            metrics.rate_limited(limited.limit.label());
-            limited.to_string()
-        }
-        // Fail closed: a limit that cannot be checked admits nothing.
-        Err(LimitError::Store(e)) => {
-            tracing::error!(tool, "checking the rate limits failed: {e}");
-            "the rate limits could not be checked; the call did not run".to_owned()
-        }
-    };
-    Some(Outcome::Error {
-        message,
-        ran_with: None,
-    })
+pub(super) async fn execute(
+    registry: Arc<Registry>,
+    call: ToolCall,
+    ctx: ToolContext,
+    timeout: Duration,
+    metrics: Metrics,
+    record_content: bool,
+) -> Outcome {
+    let span = tool_span(&call, record_content);
+    let outcome = run_tool(registry, call, ctx, timeout, metrics)
+        .instrument(span.clone())
+        .await;
+    traced(&span, &outcome, record_content);
+    outcome
 }
 
-pub(super) async fn execute(
+/// The call's `execute_tool` span; its arguments only if content is recorded.
+fn tool_span(call: &ToolCall, record_content: bool) -> Span {
+    let span = tracing::info_span!(
+        "execute_tool",
+        otel.name = format!("execute_tool {}", call.name),
+        otel.status_code = tracing::field::Empty,
+        otel.status_description = tracing::field::Empty,
+        gen_ai.operation.name = "execute_tool",
+        gen_ai.tool.name = call.name.as_str(),
+        gen_ai.tool.call.id = call.id.as_str(),
+        // Run by the agent's side, not handed to the client ("function").
+        gen_ai.tool.type = "extension",
+        gen_ai.tool.call.arguments = tracing::field::Empty,
+        gen_ai.tool.call.result = tracing::field::Empty,
+        error.type = tracing::field::Empty,
+    );
+    if record_content && !span.is_disabled() {
+        span.record("gen_ai.tool.call.arguments", bounded(&call.args));
+    }
+    span
+}
+
+/// How the call ended, on its span: its result only if content is recorded.
+fn traced(span: &Span, outcome: &Outcome, record_content: bool) {
+    if span.is_disabled() {
+        return;
+    }
+    match outcome {
+        Outcome::Output { output, .. } => {
+            if record_content {
+                span.record("gen_ai.tool.call.result", bounded(output));
+            }
+        }
+        Outcome::Error { message, .. } => {
+            span.record("otel.status_code", "error");
+            // A tool's error may repeat its arguments.
+            if record_content {
+                span.record("otel.status_description", message.as_str());
+            }
+        }
+        // Not made by `run_tool`.
+        Outcome::Denied { .. }
+        | Outcome::Expired
+        | Outcome::Cancelled
+        | Outcome::HandedOff { .. } => {}
+    }
+}
+
+async fn run_tool(
     registry: Arc<Registry>,
     call: ToolCall,
     ctx: ToolContext,
@@ -190,6 +213,10 @@ pub(super) async fn execute(
         ToolSource::Application => "application",
     };
     metrics.tool_call(qualified.as_str(), source, counted, started.elapsed());
+    if counted != "ok" {
+        // The call's span (`execute` instruments this future).
+        Span::current().record("error.type", counted);
+    }
     match result {
         Ok(output) => Outcome::Output {
             output,

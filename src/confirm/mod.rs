@@ -61,6 +61,7 @@ use serde_json::Value;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
+use tracing::Instrument;
 
 pub use signing::Signer;
 
@@ -110,8 +111,6 @@ pub struct Scope {
 #[derive(Debug)]
 pub struct Permit {
     call: ToolCall,
-    /// Whose call it is, for the limits.
-    principal: String,
 }
 
 impl Permit {
@@ -268,8 +267,10 @@ pub struct Gate {
     listening: Arc<AtomicBool>,
     /// Where decisions and tool calls are counted.
     metrics: Metrics,
-    /// `limits`: each call is counted when it is about to run.
+    /// `limits`: each call is counted when it is decided.
     limiter: Limiter,
+    /// Tool calls' arguments and results go on their spans (`telemetry.recordContent`).
+    record_content: bool,
 }
 
 impl Gate {
@@ -303,11 +304,12 @@ impl Gate {
             listening: Arc::default(),
             metrics: Metrics::default(),
             limiter: Limiter::default(),
+            record_content: false,
         }
     }
 
-    /// Counts every call about to run against `limiter` (`limits`); one
-    /// over a limit does not run.
+    /// Counts every call the model makes against `limiter` (`limits`) as
+    /// it is decided; one over a limit is refused.
     pub fn with_limiter(mut self, limiter: Limiter) -> Self {
         self.limiter = limiter;
         self
@@ -316,6 +318,12 @@ impl Gate {
     /// Counts decisions and tool calls in `metrics` (the app's).
     pub fn with_metrics(mut self, metrics: Metrics) -> Self {
         self.metrics = metrics;
+        self
+    }
+
+    /// Keeps each call's arguments and result on its `execute_tool` span.
+    pub fn with_record_content(mut self, record: bool) -> Self {
+        self.record_content = record;
         self
     }
 
@@ -358,8 +366,9 @@ impl Gate {
         &self,
         work: impl Future<Output = Result<T, GateError>> + Send + 'static,
     ) -> Result<T, GateError> {
+        // In the caller's span: the tool it may start is traced in the turn.
         self.tasks
-            .spawn(work)
+            .spawn(work.in_current_span())
             .await
             .map_err(|e| GateError::Task(e.to_string()))?
     }

@@ -154,7 +154,7 @@ impl Gate {
                         issued.id.clone(),
                         issued.call.clone(),
                         None,
-                        scope,
+                        &scope.chat_id,
                         None,
                     );
                     Answered::Running {

@@ -7,6 +7,8 @@
 //! it; every question is recorded, so the agent gets at most one answer
 //! from toolgate for each.
 
+use tracing::Instrument;
+
 use super::{Gate, GateError, NewCall, Scope, millis};
 use crate::call::{QualifiedName, ToolCall};
 use crate::policy::{ToolInfo, Verdict};
@@ -33,7 +35,8 @@ impl Gate {
     /// Runs `work` to its end on the gate's tracked tasks, whatever
     /// happens to the caller; shutdown waits for it.
     pub fn keep(&self, work: impl Future<Output = ()> + Send + 'static) {
-        self.tasks.spawn(work);
+        // In the caller's span: the decisions it records belong to the turn.
+        self.tasks.spawn(work.in_current_span());
     }
 
     /// Whether an approved call of `name` is handed out rather than run

@@ -6,11 +6,13 @@ use std::sync::Arc;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use futures::stream::BoxStream;
 use tokio::sync::watch;
+use tracing::Span;
+use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 use super::auth::Caller;
 use super::{ANONYMOUS, ApiError, HttpState, runs, sse};
@@ -22,27 +24,32 @@ use crate::store::{LimitError, Limited};
 pub(super) async fn stream(
     State(state): State<HttpState>,
     caller: Caller,
+    headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let body =
         body.map_err(|rejection| ApiError::from_body_rejection(rejection, state.max_body_bytes))?;
     let request = ChatRequest::from_slice(&body)?;
-    let (_, reader) = start(&state, request, &caller.principal, Transport::Sse).await?;
+    let (_, reader) = start(&state, request, &caller.principal, Transport::Sse, &headers).await?;
     let chunks = reader.chunks().map(|(_, json)| json);
     Ok(sse::response(chunks, state.keep_alive).into_response())
 }
 
 /// Starts the turn for `request` and subscribes to it, once the limits
 /// (`limits`) admit it: streams at once first (a place that can be given
-/// back), then turns per minute (a count that cannot).
+/// back), then turns per minute (a count that cannot). Its span continues
+/// the trace `headers` name (`traceparent`).
 pub(super) async fn start(
     state: &HttpState,
     request: ChatRequest,
     principal: &str,
     transport: Transport,
+    headers: &HeaderMap,
 ) -> Result<(Arc<runs::Run>, runs::Subscription), ApiError> {
     let chat_id = request.chat_id.clone();
     let (waiting, waits) = watch::channel(false);
+    let span = turn_span(&chat_id, headers);
+    // Lazy: nothing of the turn runs before the task polls it, in its span.
     let chunks = turn(state, request, principal.to_owned(), waiting)?;
     let streams = state.limiter.rates().concurrent_streams;
     let owner = runs::Owner {
@@ -69,7 +76,7 @@ pub(super) async fn start(
         .turn(principal)
         .await
         .map_err(|e| limited(&state.metrics, e))?;
-    let chunks = measured(&state.metrics, transport, chunks);
+    let chunks = traced(span, measured(&state.metrics, transport, chunks));
     // The stream's place is held as long as the turn's chunks are: the
     // turn's task drops them when it ends, however it ends.
     let chunks = chunks
@@ -90,6 +97,42 @@ fn limited(metrics: &Metrics, e: LimitError) -> ApiError {
         }
         LimitError::Store(e) => ApiError::Gate(GateError::Store(e)),
     }
+}
+
+/// The turn's span (`invoke_agent` in OpenTelemetry's GenAI conventions),
+/// a child of the caller's span when tracing is on and `headers` name one.
+fn turn_span(chat_id: &str, headers: &HeaderMap) -> Span {
+    let span = tracing::info_span!(
+        "invoke_agent",
+        otel.name = "invoke_agent toolgate",
+        otel.status_code = tracing::field::Empty,
+        gen_ai.operation.name = "invoke_agent",
+        gen_ai.agent.name = "toolgate",
+        gen_ai.conversation.id = chat_id,
+    );
+    if !span.is_disabled() {
+        // The no-op propagator unless the binary installed the exporter's.
+        let parent = opentelemetry::global::get_text_map_propagator(|propagator| {
+            propagator.extract(&opentelemetry_http::HeaderExtractor(headers))
+        });
+        // Fails only without the OpenTelemetry layer: then there is no trace to continue.
+        let _ = span.set_parent(parent);
+    }
+    span
+}
+
+/// `chunks`, each poll in `span` (so the model's and the tools' spans are
+/// its children, across the turn's task), marked failed on an `error` chunk.
+fn traced(span: Span, mut chunks: BoxStream<'static, UiChunk>) -> BoxStream<'static, UiChunk> {
+    futures::stream::poll_fn(move |cx| {
+        let _entered = span.enter();
+        let next = chunks.poll_next_unpin(cx);
+        if let std::task::Poll::Ready(Some(UiChunk::Error { .. })) = &next {
+            span.record("otel.status_code", "error");
+        }
+        next
+    })
+    .boxed()
 }
 
 /// `chunks`, counted: open while streaming, the first chunk of content

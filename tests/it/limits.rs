@@ -142,25 +142,28 @@ async fn a_call_over_the_principals_limit_does_not_run_and_the_turn_goes_on() {
 }
 
 #[tokio::test]
-async fn a_tools_limit_holds_for_everyone_and_an_approved_call_says_why_it_did_not_run() {
+async fn a_tools_limit_holds_for_everyone_and_an_approval_is_never_spent_on_it() {
     let server = Server::with_config(config(
         "limits: {tools: {process_payment: {callsPerMinute: 1}}}",
     ))
     .await;
-    let mut approvals = Vec::new();
-    let mut replies = Vec::new();
-    for user in ["alice", "bob"] {
-        let ask = chat_as(&server, user, &user_says("pay", "Send 50 USD to Hanako")).await;
-        approvals.push(approval("pay", &ask));
-        replies.push(chat_as(&server, user, &approvals[approvals.len() - 1]).await);
-    }
+    // Alice's call is counted as it is asked; Bob's, over the limit, is
+    // refused at once: nobody is asked about it.
+    let ask = chat_as(&server, "alice", &user_says("pay", "Send 50 USD to Hanako")).await;
+    let bob = chat_as(&server, "bob", &user_says("pay", "Send 50 USD to Hanako")).await;
+    assert_eq!(tool_errors(&bob), [PAYMENTS]);
+    assert!(
+        bob.body.find(common::confirmation_name()).is_none(),
+        "{}",
+        bob.body
+    );
+    // Alice's approval runs her call though the minute's calls are used up.
+    let approve = approval("pay", &ask);
+    let ran = chat_as(&server, "alice", &approve).await;
+    assert!(tool_errors(&ran).is_empty(), "{}", ran.body);
     assert_eq!(server.payments(), 1);
-    assert!(tool_errors(&replies[0]).is_empty(), "{}", replies[0].body);
-    assert_eq!(tool_errors(&replies[1]), [PAYMENTS]);
-    // The approval is spent, and the ledger says why nothing ran: a replay
-    // reads that outcome and runs nothing.
-    let replay = chat_as(&server, "bob", &approvals[1]).await;
-    assert_eq!(tool_errors(&replay), [PAYMENTS]);
+    let replay = chat_as(&server, "alice", &approve).await;
+    assert!(tool_errors(&replay).is_empty(), "{}", replay.body);
     assert_eq!(server.payments(), 1);
 }
 

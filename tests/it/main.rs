@@ -63,4 +63,5 @@ mod sse_snapshots;
 mod storage_failure;
 mod tidy;
 mod tidy_execute;
+mod traces;
 mod turns_in_flight;

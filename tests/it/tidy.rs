@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 /// The top-level modules from the bottom up. A module may import only
 /// modules on lower rows; modules on one row do not import each other.
 const LAYERS: &[&[&str]] = &[
-    &["ids", "json", "metrics"],
+    &["ids", "json", "metrics", "telemetry"],
     &["call"],
     &["protocol"],
     &["policy", "provider", "store"],

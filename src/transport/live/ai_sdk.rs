@@ -169,10 +169,15 @@ async fn frame(
             let bytes =
                 serde_json::to_vec(&body).map_err(|e| (request_id.clone(), e.to_string()))?;
             let request = ChatRequest::from_slice(&bytes).map_err(|e| fail(e.into()))?;
-            let (run, reader) =
-                crate::transport::chat::start(state, request, &principal, Transport::Live)
-                    .await
-                    .map_err(fail)?;
+            let (run, reader) = crate::transport::chat::start(
+                state,
+                request,
+                &principal,
+                Transport::Live,
+                &socket.upgrade,
+            )
+            .await
+            .map_err(fail)?;
             let task = state
                 .tasks
                 .spawn(forward(request_id.clone(), reader, outbox.clone()));

@@ -262,7 +262,15 @@ async fn start(
     let principal = socket.principal(&HashMap::new())?;
     let bytes = serde_json::to_vec(body).map_err(|e| RequestError::Json(e.to_string()))?;
     let request = ChatRequest::from_slice(&bytes)?;
-    crate::transport::chat::start(&socket.state, request, &principal, Transport::Live).await
+    // A turn continues the trace of the socket's upgrade request.
+    crate::transport::chat::start(
+        &socket.state,
+        request,
+        &principal,
+        Transport::Live,
+        &socket.upgrade,
+    )
+    .await
 }
 
 /// A turn refused before it started: its error chunk, then `[DONE]`.

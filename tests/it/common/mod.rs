@@ -272,6 +272,11 @@ impl Binary {
     /// Like [`Binary::serve`], with more top-level config (not `store` or
     /// `toolConfirmation`).
     pub fn serve_yaml(yaml: &str, extra: &[&str]) -> Self {
+        Self::serve_yaml_env(yaml, extra, &[])
+    }
+
+    /// Like [`Binary::serve_yaml`], with these environment variables set.
+    pub fn serve_yaml_env(yaml: &str, extra: &[&str], env: &[(&str, &str)]) -> Self {
         let state = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let config = state.path().join("toolgate.yaml");
         let db = state.path().join("toolgate.sqlite3");
@@ -283,18 +288,24 @@ impl Binary {
             ),
         )
         .unwrap_or_else(|e| panic!("{e}"));
-        let mut binary =
-            Self::serve_with(&[&["--config", &config.display().to_string()], extra].concat());
+        let config = config.display().to_string();
+        let mut binary = Self::serve_with_env(&[&["--config", &config], extra].concat(), env);
         binary._state = Some(state);
         binary
     }
 
     /// Serves with exactly these extra arguments (a config naming the store, say).
     pub fn serve_with(extra: &[&str]) -> Self {
+        Self::serve_with_env(extra, &[])
+    }
+
+    /// Like [`Binary::serve_with`], with these environment variables set.
+    pub fn serve_with_env(extra: &[&str], env: &[(&str, &str)]) -> Self {
         let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
             .args(["serve", "--bind", "127.0.0.1:0"])
             .args(extra)
             .env("RUST_LOG", "toolgate=warn")
+            .envs(env.iter().copied())
             .stdout(std::process::Stdio::piped())
             .spawn()
             .unwrap_or_else(|e| panic!("{e}"));

@@ -1,0 +1,206 @@
+//! Logs and traces for the process. The library only emits `tracing` spans
+//! and events; [`init`] (the binary's) sends them to stderr and, when an
+//! OTLP endpoint is set, to an OpenTelemetry collector as spans.
+//!
+//! The exporter honours the standard `OTEL_*` variables: the endpoint and
+//! its headers and timeout (`OTEL_EXPORTER_OTLP_*`), the batch processor
+//! (`OTEL_BSP_*`), the sampler (`OTEL_TRACES_SAMPLER`), the resource
+//! (`OTEL_SERVICE_NAME`, default `toolgate`, and `OTEL_RESOURCE_ATTRIBUTES`).
+
+use opentelemetry::trace::TracerProvider as _;
+use opentelemetry::{Key, KeyValue};
+use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::propagation::TraceContextPropagator;
+use opentelemetry_sdk::trace::SdkTracerProvider;
+use serde_json::Value;
+use tracing::Level;
+use tracing_subscriber::filter::{FilterExt, Targets, filter_fn};
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::{EnvFilter, Layer};
+
+/// The target of each confirmation decision's event. At DEBUG, so the log
+/// does not repeat the audit log; the trace exporter takes it.
+pub const DECISIONS: &str = "toolgate::confirmation";
+
+/// Most bytes of arguments or a result a span keeps (`telemetry.recordContent`).
+pub const MAX_CONTENT_BYTES: usize = 4096;
+
+#[derive(Debug, thiserror::Error)]
+pub enum TelemetryError {
+    #[error("cannot set up the OTLP trace exporter: {0}")]
+    Exporter(#[from] opentelemetry_otlp::ExporterBuildError),
+    #[error("cannot install the log subscriber: {0}")]
+    Subscriber(#[from] tracing_subscriber::util::TryInitError),
+}
+
+/// The installed exporter, if any: [`Telemetry::shutdown`] sends what it holds.
+#[must_use = "shut it down when serving ends, or the last spans are lost"]
+pub struct Telemetry {
+    provider: Option<SdkTracerProvider>,
+}
+
+/// Installs the process's subscriber: the log on stderr (`RUST_LOG`, by
+/// default `toolgate=info`), and the OTLP exporter when
+/// `OTEL_EXPORTER_OTLP_ENDPOINT` or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` is set.
+pub fn init() -> Result<Telemetry, TelemetryError> {
+    let levels =
+        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("toolgate=info"));
+    // toolgate's spans are for traces: log lines stay as short as before,
+    // and without the exporter no span of toolgate's is made at all.
+    let events = filter_fn(|meta| !(meta.is_span() && meta.target().starts_with("toolgate")));
+    let log = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_filter(levels.and(events));
+    let provider = match exporting(|name| std::env::var(name).ok()) {
+        true => Some(provider()?),
+        false => None,
+    };
+    // Its own filter: toolgate's spans whatever `RUST_LOG` keeps in the log.
+    let traces = provider.as_ref().map(|provider| {
+        tracing_opentelemetry::layer()
+            .with_tracer(provider.tracer("toolgate"))
+            // Busy and idle times on every poll: not worth their cost here.
+            .with_tracked_inactivity(false)
+            .with_filter(
+                Targets::new()
+                    .with_target("toolgate", Level::INFO)
+                    .with_target(DECISIONS, Level::DEBUG),
+            )
+    });
+    tracing_subscriber::registry()
+        .with(log)
+        .with(traces)
+        .try_init()?;
+    if provider.is_some() {
+        // Read by the transport: a request's `traceparent` continues its trace.
+        opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
+        tracing::info!("exporting traces over OTLP");
+    }
+    Ok(Telemetry { provider })
+}
+
+impl Telemetry {
+    /// Exports the spans still held and stops the exporter (blocks up to
+    /// the export timeout).
+    pub fn shutdown(self) {
+        if let Some(provider) = self.provider
+            && let Err(e) = provider.shutdown()
+        {
+            tracing::warn!("the last spans may not have been exported: {e}");
+        }
+    }
+}
+
+/// Whether traces are exported: an endpoint is set and the SDK is not
+/// disabled (`OTEL_SDK_DISABLED`, `OTEL_TRACES_EXPORTER=none`).
+fn exporting(var: impl Fn(&str) -> Option<String>) -> bool {
+    let set = |name: &str| var(name).is_some_and(|v| !v.trim().is_empty());
+    let is =
+        |name: &str, word: &str| var(name).is_some_and(|v| v.trim().eq_ignore_ascii_case(word));
+    (set("OTEL_EXPORTER_OTLP_ENDPOINT") || set("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))
+        && !is("OTEL_SDK_DISABLED", "true")
+        && !is("OTEL_TRACES_EXPORTER", "none")
+}
+
+fn provider() -> Result<SdkTracerProvider, TelemetryError> {
+    // Endpoint, headers, timeout and protocol from the `OTEL_EXPORTER_OTLP_*` variables.
+    let exporter = opentelemetry_otlp::SpanExporter::builder()
+        .with_http()
+        .build()?;
+    Ok(SdkTracerProvider::builder()
+        .with_batch_exporter(exporter)
+        .with_resource(resource())
+        .build())
+}
+
+/// The detected resource (`OTEL_SERVICE_NAME`, `OTEL_RESOURCE_ATTRIBUTES`),
+/// named `toolgate` unless those name it.
+fn resource() -> Resource {
+    let version = KeyValue::new("service.version", env!("CARGO_PKG_VERSION"));
+    let detected = Resource::builder().with_attribute(version.clone()).build();
+    let named = detected
+        .get(&Key::from_static_str("service.name"))
+        .is_some_and(|name| !name.as_str().starts_with("unknown_service"));
+    match named {
+        true => detected,
+        false => Resource::builder()
+            .with_service_name("toolgate")
+            .with_attribute(version)
+            .build(),
+    }
+}
+
+/// `value` as JSON for a span, cut at [`MAX_CONTENT_BYTES`] (on a character
+/// boundary, `…` marking the cut).
+pub fn bounded(value: &Value) -> String {
+    let mut json = value.to_string();
+    if json.len() > MAX_CONTENT_BYTES {
+        let mut end = MAX_CONTENT_BYTES;
+        while !json.is_char_boundary(end) {
+            end -= 1;
+        }
+        json.truncate(end);
+        json.push('…');
+    }
+    json
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exports_only_with_an_endpoint_and_not_disabled() {
+        let cases: &[(&[(&str, &str)], bool)] = &[
+            (&[], false),
+            (&[("OTEL_EXPORTER_OTLP_ENDPOINT", "")], false),
+            (&[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318")], true),
+            (
+                &[(
+                    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+                    "http://c:4318/v1/traces",
+                )],
+                true,
+            ),
+            (
+                &[
+                    ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318"),
+                    ("OTEL_SDK_DISABLED", "TRUE"),
+                ],
+                false,
+            ),
+            (
+                &[
+                    ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318"),
+                    ("OTEL_TRACES_EXPORTER", "none"),
+                ],
+                false,
+            ),
+            (
+                &[
+                    ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318"),
+                    ("OTEL_TRACES_EXPORTER", "otlp"),
+                ],
+                true,
+            ),
+        ];
+        for (vars, expected) in cases {
+            let var = |name: &str| {
+                vars.iter()
+                    .find(|(n, _)| *n == name)
+                    .map(|(_, v)| (*v).to_owned())
+            };
+            assert_eq!(exporting(var), *expected, "{vars:?}");
+        }
+    }
+
+    #[test]
+    fn content_is_cut_on_a_character_boundary() {
+        assert_eq!(bounded(&serde_json::json!({"a": 1})), r#"{"a":1}"#);
+        let long = Value::String("é".repeat(MAX_CONTENT_BYTES));
+        let cut = bounded(&long);
+        assert!(cut.ends_with('…'));
+        assert!(cut.len() <= MAX_CONTENT_BYTES + '…'.len_utf8());
+    }
+}
