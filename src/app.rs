@@ -34,8 +34,9 @@ use crate::transport::runs::{Limits as RunLimits, Runs};
 use crate::transport::{HttpState, MetricsRoute, router};
 use futures::stream::BoxStream;
 
-/// How long a stopping server lets open requests and streams finish.
-pub const DRAIN: Duration = Duration::from_secs(5);
+/// How long a stopping server waits, once its connections are closed, for
+/// the turns it then stops and the sockets' writers to end.
+const STOP: Duration = Duration::from_secs(5);
 
 /// A toolgate server, built from a config. Embedding applications replace
 /// parts (tools, model, ids, clock) before calling [`App::router`].
@@ -241,16 +242,17 @@ impl App {
         });
         let toolbox = Toolbox::new(self.registry);
         mcp::start(servers, &toolbox);
+        let store = self.store.with_metrics(&metrics);
         let tasks = TaskTracker::new();
         // A config that loaded has valid limits; if not, none holds.
         let rates = self.config.limits.rates().unwrap_or_else(|e| {
             tracing::error!("{e}: no rate limit holds");
             Default::default()
         });
-        let limiter = self.store.limiter(rates, tasks.clone(), &self.instance);
+        let limiter = store.limiter(rates, tasks.clone(), &self.instance);
         let gate = Gate::new(
             toolbox,
-            self.store,
+            store.clone(),
             self.clock,
             self.ids.clone(),
             self.config.confirmation_window(),
@@ -267,7 +269,9 @@ impl App {
         .with_record_content(self.config.telemetry.record_content);
         let gate = match self.config.tool_confirmation.allowed_tools_storage {
             AllowedToolsStorage::Storage => gate,
-            AllowedToolsStorage::Memory => gate.with_remembered_store(Store::memory()),
+            AllowedToolsStorage::Memory => {
+                gate.with_remembered_store(Store::memory().with_metrics(&metrics))
+            }
         };
         let gate = match adk {
             Some(_) => gate.with_upstream(),
@@ -296,7 +300,7 @@ impl App {
             })
             .with_tasks(tasks.clone()),
         );
-        let router = router(HttpState {
+        let state = HttpState {
             agent: Arc::new(agent),
             keep_alive: self.config.keep_alive(),
             max_body_bytes: self.config.stream.max_body_bytes,
@@ -341,7 +345,9 @@ impl App {
                 .filter(|(_, server)| server.required)
                 .map(|(name, _)| name.clone())
                 .collect(),
-        });
+        };
+        let metrics_routes = crate::transport::metrics_routes(state.clone());
+        let router = router(state);
         let router = if self.config.demo.enabled {
             router.merge(crate::transport::demo::routes())
         } else {
@@ -360,10 +366,11 @@ impl App {
         let router = crate::transport::protect(router, guard, self.config.server.body_read());
         Built {
             router,
+            metrics_routes,
             gate,
+            store,
             tasks,
             runs,
-            metrics,
             draining,
             limiter,
         }
@@ -376,13 +383,21 @@ impl App {
         self.serve_until(listener, std::future::pending()).await
     }
 
-    /// Serves until `shutdown` completes, then stops: no new connections,
-    /// up to [`DRAIN`] for the open ones (streams may never end on their
-    /// own); then every turn is stopped and the server's tasks (turns,
-    /// sockets' writers, the purge) get up to [`DRAIN`] to end; then the
-    /// gate's claimed calls record their outcomes and every MCP server is
-    /// closed (stdio servers' processes ended) before this returns. Request
-    /// heads must arrive within `server.headerReadSecs`; at most
+    /// Serves until `shutdown` completes, then drains and stops:
+    ///
+    /// 1. At once: no new connections, `/readyz` answers 503 `draining`
+    ///    (also on `metrics.bind`, which serves until step 3), and held
+    ///    turns stop waiting (their messages end as the finish flow's do,
+    ///    the question open in the store for the client's next request).
+    /// 2. Up to `server.drainSecs` (default 30) for the requests and turns
+    ///    in flight to end on their own; then every connection and turn
+    ///    left is closed.
+    /// 3. Up to [`STOP`] for the server's tasks (sockets' writers); then
+    ///    [`Gate::shutdown`] waits for the calls claimed after an approval to
+    ///    record their outcomes (at most the tool timeout and a grace), and
+    ///    every MCP server is closed (stdio servers' processes ended).
+    ///
+    /// Request heads must arrive within `server.headerReadSecs`; at most
     /// `server.maxConnections` are open.
     pub async fn serve_until(
         self,
@@ -399,16 +414,18 @@ impl App {
         };
         tracing::info!("serving at most {} connections", limits.max_connections);
         let retention = self.config.store.audit_retention();
-        let (store, clock) = (self.store.clone(), self.clock.clone());
+        let drain = self.config.server.drain();
+        let clock = self.clock.clone();
         let metrics_bind = Some(&self.config.metrics)
             .filter(|m| m.enabled)
             .and_then(|m| m.bind);
         let Built {
             router,
+            metrics_routes,
             gate,
+            store,
             tasks,
             runs,
-            metrics,
             draining,
             limiter,
         } = self.build(Some(bind));
@@ -425,10 +442,9 @@ impl App {
         if let Some(at) = metrics_bind {
             let listener = TcpListener::bind(at).await?;
             tracing::info!("metrics at http://{}/metrics", listener.local_addr()?);
-            let routes = crate::transport::metrics_routes(metrics, toolbox.clone());
             let stop = scraping.clone();
             tasks.spawn(async move {
-                let served = axum::serve(listener, routes)
+                let served = axum::serve(listener, metrics_routes)
                     .with_graceful_shutdown(stop.cancelled_owned())
                     .await;
                 if let Err(e) = served {
@@ -436,22 +452,42 @@ impl App {
                 }
             });
         }
-        // `/readyz` says so from the moment the server starts to stop.
+        let held = gate.clone();
+        let began = Arc::new(std::sync::OnceLock::new());
+        let begin = began.clone();
         let shutdown = async move {
             shutdown.await;
+            begin.get_or_init(tokio::time::Instant::now);
+            tracing::info!(
+                "draining: up to {} s for the turns in flight",
+                drain.as_secs()
+            );
+            // `/readyz` says so from the moment the server starts to stop.
             draining.store(true, Ordering::Relaxed);
+            // Nobody can decide here any more: held turns end their
+            // messages with the question open, kept in the store.
+            held.release_held();
         };
-        accept::serve(listener, router, limits, shutdown, DRAIN).await;
+        accept::serve(listener, router, limits, shutdown, drain).await;
+        // What is left of the window goes to the turns no connection
+        // waited for: a socket's.
+        let end = began.get().map(|at| *at + drain);
+        let left = end.map_or(Duration::ZERO, |end| {
+            end.saturating_duration_since(tokio::time::Instant::now())
+        });
+        if tokio::time::timeout(left, runs.idle()).await.is_err() {
+            tracing::warn!("turns still running after {} s: stopped", drain.as_secs());
+        }
         scraping.cancel();
         // No connection is left to read a turn or resume a held one.
         purge.abort();
         runs.stop();
         tasks.close();
-        if tokio::time::timeout(DRAIN, tasks.wait()).await.is_err() {
+        if tokio::time::timeout(STOP, tasks.wait()).await.is_err() {
             tracing::warn!(
                 "{} tasks still running after {} s; stopping without them",
                 tasks.len(),
-                DRAIN.as_secs()
+                STOP.as_secs()
             );
         }
         gate.shutdown().await;
@@ -463,11 +499,14 @@ impl App {
 /// The routes, and what serving them runs.
 struct Built {
     router: Router,
+    /// `/metrics`, `/livez` and `/readyz` alone, for `metrics.bind`.
+    metrics_routes: Router,
     gate: Gate,
+    /// The gate's store, counted in the app's metrics.
+    store: Store,
     /// The turns', sockets' and purge tasks.
     tasks: TaskTracker,
     runs: Arc<Runs>,
-    metrics: Metrics,
     /// Set when serving starts to stop.
     draining: Arc<AtomicBool>,
     limiter: Limiter,

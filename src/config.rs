@@ -188,6 +188,9 @@ pub struct ServerConfig {
     /// Open connections at most (WebSockets included); beyond, a new one is
     /// closed at once. Unset: below the open-files limit.
     pub max_connections: Option<usize>,
+    /// Seconds a stopping server gives the requests and streams in flight
+    /// to finish before it closes their connections.
+    pub drain_secs: u64,
 }
 
 impl Default for ServerConfig {
@@ -197,6 +200,7 @@ impl Default for ServerConfig {
             header_read_secs: 10,
             body_read_secs: 30,
             max_connections: None,
+            drain_secs: 30,
         }
     }
 }
@@ -208,6 +212,11 @@ impl ServerConfig {
 
     pub fn body_read(&self) -> Duration {
         Duration::from_secs(self.body_read_secs.max(1))
+    }
+
+    /// `0` is allowed: connections are closed at once.
+    pub fn drain(&self) -> Duration {
+        Duration::from_secs(self.drain_secs)
     }
 }
 
@@ -942,6 +951,12 @@ mod tests {
         };
         assert_eq!(config.server.header_read(), Duration::from_secs(2));
         assert_eq!(config.server.body_read(), Duration::from_secs(30));
+        assert_eq!(config.server.drain(), Duration::from_secs(30));
+        let config = Config::from_yaml("server: {drainSecs: 5}\n");
+        let Ok(config) = config else {
+            panic!("{config:?}")
+        };
+        assert_eq!(config.server.drain(), Duration::from_secs(5));
     }
 
     #[test]

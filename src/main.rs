@@ -160,11 +160,32 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             if signer.is_some() {
                 tracing::info!("confirmations are signed");
             }
-            App::new(config)
+            // The first signal drains; a second one ends the process at once.
+            let mut signals = Signals::new();
+            let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+            let serve = App::new(config)
                 .with_store(store)
                 .with_signer(signer)
-                .serve_until(listener, stop_signal())
-                .await?;
+                .serve_until(listener, async {
+                    let _ = stopped.await;
+                });
+            tokio::pin!(serve);
+            let mut stop = Some(stop);
+            loop {
+                tokio::select! {
+                    served = &mut serve => break served?,
+                    () = signals.next() => match stop.take() {
+                        Some(stop) => {
+                            tracing::info!("stopping (a second Ctrl-C or SIGTERM stops at once)");
+                            let _ = stop.send(());
+                        }
+                        None => {
+                            tracing::warn!("stopped at once: turns and calls in flight are cut off");
+                            std::process::exit(1);
+                        }
+                    },
+                }
+            }
         }
     }
     Ok(())
@@ -184,27 +205,52 @@ fn raise_open_files_limit() {
     }
 }
 
-/// Ctrl-C, or SIGTERM (systemd, Docker and Kubernetes stop a service with it).
-async fn stop_signal() {
+/// Ctrl-C and SIGTERM (systemd, Docker and Kubernetes stop a service with
+/// it), each listened for once for the whole run, so that a second one is
+/// heard too.
+struct Signals {
     #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(e) => {
-                tracing::warn!("cannot listen for SIGTERM: {e}");
+    listened: Vec<tokio::signal::unix::Signal>,
+}
+
+impl Signals {
+    fn new() -> Self {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            let listened = [
+                ("Ctrl-C", SignalKind::interrupt()),
+                ("SIGTERM", SignalKind::terminate()),
+            ]
+            .into_iter()
+            .filter_map(|(name, kind)| {
+                signal(kind)
+                    .inspect_err(|e| tracing::warn!("cannot listen for {name}: {e}"))
+                    .ok()
+            })
+            .collect();
+            Self { listened }
+        }
+        #[cfg(not(unix))]
+        Self {}
+    }
+
+    /// The next Ctrl-C or SIGTERM.
+    async fn next(&mut self) {
+        #[cfg(unix)]
+        {
+            if self.listened.is_empty() {
                 std::future::pending::<()>().await;
             }
+            let next = self.listened.iter_mut().map(|s| Box::pin(s.recv()));
+            futures::future::select_all(next).await;
         }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        () = terminate => {}
+        #[cfg(not(unix))]
+        if let Err(e) = tokio::signal::ctrl_c().await {
+            tracing::warn!("cannot listen for Ctrl-C: {e}");
+            std::future::pending::<()>().await;
+        }
     }
-    tracing::info!("stopping");
 }
 
 fn load(path: Option<&std::path::Path>) -> anyhow::Result<Config> {

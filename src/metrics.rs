@@ -385,12 +385,21 @@ impl Metrics {
             .observe(took.as_secs_f64());
     }
 
-    /// One store operation: `outcome` is `ok` or `error`.
-    pub fn store_op(&self, store: &'static str, op: &'static str, outcome: &'static str) {
-        self.inner
-            .store_ops
-            .get_or_create(&StoreLabels { store, op, outcome })
-            .inc();
+    /// The counters of `store`'s operations `ops` (each a fixed name),
+    /// made now: counting one then allocates nothing and takes no lock.
+    /// Each is exported from here on, at 0 until counted.
+    pub fn store_operations(&self, store: &'static str, ops: &[&'static str]) -> StoreCounters {
+        let counter = |op, outcome| {
+            self.inner
+                .store_ops
+                .get_or_create_owned(&StoreLabels { store, op, outcome })
+        };
+        StoreCounters {
+            counters: ops
+                .iter()
+                .map(|op| [counter(op, "ok"), counter(op, "error")])
+                .collect(),
+        }
     }
 
     /// One turn, stream or call refused by `limit` (a fixed word).
@@ -408,6 +417,26 @@ impl Metrics {
                 .mcp_servers
                 .get_or_create(&StateLabel { state })
                 .set(n);
+        }
+    }
+}
+
+/// One store's operation counters, `ok` and `error` for each operation,
+/// in the order [`Metrics::store_operations`] was given them.
+#[derive(Debug, Clone)]
+pub struct StoreCounters {
+    counters: Arc<[[Counter; 2]]>,
+}
+
+impl StoreCounters {
+    /// Counts the operation at index `op` (an index out of range counts
+    /// nothing).
+    pub fn count(&self, op: usize, ok: bool) {
+        if let Some([ok_count, error_count]) = self.counters.get(op) {
+            match ok {
+                true => ok_count.inc(),
+                false => error_count.inc(),
+            };
         }
     }
 }
@@ -487,6 +516,24 @@ mod tests {
             text.contains("toolgate_turns_total{transport=\"sse\",outcome=\"finished\"} 1\n"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn store_operations_are_counted_by_index_and_exported_from_zero() {
+        let metrics = Metrics::new();
+        let counters = metrics.store_operations("memory", &["get", "claim"]);
+        counters.count(1, true);
+        counters.count(1, false);
+        counters.count(1, true);
+        counters.count(7, true);
+        let text = metrics.encode().unwrap_or_default();
+        for line in [
+            "toolgate_store_operations_total{store=\"memory\",op=\"get\",outcome=\"ok\"} 0\n",
+            "toolgate_store_operations_total{store=\"memory\",op=\"claim\",outcome=\"ok\"} 2\n",
+            "toolgate_store_operations_total{store=\"memory\",op=\"claim\",outcome=\"error\"} 1\n",
+        ] {
+            assert!(text.contains(line), "{line} in {text}");
+        }
     }
 
     #[test]

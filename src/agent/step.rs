@@ -277,7 +277,11 @@ impl Turn {
         let held = Box::pin(self.agent.gate.hold(&self.scope, &confirmation_id)).await;
         self.waiting.send_replace(false);
         let (call, outcome) = match held {
-            Ok(decided) => decided,
+            Ok(Some(decided)) => decided,
+            // The server stops: the message ends as the finish flow ends
+            // it, its cards open; their answers come with the client's next
+            // request, to any instance sharing the store.
+            Ok(None) => return self.step_end(out),
             Err(e) => return self.gate_failed(&e, out),
         };
         let adk = self.protocol == ConfirmationProtocol::Adk;

@@ -559,7 +559,10 @@ impl Upstream {
     async fn hold(&mut self, out: &mut Vec<UiChunk>) -> Result<(), GateError> {
         let native = self.protocol == ConfirmationProtocol::AiSdk;
         for id in std::mem::take(&mut self.asked) {
-            let (call, outcome) = Box::pin(self.gate().hold(&self.scope, &id)).await?;
+            let held = Box::pin(self.gate().hold(&self.scope, &id)).await?;
+            // The server stops: the questions left stay open, answered with
+            // the client's next request as in the finish flow.
+            let Some((call, outcome)) = held else { break };
             let decided = Decided {
                 id,
                 native,

@@ -255,6 +255,9 @@ pub struct Gate {
     beating: Arc<AtomicBool>,
     /// Cancelled by [`Gate::shutdown`]: ends the heartbeat.
     stopping: CancellationToken,
+    /// Cancelled by [`Gate::release_held`] when the server starts to stop:
+    /// held questions are no longer waited for (they stay open).
+    releasing: CancellationToken,
     /// Every call is an upstream agent's, which it runs once approved.
     upstream: bool,
     /// Each principal's roles (`auth`), for `approvers: [role:NAME]`.
@@ -297,6 +300,7 @@ impl Gate {
             instance: uuid::Uuid::new_v4().simple().to_string().into(),
             beating: Arc::default(),
             stopping: CancellationToken::new(),
+            releasing: CancellationToken::new(),
             upstream: false,
             roles: Arc::default(),
             notifier: None,
@@ -344,6 +348,14 @@ impl Gate {
     pub fn with_instance(mut self, instance: impl Into<Arc<str>>) -> Self {
         self.instance = instance.into();
         self
+    }
+
+    /// Stops waiting for held questions: every [`Gate::hold`] in progress,
+    /// and any later one, returns `None` at once. Their questions stay open
+    /// in the store, answerable by the next request to any instance. Called
+    /// when a server starts to drain: nobody could decide there any more.
+    pub fn release_held(&self) {
+        self.releasing.cancel();
     }
 
     /// Stops the heartbeat and waits for every claimed call to run to its

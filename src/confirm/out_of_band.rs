@@ -277,8 +277,17 @@ impl Gate {
     /// Waits for the question `id` to be decided elsewhere (the approvals
     /// API, a socket's `confirm` frame, another tab). When its window closes
     /// first, it ends as expired, unless a decision wins the store's claim
-    /// at that moment. The call as it ran and its outcome.
-    pub async fn hold(&self, scope: &Scope, id: &str) -> Result<(ToolCall, Outcome), GateError> {
+    /// at that moment. The call as it ran and its outcome; `None` when the
+    /// server started to stop first ([`Gate::release_held`]): the question
+    /// stays open.
+    pub async fn hold(
+        &self,
+        scope: &Scope,
+        id: &str,
+    ) -> Result<Option<(ToolCall, Outcome)>, GateError> {
+        if self.releasing.is_cancelled() {
+            return Ok(None);
+        }
         let issued = self
             .store
             .get(id)
@@ -289,26 +298,31 @@ impl Gate {
                 message: format!("confirmation `{id}` is gone"),
                 ran_with: None,
             };
-            return Ok((
+            return Ok(Some((
                 ToolCall {
                     id: id.to_owned(),
                     name: String::new(),
                     args: Value::Null,
                 },
                 outcome,
-            ));
+            )));
         };
         let window =
             Duration::from_millis(issued.expires_at_ms.saturating_sub(self.clock.now_ms()));
-        if let Some(outcome) = self.store.wait_outcome(id, window).await? {
-            return Ok((as_ran(issued.call, &outcome), outcome));
+        // Waiting is only reading: dropping it leaves nothing half done.
+        let waited = tokio::select! {
+            waited = self.store.wait_outcome(id, window) => waited?,
+            () = self.releasing.cancelled() => return Ok(None),
+        };
+        if let Some(outcome) = waited {
+            return Ok(Some((as_ran(issued.call, &outcome), outcome)));
         }
         let (gate, scope) = (self.clone(), scope.clone());
         let call = issued.call.clone();
         let outcome = self
             .to_the_end(async move { gate.time_out(&scope, issued).await })
             .await?;
-        Ok((as_ran(call, &outcome), outcome))
+        Ok(Some((as_ran(call, &outcome), outcome)))
     }
 
     /// A question nobody decided in its window: ended as expired, unless a

@@ -240,7 +240,7 @@ mod tests {
         if let Err(e) = store.remember(approval).await {
             panic!("{e}");
         }
-        let Store::Memory(memory) = &store else {
+        let crate::store::Backend::Memory(memory) = &store.backend else {
             panic!("a memory store");
         };
         memory.stall_audit.store(true, Ordering::Release);

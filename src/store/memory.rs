@@ -369,7 +369,7 @@ mod tests {
 
     #[tokio::test]
     async fn full_means_full_until_something_expires() {
-        let store = Store::Memory(MemoryStore::with_capacity(1));
+        let store = Store::from(crate::store::Backend::Memory(MemoryStore::with_capacity(1)));
         assert!(store.insert(conformance::issued("a")).await.is_ok());
         assert!(matches!(
             store.insert(conformance::issued("b")).await,

@@ -24,6 +24,7 @@ pub use redis::RedisStore;
 pub use sqlite::SqliteStore;
 
 use crate::call::ToolCall;
+use crate::metrics::{Metrics, StoreCounters};
 use crate::protocol::ConfirmationProtocol;
 
 /// A confirmation as the server issued it: the authority for what may run.
@@ -279,62 +280,176 @@ pub const HEARTBEAT_TTL: Duration = Duration::from_secs(10);
 /// How often a live instance renews its heartbeat.
 pub const HEARTBEAT_EVERY: Duration = Duration::from_secs(3);
 
+/// The store: one of the backends, its operations counted once each in
+/// one place ([`Store::counted`]) when it was given metrics.
 #[derive(Debug, Clone)]
-pub enum Store {
+pub struct Store {
+    pub(crate) backend: Backend,
+    /// `toolgate_store_operations_total`, one counter pair per [`Op`].
+    counters: Option<StoreCounters>,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) enum Backend {
     Memory(MemoryStore),
     Sqlite(SqliteStore),
     Redis(std::sync::Arc<RedisStore>),
 }
 
+impl From<Backend> for Store {
+    fn from(backend: Backend) -> Self {
+        Store {
+            backend,
+            counters: None,
+        }
+    }
+}
+
+/// Each operation of [`Store`], as `op` labels it; its place is its index
+/// in [`OPS`].
+#[derive(Debug, Clone, Copy)]
+enum Op {
+    Ping,
+    Insert,
+    Get,
+    Status,
+    Expired,
+    PurgeExpired,
+    Remember,
+    Remembered,
+    ListRemembered,
+    Revoke,
+    GrantBudget,
+    TakeBudget,
+    Open,
+    OpenAll,
+    Changes,
+    Audit,
+    AuditLog,
+    PruneAudit,
+    Claim,
+    Heartbeat,
+    Finish,
+    WaitOutcome,
+}
+
+/// The `op` label of each [`Op`], in order.
+const OPS: [&str; 22] = [
+    "ping",
+    "insert",
+    "get",
+    "status",
+    "expired",
+    "purge_expired",
+    "remember",
+    "remembered",
+    "list_remembered",
+    "revoke",
+    "grant_budget",
+    "take_budget",
+    "open",
+    "open_all",
+    "changes",
+    "audit",
+    "audit_log",
+    "prune_audit",
+    "claim",
+    "heartbeat",
+    "finish",
+    "wait_outcome",
+];
+
 impl Store {
     pub fn memory() -> Self {
-        Store::Memory(MemoryStore::default())
+        Backend::Memory(MemoryStore::default()).into()
     }
 
     pub fn sqlite(path: &std::path::Path) -> Result<Self, StoreError> {
-        Ok(Store::Sqlite(SqliteStore::open(path)?))
+        Ok(Backend::Sqlite(SqliteStore::open(path)?).into())
     }
 
     /// Every key starts with `prefix`, so instances of one deployment share it.
     pub async fn redis(url: &str, prefix: &str) -> Result<Self, StoreError> {
-        Ok(Store::Redis(std::sync::Arc::new(
-            RedisStore::connect(url, prefix).await?,
-        )))
+        Ok(Backend::Redis(std::sync::Arc::new(RedisStore::connect(url, prefix).await?)).into())
+    }
+
+    /// Counts every operation in `metrics`'s `toolgate_store_operations_total`
+    /// (`store`: the backend; `op`: the method; `outcome`: `error` when the
+    /// backend failed, else `ok`, a refusal such as a full store included).
+    pub fn with_metrics(mut self, metrics: &Metrics) -> Self {
+        self.counters = Some(metrics.store_operations(self.kind(), &OPS));
+        self
+    }
+
+    /// The backend, as the `store` label names it.
+    fn kind(&self) -> &'static str {
+        match self.backend {
+            Backend::Memory(_) => "memory",
+            Backend::Sqlite(_) => "sqlite",
+            Backend::Redis(_) => "redis",
+        }
+    }
+
+    /// Runs one operation and counts how it ended. An operation dropped
+    /// before its end (a wait given up) is not counted.
+    async fn counted<T>(
+        &self,
+        op: Op,
+        work: impl Future<Output = Result<T, StoreError>>,
+    ) -> Result<T, StoreError> {
+        let result = work.await;
+        if let Some(counters) = &self.counters {
+            let failed = matches!(result, Err(StoreError::Backend(_)));
+            counters.count(op as usize, !failed);
+        }
+        result
     }
 
     /// A cheap round trip, for `/readyz`: an error if the backend cannot
     /// be read now.
     pub async fn ping(&self) -> Result<(), StoreError> {
-        match self {
-            Store::Memory(_) => Ok(()),
-            Store::Sqlite(s) => s.ping().await,
-            Store::Redis(s) => s.ping().await,
-        }
+        self.counted(Op::Ping, async {
+            match &self.backend {
+                Backend::Memory(_) => Ok(()),
+                Backend::Sqlite(s) => s.ping().await,
+                Backend::Redis(s) => s.ping().await,
+            }
+        })
+        .await
     }
 
     pub async fn insert(&self, issued: Issued) -> Result<(), StoreError> {
-        match self {
-            Store::Memory(s) => s.insert(issued),
-            Store::Sqlite(s) => s.insert(issued).await,
-            Store::Redis(s) => s.insert(issued).await,
-        }
+        self.counted(Op::Insert, async {
+            match &self.backend {
+                Backend::Memory(s) => s.insert(issued),
+                Backend::Sqlite(s) => s.insert(issued).await,
+                Backend::Redis(s) => s.insert(issued).await,
+            }
+        })
+        .await
     }
 
     pub async fn get(&self, id: &str) -> Result<Option<Issued>, StoreError> {
-        match self {
-            Store::Memory(s) => Ok(s.get(id)),
-            Store::Sqlite(s) => s.get(id).await,
-            Store::Redis(s) => s.get(id).await,
-        }
+        self.counted(Op::Get, async {
+            match &self.backend {
+                Backend::Memory(s) => Ok(s.get(id)),
+                Backend::Sqlite(s) => s.get(id).await,
+                Backend::Redis(s) => s.get(id).await,
+            }
+        })
+        .await
     }
 
     /// Where a confirmation stands, without claiming anything.
     pub async fn status(&self, id: &str) -> Result<Option<Status>, StoreError> {
-        match self {
-            Store::Memory(s) => Ok(s.status(id)),
-            Store::Sqlite(s) => s.status(id).await,
-            Store::Redis(s) => s.status(id).await,
-        }
+        self.counted(Op::Status, async {
+            match &self.backend {
+                Backend::Memory(s) => Ok(s.status(id)),
+                Backend::Sqlite(s) => s.status(id).await,
+                Backend::Redis(s) => s.status(id).await,
+            }
+        })
+        .await
     }
 
     /// The confirmations that expired before `now_ms` with nobody's answer
@@ -342,11 +457,14 @@ impl Store {
     /// through the store's claim, so one instance (or a decision that came
     /// first) wins.
     pub async fn expired(&self, now_ms: u64, limit: usize) -> Result<Vec<Issued>, StoreError> {
-        match self {
-            Store::Memory(s) => Ok(s.expired(now_ms, limit)),
-            Store::Sqlite(s) => s.expired(now_ms, limit).await,
-            Store::Redis(s) => s.expired(now_ms, limit).await,
-        }
+        self.counted(Op::Expired, async {
+            match &self.backend {
+                Backend::Memory(s) => Ok(s.expired(now_ms, limit)),
+                Backend::Sqlite(s) => s.expired(now_ms, limit).await,
+                Backend::Redis(s) => s.expired(now_ms, limit).await,
+            }
+        })
+        .await
     }
 
     /// Forgets every confirmation whose expiry is more than
@@ -357,26 +475,32 @@ impl Store {
     /// know runs nothing, and a lapsed approval is never handed out anyway.
     pub async fn purge_expired(&self, now_ms: u64) -> Result<usize, StoreError> {
         let before = now_ms.saturating_sub(millis(KEPT_AFTER_EXPIRY));
-        match self {
-            Store::Memory(s) => Ok(s.purge_expired(before, now_ms)),
-            Store::Sqlite(s) => s.purge_expired(before, now_ms).await,
-            // Redis expires records itself.
-            Store::Redis(_) => Ok(0),
-        }
+        self.counted(Op::PurgeExpired, async {
+            match &self.backend {
+                Backend::Memory(s) => Ok(s.purge_expired(before, now_ms)),
+                Backend::Sqlite(s) => s.purge_expired(before, now_ms).await,
+                // Redis expires records itself.
+                Backend::Redis(_) => Ok(0),
+            }
+        })
+        .await
     }
 
     /// Remembers an approval; one for the same principal, chat scope (this
     /// chat, or every chat: a window grant is one for every chat) and tool
     /// replaces it.
     pub async fn remember(&self, approval: Remembered) -> Result<(), StoreError> {
-        match self {
-            Store::Memory(s) => {
-                s.remember(approval);
-                Ok(())
+        self.counted(Op::Remember, async {
+            match &self.backend {
+                Backend::Memory(s) => {
+                    s.remember(approval);
+                    Ok(())
+                }
+                Backend::Sqlite(s) => s.remember(approval).await,
+                Backend::Redis(s) => s.remember(approval).await,
             }
-            Store::Sqlite(s) => s.remember(approval).await,
-            Store::Redis(s) => s.remember(approval).await,
-        }
+        })
+        .await
     }
 
     /// The approval that covers `tool` for `principal` in `chat_id` at
@@ -389,11 +513,14 @@ impl Store {
         tool: &str,
         now_ms: u64,
     ) -> Result<Option<Remembered>, StoreError> {
-        match self {
-            Store::Memory(s) => Ok(s.remembered(principal, chat_id, tool, now_ms)),
-            Store::Sqlite(s) => s.remembered(principal, chat_id, tool, now_ms).await,
-            Store::Redis(s) => s.remembered(principal, chat_id, tool, now_ms).await,
-        }
+        self.counted(Op::Remembered, async {
+            match &self.backend {
+                Backend::Memory(s) => Ok(s.remembered(principal, chat_id, tool, now_ms)),
+                Backend::Sqlite(s) => s.remembered(principal, chat_id, tool, now_ms).await,
+                Backend::Redis(s) => s.remembered(principal, chat_id, tool, now_ms).await,
+            }
+        })
+        .await
     }
 
     /// Every approval `principal` asked to be remembered that still applies
@@ -403,11 +530,15 @@ impl Store {
         principal: &str,
         now_ms: u64,
     ) -> Result<Vec<Remembered>, StoreError> {
-        let mut list = match self {
-            Store::Memory(s) => s.list_remembered(principal, now_ms),
-            Store::Sqlite(s) => s.list_remembered(principal, now_ms).await?,
-            Store::Redis(s) => s.list_remembered(principal, now_ms).await?,
-        };
+        let mut list = self
+            .counted(Op::ListRemembered, async {
+                match &self.backend {
+                    Backend::Memory(s) => Ok(s.list_remembered(principal, now_ms)),
+                    Backend::Sqlite(s) => s.list_remembered(principal, now_ms).await,
+                    Backend::Redis(s) => s.list_remembered(principal, now_ms).await,
+                }
+            })
+            .await?;
         list.sort_by(|a, b| {
             a.created_at_ms
                 .cmp(&b.created_at_ms)
@@ -418,11 +549,14 @@ impl Store {
 
     /// Forgets one of `principal`'s remembered approvals; false if there was none.
     pub async fn revoke(&self, principal: &str, id: &str) -> Result<bool, StoreError> {
-        match self {
-            Store::Memory(s) => Ok(s.revoke(principal, id)),
-            Store::Sqlite(s) => s.revoke(principal, id).await,
-            Store::Redis(s) => s.revoke(principal, id).await,
-        }
+        self.counted(Op::Revoke, async {
+            match &self.backend {
+                Backend::Memory(s) => Ok(s.revoke(principal, id)),
+                Backend::Sqlite(s) => s.revoke(principal, id).await,
+                Backend::Redis(s) => s.revoke(principal, id).await,
+            }
+        })
+        .await
     }
 
     /// Lets the next `n` calls of `tool` in this chat run without asking.
@@ -433,14 +567,17 @@ impl Store {
         tool: &str,
         n: u32,
     ) -> Result<(), StoreError> {
-        match self {
-            Store::Memory(s) => {
-                s.grant_budget(principal, chat_id, tool, n);
-                Ok(())
+        self.counted(Op::GrantBudget, async {
+            match &self.backend {
+                Backend::Memory(s) => {
+                    s.grant_budget(principal, chat_id, tool, n);
+                    Ok(())
+                }
+                Backend::Sqlite(s) => s.grant_budget(principal, chat_id, tool, n).await,
+                Backend::Redis(s) => s.grant_budget(principal, chat_id, tool, n).await,
             }
-            Store::Sqlite(s) => s.grant_budget(principal, chat_id, tool, n).await,
-            Store::Redis(s) => s.grant_budget(principal, chat_id, tool, n).await,
-        }
+        })
+        .await
     }
 
     /// Spends one call of the budget, atomically; false when none is left.
@@ -450,11 +587,14 @@ impl Store {
         chat_id: &str,
         tool: &str,
     ) -> Result<bool, StoreError> {
-        match self {
-            Store::Memory(s) => Ok(s.take_budget(principal, chat_id, tool)),
-            Store::Sqlite(s) => s.take_budget(principal, chat_id, tool).await,
-            Store::Redis(s) => s.take_budget(principal, chat_id, tool).await,
-        }
+        self.counted(Op::TakeBudget, async {
+            match &self.backend {
+                Backend::Memory(s) => Ok(s.take_budget(principal, chat_id, tool)),
+                Backend::Sqlite(s) => s.take_budget(principal, chat_id, tool).await,
+                Backend::Redis(s) => s.take_budget(principal, chat_id, tool).await,
+            }
+        })
+        .await
     }
 
     /// `principal`'s confirmations in `chat_id` that nobody decided yet and
@@ -465,11 +605,15 @@ impl Store {
         chat_id: &str,
         now_ms: u64,
     ) -> Result<Vec<Issued>, StoreError> {
-        let mut open = match self {
-            Store::Memory(s) => s.open_confirmations(principal, chat_id, now_ms),
-            Store::Sqlite(s) => s.open_confirmations(principal, chat_id, now_ms).await?,
-            Store::Redis(s) => s.open_confirmations(principal, chat_id, now_ms).await?,
-        };
+        let mut open = self
+            .counted(Op::Open, async {
+                match &self.backend {
+                    Backend::Memory(s) => Ok(s.open_confirmations(principal, chat_id, now_ms)),
+                    Backend::Sqlite(s) => s.open_confirmations(principal, chat_id, now_ms).await,
+                    Backend::Redis(s) => s.open_confirmations(principal, chat_id, now_ms).await,
+                }
+            })
+            .await?;
         open.sort_by(|a, b| {
             a.issued_at_ms
                 .cmp(&b.issued_at_ms)
@@ -488,11 +632,14 @@ impl Store {
         after: Option<&Cursor>,
         limit: usize,
     ) -> Result<Vec<Issued>, StoreError> {
-        match self {
-            Store::Memory(s) => Ok(s.open_all(now_ms, after, limit)),
-            Store::Sqlite(s) => s.open_all(now_ms, after, limit).await,
-            Store::Redis(s) => s.open_all(now_ms, after, limit).await,
-        }
+        self.counted(Op::OpenAll, async {
+            match &self.backend {
+                Backend::Memory(s) => Ok(s.open_all(now_ms, after, limit)),
+                Backend::Sqlite(s) => s.open_all(now_ms, after, limit).await,
+                Backend::Redis(s) => s.open_all(now_ms, after, limit).await,
+            }
+        })
+        .await
     }
 
     /// A signal for each question asked or taken (claimed) by any
@@ -500,26 +647,32 @@ impl Store {
     /// drops. `None` for a store one process owns: its gate sees every
     /// change itself.
     pub async fn changes(&self) -> Result<Option<BoxStream<'static, ()>>, StoreError> {
-        match self {
-            Store::Memory(_) | Store::Sqlite(_) => Ok(None),
-            Store::Redis(s) => Ok(Some(s.changes().await?)),
-        }
+        self.counted(Op::Changes, async {
+            match &self.backend {
+                Backend::Memory(_) | Backend::Sqlite(_) => Ok(None),
+                Backend::Redis(s) => Ok(Some(s.changes().await?)),
+            }
+        })
+        .await
     }
 
     /// Appends to the audit log.
     pub async fn audit(&self, event: AuditEvent) -> Result<(), StoreError> {
-        match self {
-            Store::Memory(s) => {
-                #[cfg(test)]
-                if s.stall_audit.load(std::sync::atomic::Ordering::Acquire) {
-                    std::future::pending::<()>().await;
+        self.counted(Op::Audit, async {
+            match &self.backend {
+                Backend::Memory(s) => {
+                    #[cfg(test)]
+                    if s.stall_audit.load(std::sync::atomic::Ordering::Acquire) {
+                        std::future::pending::<()>().await;
+                    }
+                    s.audit(event);
+                    Ok(())
                 }
-                s.audit(event);
-                Ok(())
+                Backend::Sqlite(s) => s.audit(event).await,
+                Backend::Redis(s) => s.audit(event).await,
             }
-            Store::Sqlite(s) => s.audit(event).await,
-            Store::Redis(s) => s.audit(event).await,
-        }
+        })
+        .await
     }
 
     /// `principal`'s audit log from `since_ms` on, oldest first, at most
@@ -531,11 +684,15 @@ impl Store {
         since_ms: u64,
         limit: usize,
     ) -> Result<Vec<AuditEvent>, StoreError> {
-        let events = match self {
-            Store::Memory(s) => s.audit_log(principal, since_ms),
-            Store::Sqlite(s) => s.audit_log(principal, since_ms).await?,
-            Store::Redis(s) => s.audit_log(principal, since_ms).await?,
-        };
+        let events = self
+            .counted(Op::AuditLog, async {
+                match &self.backend {
+                    Backend::Memory(s) => Ok(s.audit_log(principal, since_ms)),
+                    Backend::Sqlite(s) => s.audit_log(principal, since_ms).await,
+                    Backend::Redis(s) => s.audit_log(principal, since_ms).await,
+                }
+            })
+            .await?;
         Ok(events
             .into_iter()
             .filter(|e| chat_id.is_none_or(|c| e.chat_id == c))
@@ -545,55 +702,67 @@ impl Store {
 
     /// Drops audit events older than `before_ms` (the retention setting).
     pub async fn prune_audit(&self, before_ms: u64) -> Result<usize, StoreError> {
-        match self {
-            Store::Memory(s) => Ok(s.prune_audit(before_ms)),
-            Store::Sqlite(s) => s.prune_audit(before_ms).await,
-            Store::Redis(s) => s.prune_audit(before_ms).await,
-        }
+        self.counted(Op::PruneAudit, async {
+            match &self.backend {
+                Backend::Memory(s) => Ok(s.prune_audit(before_ms)),
+                Backend::Sqlite(s) => s.prune_audit(before_ms).await,
+                Backend::Redis(s) => s.prune_audit(before_ms).await,
+            }
+        })
+        .await
     }
 
     /// Claims a confirmation for execution at `now_ms` on behalf of
     /// `instance` (the id the process minted at start-up); atomic.
     pub async fn claim(&self, id: &str, now_ms: u64, instance: &str) -> Result<Claim, StoreError> {
-        match self {
-            Store::Memory(s) => s.claim(id, now_ms, instance),
-            Store::Sqlite(s) => s.claim(id, now_ms, instance).await,
-            Store::Redis(s) => s.claim(id, now_ms, instance).await,
-        }
+        self.counted(Op::Claim, async {
+            match &self.backend {
+                Backend::Memory(s) => s.claim(id, now_ms, instance),
+                Backend::Sqlite(s) => s.claim(id, now_ms, instance).await,
+                Backend::Redis(s) => s.claim(id, now_ms, instance).await,
+            }
+        })
+        .await
     }
 
     /// The limiter for `rates`: shared through Redis when the store is,
     /// in process otherwise; Redis stream leases are renewed on `tasks`
     /// and named by `instance`.
     pub fn limiter(&self, rates: Rates, tasks: TaskTracker, instance: &str) -> Limiter {
-        match self {
-            Store::Memory(_) | Store::Sqlite(_) => Limiter::local(rates),
-            Store::Redis(s) => Limiter::redis(rates, s.clone(), tasks, instance),
+        match &self.backend {
+            Backend::Memory(_) | Backend::Sqlite(_) => Limiter::local(rates),
+            Backend::Redis(s) => Limiter::redis(rates, s.clone(), tasks, instance),
         }
     }
 
     /// Whether several instances share this store: then each keeps a
     /// [`Store::heartbeat`] so the others know its claims are alive.
     pub fn is_shared(&self) -> bool {
-        matches!(self, Store::Redis(_))
+        matches!(self.backend, Backend::Redis(_))
     }
 
     /// Says `instance` is alive for the next [`HEARTBEAT_TTL`]; renew it
     /// every [`HEARTBEAT_EVERY`]. A no-op for a store one process owns.
     pub async fn heartbeat(&self, instance: &str) -> Result<(), StoreError> {
-        match self {
-            Store::Memory(_) | Store::Sqlite(_) => Ok(()),
-            Store::Redis(s) => s.heartbeat(instance, HEARTBEAT_TTL).await,
-        }
+        self.counted(Op::Heartbeat, async {
+            match &self.backend {
+                Backend::Memory(_) | Backend::Sqlite(_) => Ok(()),
+                Backend::Redis(s) => s.heartbeat(instance, HEARTBEAT_TTL).await,
+            }
+        })
+        .await
     }
 
     /// Records the outcome of a claimed confirmation.
     pub async fn finish(&self, id: &str, outcome: Outcome) -> Result<(), StoreError> {
-        match self {
-            Store::Memory(s) => s.finish(id, outcome),
-            Store::Sqlite(s) => s.finish(id, outcome).await,
-            Store::Redis(s) => s.finish(id, outcome).await,
-        }
+        self.counted(Op::Finish, async {
+            match &self.backend {
+                Backend::Memory(s) => s.finish(id, outcome),
+                Backend::Sqlite(s) => s.finish(id, outcome).await,
+                Backend::Redis(s) => s.finish(id, outcome).await,
+            }
+        })
+        .await
     }
 
     /// Waits up to `timeout` for another caller's outcome.
@@ -602,11 +771,14 @@ impl Store {
         id: &str,
         timeout: Duration,
     ) -> Result<Option<Outcome>, StoreError> {
-        match self {
-            Store::Memory(s) => Ok(s.wait_outcome(id, timeout).await),
-            Store::Sqlite(s) => s.wait_outcome(id, timeout).await,
-            Store::Redis(s) => s.wait_outcome(id, timeout).await,
-        }
+        self.counted(Op::WaitOutcome, async {
+            match &self.backend {
+                Backend::Memory(s) => Ok(s.wait_outcome(id, timeout).await),
+                Backend::Sqlite(s) => s.wait_outcome(id, timeout).await,
+                Backend::Redis(s) => s.wait_outcome(id, timeout).await,
+            }
+        })
+        .await
     }
 }
 

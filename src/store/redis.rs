@@ -791,7 +791,7 @@ fn outcome_from(text: &str) -> Result<Outcome, StoreError> {
 // so plain `cargo test` needs only Rust and never passes without a server.
 #[cfg(all(test, feature = "redis-server"))]
 mod tests {
-    use super::super::{Store, conformance};
+    use super::super::{Backend, Store, conformance};
 
     /// The server the tests run against: `scripts/test` starts one and sets
     /// `TOOLGATE_TEST_REDIS_URL`. Missing, the tests fail.
@@ -902,7 +902,7 @@ mod tests {
             .await
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(heard(&mut changes).await, Some(()), "asked");
-        let Store::Redis(redis) = &one else {
+        let Backend::Redis(redis) = &one.backend else {
             panic!("not redis")
         };
         let mut conn = redis.conn.clone();
@@ -949,7 +949,7 @@ mod tests {
             "alive: its call may still record an outcome"
         );
         // Its heartbeat lapses (deleted here, as its TTL would).
-        let Store::Redis(redis) = &store else {
+        let Backend::Redis(redis) = &store.backend else {
             panic!("not redis")
         };
         let mut conn = redis.conn.clone();
@@ -974,9 +974,10 @@ mod tests {
         use redis::AsyncCommands;
         let url = url();
         let prefix = format!("test-{}:", uuid::Uuid::new_v4().simple());
-        let Store::Redis(store) = Store::redis(&url, &prefix)
+        let Backend::Redis(store) = Store::redis(&url, &prefix)
             .await
             .unwrap_or_else(|e| panic!("{e}"))
+            .backend
         else {
             panic!("not redis")
         };
@@ -1025,9 +1026,10 @@ mod tests {
         use redis::AsyncCommands;
         let url = url();
         let prefix = format!("test-{}:", uuid::Uuid::new_v4().simple());
-        let Store::Redis(store) = Store::redis(&url, &prefix)
+        let Backend::Redis(store) = Store::redis(&url, &prefix)
             .await
             .unwrap_or_else(|e| panic!("{e}"))
+            .backend
         else {
             panic!("not redis")
         };

@@ -64,15 +64,15 @@ pub(super) async fn metrics_keyed(State(state): State<HttpState>, _: Caller) -> 
     export(&state.metrics, state.agent.gate.toolbox())
 }
 
-/// `/metrics` alone, for `metrics.bind`: no key, no other route.
-pub fn metrics_routes(metrics: Metrics, toolbox: Toolbox) -> Router {
-    Router::new().route(
-        "/metrics",
-        get(move || {
-            let (metrics, toolbox) = (metrics.clone(), toolbox.clone());
-            async move { export(&metrics, &toolbox) }
-        }),
-    )
+/// `/metrics`, `/livez` and `/readyz`, for `metrics.bind`: no key, no
+/// other route. It keeps serving while the main port drains, so a probe
+/// there sees `draining` rather than a refused connection.
+pub fn metrics_routes(state: HttpState) -> Router {
+    Router::new()
+        .route("/metrics", get(metrics_public))
+        .route("/livez", get(livez))
+        .route("/readyz", get(readyz))
+        .with_state(state)
 }
 
 /// The text exposition, with the MCP servers' states read now.

@@ -48,6 +48,8 @@ pub struct Runs {
     tasks: TaskTracker,
     /// Cancelled at shutdown: every turn stops, held ones too.
     stopping: CancellationToken,
+    /// Told when a turn ends, for [`Runs::idle`].
+    ended: Notify,
 }
 
 /// How many turns may run, and for how long without a reader.
@@ -86,6 +88,7 @@ impl Runs {
             limits,
             tasks: TaskTracker::new(),
             stopping: CancellationToken::new(),
+            ended: Notify::new(),
         }
     }
 
@@ -99,6 +102,20 @@ impl Runs {
     /// left to read or resume them. Their tasks end at their next poll.
     pub fn stop(&self) {
         self.stopping.cancel();
+    }
+
+    /// Resolves once no turn is in flight: a draining server lets the
+    /// turns it still runs end on their own before it stops them.
+    pub async fn idle(&self) {
+        loop {
+            let ended = self.ended.notified();
+            tokio::pin!(ended);
+            ended.as_mut().enable();
+            if self.lock().running == 0 {
+                return;
+            }
+            ended.await;
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, Registry> {
@@ -192,6 +209,8 @@ impl Runs {
                 registry.counts.remove(&key.0);
             }
         }
+        drop(registry);
+        self.ended.notify_waiters();
     }
 }
 

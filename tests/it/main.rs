@@ -32,6 +32,7 @@ mod confirmation;
 #[cfg(feature = "conformance")]
 mod conformance;
 mod cors;
+mod drain;
 mod edits;
 mod frontend;
 mod hang_up;

@@ -198,6 +198,16 @@ async fn live_and_ready_until_the_store_fails() {
         (503, "storage unavailable")
     );
     assert_eq!(server.get("/livez").await.status, 200);
+    let text = scrape(&server).await;
+    let ping = |outcome: &str| {
+        sample(
+            &text,
+            &format!(
+                "toolgate_store_operations_total{{store=\"sqlite\",op=\"ping\",outcome=\"{outcome}\"}}"
+            ),
+        )
+    };
+    assert_eq!((ping("ok"), ping("error")), (1.0, 1.0), "{text}");
 }
 
 /// `metrics.bind`: `/metrics` on a listener of its own, without a key,
@@ -248,4 +258,63 @@ async fn a_required_mcp_server_down_is_not_ready() {
         (ready.status, ready.body.as_str()),
         (503, "a required MCP server is unavailable")
     );
+}
+
+/// Every store operation is counted once, by backend, operation and
+/// outcome: one question asked and approved, on the memory store.
+#[tokio::test]
+async fn store_operations_are_counted_exactly() {
+    let server = Server::start().await;
+    // The purge's first round runs at start: wait for it, so that it is
+    // not counted halfway.
+    let series = |op: &str| {
+        format!("toolgate_store_operations_total{{store=\"memory\",op=\"{op}\",outcome=\"ok\"}}")
+    };
+    common::wait::until_ok("the first purge", || async {
+        let text = scrape(&server).await;
+        match sample(&text, &series("prune_audit")) {
+            1.0 => Ok(()),
+            n => Err(format!("{n}")),
+        }
+    })
+    .await;
+    let approve = ask(&server, "chat-store").await;
+    server.chat(&approve).await;
+    assert_eq!(server.payments(), 1);
+
+    let text = scrape(&server).await;
+    let mut counted: Vec<(String, f64)> = text
+        .lines()
+        .filter_map(|line| {
+            let (series, value) = line.rsplit_once(' ')?;
+            let labels = series.strip_prefix("toolgate_store_operations_total")?;
+            let value: f64 = value.parse().ok()?;
+            (value > 0.0).then(|| (labels.to_owned(), value))
+        })
+        .collect();
+    counted.sort_by(|a, b| a.0.cmp(&b.0));
+    let ok = |op: &str, n: f64| {
+        (
+            format!("{{store=\"memory\",op=\"{op}\",outcome=\"ok\"}}"),
+            n,
+        )
+    };
+    let expected = vec![
+        // The approval: the question read, claimed, its outcome recorded
+        // and audited.
+        ok("audit", 2.0),
+        ok("claim", 1.0),
+        // The purge: expired questions, expired records, old audit events.
+        ok("expired", 1.0),
+        ok("finish", 1.0),
+        ok("get", 1.0),
+        // The question: an approval budget and a remembered approval looked
+        // for first, then it is stored and audited.
+        ok("insert", 1.0),
+        ok("prune_audit", 1.0),
+        ok("purge_expired", 1.0),
+        ok("remembered", 1.0),
+        ok("take_budget", 1.0),
+    ];
+    assert_eq!(counted, expected, "{text}");
 }

@@ -363,6 +363,33 @@ impl Binary {
     }
 }
 
+impl Binary {
+    /// Sends the server `signal` (`TERM`, `INT`) with `kill`.
+    pub fn signal(&self, signal: &str) {
+        let sent = std::process::Command::new("kill")
+            .args([format!("-{signal}"), self.pid().to_string()])
+            .status()
+            .unwrap_or_else(|e| panic!("kill: {e}"));
+        assert!(sent.success(), "kill -{signal}: {sent}");
+    }
+
+    /// How the server exited, if it did within `limit` (polled without
+    /// blocking the test's runtime).
+    pub async fn exit_within(
+        &mut self,
+        limit: std::time::Duration,
+    ) -> Option<std::process::ExitStatus> {
+        let deadline = tokio::time::Instant::now() + limit;
+        while tokio::time::Instant::now() < deadline {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Some(status);
+            }
+            tokio::time::sleep(wait::POLL).await;
+        }
+        None
+    }
+}
+
 impl Drop for Binary {
     fn drop(&mut self) {
         let _ = self.child.kill();
