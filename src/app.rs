@@ -235,6 +235,7 @@ impl App {
         });
         let toolbox = Toolbox::new(self.registry);
         mcp::start(servers, &toolbox);
+        let turn_logs = self.store.turn_logs(&self.instance);
         let gate = Gate::new(
             toolbox,
             self.store,
@@ -275,7 +276,8 @@ impl App {
                 stall: Duration::from_secs(self.config.stream.stalled_reader_secs.max(1)),
                 held: Duration::from_secs(self.config.stream.held_turn_secs.max(1)),
             })
-            .with_tasks(tasks.clone()),
+            .with_tasks(tasks.clone())
+            .with_turn_logs(turn_logs),
         );
         let router = router(HttpState {
             agent: Arc::new(agent),

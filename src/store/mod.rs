@@ -8,6 +8,7 @@
 mod memory;
 mod redis;
 mod sqlite;
+mod turn_log;
 
 use std::time::Duration;
 
@@ -18,6 +19,9 @@ use serde_json::Value;
 pub use memory::MemoryStore;
 pub use redis::RedisStore;
 pub use sqlite::SqliteStore;
+pub use turn_log::{
+    KEPT_AFTER_END, REFRESH_EVERY, TURN_TTL, TurnLogReader, TurnLogWriter, TurnLogs,
+};
 
 use crate::call::ToolCall;
 use crate::protocol::ConfirmationProtocol;
@@ -562,6 +566,16 @@ impl Store {
     /// [`Store::heartbeat`] so the others know its claims are alive.
     pub fn is_shared(&self) -> bool {
         matches!(self, Store::Redis(_))
+    }
+
+    /// The turn logs other instances resume turns from, written and read
+    /// by `instance`: only a shared store has them (one process keeps its
+    /// turns in memory).
+    pub fn turn_logs(&self, instance: &str) -> Option<TurnLogs> {
+        match self {
+            Store::Memory(_) | Store::Sqlite(_) => None,
+            Store::Redis(s) => Some(TurnLogs::new(s.clone(), instance)),
+        }
     }
 
     /// Says `instance` is alive for the next [`HEARTBEAT_TTL`]; renew it
