@@ -250,6 +250,7 @@ impl App {
             Default::default()
         });
         let limiter = store.limiter(rates, tasks.clone(), &self.instance);
+        let turn_logs = store.turn_logs(&self.instance);
         let gate = Gate::new(
             toolbox,
             store.clone(),
@@ -298,7 +299,8 @@ impl App {
                 stall: Duration::from_secs(self.config.stream.stalled_reader_secs.max(1)),
                 held: Duration::from_secs(self.config.stream.held_turn_secs.max(1)),
             })
-            .with_tasks(tasks.clone()),
+            .with_tasks(tasks.clone())
+            .with_turn_logs(turn_logs),
         );
         let state = HttpState {
             agent: Arc::new(agent),

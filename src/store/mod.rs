@@ -10,6 +10,7 @@ mod memory;
 mod redis;
 mod redis_limits;
 mod sqlite;
+mod turn_log;
 
 use std::time::Duration;
 
@@ -22,6 +23,9 @@ pub use limits::{Limit, LimitError, Limited, Limiter, Rates};
 pub use memory::MemoryStore;
 pub use redis::RedisStore;
 pub use sqlite::SqliteStore;
+pub use turn_log::{
+    KEPT_AFTER_END, REFRESH_EVERY, TURN_TTL, TurnLogReader, TurnLogWriter, TurnLogs,
+};
 
 use crate::call::ToolCall;
 use crate::metrics::{Metrics, StoreCounters};
@@ -739,6 +743,16 @@ impl Store {
     /// [`Store::heartbeat`] so the others know its claims are alive.
     pub fn is_shared(&self) -> bool {
         matches!(self.backend, Backend::Redis(_))
+    }
+
+    /// The turn logs other instances resume turns from, written and read
+    /// by `instance`: only a shared store has them (one process keeps its
+    /// turns in memory).
+    pub fn turn_logs(&self, instance: &str) -> Option<TurnLogs> {
+        match &self.backend {
+            Backend::Memory(_) | Backend::Sqlite(_) => None,
+            Backend::Redis(s) => Some(TurnLogs::new(s.clone(), instance)),
+        }
     }
 
     /// Says `instance` is alive for the next [`HEARTBEAT_TTL`]; renew it

@@ -152,6 +152,20 @@ impl RedisStore {
         format!("{}confirmation:{id}", self.prefix)
     }
 
+    /// What the turn logs (`turn_log.rs`) share with the store: its keys'
+    /// prefix, its connection, and its client for connections of their own.
+    pub(super) fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    pub(super) fn conn(&self) -> ConnectionManager {
+        self.conn.clone()
+    }
+
+    pub(super) fn client(&self) -> &redis::Client {
+        &self.client
+    }
+
     fn channel(&self) -> String {
         format!("{}outcomes", self.prefix)
     }

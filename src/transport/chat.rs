@@ -186,20 +186,22 @@ fn turn(
         .boxed())
 }
 
-/// `useChat({resume: true})`: the turn in flight in this chat, replayed
-/// from its `start` chunk; 204 when there is none.
+/// `useChat({resume: true})`: the turn in flight in this chat (on this
+/// instance, or with a shared store on any), replayed from its `start`
+/// chunk; 204 when there is none, as the AI SDK expects.
 pub(super) async fn resume(
     State(state): State<HttpState>,
     caller: Caller,
     Path(chat_id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let reader = state
+    let resumed = state
         .runs
-        .get(&caller.principal, &chat_id)
-        .and_then(|run| run.resume());
-    match reader {
-        Some(reader) => {
-            let chunks = reader.chunks().map(|(_, json)| json);
+        .resume(&caller.principal, &chat_id)
+        .await
+        .map_err(GateError::from)?;
+    match resumed {
+        Some(resumed) => {
+            let chunks = resumed.reader.chunks().map(|(_, json)| json);
             Ok(sse::response(chunks, state.keep_alive).into_response())
         }
         None => Ok(StatusCode::NO_CONTENT.into_response()),

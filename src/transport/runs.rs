@@ -8,6 +8,12 @@
 //! reload or a reconnect finds it, until its question is decided or times
 //! out. The log's reader furthest behind holds the turn back by at most
 //! [`LAG`] chunks, so a client that stops reading pauses the model.
+//!
+//! With a shared store (Redis), each batch also goes to the store's turn
+//! log, so a resume on another instance replays and follows it
+//! ([`Reader::Shared`]). Such a reader does not hold the turn back, nor
+//! keep it alive: only this instance's readers and a question waiting for
+//! a human do.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -21,6 +27,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::protocol::UiChunk;
+use crate::store::{REFRESH_EVERY, StoreError, TurnLogReader, TurnLogWriter, TurnLogs};
 
 /// Chunks the producer may run ahead of its slowest reader.
 const LAG: usize = 256;
@@ -50,6 +57,8 @@ pub struct Runs {
     stopping: CancellationToken,
     /// Told when a turn ends, for [`Runs::idle`].
     ended: Notify,
+    /// Where turns are also written for other instances (a shared store).
+    shared: Option<TurnLogs>,
 }
 
 /// How many turns may run, and for how long without a reader.
@@ -89,7 +98,15 @@ impl Runs {
             tasks: TaskTracker::new(),
             stopping: CancellationToken::new(),
             ended: Notify::new(),
+            shared: None,
         }
+    }
+
+    /// Writes every turn to `logs` too, and resumes other instances' turns
+    /// from them.
+    pub fn with_turn_logs(mut self, logs: Option<TurnLogs>) -> Self {
+        self.shared = logs;
+        self
     }
 
     /// Runs the turns on `tasks` (the server's), for shutdown to wait for.
@@ -174,12 +191,14 @@ impl Runs {
             run: run.clone(),
             runs: self.clone(),
             key,
+            shared: None,
         };
         let (stopping, limits) = (self.stopping.clone(), self.limits);
+        let logs = self.shared.clone();
         let task = self.tasks.spawn(async move {
             // Dropping `produce` drops `Finished`: the turn is marked done.
             tokio::select! {
-                () = produce(finished, chunks, waiting, limits) => {}
+                () = produce(finished, chunks, waiting, limits, logs) => {}
                 () = stopping.cancelled() => {}
             }
         });
@@ -197,6 +216,33 @@ impl Runs {
             .cloned()
     }
 
+    /// The turn in flight in `chat_id` for `principal`, read from its
+    /// start: this instance's, or else (with a shared store) the one
+    /// another instance runs. `None` when there is none, or when its start
+    /// is gone (it outgrew the replay limit).
+    pub async fn resume(
+        &self,
+        principal: &str,
+        chat_id: &str,
+    ) -> Result<Option<Resumed>, StoreError> {
+        if let Some(run) = self.get(principal, chat_id) {
+            return Ok(run.resume().map(|reader| Resumed {
+                run: Some(run),
+                reader: Reader::Local(reader),
+            }));
+        }
+        let Some(logs) = &self.shared else {
+            return Ok(None);
+        };
+        Ok(logs
+            .resume(principal, chat_id)
+            .await?
+            .map(|reader| Resumed {
+                run: None,
+                reader: Reader::Shared(reader),
+            }))
+    }
+
     fn finished(&self, key: &Key, run: &Arc<Run>) {
         let mut registry = self.lock();
         if registry.runs.get(key).is_some_and(|r| Arc::ptr_eq(r, run)) {
@@ -211,6 +257,31 @@ impl Runs {
         }
         drop(registry);
         self.ended.notify_waiters();
+    }
+}
+
+/// A resumed turn: its run when it is this instance's (to abort it), and
+/// its reader.
+pub struct Resumed {
+    pub run: Option<Arc<Run>>,
+    pub reader: Reader,
+}
+
+/// A reader of a turn, wherever it runs: one interface, two logs.
+pub enum Reader {
+    /// This instance's log in memory: it holds the turn back and keeps it.
+    Local(Subscription),
+    /// The shared store's log of a turn (run here or elsewhere).
+    Shared(TurnLogReader),
+}
+
+impl Reader {
+    /// `(chunk number, chunk JSON)` until the turn ends.
+    pub fn chunks(self) -> BoxStream<'static, (usize, Bytes)> {
+        match self {
+            Reader::Local(reader) => reader.chunks().boxed(),
+            Reader::Shared(reader) => reader.chunks().boxed(),
+        }
     }
 }
 
@@ -360,6 +431,8 @@ struct Finished {
     run: Arc<Run>,
     runs: Arc<Runs>,
     key: Key,
+    /// The turn's shared log, ended with it.
+    shared: Option<TurnLogWriter>,
 }
 
 impl Drop for Finished {
@@ -367,6 +440,41 @@ impl Drop for Finished {
         self.run.lock().done = true;
         self.run.changed.notify_waiters();
         self.runs.finished(&self.key, &self.run);
+        // Ended on a task of its own: dropping cannot wait for Redis. No
+        // runtime (it is shutting down): the log expires by itself.
+        if let (Some(writer), Ok(handle)) =
+            (self.shared.take(), tokio::runtime::Handle::try_current())
+        {
+            self.runs.tasks.spawn_on(
+                async move {
+                    if let Err(e) = writer.end().await {
+                        tracing::warn!("ending a shared turn log: {e}");
+                    }
+                },
+                &handle,
+            );
+        }
+    }
+}
+
+/// Writes a batch to the shared log, if there is one; on failure the turn
+/// goes on for its readers here, without it.
+async fn share(shared: &mut Option<TurnLogWriter>, batch: &[Bytes], waiting: bool) {
+    if let Some(writer) = shared.as_mut()
+        && let Err(e) = writer.append(batch, waiting).await
+    {
+        tracing::warn!("writing a shared turn log (other instances lose this turn): {e}");
+        *shared = None;
+    }
+}
+
+/// Resolves at each refresh of the shared log; never without one.
+async fn refresh_due(ticks: &mut Option<tokio::time::Interval>) {
+    match ticks {
+        Some(ticks) => {
+            ticks.tick().await;
+        }
+        None => std::future::pending().await,
     }
 }
 
@@ -375,9 +483,23 @@ async fn produce(
     chunks: BoxStream<'static, UiChunk>,
     mut waiting: watch::Receiver<bool>,
     limits: Limits,
+    logs: Option<TurnLogs>,
 ) {
     let run = finished.run.clone();
-    let _finished = finished;
+    let mut finished = finished;
+    if let Some(logs) = logs {
+        let (principal, chat_id) = &finished.key;
+        match logs.open(principal, chat_id, MAX_LOG_BYTES).await {
+            Ok(writer) => finished.shared = Some(writer),
+            Err(e) => tracing::warn!(
+                "opening a shared turn log (other instances cannot resume this turn): {e}"
+            ),
+        }
+    }
+    let asking = waiting.clone();
+    let mut ticks = finished.shared.as_ref().map(|_| {
+        tokio::time::interval_at(tokio::time::Instant::now() + REFRESH_EVERY, REFRESH_EVERY)
+    });
     let stall = limits.stall;
     let mut readers = run.readers.subscribe();
     // Chunk JSON is cut from blocks of this buffer; a small turn keeps a
@@ -387,9 +509,19 @@ async fn produce(
     let mut framed: Vec<Bytes> = Vec::new();
     let mut ended = false;
     while !ended {
-        let first = tokio::select! {
-            chunk = chunks.next() => chunk,
-            () = abandoned(&mut readers, &mut waiting, limits.held) => None,
+        let first = {
+            let abandoned = abandoned(&mut readers, &mut waiting, limits.held);
+            tokio::pin!(abandoned);
+            loop {
+                tokio::select! {
+                    chunk = chunks.next() => break chunk,
+                    () = &mut abandoned => break None,
+                    () = refresh_due(&mut ticks) => {
+                        let now = *asking.borrow();
+                        share(&mut finished.shared, &[], now).await;
+                    }
+                }
+            }
         };
         let Some(first) = first else { break };
         let mut next = Some(first);
@@ -409,9 +541,17 @@ async fn produce(
         }
         let mut behind = {
             let mut log = run.lock();
-            for json in framed.drain(..) {
-                log.bytes += json.len();
-                log.entries.push_back(json);
+            if finished.shared.is_some() {
+                // Kept for the shared log: a clone only counts a reference.
+                for json in &framed {
+                    log.bytes += json.len();
+                    log.entries.push_back(json.clone());
+                }
+            } else {
+                for json in framed.drain(..) {
+                    log.bytes += json.len();
+                    log.entries.push_back(json);
+                }
             }
             // Over the replay limit: forget what every reader has read.
             while log.bytes > MAX_LOG_BYTES && log.slowest().is_some_and(|s| s > log.first) {
@@ -423,6 +563,11 @@ async fn produce(
             log.is_behind()
         };
         run.changed.notify_waiters();
+        if !framed.is_empty() {
+            let now = *asking.borrow();
+            share(&mut finished.shared, &framed, now).await;
+            framed.clear();
+        }
         // Backpressure: wait for the slowest reader, for so long.
         let deadline = tokio::time::Instant::now() + stall;
         while behind {
@@ -439,9 +584,12 @@ async fn produce(
                 let error = UiChunk::Error { error_text: why };
                 if serde_json::to_writer((&mut buf).writer(), &error).is_ok() {
                     let json = buf.split().freeze();
-                    let mut log = run.lock();
-                    log.bytes += json.len();
-                    log.entries.push_back(json);
+                    {
+                        let mut log = run.lock();
+                        log.bytes += json.len();
+                        log.entries.push_back(json.clone());
+                    }
+                    share(&mut finished.shared, &[json], false).await;
                 }
                 return;
             }
@@ -581,5 +729,153 @@ mod tests {
             runs.start(owner("r", "c1"), hold(), waiting()),
             Err(RunError::Total(2))
         ));
+    }
+}
+
+/// The suite every turn log passes: turns run on `here` and are resumed on
+/// `there`, the same registry for the memory log, another instance sharing
+/// the store for Redis.
+#[cfg(test)]
+mod suite {
+    use futures::channel::mpsc;
+
+    use super::*;
+
+    fn limits() -> Limits {
+        let minute = Duration::from_secs(60);
+        Limits {
+            per_principal: 8,
+            total: 64,
+            stall: minute,
+            held: minute,
+        }
+    }
+
+    /// A turn whose chunks the test sends, and its first reader.
+    fn turn(
+        runs: &Arc<Runs>,
+        principal: &'static str,
+        chat: &'static str,
+    ) -> (mpsc::Sender<UiChunk>, BoxStream<'static, (usize, Bytes)>) {
+        let (tx, rx) = mpsc::channel(64);
+        let owner = Owner {
+            principal,
+            chat_id: chat,
+            capped: true,
+        };
+        let Ok((_, reader)) = runs.start(owner, rx.boxed(), watch::channel(false).1) else {
+            panic!("not started")
+        };
+        (tx, reader.chunks().boxed())
+    }
+
+    fn said(text: &str) -> UiChunk {
+        UiChunk::Error {
+            error_text: text.to_owned(),
+        }
+    }
+
+    async fn send(tx: &mut mpsc::Sender<UiChunk>, chunk: UiChunk) {
+        use futures::SinkExt;
+        tx.send(chunk).await.unwrap_or_else(|e| panic!("{e}"));
+    }
+
+    async fn next(
+        reader: &mut BoxStream<'static, (usize, Bytes)>,
+        what: &str,
+    ) -> Option<(usize, Bytes)> {
+        tokio::time::timeout(Duration::from_secs(10), reader.next())
+            .await
+            .unwrap_or_else(|_| panic!("no chunk: {what}"))
+    }
+
+    async fn resume(runs: &Runs, principal: &str, chat: &str) -> Option<Reader> {
+        runs.resume(principal, chat)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+            .map(|resumed| resumed.reader)
+    }
+
+    /// Replays from the start, follows live, ends with the turn, and only
+    /// for its own principal and chat.
+    pub(super) async fn replays_follows_and_ends(here: Arc<Runs>, there: Arc<Runs>) {
+        let (mut tx, mut first) = turn(&here, "p", "c");
+        let mut sent = Vec::new();
+        for n in 0..3 {
+            send(&mut tx, said(&format!("chunk {n}"))).await;
+            sent.push(next(&mut first, "the first reader").await);
+        }
+        assert!(
+            resume(&there, "q", "c").await.is_none(),
+            "another principal"
+        );
+        assert!(resume(&there, "p", "d").await.is_none(), "another chat");
+        let Some(again) = resume(&there, "p", "c").await else {
+            panic!("not resumable")
+        };
+        let mut again = again.chunks();
+        for want in &sent {
+            assert_eq!(&next(&mut again, "the replay").await, want);
+        }
+        for n in 3..5 {
+            send(&mut tx, said(&format!("chunk {n}"))).await;
+            let live = next(&mut again, "following").await;
+            assert_eq!(live.map(|(i, _)| i), Some(n));
+        }
+        drop(tx);
+        assert_eq!(next(&mut again, "the end").await, None);
+        let rest: Vec<usize> = first.map(|(i, _)| i).collect().await;
+        assert_eq!(rest, [3, 4]);
+        for _ in 0..1000 {
+            if resume(&there, "p", "c").await.is_none() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        panic!("an ended turn is still resumable");
+    }
+
+    /// A turn over the replay limit cannot be resumed from its start.
+    pub(super) async fn forgets_the_start_past_the_cap(here: Arc<Runs>, there: Arc<Runs>) {
+        let (mut tx, mut first) = turn(&here, "p", "big");
+        let big = "x".repeat(1 << 20);
+        let n = MAX_LOG_BYTES / big.len() + 2;
+        for _ in 0..n {
+            send(&mut tx, said(&big)).await;
+            next(&mut first, "a big chunk").await;
+        }
+        // One more: everything before it was read, and written everywhere.
+        send(&mut tx, said("small")).await;
+        next(&mut first, "the small chunk").await;
+        assert!(
+            resume(&there, "p", "big").await.is_none(),
+            "resumed without its start"
+        );
+        drop(tx);
+    }
+
+    #[tokio::test]
+    async fn memory() {
+        let runs = || Arc::new(Runs::new(limits()));
+        let here = runs();
+        replays_follows_and_ends(here.clone(), here).await;
+        let here = runs();
+        forgets_the_start_past_the_cap(here.clone(), here).await;
+    }
+
+    /// Two instances sharing one Redis: what one runs, the other resumes.
+    #[cfg(feature = "redis-server")]
+    #[tokio::test]
+    async fn redis() {
+        let url = std::env::var("TOOLGATE_TEST_REDIS_URL")
+            .unwrap_or_else(|_| panic!("no Redis server: set TOOLGATE_TEST_REDIS_URL"));
+        let prefix = format!("test-{}:", uuid::Uuid::new_v4().simple());
+        let store = crate::store::Store::redis(&url, &prefix)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let instance =
+            |name: &str| Arc::new(Runs::new(limits()).with_turn_logs(store.turn_logs(name)));
+        replays_follows_and_ends(instance("a"), instance("b")).await;
+        forgets_the_start_past_the_cap(instance("a"), instance("b")).await;
     }
 }

@@ -114,3 +114,158 @@ async fn a_decision_on_another_instance_wakes_a_held_stream() {
         "{seen}"
     );
 }
+
+/// Two in-process servers on one Redis, each with its own connection.
+async fn pair(yaml: &str) -> (common::Server, common::Server) {
+    let url = redis_url();
+    let prefix = format!("test-{}:", uuid::Uuid::new_v4().simple());
+    let server = || async {
+        let store = toolgate::store::Store::redis(&url, &prefix)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let config = toolgate::Config::from_yaml(yaml).unwrap_or_else(|e| panic!("{e}"));
+        common::Server::with(config, move |app| app.with_store(store)).await
+    };
+    (server().await, server().await)
+}
+
+/// Reads `body` into `seen` until `done` says so (or it ends).
+async fn read_until(
+    body: &mut (impl futures::Stream<Item = reqwest::Result<bytes::Bytes>> + Unpin),
+    seen: &mut String,
+    done: impl Fn(&str) -> bool,
+) {
+    use futures::StreamExt;
+    let wait = async {
+        while !done(seen) {
+            match body.next().await {
+                Some(Ok(piece)) => seen.push_str(&String::from_utf8_lossy(&piece)),
+                None => return,
+                Some(Err(e)) => panic!("{e} in {seen}"),
+            }
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(20), wait)
+        .await
+        .unwrap_or_else(|_| panic!("timed out in {seen}"));
+}
+
+fn chunks_of(sse: &str) -> Vec<serde_json::Value> {
+    common::Reply {
+        status: 200,
+        headers: Default::default(),
+        body: sse.to_owned(),
+    }
+    .chunks()
+}
+
+/// A turn streaming on A is resumed on B, over SSE and over `/live`: each
+/// replays it from its start and follows it to its end, every chunk once,
+/// in order, ending as A's stream does.
+#[tokio::test]
+async fn a_turn_on_one_instance_is_resumed_on_another() {
+    use common::ws;
+    let (a, b) = pair("model:\n  deltaDelayMs: 20\n").await;
+    let mut on_a = Box::pin(
+        a.open(&common::user_says("chat-slow", "count to 100"))
+            .await,
+    );
+    let mut seen = String::new();
+    read_until(&mut on_a, &mut seen, |s| s.contains("text-delta")).await;
+
+    let mut socket = ws::connect(&b).await;
+    let resume = json!({"type": "resume", "requestId": "r1", "id": "chat-slow", "headers": {}});
+    ws::send(&mut socket, resume).await;
+    let on_b = b.get("/api/chat/chat-slow/stream").await;
+    let mut frames = Vec::new();
+    ws::until_end(&mut socket, &mut frames, "r1").await;
+    read_until(&mut on_a, &mut seen, |_| false).await;
+
+    assert_eq!(on_b.status, 200);
+    assert!(seen.ends_with("data: [DONE]\n\n"), "{seen}");
+    assert!(on_b.body.ends_with("data: [DONE]\n\n"), "{}", on_b.body);
+    let chunks = chunks_of(&seen);
+    assert_eq!(
+        chunks.last().map(|c| c["type"].clone()),
+        Some(json!("finish"))
+    );
+    assert_eq!(chunks_of(&on_b.body), chunks, "SSE resume on B");
+    let live: Vec<serde_json::Value> = frames
+        .iter()
+        .filter(|f| f["type"] == "chunk")
+        .map(|f| f["chunk"].clone())
+        .collect();
+    assert_eq!(live, chunks, "/live resume on B");
+    assert_eq!(frames.last().map(|f| f["type"].clone()), Some(json!("end")));
+
+    // Over: nothing to resume anywhere, and never another user's turn.
+    assert_eq!(b.get("/api/chat/chat-slow/stream").await.status, 204);
+    assert_eq!(a.get("/api/chat/chat-slow/stream").await.status, 204);
+}
+
+/// Another principal resumes nothing of a turn in flight on another instance.
+#[tokio::test]
+async fn a_resume_elsewhere_finds_only_the_callers_turn() {
+    let (a, b) = pair("model:\n  deltaDelayMs: 20\nauth:\n  principalHeader: x-user\n").await;
+    let body = common::user_says("chat-mine", "count to 200");
+    let response = reqwest::Client::new()
+        .post(format!("{}/stream", a.url))
+        .header("content-type", "application/json")
+        .header("x-user", "alice")
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut on_a = Box::pin(response.bytes_stream());
+    let mut seen = String::new();
+    read_until(&mut on_a, &mut seen, |s| s.contains("text-delta")).await;
+    let path = "/api/chat/chat-mine/stream";
+    assert_eq!(b.get_with(path, &[("x-user", "mallory")]).await.status, 204);
+    let own = b.get_with(path, &[("x-user", "alice")]).await;
+    assert_eq!(own.status, 200);
+    assert!(own.body.ends_with("data: [DONE]\n\n"), "{}", own.body);
+}
+
+/// A held turn on A, decided through B's API, goes on on A, and a resume
+/// on B replays the question and follows the rest to the end.
+#[tokio::test]
+async fn a_held_turn_decided_and_resumed_on_another_instance() {
+    let (a, b) = pair("toolConfirmation:\n  flow: hold\n").await;
+    let mut on_a = Box::pin(
+        a.open(&common::user_says("chat-held", "Send 50 USD to Hanako"))
+            .await,
+    );
+    let mut seen = String::new();
+    let asked = |s: &str| s.contains(r#""toolName":"adk_request_confirmation","input""#);
+    read_until(&mut on_a, &mut seen, asked).await;
+    let question = chunks_of(&seen)
+        .into_iter()
+        .find(|c| {
+            c["toolName"] == "adk_request_confirmation" && c["type"] == "tool-input-available"
+        })
+        .and_then(|c| c["toolCallId"].as_str().map(str::to_owned))
+        .unwrap_or_else(|| panic!("no question in {seen}"));
+
+    let mut on_b = Box::pin(
+        reqwest::get(format!("{}/api/chat/chat-held/stream", b.url))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+            .bytes_stream(),
+    );
+    let mut resumed = String::new();
+    read_until(&mut on_b, &mut resumed, asked).await;
+    let decided = b
+        .post(
+            &format!("/api/confirmations/{question}"),
+            r#"{"approved": true}"#,
+        )
+        .await;
+    assert_eq!(decided.status, 200, "{}", decided.body);
+    read_until(&mut on_a, &mut seen, |_| false).await;
+    read_until(&mut on_b, &mut resumed, |_| false).await;
+
+    assert!(seen.contains(r#""status":"completed""#), "{seen}");
+    assert!(seen.ends_with("data: [DONE]\n\n"), "{seen}");
+    assert_eq!(chunks_of(&resumed), chunks_of(&seen));
+    assert_eq!(a.payments() + b.payments(), 1);
+}

@@ -12,18 +12,19 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::extract::ws::Message;
-use futures::StreamExt;
+use bytes::Bytes;
+use futures::{Stream, StreamExt};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use super::{Farewell, Socket};
-use crate::confirm::{AnswerKeys, Decision, OutOfBand};
+use crate::confirm::{AnswerKeys, Decision, GateError, OutOfBand};
 use crate::metrics::Transport;
 use crate::protocol::ChatRequest;
 use crate::protocol::message::check_id;
-use crate::transport::runs::{Run, Subscription};
+use crate::transport::runs::Run;
 use crate::transport::{ApiError, HttpState};
 
 /// Requests (sends and resumes) in flight on one socket.
@@ -71,8 +72,9 @@ enum ClientFrame {
     },
 }
 
-/// Each request in flight on the socket, by its `requestId`.
-type Requests = HashMap<String, (Arc<Run>, JoinHandle<()>)>;
+/// Each request in flight on the socket, by its `requestId`: its run when
+/// it is this instance's (another instance's turn cannot be aborted here).
+type Requests = HashMap<String, (Option<Arc<Run>>, JoinHandle<()>)>;
 
 /// The requests of one socket.
 #[derive(Default)]
@@ -178,10 +180,11 @@ async fn frame(
             )
             .await
             .map_err(fail)?;
-            let task = state
-                .tasks
-                .spawn(forward(request_id.clone(), reader, outbox.clone()));
-            requests.insert(request_id, (run, task));
+            let task =
+                state
+                    .tasks
+                    .spawn(forward(request_id.clone(), reader.chunks(), outbox.clone()));
+            requests.insert(request_id, (Some(run), task));
         }
         ClientFrame::Resume {
             request_id,
@@ -190,16 +193,19 @@ async fn frame(
         } => {
             check_request(requests, &request_id)?;
             let principal = socket.principal(&headers).map_err(fail)?;
-            let run = state.runs.get(&principal, &chat_id);
-            match run.as_ref().and_then(|run| run.resume()) {
-                Some(reader) => {
+            let resumed = state
+                .runs
+                .resume(&principal, &chat_id)
+                .await
+                .map_err(|e| fail(GateError::from(e).into()))?;
+            match resumed {
+                Some(resumed) => {
+                    let reader = resumed.reader.chunks();
                     let task =
                         state
                             .tasks
                             .spawn(forward(request_id.clone(), reader, outbox.clone()));
-                    if let Some(run) = run {
-                        requests.insert(request_id, (run, task));
-                    }
+                    requests.insert(request_id, (resumed.run, task));
                 }
                 None => {
                     let frame = json!({"type": "no-active", "requestId": request_id});
@@ -209,7 +215,9 @@ async fn frame(
         }
         ClientFrame::Abort { request_id } => {
             if let Some((run, task)) = requests.remove(&request_id) {
-                run.abort();
+                if let Some(run) = run {
+                    run.abort();
+                }
                 task.abort();
             }
         }
@@ -267,13 +275,17 @@ fn check_request(requests: &Requests, request_id: &str) -> Result<(), (String, S
 }
 
 /// Writes one request's chunks to the socket: `start`, `chunk`s, `end`.
-async fn forward(request_id: String, reader: Subscription, outbox: mpsc::Sender<Message>) {
+async fn forward(
+    request_id: String,
+    chunks: impl Stream<Item = (usize, Bytes)> + Send + 'static,
+    outbox: mpsc::Sender<Message>,
+) {
     let id = serde_json::to_string(&request_id).unwrap_or_default();
     let start = format!(r#"{{"type":"start","requestId":{id}}}"#);
     if outbox.send(Message::Text(start.into())).await.is_err() {
         return;
     }
-    let mut chunks = std::pin::pin!(reader.chunks());
+    let mut chunks = std::pin::pin!(chunks);
     while let Some((sequence, json)) = chunks.next().await {
         let mut frame = String::with_capacity(json.len() + id.len() + 48);
         frame.push_str(r#"{"type":"chunk","requestId":"#);

@@ -1,0 +1,494 @@
+//! Turn logs in Redis, so that any instance sharing the store resumes any
+//! turn in flight. The instance running a turn keeps its own log in memory
+//! (`transport/runs.rs`) and, with a Redis store, also writes each batch
+//! of chunks to a Redis Stream of the turn: one `XADD` per batch, the
+//! entry's id the batch's first chunk number (plus one), each chunk a `c`
+//! field. A small hash per (principal, chat) names the chat's current
+//! turn: its stream, the instance running it and whether it waits for a
+//! human. Another instance's resume reads that hash, replays the stream
+//! from its start and follows it (`XREAD BLOCK`) until the end marker.
+//!
+//! Bounds: the stream keeps at most the bytes the memory log keeps (older
+//! entries are trimmed by id, and then the turn can no longer be resumed
+//! from its start); both keys expire [`TURN_TTL`] after the running
+//! instance last refreshed them, so a turn whose instance died vanishes;
+//! an ended stream is kept [`KEPT_AFTER_END`] for readers still on it.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::Stream;
+use redis::AsyncConnectionConfig;
+use redis::aio::MultiplexedConnection;
+
+use super::{RedisStore, StoreError};
+
+/// How long a turn's keys live unless its instance refreshes them.
+pub const TURN_TTL: Duration = Duration::from_secs(120);
+/// How often the running instance refreshes them while the turn is quiet.
+pub const REFRESH_EVERY: Duration = Duration::from_secs(20);
+/// How long an ended turn's stream stays, for readers still replaying it.
+pub const KEPT_AFTER_END: Duration = Duration::from_secs(300);
+/// How long one `XREAD` blocks before the reader looks whether the stream
+/// is still there.
+const BLOCK: Duration = Duration::from_secs(2);
+/// Most entries (batches) one `XREAD` takes.
+const READ_COUNT: usize = 16;
+
+/// The first entry of every stream: it exists before any chunk does, so a
+/// reader can tell a quiet turn from a gone one.
+const OPEN_ID: &str = "0-1";
+
+/// Appends a batch (ARGV[5..]) as one entry with id ARGV[1] to the stream
+/// KEYS[1], trims it to ids from ARGV[2] (unless empty), refreshes its
+/// life (ARGV[3] ms), and, while the chat's hash KEYS[2] still names this
+/// stream, says there whether the turn waits for a human (ARGV[4]).
+const APPEND: &str = r"
+if #ARGV > 4 then
+  local fields = {}
+  for i = 5, #ARGV do
+    fields[#fields + 1] = 'c'
+    fields[#fields + 1] = ARGV[i]
+  end
+  redis.call('XADD', KEYS[1], ARGV[1], unpack(fields))
+end
+if ARGV[2] ~= '' then redis.call('XTRIM', KEYS[1], 'MINID', ARGV[2]) end
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+if redis.call('HGET', KEYS[2], 'stream') == KEYS[1] then
+  redis.call('HSET', KEYS[2], 'waiting', ARGV[4])
+  redis.call('PEXPIRE', KEYS[2], ARGV[3])
+end
+return 1
+";
+
+/// Ends the stream KEYS[1] with an `end` entry (id ARGV[1]), keeps it
+/// ARGV[2] ms, and forgets the chat's hash KEYS[2] if it still names it.
+const END: &str = r"
+redis.call('XADD', KEYS[1], ARGV[1], 'end', '')
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+if redis.call('HGET', KEYS[2], 'stream') == KEYS[1] then redis.call('DEL', KEYS[2]) end
+return 1
+";
+
+/// The turn logs of a Redis store, written and read by `instance`.
+#[derive(Clone)]
+pub struct TurnLogs {
+    store: std::sync::Arc<RedisStore>,
+    instance: String,
+    append: redis::Script,
+    end: redis::Script,
+}
+
+impl std::fmt::Debug for TurnLogs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TurnLogs")
+            .field("instance", &self.instance)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TurnLogs {
+    pub(super) fn new(store: std::sync::Arc<RedisStore>, instance: &str) -> Self {
+        Self {
+            store,
+            instance: instance.to_owned(),
+            append: redis::Script::new(APPEND),
+            end: redis::Script::new(END),
+        }
+    }
+
+    /// The hash naming the chat's current turn.
+    fn chat_key(&self, principal: &str, chat_id: &str) -> String {
+        format!("{}turn:{principal}\u{1f}{chat_id}", self.store.prefix())
+    }
+
+    /// Starts the log of a new turn of `principal`'s chat, run by this
+    /// instance; the chat's hash names it from now on (a newer turn of the
+    /// chat supersedes it). At most `max_bytes` of chunks are kept.
+    pub async fn open(
+        &self,
+        principal: &str,
+        chat_id: &str,
+        max_bytes: usize,
+    ) -> Result<TurnLogWriter, StoreError> {
+        let stream = format!(
+            "{}turnlog:{}",
+            self.store.prefix(),
+            uuid::Uuid::new_v4().simple()
+        );
+        let chat = self.chat_key(principal, chat_id);
+        let ttl = millis(TURN_TTL);
+        let mut conn = self.store.conn();
+        let () = redis::pipe()
+            .atomic()
+            .cmd("XADD")
+            .arg(&stream)
+            .arg(OPEN_ID)
+            .arg("open")
+            .arg("")
+            .ignore()
+            .cmd("PEXPIRE")
+            .arg(&stream)
+            .arg(ttl)
+            .ignore()
+            .cmd("HSET")
+            .arg(&chat)
+            .arg("stream")
+            .arg(&stream)
+            .arg("owner")
+            .arg(&self.instance)
+            .arg("waiting")
+            .arg(0)
+            .ignore()
+            .cmd("PEXPIRE")
+            .arg(&chat)
+            .arg(ttl)
+            .ignore()
+            .query_async(&mut conn)
+            .await
+            .map_err(backend)?;
+        Ok(TurnLogWriter {
+            logs: self.clone(),
+            stream,
+            chat,
+            next: 0,
+            entries: VecDeque::new(),
+            bytes: 0,
+            max_bytes,
+        })
+    }
+
+    /// `principal`'s turn in flight in `chat_id`, from whichever instance
+    /// runs it, read from its first chunk; `None` when there is none, or
+    /// when its start is gone (it outgrew the byte cap, or expired).
+    pub async fn resume(
+        &self,
+        principal: &str,
+        chat_id: &str,
+    ) -> Result<Option<TurnLogReader>, StoreError> {
+        let mut conn = self.store.conn();
+        let stream: Option<String> = redis::cmd("HGET")
+            .arg(self.chat_key(principal, chat_id))
+            .arg("stream")
+            .query_async(&mut conn)
+            .await
+            .map_err(backend)?;
+        let Some(stream) = stream else {
+            return Ok(None);
+        };
+        let first: Vec<(String, Vec<Vec<u8>>)> = redis::cmd("XRANGE")
+            .arg(&stream)
+            .arg("-")
+            .arg("+")
+            .arg("COUNT")
+            .arg(1)
+            .query_async(&mut conn)
+            .await
+            .map_err(backend)?;
+        let from_start = first
+            .first()
+            .is_some_and(|(id, _)| id == OPEN_ID || first_chunk(id) == Some(0));
+        if !from_start {
+            return Ok(None);
+        }
+        // Its own connection: `XREAD BLOCK` holds a connection while it waits.
+        let config = AsyncConnectionConfig::new().set_response_timeout(Some(BLOCK * 3));
+        let conn = self
+            .store
+            .client()
+            .get_multiplexed_async_connection_with_config(&config)
+            .await
+            .map_err(backend)?;
+        Ok(Some(TurnLogReader { conn, stream }))
+    }
+}
+
+/// The writing end of one turn's log, held by the instance running it.
+pub struct TurnLogWriter {
+    logs: TurnLogs,
+    stream: String,
+    chat: String,
+    /// The number of the next chunk.
+    next: usize,
+    /// Each entry still in the stream: its first chunk number and bytes.
+    entries: VecDeque<(usize, usize)>,
+    bytes: usize,
+    max_bytes: usize,
+}
+
+impl TurnLogWriter {
+    /// Appends `batch` as one entry, trimming the oldest entries beyond the
+    /// byte cap; refreshes the keys' lives and says whether the turn waits.
+    pub async fn append(&mut self, batch: &[Bytes], waiting: bool) -> Result<(), StoreError> {
+        let first = self.next;
+        let size: usize = batch.iter().map(Bytes::len).sum();
+        self.entries.push_back((first, size));
+        self.bytes += size;
+        self.next += batch.len();
+        let mut trim = None;
+        // The newest entry always stays, as the memory log keeps its newest.
+        while self.bytes > self.max_bytes && self.entries.len() > 1 {
+            if let Some((_, bytes)) = self.entries.pop_front() {
+                self.bytes -= bytes;
+            }
+            trim = self.entries.front().map(|(n, _)| entry_id(*n));
+        }
+        let mut invocation = self.logs.append.key(&self.stream);
+        invocation
+            .key(&self.chat)
+            .arg(entry_id(first))
+            .arg(trim.unwrap_or_default())
+            .arg(millis(TURN_TTL))
+            .arg(u8::from(waiting));
+        for chunk in batch {
+            invocation.arg(chunk.as_ref());
+        }
+        let mut conn = self.logs.store.conn();
+        let _: i64 = invocation.invoke_async(&mut conn).await.map_err(backend)?;
+        Ok(())
+    }
+
+    /// Keeps a quiet turn's keys alive for another [`TURN_TTL`].
+    pub async fn refresh(&mut self, waiting: bool) -> Result<(), StoreError> {
+        self.append(&[], waiting).await
+    }
+
+    /// Marks the end, so readers stop; the chat no longer names the turn.
+    pub async fn end(self) -> Result<(), StoreError> {
+        let mut conn = self.logs.store.conn();
+        let _: i64 = self
+            .logs
+            .end
+            .key(&self.stream)
+            .key(&self.chat)
+            .arg(entry_id(self.next))
+            .arg(millis(KEPT_AFTER_END))
+            .invoke_async(&mut conn)
+            .await
+            .map_err(backend)?;
+        Ok(())
+    }
+
+    /// The stream's key (tests look at its TTL).
+    #[cfg(test)]
+    pub(crate) fn keys(&self) -> (&str, &str) {
+        (&self.stream, &self.chat)
+    }
+}
+
+/// A reader of another instance's turn (or this one's), from its start.
+pub struct TurnLogReader {
+    conn: MultiplexedConnection,
+    stream: String,
+}
+
+impl TurnLogReader {
+    /// `(chunk number, chunk JSON)` until the end marker; it also ends when
+    /// the stream is gone (its instance died and it expired) or when
+    /// entries it had not read were trimmed: a gap is never papered over.
+    pub fn chunks(self) -> impl Stream<Item = (usize, Bytes)> + Send + 'static {
+        let Self { mut conn, stream } = self;
+        async_stream::stream! {
+            let mut last = String::from("0-0");
+            let mut next = 0;
+            'reading: loop {
+                let read: Result<Option<Reply>, _> = redis::cmd("XREAD")
+                    .arg("COUNT")
+                    .arg(READ_COUNT)
+                    .arg("BLOCK")
+                    .arg(millis(BLOCK))
+                    .arg("STREAMS")
+                    .arg(&stream)
+                    .arg(&last)
+                    .query_async(&mut conn)
+                    .await;
+                let entries = match read {
+                    Ok(Some(reply)) => reply.into_iter().flat_map(|(_, entries)| entries),
+                    Ok(None) => {
+                        let exists: Result<bool, _> =
+                            redis::cmd("EXISTS").arg(&stream).query_async(&mut conn).await;
+                        match exists {
+                            Ok(true) => continue,
+                            Ok(false) => break,
+                            Err(e) => {
+                                tracing::warn!("reading a turn log: {e}");
+                                break;
+                            }
+                        }
+                    }
+                    Err(e) => {
+                        tracing::warn!("reading a turn log: {e}");
+                        break;
+                    }
+                };
+                for (id, fields) in entries {
+                    match read_entry(&id, fields, &mut next) {
+                        Entry::Chunks(chunks) => {
+                            for chunk in chunks {
+                                yield chunk;
+                            }
+                        }
+                        Entry::Open => {}
+                        Entry::End | Entry::Gap => break 'reading,
+                    }
+                    last = id;
+                }
+            }
+        }
+    }
+}
+
+/// An `XREAD` reply: per stream, its entries (id, fields and values).
+type Reply = Vec<(String, Vec<(String, Vec<Vec<u8>>)>)>;
+
+/// What one stream entry says to a reader expecting chunk `next`.
+#[derive(Debug, PartialEq)]
+enum Entry {
+    Chunks(Vec<(usize, Bytes)>),
+    Open,
+    End,
+    /// Not the entry the reader expected: chunks in between are gone.
+    Gap,
+}
+
+/// Reads one entry; on chunks, `next` moves past them.
+fn read_entry(id: &str, fields: Vec<Vec<u8>>, next: &mut usize) -> Entry {
+    match fields.first().map(Vec::as_slice) {
+        Some(b"end") => return Entry::End,
+        Some(b"open") => return Entry::Open,
+        _ => {}
+    }
+    if first_chunk(id) != Some(*next) {
+        return Entry::Gap;
+    }
+    // Fields alternate: `c`, then a chunk.
+    let chunks: Vec<(usize, Bytes)> = fields
+        .into_iter()
+        .skip(1)
+        .step_by(2)
+        .enumerate()
+        .map(|(i, json)| (*next + i, Bytes::from(json)))
+        .collect();
+    *next += chunks.len();
+    Entry::Chunks(chunks)
+}
+
+/// The id of the entry whose first chunk is number `n` (ids start above `0-1`).
+fn entry_id(n: usize) -> String {
+    format!("{}-0", n + 1)
+}
+
+/// The first chunk number of an entry, from its id.
+fn first_chunk(id: &str) -> Option<usize> {
+    let (ms, _) = id.split_once('-')?;
+    ms.parse::<usize>().ok()?.checked_sub(1)
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+fn backend(e: redis::RedisError) -> StoreError {
+    StoreError::Backend(e.into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fields(chunks: &[&str]) -> Vec<Vec<u8>> {
+        chunks
+            .iter()
+            .flat_map(|c| [b"c".to_vec(), c.as_bytes().to_vec()])
+            .collect()
+    }
+
+    #[test]
+    fn entries_read_in_order_and_gaps_are_seen() {
+        let chunks = |from: usize, texts: &[&str]| {
+            Entry::Chunks(
+                texts
+                    .iter()
+                    .enumerate()
+                    .map(|(i, t)| (from + i, Bytes::from(t.to_string())))
+                    .collect(),
+            )
+        };
+        // (entry id, its fields, the chunk expected, what it says, the next expected)
+        type Case = (&'static str, Vec<Vec<u8>>, usize, Entry, usize);
+        let cases: Vec<Case> = vec![
+            ("1-0", fields(&["a", "b"]), 0, chunks(0, &["a", "b"]), 2),
+            ("3-0", fields(&["c"]), 2, chunks(2, &["c"]), 3),
+            ("5-0", fields(&["e"]), 3, Entry::Gap, 3),
+            ("0-1", vec![b"open".to_vec(), vec![]], 0, Entry::Open, 0),
+            ("4-0", vec![b"end".to_vec(), vec![]], 3, Entry::End, 3),
+            ("x", fields(&["a"]), 0, Entry::Gap, 0),
+        ];
+        for (id, fields, next, want, after) in cases {
+            let mut n = next;
+            assert_eq!(read_entry(id, fields, &mut n), want, "{id}");
+            assert_eq!(n, after, "{id}");
+        }
+        assert_eq!(first_chunk(&entry_id(41)), Some(41));
+        assert_eq!(first_chunk(OPEN_ID), None);
+    }
+
+    /// Both keys expire while the turn runs, and the stream a while after
+    /// its end, when the chat no longer names it.
+    #[cfg(feature = "redis-server")]
+    #[tokio::test]
+    async fn keys_expire() {
+        let url = std::env::var("TOOLGATE_TEST_REDIS_URL")
+            .unwrap_or_else(|_| panic!("no Redis server: set TOOLGATE_TEST_REDIS_URL"));
+        let prefix = format!("test-{}:", uuid::Uuid::new_v4().simple());
+        let Ok(super::super::Store {
+            backend: super::super::Backend::Redis(store),
+            ..
+        }) = super::super::Store::redis(&url, &prefix).await
+        else {
+            panic!("no Redis store")
+        };
+        let logs = TurnLogs::new(store.clone(), "a");
+        let mut writer = logs
+            .open("p", "c", 1 << 20)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        writer
+            .append(&[Bytes::from_static(b"{}")], true)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let (stream, chat) = writer.keys();
+        let (stream, chat) = (stream.to_owned(), chat.to_owned());
+        let mut conn = store.conn();
+        let ttl = |key: String| {
+            let mut conn = store.conn();
+            async move {
+                let ms: i64 = redis::cmd("PTTL")
+                    .arg(key)
+                    .query_async(&mut conn)
+                    .await
+                    .unwrap_or_else(|e| panic!("{e}"));
+                ms
+            }
+        };
+        let live = 1..=i64::try_from(millis(TURN_TTL)).unwrap_or(i64::MAX);
+        assert!(live.contains(&ttl(stream.clone()).await));
+        assert!(live.contains(&ttl(chat.clone()).await));
+        let (owner, waiting): (String, String) = redis::cmd("HMGET")
+            .arg(&chat)
+            .arg("owner")
+            .arg("waiting")
+            .query_async(&mut conn)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!((owner.as_str(), waiting.as_str()), ("a", "1"));
+        writer.end().await.unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(ttl(chat).await, -2, "the chat still names an ended turn");
+        let kept = ttl(stream).await;
+        assert!(
+            kept > i64::try_from(millis(TURN_TTL)).unwrap_or(0),
+            "{kept}"
+        );
+    }
+}
