@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use common::body::{read_to, read_to_end};
 use common::{Binary, Reply, approval, transaction, user_says, wait};
-use futures::StreamExt;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
@@ -73,37 +73,6 @@ async fn open(url: &str, body: &Value) -> Body {
     Box::pin(response.bytes_stream())
 }
 
-/// Reads `body` until what was read holds `needle`.
-async fn read_until(body: &mut Body, seen: &mut String, needle: &str) {
-    let read = async {
-        while !seen.contains(needle) {
-            match body.next().await {
-                Some(Ok(piece)) => seen.push_str(&String::from_utf8_lossy(&piece)),
-                other => panic!("{other:?} before `{needle}` in {seen}"),
-            }
-        }
-    };
-    tokio::time::timeout(wait::PATIENCE, read)
-        .await
-        .unwrap_or_else(|_| panic!("no `{needle}` in {seen}"));
-}
-
-/// Reads `body` to its end; what it said, and whether it ended cleanly.
-async fn read_to_end(body: &mut Body, seen: &mut String) -> bool {
-    let read = async {
-        while let Some(piece) = body.next().await {
-            match piece {
-                Ok(piece) => seen.push_str(&String::from_utf8_lossy(&piece)),
-                Err(_) => return false,
-            }
-        }
-        true
-    };
-    tokio::time::timeout(wait::PATIENCE, read)
-        .await
-        .unwrap_or_else(|_| panic!("the stream never ended: {seen}"))
-}
-
 fn reply(body: String) -> Reply {
     Reply {
         status: 200,
@@ -142,7 +111,7 @@ async fn sigterm_lets_the_stream_and_the_approved_call_finish() {
     // A text turn streaming.
     let mut text = open(&server.url, &user_says("chat-text", "count to 60")).await;
     let mut counted = String::new();
-    read_until(&mut text, &mut counted, "text-delta").await;
+    read_to(&mut text, &mut counted, "text-delta").await;
 
     server.signal("TERM");
     let ready = wait::until_ok("/readyz to say draining", || async {
@@ -223,7 +192,7 @@ async fn a_held_turn_ends_its_message_and_its_question_outlives_the_restart() {
     ask["toolgate"] = json!({"flow": "hold"});
     let mut held = open(&server.url, &ask).await;
     let mut seen = String::new();
-    read_until(
+    read_to(
         &mut held,
         &mut seen,
         r#""toolName":"adk_request_confirmation","input""#,
@@ -252,7 +221,7 @@ async fn a_second_signal_stops_at_once() {
     // A stream that would keep the drain waiting for its whole window.
     let mut slow = open(&server.url, &user_says("chat-slow", "count to 3")).await;
     let mut seen = String::new();
-    read_until(&mut slow, &mut seen, r#""type":"start""#).await;
+    read_to(&mut slow, &mut seen, r#""type":"start""#).await;
 
     server.signal("TERM");
     wait::until("the main port to take no new connection", || async {

@@ -5,8 +5,8 @@ use crate::common;
 
 use std::time::Duration;
 
+use common::body::{read_to, read_to_end};
 use common::{Server, user_says, wait};
-use futures::StreamExt;
 use serde_json::{Value, json};
 use toolgate::Config;
 
@@ -14,34 +14,6 @@ fn held(chat: &str, text: &str) -> Value {
     let mut body = user_says(chat, text);
     body["toolgate"] = json!({"flow": "hold"});
     body
-}
-
-/// Reads `body` until it holds `needle`; everything read so far.
-async fn read_until(
-    body: &mut (impl futures::Stream<Item = reqwest::Result<bytes::Bytes>> + Unpin),
-    seen: &mut String,
-    needle: &str,
-) {
-    let wait = async {
-        while !seen.contains(needle) {
-            match body.next().await {
-                Some(Ok(piece)) => seen.push_str(&String::from_utf8_lossy(&piece)),
-                other => panic!("{other:?} before `{needle}` in {seen}"),
-            }
-        }
-    };
-    tokio::time::timeout(Duration::from_secs(10), wait)
-        .await
-        .unwrap_or_else(|_| panic!("no `{needle}` in {seen}"));
-}
-
-async fn read_to_end(
-    body: &mut (impl futures::Stream<Item = reqwest::Result<bytes::Bytes>> + Unpin),
-    seen: &mut String,
-) {
-    while let Some(piece) = body.next().await {
-        seen.push_str(&String::from_utf8_lossy(&piece.unwrap_or_default()));
-    }
 }
 
 #[tokio::test]
@@ -53,7 +25,7 @@ async fn an_approval_through_the_api_continues_the_open_stream() {
             .await,
     );
     let mut seen = String::new();
-    read_until(
+    read_to(
         &mut body,
         &mut seen,
         "\"toolName\":\"adk_request_confirmation\",\"input\"",
@@ -78,7 +50,7 @@ async fn a_denial_through_the_api_tells_the_model() {
             .await,
     );
     let mut seen = String::new();
-    read_until(&mut body, &mut seen, "adk_request_confirmation").await;
+    read_to(&mut body, &mut seen, "adk_request_confirmation").await;
     let decided = server
         .post(
             "/api/confirmations/adk-3",
@@ -146,7 +118,7 @@ async fn a_reload_finds_the_held_turn_and_its_question() {
             .await,
     );
     let mut first = String::new();
-    read_until(
+    read_to(
         &mut body,
         &mut first,
         "\"toolName\":\"adk_request_confirmation\",\"input\"",
@@ -163,7 +135,7 @@ async fn a_reload_finds_the_held_turn_and_its_question() {
     assert_eq!(resumed.status(), 200);
     let mut body = Box::pin(resumed.bytes_stream());
     let mut seen = String::new();
-    read_until(
+    read_to(
         &mut body,
         &mut seen,
         "\"toolName\":\"adk_request_confirmation\",\"input\"",
@@ -194,7 +166,7 @@ async fn a_streaming_turn_is_not_kept_for_a_resume() {
     let server = Server::with_config(config).await;
     let mut body = Box::pin(server.open(&user_says("chat-gone", "count to 500")).await);
     let mut seen = String::new();
-    read_until(&mut body, &mut seen, "text-delta").await;
+    read_to(&mut body, &mut seen, "text-delta").await;
     drop(body);
     wait::until(
         "the turn to stop without a reader (a resume answering 204)",

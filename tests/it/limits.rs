@@ -50,6 +50,25 @@ fn tool_errors(reply: &Reply) -> Vec<String> {
         .collect()
 }
 
+/// A turn of `user`'s that asks to pay and waits for the answer (held
+/// flow): in flight while its response is kept.
+async fn hold_open(url: &str, user: &str) -> reqwest::Response {
+    let held = json!({
+        "id": "held", "toolgate": {"flow": "hold"},
+        "messages": [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": "Send 50 USD to Hanako"}]}]
+    });
+    let response = reqwest::Client::new()
+        .post(format!("{url}/stream"))
+        .header("content-type", "application/json")
+        .header("x-user", user)
+        .body(held.to_string())
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(response.status(), 200);
+    response
+}
+
 #[tokio::test]
 async fn a_third_turn_in_a_minute_is_refused_before_it_streams() {
     let server = Server::with_config(config("limits: {turnsPerMinute: 2}")).await;
@@ -102,19 +121,7 @@ async fn a_live_turn_over_the_limit_ends_with_the_error() {
 async fn streams_at_once_are_counted_per_principal() {
     let server = Server::with_config(config("limits: {concurrentStreams: 1}")).await;
     // A turn held for an answer stays in flight.
-    let held = json!({
-        "id": "held", "toolgate": {"flow": "hold"},
-        "messages": [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": "Send 50 USD to Hanako"}]}]
-    });
-    let response = reqwest::Client::new()
-        .post(format!("{}/stream", server.url))
-        .header("content-type", "application/json")
-        .header("x-user", "alice")
-        .body(held.to_string())
-        .send()
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(response.status(), 200);
+    let response = hold_open(&server.url, "alice").await;
     let second = chat_as(&server, "alice", &user_says("other", "hello")).await;
     refused(&second, STREAMS, 1..=60);
     let bob = chat_as(&server, "bob", &user_says("other", "hello")).await;
@@ -227,19 +234,7 @@ mod shared {
     #[tokio::test]
     async fn a_stream_on_one_instance_counts_on_the_other_until_it_ends() {
         let (a, b) = pair("limits: {concurrentStreams: 1}").await;
-        let held = json!({
-            "id": "held", "toolgate": {"flow": "hold"},
-            "messages": [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": "Send 50 USD to Hanako"}]}]
-        });
-        let response = reqwest::Client::new()
-            .post(format!("{}/stream", a.url))
-            .header("content-type", "application/json")
-            .header("x-user", "alice")
-            .body(held.to_string())
-            .send()
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(response.status(), 200);
+        let response = hold_open(&a.url, "alice").await;
         refused(
             &chat_as(&b, "alice", &user_says("c1", "hi")).await,
             STREAMS,

@@ -6,6 +6,7 @@
 
 use crate::common;
 
+use common::body::{read_to_end, read_until};
 use common::{Binary, approval, redis_url, transaction};
 use serde_json::json;
 
@@ -129,27 +130,6 @@ async fn pair(yaml: &str) -> (common::Server, common::Server) {
     (server().await, server().await)
 }
 
-/// Reads `body` into `seen` until `done` says so (or it ends).
-async fn read_until(
-    body: &mut (impl futures::Stream<Item = reqwest::Result<bytes::Bytes>> + Unpin),
-    seen: &mut String,
-    done: impl Fn(&str) -> bool,
-) {
-    use futures::StreamExt;
-    let wait = async {
-        while !done(seen) {
-            match body.next().await {
-                Some(Ok(piece)) => seen.push_str(&String::from_utf8_lossy(&piece)),
-                None => return,
-                Some(Err(e)) => panic!("{e} in {seen}"),
-            }
-        }
-    };
-    tokio::time::timeout(std::time::Duration::from_secs(20), wait)
-        .await
-        .unwrap_or_else(|_| panic!("timed out in {seen}"));
-}
-
 fn chunks_of(sse: &str) -> Vec<serde_json::Value> {
     common::Reply {
         status: 200,
@@ -179,7 +159,7 @@ async fn a_turn_on_one_instance_is_resumed_on_another() {
     let on_b = b.get("/api/chat/chat-slow/stream").await;
     let mut frames = Vec::new();
     ws::until_end(&mut socket, &mut frames, "r1").await;
-    read_until(&mut on_a, &mut seen, |_| false).await;
+    read_to_end(&mut on_a, &mut seen).await;
 
     assert_eq!(on_b.status, 200);
     assert!(seen.ends_with("data: [DONE]\n\n"), "{seen}");
@@ -261,8 +241,8 @@ async fn a_held_turn_decided_and_resumed_on_another_instance() {
         )
         .await;
     assert_eq!(decided.status, 200, "{}", decided.body);
-    read_until(&mut on_a, &mut seen, |_| false).await;
-    read_until(&mut on_b, &mut resumed, |_| false).await;
+    read_to_end(&mut on_a, &mut seen).await;
+    read_to_end(&mut on_b, &mut resumed).await;
 
     assert!(seen.contains(r#""status":"completed""#), "{seen}");
     assert!(seen.ends_with("data: [DONE]\n\n"), "{seen}");

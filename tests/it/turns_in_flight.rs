@@ -7,30 +7,13 @@ use crate::common;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use common::body::read_until;
 use common::ws::{connect, held, next, next_within, says, send, turn};
 use common::{Server, wait};
 use futures::{SinkExt, StreamExt};
 use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
 use toolgate::Config;
-
-async fn read_until(
-    body: &mut (impl futures::Stream<Item = reqwest::Result<bytes::Bytes>> + Unpin),
-    seen: &mut String,
-    done: impl Fn(&str) -> bool,
-) {
-    let wait = async {
-        while !done(seen) {
-            match body.next().await {
-                Some(Ok(piece)) => seen.push_str(&String::from_utf8_lossy(&piece)),
-                other => panic!("{other:?} in {seen}"),
-            }
-        }
-    };
-    tokio::time::timeout(Duration::from_secs(10), wait)
-        .await
-        .unwrap_or_else(|_| panic!("timed out in {seen}"));
-}
 
 /// The status of a resume GET, without reading its (streaming) body.
 async fn resume_status(server: &Server, chat: &str) -> u16 {

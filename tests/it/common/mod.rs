@@ -13,6 +13,7 @@ use toolgate::{App, Config};
 
 #[cfg(feature = "adk")]
 pub mod adk;
+pub mod body;
 pub mod calls;
 pub mod raw;
 pub mod receiver;
