@@ -38,6 +38,8 @@ struct Cluster {
     redis: String,
     prefix: String,
     instances: Vec<Option<Binary>>,
+    /// More config for every instance.
+    yaml: String,
     _haproxy: Owned,
     /// The balancer's URL.
     url: String,
@@ -45,6 +47,11 @@ struct Cluster {
 
 impl Cluster {
     async fn start(redis: &str, n: usize) -> Self {
+        Self::start_with(redis, n, "").await
+    }
+
+    /// Like [`Cluster::start`], each instance with more config.
+    async fn start_with(redis: &str, n: usize, yaml: &str) -> Self {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let prefix = format!("test-{}:", uuid::Uuid::new_v4().simple());
         let mut cluster = Self {
@@ -52,6 +59,7 @@ impl Cluster {
             redis: redis.to_owned(),
             prefix,
             instances: Vec::new(),
+            yaml: yaml.to_owned(),
             _haproxy: Owned(
                 Command::new("true")
                     .spawn()
@@ -118,8 +126,8 @@ impl Cluster {
             &config,
             format!(
                 "store:\n  kind: redis\n  url: {}\n  keyPrefix: '{}'\n\
-                 toolConfirmation:\n  signingKeys: [shared-key]\n  flow: hold\n",
-                self.redis, self.prefix
+                 toolConfirmation:\n  signingKeys: [shared-key]\n  flow: hold\n{}",
+                self.redis, self.prefix, self.yaml
             ),
         )
         .unwrap_or_else(|e| panic!("{e}"));
@@ -344,6 +352,47 @@ async fn the_owner_of_a_held_turn_killed_the_turn_is_taken_over_and_finishes() {
     // Over: nothing left to resume.
     assert_eq!(
         cluster.get("/api/chat/chat-lb-kill/stream").await.status(),
+        204
+    );
+}
+
+/// `kill -9` of the instance streaming a model's answer: a resume through
+/// the balancer replays what it said and ends honestly, with an error
+/// that says so; the model step is not run again.
+#[tokio::test]
+async fn the_owner_of_a_streaming_turn_killed_a_resume_ends_with_an_honest_error() {
+    let mut cluster = Cluster::start_with(&redis_url(), 2, "model:\n  deltaDelayMs: 20\n").await;
+    let response = cluster
+        .post("/stream", &common::user_says("chat-lb-cut", "count to 500"))
+        .await;
+    let owner = Cluster::served_by(&response);
+    let mut stream = Box::pin(response.bytes_stream());
+    let mut seen = String::new();
+    read_until(&mut stream, &mut seen, |s| s.contains("text-delta")).await;
+    drop(stream);
+    cluster.kill(owner);
+    wait::until("the dead instance's heartbeat to lapse", || async {
+        cluster.heartbeats() == 1
+    })
+    .await;
+    let resumed = cluster.get("/api/chat/chat-lb-cut/stream").await;
+    assert_eq!(resumed.status(), 200);
+    let mut stream = Box::pin(resumed.bytes_stream());
+    let mut again = String::new();
+    read_until(&mut stream, &mut again, |_| false).await;
+    let chunks = chunks_of(&again);
+    assert_eq!(
+        chunks.first().map(|c| c["type"].clone()),
+        Some(json!("start"))
+    );
+    assert_eq!(
+        chunks.last(),
+        Some(&json!({"type": "error", "errorText": toolgate::transport::runs::OWNER_DIED})),
+        "{again}"
+    );
+    assert!(again.ends_with("data: [DONE]\n\n"), "{again}");
+    assert_eq!(
+        cluster.get("/api/chat/chat-lb-cut/stream").await.status(),
         204
     );
 }
