@@ -285,7 +285,19 @@ impl App {
             max_steps: self.config.stream.max_steps.max(1),
             denied_as: self.config.tool_confirmation.denied_as,
             upstream: adk.map(Arc::new),
+            turn_logs: turn_logs.clone(),
         };
+        let agent = Arc::new(agent);
+        // A config that loaded has a readable version; if not, the
+        // newest (said in the log, as the config check says at start).
+        let client_version = self.config.client_version().unwrap_or_else(|e| {
+            tracing::error!("{e}: chunks are fitted to the newest client");
+            crate::protocol::ClientVersion::LATEST
+        });
+        if turn_logs.is_some() {
+            // Its turns are its own while it beats (a lease others judge).
+            gate.keep_beating();
+        }
         let draining = Arc::new(AtomicBool::new(false));
         // `limits.concurrentStreams` is this cap, when set.
         let per_principal = match limiter.rates().concurrent_streams {
@@ -300,10 +312,14 @@ impl App {
                 held: Duration::from_secs(self.config.stream.held_turn_secs.max(1)),
             })
             .with_tasks(tasks.clone())
-            .with_turn_logs(turn_logs),
+            .with_turn_logs(turn_logs)
+            .with_takeover(crate::transport::continue_held(
+                agent.clone(),
+                client_version,
+            )),
         );
         let state = HttpState {
-            agent: Arc::new(agent),
+            agent,
             keep_alive: self.config.keep_alive(),
             max_body_bytes: self.config.stream.max_body_bytes,
             principal_header: self.config.auth.principal_header.clone(),
@@ -325,12 +341,7 @@ impl App {
             },
             runs: runs.clone(),
             limiter: limiter.clone(),
-            // A config that loaded has a readable version; if not, the
-            // newest (said in the log, as the config check says at start).
-            client_version: self.config.client_version().unwrap_or_else(|e| {
-                tracing::error!("{e}: chunks are fitted to the newest client");
-                crate::protocol::ClientVersion::LATEST
-            }),
+            client_version,
             tasks: tasks.clone(),
             links,
             metrics: metrics.clone(),

@@ -6,6 +6,7 @@ mod answers;
 mod blocks;
 mod encode;
 mod event;
+mod held;
 pub mod history;
 mod step;
 mod turn;
@@ -23,6 +24,8 @@ use answers::Answers;
 use encode::TurnEncoder;
 use step::{Model, Run};
 
+pub use held::HeldTurn;
+
 /// Everything a turn needs; shared by all requests.
 pub struct Agent {
     pub gate: Gate,
@@ -35,6 +38,9 @@ pub struct Agent {
     /// An ADK agent that runs the model and its tools in place of
     /// `provider`; the turn then gates what it asks about.
     pub upstream: Option<Arc<crate::provider::adk::Adk>>,
+    /// With a shared store: where a held turn saves what continues it, so
+    /// that another instance takes it over if this one dies.
+    pub turn_logs: Option<crate::store::TurnLogs>,
 }
 
 /// A turn in progress: what it has done, what comes next.
@@ -47,6 +53,8 @@ struct Turn {
     continuing: bool,
     protocol: ConfirmationProtocol,
     flow: ConfirmationFlow,
+    /// The `ai` version the client asked its chunks fitted to (saved with a held turn).
+    client_version: Option<crate::protocol::ClientVersion>,
     /// Set while the turn waits for a human, so its readers may leave.
     waiting: tokio::sync::watch::Sender<bool>,
     encoder: TurnEncoder,

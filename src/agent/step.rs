@@ -272,6 +272,12 @@ impl Turn {
             self.step.asked = false;
             return self.step_end(out);
         };
+        // Saved first, so that the turn is never marked waiting without
+        // what continues it elsewhere.
+        let waited_for: Vec<String> = std::iter::once(confirmation_id.clone())
+            .chain(questions.as_slice().iter().cloned())
+            .collect();
+        self.save_held(&waited_for).await;
         // Whoever reads this turn may leave; it stays for the answer.
         self.waiting.send_replace(true);
         let held = Box::pin(self.agent.gate.hold(&self.scope, &confirmation_id)).await;

@@ -67,6 +67,7 @@ impl Turn {
             chat_id: request.chat_id,
             principal,
         };
+        let client_version = request.options.client_version;
         let (history, continuing) = super::outgoing(&agent.ids, request.messages);
         Self {
             encoder: TurnEncoder::new(agent.ids.clone(), agent.denied_as),
@@ -77,6 +78,7 @@ impl Turn {
             continuing,
             protocol,
             flow,
+            client_version,
             waiting,
             phase: Phase::Start,
             steps: 0,
@@ -88,7 +90,7 @@ impl Turn {
 
     /// Does the next piece of the turn, its chunks into `out`; false once
     /// the turn is over.
-    async fn advance(&mut self, out: &mut Vec<UiChunk>) -> bool {
+    pub(super) async fn advance(&mut self, out: &mut Vec<UiChunk>) -> bool {
         let phase = std::mem::replace(&mut self.phase, Phase::Done);
         self.phase = match phase {
             Phase::Start => {

@@ -27,6 +27,15 @@ impl Gate {
         });
     }
 
+    /// Keeps this instance's heartbeat from now on (a shared store): the
+    /// turns it runs are its as long as it beats, and another instance
+    /// takes a held one over once it stops.
+    pub fn keep_beating(&self) {
+        if self.store.is_shared() && !self.beating.swap(true, Ordering::AcqRel) {
+            self.keep_alive();
+        }
+    }
+
     /// Claims `id` for this instance. With a shared store its heartbeat is
     /// written before its first claim, and kept alive from then on: no
     /// other instance may take a claim of a live one for orphaned.

@@ -10,7 +10,7 @@ use serde::Deserialize;
 use super::chunk::{FinishReason, ToolExtras, UiChunk};
 
 /// How a confirmation is asked and answered.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ConfirmationProtocol {
     /// An `adk_request_confirmation` call answered with `addToolOutput`.
@@ -21,7 +21,7 @@ pub enum ConfirmationProtocol {
 }
 
 /// What a turn does once it asked.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ConfirmationFlow {
     /// Finish (`tool-calls`); the answer comes with the next request.

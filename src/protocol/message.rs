@@ -1,6 +1,6 @@
 //! UI messages as `useChat` holds them: every part type and tool-part state.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::call::MAX_ARGS_BYTES;
@@ -229,21 +229,21 @@ pub fn confirmed(output: &Value, keys: &AnswerKeys) -> Option<bool> {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Role {
     System,
     User,
     Assistant,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct UiMessage {
     pub id: String,
     pub role: Role,
     pub parts: Vec<Part>,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Part {
     Text(String),
     Reasoning {
@@ -274,7 +274,7 @@ pub enum Part {
     Other(String),
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolPart {
     pub tool_call_id: String,
     pub tool_name: String,
@@ -286,7 +286,7 @@ pub struct ToolPart {
     pub call_provider_metadata: Option<Value>,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum ToolState {
     InputStreaming,
     InputAvailable,
@@ -297,7 +297,7 @@ pub enum ToolState {
     OutputDenied(Option<Approval>),
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 pub struct Approval {
     pub id: String,
     #[serde(default)]

@@ -106,7 +106,7 @@ pub struct ModelRequest {
     pub tools: std::sync::Arc<[ToolSpec]>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum StopReason {
     Stop,
     Length,

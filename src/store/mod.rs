@@ -24,7 +24,8 @@ pub use memory::MemoryStore;
 pub use redis::RedisStore;
 pub use sqlite::SqliteStore;
 pub use turn_log::{
-    KEPT_AFTER_END, REFRESH_EVERY, TURN_TTL, TurnLogReader, TurnLogWriter, TurnLogs,
+    Adopted, KEPT_AFTER_END, REFRESH_EVERY, TURN_TTL, TakeOver, TurnLogReader, TurnLogWriter,
+    TurnLogs,
 };
 
 use crate::call::ToolCall;
@@ -248,6 +249,10 @@ pub enum BackendError {
         #[source]
         source: serde_json::Error,
     },
+    /// A turn log this instance wrote was taken over by another instance
+    /// (this one was taken for dead).
+    #[error("another instance took this turn over")]
+    TakenOver,
     /// The blocking task that ran the call panicked or was cancelled.
     #[error("store task failed: {0}")]
     Task(#[from] tokio::task::JoinError),

@@ -655,7 +655,12 @@ impl RedisStore {
 
     /// An instance's heartbeat key.
     fn heartbeat_key(&self, instance: &str) -> String {
-        format!("{}instance:{instance}", self.prefix)
+        format!("{}{instance}", self.heartbeat_prefix())
+    }
+
+    /// What every heartbeat key starts with (a script adds the instance).
+    pub(super) fn heartbeat_prefix(&self) -> String {
+        format!("{}instance:", self.prefix)
     }
 
     pub(super) async fn heartbeat(&self, instance: &str, ttl: Duration) -> Result<(), StoreError> {

@@ -40,26 +40,85 @@ const READ_COUNT: usize = 16;
 /// reader can tell a quiet turn from a gone one.
 const OPEN_ID: &str = "0-1";
 
-/// Appends a batch (ARGV[5..]) as one entry with id ARGV[1] to the stream
+/// Appends a batch (ARGV[6..]) as one entry with id ARGV[1] to the stream
 /// KEYS[1], trims it to ids from ARGV[2] (unless empty), refreshes its
-/// life (ARGV[3] ms), and, while the chat's hash KEYS[2] still names this
-/// stream, says there whether the turn waits for a human (ARGV[4]).
+/// life (ARGV[3] ms; while the turn waits, only ever lengthened: a held
+/// turn's keys outlive its question), and, while the chat's hash KEYS[2]
+/// still names this stream, says there whether the turn waits for a
+/// human (ARGV[4]). Refused (0) when another instance took the turn over
+/// from this one (ARGV[5]): the stream is its now.
 const APPEND: &str = r"
-if #ARGV > 4 then
+local named = redis.call('HGET', KEYS[2], 'stream') == KEYS[1]
+if named and redis.call('HGET', KEYS[2], 'owner') ~= ARGV[5] then return 0 end
+if #ARGV > 5 then
   local fields = {}
-  for i = 5, #ARGV do
+  for i = 6, #ARGV do
     fields[#fields + 1] = 'c'
     fields[#fields + 1] = ARGV[i]
   end
   redis.call('XADD', KEYS[1], ARGV[1], unpack(fields))
 end
 if ARGV[2] ~= '' then redis.call('XTRIM', KEYS[1], 'MINID', ARGV[2]) end
-redis.call('PEXPIRE', KEYS[1], ARGV[3])
-if redis.call('HGET', KEYS[2], 'stream') == KEYS[1] then
+local function live(key)
+  if ARGV[4] ~= '1' or redis.call('PTTL', key) < tonumber(ARGV[3]) then
+    redis.call('PEXPIRE', key, ARGV[3])
+  end
+end
+live(KEYS[1])
+if named then
   redis.call('HSET', KEYS[2], 'waiting', ARGV[4])
-  redis.call('PEXPIRE', KEYS[2], ARGV[3])
+  live(KEYS[2])
 end
 return 1
+";
+
+/// Saves a held turn's state ARGV[2] in the chat's hash KEYS[1] while
+/// this instance (ARGV[1]) runs it, marks it waiting, and keeps the hash
+/// and its stream at least ARGV[3] ms.
+const HOLD: &str = r"
+if redis.call('HGET', KEYS[1], 'owner') ~= ARGV[1] then return 0 end
+local stream = redis.call('HGET', KEYS[1], 'stream')
+redis.call('HSET', KEYS[1], 'held', ARGV[2], 'waiting', 1)
+for _, key in ipairs({KEYS[1], stream}) do
+  if redis.call('PTTL', key) < tonumber(ARGV[3]) then redis.call('PEXPIRE', key, ARGV[3]) end
+end
+return 1
+";
+
+/// A resume's look at the chat's turn KEYS[1] for this instance ARGV[1]:
+/// `none`; `live` (run here, or by an instance whose heartbeat, a key
+/// ARGV[2] followed by its name, is alive); `taken` with the stream and the
+/// held state (its owner died while it waited for a human: this instance
+/// owns it now, exactly one wins); or `ended` with the stream (its owner
+/// died otherwise: the stream ends with the chunk ARGV[3], kept ARGV[4] ms).
+const TAKE_OVER: &str = r"
+local h = redis.call('HMGET', KEYS[1], 'stream', 'owner', 'waiting', 'held')
+local stream, owner, waiting, held = h[1], h[2], h[3], h[4]
+if not stream then return {'none'} end
+if owner == ARGV[1] or redis.call('EXISTS', ARGV[2] .. (owner or '')) == 1 then
+  return {'live'}
+end
+if redis.call('EXISTS', stream) == 0 then
+  redis.call('DEL', KEYS[1])
+  return {'none'}
+end
+if waiting == '1' and held then
+  redis.call('HSET', KEYS[1], 'owner', ARGV[1])
+  return {'taken', stream, held}
+end
+local last = redis.call('XREVRANGE', stream, '+', '-', 'COUNT', 1)
+local entry = last[1]
+if entry and entry[2][1] ~= 'end' then
+  local next = 0
+  if entry[2][1] ~= 'open' then
+    next = tonumber(string.match(entry[1], '^(%d+)-')) - 1 + #entry[2] / 2
+  end
+  redis.call('XADD', stream, (next + 1) .. '-0', 'c', ARGV[3])
+  redis.call('XADD', stream, (next + 2) .. '-0', 'end', '')
+  redis.call('PEXPIRE', stream, ARGV[4])
+end
+redis.call('DEL', KEYS[1])
+return {'ended', stream}
 ";
 
 /// Ends the stream KEYS[1] with an `end` entry (id ARGV[1]), keeps it
@@ -78,6 +137,8 @@ pub struct TurnLogs {
     instance: String,
     append: redis::Script,
     end: redis::Script,
+    hold: redis::Script,
+    take_over: redis::Script,
 }
 
 impl std::fmt::Debug for TurnLogs {
@@ -95,6 +156,8 @@ impl TurnLogs {
             instance: instance.to_owned(),
             append: redis::Script::new(APPEND),
             end: redis::Script::new(END),
+            hold: redis::Script::new(HOLD),
+            take_over: redis::Script::new(TAKE_OVER),
         }
     }
 
@@ -131,6 +194,10 @@ impl TurnLogs {
             .cmd("PEXPIRE")
             .arg(&stream)
             .arg(ttl)
+            .ignore()
+            // A superseded turn's held state must not outlive it.
+            .cmd("DEL")
+            .arg(&chat)
             .ignore()
             .cmd("HSET")
             .arg(&chat)
@@ -192,6 +259,11 @@ impl TurnLogs {
         if !from_start {
             return Ok(None);
         }
+        self.reader(stream).await.map(Some)
+    }
+
+    /// A reader of `stream` from its start.
+    async fn reader(&self, stream: String) -> Result<TurnLogReader, StoreError> {
         // Its own connection: `XREAD BLOCK` holds a connection while it waits.
         let config = AsyncConnectionConfig::new().set_response_timeout(Some(BLOCK * 3));
         let conn = self
@@ -200,8 +272,151 @@ impl TurnLogs {
             .get_multiplexed_async_connection_with_config(&config)
             .await
             .map_err(backend)?;
-        Ok(Some(TurnLogReader { conn, stream }))
+        Ok(TurnLogReader { conn, stream })
     }
+
+    /// Saves `state`, what continues the chat's turn that this instance
+    /// runs and that now waits for a human, and keeps its keys at least
+    /// `ttl` (the question's life). False when the chat names no turn of
+    /// this instance's.
+    pub async fn hold(
+        &self,
+        principal: &str,
+        chat_id: &str,
+        state: &[u8],
+        ttl: Duration,
+    ) -> Result<bool, StoreError> {
+        let mut conn = self.store.conn();
+        let saved: i64 = self
+            .hold
+            .key(self.chat_key(principal, chat_id))
+            .arg(&self.instance)
+            .arg(state)
+            .arg(millis(ttl.max(TURN_TTL)))
+            .invoke_async(&mut conn)
+            .await
+            .map_err(backend)?;
+        Ok(saved == 1)
+    }
+
+    /// What a resume finds of the chat's turn when the instance that ran
+    /// it is dead (its heartbeat lapsed): a held turn is taken over by
+    /// this instance (exactly one instance wins), any other ends with the
+    /// chunk `ended` (an `error` chunk's JSON) so that its readers stop.
+    pub async fn take_over(
+        &self,
+        principal: &str,
+        chat_id: &str,
+        ended: &[u8],
+    ) -> Result<TakeOver, StoreError> {
+        let mut conn = self.store.conn();
+        let chat = self.chat_key(principal, chat_id);
+        let reply: Vec<Vec<u8>> = self
+            .take_over
+            .key(&chat)
+            .arg(&self.instance)
+            .arg(self.store.heartbeat_prefix())
+            .arg(ended)
+            .arg(millis(KEPT_AFTER_END))
+            .invoke_async(&mut conn)
+            .await
+            .map_err(backend)?;
+        let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
+        match reply.as_slice() {
+            [what, stream, held] if what == b"taken" => {
+                let stream = text(stream);
+                let (chunks, writer) = self.adopt(&mut conn, stream, chat).await?;
+                Ok(TakeOver::Taken {
+                    held: Bytes::copy_from_slice(held),
+                    chunks,
+                    writer: Box::new(writer),
+                })
+            }
+            [what, stream] if what == b"ended" => {
+                Ok(TakeOver::Ended(self.reader(text(stream)).await?))
+            }
+            [what] if what == b"live" => Ok(TakeOver::Live),
+            _ => Ok(TakeOver::None),
+        }
+    }
+
+    /// The chunks so far of a stream this instance took over (the first
+    /// one's number with them), and its writer, which goes on after them.
+    async fn adopt(
+        &self,
+        conn: &mut redis::aio::ConnectionManager,
+        stream: String,
+        chat: String,
+    ) -> Result<(Adopted, TurnLogWriter), StoreError> {
+        let entries: Vec<(String, Vec<Vec<u8>>)> = redis::cmd("XRANGE")
+            .arg(&stream)
+            .arg("-")
+            .arg("+")
+            .query_async(conn)
+            .await
+            .map_err(backend)?;
+        let mut adopted = Adopted::default();
+        let mut writer = TurnLogWriter {
+            logs: self.clone(),
+            stream,
+            chat,
+            next: 0,
+            entries: VecDeque::new(),
+            bytes: 0,
+            max_bytes: 0,
+        };
+        for (id, fields) in entries {
+            if fields.first().map(Vec::as_slice) == Some(b"open") {
+                continue;
+            }
+            let Some(first) = first_chunk(&id) else {
+                continue;
+            };
+            if adopted.chunks.is_empty() {
+                adopted.first = first;
+            }
+            let chunks: Vec<Bytes> = fields
+                .into_iter()
+                .skip(1)
+                .step_by(2)
+                .map(Bytes::from)
+                .collect();
+            let size = chunks.iter().map(Bytes::len).sum();
+            writer.entries.push_back((first, size));
+            writer.bytes += size;
+            writer.next = first + chunks.len();
+            adopted.chunks.extend(chunks);
+        }
+        if adopted.chunks.is_empty() {
+            adopted.first = writer.next;
+        }
+        Ok((adopted, writer))
+    }
+}
+
+/// What a resume found of a turn whose instance died.
+pub enum TakeOver {
+    /// No turn in flight in the chat.
+    None,
+    /// Its instance is alive (or it is this one).
+    Live,
+    /// This instance owns the held turn now: its saved state, its chunks
+    /// so far, and the writer that goes on after them.
+    Taken {
+        held: Bytes,
+        chunks: Adopted,
+        writer: Box<TurnLogWriter>,
+    },
+    /// It was not waiting for a human: its stream ended, read from its start.
+    Ended(TurnLogReader),
+}
+
+/// A taken-over turn's chunks so far; `first` is the first one's number
+/// (0 unless the stream outgrew its byte cap).
+#[derive(Default)]
+pub struct Adopted {
+    pub first: usize,
+    pub chunks: Vec<Bytes>,
 }
 
 /// The writing end of one turn's log, held by the instance running it.
@@ -218,6 +433,12 @@ pub struct TurnLogWriter {
 }
 
 impl TurnLogWriter {
+    /// Keeps at most `max_bytes` of chunks from now on.
+    pub fn with_max_bytes(mut self, max_bytes: usize) -> Self {
+        self.max_bytes = max_bytes;
+        self
+    }
+
     /// Appends `batch` as one entry, trimming the oldest entries beyond the
     /// byte cap; refreshes the keys' lives and says whether the turn waits.
     pub async fn append(&mut self, batch: &[Bytes], waiting: bool) -> Result<(), StoreError> {
@@ -240,12 +461,16 @@ impl TurnLogWriter {
             .arg(entry_id(first))
             .arg(trim.unwrap_or_default())
             .arg(millis(TURN_TTL))
-            .arg(u8::from(waiting));
+            .arg(u8::from(waiting))
+            .arg(&self.logs.instance);
         for chunk in batch {
             invocation.arg(chunk.as_ref());
         }
         let mut conn = self.logs.store.conn();
-        let _: i64 = invocation.invoke_async(&mut conn).await.map_err(backend)?;
+        let appended: i64 = invocation.invoke_async(&mut conn).await.map_err(backend)?;
+        if appended == 0 {
+            return Err(StoreError::Backend(super::BackendError::TakenOver));
+        }
         Ok(())
     }
 

@@ -16,9 +16,10 @@ use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 use super::auth::Caller;
 use super::{ANONYMOUS, ApiError, HttpState, runs, sse};
+use crate::agent::{Agent, HeldTurn};
 use crate::confirm::GateError;
 use crate::metrics::{Metrics, Transport};
-use crate::protocol::{ChatRequest, ConfirmationProtocol, RequestError, UiChunk};
+use crate::protocol::{ChatRequest, ClientVersion, ConfirmationProtocol, RequestError, UiChunk};
 use crate::store::{LimitError, Limited};
 
 pub(super) async fn stream(
@@ -184,6 +185,26 @@ fn turn(
         .turn(request, principal, protocol, flow, waiting)
         .flat_map(move |chunk| futures::stream::iter(client.fit(chunk)))
         .boxed())
+}
+
+/// How a held turn taken over from a dead instance goes on here: the agent
+/// continues it, its chunks fitted to the client they were fitted to.
+pub fn continue_held(agent: Arc<Agent>, default_client: ClientVersion) -> Arc<runs::Continue> {
+    Arc::new(move |state: &[u8]| {
+        let held: HeldTurn = serde_json::from_slice(state).ok()?;
+        let client = held
+            .client_version
+            .as_deref()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default_client);
+        let (waiting, waits) = watch::channel(false);
+        let chunks = agent
+            .clone()
+            .continue_held(held, waiting)
+            .flat_map(move |chunk| futures::stream::iter(client.fit(chunk)))
+            .boxed();
+        Some((chunks, waits))
+    })
 }
 
 /// `useChat({resume: true})`: the turn in flight in this chat (on this

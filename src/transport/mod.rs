@@ -24,6 +24,7 @@ pub mod runs;
 mod sse;
 
 pub use auth::{ApiKey, Caller};
+pub use chat::continue_held;
 pub use error::ApiError;
 pub use health::{MetricsRoute, metrics_routes};
 pub use live::{LiveDialect, LiveLimits};

@@ -27,7 +27,9 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::protocol::UiChunk;
-use crate::store::{REFRESH_EVERY, StoreError, TurnLogReader, TurnLogWriter, TurnLogs};
+use crate::store::{
+    Adopted, REFRESH_EVERY, StoreError, TakeOver, TurnLogReader, TurnLogWriter, TurnLogs,
+};
 
 /// Chunks the producer may run ahead of its slowest reader.
 const LAG: usize = 256;
@@ -47,6 +49,17 @@ pub enum RunError {
 
 type Key = (String, String);
 
+/// What the reader of a turn whose instance died while it was not waiting
+/// for a human reads last: nobody runs that turn's model step any more,
+/// and it is not run again (its calls may have run).
+pub const OWNER_DIED: &str = "the server running this turn stopped; send your message again";
+
+/// Continues a held turn taken over from a dead instance: its saved state
+/// in; its chunks (fitted to its client) and whether it waits for a human
+/// out. `None` when the state does not decode.
+pub type Continue =
+    dyn Fn(&[u8]) -> Option<(BoxStream<'static, UiChunk>, watch::Receiver<bool>)> + Send + Sync;
+
 /// The registry: at most one resumable turn per (principal, chat).
 pub struct Runs {
     inner: Mutex<Registry>,
@@ -59,6 +72,8 @@ pub struct Runs {
     ended: Notify,
     /// Where turns are also written for other instances (a shared store).
     shared: Option<TurnLogs>,
+    /// How a held turn of a dead instance goes on here.
+    takeover: Option<Arc<Continue>>,
 }
 
 /// How many turns may run, and for how long without a reader.
@@ -99,7 +114,15 @@ impl Runs {
             stopping: CancellationToken::new(),
             ended: Notify::new(),
             shared: None,
+            takeover: None,
         }
+    }
+
+    /// With a shared store, a resume that finds a held turn whose instance
+    /// died takes it over and continues it with `continue_held`.
+    pub fn with_takeover(mut self, continue_held: Arc<Continue>) -> Self {
+        self.takeover = Some(continue_held);
+        self
     }
 
     /// Writes every turn to `logs` too, and resumes other instances' turns
@@ -161,18 +184,55 @@ impl Runs {
         chunks: BoxStream<'static, UiChunk>,
         waiting: watch::Receiver<bool>,
     ) -> Result<(Arc<Run>, Subscription), RunError> {
+        self.launch(owner, chunks, waiting, None)
+    }
+
+    /// Runs a held turn taken over from a dead instance, its log begun with
+    /// the chunks it had, its shared log written on by `writer`. Admitted
+    /// whatever the limits: it was admitted once.
+    fn adopt(
+        self: &Arc<Self>,
+        owner: Owner<'_>,
+        chunks: BoxStream<'static, UiChunk>,
+        waiting: watch::Receiver<bool>,
+        adopted: Adopted,
+        writer: TurnLogWriter,
+    ) -> (Arc<Run>, Subscription) {
+        let writer = writer.with_max_bytes(MAX_LOG_BYTES);
+        match self.launch(owner, chunks, waiting, Some((adopted, writer))) {
+            Ok(started) => started,
+            // Unreachable: an adopted turn skips the limits.
+            Err(e) => unreachable!("{e}"),
+        }
+    }
+
+    fn launch(
+        self: &Arc<Self>,
+        owner: Owner<'_>,
+        chunks: BoxStream<'static, UiChunk>,
+        waiting: watch::Receiver<bool>,
+        adopted: Option<(Adopted, TurnLogWriter)>,
+    ) -> Result<(Arc<Run>, Subscription), RunError> {
         let key = (owner.principal.to_owned(), owner.chat_id.to_owned());
         let run = Arc::new(Run::new());
+        let writer = adopted.map(|(adopted, writer)| {
+            let mut log = run.lock();
+            log.first = adopted.first;
+            log.bytes = adopted.chunks.iter().map(Bytes::len).sum();
+            log.entries = adopted.chunks.into();
+            writer
+        });
         // Read before it is registered: a newer turn of the chat must never
         // see it unread, and stop it, before its own request reads it.
         let subscription = run.subscribe();
         {
             let mut registry = self.lock();
-            if registry.running >= self.limits.total {
+            let admitted = writer.is_some();
+            if !admitted && registry.running >= self.limits.total {
                 return Err(RunError::Total(self.limits.total));
             }
             let mine = registry.counts.get(owner.principal).copied().unwrap_or(0);
-            if owner.capped && mine >= self.limits.per_principal {
+            if !admitted && owner.capped && mine >= self.limits.per_principal {
                 return Err(RunError::PerPrincipal(self.limits.per_principal));
             }
             registry.running += 1;
@@ -194,7 +254,11 @@ impl Runs {
             shared: None,
         };
         let (stopping, limits) = (self.stopping.clone(), self.limits);
-        let logs = self.shared.clone();
+        // An adopted turn goes on writing its log; a new one opens its own.
+        let logs = match writer {
+            Some(writer) => Opening::Adopted(writer),
+            None => Opening::New(self.shared.clone()),
+        };
         let task = self.tasks.spawn(async move {
             // Dropping `produce` drops `Finished`: the turn is marked done.
             tokio::select! {
@@ -221,7 +285,7 @@ impl Runs {
     /// another instance runs. `None` when there is none, or when its start
     /// is gone (it outgrew the replay limit).
     pub async fn resume(
-        &self,
+        self: &Arc<Self>,
         principal: &str,
         chat_id: &str,
     ) -> Result<Option<Resumed>, StoreError> {
@@ -234,6 +298,42 @@ impl Runs {
         let Some(logs) = &self.shared else {
             return Ok(None);
         };
+        if let Some(continue_held) = &self.takeover {
+            let ended = ended_chunk();
+            match logs.take_over(principal, chat_id, &ended).await? {
+                TakeOver::None => return Ok(None),
+                TakeOver::Live => {}
+                TakeOver::Ended(reader) => {
+                    return Ok(Some(Resumed {
+                        run: None,
+                        reader: Reader::Shared(reader),
+                    }));
+                }
+                TakeOver::Taken {
+                    held,
+                    chunks,
+                    mut writer,
+                } => {
+                    let Some((turn, waiting)) = continue_held(&held) else {
+                        tracing::warn!("a held turn's saved state does not decode; it ends");
+                        writer.append(&[Bytes::from(ended)], false).await?;
+                        writer.end().await?;
+                        return Ok(None);
+                    };
+                    let owner = Owner {
+                        principal,
+                        chat_id,
+                        capped: true,
+                    };
+                    let (run, subscription) = self.adopt(owner, turn, waiting, chunks, *writer);
+                    tracing::info!(chat = %chat_id, "took over a held turn whose instance died");
+                    return Ok(Some(Resumed {
+                        run: Some(run),
+                        reader: Reader::Local(subscription),
+                    }));
+                }
+            }
+        }
         Ok(logs
             .resume(principal, chat_id)
             .await?
@@ -478,25 +578,48 @@ async fn refresh_due(ticks: &mut Option<tokio::time::Interval>) {
     }
 }
 
+/// Where a turn's shared log comes from.
+enum Opening {
+    /// A new turn opens one, if there is a shared store.
+    New(Option<TurnLogs>),
+    /// A turn taken over goes on with the log it had.
+    Adopted(TurnLogWriter),
+}
+
+/// The JSON of the `error` chunk that ends a turn whose instance died.
+fn ended_chunk() -> Vec<u8> {
+    let chunk = UiChunk::Error {
+        error_text: OWNER_DIED.to_owned(),
+    };
+    serde_json::to_vec(&chunk).unwrap_or_default()
+}
+
 async fn produce(
     finished: Finished,
     chunks: BoxStream<'static, UiChunk>,
     mut waiting: watch::Receiver<bool>,
     limits: Limits,
-    logs: Option<TurnLogs>,
+    logs: Opening,
 ) {
     let run = finished.run.clone();
     let mut finished = finished;
-    if let Some(logs) = logs {
-        let (principal, chat_id) = &finished.key;
-        match logs.open(principal, chat_id, MAX_LOG_BYTES).await {
-            Ok(writer) => finished.shared = Some(writer),
-            Err(e) => tracing::warn!(
-                "opening a shared turn log (other instances cannot resume this turn): {e}"
-            ),
+    match logs {
+        Opening::New(Some(logs)) => {
+            let (principal, chat_id) = &finished.key;
+            match logs.open(principal, chat_id, MAX_LOG_BYTES).await {
+                Ok(writer) => finished.shared = Some(writer),
+                Err(e) => tracing::warn!(
+                    "opening a shared turn log (other instances cannot resume this turn): {e}"
+                ),
+            }
         }
+        Opening::New(None) => {}
+        Opening::Adopted(writer) => finished.shared = Some(writer),
     }
     let asking = waiting.clone();
+    // The shared log says at once when the turn starts or stops waiting:
+    // another instance takes over only a turn marked waiting.
+    let mut asked = waiting.clone();
     let mut ticks = finished.shared.as_ref().map(|_| {
         tokio::time::interval_at(tokio::time::Instant::now() + REFRESH_EVERY, REFRESH_EVERY)
     });
@@ -518,6 +641,10 @@ async fn produce(
                     () = &mut abandoned => break None,
                     () = refresh_due(&mut ticks) => {
                         let now = *asking.borrow();
+                        share(&mut finished.shared, &[], now).await;
+                    }
+                    Ok(()) = asked.changed(), if finished.shared.is_some() => {
+                        let now = *asked.borrow_and_update();
                         share(&mut finished.shared, &[], now).await;
                     }
                 }
@@ -789,7 +916,7 @@ mod suite {
             .unwrap_or_else(|_| panic!("no chunk: {what}"))
     }
 
-    async fn resume(runs: &Runs, principal: &str, chat: &str) -> Option<Reader> {
+    async fn resume(runs: &Arc<Runs>, principal: &str, chat: &str) -> Option<Reader> {
         runs.resume(principal, chat)
             .await
             .unwrap_or_else(|e| panic!("{e}"))

@@ -39,6 +39,7 @@ fn agent(payments: Arc<AtomicUsize>) -> Arc<Agent> {
         max_steps: 8,
         denied_as: DeniedAs::default(),
         upstream: None,
+        turn_logs: None,
     })
 }
 

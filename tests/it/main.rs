@@ -8,7 +8,7 @@
 //! all of them), and fail, not skip, when that program is missing:
 //! `conformance` (Node.js and the npm `ai` clients), `browser` (Node.js,
 //! the demo's packages and Chromium), `redis-server` (a Redis server at
-//! `TOOLGATE_TEST_REDIS_URL`).
+//! `TOOLGATE_TEST_REDIS_URL`), `cluster` (that, and `haproxy`).
 
 // `#[macro_use]`: `assert_sse!` for every group declared after it.
 #[macro_use]
@@ -28,6 +28,8 @@ mod browser;
 mod claimed_calls;
 mod cli;
 mod client_tools;
+#[cfg(feature = "cluster")]
+mod cluster;
 mod confirmation;
 #[cfg(feature = "conformance")]
 mod conformance;

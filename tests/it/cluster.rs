@@ -1,0 +1,474 @@
+//! Three toolgate processes on one Redis behind a real HAProxy (round
+//! robin, no stickiness): a resume lands on another instance and gets
+//! every chunk once; the instance holding a waiting turn is killed
+//! (`kill -9`) and the turn is approved, taken over and finished through
+//! the balancer, its call run once; 100 racing approvals through the
+//! balancer run one call; a Redis restarted under the instances is a clear
+//! 503, then works again. Compiled with the `cluster` feature; needs
+//! `haproxy` and `redis-server` on the PATH (`scripts/test` installs them).
+
+use std::process::{Child, Command, Stdio};
+
+use serde_json::{Value, json};
+
+use crate::common::{self, Binary, Reply, redis_url, wait};
+
+/// A free loopback port (bound, then let go for a child to take).
+fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap_or_else(|e| panic!("{e}"));
+    listener
+        .local_addr()
+        .unwrap_or_else(|e| panic!("{e}"))
+        .port()
+}
+
+/// A child process killed with the test.
+struct Owned(Child);
+
+impl Drop for Owned {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Instances of toolgate on one Redis key prefix, and the balancer.
+struct Cluster {
+    dir: tempfile::TempDir,
+    redis: String,
+    prefix: String,
+    instances: Vec<Option<Binary>>,
+    /// More config for every instance.
+    yaml: String,
+    _haproxy: Owned,
+    /// The balancer's URL.
+    url: String,
+}
+
+impl Cluster {
+    async fn start(redis: &str, n: usize) -> Self {
+        Self::start_with(redis, n, "").await
+    }
+
+    /// Like [`Cluster::start`], each instance with more config.
+    async fn start_with(redis: &str, n: usize, yaml: &str) -> Self {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let prefix = format!("test-{}:", uuid::Uuid::new_v4().simple());
+        let mut cluster = Self {
+            dir,
+            redis: redis.to_owned(),
+            prefix,
+            instances: Vec::new(),
+            yaml: yaml.to_owned(),
+            _haproxy: Owned(
+                Command::new("true")
+                    .spawn()
+                    .unwrap_or_else(|e| panic!("{e}")),
+            ),
+            url: String::new(),
+        };
+        for i in 0..n {
+            let instance = cluster.instance(i);
+            cluster.instances.push(Some(instance));
+        }
+        let port = free_port();
+        let servers: String = cluster
+            .instances
+            .iter()
+            .flatten()
+            .enumerate()
+            .map(|(i, b)| {
+                let addr = b.url.trim_start_matches("http://");
+                format!("  server s{i} {addr} check inter 200ms fall 1 rise 1\n")
+            })
+            .collect();
+        // Round robin, no stickiness; SSE streams stay open as long as they
+        // last (`timeout tunnel` does not apply to them: they are HTTP
+        // responses, so `timeout server`/`client` are long).
+        let config = format!(
+            "global\n  maxconn 2048\ndefaults\n  mode http\n  timeout connect 2s\n  \
+             timeout client 5m\n  timeout server 5m\n  timeout tunnel 1h\n  \
+             option redispatch\n  retries 3\n\
+             frontend toolgate\n  bind 127.0.0.1:{port}\n  default_backend instances\n\
+             backend instances\n  balance roundrobin\n  option httpchk\n  \
+             http-check send meth GET uri /livez ver HTTP/1.1 hdr host localhost\n  \
+             http-response set-header x-served-by %[srv_name]\n{servers}"
+        );
+        let path = cluster.dir.path().join("haproxy.cfg");
+        std::fs::write(&path, config).unwrap_or_else(|e| panic!("{e}"));
+        let child = Command::new("haproxy")
+            .arg("-db")
+            .arg("-f")
+            .arg(&path)
+            .stdout(Stdio::null())
+            // It says so when a killed instance goes down.
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("haproxy: {e}"));
+        cluster._haproxy = Owned(child);
+        cluster.url = format!("http://127.0.0.1:{port}");
+        let url = cluster.url.clone();
+        wait::until("the balancer to serve", || {
+            let url = url.clone();
+            async move {
+                reqwest::get(format!("{url}/livez"))
+                    .await
+                    .is_ok_and(|r| r.status() == 200)
+            }
+        })
+        .await;
+        cluster
+    }
+
+    fn instance(&self, i: usize) -> Binary {
+        let config = self.dir.path().join(format!("{i}.yaml"));
+        std::fs::write(
+            &config,
+            format!(
+                "store:\n  kind: redis\n  url: {}\n  keyPrefix: '{}'\n\
+                 toolConfirmation:\n  signingKeys: [shared-key]\n  flow: hold\n{}",
+                self.redis, self.prefix, self.yaml
+            ),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        Binary::serve_with(&["--config", &config.display().to_string()])
+    }
+
+    /// The instance haproxy calls `s{i}`.
+    fn served_by(reply: &reqwest::Response) -> usize {
+        reply
+            .headers()
+            .get("x-served-by")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix('s'))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no x-served-by: {:?}", reply.headers()))
+    }
+
+    /// `kill -9` of instance `i`.
+    fn kill(&mut self, i: usize) {
+        if let Some(binary) = self.instances[i].as_ref() {
+            let killed = Command::new("kill")
+                .args(["-KILL", &binary.pid().to_string()])
+                .status()
+                .unwrap_or_else(|e| panic!("kill: {e}"));
+            assert!(killed.success());
+        }
+        self.instances[i] = None;
+    }
+
+    /// How many instances keep a heartbeat in Redis.
+    fn heartbeats(&self) -> usize {
+        let out = Command::new("redis-cli")
+            .args(["-u", &self.redis, "--scan", "--pattern"])
+            .arg(format!("{}instance:*", self.prefix))
+            .output()
+            .unwrap_or_else(|e| panic!("redis-cli: {e}"));
+        String::from_utf8_lossy(&out.stdout).lines().count()
+    }
+
+    /// POSTs `body` through the balancer, on a connection of its own.
+    async fn post(&self, path: &str, body: &Value) -> reqwest::Response {
+        reqwest::Client::new()
+            .post(format!("{}{path}", self.url))
+            .header("content-type", "application/json")
+            .body(body.to_string())
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// GETs `path` through the balancer, on a connection of its own.
+    async fn get(&self, path: &str) -> reqwest::Response {
+        reqwest::Client::new()
+            .get(format!("{}{path}", self.url))
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+}
+
+async fn body_of(reply: reqwest::Response) -> Value {
+    let text = reply.text().await.unwrap_or_else(|e| panic!("{e}"));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
+}
+
+fn chunks_of(sse: &str) -> Vec<Value> {
+    Reply {
+        status: 200,
+        headers: Default::default(),
+        body: sse.to_owned(),
+    }
+    .chunks()
+}
+
+/// Reads `body` into `seen` until `done` holds or it ends.
+async fn read_until(
+    body: &mut (impl futures::Stream<Item = reqwest::Result<bytes::Bytes>> + Unpin),
+    seen: &mut String,
+    done: impl Fn(&str) -> bool,
+) {
+    use futures::StreamExt;
+    let read = async {
+        while !done(seen) {
+            match body.next().await {
+                Some(Ok(piece)) => seen.push_str(&String::from_utf8_lossy(&piece)),
+                None => return,
+                Some(Err(e)) => panic!("{e} in {seen}"),
+            }
+        }
+    };
+    tokio::time::timeout(wait::PATIENCE, read)
+        .await
+        .unwrap_or_else(|_| panic!("timed out in {seen}"));
+}
+
+fn asked(sse: &str) -> bool {
+    sse.contains(r#""toolName":"adk_request_confirmation","input""#)
+}
+
+fn question(sse: &str) -> String {
+    chunks_of(sse)
+        .into_iter()
+        .find(|c| {
+            c["toolName"] == "adk_request_confirmation" && c["type"] == "tool-input-available"
+        })
+        .and_then(|c| c["toolCallId"].as_str().map(str::to_owned))
+        .unwrap_or_else(|| panic!("no question in {sse}"))
+}
+
+fn transactions(sse: &str) -> Vec<String> {
+    chunks_of(sse)
+        .into_iter()
+        .filter(|c| c["type"] == "tool-output-available" && c["output"]["status"] == "completed")
+        .filter_map(|c| c["output"]["transactionId"].as_str().map(str::to_owned))
+        .collect()
+}
+
+/// A held turn started through the balancer: its stream, the instance
+/// that runs it, and what it said until it asked.
+async fn held_turn(
+    cluster: &Cluster,
+    chat: &str,
+) -> (
+    impl futures::Stream<Item = reqwest::Result<bytes::Bytes>> + Unpin,
+    usize,
+    String,
+) {
+    let response = cluster
+        .post("/stream", &common::user_says(chat, "Send 50 USD to Hanako"))
+        .await;
+    assert_eq!(response.status(), 200);
+    let owner = Cluster::served_by(&response);
+    let mut stream = Box::pin(response.bytes_stream());
+    let mut seen = String::new();
+    read_until(&mut stream, &mut seen, asked).await;
+    (stream, owner, seen)
+}
+
+/// A resume through the balancer that lands on another instance replays
+/// the held turn from its start, every chunk once, and follows it to its
+/// end once it is decided through the balancer.
+#[tokio::test]
+async fn a_resume_through_the_balancer_lands_elsewhere_and_gets_every_chunk_once() {
+    let cluster = Cluster::start(&redis_url(), 3).await;
+    let (mut on_owner, owner, mut seen) = held_turn(&cluster, "chat-lb-resume").await;
+    // Round robin: within three requests one lands on another instance.
+    let mut resumed = None;
+    for _ in 0..6 {
+        let response = cluster.get("/api/chat/chat-lb-resume/stream").await;
+        assert_eq!(response.status(), 200);
+        if Cluster::served_by(&response) != owner {
+            resumed = Some(response);
+            break;
+        }
+    }
+    let resumed = resumed.unwrap_or_else(|| panic!("every resume landed on the owner"));
+    let mut on_other = Box::pin(resumed.bytes_stream());
+    let mut other = String::new();
+    read_until(&mut on_other, &mut other, asked).await;
+    let id = question(&seen);
+    let decided = cluster
+        .post(
+            &format!("/api/confirmations/{id}"),
+            &json!({"approved": true}),
+        )
+        .await;
+    assert_eq!(decided.status(), 200);
+    read_until(&mut on_owner, &mut seen, |_| false).await;
+    read_until(&mut on_other, &mut other, |_| false).await;
+    assert!(seen.ends_with("data: [DONE]\n\n"), "{seen}");
+    assert_eq!(chunks_of(&other), chunks_of(&seen), "the resume elsewhere");
+    assert_eq!(transactions(&seen).len(), 1, "{seen}");
+}
+
+/// `kill -9` of the instance holding a waiting turn; the question is
+/// approved through the balancer, and a resume through it takes the turn
+/// over: the call ran once (the approval's outcome is the one the turn
+/// reports) and the turn finishes with the model's follow-up.
+#[tokio::test]
+async fn the_owner_of_a_held_turn_killed_the_turn_is_taken_over_and_finishes() {
+    let mut cluster = Cluster::start(&redis_url(), 3).await;
+    let (on_owner, owner, seen) = held_turn(&cluster, "chat-lb-kill").await;
+    let id = question(&seen);
+    // The reader leaves; the turn stays, waiting for a human.
+    drop(on_owner);
+    cluster.kill(owner);
+    // The lease: the dead instance's heartbeat lapses.
+    wait::until("the dead instance's heartbeat to lapse", || async {
+        cluster.heartbeats() == 2
+    })
+    .await;
+    let decided = cluster
+        .post(
+            &format!("/api/confirmations/{id}"),
+            &json!({"approved": true}),
+        )
+        .await;
+    assert_eq!(decided.status(), 200);
+    let decided = body_of(decided).await;
+    let paid = decided["outcome"]["output"]["transactionId"]
+        .as_str()
+        .map(str::to_owned)
+        .unwrap_or_else(|| panic!("not paid: {decided}"));
+    let resumed = cluster.get("/api/chat/chat-lb-kill/stream").await;
+    assert_eq!(resumed.status(), 200);
+    let mut stream = Box::pin(resumed.bytes_stream());
+    let mut again = String::new();
+    read_until(&mut stream, &mut again, |_| false).await;
+    let chunks = chunks_of(&again);
+    let starts = chunks.iter().filter(|c| c["type"] == "start").count();
+    assert_eq!(starts, 1, "one message, replayed then continued: {again}");
+    assert_eq!(transactions(&again), [paid], "{again}");
+    assert_eq!(
+        chunks.last().map(|c| c["type"].clone()),
+        Some(json!("finish")),
+        "{again}"
+    );
+    assert!(
+        chunks.iter().any(|c| c["type"] == "text-delta"),
+        "the model's follow-up: {again}"
+    );
+    // Over: nothing left to resume.
+    assert_eq!(
+        cluster.get("/api/chat/chat-lb-kill/stream").await.status(),
+        204
+    );
+}
+
+/// `kill -9` of the instance streaming a model's answer: a resume through
+/// the balancer replays what it said and ends honestly, with an error
+/// that says so; the model step is not run again.
+#[tokio::test]
+async fn the_owner_of_a_streaming_turn_killed_a_resume_ends_with_an_honest_error() {
+    let mut cluster = Cluster::start_with(&redis_url(), 2, "model:\n  deltaDelayMs: 20\n").await;
+    let response = cluster
+        .post("/stream", &common::user_says("chat-lb-cut", "count to 500"))
+        .await;
+    let owner = Cluster::served_by(&response);
+    let mut stream = Box::pin(response.bytes_stream());
+    let mut seen = String::new();
+    read_until(&mut stream, &mut seen, |s| s.contains("text-delta")).await;
+    drop(stream);
+    cluster.kill(owner);
+    wait::until("the dead instance's heartbeat to lapse", || async {
+        cluster.heartbeats() == 1
+    })
+    .await;
+    let resumed = cluster.get("/api/chat/chat-lb-cut/stream").await;
+    assert_eq!(resumed.status(), 200);
+    let mut stream = Box::pin(resumed.bytes_stream());
+    let mut again = String::new();
+    read_until(&mut stream, &mut again, |_| false).await;
+    let chunks = chunks_of(&again);
+    assert_eq!(
+        chunks.first().map(|c| c["type"].clone()),
+        Some(json!("start"))
+    );
+    assert_eq!(
+        chunks.last(),
+        Some(&json!({"type": "error", "errorText": toolgate::transport::runs::OWNER_DIED})),
+        "{again}"
+    );
+    assert!(again.ends_with("data: [DONE]\n\n"), "{again}");
+    assert_eq!(
+        cluster.get("/api/chat/chat-lb-cut/stream").await.status(),
+        204
+    );
+}
+
+/// 100 approvals of one question at once through the balancer: one call.
+#[tokio::test]
+async fn a_hundred_racing_approvals_through_the_balancer_run_one_call() {
+    let cluster = Cluster::start(&redis_url(), 3).await;
+    let (_held, _, seen) = held_turn(&cluster, "chat-lb-race").await;
+    let id = question(&seen);
+    let path = format!("/api/confirmations/{id}");
+    let replies = futures::future::join_all((0..100).map(|_| async {
+        let reply = cluster.post(&path, &json!({"approved": true})).await;
+        let by = Cluster::served_by(&reply);
+        let body = body_of(reply).await;
+        (by, body["outcome"]["output"]["transactionId"].clone())
+    }))
+    .await;
+    let instances: std::collections::BTreeSet<usize> = replies.iter().map(|(by, _)| *by).collect();
+    assert_eq!(instances.len(), 3, "spread over every instance");
+    let paid: std::collections::BTreeSet<String> =
+        replies.iter().map(|(_, t)| t.to_string()).collect();
+    assert_eq!(paid.len(), 1, "one payment: {paid:?}");
+    assert!(replies[0].1.is_string(), "{:?}", replies[0]);
+}
+
+/// Redis restarted under the instances: requests get a clear 503, and
+/// work again once it is back.
+#[tokio::test]
+async fn redis_restarted_is_a_clear_503_then_works_again() {
+    let port = free_port();
+    let redis = |port: u16| {
+        Owned(
+            Command::new("redis-server")
+                .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+                .args(["--save", "", "--appendonly", "no"])
+                .stdout(Stdio::null())
+                .spawn()
+                .unwrap_or_else(|e| panic!("redis-server: {e}")),
+        )
+    };
+    let mut server = redis(port);
+    let url = format!("redis://127.0.0.1:{port}/");
+    let up = || async {
+        Command::new("redis-cli")
+            .args(["-p", &port.to_string(), "ping"])
+            .output()
+            .is_ok_and(|o| o.stdout.starts_with(b"PONG"))
+    };
+    wait::until("redis to start", up).await;
+    let cluster = Cluster::start(&url, 2).await;
+    let list = "/api/confirmations?chatId=chat-lb-redis";
+    assert_eq!(cluster.get(list).await.status(), 200);
+
+    drop(server);
+    wait::until_ok("a 503 while Redis is down", || async {
+        let reply = cluster.get(list).await;
+        let status = reply.status();
+        let body = reply.text().await.unwrap_or_default();
+        match status == 503 && body.contains("storage unavailable") {
+            true => Ok(()),
+            false => Err(format!("{status} {body}")),
+        }
+    })
+    .await;
+
+    server = redis(port);
+    wait::until("every instance to work again", || async {
+        let mut ok = true;
+        for _ in 0..2 {
+            ok &= cluster.get(list).await.status() == 200;
+        }
+        ok
+    })
+    .await;
+    let (_held, _, seen) = held_turn(&cluster, "chat-lb-redis").await;
+    assert!(asked(&seen));
+    drop(server);
+}
