@@ -385,14 +385,14 @@ impl Gate {
             .map_err(|e| GateError::Task(e.to_string()))?
     }
 
-    /// Keeps the record of each client result taken for `retention` (the
-    /// audit retention in a served app): for that long a chat's earlier
-    /// client results stand, and none can be swapped.
     /// How long a question stays open.
     pub fn expiry(&self) -> Duration {
         self.expiry
     }
 
+    /// Keeps the record of each client result taken for `retention` (the
+    /// audit retention in a served app): for that long a chat's earlier
+    /// client results stand, and none can be swapped.
     pub fn with_result_retention(mut self, retention: Duration) -> Self {
         self.result_retention = retention;
         self

@@ -197,13 +197,9 @@ impl Runs {
         waiting: watch::Receiver<bool>,
         adopted: Adopted,
         writer: TurnLogWriter,
-    ) -> (Arc<Run>, Subscription) {
+    ) -> Result<(Arc<Run>, Subscription), RunError> {
         let writer = writer.with_max_bytes(MAX_LOG_BYTES);
-        match self.launch(owner, chunks, waiting, Some((adopted, writer))) {
-            Ok(started) => started,
-            // Unreachable: an adopted turn skips the limits.
-            Err(e) => unreachable!("{e}"),
-        }
+        self.launch(owner, chunks, waiting, Some((adopted, writer)))
     }
 
     fn launch(
@@ -325,7 +321,11 @@ impl Runs {
                         chat_id,
                         capped: true,
                     };
-                    let (run, subscription) = self.adopt(owner, turn, waiting, chunks, *writer);
+                    // An adopted turn skips the limits: this cannot fail.
+                    let Ok((run, subscription)) = self.adopt(owner, turn, waiting, chunks, *writer)
+                    else {
+                        return Ok(None);
+                    };
                     tracing::info!(chat = %chat_id, "took over a held turn whose instance died");
                     return Ok(Some(Resumed {
                         run: Some(run),
