@@ -316,6 +316,7 @@ impl App {
             .with_takeover(crate::transport::continue_held(
                 agent.clone(),
                 client_version,
+                metrics.clone(),
             )),
         );
         let state = HttpState {

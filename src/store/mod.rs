@@ -24,7 +24,7 @@ pub use memory::MemoryStore;
 pub use redis::RedisStore;
 pub use sqlite::SqliteStore;
 pub use turn_log::{
-    Adopted, KEPT_AFTER_END, REFRESH_EVERY, TURN_TTL, TakeOver, TurnLogReader, TurnLogWriter,
+    Adopted, KEPT_AFTER_END, REFRESH_EVERY, Read, TURN_TTL, TakeOver, TurnLogReader, TurnLogWriter,
     TurnLogs,
 };
 

@@ -44,11 +44,19 @@ return {'won'}
 ";
 
 /// Records a confirmation (KEYS[1]) once, with its entry (ARGV[2]) in the
-/// open index (KEYS[2]), and says so on the inbox channel (KEYS[3]).
+/// open index (KEYS[2]), says so on the inbox channel (KEYS[3]), adds it
+/// to the expiries (KEYS[4], at ARGV[4]) and the chat's index (KEYS[5]),
+/// and gives the record and the index their life (ARGV[5] ms): all in one
+/// script, so an instance killed half-way leaves no record that never
+/// expires.
 const INSERT: &str = r"
 if redis.call('HSETNX', KEYS[1], 'issued', ARGV[1]) == 0 then return 0 end
 redis.call('HSET', KEYS[1], 'open', ARGV[2])
 redis.call('ZADD', KEYS[2], 0, ARGV[2])
+redis.call('ZADD', KEYS[4], ARGV[4], ARGV[3])
+redis.call('SADD', KEYS[5], ARGV[3])
+redis.call('PEXPIRE', KEYS[1], ARGV[5])
+redis.call('PEXPIRE', KEYS[5], ARGV[5])
 redis.call('PUBLISH', KEYS[3], ARGV[3])
 return 1
 ";
@@ -186,38 +194,34 @@ impl RedisStore {
         let text =
             serde_json::to_string(&record).map_err(BackendError::json("encoding a record"))?;
         let key = self.key(&issued.id);
+        // The chat's index of confirmations, for listing the open ones.
+        let index = self.chat_key(&record.principal, &record.chat_id);
+        // Relative to now: the instances' clocks need not agree. The index
+        // lives as long as its newest confirmation.
+        let lives = record
+            .expires_at_ms
+            .saturating_sub(record.issued_at_ms)
+            .saturating_add(LINGER_MS);
         let mut conn = self.conn.clone();
         let inserted: bool = self
             .insert
             .key(&key)
             .key(self.open_key())
             .key(self.inbox_channel())
+            // Expiries, for the sweep that logs unanswered ones as timed out.
+            .key(self.expiries_key())
+            .key(&index)
             .arg(text)
             .arg(open_entry(record.issued_at_ms, &issued.id))
             .arg(&issued.id)
+            .arg(record.expires_at_ms)
+            .arg(lives)
             .invoke_async(&mut conn)
             .await
             .map_err(backend)?;
         if !inserted {
             return Err(StoreError::Duplicate(issued.id));
         }
-        // Expiries, for the sweep that logs unanswered ones as timed out.
-        let _: i64 = conn
-            .zadd(self.expiries_key(), &issued.id, record.expires_at_ms)
-            .await
-            .map_err(backend)?;
-        // The chat's index of confirmations, for listing the open ones.
-        let index = self.chat_key(&record.principal, &record.chat_id);
-        let _: i64 = conn.sadd(&index, &issued.id).await.map_err(backend)?;
-        // Relative to now: the instances' clocks need not agree.
-        let lives = record
-            .expires_at_ms
-            .saturating_sub(record.issued_at_ms)
-            .saturating_add(LINGER_MS);
-        let lives = i64::try_from(lives).unwrap_or(i64::MAX);
-        let _: bool = conn.pexpire(&key, lives).await.map_err(backend)?;
-        // The index lives as long as its newest confirmation.
-        let _: bool = conn.pexpire(&index, lives).await.map_err(backend)?;
         Ok(())
     }
 

@@ -33,6 +33,9 @@ pub const KEPT_AFTER_END: Duration = Duration::from_secs(300);
 /// How long one `XREAD` blocks before the reader looks whether the stream
 /// is still there.
 const BLOCK: Duration = Duration::from_secs(2);
+/// Empty `XREAD`s in a row after which a reader says the turn is quiet
+/// (and its caller looks whether the instance writing it is alive).
+const QUIET_AFTER: u32 = 2;
 /// Most entries (batches) one `XREAD` takes.
 const READ_COUNT: usize = 16;
 
@@ -85,7 +88,8 @@ end
 return 1
 ";
 
-/// A resume's look at the chat's turn KEYS[1] for this instance ARGV[1]:
+/// A resume's look at the chat's turn KEYS[1] for this instance ARGV[1]
+/// (only if it is the stream ARGV[5], unless that is empty):
 /// `none`; `live` (run here, or by an instance whose heartbeat, a key
 /// ARGV[2] followed by its name, is alive); `taken` with the stream and the
 /// held state (its owner died while it waited for a human: this instance
@@ -94,7 +98,7 @@ return 1
 const TAKE_OVER: &str = r"
 local h = redis.call('HMGET', KEYS[1], 'stream', 'owner', 'waiting', 'held')
 local stream, owner, waiting, held = h[1], h[2], h[3], h[4]
-if not stream then return {'none'} end
+if not stream or (ARGV[5] ~= '' and stream ~= ARGV[5]) then return {'none'} end
 if owner == ARGV[1] or redis.call('EXISTS', ARGV[2] .. (owner or '')) == 1 then
   return {'live'}
 end
@@ -303,11 +307,14 @@ impl TurnLogs {
     /// it is dead (its heartbeat lapsed): a held turn is taken over by
     /// this instance (exactly one instance wins), any other ends with the
     /// chunk `ended` (an `error` chunk's JSON) so that its readers stop.
+    /// With `only` (a reader's [`TurnLogReader::key`]), only if the chat's
+    /// turn is still that one.
     pub async fn take_over(
         &self,
         principal: &str,
         chat_id: &str,
         ended: &[u8],
+        only: Option<&str>,
     ) -> Result<TakeOver, StoreError> {
         let mut conn = self.store.conn();
         let chat = self.chat_key(principal, chat_id);
@@ -318,6 +325,7 @@ impl TurnLogs {
             .arg(self.store.heartbeat_prefix())
             .arg(ended)
             .arg(millis(KEPT_AFTER_END))
+            .arg(only.unwrap_or_default())
             .invoke_async(&mut conn)
             .await
             .map_err(backend)?;
@@ -396,7 +404,7 @@ impl TurnLogs {
 
 /// What a resume found of a turn whose instance died.
 pub enum TakeOver {
-    /// No turn in flight in the chat.
+    /// No turn in flight in the chat (or not the one asked about).
     None,
     /// Its instance is alive (or it is this one).
     Live,
@@ -509,14 +517,21 @@ pub struct TurnLogReader {
 }
 
 impl TurnLogReader {
-    /// `(chunk number, chunk JSON)` until the end marker; it also ends when
-    /// the stream is gone (its instance died and it expired) or when
+    /// The stream it reads (for [`TurnLogs::take_over`]'s `only`).
+    pub fn key(&self) -> &str {
+        &self.stream
+    }
+
+    /// Each chunk until the end marker, and [`Read::Quiet`] whenever
+    /// nothing came for a while (every [`QUIET_AFTER`] × 2 s); it also ends
+    /// when the stream is gone (its instance died and it expired) or when
     /// entries it had not read were trimmed: a gap is never papered over.
-    pub fn chunks(self) -> impl Stream<Item = (usize, Bytes)> + Send + 'static {
+    pub fn reads(self) -> impl Stream<Item = Read> + Send + 'static {
         let Self { mut conn, stream } = self;
         async_stream::stream! {
             let mut last = String::from("0-0");
             let mut next = 0;
+            let mut empty = 0;
             'reading: loop {
                 let read: Result<Option<Reply>, _> = redis::cmd("XREAD")
                     .arg("COUNT")
@@ -534,7 +549,13 @@ impl TurnLogReader {
                         let exists: Result<bool, _> =
                             redis::cmd("EXISTS").arg(&stream).query_async(&mut conn).await;
                         match exists {
-                            Ok(true) => continue,
+                            Ok(true) => {
+                                empty += 1;
+                                if empty % QUIET_AFTER == 0 {
+                                    yield Read::Quiet;
+                                }
+                                continue;
+                            }
                             Ok(false) => break,
                             Err(e) => {
                                 tracing::warn!("reading a turn log: {e}");
@@ -547,11 +568,12 @@ impl TurnLogReader {
                         break;
                     }
                 };
+                empty = 0;
                 for (id, fields) in entries {
                     match read_entry(&id, fields, &mut next) {
                         Entry::Chunks(chunks) => {
-                            for chunk in chunks {
-                                yield chunk;
+                            for (n, json) in chunks {
+                                yield Read::Chunk(n, json);
                             }
                         }
                         Entry::Open => {}
@@ -562,6 +584,15 @@ impl TurnLogReader {
             }
         }
     }
+}
+
+/// What a [`TurnLogReader`] reads.
+#[derive(Debug, PartialEq)]
+pub enum Read {
+    /// A chunk: its number and its JSON.
+    Chunk(usize, Bytes),
+    /// Nothing came for a while: the turn waits, or its instance died.
+    Quiet,
 }
 
 /// An `XREAD` reply: per stream, its entries (id, fields and values).

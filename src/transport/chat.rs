@@ -188,9 +188,14 @@ fn turn(
 }
 
 /// How a held turn taken over from a dead instance goes on here: the agent
-/// continues it, its chunks fitted to the client they were fitted to.
-pub fn continue_held(agent: Arc<Agent>, default_client: ClientVersion) -> Arc<runs::Continue> {
-    Arc::new(move |state: &[u8]| {
+/// continues it, its chunks fitted to the client they were fitted to, and
+/// counted as a turn of the transport that resumed it.
+pub fn continue_held(
+    agent: Arc<Agent>,
+    default_client: ClientVersion,
+    metrics: Metrics,
+) -> Arc<runs::Continue> {
+    Arc::new(move |state: &[u8], transport: Transport| {
         let held: HeldTurn = serde_json::from_slice(state).ok()?;
         let client = held
             .client_version
@@ -203,7 +208,7 @@ pub fn continue_held(agent: Arc<Agent>, default_client: ClientVersion) -> Arc<ru
             .continue_held(held, waiting)
             .flat_map(move |chunk| futures::stream::iter(client.fit(chunk)))
             .boxed();
-        Some((chunks, waits))
+        Some((measured(&metrics, transport, chunks), waits))
     })
 }
 
@@ -217,7 +222,7 @@ pub(super) async fn resume(
 ) -> Result<Response, ApiError> {
     let resumed = state
         .runs
-        .resume(&caller.principal, &chat_id)
+        .resume(&caller.principal, &chat_id, Transport::Sse)
         .await
         .map_err(GateError::from)?;
     match resumed {

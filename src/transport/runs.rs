@@ -26,9 +26,10 @@ use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::metrics::Transport;
 use crate::protocol::UiChunk;
 use crate::store::{
-    Adopted, REFRESH_EVERY, StoreError, TakeOver, TurnLogReader, TurnLogWriter, TurnLogs,
+    Adopted, REFRESH_EVERY, Read, StoreError, TakeOver, TurnLogReader, TurnLogWriter, TurnLogs,
 };
 
 /// Chunks the producer may run ahead of its slowest reader.
@@ -55,10 +56,12 @@ type Key = (String, String);
 pub const OWNER_DIED: &str = "the server running this turn stopped; send your message again";
 
 /// Continues a held turn taken over from a dead instance: its saved state
-/// in; its chunks (fitted to its client) and whether it waits for a human
+/// and the transport of the resume that took it over (for its metrics) in;
+/// its chunks (fitted to its client) and whether it waits for a human
 /// out. `None` when the state does not decode.
-pub type Continue =
-    dyn Fn(&[u8]) -> Option<(BoxStream<'static, UiChunk>, watch::Receiver<bool>)> + Send + Sync;
+pub type Continue = dyn Fn(&[u8], Transport) -> Option<(BoxStream<'static, UiChunk>, watch::Receiver<bool>)>
+    + Send
+    + Sync;
 
 /// The registry: at most one resumable turn per (principal, chat).
 pub struct Runs {
@@ -278,12 +281,15 @@ impl Runs {
 
     /// The turn in flight in `chat_id` for `principal`, read from its
     /// start: this instance's, or else (with a shared store) the one
-    /// another instance runs. `None` when there is none, or when its start
-    /// is gone (it outgrew the replay limit).
+    /// another instance runs, taken over first if that instance died while
+    /// the turn waited for a human. `None` when there is none, or when its
+    /// start is gone (it outgrew the replay limit). `transport` counts a
+    /// turn taken over.
     pub async fn resume(
         self: &Arc<Self>,
         principal: &str,
         chat_id: &str,
+        transport: Transport,
     ) -> Result<Option<Resumed>, StoreError> {
         if let Some(run) = self.get(principal, chat_id) {
             return Ok(run.resume().map(|reader| Resumed {
@@ -294,53 +300,73 @@ impl Runs {
         let Some(logs) = &self.shared else {
             return Ok(None);
         };
-        if let Some(continue_held) = &self.takeover {
-            let ended = ended_chunk();
-            match logs.take_over(principal, chat_id, &ended).await? {
-                TakeOver::None => return Ok(None),
-                TakeOver::Live => {}
-                TakeOver::Ended(reader) => {
-                    return Ok(Some(Resumed {
-                        run: None,
-                        reader: Reader::Shared(reader),
-                    }));
-                }
-                TakeOver::Taken {
-                    held,
-                    chunks,
-                    mut writer,
-                } => {
-                    let Some((turn, waiting)) = continue_held(&held) else {
-                        tracing::warn!("a held turn's saved state does not decode; it ends");
-                        writer.append(&[Bytes::from(ended)], false).await?;
-                        writer.end().await?;
-                        return Ok(None);
-                    };
-                    let owner = Owner {
-                        principal,
-                        chat_id,
-                        capped: true,
-                    };
-                    // An adopted turn skips the limits: this cannot fail.
-                    let Ok((run, subscription)) = self.adopt(owner, turn, waiting, chunks, *writer)
-                    else {
-                        return Ok(None);
-                    };
-                    tracing::info!(chat = %chat_id, "took over a held turn whose instance died");
-                    return Ok(Some(Resumed {
-                        run: Some(run),
-                        reader: Reader::Local(subscription),
-                    }));
-                }
+        let remote = |reader| Resumed {
+            run: None,
+            reader: Reader::Shared(Remote {
+                reader,
+                runs: self.clone(),
+                principal: principal.to_owned(),
+                chat_id: chat_id.to_owned(),
+                transport,
+            }),
+        };
+        match self.take_over(principal, chat_id, None, transport).await? {
+            Found::None => return Ok(None),
+            Found::Live => {}
+            Found::Ended(reader) => return Ok(Some(remote(reader))),
+            Found::Taken(run, subscription) => {
+                return Ok(Some(Resumed {
+                    run: Some(run),
+                    reader: Reader::Local(subscription),
+                }));
             }
         }
-        Ok(logs
-            .resume(principal, chat_id)
-            .await?
-            .map(|reader| Resumed {
-                run: None,
-                reader: Reader::Shared(reader),
-            }))
+        Ok(logs.resume(principal, chat_id).await?.map(remote))
+    }
+
+    /// The chat's turn, if its instance died (only if it is the stream
+    /// `only`, when given): a held turn taken over and run here, any other
+    /// ended with [`OWNER_DIED`] in its stream.
+    async fn take_over(
+        self: &Arc<Self>,
+        principal: &str,
+        chat_id: &str,
+        only: Option<&str>,
+        transport: Transport,
+    ) -> Result<Found, StoreError> {
+        let (Some(logs), Some(continue_held)) = (&self.shared, &self.takeover) else {
+            return Ok(Found::Live);
+        };
+        let ended = ended_chunk();
+        match logs.take_over(principal, chat_id, &ended, only).await? {
+            TakeOver::None => Ok(Found::None),
+            TakeOver::Live => Ok(Found::Live),
+            TakeOver::Ended(reader) => Ok(Found::Ended(reader)),
+            TakeOver::Taken {
+                held,
+                chunks,
+                mut writer,
+            } => {
+                let Some((turn, waiting)) = continue_held(&held, transport) else {
+                    tracing::warn!("a held turn's saved state does not decode; it ends");
+                    writer.append(&[Bytes::from(ended)], false).await?;
+                    writer.end().await?;
+                    return Ok(Found::None);
+                };
+                let owner = Owner {
+                    principal,
+                    chat_id,
+                    capped: true,
+                };
+                // An adopted turn skips the limits: this cannot fail.
+                let Ok((run, subscription)) = self.adopt(owner, turn, waiting, chunks, *writer)
+                else {
+                    return Ok(Found::None);
+                };
+                tracing::info!(chat = %chat_id, "took over a held turn whose instance died");
+                Ok(Found::Taken(run, subscription))
+            }
+        }
     }
 
     fn finished(&self, key: &Key, run: &Arc<Run>) {
@@ -367,12 +393,23 @@ pub struct Resumed {
     pub reader: Reader,
 }
 
+/// What [`Runs::take_over`] found of a chat's turn.
+enum Found {
+    None,
+    /// Its instance is alive (or it is this one), or nobody takes over.
+    Live,
+    /// Its instance died while it did not wait: its stream ends.
+    Ended(TurnLogReader),
+    /// A held turn of a dead instance, run here now, and its reader.
+    Taken(Arc<Run>, Subscription),
+}
+
 /// A reader of a turn, wherever it runs: one interface, two logs.
 pub enum Reader {
     /// This instance's log in memory: it holds the turn back and keeps it.
     Local(Subscription),
     /// The shared store's log of a turn (run here or elsewhere).
-    Shared(TurnLogReader),
+    Shared(Remote),
 }
 
 impl Reader {
@@ -381,6 +418,76 @@ impl Reader {
         match self {
             Reader::Local(reader) => reader.chunks().boxed(),
             Reader::Shared(reader) => reader.chunks().boxed(),
+        }
+    }
+}
+
+/// A reader of the shared log of a turn another instance runs, which
+/// looks, whenever the turn is quiet, whether that instance is alive: a
+/// resume made in the seconds before a dead instance's heartbeat lapsed
+/// would otherwise follow a stream nobody writes until it expires.
+pub struct Remote {
+    reader: TurnLogReader,
+    runs: Arc<Runs>,
+    principal: String,
+    chat_id: String,
+    transport: Transport,
+}
+
+impl Remote {
+    /// `(chunk number, chunk JSON)` until the turn ends. When the turn's
+    /// instance died, a held turn is taken over here (the same single
+    /// winner as a fresh resume) and this reader goes on in its log here
+    /// after the last chunk it read; any other ends with [`OWNER_DIED`],
+    /// written to the stream it reads.
+    fn chunks(self) -> impl Stream<Item = (usize, Bytes)> + Send + 'static {
+        let Self {
+            reader,
+            runs,
+            principal,
+            chat_id,
+            transport,
+        } = self;
+        async_stream::stream! {
+            let key = reader.key().to_owned();
+            let mut next = 0;
+            let mut adopted = None;
+            {
+                let reads = reader.reads();
+                futures::pin_mut!(reads);
+                while let Some(read) = reads.next().await {
+                    match read {
+                        Read::Chunk(n, json) => {
+                            next = n + 1;
+                            yield (n, json);
+                        }
+                        Read::Quiet => {
+                            match runs.take_over(&principal, &chat_id, Some(&key), transport).await {
+                                Ok(Found::Taken(_, subscription)) => {
+                                    adopted = Some(subscription);
+                                    break;
+                                }
+                                // Alive, or ended in this very stream: read on.
+                                Ok(Found::None | Found::Live | Found::Ended(_)) => {}
+                                Err(e) => tracing::warn!("looking at a quiet turn's instance: {e}"),
+                            }
+                        }
+                    }
+                }
+            }
+            let Some(subscription) = adopted else { return };
+            // The adopted log numbers its chunks as the stream did.
+            for await (n, json) in subscription.chunks() {
+                if n < next {
+                    continue;
+                }
+                if n > next {
+                    tracing::warn!("a taken-over turn's log starts past this reader; it stops");
+                    break;
+                }
+                next = n + 1;
+                yield (n, json);
+            }
         }
     }
 }
@@ -917,7 +1024,7 @@ mod suite {
     }
 
     async fn resume(runs: &Arc<Runs>, principal: &str, chat: &str) -> Option<Reader> {
-        runs.resume(principal, chat)
+        runs.resume(principal, chat, Transport::Sse)
             .await
             .unwrap_or_else(|e| panic!("{e}"))
             .map(|resumed| resumed.reader)

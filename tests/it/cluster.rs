@@ -2,7 +2,8 @@
 //! robin, no stickiness): a resume lands on another instance and gets
 //! every chunk once; the instance holding a waiting turn is killed
 //! (`kill -9`) and the turn is approved, taken over and finished through
-//! the balancer, its call run once; 100 racing approvals through the
+//! the balancer, its call run once (also when a resume, over SSE or
+//! `/live`, was already following it or came at once after the kill); 100 racing approvals through the
 //! balancer run one call; a Redis restarted under the instances is a clear
 //! 503, then works again. Compiled with the `cluster` feature; needs
 //! `haproxy` and `redis-server` on the PATH (`scripts/test` installs them).
@@ -12,6 +13,8 @@ use std::process::{Child, Command, Stdio};
 use serde_json::{Value, json};
 
 use crate::common::{self, Binary, Reply, redis_url, wait};
+
+mod soak;
 
 /// A free loopback port (bound, then let go for a child to take).
 fn free_port() -> u16 {
@@ -30,6 +33,48 @@ impl Drop for Owned {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
+}
+
+/// HAProxy in front of the instances at `addrs` (`host:port`), its
+/// config in `dir`: the process and its URL, once it serves.
+async fn balancer(dir: &std::path::Path, addrs: &[String]) -> (Owned, String) {
+    let port = free_port();
+    let servers: String = addrs
+        .iter()
+        .enumerate()
+        .map(|(i, addr)| format!("  server s{i} {addr} check inter 200ms fall 1 rise 1\n"))
+        .collect();
+    // Round robin, no stickiness; SSE streams stay open as long as they
+    // last (`timeout tunnel` does not apply to them: they are HTTP
+    // responses, so `timeout server`/`client` are long).
+    let config = format!(
+        "global\n  maxconn 2048\ndefaults\n  mode http\n  timeout connect 2s\n  \
+         timeout client 5m\n  timeout server 5m\n  timeout tunnel 1h\n  \
+         option redispatch\n  retries 3\n\
+         frontend toolgate\n  bind 127.0.0.1:{port}\n  default_backend instances\n\
+         backend instances\n  balance roundrobin\n  option httpchk\n  \
+         http-check send meth GET uri /livez ver HTTP/1.1 hdr host localhost\n  \
+         http-response set-header x-served-by %[srv_name]\n{servers}"
+    );
+    let path = dir.join("haproxy.cfg");
+    std::fs::write(&path, config).unwrap_or_else(|e| panic!("{e}"));
+    let child = Command::new("haproxy")
+        .arg("-db")
+        .arg("-f")
+        .arg(&path)
+        .stdout(Stdio::null())
+        // It says so when a killed instance goes down.
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("haproxy: {e}"));
+    let url = format!("http://127.0.0.1:{port}");
+    let livez = format!("{url}/livez");
+    wait::until("the balancer to serve", || {
+        let livez = livez.clone();
+        async move { reqwest::get(livez).await.is_ok_and(|r| r.status() == 200) }
+    })
+    .await;
+    (Owned(child), url)
 }
 
 /// Instances of toolgate on one Redis key prefix, and the balancer.
@@ -71,52 +116,15 @@ impl Cluster {
             let instance = cluster.instance(i);
             cluster.instances.push(Some(instance));
         }
-        let port = free_port();
-        let servers: String = cluster
+        let addrs: Vec<String> = cluster
             .instances
             .iter()
             .flatten()
-            .enumerate()
-            .map(|(i, b)| {
-                let addr = b.url.trim_start_matches("http://");
-                format!("  server s{i} {addr} check inter 200ms fall 1 rise 1\n")
-            })
+            .map(|b| b.url.trim_start_matches("http://").to_owned())
             .collect();
-        // Round robin, no stickiness; SSE streams stay open as long as they
-        // last (`timeout tunnel` does not apply to them: they are HTTP
-        // responses, so `timeout server`/`client` are long).
-        let config = format!(
-            "global\n  maxconn 2048\ndefaults\n  mode http\n  timeout connect 2s\n  \
-             timeout client 5m\n  timeout server 5m\n  timeout tunnel 1h\n  \
-             option redispatch\n  retries 3\n\
-             frontend toolgate\n  bind 127.0.0.1:{port}\n  default_backend instances\n\
-             backend instances\n  balance roundrobin\n  option httpchk\n  \
-             http-check send meth GET uri /livez ver HTTP/1.1 hdr host localhost\n  \
-             http-response set-header x-served-by %[srv_name]\n{servers}"
-        );
-        let path = cluster.dir.path().join("haproxy.cfg");
-        std::fs::write(&path, config).unwrap_or_else(|e| panic!("{e}"));
-        let child = Command::new("haproxy")
-            .arg("-db")
-            .arg("-f")
-            .arg(&path)
-            .stdout(Stdio::null())
-            // It says so when a killed instance goes down.
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| panic!("haproxy: {e}"));
-        cluster._haproxy = Owned(child);
-        cluster.url = format!("http://127.0.0.1:{port}");
-        let url = cluster.url.clone();
-        wait::until("the balancer to serve", || {
-            let url = url.clone();
-            async move {
-                reqwest::get(format!("{url}/livez"))
-                    .await
-                    .is_ok_and(|r| r.status() == 200)
-            }
-        })
-        .await;
+        let (haproxy, url) = balancer(cluster.dir.path(), &addrs).await;
+        cluster._haproxy = haproxy;
+        cluster.url = url;
         cluster
     }
 
@@ -356,6 +364,143 @@ async fn the_owner_of_a_held_turn_killed_the_turn_is_taken_over_and_finishes() {
     );
 }
 
+/// A resume already following a held turn on another instance when the
+/// turn's instance is killed (`kill -9`): the question is approved through
+/// the balancer at once, and that same resume, once the dead instance's
+/// heartbeat lapsed, takes the turn over and gets the rest; the call ran
+/// once.
+#[tokio::test]
+async fn a_resume_following_a_held_turn_whose_owner_is_killed_gets_the_rest() {
+    let mut cluster = Cluster::start(&redis_url(), 3).await;
+    let (on_owner, owner, seen) = held_turn(&cluster, "chat-lb-follow").await;
+    drop(on_owner);
+    let id = question(&seen);
+    let mut resumed = None;
+    for _ in 0..6 {
+        let response = cluster.get("/api/chat/chat-lb-follow/stream").await;
+        assert_eq!(response.status(), 200);
+        if Cluster::served_by(&response) != owner {
+            resumed = Some(response);
+            break;
+        }
+    }
+    let resumed = resumed.unwrap_or_else(|| panic!("every resume landed on the owner"));
+    let mut following = Box::pin(resumed.bytes_stream());
+    let mut again = String::new();
+    read_until(&mut following, &mut again, asked).await;
+    cluster.kill(owner);
+    // Before the dead instance's heartbeat lapses.
+    let decided = cluster
+        .post(
+            &format!("/api/confirmations/{id}"),
+            &json!({"approved": true}),
+        )
+        .await;
+    assert_eq!(decided.status(), 200);
+    let decided = body_of(decided).await;
+    let paid = decided["outcome"]["output"]["transactionId"]
+        .as_str()
+        .map(str::to_owned)
+        .unwrap_or_else(|| panic!("not paid: {decided}"));
+    read_until(&mut following, &mut again, |_| false).await;
+    let chunks = chunks_of(&again);
+    let starts = chunks.iter().filter(|c| c["type"] == "start").count();
+    assert_eq!(starts, 1, "one message, followed then continued: {again}");
+    assert_eq!(transactions(&again), [paid], "{again}");
+    assert_eq!(
+        chunks.last().map(|c| c["type"].clone()),
+        Some(json!("finish")),
+        "{again}"
+    );
+    assert!(again.ends_with("data: [DONE]\n\n"), "{again}");
+    assert_eq!(
+        cluster
+            .get("/api/chat/chat-lb-follow/stream")
+            .await
+            .status(),
+        204
+    );
+}
+
+/// A `/live` `resume` frame through the balancer right after the held
+/// turn's instance was killed: the socket's instance takes the turn over
+/// once the heartbeat lapsed, a `confirm` frame on it approves, and the
+/// resume gets the rest, every chunk once.
+#[tokio::test]
+async fn a_live_resume_after_the_owner_is_killed_gets_the_taken_over_turn() {
+    use crate::common::ws;
+    let mut cluster = Cluster::start(&redis_url(), 3).await;
+    let (on_owner, owner, seen) = held_turn(&cluster, "chat-lb-live").await;
+    drop(on_owner);
+    let id = question(&seen);
+    cluster.kill(owner);
+    let mut socket = ws::connect_to(&cluster.url).await;
+    ws::send(
+        &mut socket,
+        json!({"type": "resume", "requestId": "r1", "id": "chat-lb-live", "headers": {}}),
+    )
+    .await;
+    let mut frames = Vec::new();
+    loop {
+        let frame = next_frame(&mut socket).await;
+        let found = frame["chunk"].to_string().contains("originalFunctionCall");
+        assert_ne!(frame["type"], "no-active", "{frame}");
+        frames.push(frame);
+        if found {
+            break;
+        }
+    }
+    ws::send(
+        &mut socket,
+        json!({"type": "confirm", "confirmationId": id, "confirmed": true}),
+    )
+    .await;
+    loop {
+        let frame = next_frame(&mut socket).await;
+        let done =
+            frame["requestId"] == "r1" && matches!(frame["type"].as_str(), Some("end" | "error"));
+        frames.push(frame);
+        if done {
+            break;
+        }
+    }
+    ws::check_sequence(&frames, "r1");
+    let chunks: Vec<Value> = frames
+        .iter()
+        .filter(|f| f["type"] == "chunk" && f["requestId"] == "r1")
+        .map(|f| f["chunk"].clone())
+        .collect();
+    let lines = ws::lines(&frames);
+    assert_eq!(
+        chunks.iter().filter(|c| c["type"] == "start").count(),
+        1,
+        "{lines}"
+    );
+    let paid: Vec<&Value> = chunks
+        .iter()
+        .filter(|c| c["type"] == "tool-output-available" && c["output"]["status"] == "completed")
+        .collect();
+    assert_eq!(paid.len(), 1, "{lines}");
+    assert_eq!(
+        frames.last().map(|f| f["type"].clone()),
+        Some(json!("end")),
+        "{lines}"
+    );
+    assert_eq!(
+        chunks.last().map(|c| c["type"].clone()),
+        Some(json!("finish")),
+        "{lines}"
+    );
+}
+
+/// The next frame, waiting as long as a takeover may take (the dead
+/// instance's heartbeat lapsing).
+async fn next_frame(socket: &mut crate::common::ws::Socket) -> Value {
+    crate::common::ws::next_within(socket, wait::PATIENCE)
+        .await
+        .unwrap_or_else(|| panic!("no frame"))
+}
+
 /// `kill -9` of the instance streaming a model's answer: a resume through
 /// the balancer replays what it said and ends honestly, with an error
 /// that says so; the model step is not run again.
@@ -395,6 +540,48 @@ async fn the_owner_of_a_streaming_turn_killed_a_resume_ends_with_an_honest_error
         cluster.get("/api/chat/chat-lb-cut/stream").await.status(),
         204
     );
+}
+
+/// A resume following a streaming turn on the other instance when the
+/// turn's instance is killed: once its heartbeat lapsed, that resume ends
+/// with the honest error instead of waiting for a stream nobody writes.
+#[tokio::test]
+async fn a_resume_following_a_streaming_turn_whose_owner_is_killed_ends_honestly() {
+    let mut cluster = Cluster::start_with(&redis_url(), 2, "model:\n  deltaDelayMs: 20\n").await;
+    let response = cluster
+        .post(
+            "/stream",
+            &common::user_says("chat-lb-cut2", "count to 5000"),
+        )
+        .await;
+    let owner = Cluster::served_by(&response);
+    // The owner's own reader stays: it keeps the turn going.
+    let mut on_owner = Box::pin(response.bytes_stream());
+    let mut seen = String::new();
+    read_until(&mut on_owner, &mut seen, |s| s.contains("text-delta")).await;
+    let mut resumed = None;
+    for _ in 0..4 {
+        let response = cluster.get("/api/chat/chat-lb-cut2/stream").await;
+        assert_eq!(response.status(), 200);
+        if Cluster::served_by(&response) != owner {
+            resumed = Some(response);
+            break;
+        }
+    }
+    let resumed = resumed.unwrap_or_else(|| panic!("every resume landed on the owner"));
+    let mut following = Box::pin(resumed.bytes_stream());
+    let mut again = String::new();
+    read_until(&mut following, &mut again, |s| s.contains("text-delta")).await;
+    cluster.kill(owner);
+    drop(on_owner);
+    read_until(&mut following, &mut again, |_| false).await;
+    let chunks = chunks_of(&again);
+    assert_eq!(
+        chunks.last(),
+        Some(&json!({"type": "error", "errorText": toolgate::transport::runs::OWNER_DIED})),
+        "{again}"
+    );
+    assert!(again.ends_with("data: [DONE]\n\n"), "{again}");
 }
 
 /// 100 approvals of one question at once through the balancer: one call.

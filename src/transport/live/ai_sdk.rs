@@ -195,7 +195,7 @@ async fn frame(
             let principal = socket.principal(&headers).map_err(fail)?;
             let resumed = state
                 .runs
-                .resume(&principal, &chat_id)
+                .resume(&principal, &chat_id, Transport::Live)
                 .await
                 .map_err(|e| fail(GateError::from(e).into()))?;
             match resumed {

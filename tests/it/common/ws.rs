@@ -13,7 +13,12 @@ pub type Socket =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
 pub async fn connect(server: &Server) -> Socket {
-    let url = format!("{}/live", server.url.replacen("http", "ws", 1));
+    connect_to(&server.url).await
+}
+
+/// A socket to `/live` of the server (or balancer) at `base` (`http://…`).
+pub async fn connect_to(base: &str) -> Socket {
+    let url = format!("{}/live", base.replacen("http", "ws", 1));
     let (socket, _) = tokio_tungstenite::connect_async(url)
         .await
         .unwrap_or_else(|e| panic!("{e}"));
