@@ -21,7 +21,8 @@
 //!
 //! `TOOLGATE_SOAK_SECS` (300), `TOOLGATE_SOAK_CONCURRENCY` (64),
 //! `TOOLGATE_SOAK_KILL_EVERY_SECS` (30) and `TOOLGATE_SOAK_SETTLE_SECS` (0:
-//! how long to wait after the run for keys to expire) change it.
+//! how long to wait after the run for keys to expire; a question's record
+//! lives its expiry and an hour more, so at least 3,800) change it.
 
 use std::collections::HashMap;
 use std::process::{Command, Stdio};
