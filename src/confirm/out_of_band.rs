@@ -15,6 +15,10 @@ use super::{
 use crate::call::ToolCall;
 use crate::store::{AuditDecision, Claim, Issued, Outcome, Status, StoreError};
 
+/// How often a held turn looks whether its question was claimed by a
+/// decision that will never say its outcome.
+const LOOK_EVERY: Duration = Duration::from_secs(5);
+
 impl Gate {
     /// Decides a confirmation through the API rather than the chat: the
     /// caller is authenticated as `principal`, so no signature or history
@@ -309,13 +313,30 @@ impl Gate {
         };
         let window =
             Duration::from_millis(issued.expires_at_ms.saturating_sub(self.clock.now_ms()));
+        let closes = tokio::time::Instant::now() + window;
         // Waiting is only reading: dropping it leaves nothing half done.
-        let waited = tokio::select! {
-            waited = self.store.wait_outcome(id, window) => waited?,
-            () = self.releasing.cancelled() => return Ok(None),
-        };
-        if let Some(outcome) = waited {
-            return Ok(Some((as_ran(issued.call, &outcome), outcome)));
+        loop {
+            let left = closes.saturating_duration_since(tokio::time::Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            let waited = tokio::select! {
+                waited = self.store.wait_outcome(id, left.min(LOOK_EVERY)) => waited?,
+                () = self.releasing.cancelled() => return Ok(None),
+            };
+            if let Some(outcome) = waited {
+                return Ok(Some((as_ran(issued.call, &outcome), outcome)));
+            }
+            // A decision whose instance died after it won the claim never
+            // says its outcome: judged like any claim in flight, or the
+            // turn would wait for the question's whole life.
+            if let Some(Status::Claimed { .. }) = self.store.status(id).await? {
+                let outcome = tokio::select! {
+                    outcome = self.in_flight(id) => outcome?,
+                    () = self.releasing.cancelled() => return Ok(None),
+                };
+                return Ok(Some((as_ran(issued.call, &outcome), outcome)));
+            }
         }
         let (gate, scope) = (self.clone(), scope.clone());
         let call = issued.call.clone();
@@ -323,6 +344,30 @@ impl Gate {
             .to_the_end(async move { gate.time_out(&scope, issued).await })
             .await?;
         Ok(Some((as_ran(call, &outcome), outcome)))
+    }
+
+    /// The outcome of question `id`, claimed by a decision: recorded, or
+    /// waited for while its instance lives and its call may still run,
+    /// else unknown. A claim is never undone, so claiming a claimed
+    /// question only reads its claim.
+    async fn in_flight(&self, id: &str) -> Result<Outcome, GateError> {
+        let unknown = || Outcome::Error {
+            message: OUTCOME_UNKNOWN.into(),
+            ran_with: None,
+        };
+        Ok(match self.claim(id, self.clock.now_ms()).await? {
+            Claim::Done(outcome) => outcome,
+            Claim::InFlight { since_ms, orphaned } => self
+                .claimed_outcome(id, since_ms, orphaned)
+                .await?
+                .unwrap_or_else(unknown),
+            // Not claimed after all: nothing ran, and nothing will.
+            Claim::Won => {
+                let outcome = unknown();
+                self.store.finish(id, outcome.clone()).await?;
+                outcome
+            }
+        })
     }
 
     /// A question nobody decided in its window: ended as expired, unless a

@@ -30,6 +30,11 @@ pub const TURN_TTL: Duration = Duration::from_secs(120);
 pub const REFRESH_EVERY: Duration = Duration::from_secs(20);
 /// How long an ended turn's stream stays, for readers still replaying it.
 pub const KEPT_AFTER_END: Duration = Duration::from_secs(300);
+/// How long the chat still names its ended turn, so that a resume replays
+/// it to its end: a client cut as the instance died may have missed the
+/// end that was already written. Short, so that a reload does not replay
+/// a message the client already shows.
+pub const REPLAYED_AFTER_END: Duration = Duration::from_secs(15);
 /// How long one `XREAD` blocks before the reader looks whether the stream
 /// is still there.
 const BLOCK: Duration = Duration::from_secs(2);
@@ -91,15 +96,16 @@ return 1
 /// A resume's look at the chat's turn KEYS[1] for this instance ARGV[1]
 /// (only if it is the stream ARGV[5], unless that is empty):
 /// `none`; `live` (run here, or by an instance whose heartbeat, a key
-/// ARGV[2] followed by its name, is alive); `taken` with the stream and the
+/// ARGV[2] followed by its name, is alive, or ended: read it as it is);
+/// `taken` with the stream and the
 /// held state (its owner died while it waited for a human: this instance
 /// owns it now, exactly one wins); or `ended` with the stream (its owner
 /// died otherwise: the stream ends with the chunk ARGV[3], kept ARGV[4] ms).
 const TAKE_OVER: &str = r"
-local h = redis.call('HMGET', KEYS[1], 'stream', 'owner', 'waiting', 'held')
-local stream, owner, waiting, held = h[1], h[2], h[3], h[4]
+local h = redis.call('HMGET', KEYS[1], 'stream', 'owner', 'waiting', 'held', 'ended')
+local stream, owner, waiting, held, ended = h[1], h[2], h[3], h[4], h[5]
 if not stream or (ARGV[5] ~= '' and stream ~= ARGV[5]) then return {'none'} end
-if owner == ARGV[1] or redis.call('EXISTS', ARGV[2] .. (owner or '')) == 1 then
+if ended == '1' or owner == ARGV[1] or redis.call('EXISTS', ARGV[2] .. (owner or '')) == 1 then
   return {'live'}
 end
 if redis.call('EXISTS', stream) == 0 then
@@ -126,11 +132,16 @@ return {'ended', stream}
 ";
 
 /// Ends the stream KEYS[1] with an `end` entry (id ARGV[1]), keeps it
-/// ARGV[2] ms, and forgets the chat's hash KEYS[2] if it still names it.
+/// ARGV[2] ms, and, if the chat's hash KEYS[2] still names it, marks it
+/// ended there (nothing to take over or wait for) for ARGV[3] ms more.
 const END: &str = r"
 redis.call('XADD', KEYS[1], ARGV[1], 'end', '')
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
-if redis.call('HGET', KEYS[2], 'stream') == KEYS[1] then redis.call('DEL', KEYS[2]) end
+if redis.call('HGET', KEYS[2], 'stream') == KEYS[1] then
+  redis.call('HDEL', KEYS[2], 'held')
+  redis.call('HSET', KEYS[2], 'ended', 1, 'waiting', 0)
+  redis.call('PEXPIRE', KEYS[2], ARGV[3])
+end
 return 1
 ";
 
@@ -487,7 +498,8 @@ impl TurnLogWriter {
         self.append(&[], waiting).await
     }
 
-    /// Marks the end, so readers stop; the chat no longer names the turn.
+    /// Marks the end, so readers stop; the chat names the ended turn for
+    /// [`REPLAYED_AFTER_END`] more, then no longer.
     pub async fn end(self) -> Result<(), StoreError> {
         let mut conn = self.logs.store.conn();
         let _: i64 = self
@@ -497,6 +509,7 @@ impl TurnLogWriter {
             .key(&self.chat)
             .arg(entry_id(self.next))
             .arg(millis(KEPT_AFTER_END))
+            .arg(millis(REPLAYED_AFTER_END))
             .invoke_async(&mut conn)
             .await
             .map_err(backend)?;
@@ -740,7 +753,11 @@ mod tests {
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!((owner.as_str(), waiting.as_str()), ("a", "1"));
         writer.end().await.unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(ttl(chat).await, -2, "the chat still names an ended turn");
+        let named = ttl(chat).await;
+        assert!(
+            (1..=i64::try_from(millis(REPLAYED_AFTER_END)).unwrap_or(0)).contains(&named),
+            "the chat names its ended turn for {named} ms"
+        );
         let kept = ttl(stream).await;
         assert!(
             kept > i64::try_from(millis(TURN_TTL)).unwrap_or(0),

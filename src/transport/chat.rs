@@ -86,7 +86,7 @@ pub(super) async fn start(
             chunk
         })
         .boxed();
-    state.runs.start(owner, chunks, waits).map_err(busy)
+    state.runs.start(owner, chunks, waits).await.map_err(busy)
 }
 
 /// A refusal by a limit, counted.

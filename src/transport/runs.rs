@@ -180,14 +180,31 @@ impl Runs {
     }
 
     /// Starts `chunks` as the turn of the owner's chat, and subscribes to
-    /// it. `waiting` says when the turn waits for a human.
-    pub fn start(
+    /// it. `waiting` says when the turn waits for a human. With a shared
+    /// store the turn's log there is open first: a client answered finds
+    /// its turn from any instance, even if this one dies at once.
+    pub async fn start(
         self: &Arc<Self>,
         owner: Owner<'_>,
         chunks: BoxStream<'static, UiChunk>,
         waiting: watch::Receiver<bool>,
     ) -> Result<(Arc<Run>, Subscription), RunError> {
-        self.launch(owner, chunks, waiting, None)
+        let writer = match &self.shared {
+            Some(logs) => match logs
+                .open(owner.principal, owner.chat_id, MAX_LOG_BYTES)
+                .await
+            {
+                Ok(writer) => Some(writer),
+                Err(e) => {
+                    tracing::warn!(
+                        "opening a shared turn log (other instances cannot resume this turn): {e}"
+                    );
+                    None
+                }
+            },
+            None => None,
+        };
+        self.launch(owner, chunks, waiting, Opening::New(writer))
     }
 
     /// Runs a held turn taken over from a dead instance, its log begun with
@@ -202,7 +219,7 @@ impl Runs {
         writer: TurnLogWriter,
     ) -> Result<(Arc<Run>, Subscription), RunError> {
         let writer = writer.with_max_bytes(MAX_LOG_BYTES);
-        self.launch(owner, chunks, waiting, Some((adopted, writer)))
+        self.launch(owner, chunks, waiting, Opening::Adopted(adopted, writer))
     }
 
     fn launch(
@@ -210,29 +227,45 @@ impl Runs {
         owner: Owner<'_>,
         chunks: BoxStream<'static, UiChunk>,
         waiting: watch::Receiver<bool>,
-        adopted: Option<(Adopted, TurnLogWriter)>,
+        opening: Opening,
     ) -> Result<(Arc<Run>, Subscription), RunError> {
         let key = (owner.principal.to_owned(), owner.chat_id.to_owned());
         let run = Arc::new(Run::new());
-        let writer = adopted.map(|(adopted, writer)| {
-            let mut log = run.lock();
-            log.first = adopted.first;
-            log.bytes = adopted.chunks.iter().map(Bytes::len).sum();
-            log.entries = adopted.chunks.into();
-            writer
-        });
+        let (admitted, writer) = match opening {
+            Opening::New(writer) => (false, writer),
+            Opening::Adopted(adopted, writer) => {
+                let mut log = run.lock();
+                log.first = adopted.first;
+                log.bytes = adopted.chunks.iter().map(Bytes::len).sum();
+                log.entries = adopted.chunks.into();
+                (true, Some(writer))
+            }
+        };
+        // A turn refused here ends the shared log it opened, so that no
+        // resume follows a stream nobody writes.
+        let refuse = |e: RunError, writer: Option<TurnLogWriter>| {
+            if let Some(writer) = writer {
+                self.tasks.spawn(async move {
+                    if let Err(e) = writer.end().await {
+                        tracing::warn!("ending a refused turn's shared log: {e}");
+                    }
+                });
+            }
+            Err(e)
+        };
         // Read before it is registered: a newer turn of the chat must never
         // see it unread, and stop it, before its own request reads it.
         let subscription = run.subscribe();
         {
             let mut registry = self.lock();
-            let admitted = writer.is_some();
             if !admitted && registry.running >= self.limits.total {
-                return Err(RunError::Total(self.limits.total));
+                drop(registry);
+                return refuse(RunError::Total(self.limits.total), writer);
             }
             let mine = registry.counts.get(owner.principal).copied().unwrap_or(0);
             if !admitted && owner.capped && mine >= self.limits.per_principal {
-                return Err(RunError::PerPrincipal(self.limits.per_principal));
+                drop(registry);
+                return refuse(RunError::PerPrincipal(self.limits.per_principal), writer);
             }
             registry.running += 1;
             *registry.counts.entry(key.0.clone()).or_default() += 1;
@@ -245,23 +278,18 @@ impl Runs {
             }
         }
         // Made before the task is, so that an abort before its first poll
-        // still marks the turn done and frees its place.
+        // still marks the turn done, frees its place and ends its shared log.
         let finished = Finished {
             run: run.clone(),
             runs: self.clone(),
             key,
-            shared: None,
+            shared: writer,
         };
         let (stopping, limits) = (self.stopping.clone(), self.limits);
-        // An adopted turn goes on writing its log; a new one opens its own.
-        let logs = match writer {
-            Some(writer) => Opening::Adopted(writer),
-            None => Opening::New(self.shared.clone()),
-        };
         let task = self.tasks.spawn(async move {
             // Dropping `produce` drops `Finished`: the turn is marked done.
             tokio::select! {
-                () = produce(finished, chunks, waiting, limits, logs) => {}
+                () = produce(finished, chunks, waiting, limits) => {}
                 () = stopping.cancelled() => {}
             }
         });
@@ -685,12 +713,12 @@ async fn refresh_due(ticks: &mut Option<tokio::time::Interval>) {
     }
 }
 
-/// Where a turn's shared log comes from.
+/// A turn's log as it starts.
 enum Opening {
-    /// A new turn opens one, if there is a shared store.
-    New(Option<TurnLogs>),
-    /// A turn taken over goes on with the log it had.
-    Adopted(TurnLogWriter),
+    /// A new turn: empty, and its shared log, if there is one.
+    New(Option<TurnLogWriter>),
+    /// A turn taken over: the chunks it had, and the shared log it goes on in.
+    Adopted(Adopted, TurnLogWriter),
 }
 
 /// The JSON of the `error` chunk that ends a turn whose instance died.
@@ -706,23 +734,9 @@ async fn produce(
     chunks: BoxStream<'static, UiChunk>,
     mut waiting: watch::Receiver<bool>,
     limits: Limits,
-    logs: Opening,
 ) {
     let run = finished.run.clone();
     let mut finished = finished;
-    match logs {
-        Opening::New(Some(logs)) => {
-            let (principal, chat_id) = &finished.key;
-            match logs.open(principal, chat_id, MAX_LOG_BYTES).await {
-                Ok(writer) => finished.shared = Some(writer),
-                Err(e) => tracing::warn!(
-                    "opening a shared turn log (other instances cannot resume this turn): {e}"
-                ),
-            }
-        }
-        Opening::New(None) => {}
-        Opening::Adopted(writer) => finished.shared = Some(writer),
-    }
     let asking = waiting.clone();
     // The shared log says at once when the turn starts or stops waiting:
     // another instance takes over only a turn marked waiting.
@@ -898,7 +912,7 @@ mod tests {
     async fn a_resume_replays_from_the_start() {
         let runs = runs(4, 16);
         let turn = chunks(3).chain(futures::stream::pending()).boxed();
-        let Ok((run, first)) = runs.start(owner("p", "c"), turn, waiting()) else {
+        let Ok((run, first)) = runs.start(owner("p", "c"), turn, waiting()).await else {
             panic!("not started")
         };
         let mut first = Box::pin(first.chunks());
@@ -923,7 +937,7 @@ mod tests {
     async fn a_turn_everyone_left_stops_unless_it_waits_for_a_human() {
         let runs = runs(4, 16);
         let turn = || chunks(1).chain(futures::stream::pending()).boxed();
-        let Ok((run, reader)) = runs.start(owner("p", "c"), turn(), waiting()) else {
+        let Ok((run, reader)) = runs.start(owner("p", "c"), turn(), waiting()).await else {
             panic!("not started")
         };
         drop(reader);
@@ -937,7 +951,7 @@ mod tests {
             .unwrap_or_else(|_| panic!("the turn kept going"));
 
         let (asking, waits) = watch::channel(true);
-        let Ok((held, reader)) = runs.start(owner("p", "d"), turn(), waits) else {
+        let Ok((held, reader)) = runs.start(owner("p", "d"), turn(), waits).await else {
             panic!("not started")
         };
         drop(reader);
@@ -953,14 +967,14 @@ mod tests {
     async fn limits_per_user_and_in_all() {
         let runs = runs(1, 2);
         let hold = || futures::stream::pending().boxed();
-        let _a = runs.start(owner("p", "c1"), hold(), waiting());
+        let _a = runs.start(owner("p", "c1"), hold(), waiting()).await;
         assert!(matches!(
-            runs.start(owner("p", "c2"), hold(), waiting()),
+            runs.start(owner("p", "c2"), hold(), waiting()).await,
             Err(RunError::PerPrincipal(1))
         ));
-        let _b = runs.start(owner("q", "c1"), hold(), waiting());
+        let _b = runs.start(owner("q", "c1"), hold(), waiting()).await;
         assert!(matches!(
-            runs.start(owner("r", "c1"), hold(), waiting()),
+            runs.start(owner("r", "c1"), hold(), waiting()).await,
             Err(RunError::Total(2))
         ));
     }
@@ -986,7 +1000,7 @@ mod suite {
     }
 
     /// A turn whose chunks the test sends, and its first reader.
-    fn turn(
+    async fn turn(
         runs: &Arc<Runs>,
         principal: &'static str,
         chat: &'static str,
@@ -997,7 +1011,7 @@ mod suite {
             chat_id: chat,
             capped: true,
         };
-        let Ok((_, reader)) = runs.start(owner, rx.boxed(), watch::channel(false).1) else {
+        let Ok((_, reader)) = runs.start(owner, rx.boxed(), watch::channel(false).1).await else {
             panic!("not started")
         };
         (tx, reader.chunks().boxed())
@@ -1031,9 +1045,16 @@ mod suite {
     }
 
     /// Replays from the start, follows live, ends with the turn, and only
-    /// for its own principal and chat.
-    pub(super) async fn replays_follows_and_ends(here: Arc<Runs>, there: Arc<Runs>) {
-        let (mut tx, mut first) = turn(&here, "p", "c");
+    /// for its own principal and chat. An ended turn is no longer found;
+    /// with `replays_ended` (the shared log) only after it was replayed
+    /// once more to its end: a client cut as its instance died may not
+    /// have read the end already written.
+    pub(super) async fn replays_follows_and_ends(
+        here: Arc<Runs>,
+        there: Arc<Runs>,
+        replays_ended: bool,
+    ) {
+        let (mut tx, mut first) = turn(&here, "p", "c").await;
         let mut sent = Vec::new();
         for n in 0..3 {
             send(&mut tx, said(&format!("chunk {n}"))).await;
@@ -1060,6 +1081,15 @@ mod suite {
         assert_eq!(next(&mut again, "the end").await, None);
         let rest: Vec<usize> = first.map(|(i, _)| i).collect().await;
         assert_eq!(rest, [3, 4]);
+        if replays_ended {
+            // Its end is written by now: the reader above saw it.
+            let Some(ended) = resume(&there, "p", "c").await else {
+                panic!("an ended turn is not replayed")
+            };
+            let all: Vec<usize> = ended.chunks().map(|(i, _)| i).collect().await;
+            assert_eq!(all, [0, 1, 2, 3, 4], "the ended turn's replay");
+            return;
+        }
         for _ in 0..1000 {
             if resume(&there, "p", "c").await.is_none() {
                 return;
@@ -1069,9 +1099,26 @@ mod suite {
         panic!("an ended turn is still resumable");
     }
 
+    /// A turn is resumable from the moment it started, before it said
+    /// anything: its client may have its answer by then, and lose it.
+    pub(super) async fn resumable_once_started(here: Arc<Runs>, there: Arc<Runs>) {
+        let (mut tx, _first) = turn(&here, "p", "quiet").await;
+        let Some(again) = resume(&there, "p", "quiet").await else {
+            panic!("a started turn is not resumable")
+        };
+        let mut again = again.chunks();
+        send(&mut tx, said("hello")).await;
+        assert_eq!(
+            next(&mut again, "the first chunk").await.map(|(i, _)| i),
+            Some(0)
+        );
+        drop(tx);
+        assert_eq!(next(&mut again, "the end").await, None);
+    }
+
     /// A turn over the replay limit cannot be resumed from its start.
     pub(super) async fn forgets_the_start_past_the_cap(here: Arc<Runs>, there: Arc<Runs>) {
-        let (mut tx, mut first) = turn(&here, "p", "big");
+        let (mut tx, mut first) = turn(&here, "p", "big").await;
         let big = "x".repeat(1 << 20);
         let n = MAX_LOG_BYTES / big.len() + 2;
         for _ in 0..n {
@@ -1092,7 +1139,9 @@ mod suite {
     async fn memory() {
         let runs = || Arc::new(Runs::new(limits()));
         let here = runs();
-        replays_follows_and_ends(here.clone(), here).await;
+        replays_follows_and_ends(here.clone(), here, false).await;
+        let here = runs();
+        resumable_once_started(here.clone(), here).await;
         let here = runs();
         forgets_the_start_past_the_cap(here.clone(), here).await;
     }
@@ -1109,7 +1158,8 @@ mod suite {
             .unwrap_or_else(|e| panic!("{e}"));
         let instance =
             |name: &str| Arc::new(Runs::new(limits()).with_turn_logs(store.turn_logs(name)));
-        replays_follows_and_ends(instance("a"), instance("b")).await;
+        replays_follows_and_ends(instance("a"), instance("b"), true).await;
+        resumable_once_started(instance("a"), instance("b")).await;
         forgets_the_start_past_the_cap(instance("a"), instance("b")).await;
     }
 }

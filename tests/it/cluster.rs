@@ -357,11 +357,12 @@ async fn the_owner_of_a_held_turn_killed_the_turn_is_taken_over_and_finishes() {
         chunks.iter().any(|c| c["type"] == "text-delta"),
         "the model's follow-up: {again}"
     );
-    // Over: nothing left to resume.
-    assert_eq!(
-        cluster.get("/api/chat/chat-lb-kill/stream").await.status(),
-        204
-    );
+    // Over: a resume replays the ended turn to its end, for a client that
+    // was cut before it read it.
+    let replay = cluster.get("/api/chat/chat-lb-kill/stream").await;
+    assert_eq!(replay.status(), 200);
+    let replay = replay.text().await.unwrap_or_default();
+    assert_eq!(chunks_of(&replay), chunks, "{replay}");
 }
 
 /// A resume already following a held turn on another instance when the
@@ -413,13 +414,10 @@ async fn a_resume_following_a_held_turn_whose_owner_is_killed_gets_the_rest() {
         "{again}"
     );
     assert!(again.ends_with("data: [DONE]\n\n"), "{again}");
-    assert_eq!(
-        cluster
-            .get("/api/chat/chat-lb-follow/stream")
-            .await
-            .status(),
-        204
-    );
+    let replay = cluster.get("/api/chat/chat-lb-follow/stream").await;
+    assert_eq!(replay.status(), 200);
+    let replay = replay.text().await.unwrap_or_default();
+    assert_eq!(chunks_of(&replay), chunks, "{replay}");
 }
 
 /// A `/live` `resume` frame through the balancer right after the held

@@ -168,4 +168,57 @@ mod redis {
         assert_eq!(decided.status, 409, "{}", decided.body);
         assert_eq!(server.payments(), 0, "never run by this instance");
     }
+
+    /// A held turn whose question a dead instance claimed (it approved it,
+    /// then died before the outcome) ends with the outcome unknown, not
+    /// after the question's whole life.
+    #[tokio::test]
+    async fn a_held_turn_whose_question_a_dead_instance_claimed_ends() {
+        use common::body::{read_to, read_to_end};
+        let url = common::redis_url();
+        let prefix = format!("test-{}:", uuid::Uuid::new_v4().simple());
+        let store = Store::redis(&url, &prefix)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let mut config = Config::from_yaml("toolConfirmation:\n  flow: hold\n  expirySecs: 3600\n")
+            .unwrap_or_else(|e| panic!("{e}"));
+        config.tools.timeout_ms = u64::try_from(TOOL_TIMEOUT.as_millis()).unwrap_or(u64::MAX);
+        let server = Server::with(config, |app| {
+            app.with_store(store.clone()).with_instance("instance-live")
+        })
+        .await;
+        let mut body = Box::pin(
+            server
+                .open(&user_says("chat-held-dead", "Send 50 USD to Hanako"))
+                .await,
+        );
+        let mut seen = String::new();
+        read_to(
+            &mut body,
+            &mut seen,
+            r#""toolName":"adk_request_confirmation","input""#,
+        )
+        .await;
+        let id = seen
+            .lines()
+            .filter_map(|line| line.strip_prefix("data: "))
+            .filter_map(|data| serde_json::from_str::<Value>(data).ok())
+            .find(|c| {
+                c["type"] == "tool-input-available" && c["toolName"] == "adk_request_confirmation"
+            })
+            .and_then(|c| c["toolCallId"].as_str().map(str::to_owned))
+            .unwrap_or_else(|| panic!("no question: {seen}"));
+        assert_eq!(
+            store
+                .claim(&id, server.clock.now_ms(), "instance-dead")
+                .await
+                .ok(),
+            Some(Claim::Won)
+        );
+        let started = Instant::now();
+        read_to_end(&mut body, &mut seen).await;
+        assert!(started.elapsed() < TOOL_TIMEOUT, "{:?}", started.elapsed());
+        assert!(seen.contains(OUTCOME_UNKNOWN), "{seen}");
+        assert_eq!(server.payments(), 0);
+    }
 }

@@ -178,9 +178,15 @@ async fn a_turn_on_one_instance_is_resumed_on_another() {
     assert_eq!(live, chunks, "/live resume on B");
     assert_eq!(frames.last().map(|f| f["type"].clone()), Some(json!("end")));
 
-    // Over: nothing to resume anywhere, and never another user's turn.
-    assert_eq!(b.get("/api/chat/chat-slow/stream").await.status, 204);
-    assert_eq!(a.get("/api/chat/chat-slow/stream").await.status, 204);
+    // Over: for a few seconds a resume on either instance replays the
+    // ended turn to its end (a client cut as its instance died may not
+    // have read it), then nothing is left to resume.
+    for instance in [&a, &b] {
+        let replay = instance.get("/api/chat/chat-slow/stream").await;
+        assert_eq!(replay.status, 200);
+        assert_eq!(chunks_of(&replay.body), chunks, "the ended turn's replay");
+        assert!(replay.body.ends_with("data: [DONE]\n\n"), "{}", replay.body);
+    }
 }
 
 /// Another principal resumes nothing of a turn in flight on another instance.

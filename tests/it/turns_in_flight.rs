@@ -167,7 +167,7 @@ async fn runs_abort_before_first_poll_marks_done() {
     };
     let waiting = || tokio::sync::watch::channel(false).1;
     let turn = futures::stream::pending().boxed();
-    let Ok((run, reader)) = runs.start(owner("c"), turn, waiting()) else {
+    let Ok((run, reader)) = runs.start(owner("c"), turn, waiting()).await else {
         panic!("not started")
     };
     run.abort(); // before the spawned task ever ran
@@ -183,6 +183,7 @@ async fn runs_abort_before_first_poll_marks_done() {
             futures::stream::pending().boxed(),
             waiting()
         )
+        .await
         .is_ok(),
         "the aborted run holds the user's only slot for good"
     );

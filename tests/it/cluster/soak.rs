@@ -7,6 +7,10 @@
 //! ended with the honest error (none hung, none lost), that every approved
 //! payment ran exactly once (the HTTP tool's endpoint counts them), and
 //! that every key under the soak's prefix expires (Redis stays bounded).
+//! A run explains itself: it prints each kill and restart, and for each
+//! turn that hung, was lost or ended unexpectedly, what it saw (each
+//! request, the instance that served it (`x-served-by`) and its status,
+//! each stream's chunk types), at seconds since the start.
 //!
 //! Not in `./scripts/test` (it runs minutes):
 //!
@@ -17,7 +21,8 @@
 //!
 //! `TOOLGATE_SOAK_SECS` (300), `TOOLGATE_SOAK_CONCURRENCY` (64),
 //! `TOOLGATE_SOAK_KILL_EVERY_SECS` (30) and `TOOLGATE_SOAK_SETTLE_SECS` (0:
-//! how long to wait after the run for keys to expire) change it.
+//! how long to wait after the run for keys to expire; a question's record
+//! lives its expiry and an hour more, so at least 3,800) change it.
 
 use std::collections::HashMap;
 use std::process::{Command, Stdio};
@@ -177,6 +182,65 @@ fn ended(seen: &str) -> End {
 
 type Body = std::pin::Pin<Box<dyn futures::Stream<Item = reqwest::Result<bytes::Bytes>> + Send>>;
 
+/// What one turn saw, for a turn that hung or was lost: each request with
+/// the instance that served it (`x-served-by`) and its status, and the
+/// chunk types each stream brought, at seconds since the soak started.
+struct Trace {
+    started: Instant,
+    events: Vec<String>,
+}
+
+impl Trace {
+    fn new(started: Instant) -> Self {
+        Self {
+            started,
+            events: Vec::new(),
+        }
+    }
+
+    fn note(&mut self, what: String) {
+        let at = self.started.elapsed().as_secs_f64();
+        self.events.push(format!("{at:.1}s {what}"));
+    }
+
+    /// A request's reply: who served it and with what status.
+    fn reply(&mut self, what: &str, reply: &reqwest::Result<reqwest::Response>) {
+        match reply {
+            Ok(reply) => {
+                let by = reply
+                    .headers()
+                    .get("x-served-by")
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or("?");
+                self.note(format!("{what} {by} {}", reply.status().as_u16()));
+            }
+            Err(e) => self.note(format!("{what} failed: {e}")),
+        }
+    }
+
+    /// The chunk types of one stream as read so far, runs folded (`text-delta×30`).
+    fn chunks(&mut self, how: &str, seen: &str) {
+        let mut runs: Vec<(String, usize)> = Vec::new();
+        for chunk in chunks_of(seen) {
+            let kind = chunk["type"].as_str().unwrap_or("?").to_owned();
+            match runs.last_mut() {
+                Some((last, n)) if *last == kind => *n += 1,
+                _ => runs.push((kind, 1)),
+            }
+        }
+        let kinds: Vec<String> = runs
+            .into_iter()
+            .map(|(kind, n)| if n > 1 { format!("{kind}×{n}") } else { kind })
+            .collect();
+        let done = if seen.ends_with("data: [DONE]\n\n") {
+            " [DONE]"
+        } else {
+            ""
+        };
+        self.note(format!("{how}: {}{done}", kinds.join(" ")));
+    }
+}
+
 /// A resume through the balancer, tried again while instances restart:
 /// the replay's stream, or `None` (204: nothing to resume).
 async fn resume(
@@ -184,13 +248,15 @@ async fn resume(
     url: &str,
     chat: &str,
     deadline: Instant,
+    trace: &mut Trace,
 ) -> Option<Body> {
     while Instant::now() < deadline {
-        if let Ok(reply) = client
+        let reply = client
             .get(format!("{url}/api/chat/{chat}/stream"))
             .send()
-            .await
-        {
+            .await;
+        trace.reply("resume", &reply);
+        if let Ok(reply) = reply {
             match reply.status().as_u16() {
                 200 => return Some(Box::pin(reply.bytes_stream())),
                 204 => return None,
@@ -204,7 +270,14 @@ async fn resume(
 
 /// Approves question `id` through the balancer, tried again while an
 /// instance restarts; whether the payment ran, by its reply.
-async fn approve(client: &reqwest::Client, url: &str, id: &str, n: u64, deadline: Instant) -> bool {
+async fn approve(
+    client: &reqwest::Client,
+    url: &str,
+    id: &str,
+    n: u64,
+    deadline: Instant,
+    trace: &mut Trace,
+) -> bool {
     while Instant::now() < deadline {
         let reply = client
             .post(format!("{url}/api/confirmations/{id}"))
@@ -212,12 +285,17 @@ async fn approve(client: &reqwest::Client, url: &str, id: &str, n: u64, deadline
             .body(json!({"approved": true}).to_string())
             .send()
             .await;
+        trace.reply("approve", &reply);
         if let Ok(reply) = reply
             && reply.status().as_u16() < 500
         {
             let text = reply.text().await.unwrap_or_default();
             let body: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
-            return body["outcome"]["output"]["paid"] == n;
+            let paid = body["outcome"]["output"]["paid"] == n;
+            if !paid {
+                trace.note(format!("approve said {text}"));
+            }
+            return paid;
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
@@ -226,7 +304,13 @@ async fn approve(client: &reqwest::Client, url: &str, id: &str, n: u64, deadline
 
 /// One turn of one user: sent, read (resumed through the balancer when its
 /// stream is cut), and for a payment (`pay`) its question approved.
-async fn turn(client: &reqwest::Client, url: &str, chat: &str, pay: Option<u64>) -> (End, bool) {
+async fn turn(
+    client: &reqwest::Client,
+    url: &str,
+    chat: &str,
+    pay: Option<u64>,
+    trace: &mut Trace,
+) -> (End, bool) {
     let deadline = Instant::now() + HUNG;
     let text = match pay {
         Some(n) => format!(r#"use pay_counter with {{"n": {n}}}"#),
@@ -238,6 +322,7 @@ async fn turn(client: &reqwest::Client, url: &str, chat: &str, pay: Option<u64>)
         .body(crate::common::user_says(chat, &text).to_string())
         .send()
         .await;
+    trace.reply("post", &sent);
     let mut body: Body = match sent {
         Ok(reply) if reply.status() == 200 => Box::pin(reply.bytes_stream()),
         _ => return (End::NotStarted, false),
@@ -249,16 +334,24 @@ async fn turn(client: &reqwest::Client, url: &str, chat: &str, pay: Option<u64>)
         let wants_question = pay.is_some() && !approved;
         let until = |s: &str| wants_question && asked(s);
         match read(&mut body, &mut seen, until, deadline).await {
-            Read::Done => return (ended(&seen), paid),
-            Read::Late => return (End::Hung, paid),
+            Read::Done => {
+                trace.chunks("done", &seen);
+                return (ended(&seen), paid);
+            }
+            Read::Late => {
+                trace.chunks("late", &seen);
+                return (End::Hung, paid);
+            }
             Read::Seen => {
+                trace.chunks("asked", &seen);
                 let n = pay.unwrap_or_default();
-                paid = approve(client, url, &question(&seen), n, deadline).await;
+                paid = approve(client, url, &question(&seen), n, deadline, trace).await;
                 approved = true;
             }
             Read::Cut => {
+                trace.chunks("cut", &seen);
                 let finished = chunks_of(&seen).iter().any(|c| c["type"] == "finish");
-                match resume(client, url, chat, deadline).await {
+                match resume(client, url, chat, deadline, trace).await {
                     Some(again) => {
                         body = again;
                         // The replay starts from the turn's first chunk.
@@ -383,7 +476,11 @@ async fn soak() {
             while Instant::now() < until {
                 let chat = format!("soak-{user}-{i}");
                 let pay = (i % 2 == 1).then(|| next_payment.fetch_add(1, Ordering::Relaxed));
-                let (end, paid) = turn(&client, &url, &chat, pay).await;
+                let mut trace = Trace::new(started);
+                let (end, paid) = turn(&client, &url, &chat, pay, &mut trace).await;
+                if matches!(end, End::Lost | End::Hung | End::Unexpected) {
+                    println!("soak: {end:?} {chat}:\n  {}", trace.events.join("\n  "));
+                }
                 ends.push((end, pay.map(|n| (n, paid))));
                 i += 1;
             }
@@ -399,10 +496,21 @@ async fn soak() {
             }
             tokio::time::sleep_until(at.into()).await;
             let instance = &mut instances[kills % 3];
+            println!(
+                "soak: {:.1}s kill -9 s{} ({} kills so far)",
+                started.elapsed().as_secs_f64(),
+                kills % 3,
+                kills
+            );
             instance.kill();
             instance.start();
             let instance = &*instance;
             wait::until("a killed instance to serve again", || instance.up()).await;
+            println!(
+                "soak: {:.1}s s{} serves again",
+                started.elapsed().as_secs_f64(),
+                kills % 3
+            );
             kills += 1;
         }
     };
