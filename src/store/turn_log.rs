@@ -100,8 +100,9 @@ return 1
 /// `taken` with the stream and the
 /// held state (its owner died while it waited for a human: this instance
 /// owns it now, exactly one wins); or `ended` with the stream (its owner
-/// died otherwise: the stream ends with the chunk ARGV[3], kept ARGV[4] ms).
-const TAKE_OVER: &str = r"
+/// died otherwise: the stream ends with the chunk ARGV[3], unless its last
+/// chunk is the message's `finish`, and is kept ARGV[4] ms).
+const TAKE_OVER: &str = r#"
 local h = redis.call('HMGET', KEYS[1], 'stream', 'owner', 'waiting', 'held', 'ended')
 local stream, owner, waiting, held, ended = h[1], h[2], h[3], h[4], h[5]
 if not stream or (ARGV[5] ~= '' and stream ~= ARGV[5]) then return {'none'} end
@@ -120,16 +121,22 @@ local last = redis.call('XREVRANGE', stream, '+', '-', 'COUNT', 1)
 local entry = last[1]
 if entry and entry[2][1] ~= 'end' then
   local next = 0
+  local finished = false
   if entry[2][1] ~= 'open' then
     next = tonumber(string.match(entry[1], '^(%d+)-')) - 1 + #entry[2] / 2
+    -- The message was whole (its `finish` written, not yet the end): no error after it.
+    finished = string.sub(entry[2][#entry[2]], 1, 16) == '{"type":"finish"'
   end
-  redis.call('XADD', stream, (next + 1) .. '-0', 'c', ARGV[3])
-  redis.call('XADD', stream, (next + 2) .. '-0', 'end', '')
+  if not finished then
+    next = next + 1
+    redis.call('XADD', stream, next .. '-0', 'c', ARGV[3])
+  end
+  redis.call('XADD', stream, (next + 1) .. '-0', 'end', '')
   redis.call('PEXPIRE', stream, ARGV[4])
 end
 redis.call('DEL', KEYS[1])
 return {'ended', stream}
-";
+"#;
 
 /// Ends the stream KEYS[1] with an `end` entry (id ARGV[1]), keeps it
 /// ARGV[2] ms, and, if the chat's hash KEYS[2] still names it, marks it
@@ -701,6 +708,86 @@ mod tests {
         }
         assert_eq!(first_chunk(&entry_id(41)), Some(41));
         assert_eq!(first_chunk(OPEN_ID), None);
+    }
+
+    /// A turn whose instance died after its `finish` was written, before
+    /// its end: a resume reads the whole message and no error after it;
+    /// one that died mid-message ends with the error.
+    #[cfg(feature = "redis-server")]
+    #[tokio::test]
+    async fn a_dead_owners_turn_ends_with_the_error_unless_it_had_finished() {
+        use futures::StreamExt;
+        let url = std::env::var("TOOLGATE_TEST_REDIS_URL")
+            .unwrap_or_else(|_| panic!("no Redis server: set TOOLGATE_TEST_REDIS_URL"));
+        let prefix = format!("test-{}:", uuid::Uuid::new_v4().simple());
+        let Ok(super::super::Store {
+            backend: super::super::Backend::Redis(store),
+            ..
+        }) = super::super::Store::redis(&url, &prefix).await
+        else {
+            panic!("no Redis store")
+        };
+        let error = br#"{"type":"error","errorText":"gone"}"#;
+        // The chat, the chunks written, the chunks a resume reads.
+        type Case<'a> = (&'a str, &'a [&'a [u8]], &'a [&'a [u8]]);
+        let cases: [Case; 2] = [
+            (
+                "finished",
+                &[
+                    br#"{"type":"start"}"#,
+                    br#"{"type":"finish","finishReason":"stop"}"#,
+                ],
+                &[
+                    br#"{"type":"start"}"#,
+                    br#"{"type":"finish","finishReason":"stop"}"#,
+                ],
+            ),
+            (
+                "cut",
+                &[
+                    br#"{"type":"start"}"#,
+                    br#"{"type":"text-delta","id":"t","delta":"{\"type\":\"finish\"}"}"#,
+                ],
+                &[
+                    br#"{"type":"start"}"#,
+                    br#"{"type":"text-delta","id":"t","delta":"{\"type\":\"finish\"}"}"#,
+                    error,
+                ],
+            ),
+        ];
+        for (chat, written, read) in cases {
+            // "dead" never beat: to "alive", it is dead at once.
+            let dead = TurnLogs::new(store.clone(), "dead");
+            let mut writer = dead
+                .open("p", chat, 1 << 20)
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
+            let batch: Vec<Bytes> = written.iter().map(|c| Bytes::copy_from_slice(c)).collect();
+            writer
+                .append(&batch, false)
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
+            let alive = TurnLogs::new(store.clone(), "alive");
+            let TakeOver::Ended(reader) = alive
+                .take_over("p", chat, error, None)
+                .await
+                .unwrap_or_else(|e| panic!("{e}"))
+            else {
+                panic!("{chat}: not ended")
+            };
+            let got: Vec<Bytes> = reader
+                .reads()
+                .filter_map(|read| async move {
+                    match read {
+                        Read::Chunk(_, json) => Some(json),
+                        Read::Quiet => None,
+                    }
+                })
+                .collect()
+                .await;
+            let want: Vec<Bytes> = read.iter().map(|c| Bytes::copy_from_slice(c)).collect();
+            assert_eq!(got, want, "{chat}");
+        }
     }
 
     /// Both keys expire while the turn runs, and the stream a while after
