@@ -11,13 +11,14 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use serde_json::{Value, json};
 use toolgate::policy::{CallInfo, Mode, Policy, ToolInfo, ToolPolicies, ToolRule};
 use toolgate::protocol::ChatRequest;
-use toolgate::protocol::UiChunk;
 use toolgate::protocol::sse::SseEncoder;
+use toolgate::protocol::{BlockId, UiChunk};
 
 fn encoding(c: &mut Criterion) {
     const BATCH: u64 = 1024;
+    let id = BlockId::from("txt-1");
     let chunks: Vec<UiChunk> = (0..BATCH)
-        .map(|i| UiChunk::text_delta("txt-1", format!(" {i}")))
+        .map(|i| UiChunk::text_delta(&id, format!(" {i}")))
         .collect();
     let mut encoder = SseEncoder::new();
     let bytes = {

@@ -623,9 +623,10 @@ async fn serve(router: axum::Router) -> anyhow::Result<()> {
 /// and `/hold`, a stream of one small chunk a second (W3's bare baseline).
 fn baseline() -> axum::Router {
     use toolgate::protocol::sse::{DONE, HEADERS, SseEncoder};
-    use toolgate::protocol::{FinishReason, UiChunk};
+    use toolgate::protocol::{BlockId, FinishReason, UiChunk};
     let mut encoder = SseEncoder::new();
-    let text = |delta: String| UiChunk::text_delta("txt-1", delta);
+    let id = BlockId::from("txt-1");
+    let text = |delta: String| UiChunk::text_delta(&id, delta);
     encoder.push(&UiChunk::Start {
         message_id: Some("msg-1".into()),
         message_metadata: None,

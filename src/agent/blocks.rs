@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 use crate::ids::Ids;
-use crate::protocol::{Part, UiChunk};
+use crate::protocol::{BlockId, Part, UiChunk};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -16,7 +16,7 @@ enum Kind {
 #[derive(Debug)]
 struct Open {
     kind: Kind,
-    id: String,
+    id: BlockId,
     content: String,
     metadata: Option<Value>,
 }
@@ -45,7 +45,7 @@ impl Blocks {
             self.close(out, parts);
         }
         let open = self.open.get_or_insert_with(|| {
-            let (prefix, start): (_, fn(String) -> UiChunk) = match kind {
+            let (prefix, start): (_, fn(BlockId) -> UiChunk) = match kind {
                 Kind::Text => ("txt", |id| UiChunk::TextStart {
                     id,
                     provider_metadata: None,
@@ -55,7 +55,7 @@ impl Blocks {
                     provider_metadata: None,
                 }),
             };
-            let id = self.ids.next(prefix);
+            let id = BlockId::from(self.ids.next(prefix));
             out.push(start(id.clone()));
             Open {
                 kind,
@@ -86,7 +86,7 @@ impl Blocks {
     ) {
         if self.open.as_ref().is_none_or(|o| o.kind != Kind::Reasoning) {
             self.close(out, parts);
-            let id = self.ids.next("rsn");
+            let id = BlockId::from(self.ids.next("rsn"));
             out.push(UiChunk::ReasoningStart {
                 id: id.clone(),
                 provider_metadata: None,
@@ -126,7 +126,7 @@ impl Blocks {
             Kind::Reasoning => {
                 out.push(UiChunk::ReasoningEnd {
                     id,
-                    provider_metadata: metadata.clone(),
+                    provider_metadata: metadata.clone().map(Box::new),
                 });
                 parts.push(Part::Reasoning {
                     text: content,

@@ -109,12 +109,12 @@ impl TurnEncoder {
                     "input": call.args,
                     "outcome": outcome,
                 });
-                out.push(UiChunk::Data(DataChunk {
+                out.push(UiChunk::Data(Box::new(DataChunk {
                     name: MOVED_ON.to_owned(),
                     id: Some(confirmation_id),
                     data: data.clone(),
                     transient: None,
-                }));
+                })));
                 let name = MOVED_ON.to_owned();
                 message.parts.push(Part::Data { name, data });
             }
@@ -152,7 +152,7 @@ impl TurnEncoder {
                 out.push(UiChunk::ToolInputError {
                     tool_call_id: call.id.clone(),
                     tool_name: call.name.clone(),
-                    input: call.args.clone(),
+                    input: Box::new(call.args.clone()),
                     error_text: error_text.clone(),
                     extras: Default::default(),
                 });
@@ -281,7 +281,8 @@ fn input_chunks(
 fn set_extras(chunk: &mut UiChunk, metadata: Option<Value>, provider_executed: Option<bool>) {
     if let UiChunk::ToolInputAvailable { extras, .. } = chunk {
         if metadata.is_some() {
-            extras.provider_metadata = merge(extras.provider_metadata.take(), metadata);
+            extras.provider_metadata =
+                merge(extras.provider_metadata.take().map(|m| *m), metadata).map(Box::new);
         }
         extras.provider_executed = provider_executed;
     }

@@ -5,9 +5,15 @@
 //! absent, because `ai` 5.0.0–5.0.216, 6.0.0–6.0.230 and 7.0.0–7.0.31 reject
 //! keys they do not know.
 
+use std::sync::Arc;
+
 use serde::Serialize;
 use serde::ser::SerializeMap;
 use serde_json::Value;
+
+/// A text or reasoning block's id: shared, since every delta of the block
+/// names it (a clone is a count, not a copy).
+pub type BlockId = Arc<str>;
 
 /// Why a model turn finished, as the client names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -31,7 +37,7 @@ pub struct ToolExtras {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub provider_executed: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub provider_metadata: Option<Value>,
+    pub provider_metadata: Option<Box<Value>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dynamic: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -47,7 +53,7 @@ pub enum UiChunk {
         #[serde(skip_serializing_if = "Option::is_none")]
         message_id: Option<String>,
         #[serde(skip_serializing_if = "Option::is_none")]
-        message_metadata: Option<Value>,
+        message_metadata: Option<Box<Value>>,
     },
     StartStep,
     FinishStep,
@@ -56,7 +62,7 @@ pub enum UiChunk {
         #[serde(skip_serializing_if = "Option::is_none")]
         finish_reason: Option<FinishReason>,
         #[serde(skip_serializing_if = "Option::is_none")]
-        message_metadata: Option<Value>,
+        message_metadata: Option<Box<Value>>,
     },
     Abort {
         #[serde(skip_serializing_if = "Option::is_none")]
@@ -68,45 +74,45 @@ pub enum UiChunk {
     },
     #[serde(rename_all = "camelCase")]
     MessageMetadata {
-        message_metadata: Value,
+        message_metadata: Box<Value>,
     },
     #[serde(rename_all = "camelCase")]
     TextStart {
-        id: String,
+        id: BlockId,
         #[serde(skip_serializing_if = "Option::is_none")]
-        provider_metadata: Option<Value>,
+        provider_metadata: Option<Box<Value>>,
     },
     #[serde(rename_all = "camelCase")]
     TextDelta {
-        id: String,
+        id: BlockId,
         delta: String,
         #[serde(skip_serializing_if = "Option::is_none")]
-        provider_metadata: Option<Value>,
+        provider_metadata: Option<Box<Value>>,
     },
     #[serde(rename_all = "camelCase")]
     TextEnd {
-        id: String,
+        id: BlockId,
         #[serde(skip_serializing_if = "Option::is_none")]
-        provider_metadata: Option<Value>,
+        provider_metadata: Option<Box<Value>>,
     },
     #[serde(rename_all = "camelCase")]
     ReasoningStart {
-        id: String,
+        id: BlockId,
         #[serde(skip_serializing_if = "Option::is_none")]
-        provider_metadata: Option<Value>,
+        provider_metadata: Option<Box<Value>>,
     },
     #[serde(rename_all = "camelCase")]
     ReasoningDelta {
-        id: String,
+        id: BlockId,
         delta: String,
         #[serde(skip_serializing_if = "Option::is_none")]
-        provider_metadata: Option<Value>,
+        provider_metadata: Option<Box<Value>>,
     },
     #[serde(rename_all = "camelCase")]
     ReasoningEnd {
-        id: String,
+        id: BlockId,
         #[serde(skip_serializing_if = "Option::is_none")]
-        provider_metadata: Option<Value>,
+        provider_metadata: Option<Box<Value>>,
     },
     #[serde(rename_all = "camelCase")]
     ToolInputStart {
@@ -124,7 +130,7 @@ pub enum UiChunk {
     ToolInputAvailable {
         tool_call_id: String,
         tool_name: String,
-        input: Value,
+        input: Box<Value>,
         #[serde(flatten)]
         extras: ToolExtras,
     },
@@ -132,7 +138,7 @@ pub enum UiChunk {
     ToolInputError {
         tool_call_id: String,
         tool_name: String,
-        input: Value,
+        input: Box<Value>,
         error_text: String,
         #[serde(flatten)]
         extras: ToolExtras,
@@ -146,11 +152,11 @@ pub enum UiChunk {
     #[serde(rename_all = "camelCase")]
     ToolOutputAvailable {
         tool_call_id: String,
-        output: Value,
+        output: Box<Value>,
         #[serde(skip_serializing_if = "Option::is_none")]
         provider_executed: Option<bool>,
         #[serde(skip_serializing_if = "Option::is_none")]
-        provider_metadata: Option<Value>,
+        provider_metadata: Option<Box<Value>>,
         #[serde(skip_serializing_if = "Option::is_none")]
         dynamic: Option<bool>,
         #[serde(skip_serializing_if = "Option::is_none")]
@@ -163,7 +169,7 @@ pub enum UiChunk {
         #[serde(skip_serializing_if = "Option::is_none")]
         provider_executed: Option<bool>,
         #[serde(skip_serializing_if = "Option::is_none")]
-        provider_metadata: Option<Value>,
+        provider_metadata: Option<Box<Value>>,
         #[serde(skip_serializing_if = "Option::is_none")]
         dynamic: Option<bool>,
     },
@@ -179,7 +185,7 @@ pub enum UiChunk {
         #[serde(skip_serializing_if = "Option::is_none")]
         title: Option<String>,
         #[serde(skip_serializing_if = "Option::is_none")]
-        provider_metadata: Option<Value>,
+        provider_metadata: Option<Box<Value>>,
     },
     #[serde(rename_all = "camelCase")]
     SourceDocument {
@@ -189,14 +195,14 @@ pub enum UiChunk {
         #[serde(skip_serializing_if = "Option::is_none")]
         filename: Option<String>,
         #[serde(skip_serializing_if = "Option::is_none")]
-        provider_metadata: Option<Value>,
+        provider_metadata: Option<Box<Value>>,
     },
     #[serde(rename_all = "camelCase")]
     File {
         url: String,
         media_type: String,
         #[serde(skip_serializing_if = "Option::is_none")]
-        provider_metadata: Option<Value>,
+        provider_metadata: Option<Box<Value>>,
     },
     /// 7.0+.
     #[serde(rename_all = "camelCase")]
@@ -208,14 +214,14 @@ pub enum UiChunk {
         #[serde(skip_serializing_if = "Option::is_none")]
         provider_executed: Option<bool>,
         #[serde(skip_serializing_if = "Option::is_none")]
-        provider_metadata: Option<Value>,
+        provider_metadata: Option<Box<Value>>,
     },
     /// 7.0+: `kind` is `<namespace>.<name>`.
     #[serde(rename_all = "camelCase")]
     Custom {
         kind: String,
         #[serde(skip_serializing_if = "Option::is_none")]
-        provider_metadata: Option<Value>,
+        provider_metadata: Option<Box<Value>>,
     },
     /// 7.0+.
     #[serde(rename_all = "camelCase")]
@@ -223,7 +229,7 @@ pub enum UiChunk {
         url: String,
         media_type: String,
         #[serde(skip_serializing_if = "Option::is_none")]
-        provider_metadata: Option<Value>,
+        provider_metadata: Option<Box<Value>>,
     },
     /// 7.0.70+.
     ResetStep,
@@ -234,7 +240,7 @@ pub enum UiChunk {
     },
     /// `data-<name>`: the type is built from the name, so it serializes itself.
     #[serde(untagged)]
-    Data(DataChunk),
+    Data(Box<DataChunk>),
 }
 
 /// A `data-<name>` chunk.
@@ -263,9 +269,9 @@ impl Serialize for DataChunk {
 }
 
 impl UiChunk {
-    pub fn text_delta(id: &str, delta: String) -> Self {
+    pub fn text_delta(id: &BlockId, delta: String) -> Self {
         UiChunk::TextDelta {
-            id: id.to_owned(),
+            id: id.clone(),
             delta,
             provider_metadata: None,
         }
@@ -283,7 +289,7 @@ impl UiChunk {
         UiChunk::ToolInputAvailable {
             tool_call_id: tool_call_id.to_owned(),
             tool_name: tool_name.to_owned(),
-            input,
+            input: Box::new(input),
             extras: ToolExtras::default(),
         }
     }
@@ -291,7 +297,7 @@ impl UiChunk {
     pub fn tool_output(tool_call_id: &str, output: Value) -> Self {
         UiChunk::ToolOutputAvailable {
             tool_call_id: tool_call_id.to_owned(),
-            output,
+            output: Box::new(output),
             provider_executed: None,
             provider_metadata: None,
             dynamic: None,
@@ -322,8 +328,18 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// 248 bytes before `provider_metadata`, `input`, `output` and `data` were boxed.
+    const SIZE: usize = 120;
+
     fn wire(chunk: &UiChunk) -> String {
         serde_json::to_string(chunk).unwrap_or_default()
+    }
+
+    /// Every chunk is moved several times between the model and the SSE
+    /// buffer: rare large fields are boxed to keep it small.
+    #[test]
+    fn a_chunk_is_small() {
+        assert_eq!(std::mem::size_of::<UiChunk>(), SIZE);
     }
 
     #[test]
@@ -351,7 +367,7 @@ mod tests {
             ),
             (
                 UiChunk::MessageMetadata {
-                    message_metadata: Value::Null,
+                    message_metadata: Box::new(Value::Null),
                 },
                 r#"{"type":"message-metadata","messageMetadata":null}"#,
             ),
@@ -387,12 +403,12 @@ mod tests {
                 r#"{"type":"tool-output-denied","toolCallId":"c"}"#,
             ),
             (
-                UiChunk::Data(DataChunk {
+                UiChunk::Data(Box::new(DataChunk {
                     name: "weather".into(),
                     id: None,
                     data: Value::Null,
                     transient: Some(true),
-                }),
+                })),
                 r#"{"type":"data-weather","data":null,"transient":true}"#,
             ),
             (
@@ -401,7 +417,7 @@ mod tests {
                     tool_name: "t".into(),
                     extras: ToolExtras {
                         dynamic: Some(true),
-                        provider_metadata: Some(json!({"x": 1})),
+                        provider_metadata: Some(Box::new(json!({"x": 1}))),
                         ..ToolExtras::default()
                     },
                 },

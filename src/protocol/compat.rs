@@ -374,7 +374,7 @@ mod tests {
             tool_call_id: "c".into(),
             tool_name: "t".into(),
             extras: ToolExtras {
-                provider_metadata: Some(json!({})),
+                provider_metadata: Some(Box::new(json!({}))),
                 title: Some("T".into()),
                 ..ToolExtras::default()
             },
@@ -396,9 +396,9 @@ mod tests {
         );
         let output = || UiChunk::ToolOutputAvailable {
             tool_call_id: "c".into(),
-            output: Value::Null,
+            output: Box::new(Value::Null),
             provider_executed: None,
-            provider_metadata: Some(json!({})),
+            provider_metadata: Some(Box::new(json!({}))),
             dynamic: None,
             preliminary: Some(true),
         };
@@ -443,7 +443,7 @@ mod tests {
         let error = || UiChunk::ToolInputError {
             tool_call_id: "c".into(),
             tool_name: "t".into(),
-            input: json!("{bad"),
+            input: Box::new(json!("{bad")),
             error_text: "invalid".into(),
             extras: ToolExtras::default(),
         };
@@ -524,7 +524,7 @@ mod tests {
                     tool_call_id: "c".into(),
                     tool_name: "t".into(),
                     extras: ToolExtras {
-                        provider_metadata: Some(json!({})),
+                        provider_metadata: Some(Box::new(json!({}))),
                         title: Some("T".into()),
                         ..ToolExtras::default()
                     },
