@@ -253,6 +253,46 @@ fn transactions(sse: &str) -> Vec<String> {
         .collect()
 }
 
+/// Approves question `id` through the balancer; the payment's transaction.
+async fn approve_and_pay(cluster: &Cluster, id: &str) -> String {
+    let decided = cluster
+        .post(
+            &format!("/api/confirmations/{id}"),
+            &json!({"approved": true}),
+        )
+        .await;
+    assert_eq!(decided.status(), 200);
+    let decided = body_of(decided).await;
+    decided["outcome"]["output"]["transactionId"]
+        .as_str()
+        .map(str::to_owned)
+        .unwrap_or_else(|| panic!("not paid: {decided}"))
+}
+
+/// `sse`, a taken-over turn read to its end: one message (replayed or
+/// followed, then continued), the payment `paid` once, the model's
+/// follow-up, the `finish`; and a resume through the balancer replays the
+/// ended turn to its end, for a client cut before it read it.
+async fn finished_once(cluster: &Cluster, chat: &str, sse: &str, paid: &str) {
+    let chunks = chunks_of(sse);
+    let starts = chunks.iter().filter(|c| c["type"] == "start").count();
+    assert_eq!(starts, 1, "one message: {sse}");
+    assert_eq!(transactions(sse), [paid], "{sse}");
+    assert!(
+        chunks.iter().any(|c| c["type"] == "text-delta"),
+        "the model's follow-up: {sse}"
+    );
+    assert_eq!(
+        chunks.last().map(|c| c["type"].clone()),
+        Some(json!("finish")),
+        "{sse}"
+    );
+    let replay = cluster.get(&format!("/api/chat/{chat}/stream")).await;
+    assert_eq!(replay.status(), 200);
+    let replay = replay.text().await.unwrap_or_default();
+    assert_eq!(chunks_of(&replay), chunks, "{replay}");
+}
+
 /// A held turn started through the balancer: its stream, the instance
 /// that runs it, and what it said until it asked.
 async fn held_turn(
@@ -327,42 +367,13 @@ async fn the_owner_of_a_held_turn_killed_the_turn_is_taken_over_and_finishes() {
         cluster.heartbeats() == 2
     })
     .await;
-    let decided = cluster
-        .post(
-            &format!("/api/confirmations/{id}"),
-            &json!({"approved": true}),
-        )
-        .await;
-    assert_eq!(decided.status(), 200);
-    let decided = body_of(decided).await;
-    let paid = decided["outcome"]["output"]["transactionId"]
-        .as_str()
-        .map(str::to_owned)
-        .unwrap_or_else(|| panic!("not paid: {decided}"));
+    let paid = approve_and_pay(&cluster, &id).await;
     let resumed = cluster.get("/api/chat/chat-lb-kill/stream").await;
     assert_eq!(resumed.status(), 200);
     let mut stream = Box::pin(resumed.bytes_stream());
     let mut again = String::new();
     read_until(&mut stream, &mut again, |_| false).await;
-    let chunks = chunks_of(&again);
-    let starts = chunks.iter().filter(|c| c["type"] == "start").count();
-    assert_eq!(starts, 1, "one message, replayed then continued: {again}");
-    assert_eq!(transactions(&again), [paid], "{again}");
-    assert_eq!(
-        chunks.last().map(|c| c["type"].clone()),
-        Some(json!("finish")),
-        "{again}"
-    );
-    assert!(
-        chunks.iter().any(|c| c["type"] == "text-delta"),
-        "the model's follow-up: {again}"
-    );
-    // Over: a resume replays the ended turn to its end, for a client that
-    // was cut before it read it.
-    let replay = cluster.get("/api/chat/chat-lb-kill/stream").await;
-    assert_eq!(replay.status(), 200);
-    let replay = replay.text().await.unwrap_or_default();
-    assert_eq!(chunks_of(&replay), chunks, "{replay}");
+    finished_once(&cluster, "chat-lb-kill", &again, &paid).await;
 }
 
 /// A resume already following a held turn on another instance when the
@@ -391,33 +402,10 @@ async fn a_resume_following_a_held_turn_whose_owner_is_killed_gets_the_rest() {
     read_until(&mut following, &mut again, asked).await;
     cluster.kill(owner);
     // Before the dead instance's heartbeat lapses.
-    let decided = cluster
-        .post(
-            &format!("/api/confirmations/{id}"),
-            &json!({"approved": true}),
-        )
-        .await;
-    assert_eq!(decided.status(), 200);
-    let decided = body_of(decided).await;
-    let paid = decided["outcome"]["output"]["transactionId"]
-        .as_str()
-        .map(str::to_owned)
-        .unwrap_or_else(|| panic!("not paid: {decided}"));
+    let paid = approve_and_pay(&cluster, &id).await;
     read_until(&mut following, &mut again, |_| false).await;
-    let chunks = chunks_of(&again);
-    let starts = chunks.iter().filter(|c| c["type"] == "start").count();
-    assert_eq!(starts, 1, "one message, followed then continued: {again}");
-    assert_eq!(transactions(&again), [paid], "{again}");
-    assert_eq!(
-        chunks.last().map(|c| c["type"].clone()),
-        Some(json!("finish")),
-        "{again}"
-    );
     assert!(again.ends_with("data: [DONE]\n\n"), "{again}");
-    let replay = cluster.get("/api/chat/chat-lb-follow/stream").await;
-    assert_eq!(replay.status(), 200);
-    let replay = replay.text().await.unwrap_or_default();
-    assert_eq!(chunks_of(&replay), chunks, "{replay}");
+    finished_once(&cluster, "chat-lb-follow", &again, &paid).await;
 }
 
 /// A `/live` `resume` frame through the balancer right after the held
