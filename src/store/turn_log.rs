@@ -710,6 +710,21 @@ mod tests {
         assert_eq!(first_chunk(OPEN_ID), None);
     }
 
+    /// A Redis store of its own key prefix on the test server.
+    #[cfg(feature = "redis-server")]
+    async fn redis_store() -> std::sync::Arc<RedisStore> {
+        let url = std::env::var("TOOLGATE_TEST_REDIS_URL")
+            .unwrap_or_else(|_| panic!("no Redis server: set TOOLGATE_TEST_REDIS_URL"));
+        let prefix = format!("test-{}:", uuid::Uuid::new_v4().simple());
+        match super::super::Store::redis(&url, &prefix).await {
+            Ok(super::super::Store {
+                backend: super::super::Backend::Redis(store),
+                ..
+            }) => store,
+            _ => panic!("no Redis store"),
+        }
+    }
+
     /// A turn whose instance died after its `finish` was written, before
     /// its end: a resume reads the whole message and no error after it;
     /// one that died mid-message ends with the error.
@@ -717,16 +732,7 @@ mod tests {
     #[tokio::test]
     async fn a_dead_owners_turn_ends_with_the_error_unless_it_had_finished() {
         use futures::StreamExt;
-        let url = std::env::var("TOOLGATE_TEST_REDIS_URL")
-            .unwrap_or_else(|_| panic!("no Redis server: set TOOLGATE_TEST_REDIS_URL"));
-        let prefix = format!("test-{}:", uuid::Uuid::new_v4().simple());
-        let Ok(super::super::Store {
-            backend: super::super::Backend::Redis(store),
-            ..
-        }) = super::super::Store::redis(&url, &prefix).await
-        else {
-            panic!("no Redis store")
-        };
+        let store = redis_store().await;
         let error = br#"{"type":"error","errorText":"gone"}"#;
         // The chat, the chunks written, the chunks a resume reads.
         type Case<'a> = (&'a str, &'a [&'a [u8]], &'a [&'a [u8]]);
@@ -795,16 +801,7 @@ mod tests {
     #[cfg(feature = "redis-server")]
     #[tokio::test]
     async fn keys_expire() {
-        let url = std::env::var("TOOLGATE_TEST_REDIS_URL")
-            .unwrap_or_else(|_| panic!("no Redis server: set TOOLGATE_TEST_REDIS_URL"));
-        let prefix = format!("test-{}:", uuid::Uuid::new_v4().simple());
-        let Ok(super::super::Store {
-            backend: super::super::Backend::Redis(store),
-            ..
-        }) = super::super::Store::redis(&url, &prefix).await
-        else {
-            panic!("no Redis store")
-        };
+        let store = redis_store().await;
         let logs = TurnLogs::new(store.clone(), "a");
         let mut writer = logs
             .open("p", "c", 1 << 20)
