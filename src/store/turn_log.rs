@@ -524,7 +524,7 @@ impl TurnLogWriter {
     }
 
     /// The stream's key (tests look at its TTL).
-    #[cfg(test)]
+    #[cfg(all(test, feature = "redis-server"))]
     pub(crate) fn keys(&self) -> (&str, &str) {
         (&self.stream, &self.chat)
     }
