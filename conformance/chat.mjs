@@ -247,6 +247,11 @@ function newChat(flowName, ctx, { onToolCall } = {}) {
 // The `ws` WebSocket, counting `send` frames as requests and keeping each
 // request's frames for a failure report. The transport itself checks them.
 function recordingWebSocket(rec) {
+  const settled = req => {
+    if (req.settled) return;
+    req.settled = true;
+    rec.inflight--;
+  };
   return class extends WebSocketImpl {
     constructor(...args) {
       super(...args);
@@ -256,7 +261,7 @@ function recordingWebSocket(rec) {
         const req = rec.requests.find(r => r.requestId === frame.requestId);
         if (!req) return;
         req.raw += `${JSON.stringify(frame)}\n`;
-        if (frame.type === 'end' || frame.type === 'error' || frame.type === 'no-active') rec.inflight--;
+        if (frame.type === 'end' || frame.type === 'error' || frame.type === 'no-active') settled(req);
         if (frame.type === 'error') rec.problems.push(`request ${req.n}: error frame: ${frame.errorText}`);
       });
     }
@@ -268,9 +273,11 @@ function recordingWebSocket(rec) {
         if (req.n > MAX_REQUESTS) rec.problems.push(`more than ${MAX_REQUESTS} requests: the client keeps re-sending (auto-send loop)`);
         rec.inflight++;
       }
+      // The server's `end` may cross an `abort` on the wire (the client
+      // ignores it): a request stops counting once, whichever comes first.
       if (frame.type === 'abort') {
         const req = rec.requests.find(r => r.requestId === frame.requestId);
-        if (req) rec.inflight--;
+        if (req) settled(req);
       }
       super.send(data);
     }
