@@ -1,6 +1,6 @@
 //! SSE framing of the UI message stream: pure byte encoding, no I/O.
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::{Bytes, BytesMut};
 
 use super::chunk::UiChunk;
 
@@ -19,6 +19,108 @@ pub const DONE: &[u8] = b"data: [DONE]\n\n";
 /// An idle keep-alive; the client ignores comments.
 pub const KEEP_ALIVE: &[u8] = b": keep-alive\n\n";
 
+/// What opens an event; `\n\n` closes it.
+const DATA: &[u8] = b"data: ";
+
+/// What a chunk that cannot be serialized is sent as (every map key of a
+/// chunk is a string, so serializing one into memory does not fail).
+const UNENCODABLE: &[u8] = br#"{"type":"error","errorText":"unencodable chunk"}"#;
+
+/// One chunk framed as an SSE event, `data: <json>\n\n`: serialized once,
+/// sent as it is over SSE, its JSON a slice of it for a WebSocket frame or
+/// a shared turn log. Cloning counts a reference.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Event(Bytes);
+
+impl Event {
+    /// The event of one chunk.
+    pub fn of(chunk: &UiChunk) -> Self {
+        let mut events = EventWriter::default();
+        events.push(chunk);
+        events
+            .take()
+            .next()
+            .unwrap_or_else(|| Event::framing(UNENCODABLE))
+    }
+
+    /// The event of a chunk's JSON (as a shared turn log keeps it): a copy.
+    pub fn framing(json: &[u8]) -> Self {
+        let mut buf = Vec::with_capacity(DATA.len() + json.len() + 2);
+        buf.extend_from_slice(DATA);
+        buf.extend_from_slice(json);
+        buf.extend_from_slice(b"\n\n");
+        Event(buf.into())
+    }
+
+    /// The whole event, as SSE sends it.
+    pub fn sse(&self) -> &Bytes {
+        &self.0
+    }
+
+    /// The chunk's JSON, without copying.
+    pub fn json(&self) -> Bytes {
+        self.0.slice(DATA.len()..self.0.len() - 2)
+    }
+
+    /// Bytes it holds, framing included.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// Chunks that are ready together, framed back to back into one buffer
+/// (serde's writer into a `Vec` is the fast one) and handed out as one
+/// [`Event`] each, all sharing that buffer: one allocation per batch.
+#[derive(Debug, Default)]
+pub struct EventWriter {
+    buf: Vec<u8>,
+    /// Where each event written since the last take ends.
+    ends: Vec<usize>,
+    /// The last batch's size: the next buffer starts that large.
+    hint: usize,
+}
+
+impl EventWriter {
+    pub fn push(&mut self, chunk: &UiChunk) {
+        if self.buf.capacity() == 0 {
+            self.buf.reserve(self.hint.max(128));
+        }
+        let start = self.buf.len();
+        self.buf.extend_from_slice(DATA);
+        if serde_json::to_writer(&mut self.buf, chunk).is_err() {
+            self.buf.truncate(start + DATA.len());
+            self.buf.extend_from_slice(UNENCODABLE);
+        }
+        self.buf.extend_from_slice(b"\n\n");
+        self.ends.push(self.buf.len());
+    }
+
+    /// Events written since the last take.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// The events written since the last take, in order.
+    pub fn take(&mut self) -> impl Iterator<Item = Event> + '_ {
+        self.hint = self.buf.len();
+        let batch = Bytes::from(std::mem::take(&mut self.buf));
+        let mut start = 0;
+        self.ends.drain(..).map(move |end| {
+            let event = Event(batch.slice(start..end));
+            start = end;
+            event
+        })
+    }
+}
+
 /// Frames chunks into one reused buffer; [`SseEncoder::take`] hands out what
 /// was written so far without copying.
 #[derive(Debug, Default)]
@@ -35,20 +137,12 @@ impl SseEncoder {
 
     /// Appends `data: <json>\n\n`.
     pub fn push(&mut self, chunk: &UiChunk) {
-        self.buf.extend_from_slice(b"data: ");
-        // Serializing a chunk into memory cannot fail: every map key is a string.
-        if serde_json::to_writer((&mut self.buf).writer(), chunk).is_err() {
-            self.buf
-                .extend_from_slice(br#"{"type":"error","errorText":"unencodable chunk"}"#);
-        }
-        self.buf.extend_from_slice(b"\n\n");
+        self.buf.extend_from_slice(Event::of(chunk).sse());
     }
 
-    /// Appends `data: <json>\n\n` for a chunk already serialized.
-    pub fn push_json(&mut self, json: &[u8]) {
-        self.buf.extend_from_slice(b"data: ");
-        self.buf.extend_from_slice(json);
-        self.buf.extend_from_slice(b"\n\n");
+    /// Appends an event.
+    pub fn push_event(&mut self, event: &Event) {
+        self.buf.extend_from_slice(event.sse());
     }
 
     pub fn push_raw(&mut self, bytes: &[u8]) {
@@ -81,5 +175,32 @@ mod tests {
         assert!(enc.is_empty());
         enc.push_raw(DONE);
         assert_eq!(&enc.take()[..], DONE);
+    }
+
+    #[test]
+    fn events_share_their_batch_and_slice_their_json() {
+        let chunks = [
+            UiChunk::StartStep,
+            UiChunk::Error {
+                error_text: "a \"quoted\" line\n".into(),
+            },
+            UiChunk::FinishStep,
+        ];
+        let mut events = EventWriter::default();
+        for round in 0..2 {
+            for chunk in &chunks {
+                events.push(chunk);
+            }
+            assert_eq!(events.len(), 3);
+            let taken: Vec<Event> = events.take().collect();
+            assert!(events.is_empty(), "round {round}");
+            for (event, chunk) in taken.iter().zip(&chunks) {
+                let json = serde_json::to_vec(chunk).unwrap_or_default();
+                assert_eq!(event.json(), json);
+                assert_eq!(event, &Event::framing(&json));
+                assert_eq!(event, &Event::of(chunk));
+                assert_eq!(event.len(), json.len() + 8);
+            }
+        }
     }
 }

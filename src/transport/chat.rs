@@ -32,7 +32,7 @@ pub(super) async fn stream(
         body.map_err(|rejection| ApiError::from_body_rejection(rejection, state.max_body_bytes))?;
     let request = ChatRequest::from_slice(&body)?;
     let (_, reader) = start(&state, request, &caller.principal, Transport::Sse, &headers).await?;
-    let chunks = reader.chunks().map(|(_, json)| json);
+    let chunks = reader.chunks().map(|(_, event)| event);
     Ok(sse::response(chunks, state.keep_alive).into_response())
 }
 
@@ -227,7 +227,7 @@ pub(super) async fn resume(
         .map_err(GateError::from)?;
     match resumed {
         Some(resumed) => {
-            let chunks = resumed.reader.chunks().map(|(_, json)| json);
+            let chunks = resumed.reader.chunks().map(|(_, event)| event);
             Ok(sse::response(chunks, state.keep_alive).into_response())
         }
         None => Ok(StatusCode::NO_CONTENT.into_response()),

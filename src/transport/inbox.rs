@@ -9,12 +9,12 @@ use std::time::Duration;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
 use axum::response::{IntoResponse, Response};
-use bytes::Bytes;
 
 use super::auth::Caller;
 use super::error::STORAGE_UNAVAILABLE;
 use super::{ApiError, HttpState};
 use crate::confirm::{Gate, GateError, InboxFilter, Scope};
+use crate::protocol::sse::Event;
 use crate::protocol::{ConfirmationProtocol, RequestError};
 use crate::store::Issued;
 
@@ -182,7 +182,7 @@ pub(super) async fn events(
                     (serde_json::json!({"error": STORAGE_UNAVAILABLE}), Some(RETRY))
                 }
             };
-            yield Bytes::from(frame.to_string());
+            yield Event::framing(frame.to_string().as_bytes());
             // Ends only if the gate is gone (it never is while serving).
             let go_on = match wait {
                 None => changes.changed().await.is_ok(),

@@ -19,7 +19,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::Bytes;
 use futures::stream::BoxStream;
 use futures::{FutureExt, Stream, StreamExt};
 use tokio::sync::{Notify, watch};
@@ -28,6 +28,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::metrics::Transport;
 use crate::protocol::UiChunk;
+use crate::protocol::sse::{Event, EventWriter};
 use crate::store::{
     Adopted, REFRESH_EVERY, Read, StoreError, TakeOver, TurnLogReader, TurnLogWriter, TurnLogs,
 };
@@ -236,8 +237,12 @@ impl Runs {
             Opening::Adopted(adopted, writer) => {
                 let mut log = run.lock();
                 log.first = adopted.first;
-                log.bytes = adopted.chunks.iter().map(Bytes::len).sum();
-                log.entries = adopted.chunks.into();
+                log.entries = adopted
+                    .chunks
+                    .iter()
+                    .map(|json| Event::framing(json))
+                    .collect();
+                log.bytes = log.entries.iter().map(Event::len).sum();
                 (true, Some(writer))
             }
         };
@@ -441,8 +446,8 @@ pub enum Reader {
 }
 
 impl Reader {
-    /// `(chunk number, chunk JSON)` until the turn ends.
-    pub fn chunks(self) -> BoxStream<'static, (usize, Bytes)> {
+    /// `(chunk number, chunk)` until the turn ends.
+    pub fn chunks(self) -> BoxStream<'static, (usize, Event)> {
         match self {
             Reader::Local(reader) => reader.chunks().boxed(),
             Reader::Shared(reader) => reader.chunks().boxed(),
@@ -463,12 +468,12 @@ pub struct Remote {
 }
 
 impl Remote {
-    /// `(chunk number, chunk JSON)` until the turn ends. When the turn's
+    /// `(chunk number, chunk)` until the turn ends. When the turn's
     /// instance died, a held turn is taken over here (the same single
     /// winner as a fresh resume) and this reader goes on in its log here
     /// after the last chunk it read; any other ends with [`OWNER_DIED`],
     /// written to the stream it reads.
-    fn chunks(self) -> impl Stream<Item = (usize, Bytes)> + Send + 'static {
+    fn chunks(self) -> impl Stream<Item = (usize, Event)> + Send + 'static {
         let Self {
             reader,
             runs,
@@ -487,7 +492,7 @@ impl Remote {
                     match read {
                         Read::Chunk(n, json) => {
                             next = n + 1;
-                            yield (n, json);
+                            yield (n, Event::framing(&json));
                         }
                         Read::Quiet => {
                             match runs.take_over(&principal, &chat_id, Some(&key), transport).await {
@@ -505,7 +510,7 @@ impl Remote {
             }
             let Some(subscription) = adopted else { return };
             // The adopted log numbers its chunks as the stream did.
-            for await (n, json) in subscription.chunks() {
+            for await (n, event) in subscription.chunks() {
                 if n < next {
                     continue;
                 }
@@ -514,7 +519,7 @@ impl Remote {
                     break;
                 }
                 next = n + 1;
-                yield (n, json);
+                yield (n, event);
             }
         }
     }
@@ -529,8 +534,8 @@ pub struct Run {
 
 #[derive(Default)]
 struct Log {
-    /// Chunk JSON; `entries[0]` is chunk number `first`.
-    entries: VecDeque<Bytes>,
+    /// The chunks; `entries[0]` is chunk number `first`.
+    entries: VecDeque<Event>,
     first: usize,
     bytes: usize,
     done: bool,
@@ -621,8 +626,8 @@ pub struct Subscription {
 }
 
 impl Subscription {
-    /// `(chunk number, chunk JSON)` until the turn ends.
-    pub fn chunks(self) -> impl Stream<Item = (usize, Bytes)> + Send + 'static {
+    /// `(chunk number, chunk)` until the turn ends.
+    pub fn chunks(self) -> impl Stream<Item = (usize, Event)> + Send + 'static {
         async_stream::stream! {
             let mut batch = Vec::new();
             loop {
@@ -692,12 +697,14 @@ impl Drop for Finished {
     }
 }
 
-/// Writes a batch to the shared log, if there is one; on failure the turn
-/// goes on for its readers here, without it.
-async fn share(shared: &mut Option<TurnLogWriter>, batch: &[Bytes], waiting: bool) {
-    if let Some(writer) = shared.as_mut()
-        && let Err(e) = writer.append(batch, waiting).await
-    {
+/// Writes a batch to the shared log (the chunks' JSON), if there is one;
+/// on failure the turn goes on for its readers here, without it.
+async fn share(shared: &mut Option<TurnLogWriter>, batch: &[Event], waiting: bool) {
+    let Some(writer) = shared.as_mut() else {
+        return;
+    };
+    let batch: Vec<Bytes> = batch.iter().map(Event::json).collect();
+    if let Err(e) = writer.append(&batch, waiting).await {
         tracing::warn!("writing a shared turn log (other instances lose this turn): {e}");
         *shared = None;
     }
@@ -746,11 +753,10 @@ async fn produce(
     });
     let stall = limits.stall;
     let mut readers = run.readers.subscribe();
-    // Chunk JSON is cut from blocks of this buffer; a small turn keeps a
-    // small block alive in its log.
-    let mut buf = BytesMut::with_capacity(1 << 10);
+    // Each batch is serialized once, into one buffer its events share.
+    let mut events = EventWriter::default();
     let mut chunks = chunks;
-    let mut framed: Vec<Bytes> = Vec::new();
+    let mut framed: Vec<Event> = Vec::new();
     let mut ended = false;
     while !ended {
         let first = {
@@ -775,11 +781,8 @@ async fn produce(
         let mut next = Some(first);
         // Chunks that are ready together go into the log under one lock.
         while let Some(chunk) = next.take() {
-            if serde_json::to_writer((&mut buf).writer(), &chunk).is_err() {
-                buf.extend_from_slice(br#"{"type":"error","errorText":"unencodable chunk"}"#);
-            }
-            framed.push(buf.split().freeze());
-            if framed.len() < BATCH {
+            events.push(&chunk);
+            if events.len() < BATCH {
                 match chunks.next().now_or_never() {
                     Some(Some(chunk)) => next = Some(chunk),
                     Some(None) => ended = true,
@@ -787,18 +790,19 @@ async fn produce(
                 }
             }
         }
+        framed.extend(events.take());
         let mut behind = {
             let mut log = run.lock();
             if finished.shared.is_some() {
                 // Kept for the shared log: a clone only counts a reference.
-                for json in &framed {
-                    log.bytes += json.len();
-                    log.entries.push_back(json.clone());
+                for event in &framed {
+                    log.bytes += event.len();
+                    log.entries.push_back(event.clone());
                 }
             } else {
-                for json in framed.drain(..) {
-                    log.bytes += json.len();
-                    log.entries.push_back(json);
+                for event in framed.drain(..) {
+                    log.bytes += event.len();
+                    log.entries.push_back(event);
                 }
             }
             // Over the replay limit: forget what every reader has read.
@@ -829,16 +833,13 @@ async fn produce(
                     stall.as_secs()
                 );
                 tracing::info!("{why}");
-                let error = UiChunk::Error { error_text: why };
-                if serde_json::to_writer((&mut buf).writer(), &error).is_ok() {
-                    let json = buf.split().freeze();
-                    {
-                        let mut log = run.lock();
-                        log.bytes += json.len();
-                        log.entries.push_back(json.clone());
-                    }
-                    share(&mut finished.shared, &[json], false).await;
+                let error = Event::of(&UiChunk::Error { error_text: why });
+                {
+                    let mut log = run.lock();
+                    log.bytes += error.len();
+                    log.entries.push_back(error.clone());
                 }
+                share(&mut finished.shared, &[error], false).await;
                 return;
             }
         }
@@ -1004,7 +1005,7 @@ mod suite {
         runs: &Arc<Runs>,
         principal: &'static str,
         chat: &'static str,
-    ) -> (mpsc::Sender<UiChunk>, BoxStream<'static, (usize, Bytes)>) {
+    ) -> (mpsc::Sender<UiChunk>, BoxStream<'static, (usize, Event)>) {
         let (tx, rx) = mpsc::channel(64);
         let owner = Owner {
             principal,
@@ -1029,9 +1030,9 @@ mod suite {
     }
 
     async fn next(
-        reader: &mut BoxStream<'static, (usize, Bytes)>,
+        reader: &mut BoxStream<'static, (usize, Event)>,
         what: &str,
-    ) -> Option<(usize, Bytes)> {
+    ) -> Option<(usize, Event)> {
         tokio::time::timeout(Duration::from_secs(10), reader.next())
             .await
             .unwrap_or_else(|_| panic!("no chunk: {what}"))

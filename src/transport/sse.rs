@@ -7,27 +7,36 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::http::{HeaderName, HeaderValue};
 use axum::response::Response;
-use bytes::Bytes;
-use futures::{Stream, StreamExt};
+use futures::{FutureExt, Stream, StreamExt};
 
-use crate::protocol::sse::{DONE, HEADERS, KEEP_ALIVE, SseEncoder};
+use crate::protocol::sse::{DONE, Event, HEADERS, KEEP_ALIVE, SseEncoder};
 
 /// Most chunks written in one frame.
 const BATCH: usize = 64;
 
-/// The SSE response for a turn's chunks, each already JSON.
+/// The SSE response for a turn's chunks, each already an event.
 pub fn response(
-    chunks: impl Stream<Item = Bytes> + Send + 'static,
+    chunks: impl Stream<Item = Event> + Send + 'static,
     keep_alive: Duration,
 ) -> Response {
     let bytes = async_stream::stream! {
         let mut encoder = SseEncoder::new();
-        let mut batches = Box::pin(chunks.ready_chunks(BATCH));
-        loop {
-            match tokio::time::timeout(keep_alive, batches.next()).await {
-                Ok(Some(batch)) => {
-                    for chunk in &batch {
-                        encoder.push_json(chunk);
+        let mut chunks = Box::pin(chunks);
+        let mut ended = false;
+        while !ended {
+            match tokio::time::timeout(keep_alive, chunks.next()).await {
+                Ok(Some(event)) => {
+                    encoder.push_event(&event);
+                    // What is ready too goes in the same write.
+                    for _ in 1..BATCH {
+                        match chunks.next().now_or_never() {
+                            Some(Some(event)) => encoder.push_event(&event),
+                            Some(None) => {
+                                ended = true;
+                                break;
+                            }
+                            None => break,
+                        }
                     }
                 }
                 Ok(None) => break,

@@ -12,7 +12,6 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::extract::ws::Message;
-use bytes::Bytes;
 use futures::{Stream, StreamExt};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -24,6 +23,7 @@ use crate::confirm::{AnswerKeys, Decision, GateError, OutOfBand};
 use crate::metrics::Transport;
 use crate::protocol::ChatRequest;
 use crate::protocol::message::check_id;
+use crate::protocol::sse::Event;
 use crate::transport::runs::Run;
 use crate::transport::{ApiError, HttpState};
 
@@ -277,7 +277,7 @@ fn check_request(requests: &Requests, request_id: &str) -> Result<(), (String, S
 /// Writes one request's chunks to the socket: `start`, `chunk`s, `end`.
 async fn forward(
     request_id: String,
-    chunks: impl Stream<Item = (usize, Bytes)> + Send + 'static,
+    chunks: impl Stream<Item = (usize, Event)> + Send + 'static,
     outbox: mpsc::Sender<Message>,
 ) {
     let id = serde_json::to_string(&request_id).unwrap_or_default();
@@ -286,7 +286,8 @@ async fn forward(
         return;
     }
     let mut chunks = std::pin::pin!(chunks);
-    while let Some((sequence, json)) = chunks.next().await {
+    while let Some((sequence, event)) = chunks.next().await {
+        let json = event.json();
         let mut frame = String::with_capacity(json.len() + id.len() + 48);
         frame.push_str(r#"{"type":"chunk","requestId":"#);
         frame.push_str(&id);

@@ -289,16 +289,13 @@ fn refused(socket: &Socket, why: String) -> Turn {
 
 /// Writes a turn's chunks, one frame each, then `[DONE]`.
 async fn forward(reader: Subscription, outbox: mpsc::Sender<Message>) {
-    let mut encoder = SseEncoder::new();
     let mut chunks = std::pin::pin!(reader.chunks());
-    while let Some((_, json)) = chunks.next().await {
-        encoder.push_json(&json);
-        if !send(&outbox, encoder.take()).await {
+    while let Some((_, event)) = chunks.next().await {
+        if !send(&outbox, event.sse().clone()).await {
             return;
         }
     }
-    encoder.push_raw(DONE);
-    send(&outbox, encoder.take()).await;
+    send(&outbox, Bytes::from_static(DONE)).await;
 }
 
 /// Queues one frame, waiting for room; `false` once the socket is gone.
