@@ -46,38 +46,47 @@ pub struct Telemetry {
 pub fn init() -> Result<Telemetry, TelemetryError> {
     let levels =
         EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("toolgate=info"));
-    // toolgate's spans are for traces: log lines stay as short as before,
-    // and without the exporter no span of toolgate's is made at all.
-    let events = filter_fn(|meta| !(meta.is_span() && meta.target().starts_with("toolgate")));
-    let log = tracing_subscriber::fmt::layer()
-        .with_writer(std::io::stderr)
-        .with_filter(levels.and(events));
     let provider = match exporting(|name| std::env::var(name).ok()) {
         true => Some(provider()?),
         false => None,
     };
-    // Its own filter: toolgate's spans whatever `RUST_LOG` keeps in the log.
-    let traces = provider.as_ref().map(|provider| {
-        tracing_opentelemetry::layer()
-            .with_tracer(provider.tracer("toolgate"))
-            // Busy and idle times on every poll: not worth their cost here.
-            .with_tracked_inactivity(false)
-            .with_filter(
-                Targets::new()
-                    .with_target("toolgate", Level::INFO)
-                    .with_target(DECISIONS, Level::DEBUG),
-            )
-    });
-    tracing_subscriber::registry()
-        .with(log)
-        .with(traces)
-        .try_init()?;
+    subscriber(levels, provider.as_ref()).try_init()?;
     if provider.is_some() {
         // Read by the transport: a request's `traceparent` continues its trace.
         opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
         tracing::info!("exporting traces over OTLP");
     }
     Ok(Telemetry { provider })
+}
+
+/// The log at `levels`, and the exporter's layer when there is a provider.
+fn subscriber(
+    levels: EnvFilter,
+    provider: Option<&SdkTracerProvider>,
+) -> Box<dyn tracing::Subscriber + Send + Sync> {
+    // toolgate's spans are for traces: log lines stay as short as before,
+    // and without the exporter no span of toolgate's is made at all.
+    let events = filter_fn(|meta| !(meta.is_span() && meta.target().starts_with("toolgate")));
+    let log = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_filter(levels.and(events));
+    let Some(provider) = provider else {
+        // Not `.with(None)`: a `None` layer finds every callsite of
+        // interest, and the registry then makes every span (a turn's is
+        // entered on each poll) for nobody: 5 % of W1's time (BENCHMARKS.md).
+        return Box::new(tracing_subscriber::registry().with(log));
+    };
+    // Its own filter: toolgate's spans whatever `RUST_LOG` keeps in the log.
+    let traces = tracing_opentelemetry::layer()
+        .with_tracer(provider.tracer("toolgate"))
+        // Busy and idle times on every poll: not worth their cost here.
+        .with_tracked_inactivity(false)
+        .with_filter(
+            Targets::new()
+                .with_target("toolgate", Level::INFO)
+                .with_target(DECISIONS, Level::DEBUG),
+        );
+    Box::new(tracing_subscriber::registry().with(log).with(traces))
 }
 
 impl Telemetry {
@@ -149,6 +158,17 @@ pub fn bounded(value: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn without_the_exporter_no_span_is_made() {
+        for levels in ["warn", "toolgate=info", "debug"] {
+            let made =
+                tracing::subscriber::with_default(subscriber(EnvFilter::new(levels), None), || {
+                    !tracing::info_span!("invoke_agent").is_disabled()
+                });
+            assert!(!made, "a span was made with RUST_LOG={levels}");
+        }
+    }
 
     #[test]
     fn exports_only_with_an_endpoint_and_not_disabled() {
