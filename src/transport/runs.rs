@@ -1,7 +1,10 @@
-//! Turns in flight, by chat. Each turn runs as its own task and appends its
-//! chunks (as JSON) to a log; subscribers read the log at their own pace:
-//! the request that started the turn, and any `resume` (SSE `GET …/stream`,
-//! or a socket's `resume` frame), which replays from the `start` chunk.
+//! Turns in flight, by chat. Each turn appends its chunks (as SSE events)
+//! to a log; subscribers read the log at their own pace: the request that
+//! started the turn, and any `resume` (SSE `GET …/stream`, or a socket's
+//! `resume` frame), which replays from the `start` chunk. A turn is polled
+//! by the reader waiting for it, in that reader's task, until it waits for
+//! a human, loses its last reader, or goes unpolled for [`DETACH_AFTER`]:
+//! then it runs on a task of its own ([`Run`]).
 //!
 //! A turn whose subscribers all left is cancelled at once (the model and
 //! its tools stop), unless it is waiting for a human: then it stays, so a
@@ -17,6 +20,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -39,6 +43,10 @@ const LAG: usize = 256;
 const BATCH: usize = 64;
 /// Bytes of log kept for replay; beyond, the turn can no longer be resumed.
 const MAX_LOG_BYTES: usize = 16 << 20;
+/// A turn its readers have not polled for this long moves to a task of its
+/// own: a reader whose client stopped reading polls nothing, and the turn
+/// must still notice (and stop after [`Limits::stall`]).
+const DETACH_AFTER: Duration = Duration::from_secs(1);
 
 /// Why a turn was not started.
 #[derive(Debug, thiserror::Error)]
@@ -99,6 +107,11 @@ struct Registry {
     /// Turns running per principal (superseded ones included).
     counts: HashMap<String, usize>,
     running: usize,
+    /// Turns that may be driven by their readers, by id, for [`sweep`].
+    inline: HashMap<u64, std::sync::Weak<Run>>,
+    next_run: u64,
+    /// Whether [`sweep`] runs.
+    sweeping: bool,
 }
 
 /// Who starts a turn, and whether the per-user cap applies to them.
@@ -231,7 +244,12 @@ impl Runs {
         opening: Opening,
     ) -> Result<(Arc<Run>, Subscription), RunError> {
         let key = (owner.principal.to_owned(), owner.chat_id.to_owned());
-        let run = Arc::new(Run::new());
+        let id = {
+            let mut registry = self.lock();
+            registry.next_run += 1;
+            registry.next_run
+        };
+        let run = Arc::new(Run::new(id, self.tasks.clone(), waiting.clone()));
         let (admitted, writer) = match opening {
             Opening::New(writer) => (false, writer),
             Opening::Adopted(adopted, writer) => {
@@ -274,6 +292,11 @@ impl Runs {
             }
             registry.running += 1;
             *registry.counts.entry(key.0.clone()).or_default() += 1;
+            registry.inline.insert(run.id, Arc::downgrade(&run));
+            if !std::mem::replace(&mut registry.sweeping, true) {
+                let runs = Arc::downgrade(self);
+                self.tasks.spawn(sweep(runs, self.stopping.clone()));
+            }
             // A new turn of a chat supersedes the old one: nobody could
             // resume that one any more, so if nobody reads it, it stops.
             if let Some(old) = registry.runs.insert(key.clone(), run.clone())
@@ -282,7 +305,10 @@ impl Runs {
                 old.abort();
             }
         }
-        // Made before the task is, so that an abort before its first poll
+        // Read by other instances too: it runs on its own task, as fast as
+        // its readers here and there let it, not only when one reads here.
+        let shared = writer.is_some();
+        // Made before the turn is first polled, so that an abort before then
         // still marks the turn done, frees its place and ends its shared log.
         let finished = Finished {
             run: run.clone(),
@@ -291,14 +317,21 @@ impl Runs {
             shared: writer,
         };
         let (stopping, limits) = (self.stopping.clone(), self.limits);
-        let task = self.tasks.spawn(async move {
+        let work = async move {
             // Dropping `produce` drops `Finished`: the turn is marked done.
             tokio::select! {
                 () = produce(finished, chunks, waiting, limits) => {}
                 () = stopping.cancelled() => {}
             }
-        });
-        run.lock().abort = Some(task.abort_handle());
+        };
+        let work: Work = Box::pin(work);
+        if shared {
+            run.lock().driver = Driver::Polling;
+            run.detach(work);
+        } else {
+            // Its reader drives it (Run::drive) until it needs a task of its own.
+            run.lock().driver = Driver::Idle(work);
+        }
         Ok((run, subscription))
     }
 
@@ -408,6 +441,7 @@ impl Runs {
             registry.runs.remove(key);
         }
         registry.running = registry.running.saturating_sub(1);
+        registry.inline.remove(&run.id);
         if let Some(n) = registry.counts.get_mut(&key.0) {
             *n -= 1;
             if *n == 0 {
@@ -525,14 +559,44 @@ impl Remote {
     }
 }
 
-/// One turn's log.
+/// One turn's log, and the turn itself while a reader drives it.
+///
+/// A turn is polled by the task of the reader that waits for its next
+/// chunk (the response's own task): no hand-off between two tasks per
+/// batch while a request reads its own turn. It moves to a task of its
+/// own when it waits for a human (its readers may all leave; an answer may
+/// come through another request) or when its last reader leaves (it must
+/// notice, stop, or stay held): from then on it runs as before.
 pub struct Run {
+    id: u64,
     log: Mutex<Log>,
     changed: Notify,
     readers: watch::Sender<usize>,
+    /// Where the turn goes when it needs a task of its own.
+    tasks: TaskTracker,
+    /// Whether the turn waits for a human.
+    asking: watch::Receiver<bool>,
 }
 
+/// The turn's future: a whole turn's state, boxed once.
+type Work = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
+
+/// Where the turn is.
 #[derive(Default)]
+enum Driver {
+    /// Waiting for a reader to poll it.
+    Idle(Work),
+    /// A reader is polling it now.
+    Polling,
+    /// Stopped while a reader was polling it: that reader drops it.
+    Aborted,
+    /// On a task of its own.
+    Spawned(tokio::task::AbortHandle),
+    /// Ended, or stopped.
+    #[default]
+    Ended,
+}
+
 struct Log {
     /// The chunks; `entries[0]` is chunk number `first`.
     entries: VecDeque<Event>,
@@ -542,7 +606,24 @@ struct Log {
     /// Each reader's next chunk number.
     cursors: HashMap<u64, usize>,
     next_reader: u64,
-    abort: Option<tokio::task::AbortHandle>,
+    driver: Driver,
+    /// When a reader last polled the turn (or it started).
+    polled: tokio::time::Instant,
+}
+
+impl Default for Log {
+    fn default() -> Self {
+        Self {
+            entries: VecDeque::new(),
+            first: 0,
+            bytes: 0,
+            done: false,
+            cursors: HashMap::new(),
+            next_reader: 0,
+            driver: Driver::Ended,
+            polled: tokio::time::Instant::now(),
+        }
+    }
 }
 
 impl Log {
@@ -561,11 +642,14 @@ impl Log {
 }
 
 impl Run {
-    fn new() -> Self {
+    fn new(id: u64, tasks: TaskTracker, asking: watch::Receiver<bool>) -> Self {
         Self {
+            id,
             log: Mutex::new(Log::default()),
             changed: Notify::new(),
             readers: watch::Sender::new(0),
+            tasks,
+            asking,
         }
     }
 
@@ -579,9 +663,116 @@ impl Run {
 
     /// Stops the turn: the model and tools still running are dropped.
     pub fn abort(&self) {
-        if let Some(abort) = self.lock().abort.take() {
-            abort.abort();
+        let (idle, task) = {
+            let mut log = self.lock();
+            match std::mem::take(&mut log.driver) {
+                Driver::Idle(work) => (Some(work), None),
+                Driver::Polling | Driver::Aborted => {
+                    log.driver = Driver::Aborted;
+                    (None, None)
+                }
+                Driver::Spawned(task) => (None, Some(task)),
+                Driver::Ended => (None, None),
+            }
+        };
+        // Outside the lock: dropping the turn marks its log done.
+        drop(idle);
+        if let Some(task) = task {
+            task.abort();
         }
+    }
+
+    /// Polls the turn in the caller's task, unless another reader is
+    /// polling it or it has a task of its own. A turn that now waits for a
+    /// human moves to its own task.
+    fn drive(&self, cx: &mut Context<'_>) {
+        let mut work = {
+            let mut log = self.lock();
+            match std::mem::replace(&mut log.driver, Driver::Polling) {
+                Driver::Idle(work) => work,
+                other => {
+                    log.driver = other;
+                    return;
+                }
+            }
+        };
+        let ended = work.as_mut().poll(cx).is_ready();
+        let asking = *self.asking.borrow();
+        let work = {
+            let mut log = self.lock();
+            log.polled = tokio::time::Instant::now();
+            match std::mem::take(&mut log.driver) {
+                Driver::Polling if !ended && !asking => {
+                    log.driver = Driver::Idle(work);
+                    return;
+                }
+                Driver::Polling if !ended => {
+                    log.driver = Driver::Polling;
+                    Some(work)
+                }
+                // Ended, or stopped meanwhile: dropped outside the lock,
+                // where dropping the turn marks its log done.
+                _ => None,
+            }
+        };
+        if let Some(work) = work {
+            self.detach(work);
+        }
+    }
+
+    /// Moves the turn to a task of its own if no reader polled it since
+    /// `before`; whether it is still driven by its readers.
+    fn detach_unpolled(&self, before: tokio::time::Instant) -> bool {
+        let work = {
+            let mut log = self.lock();
+            match std::mem::take(&mut log.driver) {
+                Driver::Idle(work) if log.polled <= before => {
+                    log.driver = Driver::Polling;
+                    work
+                }
+                other => {
+                    let inline = matches!(other, Driver::Idle(_) | Driver::Polling);
+                    log.driver = other;
+                    return inline;
+                }
+            }
+        };
+        self.detach(work);
+        false
+    }
+
+    /// Puts the turn, taken out of its log (marked `Polling` there, so
+    /// that an abort meanwhile is kept), on a task of its own. Never under
+    /// the lock: a runtime that is shutting down drops the turn at once,
+    /// and dropping it marks the log done; without a runtime it is dropped.
+    fn detach(&self, work: Work) {
+        let task = match tokio::runtime::Handle::try_current() {
+            Ok(handle) => Some(self.tasks.spawn_on(work, &handle).abort_handle()),
+            Err(_) => {
+                drop(work);
+                None
+            }
+        };
+        let aborted = {
+            let mut log = self.lock();
+            match (std::mem::take(&mut log.driver), task) {
+                (Driver::Polling, Some(task)) => {
+                    log.driver = Driver::Spawned(task);
+                    None
+                }
+                (Driver::Aborted, task) => task,
+                _ => None,
+            }
+        };
+        if let Some(task) = aborted {
+            task.abort();
+        }
+    }
+
+    /// Whether its readers drive it (no task of its own).
+    #[cfg(test)]
+    fn is_inline(&self) -> bool {
+        matches!(self.lock().driver, Driver::Idle(_) | Driver::Polling)
     }
 
     /// Reads the turn from its first chunk; `None` when the start of the
@@ -652,7 +843,16 @@ impl Subscription {
                 if done {
                     break;
                 }
-                notified.await;
+                // Nothing new: drive the turn (unless it runs elsewhere)
+                // until it says something, or wait for whoever runs it.
+                std::future::poll_fn(|cx| {
+                    if notified.as_mut().poll(cx).is_ready() {
+                        return Poll::Ready(());
+                    }
+                    self.run.drive(cx);
+                    notified.as_mut().poll(cx)
+                })
+                .await;
             }
         }
     }
@@ -660,7 +860,25 @@ impl Subscription {
 
 impl Drop for Subscription {
     fn drop(&mut self) {
-        self.run.lock().cursors.remove(&self.id);
+        let unread = {
+            let mut log = self.run.lock();
+            log.cursors.remove(&self.id);
+            match std::mem::take(&mut log.driver) {
+                // The last reader leaves: the turn goes on (to notice it is
+                // unread, and stop or stay held) on a task of its own.
+                Driver::Idle(work) if log.cursors.is_empty() => {
+                    log.driver = Driver::Polling;
+                    Some(work)
+                }
+                other => {
+                    log.driver = other;
+                    None
+                }
+            }
+        };
+        if let Some(work) = unread {
+            self.run.detach(work);
+        }
         self.run.readers.send_modify(|n| *n = n.saturating_sub(1));
         self.run.changed.notify_waiters();
     }
@@ -846,6 +1064,30 @@ async fn produce(
     }
 }
 
+/// Every [`DETACH_AFTER`], moves to tasks of their own the turns no reader
+/// polled since the last look; ends at shutdown or with the registry.
+async fn sweep(runs: std::sync::Weak<Runs>, stopping: CancellationToken) {
+    let mut ticks = tokio::time::interval(DETACH_AFTER);
+    loop {
+        let before = tokio::select! {
+            tick = ticks.tick() => tick.checked_sub(DETACH_AFTER).unwrap_or(tick),
+            () = stopping.cancelled() => return,
+        };
+        let Some(runs) = runs.upgrade() else { return };
+        let inline: Vec<_> = runs.lock().inline.values().cloned().collect();
+        let detached: Vec<u64> = inline
+            .iter()
+            .filter_map(|run| run.upgrade())
+            .filter(|run| !run.detach_unpolled(before))
+            .map(|run| run.id)
+            .collect();
+        let mut registry = runs.lock();
+        for id in detached {
+            registry.inline.remove(&id);
+        }
+    }
+}
+
 /// Resolves when the turn should stop for want of readers: nobody reads
 /// it and it waits for nobody, or it has waited for a human unread for `held`.
 async fn abandoned(
@@ -962,6 +1204,71 @@ mod tests {
         tokio::time::timeout(Duration::from_secs(5), done(held))
             .await
             .unwrap_or_else(|_| panic!("the turn kept going once answered"));
+    }
+
+    /// Read by its own request, a turn runs in that reader's task; it
+    /// moves to a task of its own once it waits for a human, or once its
+    /// reader leaves (and then stops, unless it waits for a human).
+    #[tokio::test]
+    async fn a_turn_runs_in_its_readers_task_until_it_waits_or_is_left() {
+        let runs = runs(4, 16);
+        let (mut tx, rx) = futures::channel::mpsc::channel(8);
+        let Ok((run, reader)) = runs.start(owner("p", "c"), rx.boxed(), waiting()).await else {
+            panic!("not started")
+        };
+        let mut reader = Box::pin(reader.chunks());
+        for n in 0..3 {
+            tx.try_send(UiChunk::StartStep)
+                .unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(reader.next().await.map(|(i, _)| i), Some(n));
+            assert!(
+                run.is_inline(),
+                "chunk {n}: the turn left its reader's task"
+            );
+        }
+        drop(reader);
+        assert!(!run.is_inline(), "left by its reader, the turn has no task");
+        let stopped = async {
+            while !run.is_done() {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(5), stopped)
+            .await
+            .unwrap_or_else(|_| panic!("an unread turn kept going"));
+
+        let (asking, waits) = watch::channel(false);
+        let (mut tx, rx) = futures::channel::mpsc::channel(8);
+        let Ok((held, reader)) = runs.start(owner("p", "d"), rx.boxed(), waits).await else {
+            panic!("not started")
+        };
+        let mut reader = Box::pin(reader.chunks());
+        tx.try_send(UiChunk::StartStep)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(reader.next().await.map(|(i, _)| i), Some(0));
+        assert!(held.is_inline());
+        asking.send_replace(true);
+        tx.try_send(UiChunk::StartStep)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(reader.next().await.map(|(i, _)| i), Some(1));
+        assert!(
+            !held.is_inline(),
+            "a turn waiting for a human has no task of its own"
+        );
+        drop(reader);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(!held.is_done(), "a turn waiting for a human was stopped");
+        tx.try_send(UiChunk::FinishStep)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let Some(again) = held.resume() else {
+            panic!("the held turn cannot be resumed")
+        };
+        let seen: Vec<usize> = Box::pin(again.chunks())
+            .take(3)
+            .map(|(i, _)| i)
+            .collect()
+            .await;
+        assert_eq!(seen, [0, 1, 2], "the held turn went on without its reader");
     }
 
     #[tokio::test]
