@@ -1147,6 +1147,19 @@ mod tests {
         watch::channel(false).1
     }
 
+    /// The numbers of the first `n` chunks `reader` reads.
+    async fn numbers(reader: Subscription, n: usize) -> Vec<usize> {
+        Box::pin(reader.chunks())
+            .take(n)
+            .map(|(i, _)| i)
+            .collect()
+            .await
+    }
+
+    fn say(tx: &mut futures::channel::mpsc::Sender<UiChunk>, chunk: UiChunk) {
+        tx.try_send(chunk).unwrap_or_else(|e| panic!("{e}"));
+    }
+
     fn chunks(n: usize) -> BoxStream<'static, UiChunk> {
         futures::stream::iter((0..n).map(|_| UiChunk::StartStep)).boxed()
     }
@@ -1165,11 +1178,7 @@ mod tests {
         let Some(again) = runs.get("p", "c").and_then(|r| r.resume()) else {
             panic!("not resumable")
         };
-        let seen: Vec<usize> = Box::pin(again.chunks())
-            .take(3)
-            .map(|(i, _)| i)
-            .collect()
-            .await;
+        let seen = numbers(again, 3).await;
         assert_eq!(seen, [0, 1, 2]);
         run.abort();
         assert_eq!(first.next().await, None);
@@ -1218,8 +1227,7 @@ mod tests {
         };
         let mut reader = Box::pin(reader.chunks());
         for n in 0..3 {
-            tx.try_send(UiChunk::StartStep)
-                .unwrap_or_else(|e| panic!("{e}"));
+            say(&mut tx, UiChunk::StartStep);
             assert_eq!(reader.next().await.map(|(i, _)| i), Some(n));
             assert!(
                 run.is_inline(),
@@ -1243,13 +1251,11 @@ mod tests {
             panic!("not started")
         };
         let mut reader = Box::pin(reader.chunks());
-        tx.try_send(UiChunk::StartStep)
-            .unwrap_or_else(|e| panic!("{e}"));
+        say(&mut tx, UiChunk::StartStep);
         assert_eq!(reader.next().await.map(|(i, _)| i), Some(0));
         assert!(held.is_inline());
         asking.send_replace(true);
-        tx.try_send(UiChunk::StartStep)
-            .unwrap_or_else(|e| panic!("{e}"));
+        say(&mut tx, UiChunk::StartStep);
         assert_eq!(reader.next().await.map(|(i, _)| i), Some(1));
         assert!(
             !held.is_inline(),
@@ -1258,16 +1264,11 @@ mod tests {
         drop(reader);
         tokio::time::sleep(Duration::from_millis(100)).await;
         assert!(!held.is_done(), "a turn waiting for a human was stopped");
-        tx.try_send(UiChunk::FinishStep)
-            .unwrap_or_else(|e| panic!("{e}"));
+        say(&mut tx, UiChunk::FinishStep);
         let Some(again) = held.resume() else {
             panic!("the held turn cannot be resumed")
         };
-        let seen: Vec<usize> = Box::pin(again.chunks())
-            .take(3)
-            .map(|(i, _)| i)
-            .collect()
-            .await;
+        let seen = numbers(again, 3).await;
         assert_eq!(seen, [0, 1, 2], "the held turn went on without its reader");
     }
 
