@@ -565,8 +565,10 @@ impl Remote {
 /// chunk (the response's own task): no hand-off between two tasks per
 /// batch while a request reads its own turn. It moves to a task of its
 /// own when it waits for a human (its readers may all leave; an answer may
-/// come through another request) or when its last reader leaves (it must
-/// notice, stop, or stay held): from then on it runs as before.
+/// come through another request), when its last reader leaves (it must
+/// notice, stop, or stay held), or when no reader polled it for
+/// [`DETACH_AFTER`] ([`sweep`]); a turn with a shared log has its own task
+/// from the start. From then on its task runs it to its end.
 pub struct Run {
     id: u64,
     log: Mutex<Log>,
