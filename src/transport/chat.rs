@@ -2,6 +2,7 @@
 //! `GET …/{chatId}/stream` resumes.
 
 use std::sync::Arc;
+use std::task::Poll;
 
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
@@ -18,7 +19,7 @@ use super::auth::Caller;
 use super::{ANONYMOUS, ApiError, HttpState, runs, sse};
 use crate::agent::{Agent, HeldTurn};
 use crate::confirm::GateError;
-use crate::metrics::{Metrics, Transport};
+use crate::metrics::{Metrics, Transport, TurnWatch};
 use crate::protocol::{ChatRequest, ClientVersion, ConfirmationProtocol, RequestError, UiChunk};
 use crate::store::{LimitError, Limited};
 
@@ -50,8 +51,8 @@ pub(super) async fn start(
     let chat_id = request.chat_id.clone();
     let (waiting, waits) = watch::channel(false);
     let span = turn_span(&chat_id, headers);
-    // Lazy: nothing of the turn runs before the task polls it, in its span.
-    let chunks = turn(state, request, principal.to_owned(), waiting)?;
+    // Lazy: nothing of the turn runs before it is polled, in its span.
+    let (chunks, client) = turn(state, request, principal.to_owned(), waiting)?;
     let streams = state.limiter.rates().concurrent_streams;
     let owner = runs::Owner {
         principal,
@@ -77,15 +78,10 @@ pub(super) async fn start(
         .turn(principal)
         .await
         .map_err(|e| limited(&state.metrics, e))?;
-    let chunks = traced(span, measured(&state.metrics, transport, chunks));
-    // The stream's place is held as long as the turn's chunks are: the
-    // turn's task drops them when it ends, however it ends.
-    let chunks = chunks
-        .map(move |chunk| {
-            let _held = &lease;
-            chunk
-        })
-        .boxed();
+    let watch = state.metrics.turn(transport);
+    // The stream's place is held as long as the turn's chunks are: they
+    // are dropped when the turn ends, however it ends.
+    let chunks = outgoing(chunks, client, watch, Some(span), Some(lease));
     state.runs.start(owner, chunks, waits).await.map_err(busy)
 }
 
@@ -122,40 +118,59 @@ fn turn_span(chat_id: &str, headers: &HeaderMap) -> Span {
     span
 }
 
-/// `chunks`, each poll in `span` (so the model's and the tools' spans are
-/// its children, across the turn's task), marked failed on an `error` chunk.
-fn traced(span: Span, mut chunks: BoxStream<'static, UiChunk>) -> BoxStream<'static, UiChunk> {
-    futures::stream::poll_fn(move |cx| {
-        let _entered = span.enter();
-        let next = chunks.poll_next_unpin(cx);
-        if let std::task::Poll::Ready(Some(UiChunk::Error { .. })) = &next {
-            span.record("otel.status_code", "error");
-        }
-        next
-    })
-    .boxed()
-}
-
-/// `chunks`, counted: open while streaming, the first chunk of content
-/// timed, and how the turn ended once it is dropped (no allocation per chunk).
-fn measured(
-    metrics: &Metrics,
-    transport: Transport,
-    chunks: BoxStream<'static, UiChunk>,
+/// A turn's chunks on their way to its log, in one adapter (a stream layer
+/// each would cost a boxed poll and a move of every chunk): fitted to the
+/// `client`, counted by `watch` (open while streaming, the first chunk of
+/// content timed, how the turn ended), each poll in `span` (so the model's
+/// and the tools' spans are its children, in whichever task polls the
+/// turn; marked failed on an `error` chunk), and `lease` held as long as
+/// the chunks are.
+fn outgoing<L: Send + 'static>(
+    mut chunks: BoxStream<'static, UiChunk>,
+    client: ClientVersion,
+    mut watch: TurnWatch,
+    span: Option<Span>,
+    lease: Option<L>,
 ) -> BoxStream<'static, UiChunk> {
-    let mut watch = metrics.turn(transport);
-    chunks
-        .inspect(move |chunk| match chunk {
+    // The second chunk a chunk is said with to an older client.
+    let mut second: Option<UiChunk> = None;
+    futures::stream::poll_fn(move |cx| {
+        let _held = &lease;
+        let chunk = loop {
+            if let Some(chunk) = second.take() {
+                break chunk;
+            }
+            let next = {
+                let _entered = span.as_ref().map(Span::enter);
+                chunks.poll_next_unpin(cx)
+            };
+            let Some(chunk) = std::task::ready!(next) else {
+                return Poll::Ready(None);
+            };
+            let mut fitted = client.fit(chunk);
+            if let Some(chunk) = fitted.next() {
+                second = fitted.next();
+                break chunk;
+            }
+        };
+        match &chunk {
             UiChunk::Finish { .. } => watch.ended("finished"),
-            UiChunk::Error { .. } => watch.ended("error"),
+            UiChunk::Error { .. } => {
+                watch.ended("error");
+                if let Some(span) = &span {
+                    span.record("otel.status_code", "error");
+                }
+            }
             UiChunk::Abort { .. } => watch.ended("aborted"),
             UiChunk::Start { .. }
             | UiChunk::StartStep
             | UiChunk::FinishStep
             | UiChunk::MessageMetadata { .. } => {}
             _ => watch.content(),
-        })
-        .boxed()
+        }
+        Poll::Ready(Some(chunk))
+    })
+    .boxed()
 }
 
 /// The turn for `request`, in the confirmation protocol and flow it asks
@@ -165,7 +180,7 @@ fn turn(
     request: ChatRequest,
     principal: String,
     waiting: watch::Sender<bool>,
-) -> Result<BoxStream<'static, UiChunk>, ApiError> {
+) -> Result<(BoxStream<'static, UiChunk>, ClientVersion), ApiError> {
     let protocol = request.options.protocol.unwrap_or(state.protocol);
     let flow = request.options.flow.unwrap_or(state.flow);
     let client = request
@@ -179,12 +194,12 @@ fn turn(
         .into());
     }
     tracing::debug!(chat = %request.chat_id, messages = request.messages.len(), "turn");
-    Ok(state
+    let chunks = state
         .agent
         .clone()
         .turn(request, principal, protocol, flow, waiting)
-        .flat_map(move |chunk| futures::stream::iter(client.fit(chunk)))
-        .boxed())
+        .boxed();
+    Ok((chunks, client))
 }
 
 /// How a held turn taken over from a dead instance goes on here: the agent
@@ -203,12 +218,9 @@ pub fn continue_held(
             .and_then(|v| v.parse().ok())
             .unwrap_or(default_client);
         let (waiting, waits) = watch::channel(false);
-        let chunks = agent
-            .clone()
-            .continue_held(held, waiting)
-            .flat_map(move |chunk| futures::stream::iter(client.fit(chunk)))
-            .boxed();
-        Some((measured(&metrics, transport, chunks), waits))
+        let chunks = agent.clone().continue_held(held, waiting).boxed();
+        let watch = metrics.turn(transport);
+        Some((outgoing(chunks, client, watch, None, None::<()>), waits))
     })
 }
 
