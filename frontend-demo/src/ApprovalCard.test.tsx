@@ -1,6 +1,6 @@
-import { act, cleanup, fireEvent, render, screen } from '@testing-library/react';
+import { act, cleanup, fireEvent, render, renderHook, screen } from '@testing-library/react';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { ApprovalCard, formatDuration, type Decision } from './ApprovalCard';
+import { ApprovalCard, formatDuration, useRemaining, type Decision } from './ApprovalCard';
 
 const payment = { amount: 50, recipient: 'Hanako', currency: 'USD' };
 const schema = {
@@ -123,6 +123,17 @@ describe('ApprovalCard', () => {
     fireEvent.change(screen.getByLabelText('Arguments (JSON)'), { target: { value: '{"a": 2}' } });
     fireEvent.click(button('Approve with these arguments'));
     expect(decisions).toEqual([{ approved: true, editedArgs: { a: 2 } }]);
+  });
+
+  it('counts a deadline that arrives after mount from when it arrives', () => {
+    vi.useFakeTimers();
+    const { result, rerender } = renderHook(({ deadline }: { deadline?: number }) => useRemaining(deadline), {
+      initialProps: {},
+    });
+    expect(result.current).toBeUndefined();
+    vi.advanceTimersByTime(5_000);
+    rerender({ deadline: Date.now() + 300_000 });
+    expect(result.current).toBe(300_000);
   });
 
   it('counts down to the deadline, then refuses to approve but still denies', () => {

@@ -1,4 +1,4 @@
-import { useEffect, useId, useRef, useState, type FormEvent } from 'react';
+import { useEffect, useId, useLayoutEffect, useRef, useState, type FormEvent } from 'react';
 import type { Ended, JsonSchema } from './api';
 import { Args } from './Args';
 import { saidOf } from './outcome';
@@ -220,8 +220,11 @@ function nextFocus(card: HTMLElement | null): HTMLElement | null {
 /** Milliseconds left until `deadline`, ticking each second. */
 export function useRemaining(deadline?: number): number | undefined {
   const [now, setNow] = useState(() => Date.now());
-  useEffect(() => {
+  // Before paint: a deadline that arrives after the card mounted counts from
+  // now, not from the mount (which would show more time than the question has).
+  useLayoutEffect(() => {
     if (deadline === undefined) return;
+    setNow(Date.now());
     const timer = setInterval(() => {
       setNow(Date.now());
     }, 1000);
