@@ -26,6 +26,10 @@ const DATA: &[u8] = b"data: ";
 /// chunk is a string, so serializing one into memory does not fail).
 const UNENCODABLE: &[u8] = br#"{"type":"error","errorText":"unencodable chunk"}"#;
 
+/// What a delta without provider metadata opens with, up to its id.
+const TEXT_DELTA: &[u8] = br#"{"type":"text-delta","id":"#;
+const REASONING_DELTA: &[u8] = br#"{"type":"reasoning-delta","id":"#;
+
 /// One chunk framed as an SSE event, `data: <json>\n\n`: serialized once,
 /// sent as it is over SSE, its JSON a slice of it for a WebSocket frame or
 /// a shared turn log. Cloning counts a reference.
@@ -91,12 +95,37 @@ impl EventWriter {
         }
         let start = self.buf.len();
         self.buf.extend_from_slice(DATA);
-        if serde_json::to_writer(&mut self.buf, chunk).is_err() {
+        let written = match chunk {
+            UiChunk::TextDelta {
+                id,
+                delta,
+                provider_metadata: None,
+            } => self.delta(TEXT_DELTA, id, delta),
+            UiChunk::ReasoningDelta {
+                id,
+                delta,
+                provider_metadata: None,
+            } => self.delta(REASONING_DELTA, id, delta),
+            _ => serde_json::to_writer(&mut self.buf, chunk),
+        };
+        if written.is_err() {
             self.buf.truncate(start + DATA.len());
             self.buf.extend_from_slice(UNENCODABLE);
         }
         self.buf.extend_from_slice(b"\n\n");
         self.ends.push(self.buf.len());
+    }
+
+    /// A delta, nearly every chunk of a turn, written key by key as serde's
+    /// derive writes it (a test holds the two equal) without its map
+    /// machinery: the two strings are all that need escaping.
+    fn delta(&mut self, open: &[u8], id: &str, delta: &str) -> serde_json::Result<()> {
+        self.buf.extend_from_slice(open);
+        serde::Serialize::serialize(id, &mut serde_json::Serializer::new(&mut self.buf))?;
+        self.buf.extend_from_slice(b",\"delta\":");
+        serde::Serialize::serialize(delta, &mut serde_json::Serializer::new(&mut self.buf))?;
+        self.buf.push(b'}');
+        Ok(())
     }
 
     /// Events written since the last take.
@@ -162,6 +191,7 @@ impl SseEncoder {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::BlockId;
 
     #[test]
     fn frames_chunks_and_reuses_the_buffer() {
@@ -175,6 +205,44 @@ mod tests {
         assert!(enc.is_empty());
         enc.push_raw(DONE);
         assert_eq!(&enc.take()[..], DONE);
+    }
+
+    /// The deltas written directly are the bytes serde's derive writes.
+    #[test]
+    fn deltas_are_written_as_serde_writes_them() {
+        let id = BlockId::from("txt-1");
+        let metadata = Some(Box::new(serde_json::json!({"p": {"signature": "s"}})));
+        let texts = [
+            "",
+            "1 ",
+            "a \"quoted\" line\n",
+            "tab\there \\ \u{1} \u{7f}",
+            "日本語 🦀",
+            "</script>",
+        ];
+        let mut events = EventWriter::default();
+        let mut chunks = Vec::new();
+        for text in texts {
+            for provider_metadata in [None, metadata.clone()] {
+                chunks.push(UiChunk::TextDelta {
+                    id: id.clone(),
+                    delta: text.into(),
+                    provider_metadata: provider_metadata.clone(),
+                });
+                chunks.push(UiChunk::ReasoningDelta {
+                    id: BlockId::from(text),
+                    delta: text.into(),
+                    provider_metadata,
+                });
+            }
+        }
+        for chunk in &chunks {
+            events.push(chunk);
+        }
+        for (event, chunk) in events.take().zip(&chunks) {
+            let json = serde_json::to_vec(chunk).unwrap_or_default();
+            assert_eq!(event.json(), json, "{chunk:?}");
+        }
     }
 
     #[test]
