@@ -20,7 +20,7 @@ fn encoding(c: &mut Criterion) {
     const BATCH: u64 = 1024;
     let id = BlockId::from("txt-1");
     let chunks: Vec<UiChunk> = (0..BATCH)
-        .map(|i| UiChunk::text_delta(&id, format!(" {i}")))
+        .map(|i| UiChunk::text_delta(&id, format!(" {i}").into()))
         .collect();
     let mut events = EventWriter::default();
     let mut encoder = SseEncoder::new();

@@ -626,7 +626,7 @@ fn baseline() -> axum::Router {
     use toolgate::protocol::{BlockId, FinishReason, UiChunk};
     let mut encoder = SseEncoder::new();
     let id = BlockId::from("txt-1");
-    let text = |delta: String| UiChunk::text_delta(&id, delta);
+    let text = |delta: String| UiChunk::text_delta(&id, delta.into());
     encoder.push(&UiChunk::Start {
         message_id: Some("msg-1".into()),
         message_metadata: None,

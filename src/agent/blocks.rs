@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 use crate::ids::Ids;
-use crate::protocol::{BlockId, Part, UiChunk};
+use crate::protocol::{BlockId, DeltaText, Part, UiChunk};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -32,15 +32,21 @@ impl Blocks {
         Self { ids, open: None }
     }
 
-    pub fn text(&mut self, delta: String, out: &mut Vec<UiChunk>, parts: &mut Vec<Part>) {
+    pub fn text(&mut self, delta: DeltaText, out: &mut Vec<UiChunk>, parts: &mut Vec<Part>) {
         self.delta(Kind::Text, delta, out, parts);
     }
 
-    pub fn reasoning(&mut self, delta: String, out: &mut Vec<UiChunk>, parts: &mut Vec<Part>) {
+    pub fn reasoning(&mut self, delta: DeltaText, out: &mut Vec<UiChunk>, parts: &mut Vec<Part>) {
         self.delta(Kind::Reasoning, delta, out, parts);
     }
 
-    fn delta(&mut self, kind: Kind, delta: String, out: &mut Vec<UiChunk>, parts: &mut Vec<Part>) {
+    fn delta(
+        &mut self,
+        kind: Kind,
+        delta: DeltaText,
+        out: &mut Vec<UiChunk>,
+        parts: &mut Vec<Part>,
+    ) {
         if self.open.as_ref().is_some_and(|o| o.kind != kind) {
             self.close(out, parts);
         }

@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 use crate::call::ToolCall;
-use crate::protocol::{ConfirmationProtocol, FinishReason};
+use crate::protocol::{ConfirmationProtocol, DeltaText, FinishReason};
 use crate::store::{Issued, Outcome};
 
 /// One thing a turn did, in the order it did it. Closed: a new kind of event
@@ -48,8 +48,8 @@ pub enum AgentEvent {
     },
     /// A model step began.
     StepStart,
-    TextDelta(String),
-    ReasoningDelta(String),
+    TextDelta(DeltaText),
+    ReasoningDelta(DeltaText),
     /// The reasoning block ends with the metadata its provider needs back.
     ReasoningEnd(Value),
     /// The model began a call. `live`: its input streams as it arrives;

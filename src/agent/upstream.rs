@@ -430,8 +430,10 @@ impl Upstream {
                 self.step_open = true;
                 self.emit(AgentEvent::StepStart, out);
             }
-            AdkEvent::TextDelta(delta) => self.emit(AgentEvent::TextDelta(delta), out),
-            AdkEvent::ReasoningDelta(delta) => self.emit(AgentEvent::ReasoningDelta(delta), out),
+            AdkEvent::TextDelta(delta) => self.emit(AgentEvent::TextDelta(delta.into()), out),
+            AdkEvent::ReasoningDelta(delta) => {
+                self.emit(AgentEvent::ReasoningDelta(delta.into()), out)
+            }
             AdkEvent::Call(call) => self.pending.push(call),
             AdkEvent::Output { id, name, output } => self.output(id, name, output, out),
             AdkEvent::Confirm(asked) => self.question(asked, out).await,

@@ -15,6 +15,10 @@ use serde_json::Value;
 /// names it (a clone is a count, not a copy).
 pub type BlockId = Arc<str>;
 
+/// A text or reasoning delta: a model's deltas are mostly a token or a few,
+/// held inline up to 24 bytes, so a delta costs no allocation of its own.
+pub type DeltaText = compact_str::CompactString;
+
 /// Why a model turn finished, as the client names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -85,7 +89,7 @@ pub enum UiChunk {
     #[serde(rename_all = "camelCase")]
     TextDelta {
         id: BlockId,
-        delta: String,
+        delta: DeltaText,
         #[serde(skip_serializing_if = "Option::is_none")]
         provider_metadata: Option<Box<Value>>,
     },
@@ -104,7 +108,7 @@ pub enum UiChunk {
     #[serde(rename_all = "camelCase")]
     ReasoningDelta {
         id: BlockId,
-        delta: String,
+        delta: DeltaText,
         #[serde(skip_serializing_if = "Option::is_none")]
         provider_metadata: Option<Box<Value>>,
     },
@@ -269,7 +273,7 @@ impl Serialize for DataChunk {
 }
 
 impl UiChunk {
-    pub fn text_delta(id: &BlockId, delta: String) -> Self {
+    pub fn text_delta(id: &BlockId, delta: DeltaText) -> Self {
         UiChunk::TextDelta {
             id: id.clone(),
             delta,

@@ -10,7 +10,7 @@ pub mod native;
 pub mod request;
 pub mod sse;
 
-pub use chunk::{BlockId, FinishReason, UiChunk};
+pub use chunk::{BlockId, DeltaText, FinishReason, UiChunk};
 pub use compat::{ClientVersion, ConfirmationFlow, ConfirmationProtocol, DeniedAs};
 pub use message::{Part, RequestError, Role, ToolPart, ToolState, UiMessage};
 pub use request::{ChatRequest, RequestOptions};

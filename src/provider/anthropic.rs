@@ -14,6 +14,7 @@ use super::{
 };
 use crate::call::{MAX_ARGS_BYTES, MAX_CALLS_PER_STEP};
 use crate::ids::Ids;
+use crate::protocol::DeltaText;
 
 const PROVIDER: &str = "anthropic";
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com/v1";
@@ -261,11 +262,11 @@ struct EventUsage {
 enum StartBlock {
     Text {
         #[serde(default)]
-        text: String,
+        text: DeltaText,
     },
     Thinking {
         #[serde(default)]
-        thinking: String,
+        thinking: DeltaText,
         #[serde(default)]
         signature: String,
     },
@@ -291,7 +292,7 @@ enum StartBlock {
 enum BlockDelta {
     TextDelta {
         #[serde(default)]
-        text: String,
+        text: DeltaText,
     },
     InputJsonDelta {
         #[serde(default)]
@@ -299,7 +300,7 @@ enum BlockDelta {
     },
     ThinkingDelta {
         #[serde(default)]
-        thinking: String,
+        thinking: DeltaText,
     },
     SignatureDelta {
         #[serde(default)]

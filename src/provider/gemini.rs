@@ -15,6 +15,7 @@ use super::{
     inline_data,
 };
 use crate::ids::Ids;
+use crate::protocol::DeltaText;
 
 const PROVIDER: &str = "gemini";
 pub const DEFAULT_BASE_URL: &str = "https://generativelanguage.googleapis.com/v1beta";
@@ -260,7 +261,7 @@ struct Content {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Part {
-    text: Option<String>,
+    text: Option<DeltaText>,
     thought: Option<bool>,
     function_call: Option<FunctionCall>,
     thought_signature: Option<String>,

@@ -15,6 +15,7 @@ use serde_json::Value;
 pub use scripted::ScriptedModel;
 
 use crate::call::{ToolCall, ToolSpec, denial_text};
+use crate::protocol::DeltaText;
 
 /// The history as every provider sees it. The `adk_request_confirmation`
 /// wrapper never appears here: the model sees its own call and the result.
@@ -124,8 +125,8 @@ pub struct Usage {
 /// One event of a model's streamed answer.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ProviderEvent {
-    TextDelta(String),
-    ReasoningDelta(String),
+    TextDelta(DeltaText),
+    ReasoningDelta(DeltaText),
     /// Metadata for the reasoning block being streamed, which the provider
     /// needs back on the next request (`{"anthropic": {"signature": …}}`).
     ReasoningMetadata(Value),

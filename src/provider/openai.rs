@@ -13,6 +13,7 @@ use super::{
 };
 use crate::call::{MAX_ARGS_BYTES, MAX_CALLS_PER_STEP};
 use crate::ids::Ids;
+use crate::protocol::DeltaText;
 
 const PROVIDER: &str = "openai";
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
@@ -168,10 +169,10 @@ struct Choice {
 
 #[derive(Deserialize, Default)]
 struct Delta {
-    content: Option<String>,
-    refusal: Option<String>,
-    reasoning_content: Option<String>,
-    reasoning: Option<String>,
+    content: Option<DeltaText>,
+    refusal: Option<DeltaText>,
+    reasoning_content: Option<DeltaText>,
+    reasoning: Option<DeltaText>,
     tool_calls: Option<Vec<CallDelta>>,
 }
 

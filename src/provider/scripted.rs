@@ -25,6 +25,7 @@ use super::{
     StopReason, ToolResult, Usage, UserContent,
 };
 use crate::ids::Ids;
+use crate::protocol::DeltaText;
 
 /// The largest `count to N` the model accepts.
 pub const MAX_COUNT: u64 = 100_000;
@@ -59,12 +60,12 @@ const MAX_CLAUSES: usize = 2 * crate::call::MAX_CALLS_PER_STEP;
 /// A longer request is read as one clause, which bounds the re-reading.
 const MAX_SPLIT_BYTES: usize = 64 << 10;
 
-/// `1`, then ` 2`, ` 3`…: one allocation of the right size, without the
-/// formatting machinery (`format!` was a tenth of a W1 turn's instructions).
-fn count_delta(i: u64) -> String {
+/// `1`, then ` 2`, ` 3`…: held inline, without the formatting machinery
+/// (`format!` was a tenth of a W1 turn's instructions).
+fn count_delta(i: u64) -> DeltaText {
     let mut digits = itoa::Buffer::new();
     let digits = digits.format(i);
-    let mut delta = String::with_capacity(digits.len() + 1);
+    let mut delta = DeltaText::default();
     if i > 1 {
         delta.push(' ');
     }
@@ -147,7 +148,7 @@ impl ModelProvider for ScriptedModel {
                     for word in words(&text) {
                         pause().await;
                         output_tokens += 1;
-                        yield Ok(ProviderEvent::TextDelta(word.to_owned()));
+                        yield Ok(ProviderEvent::TextDelta(word.into()));
                     }
                     StopReason::Stop
                 }

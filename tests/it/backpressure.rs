@@ -22,7 +22,7 @@ impl ModelProvider for Firehose {
         let produced = self.0.clone();
         futures::stream::repeat_with(move || {
             produced.fetch_add(1, Ordering::Relaxed);
-            Ok(ProviderEvent::TextDelta("x".repeat(1024)))
+            Ok(ProviderEvent::TextDelta("x".repeat(1024).into()))
         })
         .boxed()
     }
@@ -89,7 +89,7 @@ impl ModelProvider for WatchedFirehose {
         let guard = Dropped(self.0.clone());
         futures::stream::repeat_with(move || {
             let _alive = &guard;
-            Ok(ProviderEvent::TextDelta("x".repeat(1024)))
+            Ok(ProviderEvent::TextDelta("x".repeat(1024).into()))
         })
         .boxed()
     }

@@ -129,7 +129,7 @@ impl ModelProvider for CallsUnknownTool {
     ) -> BoxStream<'static, Result<ProviderEvent, ProviderError>> {
         let events = match request.messages.last() {
             Some(ModelMessage::Tool(results)) => vec![
-                ProviderEvent::TextDelta(format!("{:?}", results[0].outcome)),
+                ProviderEvent::TextDelta(format!("{:?}", results[0].outcome).into()),
                 finish(),
             ],
             _ => vec![

@@ -25,7 +25,7 @@ impl ModelProvider for Calls {
         };
         let events = match request.messages.last() {
             Some(ModelMessage::Tool(results)) => vec![
-                ProviderEvent::TextDelta(results[0].outcome.text()),
+                ProviderEvent::TextDelta(results[0].outcome.text().into()),
                 finish(StopReason::Stop),
             ],
             Some(ModelMessage::User(content)) => {
