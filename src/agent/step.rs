@@ -15,6 +15,9 @@ use crate::protocol::{ConfirmationFlow, ConfirmationProtocol, UiChunk};
 use crate::provider::{ProviderError, ProviderEvent};
 use crate::store::Outcome;
 
+/// At most this many of a model's events are read at once.
+const MODEL_BATCH: usize = 64;
+
 /// The model's response being read.
 pub(super) struct Model {
     events: BoxStream<'static, Result<ProviderEvent, ProviderError>>,
@@ -56,22 +59,51 @@ pub(super) struct Gate {
 pub(super) type Run = FuturesOrdered<BoxFuture<'static, (ToolCall, Option<Value>, Outcome)>>;
 
 impl Turn {
-    /// Reads one event of the model's response.
+    /// Reads the model's response: the next event, then those already
+    /// there, up to [`MODEL_BATCH`], so that a fast model's deltas go out
+    /// together (nothing is waited for between them).
     pub(super) async fn model(&mut self, mut model: Model, out: &mut Vec<UiChunk>) -> Phase {
-        let Some(event) = model.events.next().await else {
-            self.emit(AgentEvent::ModelEnd, out);
-            self.step.had_calls = !model.calls.is_empty();
-            return Phase::Gate(Gate {
-                calls: model.calls.into_iter(),
-                permits: Vec::new(),
-            });
-        };
+        let mut next = model.events.next().await;
         // A model that is always ready must not hold the worker thread.
         tokio::task::coop::consume_budget().await;
+        let mut read = 0;
+        loop {
+            let Some(event) = next else {
+                self.emit(AgentEvent::ModelEnd, out);
+                self.step.had_calls = !model.calls.is_empty();
+                return Phase::Gate(Gate {
+                    calls: model.calls.into_iter(),
+                    permits: Vec::new(),
+                });
+            };
+            if let Some(phase) = self.model_event(&mut model, event, out) {
+                return phase;
+            }
+            read += 1;
+            // Each event takes from the task's budget, as the first did.
+            let budget = tokio::task::coop::consume_budget().now_or_never();
+            if read == MODEL_BATCH || budget.is_none() {
+                return Phase::Model(model);
+            }
+            match model.events.next().now_or_never() {
+                Some(event) => next = event,
+                None => return Phase::Model(model),
+            }
+        }
+    }
+
+    /// One event of the model's response; the phase to go to if the step
+    /// cannot read on.
+    fn model_event(
+        &mut self,
+        model: &mut Model,
+        event: Result<ProviderEvent, ProviderError>,
+        out: &mut Vec<UiChunk>,
+    ) -> Option<Phase> {
         let event = match event {
             Err(e) => {
                 self.emit(AgentEvent::Error(e.to_string()), out);
-                return Phase::Done;
+                return Some(Phase::Done);
             }
             Ok(ProviderEvent::TextDelta(delta)) => AgentEvent::TextDelta(delta),
             Ok(ProviderEvent::ReasoningDelta(delta)) => AgentEvent::ReasoningDelta(delta),
@@ -86,7 +118,7 @@ impl Turn {
                         "the model made more than {MAX_CALLS_PER_STEP} tool calls in one step"
                     );
                     self.emit(AgentEvent::Error(error), out);
-                    return Phase::Done;
+                    return Some(Phase::Done);
                 }
                 let id = match self.taken.contains(&provider_id) {
                     true => self.agent.ids.next("call"),
@@ -117,27 +149,27 @@ impl Turn {
                 let Some(call) = model.calls.iter_mut().rev().find(|c| c.provider_id == id) else {
                     let error = format!("model sent arguments for an unknown call `{id}`");
                     self.emit(AgentEvent::Error(error), out);
-                    return Phase::Done;
+                    return Some(Phase::Done);
                 };
                 if call.too_large || call.args.len() + delta.len() > MAX_ARGS_BYTES {
                     call.too_large = true;
-                    return Phase::Model(model);
+                    return None;
                 }
                 call.args.push_str(&delta);
                 if !call.live {
-                    return Phase::Model(model);
+                    return None;
                 }
                 let id = call.id.clone();
                 AgentEvent::ToolInputDelta { id, delta }
             }
-            Ok(ProviderEvent::ToolCallEnd { .. }) => return Phase::Model(model),
+            Ok(ProviderEvent::ToolCallEnd { .. }) => return None,
             Ok(ProviderEvent::Finish { reason, .. }) => {
                 self.step.stop = Some(reason);
-                return Phase::Model(model);
+                return None;
             }
         };
         self.emit(event, out);
-        Phase::Model(model)
+        None
     }
 
     /// Takes one call through the gate.

@@ -37,16 +37,18 @@ async fn a_reader_that_stops_pauses_the_model() {
     assert!(body.next().await.is_some());
     // Stop reading. The model runs until the buffers between it and the
     // client are full, then waits.
-    // Paused means: no progress for five windows in a row (within 20 s).
-    // The windows are the measure (an absence of progress has no event to
-    // wait for), so these sleeps stay.
+    // Paused means: no progress for 25 windows in a row (within 30 s):
+    // 2.5 s, past the 2 s at most that a turn nobody polls stays in its
+    // reader's task, so that by then it runs in its own and waits for the
+    // slowest reader. The windows are the measure (an absence of progress
+    // has no event to wait for), so these sleeps stay.
     let (mut last, mut still) = (0, 0);
-    for _ in 0..200 {
+    for _ in 0..300 {
         tokio::time::sleep(Duration::from_millis(100)).await;
         let now = produced.load(Ordering::Relaxed);
         still = if now == last { still + 1 } else { 0 };
         last = now;
-        if still == 5 {
+        if still == 25 {
             break;
         }
     }
