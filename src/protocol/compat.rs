@@ -85,6 +85,24 @@ impl ClientVersion {
         !self.strict() || self >= since
     }
 
+    /// Whether every client version takes `chunk` as toolgate makes it, so
+    /// it needs no [`ClientVersion::fit`]: the deltas and block bounds that
+    /// are nearly all of a turn's chunks (a test holds `fit` to that).
+    pub fn takes_as_is(chunk: &UiChunk) -> bool {
+        matches!(
+            chunk,
+            UiChunk::TextDelta { .. }
+                | UiChunk::ReasoningDelta { .. }
+                | UiChunk::TextStart { .. }
+                | UiChunk::TextEnd { .. }
+                | UiChunk::ReasoningStart { .. }
+                | UiChunk::ReasoningEnd { .. }
+                | UiChunk::ToolInputDelta { .. }
+                | UiChunk::StartStep
+                | UiChunk::FinishStep
+        )
+    }
+
     /// The chunks that say `chunk` to this client: keys it would reject are
     /// dropped, and a chunk type it lacks is said with older ones. Every
     /// version boundary here was read off that release's own schema.
@@ -330,6 +348,57 @@ mod tests {
             .fit(chunk)
             .map(|c| serde_json::to_value(c).unwrap_or_default())
             .collect()
+    }
+
+    #[test]
+    fn what_every_client_takes_as_is_is_not_fitted() {
+        let id = crate::protocol::BlockId::from("b");
+        let metadata = || Some(Box::new(json!({"p": {"k": 1}})));
+        let chunks = [
+            UiChunk::text_delta(&id, "hi".into()),
+            UiChunk::TextDelta {
+                id: id.clone(),
+                delta: "hi".into(),
+                provider_metadata: metadata(),
+            },
+            UiChunk::ReasoningDelta {
+                id: id.clone(),
+                delta: "hm".into(),
+                provider_metadata: metadata(),
+            },
+            UiChunk::TextStart {
+                id: id.clone(),
+                provider_metadata: metadata(),
+            },
+            UiChunk::TextEnd {
+                id: id.clone(),
+                provider_metadata: metadata(),
+            },
+            UiChunk::ReasoningStart {
+                id: id.clone(),
+                provider_metadata: None,
+            },
+            UiChunk::ReasoningEnd {
+                id,
+                provider_metadata: metadata(),
+            },
+            UiChunk::ToolInputDelta {
+                tool_call_id: "c".into(),
+                input_text_delta: "{".into(),
+            },
+            UiChunk::StartStep,
+            UiChunk::FinishStep,
+        ];
+        for version in ["5.0.0", "5.0.91", "6.0.0", "6.0.119", "7.0.0", "7.0.173"] {
+            let version: ClientVersion = version.parse().unwrap_or(ClientVersion::LATEST);
+            for chunk in &chunks {
+                assert!(ClientVersion::takes_as_is(chunk), "{chunk:?}");
+                let fitted: Vec<UiChunk> = version.fit(chunk.clone()).collect();
+                assert_eq!(fitted, std::slice::from_ref(chunk), "{version}");
+            }
+        }
+        let finish = UiChunk::finish(FinishReason::Interrupted);
+        assert!(!ClientVersion::takes_as_is(&finish));
     }
 
     #[test]

@@ -147,6 +147,9 @@ fn outgoing<L: Send + 'static>(
             let Some(chunk) = std::task::ready!(next) else {
                 return Poll::Ready(None);
             };
+            if ClientVersion::takes_as_is(&chunk) {
+                break chunk;
+            }
             let mut fitted = client.fit(chunk);
             if let Some(chunk) = fitted.next() {
                 second = fitted.next();
@@ -197,8 +200,7 @@ fn turn(
     let chunks = state
         .agent
         .clone()
-        .turn(request, principal, protocol, flow, waiting)
-        .boxed();
+        .turn(request, principal, protocol, flow, waiting);
     Ok((chunks, client))
 }
 
