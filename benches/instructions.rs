@@ -45,24 +45,33 @@ fn main() {
         format!("chat-{chat}")
     };
     match which.as_str() {
+        // The answers are checked after the measured request: the memory
+        // a check frees must not be the allocator's work (glibc merges
+        // small freed blocks on a later large allocation) inside it.
         "w1" => {
-            for _ in 0..WARM_UP {
-                check_count(&runtime.block_on(count_turn(&router, &next_chat())));
-            }
+            let warm: Vec<String> = (0..WARM_UP)
+                .map(|_| runtime.block_on(count_turn(&router, &next_chat())))
+                .collect();
             let body = says(&next_chat(), "count to 100");
-            check_count(&text(&measured_post(&runtime, &router, body)));
+            let measured = measured_post(&runtime, &router, body);
+            for answer in warm.iter().chain([&text(&measured)]) {
+                check_count(answer);
+            }
         }
         "round-trip" => {
-            for _ in 0..WARM_UP {
-                check_paid(&runtime.block_on(round_trip(&router, &next_chat())));
-            }
+            let warm: Vec<String> = (0..WARM_UP)
+                .map(|_| runtime.block_on(round_trip(&router, &next_chat())))
+                .collect();
             // Both requests are counted; reading the question to build the
             // approval is the client's work, and is not.
             let chat = next_chat();
             let ask = says(&chat, "Send 50 USD to Hanako");
             let first = text(&measured_post(&runtime, &router, ask));
             let approve = approval(&chat, &first);
-            check_paid(&text(&measured_post(&runtime, &router, approve)));
+            let paid = text(&measured_post(&runtime, &router, approve));
+            for answer in warm.iter().chain([&paid]) {
+                check_paid(answer);
+            }
         }
         "" | "--bench" => {
             check_count(&runtime.block_on(count_turn(&router, &next_chat())));
