@@ -39,18 +39,21 @@ impl Agent {
         if let Some(adk) = self.upstream.clone() {
             return super::upstream::turn(self, adk, request, principal, protocol, flow, waiting);
         }
-        async_stream::stream! {
+        let pieces = async_stream::stream! {
             // Built when first polled, like everything it does (the message's id).
             let mut turn = Turn::new(self, request, principal, protocol, flow, waiting);
-            // One buffer for the whole turn: no allocation per chunk.
-            let mut out = Vec::new();
-            while turn.advance(&mut out).await {
-                for chunk in out.drain(..) {
-                    yield chunk;
+            loop {
+                let mut out = Vec::new();
+                if !turn.advance(&mut out).await {
+                    break;
                 }
+                yield out;
             }
-        }
-        .boxed()
+        };
+        // Each piece's chunks are handed on from its buffer: the generator
+        // is resumed once a piece (up to a model's 64 ready events), not
+        // once a chunk.
+        pieces.flat_map(futures::stream::iter).boxed()
     }
 }
 
