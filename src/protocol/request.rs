@@ -164,12 +164,18 @@ impl RawBody {
                 }
                 (Some(parts), _) => {
                     let role = ui_role(&raw.role, &path)?;
-                    let parts = parts
-                        .into_iter()
-                        .enumerate()
-                        .map(|(j, p)| p.into_part(&format!("{path}.parts[{j}]")))
-                        .collect::<Result<_, _>>()?;
-                    messages.push(UiMessage { id, role, parts });
+                    // Not collected in place: that keeps the raw parts'
+                    // allocation, several times a part's size, for the
+                    // whole turn.
+                    let mut typed = Vec::with_capacity(parts.len());
+                    for (j, part) in parts.into_iter().enumerate() {
+                        typed.push(part.into_part(&format!("{path}.parts[{j}]"))?);
+                    }
+                    messages.push(UiMessage {
+                        id,
+                        role,
+                        parts: typed,
+                    });
                 }
                 (None, Some(content)) => {
                     push_model_message(&mut messages, id, &raw.role, content, &path)?
@@ -350,6 +356,21 @@ mod tests {
 
     fn parse(value: Value) -> Result<ChatRequest, RequestError> {
         ChatRequest::from_slice(value.to_string().as_bytes())
+    }
+
+    /// A turn keeps its request's messages: each holds room for its own
+    /// parts, not for the raw parts they were read from.
+    #[test]
+    fn messages_hold_only_their_parts() {
+        let text = json!({"type": "text", "text": "hi"});
+        for parts in [1, 2, 5] {
+            let body = json!({
+                "messages": [{"id": "u1", "role": "user", "parts": vec![text.clone(); parts]}]
+            });
+            let request = parse(body).map_err(|e| e.to_string());
+            let held = request.map(|r| r.messages[0].parts.capacity());
+            assert_eq!(held, Ok(parts));
+        }
     }
 
     #[test]
