@@ -100,14 +100,17 @@ impl Turn {
                 self.emit(AgentEvent::Start, out);
                 Phase::Judge
             }
-            Phase::Judge => self.judge(out).await,
-            Phase::Answers(answers) => self.answer(answers, out).await,
-            Phase::Earlier(questions) => self.earlier(questions, out).await,
+            // All but the model's phase are boxed: the turn's state holds
+            // room for its largest phase while it waits, a held stream for
+            // as long as its model takes.
+            Phase::Judge => Box::pin(self.judge(out)).await,
+            Phase::Answers(answers) => Box::pin(self.answer(answers, out)).await,
+            Phase::Earlier(questions) => Box::pin(self.earlier(questions, out)).await,
             Phase::Step => self.step_start(out),
             Phase::Model(model) => self.model(model, out).await,
-            Phase::Gate(gate) => self.gate(gate, out).await,
-            Phase::Run(run) => self.run(run, out).await,
-            Phase::Hold(questions) => self.hold(questions, out).await,
+            Phase::Gate(gate) => Box::pin(self.gate(gate, out)).await,
+            Phase::Run(run) => Box::pin(self.run(run, out)).await,
+            Phase::Hold(questions) => Box::pin(self.hold(questions, out)).await,
             Phase::Done => return false,
         };
         true

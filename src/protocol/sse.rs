@@ -160,7 +160,7 @@ pub struct SseEncoder {
 impl SseEncoder {
     pub fn new() -> Self {
         Self {
-            buf: BytesMut::with_capacity(1024),
+            buf: BytesMut::with_capacity(256),
         }
     }
 

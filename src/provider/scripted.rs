@@ -113,6 +113,8 @@ impl ModelProvider for ScriptedModel {
     ) -> BoxStream<'static, Result<ProviderEvent, ProviderError>> {
         let offered: Vec<&str> = request.tools.iter().map(|t| t.name.as_str()).collect();
         let plan = plan(&request.messages, &offered);
+        // Counted now: the stream keeps only its plan, not the request.
+        let input_tokens = request.messages.len() as u64;
         let ids = self.ids.clone();
         let delay = self.delta_delay;
         async_stream::stream! {
@@ -153,7 +155,6 @@ impl ModelProvider for ScriptedModel {
                     StopReason::Stop
                 }
             };
-            let input_tokens = request.messages.len() as u64;
             yield Ok(ProviderEvent::Finish { reason, usage: Usage { input_tokens, output_tokens } });
         }
         .boxed()

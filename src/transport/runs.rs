@@ -314,7 +314,7 @@ impl Runs {
             run: run.clone(),
             runs: self.clone(),
             key,
-            shared: writer,
+            shared: writer.map(Box::new),
         };
         let (stopping, limits) = (self.stopping.clone(), self.limits);
         let work = async move {
@@ -891,8 +891,9 @@ struct Finished {
     run: Arc<Run>,
     runs: Arc<Runs>,
     key: Key,
-    /// The turn's shared log, ended with it.
-    shared: Option<TurnLogWriter>,
+    /// The turn's shared log, ended with it; boxed, since a store's writer
+    /// is large and most turns have none.
+    shared: Option<Box<TurnLogWriter>>,
 }
 
 impl Drop for Finished {
@@ -919,12 +920,14 @@ impl Drop for Finished {
 
 /// Writes a batch to the shared log (the chunks' JSON), if there is one;
 /// on failure the turn goes on for its readers here, without it.
-async fn share(shared: &mut Option<TurnLogWriter>, batch: &[Event], waiting: bool) {
+async fn share(shared: &mut Option<Box<TurnLogWriter>>, batch: &[Event], waiting: bool) {
     let Some(writer) = shared.as_mut() else {
         return;
     };
     let batch: Vec<Bytes> = batch.iter().map(Event::json).collect();
-    if let Err(e) = writer.append(&batch, waiting).await {
+    // Boxed: a store's write is a large future, and every turn's state
+    // would hold room for it, shared log or not.
+    if let Err(e) = Box::pin(writer.append(&batch, waiting)).await {
         tracing::warn!("writing a shared turn log (other instances lose this turn): {e}");
         *shared = None;
     }
