@@ -5,14 +5,16 @@
 //! cargo build --release --bin toolgate --example load
 //! target/release/examples/load w1 --concurrency 1,64,256
 //! target/release/examples/load w2 --concurrency 64
+//! target/release/examples/load w2 --store sqlite --concurrency 1
 //! target/release/examples/load w3 --streams 10000
 //! target/release/examples/load w4 --streams 1000
 //! target/release/examples/load w5 --concurrency 1,64,256
 //! ```
 //!
 //! Each run prints one JSON line per measurement: turns/s, chunks/s, time
-//! to first chunk and to `[DONE]` (p50, p99, max, in ms), errors, and the
-//! server's peak RSS.
+//! to first chunk and to `[DONE]` (p50, p99, max, in ms), for W2 from
+//! sending the approval to the tool's result, errors, and the server's
+//! peak RSS.
 
 // A load generator is a client with no shutdown to wait for: its workers
 // are joined or dropped with its runtime.
@@ -54,6 +56,10 @@ enum Workload {
     W2 {
         #[arg(long, value_delimiter = ',', default_value = "64")]
         concurrency: Vec<usize>,
+        /// The store the confirmations are kept in: memory, or sqlite (a
+        /// file in the temporary directory, made afresh).
+        #[arg(long, default_value = "memory")]
+        store: String,
     },
     /// Open streams on a slow model, held: server memory per open stream.
     W3 {
@@ -102,11 +108,21 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             }
             Ok(())
         }
-        Workload::W2 { concurrency } => {
-            let server = Target::toolgate(cli.url, "store:\n  kind: memory\n")?;
+        Workload::W2 { concurrency, store } => {
+            let config = match store.as_str() {
+                "memory" => "store:\n  kind: memory\n".to_owned(),
+                "sqlite" => {
+                    let file = std::env::temp_dir()
+                        .join(format!("toolgate-load-{}.sqlite3", std::process::id()));
+                    let _ = std::fs::remove_file(&file);
+                    format!("store:\n  kind: sqlite\n  path: {}\n", file.display())
+                }
+                other => bail!("unknown store `{other}`: memory or sqlite"),
+            };
+            let server = Target::toolgate(cli.url, &config)?;
             for c in concurrency {
                 let mut report = drive(&server.url, c, secs, |_| Turn::RoundTrip).await;
-                report.print("w2", c, server.peak_rss_kib());
+                report.print(&format!("w2-{store}"), c, server.peak_rss_kib());
             }
             Ok(())
         }
@@ -160,9 +176,14 @@ fn uuid_like() -> String {
 struct Seen {
     first: Duration,
     done: Duration,
+    /// To the first bytes of a tool's result (`tool-output-available`).
+    output: Option<Duration>,
     chunks: usize,
     body: Vec<u8>,
 }
+
+/// What a tool's result arrives in.
+const OUTPUT: &[u8] = b"\"type\":\"tool-output-available\"";
 
 async fn post(client: &reqwest::Client, url: &str, body: &Value) -> anyhow::Result<Seen> {
     let start = Instant::now();
@@ -176,12 +197,17 @@ async fn post(client: &reqwest::Client, url: &str, body: &Value) -> anyhow::Resu
         bail!("HTTP {}", response.status());
     }
     let mut stream = response.bytes_stream();
-    let mut first = None;
+    let (mut first, mut output) = (None, None);
     let mut body = Vec::new();
     while let Some(piece) = stream.next().await {
         let piece = piece?;
         first.get_or_insert_with(|| start.elapsed());
+        // Looked for in what arrived, from just before this piece.
+        let from = body.len().saturating_sub(OUTPUT.len());
         body.extend_from_slice(&piece);
+        if output.is_none() && body[from..].windows(OUTPUT.len()).any(|w| w == OUTPUT) {
+            output = Some(start.elapsed());
+        }
     }
     let done = start.elapsed();
     if !body.ends_with(b"data: [DONE]\n\n") {
@@ -191,6 +217,7 @@ async fn post(client: &reqwest::Client, url: &str, body: &Value) -> anyhow::Resu
     Ok(Seen {
         first: first.unwrap_or(done),
         done,
+        output,
         chunks,
         body,
     })
@@ -246,6 +273,8 @@ async fn one_turn(client: &reqwest::Client, url: &str, turn: &Turn) -> anyhow::R
             Ok(Seen {
                 first: first.first,
                 done: first.done + second.done,
+                // From sending the approval to its tool's result.
+                output: second.output,
                 chunks: first.chunks + second.chunks,
                 body: Vec::new(),
             })
@@ -259,6 +288,7 @@ struct Report {
     chunks: usize,
     errors: usize,
     first: Vec<Duration>,
+    output: Vec<Duration>,
     done: Vec<Duration>,
     elapsed: Duration,
     first_error: Option<String>,
@@ -277,6 +307,7 @@ impl Report {
                 "chunksPerSec": round(self.chunks as f64 / secs),
                 "firstChunkMs": percentiles(&mut self.first),
                 "doneMs": percentiles(&mut self.done),
+                "approvalToToolResultMs": percentiles(&mut self.output),
                 "errors": self.errors,
                 "firstError": self.first_error,
                 "serverPeakRssKiB": rss,
@@ -327,6 +358,7 @@ async fn drive(
                             report.chunks += seen.chunks;
                             report.first.push(seen.first);
                             report.done.push(seen.done);
+                            report.output.extend(seen.output);
                         }
                         Err(e) => {
                             report.errors += 1;
@@ -348,6 +380,7 @@ async fn drive(
             total.errors += report.errors;
             total.first.extend(report.first);
             total.done.extend(report.done);
+            total.output.extend(report.output);
             if total.first_error.is_none() {
                 total.first_error = report.first_error;
             }
