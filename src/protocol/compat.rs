@@ -376,7 +376,7 @@ mod tests {
             },
             UiChunk::ReasoningStart {
                 id: id.clone(),
-                provider_metadata: None,
+                provider_metadata: metadata(),
             },
             UiChunk::ReasoningEnd {
                 id,
