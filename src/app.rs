@@ -446,11 +446,12 @@ impl App {
         let toolbox = gate.toolbox().clone();
         let purge = tasks.spawn(purge_expired(
             gate.clone(),
-            store,
+            store.clone(),
             clock,
             retention,
             limiter,
         ));
+        let checkpoints = tasks.spawn(checkpoint(store));
         // Scraped until the main port has drained.
         let scraping = CancellationToken::new();
         if let Some(at) = metrics_bind {
@@ -495,6 +496,7 @@ impl App {
         scraping.cancel();
         // No connection is left to read a turn or resume a held one.
         purge.abort();
+        checkpoints.abort();
         runs.stop();
         tasks.close();
         if tokio::time::timeout(STOP, tasks.wait()).await.is_err() {
@@ -524,6 +526,19 @@ struct Built {
     /// Set when serving starts to stop.
     draining: Arc<AtomicBool>,
     limiter: Limiter,
+}
+
+/// Moves the store's write-ahead log into its file once a second, so that
+/// no request waits for it (SQLite otherwise does it in the write that
+/// fills the log).
+async fn checkpoint(store: Store) {
+    let mut every = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        every.tick().await;
+        if let Err(e) = store.checkpoint().await {
+            tracing::warn!("checkpointing the store failed: {e}");
+        }
+    }
 }
 
 /// Forgets expired confirmations and remembered approvals whose window is

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{CachedStatement, Connection, OptionalExtension, Params, params};
 use rusqlite_migration::{M, Migrations};
 use tokio::sync::watch;
 
@@ -46,9 +46,20 @@ const OPEN_ALL: &str = concat!(
 /// How often a waiter looks for an outcome recorded by another process.
 const POLL: Duration = Duration::from_millis(100);
 
+/// Room for every statement this file runs, so each is compiled once.
+const STATEMENTS: usize = 32;
+
+/// How large the log may grow (in 4 KiB pages) before a write copies it
+/// into the file itself: a bound for when [`SqliteStore::checkpoint`]
+/// is not called, as for a store used without `serve`.
+const AUTO_CHECKPOINT_PAGES: u32 = 16_384;
+
 #[derive(Debug, Clone)]
 pub struct SqliteStore {
     conn: Arc<Mutex<Connection>>,
+    /// A second connection, for checkpoints only: the copy of the log into
+    /// the file, and its fsync, run beside the store's calls, not inside one.
+    checkpoints: Arc<Mutex<Connection>>,
     /// Bumped when this process records an outcome, to wake its waiters.
     recorded: watch::Sender<u64>,
 }
@@ -68,26 +79,44 @@ impl SqliteStore {
         conn.pragma_update(None, "synchronous", "NORMAL")
             .map_err(backend)?;
         conn.busy_timeout(Duration::from_secs(5)).map_err(backend)?;
+        conn.set_prepared_statement_cache_capacity(STATEMENTS);
+        conn.pragma_update(None, "wal_autocheckpoint", AUTO_CHECKPOINT_PAGES)
+            .map_err(backend)?;
         Migrations::from_slice(MIGRATIONS)
             .to_latest(&mut conn)
             .map_err(|source| BackendError::Migration {
                 path: path.to_owned(),
                 source,
             })?;
+        let checkpoints = Connection::open(path).map_err(backend)?;
         Ok(Self {
             conn: Arc::new(Mutex::new(conn)),
+            checkpoints: Arc::new(Mutex::new(checkpoints)),
             recorded: watch::Sender::new(0),
         })
     }
 
     async fn with<T: Send + 'static>(
         &self,
-        f: impl FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
+        f: impl FnOnce(&Db<'_>) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, StoreError> {
         let conn = self.conn.clone();
         tokio::task::spawn_blocking(move || {
             let conn = conn.lock().unwrap_or_else(PoisonError::into_inner);
-            f(&conn)
+            f(&Db(&conn))
+        })
+        .await
+        .map_err(|e| StoreError::Backend(e.into()))?
+    }
+
+    /// Copies what the log holds into the file, as far as readers allow,
+    /// without waiting for any of them or for a writer.
+    pub(super) async fn checkpoint(&self) -> Result<(), StoreError> {
+        let conn = self.checkpoints.clone();
+        tokio::task::spawn_blocking(move || {
+            let conn = conn.lock().unwrap_or_else(PoisonError::into_inner);
+            conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))
+                .map_err(backend)
         })
         .await
         .map_err(|e| StoreError::Backend(e.into()))?
@@ -517,6 +546,30 @@ impl SqliteStore {
     }
 }
 
+/// The connection as the store's calls use it: every statement through
+/// rusqlite's cache, so the SQL is compiled on its first call only (a
+/// confirmation's round trip makes eight calls).
+struct Db<'c>(&'c Connection);
+
+impl Db<'_> {
+    fn prepare(&self, sql: &str) -> rusqlite::Result<CachedStatement<'_>> {
+        self.0.prepare_cached(sql)
+    }
+
+    fn execute(&self, sql: &str, params: impl Params) -> rusqlite::Result<usize> {
+        self.prepare(sql)?.execute(params)
+    }
+
+    fn query_row<T>(
+        &self,
+        sql: &str,
+        params: impl Params,
+        f: impl FnOnce(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+    ) -> rusqlite::Result<T> {
+        self.prepare(sql)?.query_row(params, f)
+    }
+}
+
 /// A row of `issued_columns!()` as read, before its JSON is parsed.
 struct Row {
     id: String,
@@ -658,6 +711,26 @@ mod tests {
             Store::sqlite(&path).unwrap_or_else(|e| panic!("{e}")),
         )
         .await;
+    }
+
+    /// Writes stay in the log until a checkpoint moves them into the file:
+    /// none runs inside a write (below the bound), and `checkpoint` does.
+    #[tokio::test]
+    async fn a_checkpoint_moves_the_log_into_the_file() {
+        let (_dir, path) = file();
+        let store = Store::sqlite(&path).unwrap_or_else(|e| panic!("{e}"));
+        let len = || std::fs::metadata(&path).map_or(0, |m| m.len());
+        let before = len();
+        for i in 0..200 {
+            store
+                .insert(conformance::issued(&format!("c{i}")))
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
+        }
+        assert_eq!(len(), before, "no write checkpoints");
+        store.checkpoint().await.unwrap_or_else(|e| panic!("{e}"));
+        assert!(len() > before, "{} bytes after the checkpoint", len());
+        assert!(matches!(store.get("c199").await, Ok(Some(_))));
     }
 
     /// The inbox reads open rows through their index, never the table.

@@ -5,7 +5,8 @@
 //!
 //! A cheap textual scan of `src/`: a call is `.execute(` or `::execute(`.
 //! Not a tool's: one whose first argument is a string literal (rusqlite's
-//! `execute` takes its SQL first), and anything in a file's unit tests
+//! `execute` takes its SQL first), one on a statement just prepared from
+//! SQL (`prepare(sql)?.execute(`), and anything in a file's unit tests
 //! (from a top-level `#[cfg(test)]` on), which may run the tool they test.
 
 use std::fs;
@@ -83,6 +84,8 @@ fn run() {
     Tool::execute(&*tool, args, ctx);
     registry
         .execute(args, ctx);
+    self.prepare(sql)?.execute(params)
+    prepare(args)?.execute(args, ctx);
     // tool.execute(args, ctx) in a comment
 }
 async fn execute(&self) {}
@@ -91,7 +94,7 @@ mod tests {
     fn t() { tool.execute(args, ctx); }
 }
 "#;
-    assert_eq!(tool_calls(text), vec![3, 9, 11]);
+    assert_eq!(tool_calls(text), vec![3, 9, 11, 13]);
 }
 
 /// The 1-based lines of `text` that call a tool's `execute`.
@@ -108,7 +111,8 @@ fn tool_calls(text: &str) -> Vec<usize> {
         for needle in [".execute(", "::execute("] {
             for (at, _) in code.match_indices(needle) {
                 let rest = &code[at + needle.len()..];
-                if !first_argument_is_a_string(rest, &lines[i + 1..]) {
+                let on_a_statement = code[..at].ends_with("prepare(sql)?");
+                if !on_a_statement && !first_argument_is_a_string(rest, &lines[i + 1..]) {
                     calls.push(i + 1);
                 }
             }
