@@ -12,7 +12,7 @@
 //! ```
 //!
 //! Each run prints one JSON line per measurement: turns/s, chunks/s, time
-//! to first chunk and to `[DONE]` (p50, p99, max, in ms), for W2 from
+//! to first chunk and to `[DONE]` (p50, p99, p99.9, max, in ms), for W2 from
 //! sending the approval to the tool's result, errors, and the server's
 //! peak RSS.
 
@@ -329,7 +329,7 @@ fn percentiles(samples: &mut [Duration]) -> Value {
         let i = ((samples.len() as f64 - 1.0) * q).round() as usize;
         (samples[i].as_secs_f64() * 1000.0 * 1000.0).round() / 1000.0
     };
-    json!({"p50": at(0.5), "p99": at(0.99), "max": at(1.0)})
+    json!({"p50": at(0.5), "p99": at(0.99), "p999": at(0.999), "max": at(1.0)})
 }
 
 /// `concurrency` workers sending `turn` for `secs`.
