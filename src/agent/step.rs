@@ -86,7 +86,14 @@ impl Turn {
                 return Phase::Model(model);
             }
             match model.events.next().now_or_never() {
-                Some(event) => next = event,
+                Some(event) => {
+                    // A batch: room for it at once, rather than growing
+                    // (and copying) the buffer five times on the way to 64.
+                    if read == 1 {
+                        out.reserve(MODEL_BATCH);
+                    }
+                    next = event;
+                }
                 None => return Phase::Model(model),
             }
         }
