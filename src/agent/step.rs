@@ -273,6 +273,11 @@ impl Turn {
                 metadata,
                 streamed,
             },
+            Ok(NewCall::Invalid(error_text)) => AgentEvent::InvalidInput {
+                call,
+                error_text,
+                metadata,
+            },
         };
         self.emit(event, out);
         Phase::Gate(gate)

@@ -527,7 +527,7 @@ impl Upstream {
                 self.approved.insert(call.id.clone(), (call.clone(), None));
                 AgentEvent::Released { call, kept: true }
             }
-            Ok(NewCall::Refused(reason)) => {
+            Ok(NewCall::Refused(reason) | NewCall::Invalid(reason)) => {
                 self.replies.push(Reply {
                     confirmation_id: asked.id,
                     confirmed: false,

@@ -117,6 +117,9 @@ impl Gate {
         if let Err(refusal) = self.may_decide(&issued, Some(&call), &scope.principal, approve) {
             return reject(refusal);
         }
+        if let Err(refusal) = self.may_grant(&issued, Some(&call), &answer.decision) {
+            return reject(refusal);
+        }
         if let Decision::Respond { output } = &answer.decision
             && let Err(refusal) = self.response_fits(&issued.call.name, output)
         {

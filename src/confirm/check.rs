@@ -48,6 +48,12 @@ pub enum Refusal {
     /// A decision by someone the tool's rule does not let decide.
     #[error("{0}")]
     NotApprover(String),
+    /// `remember` or `approveNext` on a call that others approve.
+    #[error(
+        "`remember` and `approveNext` are only for calls the user who asked approves alone; \
+         this call needs {0}: decide it without them"
+    )]
+    NoGrant(String),
 }
 
 fn other_call(protocol: ConfirmationProtocol) -> &'static str {
@@ -81,6 +87,30 @@ pub fn decider(
         (false, true) => format!("only {who} may approve this call"),
         (false, false) => format!("only {who} or the user who asked may deny this call"),
     }))
+}
+
+/// Whether `decision` may grant beyond its call (`remember`, `approveNext`):
+/// only where the user who asked decides alone, for the call as asked and
+/// as it would run (`approvers`, one for each). A grant is the asker's own
+/// standing approval; it never stands in for another approver, who would
+/// otherwise see one call and approve many, nor lets four eyes be two.
+pub fn grant(decision: &Decision, approvers: &[Approvers<'_>]) -> Result<(), Refusal> {
+    let grants = match decision {
+        Decision::Approve {
+            remember,
+            approve_next,
+            ..
+        } => remember.is_some() || approve_next.is_some_and(|n| n > 0),
+        Decision::Deny { .. } | Decision::Respond { .. } => false,
+    };
+    match approvers.iter().find(|a| !a.asker_alone()) {
+        Some(others) if grants => Err(Refusal::NoGrant(match others.listed {
+            [] => "an approver other than the user who asked".to_owned(),
+            _ if others.distinct => format!("{}, not the user who asked", others.describe()),
+            _ => others.describe(),
+        })),
+        _ => Ok(()),
+    }
 }
 
 /// What may be edited in the issued call's arguments.

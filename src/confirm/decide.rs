@@ -27,6 +27,18 @@ impl Gate {
         if above != Verdict::Pass {
             return Ok(Some(above));
         }
+        let between = self.policy.decide_in(&info, BUDGET + 1..=REMEMBERED);
+        let below = || match self.policy.decide_in(&info, i32::MIN..=BUDGET) {
+            Verdict::Pass => Verdict::Ask,
+            verdict => verdict,
+        };
+        // Others approve these arguments: no grant of the asker's decides.
+        if !self.grants_apply(call) {
+            return Ok(Some(match between {
+                Verdict::Pass => below(),
+                verdict => verdict,
+            }));
+        }
         let now = self.clock.now_ms();
         if let Some(approval) = self
             .remembered
@@ -42,7 +54,6 @@ impl Gate {
                 by: format!("remembered approval {} for {reach}", approval.id),
             }));
         }
-        let between = self.policy.decide_in(&info, BUDGET + 1..=REMEMBERED);
         if between != Verdict::Pass {
             return Ok(Some(between));
         }
@@ -55,12 +66,7 @@ impl Gate {
                 by: "approve the next N".into(),
             }));
         }
-        Ok(Some(
-            match self.policy.decide_in(&info, i32::MIN..=BUDGET) {
-                Verdict::Pass => Verdict::Ask,
-                verdict => verdict,
-            },
-        ))
+        Ok(Some(below()))
     }
 
     /// Decides about a call the model made: run it, or issue a confirmation
@@ -75,6 +81,24 @@ impl Gate {
         let Some(tool) = tools.get(&call.name) else {
             return Ok(NewCall::Refused(format!("unknown tool `{}`", call.name)));
         };
+        // Before any rule reads an argument: a rule written for a number
+        // must never see a string.
+        if let Err(why) = tools.check_input(&call.name, &call.args) {
+            let why = format!(
+                "the arguments do not fit the input schema of `{}`: {why}",
+                call.name
+            );
+            self.note(
+                scope,
+                &call,
+                AuditDecision::Refused,
+                "schema".into(),
+                Some(why.clone()),
+                None,
+            )
+            .await;
+            return Ok(NewCall::Invalid(why));
+        }
         let verdict = self.decide(scope, &call).await?;
         // Counted once, as the call is decided: a call the policy refuses
         // costs nothing, and one a person approves later runs whatever the

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use super::check::{self, Refusal};
-use super::{Gate, Inventory, Scope, ToolView};
+use super::{Decision, Gate, Inventory, Scope, ToolView};
 use crate::call::QualifiedName;
 use crate::call::ToolCall;
 use crate::policy::{Approvers, CallInfo, ToolInfo, Verdict};
@@ -105,6 +105,27 @@ impl Gate {
             }
             None => Ok(()),
         }
+    }
+
+    /// Whether `decision` on `issued` may reach past its call (`remember`,
+    /// `approveNext`): judged for the call as asked and as it would run.
+    pub(super) fn may_grant(
+        &self,
+        issued: &Issued,
+        run: Option<&ToolCall>,
+        decision: &Decision,
+    ) -> Result<(), Refusal> {
+        let mut approvers = vec![self.approvers(&issued.call)];
+        approvers.extend(run.map(|run| self.approvers(run)));
+        check::grant(decision, &approvers)
+    }
+
+    /// Whether a grant (a remembered approval, a budget) may decide `call`:
+    /// only one whose approvers, for these arguments, are the user who
+    /// asked alone. A grant made before approvers were added, or for
+    /// arguments that now escalate, decides nothing.
+    pub(super) fn grants_apply(&self, call: &ToolCall) -> bool {
+        self.approvers(call).asker_alone()
     }
 
     /// The question as the user who asked reads it: when someone else must

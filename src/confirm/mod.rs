@@ -175,6 +175,9 @@ pub enum NewCall {
     Ask(Issued),
     /// The call cannot run at all (e.g. an unknown tool).
     Refused(String),
+    /// Its arguments do not fit the tool's input schema: no rule read
+    /// them, nothing ran, and the model is told why.
+    Invalid(String),
 }
 
 /// The gate's verdict on what the client says a client-side tool returned.

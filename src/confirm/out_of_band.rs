@@ -168,6 +168,22 @@ impl Gate {
             .await;
             return Ok(OutOfBand::Forbidden(why));
         }
+        // A grant past this call only where the asker decides alone; the
+        // question stays open for a decision without one.
+        if let Err(refusal) = self.may_grant(&issued, call.as_ref(), &decision) {
+            let why = refusal.to_string();
+            let by = format!("{who}{via}");
+            self.note(
+                &scope,
+                &issued.call,
+                AuditDecision::Refused,
+                by,
+                Some(why.clone()),
+                Some(id),
+            )
+            .await;
+            return Ok(OutOfBand::Invalid(why));
+        }
         // Decided before: the same decision again is a replay, another one a conflict.
         let earlier = match self.store.status(id).await? {
             Some(Status::Done(outcome)) if now > issued.expires_at_ms => Some(settled(outcome)),

@@ -124,6 +124,10 @@ impl Gate {
             _ if now > issued.expires_at_ms => return Ok(None),
             _ => {}
         }
+        // A question others decide is theirs, whatever the asker granted.
+        if !self.grants_apply(&issued.call) {
+            return Ok(None);
+        }
         let qualified = QualifiedName::of(&issued.call.name);
         if self
             .remembered

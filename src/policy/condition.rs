@@ -1,7 +1,14 @@
 //! Conditions on a call's arguments, as written in config:
 //! `amount > 100`, `recipient not in ["Mallory"]`, `command matches "git *"`,
 //! `command ~ "^rm "`. A path (dotted, into the arguments), an operator, and a
-//! JSON value. A missing argument satisfies nothing but `!=` and `not in`.
+//! JSON value.
+//!
+//! Conditions fail closed: every one of them makes a call ask, be denied or
+//! need other approvers, so an argument that is missing, or of a type the
+//! operator cannot read (a string for `>`, a number for `matches`, an array
+//! for `== "USD"`), makes the condition hold. The gate checks arguments
+//! against the tool's schema before any rule reads them; this is what stands
+//! when a schema allows more than a rule expects.
 
 use std::fmt;
 use std::str::FromStr;
@@ -136,24 +143,34 @@ impl fmt::Display for Condition {
 }
 
 impl Condition {
+    /// Whether the condition holds for `args`: also when the argument it
+    /// reads is missing or of another type than the operator reads.
     pub fn holds(&self, args: &Value) -> bool {
-        let value = self.path.iter().try_fold(args, |v, key| v.get(key));
-        match (&self.test, value) {
-            (Test::Ne(expected), value) => !value.is_some_and(|v| same(v, expected)),
-            (Test::NotIn(list), value) => value.is_none_or(|v| !list.iter().any(|x| same(v, x))),
-            (_, None) => false,
-            (Test::Compare(op, limit), Some(v)) => v.as_f64().is_some_and(|x| match op {
+        let Some(value) = self.path.iter().try_fold(args, |v, key| v.get(key)) else {
+            return true;
+        };
+        match &self.test {
+            Test::Compare(op, limit) => value.as_f64().is_none_or(|x| match op {
                 Compare::Gt => x > *limit,
                 Compare::Ge => x >= *limit,
                 Compare::Lt => x < *limit,
                 Compare::Le => x <= *limit,
             }),
-            (Test::Eq(expected), Some(v)) => same(v, expected),
-            (Test::In(list), Some(v)) => list.iter().any(|x| same(v, x)),
-            (Test::Glob(glob), Some(v)) => v.as_str().is_some_and(|s| glob.is_match(s)),
-            (Test::Regex(re), Some(v)) => v.as_str().is_some_and(|s| re.is_match(s)),
+            Test::Eq(expected) => !same_kind(value, expected) || same(value, expected),
+            Test::Ne(expected) => !same(value, expected),
+            Test::In(list) => {
+                !list.iter().any(|x| same_kind(value, x)) || list.iter().any(|x| same(value, x))
+            }
+            Test::NotIn(list) => !list.iter().any(|x| same(value, x)),
+            Test::Glob(glob) => value.as_str().is_none_or(|s| glob.is_match(s)),
+            Test::Regex(re) => value.as_str().is_none_or(|s| re.is_match(s)),
         }
     }
+}
+
+/// Whether two JSON values are of one kind (every number is one kind).
+fn same_kind(a: &Value, b: &Value) -> bool {
+    std::mem::discriminant(a) == std::mem::discriminant(b)
 }
 
 #[cfg(test)]
@@ -175,8 +192,32 @@ mod tests {
             ("amount > 100", json!({"amount": 100}), false),
             ("amount >= 100", json!({"amount": 100}), true),
             ("amount < 1.5", json!({"amount": 1}), true),
-            ("amount > 100", json!({"amount": "150"}), false),
-            ("amount > 100", json!({}), false),
+            // Fail closed: an argument the operator cannot read, or none, holds.
+            ("amount > 100", json!({"amount": "150"}), true),
+            ("amount > 100", json!({"amount": "50"}), true),
+            ("amount > 100", json!({"amount": [9000]}), true),
+            ("amount <= 100", json!({"amount": null}), true),
+            ("amount > 100", json!({}), true),
+            ("amount > 100", json!("not an object"), true),
+            ("payee.country == \"JP\"", json!({"payee": "JP"}), true),
+            (r#"currency == "USD""#, json!({"currency": ["USD"]}), true),
+            (r#"currency == "USD""#, json!({"currency": 5}), true),
+            (r#"currency == "USD""#, json!({"currency": "EUR"}), false),
+            (
+                r#"currency in ["USD", "EUR"]"#,
+                json!({"currency": 1}),
+                true,
+            ),
+            (
+                r#"currency in ["USD", "EUR"]"#,
+                json!({"currency": "JPY"}),
+                false,
+            ),
+            (r#"currency in ["USD", "EUR"]"#, json!({}), true),
+            (r#"currency != "USD""#, json!({"currency": "USD"}), false),
+            (r#"command matches "git *""#, json!({"command": 7}), true),
+            (r#"command ~ "^rm""#, json!({"command": {"rm": true}}), true),
+            (r#"command ~ "^rm""#, json!({"command": "ls"}), false),
             (
                 r#"recipient not in ["Mallory", "Eve"]"#,
                 json!({"recipient": "Bob"}),
@@ -227,6 +268,47 @@ mod tests {
                 expected,
                 "{condition} on {args}"
             );
+        }
+    }
+
+    /// Every operator against every kind of JSON value it does not read,
+    /// and against no value: the condition holds.
+    #[test]
+    fn a_value_no_operator_reads_holds() {
+        let kinds = [
+            json!(null),
+            json!(true),
+            json!(9000),
+            json!(-0.5),
+            json!("9000"),
+            json!([9000]),
+            json!({"amount": 9000}),
+        ];
+        let conditions = [
+            ("amount > 100", "number"),
+            ("amount >= 100", "number"),
+            ("amount < 100", "number"),
+            ("amount <= 100", "number"),
+            ("amount == 100", "number"),
+            (r#"amount == "x""#, "string"),
+            ("amount in [1, 2]", "number"),
+            (r#"amount in ["a"]"#, "string"),
+            (r#"amount matches "*""#, "string"),
+            (r#"amount ~ "^$""#, "string"),
+        ];
+        for (condition, reads) in conditions {
+            assert!(holds(condition, json!({})), "{condition} with no argument");
+            for value in &kinds {
+                let kind = match value {
+                    Value::Number(_) => "number",
+                    Value::String(_) => "string",
+                    _ => "other",
+                };
+                if kind != reads {
+                    let args = json!({ "amount": value });
+                    assert!(holds(condition, args.clone()), "{condition} on {args}");
+                }
+            }
         }
     }
 

@@ -17,7 +17,10 @@
 //!
 //! So a deny rule (also a `deny.when` that holds for these arguments)
 //! beats any remembered approval, window grants included, and a true
-//! `confirm.when` passes the call on to it. An answer remembered `"once"`
+//! `confirm.when` passes the call on to it. Remembered approvals and
+//! budgets decide only calls whose approvers are the user who asked alone
+//! ([`Approvers::asker_alone`]); a condition whose argument is missing or
+//! of the wrong type holds. An answer remembered `"once"`
 //! (or not at all) is never stored. `confirm/decide/tests.rs` checks this
 //! order with remembered approvals in a store, on a manual clock.
 //!
@@ -216,6 +219,13 @@ impl Approvers<'_> {
     /// Whether anyone but the user who asked decides.
     pub fn others_decide(&self) -> bool {
         !self.listed.is_empty()
+    }
+
+    /// Whether the user who asked decides alone: no approvers listed, no
+    /// four eyes. Only such a call is covered by a remembered approval or a
+    /// budget, since only the user who asked can have granted it.
+    pub fn asker_alone(&self) -> bool {
+        self.listed.is_empty() && !self.distinct
     }
 
     /// Who must approve, in words: `alice or role:finance`.

@@ -6,6 +6,7 @@
 
 pub mod client;
 pub mod http;
+mod input;
 pub mod mcp;
 mod payment;
 mod toolbox;
@@ -17,6 +18,7 @@ use std::sync::Arc;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+pub use input::InputSchema;
 pub use payment::ProcessPayment;
 pub use toolbox::{ServerState, Toolbox};
 pub use weather::GetWeather;
@@ -115,6 +117,8 @@ pub trait Tool: Send + Sync + 'static {
 pub struct Registry {
     order: Vec<Arc<dyn Tool>>,
     by_name: HashMap<String, Arc<dyn Tool>>,
+    /// Each tool's input schema, compiled as the tool is added.
+    inputs: HashMap<String, Arc<InputSchema>>,
     /// What the model is offered, made once: every turn shares it.
     specs: Arc<[ToolSpec]>,
 }
@@ -179,6 +183,11 @@ impl Registry {
             Some(slot) => *slot = tool.clone(),
             None => self.order.push(tool.clone()),
         }
+        let input = InputSchema::compile(&tool.parameters());
+        if let Some(why) = input.unusable() {
+            tracing::warn!(tool = %name, "the tool's input schema is unusable, so no call of it runs: {why}");
+        }
+        self.inputs.insert(name.clone(), Arc::new(input));
         self.by_name.insert(name, tool);
     }
 
@@ -205,5 +214,13 @@ impl Registry {
 
     pub fn specs(&self) -> Arc<[ToolSpec]> {
         self.specs.clone()
+    }
+
+    /// Whether `args` fit the input schema of the tool `name`.
+    pub fn check_input(&self, name: &str, args: &Value) -> Result<(), String> {
+        match self.inputs.get(name) {
+            Some(input) => input.check(args),
+            None => Err(format!("unknown tool `{name}`")),
+        }
     }
 }

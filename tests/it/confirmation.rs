@@ -261,26 +261,27 @@ async fn the_adk_documents_model_message_form_works() {
 
 #[tokio::test]
 async fn a_payment_over_the_limit_fails_and_the_model_goes_on() {
+    // Over the tool's schema: refused before anyone is asked.
     let server = Server::start().await;
-    let first = server
+    let reply = server
         .chat(&user_says("chat-pay", "Send 50000 USD to Hanako"))
         .await;
-    let input = &first.of_type("tool-input-available")[0]["input"];
-    let mut body = fixture("pay_hanako_approved.json");
-    body["messages"][0]["parts"][0]["text"] = json!("Send 50000 USD to Hanako");
-    body["messages"][1]["parts"][1]["input"] = input.clone();
-    let reply = server.chat(&body).await;
-    assert_eq!(
-        errors(&reply),
-        [(
-            "call-2".to_owned(),
-            "invalid arguments: amount must be > 0 and at most 10000".to_owned()
-        )]
+    let refused = "the arguments do not fit the input schema of `process_payment`: \
+                   /amount: 50000 is greater than the maximum of 10000.0";
+    let errors = reply.of_type("tool-input-error");
+    assert_eq!(errors.len(), 1, "{}", reply.body);
+    assert_eq!(errors[0]["toolCallId"], "call-2");
+    assert_eq!(errors[0]["errorText"], refused);
+    assert!(
+        reply.of_type("tool-input-available").is_empty(),
+        "{}",
+        reply.body
     );
     assert_eq!(
         reply.text(),
-        "The process_payment call failed: invalid arguments: amount must be > 0 and at most 10000."
+        format!("The process_payment call failed: {refused}.")
     );
+    assert_eq!(server.payments(), 0);
 }
 
 #[tokio::test]

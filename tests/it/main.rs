@@ -19,6 +19,7 @@ mod adk;
 #[cfg(all(feature = "conformance", feature = "adk"))]
 mod adk_clients;
 mod approvers;
+mod arguments;
 mod audit;
 mod auth;
 mod backends;
@@ -37,6 +38,7 @@ mod cors;
 mod drain;
 mod edits;
 mod frontend;
+mod grants;
 mod hang_up;
 mod hold;
 mod http;

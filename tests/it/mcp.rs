@@ -665,3 +665,38 @@ async fn a_storm_of_list_changes_is_one_relist_a_second() {
     let lists = journal.count("list");
     assert!((2..=3).contains(&lists), "{lists} listings");
 }
+
+/// A call whose arguments do not fit the tool's `inputSchema` never reaches
+/// the server, over stdio or HTTP: the model is told why.
+#[tokio::test]
+async fn arguments_that_do_not_fit_the_input_schema_never_reach_the_server() {
+    let journal = Journal::new();
+    let server = both_allowed(&journal).await;
+    for name in ["notes", "web"] {
+        let text = format!(r#"mcp--{name}--delete_note {{"path": ["/etc/passwd"]}}"#);
+        let reply = server.chat(&user_says("chat-s", &text)).await;
+        let errors = reply.of_type("tool-input-error");
+        assert!(
+            errors
+                .first()
+                .and_then(|e| e["errorText"].as_str())
+                .is_some_and(|t| {
+                    t.starts_with("the arguments do not fit the input schema")
+                        && t.contains("/path")
+                }),
+            "{}",
+            reply.body
+        );
+        assert!(
+            reply.of_type("tool-output-available").is_empty(),
+            "{}",
+            reply.body
+        );
+    }
+    assert_eq!(
+        journal.count("call delete_note"),
+        0,
+        "{:?}",
+        journal.lines()
+    );
+}

@@ -3,9 +3,9 @@
 
 use serde_json::{Value, json};
 
-use super::{Edits, Refusal, check, decider, edit, repeats, response, sealed};
+use super::{Edits, Refusal, check, decider, edit, grant, repeats, response, sealed};
 use crate::call::ToolCall;
-use crate::confirm::{Answer, Decision, Scope, Seal, Signer, signing};
+use crate::confirm::{Answer, Decision, Remember, Scope, Seal, Signer, signing};
 use crate::policy::Approvers;
 use crate::protocol::ConfirmationProtocol::{Adk, AiSdk};
 use crate::store::{Issued, Outcome};
@@ -530,5 +530,55 @@ fn who_may_decide() {
             decider(*approvers, "clerk", principal, roles, *approve).map_err(|e| e.to_string());
         let expected = expected.map_err(str::to_owned);
         assert_eq!(got, expected, "{principal} {approve}");
+    }
+}
+
+#[test]
+fn a_grant_only_where_the_asker_decides_alone() {
+    let finance = ["role:finance".to_owned()];
+    let cfo = ["cfo".to_owned()];
+    let alone = Approvers::default();
+    let four_eyes = Approvers {
+        listed: &finance,
+        distinct: true,
+    };
+    let listed = Approvers {
+        listed: &cfo,
+        distinct: false,
+    };
+    let approve = |remember: Option<Remember>, approve_next: Option<u32>| Decision::Approve {
+        payload: None,
+        remember,
+        approve_next,
+        edited: None,
+    };
+    let plain = approve(None, None);
+    let everywhere = approve(Some(Remember::Everywhere), None);
+    let next = approve(None, Some(5));
+    let no_next = approve(None, Some(0));
+    let window = approve(Some(Remember::Window { minutes: 5 }), None);
+    let deny = Decision::Deny { reason: None };
+    let refused = |who: &str| {
+        Err(format!(
+            "`remember` and `approveNext` are only for calls the user who asked approves \
+             alone; this call needs {who}: decide it without them"
+        ))
+    };
+    #[rustfmt::skip]
+    let cases: Vec<(&Decision, Vec<Approvers<'_>>, Result<(), String>)> = vec![
+        (&everywhere, vec![alone], Ok(())),
+        (&next, vec![alone, alone], Ok(())),
+        (&plain, vec![four_eyes], Ok(())),
+        (&no_next, vec![listed], Ok(())),
+        (&deny, vec![listed], Ok(())),
+        (&everywhere, vec![four_eyes], refused("role:finance, not the user who asked")),
+        (&next, vec![listed], refused("cfo")),
+        (&window, vec![listed], refused("cfo")),
+        // An edit whose arguments escalate: judged as it would run.
+        (&next, vec![alone, listed], refused("cfo")),
+    ];
+    for (decision, approvers, expected) in cases {
+        let got = grant(decision, &approvers).map_err(|e| e.to_string());
+        assert_eq!(got, expected, "{decision:?} {approvers:?}");
     }
 }

@@ -118,6 +118,14 @@ process_payment:
 process_payment:
   confirm: {when: "amount > 100"}
 "#;
+    let escalate = r#"
+process_payment:
+  escalate: [{when: "amount > 1000", approvers: [cfo]}]
+"#;
+    let escalate_any = r#"
+process_payment:
+  escalate: [{when: "memo > 1000", approvers: [cfo]}]
+"#;
     #[rustfmt::skip]
     let cases: Vec<Case> = vec![
         ("nothing remembered: the tool asks",
@@ -157,6 +165,19 @@ process_payment:
         ("a global approval has no end",
             &[], "", vec![grant("g", None, None)], "other", 365 * 24 * HOUR, 50,
             Expect::Allow("for every chat")),
+        ("a grant never decides a call that escalates to other approvers",
+            &[], escalate, vec![grant("g", None, None)], "other", 0, 9_000, Expect::Ask),
+        ("nor one whose amount it cannot read (the escalation holds)",
+            &[], escalate_any, vec![grant("g", None, None)], "other", 0, 0, Expect::Ask),
+        ("but decides the asker's own below the escalation",
+            &[], escalate, vec![grant("g", None, None)], "other", 0, 50,
+            Expect::Allow("for every chat")),
+        ("nor a call others approve",
+            &[], "process_payment: {approvers: [cfo]}", vec![grant("g", None, None)],
+            "chat", 0, 50, Expect::Ask),
+        ("nor one under four eyes",
+            &[], "process_payment: {approvers: [alice], requireDistinctApprover: true}",
+            vec![grant("chat", Some("chat"), None)], "chat", 0, 50, Expect::Ask),
     ];
     for (name, deny, rules, grants, chat, later, amount, expect) in cases {
         let (gate, store, clock) = gate(deny, rules);
