@@ -9,6 +9,12 @@ use crate::notify::LinkError;
 use crate::protocol::RequestError;
 use crate::store::{Limited, StoreError};
 
+/// A request body that did not arrive by its deadline
+/// (`server.bodyTotalSecs`, `protect.rs`); read as [`ApiError::BodyTimeout`].
+#[derive(Debug, thiserror::Error)]
+#[error("the request body did not arrive within its deadline")]
+pub struct BodyDeadline;
+
 /// What a client reads when the store fails, whatever the backend said.
 pub const STORAGE_UNAVAILABLE: &str = "storage unavailable";
 
@@ -134,9 +140,7 @@ const BUSY_RETRY_SECS: u64 = 5;
 fn timed_out(error: &(dyn std::error::Error + 'static)) -> bool {
     let mut source = Some(error);
     while let Some(error) = source {
-        if error.is::<tower_http::timeout::TimeoutError>()
-            || error.is::<super::protect::BodyDeadline>()
-        {
+        if error.is::<tower_http::timeout::TimeoutError>() || error.is::<BodyDeadline>() {
             return true;
         }
         source = error.source();

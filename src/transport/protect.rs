@@ -22,6 +22,7 @@ use tokio::time::Sleep;
 
 use super::ApiError;
 use super::cors::{self, Cors};
+use super::error::BodyDeadline;
 use super::guard::{Facts, Guard};
 
 /// How long a request body may take to arrive.
@@ -66,11 +67,6 @@ async fn deadline(State(total): State<Duration>, request: Request, next: Next) -
     let request = request.map(|body| Body::new(Deadlined::new(body, total)));
     next.run(request).await
 }
-
-/// The whole body did not arrive by its deadline (`server.bodyTotalSecs`).
-#[derive(Debug, thiserror::Error)]
-#[error("the request body did not arrive within its deadline")]
-pub struct BodyDeadline;
 
 /// A body that fails once its deadline has passed.
 struct Deadlined {
