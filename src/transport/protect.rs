@@ -18,7 +18,7 @@ use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use hyper::body::{Frame, SizeHint};
-use tokio::time::Sleep;
+use tokio::time::{Instant, Sleep};
 
 use super::ApiError;
 use super::cors::{self, Cors};
@@ -68,17 +68,20 @@ async fn deadline(State(total): State<Duration>, request: Request, next: Next) -
     next.run(request).await
 }
 
-/// A body that fails once its deadline has passed.
+/// A body that fails once its deadline has passed. Its timer is made when
+/// the body is first waited for: most requests (a GET) never are.
 struct Deadlined {
     body: Body,
-    deadline: Pin<Box<Sleep>>,
+    deadline: Instant,
+    timer: Option<Pin<Box<Sleep>>>,
 }
 
 impl Deadlined {
     fn new(body: Body, total: Duration) -> Self {
         Self {
             body,
-            deadline: Box::pin(tokio::time::sleep(total)),
+            deadline: Instant::now() + total,
+            timer: None,
         }
     }
 }
@@ -92,13 +95,17 @@ impl hyper::body::Body for Deadlined {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
         let this = &mut *self;
-        if this.deadline.is_elapsed() {
+        if Instant::now() >= this.deadline {
             return Poll::Ready(Some(Err(BodyDeadline.into())));
         }
         if let Poll::Ready(frame) = Pin::new(&mut this.body).poll_frame(cx) {
             return Poll::Ready(frame.map(|frame| frame.map_err(Into::into)));
         }
-        match this.deadline.as_mut().poll(cx) {
+        let deadline = this.deadline;
+        let timer = this
+            .timer
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
+        match timer.as_mut().poll(cx) {
             Poll::Ready(()) => Poll::Ready(Some(Err(BodyDeadline.into()))),
             Poll::Pending => Poll::Pending,
         }
