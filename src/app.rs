@@ -37,6 +37,9 @@ use futures::stream::BoxStream;
 /// How long a stopping server waits, once its connections are closed, for
 /// the turns it then stops and the sockets' writers to end.
 const STOP: Duration = Duration::from_secs(5);
+/// Open connections at most on `metrics.bind`: scrapers and probes, a
+/// quarter of them from one address.
+const METRICS_CONNECTIONS: usize = 64;
 
 /// A toolgate server, built from a config. Embedding applications replace
 /// parts (tools, model, ids, clock) before calling [`App::router`].
@@ -339,7 +342,10 @@ impl App {
                 idle: Duration::from_secs(self.config.stream.live_idle_secs.max(1)),
                 frames_per_sec: self.config.stream.live_frames_per_sec,
                 dialect: self.config.live.dialect,
+                key_deadline: Duration::from_secs(self.config.live.key_deadline_secs.max(1)),
+                keyless_frame_bytes: self.config.live.keyless_frame_bytes,
             },
+            trust_traceparent: self.config.telemetry.trust_traceparent,
             runs: runs.clone(),
             limiter: limiter.clone(),
             client_version,
@@ -373,14 +379,22 @@ impl App {
             tracing::error!("{e}: only localhost is served, to its own origin");
             crate::transport::guard::Guard::default()
         });
+        // The metrics listener's guard serves its own address instead.
+        let metrics_guard = guard.clone();
         let guard = match bind {
             Some(bind) => guard.with_bind(bind),
             None => guard,
         };
-        let router = crate::transport::protect(router, guard, self.config.server.body_read());
+        let body = crate::transport::BodyTimes {
+            silence: self.config.server.body_read(),
+            total: self.config.server.body_total(),
+        };
+        let router = crate::transport::protect(router, guard, body);
         Built {
             router,
             metrics_routes,
+            metrics_guard,
+            body,
             gate,
             store,
             tasks,
@@ -419,14 +433,23 @@ impl App {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
         let bind = listener.local_addr()?.ip();
+        let max_connections = accept::max_connections(
+            self.config.server.max_connections,
+            accept::open_files_limit(),
+        );
         let limits = accept::Limits {
             header_read: self.config.server.header_read(),
-            max_connections: accept::max_connections(
-                self.config.server.max_connections,
-                accept::open_files_limit(),
+            max_connections,
+            per_peer: accept::per_peer(
+                self.config.server.max_connections_per_peer,
+                max_connections,
             ),
         };
-        tracing::info!("serving at most {} connections", limits.max_connections);
+        tracing::info!(
+            "serving at most {} connections, {} from one address",
+            limits.max_connections,
+            limits.per_peer
+        );
         let retention = self.config.store.audit_retention();
         let drain = self.config.server.drain();
         let clock = self.clock.clone();
@@ -436,6 +459,8 @@ impl App {
         let Built {
             router,
             metrics_routes,
+            metrics_guard,
+            body,
             gate,
             store,
             tasks,
@@ -456,16 +481,30 @@ impl App {
         let scraping = CancellationToken::new();
         if let Some(at) = metrics_bind {
             let listener = TcpListener::bind(at).await?;
-            tracing::info!("metrics at http://{}/metrics", listener.local_addr()?);
+            let local = listener.local_addr()?;
+            tracing::info!("metrics at http://{local}/metrics");
+            // The main port's Host and Origin checks and accept loop: the
+            // header timeout and a connection cap of its own (a scraper
+            // needs few).
+            let routes = crate::transport::protect(
+                metrics_routes,
+                metrics_guard.with_bind(local.ip()),
+                body,
+            );
+            let max_connections = METRICS_CONNECTIONS.min(limits.max_connections);
+            let limits = accept::Limits {
+                header_read: limits.header_read,
+                max_connections,
+                per_peer: accept::per_peer(None, max_connections),
+            };
             let stop = scraping.clone();
-            tasks.spawn(async move {
-                let served = axum::serve(listener, metrics_routes)
-                    .with_graceful_shutdown(stop.cancelled_owned())
-                    .await;
-                if let Err(e) = served {
-                    tracing::error!("serving the metrics failed: {e}");
-                }
-            });
+            tasks.spawn(accept::serve(
+                listener,
+                routes,
+                limits,
+                stop.cancelled_owned(),
+                Duration::from_secs(1),
+            ));
         }
         let held = gate.clone();
         let began = Arc::new(std::sync::OnceLock::new());
@@ -517,6 +556,9 @@ struct Built {
     router: Router,
     /// `/metrics`, `/livez` and `/readyz` alone, for `metrics.bind`.
     metrics_routes: Router,
+    /// The Host and Origin checks for `metrics.bind`, given its address.
+    metrics_guard: crate::transport::guard::Guard,
+    body: crate::transport::BodyTimes,
     gate: Gate,
     /// The gate's store, counted in the app's metrics.
     store: Store,

@@ -170,6 +170,10 @@ pub struct TelemetryConfig {
     /// Keep a tool call's arguments and result on its span, 4 KiB of each
     /// at most (default `false`: they may hold personal data).
     pub record_content: bool,
+    /// Continue the trace a request's W3C `traceparent` names (default
+    /// `false`: any client could put its turns into a trace of its
+    /// choosing; set it when a trusted proxy or backend sets the header).
+    pub trust_traceparent: bool,
 }
 
 /// `server`: which host names are served, and how long slow clients are waited for.
@@ -185,9 +189,18 @@ pub struct ServerConfig {
     pub header_read_secs: u64,
     /// The longest silence while a request body is read.
     pub body_read_secs: u64,
+    /// The longest a whole request body may take to arrive, however it
+    /// trickles in.
+    pub body_total_secs: u64,
     /// Open connections at most (WebSockets included); beyond, a new one is
     /// closed at once. Unset: below the open-files limit.
     pub max_connections: Option<usize>,
+    /// Open connections from one client address at most (an IPv6 /64
+    /// counts as one); beyond, a new one is closed at once. Unset: a
+    /// quarter of `maxConnections`. Behind a proxy on the same host every
+    /// connection comes from the proxy: raise it to `maxConnections` there
+    /// and let the proxy limit its clients.
+    pub max_connections_per_peer: Option<usize>,
     /// Seconds a stopping server gives the requests and streams in flight
     /// to finish before it closes their connections.
     pub drain_secs: u64,
@@ -199,7 +212,9 @@ impl Default for ServerConfig {
             allowed_hosts: Vec::new(),
             header_read_secs: 10,
             body_read_secs: 30,
+            body_total_secs: 60,
             max_connections: None,
+            max_connections_per_peer: None,
             drain_secs: 30,
         }
     }
@@ -212,6 +227,10 @@ impl ServerConfig {
 
     pub fn body_read(&self) -> Duration {
         Duration::from_secs(self.body_read_secs.max(1))
+    }
+
+    pub fn body_total(&self) -> Duration {
+        Duration::from_secs(self.body_total_secs.max(1))
     }
 
     /// `0` is allowed: connections are closed at once.
@@ -229,13 +248,29 @@ pub struct CorsConfig {
     pub allowed_origins: Vec<String>,
 }
 
-/// `live`: the WebSocket at `/live` (its limits are in `stream`).
-#[derive(Debug, Clone, PartialEq, Deserialize, Default)]
+/// `live`: the WebSocket at `/live` (its rates are in `stream`).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct LiveConfig {
     /// The frame protocol: `ai-sdk` (the AI SDK's `WebSocketChatTransport`)
     /// or `adk-stream-protocol` (that app's own transport).
     pub dialect: LiveDialect,
+    /// With `auth.apiKeys`: seconds a socket opened without a key has to
+    /// send a frame with a valid one before it is closed.
+    pub key_deadline_secs: u64,
+    /// With `auth.apiKeys`: the largest frame of a socket that has not yet
+    /// presented a valid key (bytes); a larger one closes it unread.
+    pub keyless_frame_bytes: usize,
+}
+
+impl Default for LiveConfig {
+    fn default() -> Self {
+        Self {
+            dialect: LiveDialect::default(),
+            key_deadline_secs: 10,
+            keyless_frame_bytes: 64 << 10,
+        }
+    }
 }
 
 /// Dexto's `allowedToolsStorage`.

@@ -141,6 +141,15 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                     "refusing to listen on {addr} without API keys: add auth.apiKeys to the config, or bind to loopback"
                 );
             }
+            // The metrics listener answers without a key: the same rule.
+            if let Some(metrics) = config.metrics.bind.filter(|_| config.metrics.enabled)
+                && keyless
+                && !metrics.ip().is_loopback()
+            {
+                anyhow::bail!(
+                    "refusing to serve metrics on {metrics} without API keys: add auth.apiKeys to the config, or bind metrics.bind to loopback"
+                );
+            }
             raise_open_files_limit();
             let (store, where_) = open_store(&config.store)
                 .await

@@ -68,7 +68,7 @@ fn subscriber(
     // and without the exporter no span of toolgate's is made at all.
     let events = filter_fn(|meta| !(meta.is_span() && meta.target().starts_with("toolgate")));
     let log = tracing_subscriber::fmt::layer()
-        .with_writer(std::io::stderr)
+        .with_writer(|| OneLine(std::io::stderr()))
         .with_filter(levels.and(events));
     let Some(provider) = provider else {
         // Not `.with(None)`: a `None` layer finds every callsite of
@@ -87,6 +87,51 @@ fn subscriber(
                 .with_target(DECISIONS, Level::DEBUG),
         );
     Box::new(tracing_subscriber::registry().with(log).with(traces))
+}
+
+/// The log's writer: each event is one line, whatever its fields hold.
+/// The formatter writes an event whole, in one `write_all` ending in its
+/// newline; every other line break or control character in it (an id, a
+/// name, a refused value a client sent) is written escaped (`\n`), so no
+/// client can forge a line of the log. The escape character stays: the
+/// terminal's colours use it, and ids that hold one are refused anyway.
+struct OneLine<W>(W);
+
+impl<W: std::io::Write> std::io::Write for OneLine<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.write_all(one_line(buf).as_bytes())?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
+}
+
+/// `event` with every control character escaped but its last newline
+/// (and tabs, and the escape character of colours).
+fn one_line(event: &[u8]) -> std::borrow::Cow<'_, str> {
+    let text = String::from_utf8_lossy(event);
+    let body = text.strip_suffix('\n').unwrap_or(&text);
+    let forged = |c: char| {
+        (c.is_control() && c != '\t' && c != '\u{1b}') || matches!(c, '\u{2028}' | '\u{2029}')
+    };
+    if !body.chars().any(forged) {
+        return text;
+    }
+    let mut line = String::with_capacity(text.len() + 16);
+    for c in body.chars() {
+        match c {
+            '\n' => line.push_str("\\n"),
+            '\r' => line.push_str("\\r"),
+            c if forged(c) => line.extend(c.escape_unicode()),
+            c => line.push(c),
+        }
+    }
+    if body.len() < text.len() {
+        line.push('\n');
+    }
+    std::borrow::Cow::Owned(line)
 }
 
 impl Telemetry {
@@ -158,6 +203,27 @@ pub fn bounded(value: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_event_is_one_line_whatever_it_holds() {
+        #[rustfmt::skip]
+        let cases: &[(&str, &str)] = &[
+            ("INFO turn chat=c1\n", "INFO turn chat=c1\n"),
+            ("INFO turn chat=x\nFAKE LOG LINE\n", "INFO turn chat=x\\nFAKE LOG LINE\n"),
+            ("a\r\nb\n", "a\\r\\nb\n"),
+            ("a\u{85}b\u{2028}c\0\n", "a\\u{85}b\\u{2028}c\\u{0}\n"),
+            ("\u{1b}[32m INFO\u{1b}[0m\tx\n", "\u{1b}[32m INFO\u{1b}[0m\tx\n"),
+            ("no newline\nat the end", "no newline\\nat the end"),
+            ("", ""),
+        ];
+        for (event, written) in cases {
+            let mut out = Vec::new();
+            let mut writer = OneLine(&mut out);
+            std::io::Write::write_all(&mut writer, event.as_bytes())
+                .unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(String::from_utf8_lossy(&out), *written, "{event:?}");
+        }
+    }
 
     #[test]
     fn without_the_exporter_no_span_is_made() {

@@ -7,12 +7,16 @@
 //! Here hyper closes a connection whose request head is not complete within
 //! `header_read` (its timer also runs while a keep-alive connection waits
 //! for its next request); a connection beyond `max_connections` is closed
-//! at once, and an `accept` that fails (out of file descriptors) is logged
-//! and retried after a short pause.
+//! at once, and so is one beyond `per_peer` from one address (an IPv6
+//! address's /64: one host's), so one client cannot hold every slot; an
+//! `accept` that fails (out of file descriptors) is logged and retried
+//! after a short pause.
 
+use std::collections::HashMap;
 use std::io;
+use std::net::{IpAddr, Ipv6Addr};
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -39,6 +43,8 @@ const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 pub(super) struct Limits {
     pub header_read: Duration,
     pub max_connections: usize,
+    /// Open connections from one peer at most (`server.maxConnectionsPerPeer`).
+    pub per_peer: usize,
 }
 
 /// Serves `router` on `listener` until `shutdown` completes; then takes no
@@ -52,6 +58,8 @@ pub(super) async fn serve(
     drain: Duration,
 ) {
     let slots = Arc::new(Semaphore::new(limits.max_connections));
+    let peers = Arc::new(Peers::new(limits.per_peer));
+    let mut crowded = Throttle::new(LOG_EVERY);
     let connections = TaskTracker::new();
     let draining = CancellationToken::new();
     let abort = CancellationToken::new();
@@ -66,7 +74,7 @@ pub(super) async fn serve(
         let stream = tokio::select! {
             () = &mut shutdown => break,
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
+                Ok((stream, peer)) => (stream, peer.ip()),
                 // The client gave up before we took its connection.
                 Err(e) if is_connection_error(&e) => continue,
                 Err(e) => {
@@ -79,6 +87,18 @@ pub(super) async fn serve(
                     }
                 }
             },
+        };
+        let (stream, peer) = stream;
+        // Its peer's share first: a peer at its cap takes no slot of the others'.
+        let Some(peer) = peers.enter(peer) else {
+            drop(stream);
+            if let Some(times) = crowded.hit(Instant::now()) {
+                tracing::warn!(
+                    "refused {times} connections: {} are open from one address (server.maxConnectionsPerPeer)",
+                    limits.per_peer
+                );
+            }
+            continue;
         };
         let Ok(slot) = slots.clone().try_acquire_owned() else {
             drop(stream);
@@ -106,6 +126,7 @@ pub(super) async fn serve(
         let io = TokioIo::new(Counted {
             stream,
             _slot: slot,
+            _peer: peer,
         });
         let connection = builder
             .serve_connection(io, TowerToHyperService::new(service))
@@ -187,11 +208,88 @@ pub(super) fn max_connections(configured: Option<usize>, open_files: Option<u64>
     }
 }
 
-/// A connection holding its slot: the slot is freed when the socket
-/// closes, also after an upgrade to a WebSocket, which keeps the socket.
+/// The default `server.maxConnectionsPerPeer`: a quarter of the
+/// connection cap, so at least four peers share the server. Behind a
+/// proxy on the same host every connection is the proxy's: raise it there.
+pub(super) fn per_peer(configured: Option<usize>, max_connections: usize) -> usize {
+    configured
+        .unwrap_or(max_connections / 4)
+        .clamp(1, max_connections.max(1))
+}
+
+/// Who a connection counts against: an IPv4 address, or an IPv6 address's
+/// /64 (one host's: a host gets a whole /64 to choose addresses from).
+fn peer_of(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V4(_) => ip,
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => {
+                let prefix = u128::from(v6) & !((1u128 << 64) - 1);
+                IpAddr::V6(Ipv6Addr::from(prefix))
+            }
+        },
+    }
+}
+
+/// Open connections per peer, none above the cap.
+struct Peers {
+    cap: usize,
+    open: Mutex<HashMap<IpAddr, usize>>,
+}
+
+impl Peers {
+    fn new(cap: usize) -> Self {
+        Self {
+            cap,
+            open: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// A place for one more connection of `ip`'s peer, if it has room.
+    fn enter(self: &Arc<Self>, ip: IpAddr) -> Option<PeerSlot> {
+        let peer = peer_of(ip);
+        let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
+        let count = open.entry(peer).or_insert(0);
+        if *count >= self.cap {
+            return None;
+        }
+        *count += 1;
+        Some(PeerSlot {
+            peers: self.clone(),
+            peer,
+        })
+    }
+
+    fn leave(&self, peer: IpAddr) {
+        let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(count) = open.get_mut(&peer) {
+            *count = count.saturating_sub(1);
+            if *count == 0 {
+                open.remove(&peer);
+            }
+        }
+    }
+}
+
+/// One connection's place in its peer's count, given back on drop.
+struct PeerSlot {
+    peers: Arc<Peers>,
+    peer: IpAddr,
+}
+
+impl Drop for PeerSlot {
+    fn drop(&mut self) {
+        self.peers.leave(self.peer);
+    }
+}
+
+/// A connection holding its slot and its peer's: both are freed when the
+/// socket closes, also after an upgrade to a WebSocket, which keeps the socket.
 struct Counted {
     stream: TcpStream,
     _slot: OwnedSemaphorePermit,
+    _peer: PeerSlot,
 }
 
 impl AsyncRead for Counted {
@@ -279,6 +377,52 @@ mod tests {
             .map(|ms| throttle.hit(at(ms)))
             .collect();
         assert_eq!(logged, [Some(1), None, None, None, Some(4), None, Some(2)]);
+    }
+
+    #[test]
+    fn one_peer_holds_at_most_its_share() {
+        let peers = Arc::new(Peers::new(2));
+        let ip = |text: &str| text.parse::<IpAddr>().unwrap_or_else(|e| panic!("{e}"));
+        let a1 = peers.enter(ip("10.0.0.1"));
+        let a2 = peers.enter(ip("10.0.0.1"));
+        assert!(a1.is_some() && a2.is_some());
+        assert!(peers.enter(ip("10.0.0.1")).is_none(), "over its share");
+        assert!(
+            peers.enter(ip("::ffff:10.0.0.1")).is_none(),
+            "the same IPv4 peer, mapped"
+        );
+        let b = peers.enter(ip("10.0.0.2"));
+        assert!(b.is_some(), "another peer has its own share");
+        // One IPv6 host's /64 is one peer.
+        let c1 = peers.enter(ip("2001:db8:1:2::1"));
+        let c2 = peers.enter(ip("2001:db8:1:2:ffff::9"));
+        assert!(c1.is_some() && c2.is_some());
+        assert!(peers.enter(ip("2001:db8:1:2::3")).is_none());
+        assert!(peers.enter(ip("2001:db8:1:3::1")).is_some());
+        drop(a1);
+        let again = peers.enter(ip("10.0.0.1"));
+        assert!(again.is_some(), "a closed connection gives its place back");
+        drop((again, a2, b, c1, c2));
+        let open = peers.open.lock().unwrap_or_else(PoisonError::into_inner);
+        assert!(open.is_empty(), "{open:?}");
+    }
+
+    #[test]
+    fn the_default_share_is_a_quarter_of_the_cap() {
+        #[rustfmt::skip]
+        let cases: &[(Option<usize>, usize, usize)] = &[
+            (None, 896, 224),
+            (None, 8, 2),
+            (None, 3, 1),
+            (None, 1, 1),
+            (Some(8), 8, 8),
+            (Some(100), 8, 8),
+            (Some(0), 8, 1),
+            (Some(5), 896, 5),
+        ];
+        for (configured, cap, share) in cases {
+            assert_eq!(per_peer(*configured, *cap), *share, "{configured:?} {cap}");
+        }
     }
 
     #[test]

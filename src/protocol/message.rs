@@ -17,9 +17,19 @@ pub enum RequestError {
 /// The longest id (a chat's, a confirmation's, a tool call's) accepted, in bytes.
 pub const MAX_ID_BYTES: usize = 256;
 
-/// Refuses an id longer than [`MAX_ID_BYTES`]. The error, which is logged,
-/// names a prefix and the length, never the whole id.
+/// Refuses an id longer than [`MAX_ID_BYTES`], or holding a control
+/// character (a newline in an id would forge a line of the log, where ids
+/// are written). The error, which is logged, names a prefix and the length,
+/// never the whole id, and no id with a control character.
 pub fn check_id(what: &str, id: &str) -> Result<(), RequestError> {
+    if id
+        .chars()
+        .any(|c| c.is_control() || matches!(c, '\u{2028}' | '\u{2029}'))
+    {
+        return Err(RequestError::Invalid(format!(
+            "{what} holds a control character (a newline, a tab…); ids are printable text"
+        )));
+    }
     if id.len() <= MAX_ID_BYTES {
         return Ok(());
     }
@@ -475,6 +485,36 @@ mod tests {
         let raw: RawPart =
             serde_json::from_value(value).map_err(|e| RequestError::Invalid(e.to_string()))?;
         raw.into_part("p")
+    }
+
+    #[test]
+    fn ids_are_printable_and_bounded() {
+        let long = "a".repeat(MAX_ID_BYTES + 1);
+        #[rustfmt::skip]
+        let cases: &[(&str, bool)] = &[
+            // The AI SDK's own: nanoid-like and UUIDs.
+            ("V1StGXR8_Z5jdHi6B-myT", true),
+            ("msg-aBcD1234eFgH5678", true),
+            ("6f1c2f9e-3d4b-4a5e-9c7d-0e1f2a3b4c5d", true),
+            ("chat with spaces and ünïcödé ✓", true),
+            (&long[1..], true),
+            (&long, false),
+            ("x\nFAKE LOG LINE", false),
+            ("x\r\nFAKE", false),
+            ("x\ty", false),
+            ("\u{1b}[31mred", false),
+            ("x\u{85}y", false),
+            ("x\u{2028}y", false),
+            ("x\0", false),
+        ];
+        for (id, valid) in cases {
+            assert_eq!(check_id("id", id).is_ok(), *valid, "{id:?}");
+        }
+        let refused = check_id("`id` (the chat)", "x\nFAKE").map_err(|e| e.to_string());
+        assert!(
+            refused.is_err_and(|text| !text.contains('\n') && !text.contains("FAKE")),
+            "the refusal does not repeat the id"
+        );
     }
 
     #[test]

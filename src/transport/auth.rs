@@ -39,7 +39,7 @@ impl Caller {
         };
         // Two values mean the proxy appended to one the client sent: trust neither.
         if headers.get_all(name).iter().count() > 1 {
-            return Err(ApiError::Unauthorized(name.clone()));
+            return Err(ApiError::Unauthorized);
         }
         headers
             .get(name)
@@ -49,7 +49,7 @@ impl Caller {
                 principal: v.to_owned(),
                 operator: false,
             })
-            .ok_or_else(|| ApiError::Unauthorized(name.clone()))
+            .ok_or(ApiError::Unauthorized)
     }
 
     /// The principal whose records the request reads: the caller's own, or

@@ -40,7 +40,7 @@ pub(super) async fn stream(
 /// Starts the turn for `request` and subscribes to it, once the limits
 /// (`limits`) admit it: streams at once first (a place that can be given
 /// back), then turns per minute (a count that cannot). Its span continues
-/// the trace `headers` name (`traceparent`).
+/// the trace `headers` name (`traceparent`), with `telemetry.trustTraceparent`.
 pub(super) async fn start(
     state: &HttpState,
     request: ChatRequest,
@@ -50,7 +50,7 @@ pub(super) async fn start(
 ) -> Result<(Arc<runs::Run>, runs::Subscription), ApiError> {
     let chat_id = request.chat_id.clone();
     let (waiting, waits) = watch::channel(false);
-    let span = turn_span(&chat_id, headers);
+    let span = turn_span(&chat_id, state.trust_traceparent.then_some(headers));
     // Lazy: nothing of the turn runs before it is polled, in its span.
     let (chunks, client) = turn(state, request, principal.to_owned(), waiting)?;
     let streams = state.limiter.rates().concurrent_streams;
@@ -97,8 +97,10 @@ fn limited(metrics: &Metrics, e: LimitError) -> ApiError {
 }
 
 /// The turn's span (`invoke_agent` in OpenTelemetry's GenAI conventions),
-/// a child of the caller's span when tracing is on and `headers` name one.
-fn turn_span(chat_id: &str, headers: &HeaderMap) -> Span {
+/// a child of the caller's span when tracing is on and trusted `headers`
+/// name one (a client's own `traceparent` is taken only when
+/// `telemetry.trustTraceparent` says the header comes from a trusted hop).
+fn turn_span(chat_id: &str, headers: Option<&HeaderMap>) -> Span {
     let span = tracing::info_span!(
         "invoke_agent",
         otel.name = "invoke_agent toolgate",
@@ -107,7 +109,9 @@ fn turn_span(chat_id: &str, headers: &HeaderMap) -> Span {
         gen_ai.agent.name = "toolgate",
         gen_ai.conversation.id = chat_id,
     );
-    if !span.is_disabled() {
+    if let Some(headers) = headers
+        && !span.is_disabled()
+    {
         // The no-op propagator unless the binary installed the exporter's.
         let parent = opentelemetry::global::get_text_map_propagator(|propagator| {
             propagator.extract(&opentelemetry_http::HeaderExtractor(headers))
@@ -234,6 +238,7 @@ pub(super) async fn resume(
     caller: Caller,
     Path(chat_id): Path<String>,
 ) -> Result<Response, ApiError> {
+    crate::protocol::message::check_id("the chat id", &chat_id)?;
     let resumed = state
         .runs
         .resume(&caller.principal, &chat_id, Transport::Sse)

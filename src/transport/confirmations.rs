@@ -126,6 +126,7 @@ pub(super) async fn revoke(
     Path(id): Path<String>,
     Query(query): Query<PrincipalQuery>,
 ) -> Result<Response, ApiError> {
+    crate::protocol::message::check_id("approval id", &id)?;
     let principal = caller.subject(query.principal)?;
     let by = if caller.principal == principal {
         "user".to_owned()

@@ -9,6 +9,12 @@ use crate::notify::LinkError;
 use crate::protocol::RequestError;
 use crate::store::{Limited, StoreError};
 
+/// A request body that did not arrive by its deadline
+/// (`server.bodyTotalSecs`, `protect.rs`); read as [`ApiError::BodyTimeout`].
+#[derive(Debug, thiserror::Error)]
+#[error("the request body did not arrive within its deadline")]
+pub struct BodyDeadline;
+
 /// What a client reads when the store fails, whatever the backend said.
 pub const STORAGE_UNAVAILABLE: &str = "storage unavailable";
 
@@ -27,8 +33,13 @@ pub enum ApiError {
     /// The body broke off or did not decode; hyper's words go to the log.
     #[error("cannot read the request body")]
     Body(#[source] BytesRejection),
-    #[error("missing header `{0}` naming the user")]
-    Unauthorized(String),
+    /// The same, for a body read by hand (a small one, after a check).
+    #[error("cannot read the request body")]
+    BodyCut(#[source] axum::Error),
+    /// The trusted proxy's principal header is missing or repeated; its
+    /// name is the deployment's and is not told.
+    #[error("the request does not name its user (the proxy in front sets who it is)")]
+    Unauthorized,
     #[error("an API key is needed: Authorization: Bearer <key> or X-API-Key: <key>")]
     NoKey,
     #[error("Authorization and X-API-Key name different keys")]
@@ -74,11 +85,22 @@ impl ApiError {
         }
     }
 
+    /// A body read by hand that broke off: too slow, or cut.
+    pub(super) fn from_body_error(error: axum::Error) -> Self {
+        if timed_out(&error) {
+            ApiError::BodyTimeout
+        } else {
+            ApiError::BodyCut(error)
+        }
+    }
+
     pub fn status(&self) -> StatusCode {
         match self {
-            ApiError::Request(_) | ApiError::Body(_) => StatusCode::BAD_REQUEST,
+            ApiError::Request(_) | ApiError::Body(_) | ApiError::BodyCut(_) => {
+                StatusCode::BAD_REQUEST
+            }
             ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
-            ApiError::Unauthorized(_)
+            ApiError::Unauthorized
             | ApiError::NoKey
             | ApiError::KeysDisagree
             | ApiError::BadKey => StatusCode::UNAUTHORIZED,
@@ -113,11 +135,12 @@ impl ApiError {
 const BUSY_RETRY_SECS: u64 = 5;
 
 /// Whether reading the body failed because `server.bodyReadSecs` passed
-/// without data (`RequestBodyTimeoutLayer`).
-fn timed_out(rejection: &BytesRejection) -> bool {
-    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(rejection);
+/// without data (`RequestBodyTimeoutLayer`), or `server.bodyTotalSecs`
+/// since the request came.
+fn timed_out(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut source = Some(error);
     while let Some(error) = source {
-        if error.is::<tower_http::timeout::TimeoutError>() {
+        if error.is::<tower_http::timeout::TimeoutError>() || error.is::<BodyDeadline>() {
             return true;
         }
         source = error.source();
@@ -133,6 +156,9 @@ impl ApiError {
             ApiError::Gate(e) => tracing::error!("the gate failed: {}", e.detail()),
             ApiError::Body(rejection) => {
                 tracing::info!(status = %self.status(), "request refused: {self}: {}", rejection.body_text());
+            }
+            ApiError::BodyCut(e) => {
+                tracing::info!(status = %self.status(), "request refused: {self}: {e}");
             }
             _ => tracing::info!(status = %self.status(), "request refused: {self}"),
         }

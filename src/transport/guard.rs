@@ -223,6 +223,12 @@ impl Guard {
         self.hosts.contains(&name)
     }
 
+    /// Whether `host` is a name `server.allowedHosts` lists (or any, with
+    /// `*`): one a proxy in front may serve over TLS.
+    fn proxied(&self, host: &str) -> bool {
+        self.any_host || HostName::parse(host).is_some_and(|name| self.hosts.contains(&name))
+    }
+
     /// Browsers send `Origin` on every state-changing request and upgrade;
     /// only they send `Sec-Fetch-Site`.
     fn check_origin(&self, request: &Facts<'_>, host: &(String, u16)) -> Result<(), GuardError> {
@@ -245,6 +251,9 @@ impl Guard {
         }
         match origin {
             None => Ok(()),
+            // toolgate itself speaks plain HTTP: `https` is its own scheme
+            // only under a name a proxy forwards (which may add TLS).
+            Some(origin) if origin.https && !self.proxied(&host.0) => Err(GuardError::Origin),
             // The request's own `Host`, with the origin's default port when it has none.
             Some(origin) => {
                 let default = if origin.https { 443 } else { 80 };
@@ -394,6 +403,8 @@ mod tests {
             &["https://app.example.com", "http://localhost:5173"],
         );
         let any = guard(&[], &["*"]);
+        let proxied = guard(&["toolgate.example.com"], &[]);
+        let any_host = guard(&["*"], &[]);
         type Case<'a> = (
             &'a Guard,
             &'a Method,
@@ -412,7 +423,16 @@ mod tests {
             (&plain, POST, "localhost:8080", Some("HTTP://LocalHost:8080"), None, false, Ok(())),
             (&plain, POST, "localhost", Some("http://localhost:80"), None, false, Ok(())),
             (&plain, POST, "localhost:80", Some("http://localhost"), None, false, Ok(())),
-            (&plain, POST, "localhost:8080", Some("https://localhost:8080"), None, false, Ok(())),
+            // Another scheme is another origin: toolgate's own is plain HTTP.
+            (&plain, POST, "localhost:8080", Some("https://localhost:8080"), None, false, refused),
+            (&plain, POST, "127.0.0.1:8080", Some("https://127.0.0.1:8080"), None, false, refused),
+            (&plain, GET, "127.0.0.1:8080", Some("https://127.0.0.1:8080"), None, true, refused),
+            (&plain, POST, "localhost:443", Some("https://localhost"), None, false, refused),
+            // A name a proxy forwards may be served over TLS.
+            (&proxied, POST, "toolgate.example.com", Some("https://toolgate.example.com"), None, false, Ok(())),
+            (&proxied, POST, "toolgate.example.com", Some("http://toolgate.example.com"), None, false, Ok(())),
+            (&proxied, POST, "127.0.0.1:8080", Some("https://127.0.0.1:8080"), None, false, refused),
+            (&any_host, POST, "127.0.0.1:8080", Some("https://127.0.0.1:8080"), None, false, Ok(())),
             (&plain, POST, "127.0.0.1:8080", Some("http://127.0.0.1:8081"), None, false, refused),
             (&plain, POST, "127.0.0.1:8080", Some("http://localhost:8080"), None, false, refused),
             (&plain, POST, "127.0.0.1:8080", Some("https://evil.example"), Some("cross-site"), false, refused),

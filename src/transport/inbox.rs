@@ -74,6 +74,7 @@ pub(super) async fn open(
             inbox.map_err(|rejection| RequestError::Invalid(rejection.body_text()))?;
         return list(&state, &caller, &inbox).await;
     };
+    crate::protocol::message::check_id("chatId", &chat_id)?;
     let scope = Scope {
         chat_id,
         principal: caller.principal,

@@ -16,12 +16,12 @@
 
 use std::sync::LazyLock;
 
-use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
+use axum::body::{Body, Bytes};
 use axum::extract::{Path, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use base64::Engine;
+use futures::StreamExt;
 use sha2::{Digest, Sha256};
 
 use super::{ApiError, Caller, HttpState};
@@ -33,6 +33,9 @@ use crate::store::Outcome;
 
 /// The longest reason a denial through a link may give.
 const MAX_REASON_CHARS: usize = 1_000;
+/// The largest body of a link's POST: a reason at its longest, each
+/// character escaped as JSON at its widest, and room to spare.
+const MAX_BODY_BYTES: usize = 16 << 10;
 
 /// The page's script: the button posts the (optional) reason to the page's
 /// own address and says what happened. Static: the page's values reach it
@@ -158,16 +161,17 @@ pub(super) async fn decide(
     State(state): State<HttpState>,
     Path(token): Path<String>,
     headers: axum::http::HeaderMap,
-    body: Result<Bytes, BytesRejection>,
+    body: Body,
 ) -> Result<Response, ApiError> {
+    // No key here: the token is checked before a byte of the body is read,
+    // and then only a small body is.
     let link = verify(&state, &token)?;
     // Who follows the link, when the request says (a proxy's principal
     // header, a key): a question with approvers needs to know.
     let caller = Caller::from_headers(&state, &headers)
         .ok()
         .map(|caller| caller.principal);
-    let body =
-        body.map_err(|rejection| ApiError::from_body_rejection(rejection, state.max_body_bytes))?;
+    let body = small_body(&headers, body).await?;
     let decision = decision(&body, link.decision)?;
     let id = link.confirmation_id;
     match state
@@ -188,6 +192,28 @@ pub(super) async fn decide(
         OutOfBand::Invalid(why) => Err(RequestError::Invalid(why).into()),
         OutOfBand::NotFound => Err(ApiError::NotFound(format!("no confirmation `{id}`"))),
     }
+}
+
+/// A body of at most [`MAX_BODY_BYTES`]: one that says it is larger is
+/// refused unread, one that turns out larger as soon as it does.
+async fn small_body(headers: &axum::http::HeaderMap, body: Body) -> Result<Bytes, ApiError> {
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|length| length > MAX_BODY_BYTES as u64) {
+        return Err(ApiError::TooLarge(MAX_BODY_BYTES));
+    }
+    let mut read = Vec::new();
+    let mut stream = body.into_data_stream();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(ApiError::from_body_error)?;
+        if read.len() + chunk.len() > MAX_BODY_BYTES {
+            return Err(ApiError::TooLarge(MAX_BODY_BYTES));
+        }
+        read.extend_from_slice(&chunk);
+    }
+    Ok(Bytes::from(read))
 }
 
 /// The token's link, before anything is looked up; without a notifier no

@@ -28,7 +28,7 @@ pub use chat::continue_held;
 pub use error::ApiError;
 pub use health::{MetricsRoute, metrics_routes};
 pub use live::{LiveDialect, LiveLimits};
-pub use protect::protect;
+pub use protect::{BodyTimes, protect};
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -64,6 +64,8 @@ pub struct HttpState {
     /// turn starts.
     pub limiter: Limiter,
     pub live: LiveLimits,
+    /// `telemetry.trustTraceparent`: a request's `traceparent` is continued.
+    pub trust_traceparent: bool,
     /// The server's tasks beyond the requests (a socket's writer and
     /// forwarders, out-of-band decisions); shutdown waits for them.
     pub tasks: TaskTracker,

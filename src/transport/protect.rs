@@ -1,25 +1,48 @@
 //! The guard as a layer: every request passes `Guard::check` before routing,
 //! and a refusal leaves through the one error edge, `ApiError`. Behind it,
-//! CORS for the origins the guard allows (`cors.rs`), before any handler.
+//! CORS for the origins the guard allows (`cors.rs`), before any handler;
+//! and the request body read under two clocks: the longest silence
+//! (`server.bodyReadSecs`) and the whole body's deadline
+//! (`server.bodyTotalSecs`, from the moment the request's head came), so
+//! a body that trickles in a byte at a time holds its connection for a
+//! bounded time.
 
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::Router;
+use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use hyper::body::{Frame, SizeHint};
+use tokio::time::{Instant, Sleep};
 
 use super::ApiError;
 use super::cors::{self, Cors};
+use super::error::BodyDeadline;
 use super::guard::{Facts, Guard};
 
+/// How long a request body may take to arrive.
+#[derive(Debug, Clone, Copy)]
+pub struct BodyTimes {
+    /// The longest silence between two reads.
+    pub silence: Duration,
+    /// The whole body, from the request's head.
+    pub total: Duration,
+}
+
 /// `router` behind the guard, then CORS (when the guard allows another
-/// origin), with request bodies read under `body_read` (the longest silence
-/// while a body is read).
-pub fn protect(router: Router, guard: Guard, body_read: Duration) -> Router {
+/// origin), with request bodies read under `body`'s two clocks.
+pub fn protect(router: Router, guard: Guard, body: BodyTimes) -> Router {
     let guard = Arc::new(guard);
-    let router = router.layer(tower_http::timeout::RequestBodyTimeoutLayer::new(body_read));
+    let router = router
+        .layer(tower_http::timeout::RequestBodyTimeoutLayer::new(
+            body.silence,
+        ))
+        .layer(axum::middleware::from_fn_with_state(body.total, deadline));
     // Inside the guard: the Host check comes first; a preflight (an OPTIONS,
     // no body) passes the guard's other checks and is answered here.
     let router = match Cors::new(guard.clone()) {
@@ -36,5 +59,63 @@ async fn check(State(guard): State<Arc<Guard>>, request: Request, next: Next) ->
     match guard.check(&Facts::of(&request)) {
         Ok(()) => next.run(request).await,
         Err(refused) => ApiError::from(refused).into_response(),
+    }
+}
+
+/// Puts the request's body under a deadline `total` from now.
+async fn deadline(State(total): State<Duration>, request: Request, next: Next) -> Response {
+    let request = request.map(|body| Body::new(Deadlined::new(body, total)));
+    next.run(request).await
+}
+
+/// A body that fails once its deadline has passed. Its timer is made when
+/// the body is first waited for: most requests (a GET) never are.
+struct Deadlined {
+    body: Body,
+    deadline: Instant,
+    timer: Option<Pin<Box<Sleep>>>,
+}
+
+impl Deadlined {
+    fn new(body: Body, total: Duration) -> Self {
+        Self {
+            body,
+            deadline: Instant::now() + total,
+            timer: None,
+        }
+    }
+}
+
+impl hyper::body::Body for Deadlined {
+    type Data = Bytes;
+    type Error = axum::BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        let this = &mut *self;
+        if Instant::now() >= this.deadline {
+            return Poll::Ready(Some(Err(BodyDeadline.into())));
+        }
+        if let Poll::Ready(frame) = Pin::new(&mut this.body).poll_frame(cx) {
+            return Poll::Ready(frame.map(|frame| frame.map_err(Into::into)));
+        }
+        let deadline = this.deadline;
+        let timer = this
+            .timer
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
+        match timer.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Some(Err(BodyDeadline.into()))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
     }
 }

@@ -108,9 +108,11 @@ async fn confirmation_of_another_user_runs_nothing() {
         (status, body.as_str()),
         (
             401,
-            r#"{"error":"missing header `x-user` naming the user"}"#
+            r#"{"error":"the request does not name its user (the proxy in front sets who it is)"}"#
         )
     );
+    // The header's name is the deployment's, not the client's to learn.
+    assert!(!body.to_ascii_lowercase().contains("x-user"), "{body}");
     let (status, _) = send(
         Some("alice"),
         user_says("chat-pay", "Send 50 USD to Hanako"),
@@ -313,6 +315,8 @@ async fn a_principal_header_given_twice_is_refused() {
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(response.status().as_u16(), 401);
+    let body = response.text().await.unwrap_or_default();
+    assert!(!body.to_ascii_lowercase().contains("x-user"), "{body}");
 }
 
 #[tokio::test]

@@ -281,3 +281,184 @@ async fn a_frame_over_the_size_limit_is_named_before_the_close() {
         "{frame}"
     );
 }
+
+/// A server with one API key, `alice-key`, and `extra` config.
+async fn keyed(extra: &str) -> Server {
+    use sha2::Digest;
+    let hash = hex::encode(sha2::Sha256::digest(b"alice-key"));
+    let yaml = format!("auth:\n  apiKeys:\n    - {{principal: alice, sha256: '{hash}'}}\n{extra}");
+    Server::with_config(Config::from_yaml(&yaml).unwrap_or_else(|e| panic!("{e}"))).await
+}
+
+/// A `resume` frame, with the key or without.
+fn resume(request: &str, key: Option<&str>) -> Value {
+    let headers = match key {
+        Some(key) => json!({"authorization": format!("Bearer {key}")}),
+        None => json!({}),
+    };
+    json!({"type": "resume", "requestId": request, "id": "chat-none", "headers": headers})
+}
+
+/// Frames until the socket ends (`None` when it is still open after `limit`).
+async fn frames_until_closed(
+    socket: &mut common::ws::Socket,
+    limit: Duration,
+) -> Option<Vec<Value>> {
+    use futures::StreamExt;
+    let read = async {
+        let mut frames = Vec::new();
+        loop {
+            match socket.next().await {
+                Some(Ok(Message::Text(text))) => {
+                    frames.push(serde_json::from_str(&text).unwrap_or(Value::Null));
+                }
+                Some(Ok(Message::Ping(_) | Message::Pong(_))) => continue,
+                _ => return frames,
+            }
+        }
+    };
+    tokio::time::timeout(limit, read).await.ok()
+}
+
+/// With API keys, a socket that never names a valid key is closed at
+/// `live.keyDeadlineSecs` however often it talks: its refused frames do
+/// not keep it open. A socket that named one stays.
+#[tokio::test]
+async fn a_keyless_socket_is_closed_at_its_deadline_though_it_keeps_talking() {
+    let server = keyed("live: {keyDeadlineSecs: 1}\n").await;
+    let mut keyless = connect(&server).await;
+    let mut keyed = connect(&server).await;
+    send(&mut keyed, resume("k1", Some("alice-key"))).await;
+    assert_eq!(next(&mut keyed).await["type"], "no-active");
+    // Every 100 ms a frame, each refused for want of a key; the old server
+    // kept such a socket open as long as it talked. 20 s at most.
+    let mut said = Vec::new();
+    let farewell = |f: &Value| {
+        f["errorText"]
+            .as_str()
+            .is_some_and(|t| t.contains("closing the socket"))
+    };
+    for n in 0..200 {
+        let frame = resume(&format!("r{n}"), Some("wrong-key"));
+        if keyless
+            .send(Message::Text(frame.to_string().into()))
+            .await
+            .is_err()
+        {
+            break;
+        }
+        if let Some(frame) = common::ws::next_within(&mut keyless, Duration::from_millis(100)).await
+        {
+            said.push(frame);
+        }
+        if said.last().is_some_and(farewell) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let last = said.last().cloned().unwrap_or_default();
+    assert!(
+        farewell(&last),
+        "still open after {} frames: {last}",
+        said.len()
+    );
+    assert_eq!(
+        last["errorText"],
+        "closing the socket: no frame named a valid API key within 1 s"
+    );
+    assert!(
+        said.iter()
+            .any(|f| f["errorText"] == "the API key is not valid"),
+        "its frames were refused"
+    );
+    // The keyed socket is past the deadline too, and still served.
+    send(&mut keyed, resume("k2", Some("alice-key"))).await;
+    assert_eq!(next(&mut keyed).await["type"], "no-active");
+}
+
+/// With API keys, a frame over `live.keylessFrameBytes` before any valid
+/// key closes the socket unread (the old server parsed 2.4 MB of it);
+/// once a key was named, frames up to `stream.maxBodyBytes` are read.
+#[tokio::test]
+async fn a_big_frame_before_a_key_closes_the_socket_unparsed() {
+    let server = keyed("").await;
+    let big = format!(
+        "{{\"type\":\"resume\",\"padding\":\"{}\"}}",
+        "x".repeat(2_400_000)
+    );
+    let mut keyless = connect(&server).await;
+    let _ = keyless.send(Message::Text(big.clone().into())).await;
+    let frames = frames_until_closed(&mut keyless, Duration::from_secs(20))
+        .await
+        .unwrap_or_else(|| panic!("still open"));
+    assert_eq!(
+        frames.last().map(|f| f["errorText"].clone()),
+        Some(json!(
+            "closing the socket: a frame over 65536 bytes before one named a valid API key"
+        )),
+        "{frames:?}"
+    );
+
+    let mut keyed = connect(&server).await;
+    send(&mut keyed, resume("k1", Some("alice-key"))).await;
+    assert_eq!(next(&mut keyed).await["type"], "no-active");
+    let padded = format!(
+        "{{\"type\":\"resume\",\"padding\":\"{}\"}}",
+        "x".repeat(100_000)
+    );
+    keyed
+        .send(Message::Text(padded.into()))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let frame = next(&mut keyed).await;
+    assert!(
+        frame["errorText"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("not a frame of this protocol")),
+        "read and answered: {frame}"
+    );
+}
+
+/// With `maxConnections: 8`, eight sockets that never name a key held
+/// every slot for good: a keyed request was closed at once, for as long as
+/// they talked. Now they are closed at their deadline and it is served.
+#[tokio::test]
+async fn keyless_sockets_do_not_keep_a_keyed_request_out() {
+    let server = keyed(
+        "live: {keyDeadlineSecs: 1}\nserver: {maxConnections: 8, maxConnectionsPerPeer: 8}\n",
+    )
+    .await;
+    let mut sockets = Vec::new();
+    for _ in 0..8 {
+        sockets.push(connect(&server).await);
+    }
+    let keyed_request = || async {
+        let reply = reqwest::Client::new()
+            .get(format!("{}/api/tools", server.url))
+            .header("authorization", "Bearer alice-key")
+            .send()
+            .await
+            .map_err(|e| e.to_string())?;
+        match reply.status().as_u16() {
+            200 => Ok(()),
+            status => Err(format!("status {status}")),
+        }
+    };
+    assert!(keyed_request().await.is_err(), "every slot is taken");
+    // They keep talking, keyless; the keyed request gets in.
+    let deadline = tokio::time::Instant::now() + common::wait::PATIENCE;
+    loop {
+        for socket in &mut sockets {
+            let frame = resume("r", None);
+            let _ = socket.send(Message::Text(frame.to_string().into())).await;
+        }
+        match keyed_request().await {
+            Ok(()) => break,
+            Err(seen) => assert!(
+                tokio::time::Instant::now() < deadline,
+                "the keyed request was never served: {seen}"
+            ),
+        }
+        tokio::time::sleep(common::wait::POLL).await;
+    }
+}

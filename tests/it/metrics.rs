@@ -245,6 +245,88 @@ async fn metrics_bind_serves_them_apart() {
     );
 }
 
+/// `metrics.bind` goes through the main port's guard and accept loop: a
+/// Host it does not serve is refused (a DNS-rebinding page read the
+/// metrics before), and a head that never ends is closed.
+#[tokio::test]
+async fn the_metrics_listener_has_the_guard_and_the_header_timeout() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap_or_else(|e| panic!("{e}"));
+    let at = free.local_addr().unwrap_or_else(|e| panic!("{e}"));
+    drop(free);
+    let config = Config::from_yaml(&format!(
+        "metrics: {{bind: '{at}'}}\nserver: {{headerReadSecs: 1}}\n"
+    ))
+    .unwrap_or_else(|e| panic!("{e}"));
+    let _server = Server::with_config(config).await;
+    let url = format!("http://{at}");
+    common::wait::until_ok("the metrics listener", || async {
+        reqwest::get(format!("{url}/livez"))
+            .await
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    })
+    .await;
+    let rebound = format!("rebind.evil.example:{}", at.port());
+    for path in ["/metrics", "/readyz"] {
+        let reply = common::raw::send(&url, "GET", path, &[("host", &rebound)], "").await;
+        assert_eq!(reply.status, 400, "{path}: {}", reply.body);
+    }
+    let reply = common::raw::send(&url, "GET", "/metrics", &[], "").await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+
+    let mut half_sent = tokio::net::TcpStream::connect(at)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    half_sent
+        .write_all(b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nx-")
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut rest = Vec::new();
+    let closed =
+        tokio::time::timeout(Duration::from_secs(20), half_sent.read_to_end(&mut rest)).await;
+    assert!(closed.is_ok(), "the half-sent head is still open");
+}
+
+/// A keyless server refuses to serve its metrics (which need no key there)
+/// on a non-loopback address, as it refuses `--bind`.
+#[test]
+fn metrics_bind_off_loopback_needs_api_keys() {
+    let state = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let config = state.path().join("toolgate.yaml");
+    std::fs::write(
+        &config,
+        "store: {kind: memory}\nmetrics: {bind: '0.0.0.0:0'}\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        .args(["serve", "--bind", "127.0.0.1:0", "--config"])
+        .arg(&config)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    // The old server served on: it is stopped, and the test fails.
+    let give_up = std::time::Instant::now() + Duration::from_secs(20);
+    let exited = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break Some(status),
+            _ if std::time::Instant::now() > give_up => break None,
+            _ => std::thread::sleep(Duration::from_millis(20)),
+        }
+    };
+    if exited.is_none() {
+        let _ = child.kill();
+    }
+    let output = child.wait_with_output().unwrap_or_else(|e| panic!("{e}"));
+    assert!(exited.is_some_and(|status| !status.success()), "it served");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("refusing to serve metrics on 0.0.0.0:0 without API keys"),
+        "{stderr}"
+    );
+}
+
 /// A required MCP server that is not there keeps the instance unready.
 #[tokio::test]
 async fn a_required_mcp_server_down_is_not_ready() {

@@ -639,3 +639,73 @@ async fn a_clerks_payment_waits_for_finance_who_approves_from_the_link() {
     );
     assert_eq!(server.payments(), 1);
 }
+
+/// Sends a link POST's head announcing `length` bytes and `sent` of them,
+/// and reads the answer (`None` if none came within `limit`: the server
+/// was still reading the body).
+async fn post_head(
+    server: &Server,
+    path: &str,
+    length: usize,
+    sent: &str,
+    limit: std::time::Duration,
+) -> Option<(u16, String)> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let authority = server.url.trim_start_matches("http://");
+    let mut stream = tokio::net::TcpStream::connect(authority)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nhost: {authority}\r\ncontent-type: application/json\r\ncontent-length: {length}\r\n\r\n{sent}"
+    );
+    stream
+        .write_all(head.as_bytes())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut reply = Vec::new();
+    let mut buf = [0u8; 4096];
+    let read = async {
+        // The head and a short JSON body: up to the body's closing brace.
+        loop {
+            match stream.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => reply.extend_from_slice(&buf[..n]),
+            }
+            let text = String::from_utf8_lossy(&reply);
+            if text.contains("\r\n\r\n") && text.trim_end().ends_with('}') {
+                break;
+            }
+        }
+    };
+    tokio::time::timeout(limit, read).await.ok()?;
+    let text = String::from_utf8_lossy(&reply).into_owned();
+    let status = text.split(' ').nth(1)?.parse().ok()?;
+    let body = text.split_once("\r\n\r\n")?.1.to_owned();
+    Some((status, body))
+}
+
+/// No key guards a link's POST: its token is checked before a byte of the
+/// body is read, and then only a small body is. The old server read up to
+/// `stream.maxBodyBytes` (4 MiB), at a byte per `bodyReadSecs`, first.
+#[tokio::test]
+async fn a_links_token_is_checked_before_its_body_is_read() {
+    let (server, _receiver, approve, _deny) = asked().await;
+    let limit = std::time::Duration::from_secs(10);
+    // 4 MiB announced, a few bytes sent, then silence (bodyReadSecs: 30).
+    let forged = "/confirmations/link/v1.a.b.c.d.e";
+    let refused = post_head(&server, forged, 4 << 20, "{\"re", limit).await;
+    let (status, body) = refused.unwrap_or_else(|| panic!("the body was read first"));
+    assert_eq!(
+        (status, body.as_str()),
+        (403, r#"{"error":"this link is not valid"}"#)
+    );
+    // A valid token's body is small: a large one is refused unread.
+    let large = post_head(&server, &approve, 1 << 20, "{\"re", limit).await;
+    let (status, _) = large.unwrap_or_else(|| panic!("the body was read first"));
+    assert_eq!(status, 413);
+    assert_eq!(server.payments(), 0);
+    // The link still works with a small body.
+    let (status, _) = press(&server, &approve, json!({})).await;
+    assert_eq!(status, 200);
+    assert_eq!(server.payments(), 1);
+}

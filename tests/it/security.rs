@@ -308,7 +308,7 @@ async fn a_body_that_stops_coming_is_408_and_a_slow_stream_is_not_cut() {
 /// 1,100 connections that sent half a request head and went silent, and
 /// then a user's turn: it is served once the half-sent ones time out
 /// (`headerReadSecs: 5`, long enough for all 1,100 to arrive before the
-/// first ones time out); those beyond the connection cap are closed at
+/// first ones time out); those beyond one address's share of the connection cap are closed at
 /// once, and the log says so.
 #[tokio::test]
 async fn a_thousand_half_sent_requests_do_not_stop_a_normal_turn() {
@@ -391,6 +391,214 @@ async fn a_thousand_half_sent_requests_do_not_stop_a_normal_turn() {
         log.contains("open files limit: 1024 (was 1024, hard limit 1024)"),
         "{log}"
     );
-    assert!(log.contains("serving at most 896 connections"), "{log}");
-    assert!(log.contains("connections: 896 are open"), "{log}");
+    assert!(
+        log.contains("serving at most 896 connections, 224 from one address"),
+        "{log}"
+    );
+    // All from one address: its share is what it fills.
+    assert!(
+        log.contains("connections: 224 are open from one address"),
+        "{log}"
+    );
+}
+
+/// toolgate speaks plain HTTP: a page at `https://127.0.0.1:PORT` is another
+/// origin (another server could answer TLS for that host), not its own.
+#[tokio::test]
+async fn toolgate_s_own_host_over_https_is_another_origin() {
+    let server = Server::start().await;
+    let turn = user_says("c", PAY).to_string();
+    let https = format!("https://{}", authority(&server.url));
+    let reply = raw::send(
+        &server.url,
+        "POST",
+        "/stream",
+        &[JSON, ("origin", &https)],
+        &turn,
+    )
+    .await;
+    assert_eq!(reply.status, 403, "{}", reply.body);
+    assert_eq!(audit(&server).await, "", "no turn ran");
+    let mut request = format!("{}/live", server.url.replacen("http", "ws", 1))
+        .into_client_request()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let value = HeaderValue::from_str(&https).unwrap_or_else(|e| panic!("{e}"));
+    request.headers_mut().insert("origin", value);
+    match tokio_tungstenite::connect_async(request).await {
+        Err(tokio_tungstenite::tungstenite::Error::Http(response)) => {
+            assert_eq!(response.status(), 403);
+        }
+        Ok(_) => panic!("the socket was opened for {https}"),
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// `server.bodyTotalSecs`: a body that never pauses long enough for
+/// `bodyReadSecs`, a byte at a time, is cut at its total deadline.
+#[tokio::test]
+async fn a_body_that_trickles_in_is_cut_at_its_total_deadline() {
+    let server = Server::with_config(config(
+        "server: {headerReadSecs: 30, bodyReadSecs: 30, bodyTotalSecs: 1}\n",
+    ))
+    .await;
+    let mut stream = tokio::net::TcpStream::connect(authority(&server.url))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let head = "POST /stream HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n";
+    stream
+        .write_all(head.as_bytes())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    // A byte every 100 ms would take 100 s; the old server read on.
+    let (mut read, mut write) = stream.into_split();
+    let trickle = async move {
+        loop {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            if write.write_all(b" ").await.is_err() {
+                break;
+            }
+        }
+        std::future::pending::<Vec<u8>>().await
+    };
+    let reading = async move {
+        let mut reply = Vec::new();
+        let _ = read.read_to_end(&mut reply).await;
+        reply
+    };
+    // A safety bound far above the deadline under test.
+    let reply = tokio::time::timeout(Duration::from_secs(20), async {
+        tokio::select! {
+            reply = reading => reply,
+            reply = trickle => reply,
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("the body was still being read"));
+    let reply = raw::parse(&String::from_utf8_lossy(&reply));
+    assert_eq!(reply.status, 408, "{}", reply.body);
+    assert_eq!(
+        error(&reply.body),
+        "the request body did not arrive in time"
+    );
+}
+
+/// `server.maxConnectionsPerPeer`: one address holds at most its share of
+/// `maxConnections`; the next connection from it is closed at once, and a
+/// closed one gives its place back.
+#[tokio::test]
+async fn one_address_holds_at_most_its_share_of_the_connections() {
+    let server = Server::with_config(config(
+        "server: {headerReadSecs: 30, maxConnections: 8, maxConnectionsPerPeer: 2}\n",
+    ))
+    .await;
+    let connect = || async {
+        tokio::net::TcpStream::connect(authority(&server.url))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+    };
+    let mut first = connect().await;
+    let mut second = connect().await;
+    let mut third = connect().await;
+    let closed = closed_within(&mut third, Duration::from_secs(10)).await;
+    assert_eq!(closed.as_deref(), Some(""), "the third was kept open");
+    // The two within the share are served.
+    for stream in [&mut first, &mut second] {
+        stream
+            .write_all(b"GET /healthz HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n\r\n")
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let reply = closed_within(stream, Duration::from_secs(10))
+            .await
+            .unwrap_or_else(|| panic!("no answer"));
+        assert_eq!(raw::parse(&reply).status, 200, "{reply}");
+    }
+    // Both closed: their places are free again.
+    common::wait::until_ok("a place for a new connection", || async {
+        let reply = reqwest::get(format!("{}/healthz", server.url))
+            .await
+            .map_err(|e| e.to_string())?;
+        match reply.status().as_u16() {
+            200 => Ok(()),
+            status => Err(format!("status {status}")),
+        }
+    })
+    .await;
+}
+
+/// A control character in an id is refused at the edge (400), and a value a
+/// client sent that reaches the log anyway (a refused `trigger`) is written
+/// escaped: no client can forge a line of the log.
+#[tokio::test]
+async fn a_newline_in_an_id_forges_no_log_line() {
+    use std::io::Read;
+    let state = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let config = state.path().join("toolgate.yaml");
+    std::fs::write(&config, "store: {kind: memory}\n").unwrap_or_else(|e| panic!("{e}"));
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        .args(["serve", "--bind", "127.0.0.1:0", "--config"])
+        .arg(&config)
+        .env("RUST_LOG", "toolgate=info")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut stderr = child.stderr.take().unwrap_or_else(|| panic!("no stderr"));
+    let log = std::thread::spawn(move || {
+        let mut log = String::new();
+        let _ = stderr.read_to_string(&mut log);
+        log
+    });
+    let mut stdout =
+        std::io::BufReader::new(child.stdout.take().unwrap_or_else(|| panic!("no stdout")));
+    let url = common::listening_on(&mut stdout);
+
+    let forged = "x\nFAKE LOG LINE";
+    let mut chat_id = user_says("c", PAY);
+    chat_id["id"] = forged.into();
+    let mut call_id = common::fixture("pay_hanako_approved.json");
+    call_id["messages"][1]["parts"][1]["toolCallId"] = forged.into();
+    let mut trigger = user_says("c", PAY);
+    trigger["trigger"] = "x\nFAKE TRIGGER LINE".into();
+    let client = reqwest::Client::new();
+    for (what, body) in [
+        ("chat id", &chat_id),
+        ("tool call id", &call_id),
+        ("trigger", &trigger),
+    ] {
+        let reply = client
+            .post(format!("{url}/stream"))
+            .header("content-type", "application/json")
+            .body(body.to_string())
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(reply.status(), 400, "{what}");
+        let text = reply.text().await.unwrap_or_default();
+        assert!(!text.contains("FAKE LOG LINE"), "{what}: {text}");
+    }
+    for path in [
+        "/api/confirmations/x%0AFAKE%20LOG%20LINE",
+        "/stream/x%0AFAKE%20LOG%20LINE/stream",
+    ] {
+        let method = if path.starts_with("/api") {
+            "POST"
+        } else {
+            "GET"
+        };
+        let reply = raw::send(&url, method, path, &[JSON], r#"{"approved":true}"#).await;
+        assert_eq!(reply.status, 400, "{path}: {}", reply.body);
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let log = log.join().unwrap_or_default();
+    for line in log.lines() {
+        assert!(
+            !line.trim_start().starts_with("FAKE"),
+            "a forged line: {log}"
+        );
+    }
+    assert!(
+        log.contains("unknown trigger `x\\nFAKE TRIGGER LINE`"),
+        "the refusal is logged, escaped: {log}"
+    );
 }

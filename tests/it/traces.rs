@@ -1,6 +1,7 @@
 //! Traces: with `OTEL_EXPORTER_OTLP_ENDPOINT` set, the binary sends its
 //! spans over OTLP/HTTP (protobuf) to a collector, here one in the test.
-//! A turn continues the caller's `traceparent`; the model call, the tool
+//! A turn continues the caller's `traceparent` (with
+//! `telemetry.trustTraceparent`); the model call, the tool
 //! call and the confirmation decision are in it with OpenTelemetry's GenAI
 //! names; a call's arguments and result only with `telemetry.recordContent`.
 
@@ -104,7 +105,7 @@ async fn paid(yaml: &str) -> Vec<Span> {
 
 #[tokio::test]
 async fn a_paid_turn_is_traced_with_genai_names_and_no_content() {
-    let spans = paid("").await;
+    let spans = paid("telemetry:\n  trustTraceparent: true\n").await;
     let turns = named(&spans, "invoke_agent toolgate");
     for turn in &turns {
         assert_eq!(hex(&turn.trace_id), TRACE_ID, "the caller's trace goes on");
@@ -173,6 +174,19 @@ async fn a_paid_turn_is_traced_with_genai_names_and_no_content() {
             !value.contains("Hanako") && !value.contains("USD"),
             "content in a span: {value}"
         );
+    }
+}
+
+/// By default a client's `traceparent` is not taken: any client could
+/// otherwise put its turns into a trace of its choosing.
+#[tokio::test]
+async fn a_clients_traceparent_is_ignored_unless_trusted() {
+    let spans = paid("").await;
+    let turns = named(&spans, "invoke_agent toolgate");
+    assert_eq!(turns.len(), 2);
+    for turn in &turns {
+        assert_ne!(hex(&turn.trace_id), TRACE_ID, "a trace of its own");
+        assert!(turn.parent_span_id.is_empty(), "a root span");
     }
 }
 

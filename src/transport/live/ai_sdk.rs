@@ -125,6 +125,14 @@ pub(super) fn farewell(state: &HttpState, why: Farewell) -> Message {
             "closing the socket: a frame over {} bytes or outside the WebSocket protocol",
             state.max_body_bytes
         ),
+        Farewell::NoKey => format!(
+            "closing the socket: no frame named a valid API key within {} s",
+            state.live.key_deadline.as_secs()
+        ),
+        Farewell::KeylessFrame => format!(
+            "closing the socket: a frame over {} bytes before one named a valid API key",
+            state.live.keyless_frame_bytes
+        ),
     };
     error("", &why)
 }
@@ -193,6 +201,7 @@ async fn frame(
         } => {
             check_request(requests, &request_id)?;
             let principal = socket.principal(&headers).map_err(fail)?;
+            check_id("id (the chat)", &chat_id).map_err(|e| fail(e.into()))?;
             let resumed = state
                 .runs
                 .resume(&principal, &chat_id, Transport::Live)

@@ -5,11 +5,20 @@
 //! upgrade and its principal, the writer with its bounded outbox, pings,
 //! the idle timeout and the frame budget; each dialect only reads its
 //! frames and says things in its own words.
+//!
+//! With API keys, a browser opens the socket without one (it cannot set
+//! headers on the upgrade) and names its key in each frame. Until a frame
+//! has named a valid key, the socket is **keyless**: it has
+//! `live.keyDeadlineSecs` to do so, its frames (refused for want of a key)
+//! do not keep it open, and one over `live.keylessFrameBytes` closes it
+//! before it is parsed. A keyless client thus holds a connection for
+//! seconds, not for as long as it keeps talking.
 
 mod ai_sdk;
 mod seed;
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use axum::extract::State;
@@ -49,6 +58,10 @@ pub struct LiveLimits {
     pub idle: Duration,
     pub frames_per_sec: u32,
     pub dialect: LiveDialect,
+    /// With API keys: how long a socket may go without naming a valid key.
+    pub key_deadline: Duration,
+    /// With API keys: the largest frame before a valid key was named.
+    pub keyless_frame_bytes: usize,
 }
 
 pub(super) async fn live(
@@ -74,9 +87,16 @@ struct Socket {
     /// The upgrade request's headers: who the socket's frames come from.
     upgrade: HeaderMap,
     outbox: mpsc::Sender<Message>,
+    /// A valid key was named (on the upgrade or in a frame), or none is needed.
+    keyed: AtomicBool,
 }
 
 impl Socket {
+    /// Whether the socket is past its keyless start.
+    fn keyed(&self) -> bool {
+        self.keyed.load(Ordering::Relaxed)
+    }
+
     /// Who sends a frame: with API keys, the key in the frame's own headers
     /// (browsers cannot set them on the upgrade) or the upgrade's; otherwise
     /// whoever the upgrade says (a proxy's header is never taken from a frame).
@@ -105,7 +125,9 @@ impl Socket {
                 headers.append(name, value);
             }
         }
-        Caller::from_headers(&self.state, &headers).map(|caller| caller.principal)
+        let caller = Caller::from_headers(&self.state, &headers)?;
+        self.keyed.store(true, Ordering::Relaxed);
+        Ok(caller.principal)
     }
 
     /// Queues a frame unless the outbox is full: the read loop never waits
@@ -136,6 +158,10 @@ enum Farewell {
     Idle,
     /// A frame over the size limit, or outside the WebSocket protocol.
     Broken,
+    /// With API keys: no valid key named within `live.keyDeadlineSecs`.
+    NoKey,
+    /// With API keys: a frame over `live.keylessFrameBytes` before a valid key.
+    KeylessFrame,
 }
 
 /// One socket's dialect and the turns it has in flight.
@@ -221,12 +247,19 @@ async fn connection(socket: WebSocket, state: HttpState, upgrade: HeaderMap) {
         }
         let _ = tokio::time::timeout(WRITE_TIMEOUT, sink.close()).await;
     });
+    // A dialect whose frames carry no key was let in by the upgrade's.
+    let keyed = state.api_keys.is_empty()
+        || state.live.dialect == LiveDialect::AdkStreamProtocol
+        || Caller::from_headers(&state, &upgrade).is_ok();
     let socket = Socket {
         state,
         upgrade,
         outbox,
+        keyed: AtomicBool::new(keyed),
     };
     let limits = socket.state.live;
+    let key_deadline = tokio::time::sleep(limits.key_deadline);
+    tokio::pin!(key_deadline);
     let mut session = Session::new(limits.dialect);
     let mut ping = tokio::time::interval(
         PING_EVERY
@@ -238,6 +271,10 @@ async fn connection(socket: WebSocket, state: HttpState, upgrade: HeaderMap) {
     loop {
         let message = tokio::select! {
             message = incoming.next() => message,
+            () = &mut key_deadline, if !socket.keyed() => {
+                socket.say(session.farewell(&socket.state, Farewell::NoKey));
+                break;
+            }
             _ = ping.tick() => {
                 // Idle: no frame from the client, and none of its turns in flight.
                 if !session.busy() && last_heard.elapsed() > limits.idle {
@@ -259,7 +296,9 @@ async fn connection(socket: WebSocket, state: HttpState, upgrade: HeaderMap) {
             }
             Some(Ok(Message::Text(text))) => text,
             Some(Ok(Message::Binary(_))) => {
-                last_heard = Instant::now();
+                if socket.keyed() {
+                    last_heard = Instant::now();
+                }
                 match session.binary(&socket) {
                     Ok(()) => continue,
                     Err(close) => {
@@ -271,14 +310,21 @@ async fn connection(socket: WebSocket, state: HttpState, upgrade: HeaderMap) {
             // A pong says the peer is there, not that it is busy.
             Some(Ok(Message::Ping(_) | Message::Pong(_))) => continue,
         };
-        last_heard = Instant::now();
+        // Before a valid key, a large frame is not worth parsing.
+        if !socket.keyed() && text.len() > limits.keyless_frame_bytes {
+            socket.say(session.farewell(&socket.state, Farewell::KeylessFrame));
+            break;
+        }
         if !budget.take() {
             session.over_budget(&socket, &text).await;
-            continue;
-        }
-        if let Err(close) = session.text(&socket, &text).await {
+        } else if let Err(close) = session.text(&socket, &text).await {
             socket.say(close.frame());
             break;
+        }
+        // Only a keyed socket's frames keep it open: a keyless one's are
+        // refused, and its deadline stands.
+        if socket.keyed() {
+            last_heard = Instant::now();
         }
     }
     session.end();

@@ -326,5 +326,14 @@ pub(super) fn farewell(why: Farewell) -> Close {
             code: close_code::SIZE,
             reason: "frame too large or broken",
         },
+        // The upgrade needed a key here: a socket of this dialect is keyed.
+        Farewell::NoKey => Close {
+            code: close_code::POLICY,
+            reason: "no valid API key",
+        },
+        Farewell::KeylessFrame => Close {
+            code: close_code::SIZE,
+            reason: "frame too large before a valid API key",
+        },
     }
 }
