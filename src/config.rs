@@ -507,6 +507,10 @@ pub struct StreamConfig {
     pub live_idle_secs: u64,
     /// `/live`: frames a client may send per second (a burst of as many).
     pub live_frames_per_sec: u32,
+    /// Inbox streams (`/api/confirmations/events`) open at once per user.
+    pub max_inbox_streams_per_user: usize,
+    /// Inbox streams open at once in all.
+    pub max_inbox_streams: usize,
 }
 
 impl Default for StreamConfig {
@@ -521,6 +525,8 @@ impl Default for StreamConfig {
             held_turn_secs: 600,
             live_idle_secs: 300,
             live_frames_per_sec: 20,
+            max_inbox_streams_per_user: 4,
+            max_inbox_streams: 256,
         }
     }
 }

@@ -26,7 +26,7 @@ const RETRY_FIRST: Duration = Duration::from_secs(1);
 const RETRY_MOST: Duration = Duration::from_secs(30);
 
 /// Which of the open questions a listing keeps.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct InboxFilter {
     /// Only calls of this tool (its name or qualified name).
     pub tool: Option<String>,

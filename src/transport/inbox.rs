@@ -12,6 +12,7 @@ use axum::response::{IntoResponse, Response};
 
 use super::auth::Caller;
 use super::error::STORAGE_UNAVAILABLE;
+use super::feeds::Publisher;
 use super::{ApiError, HttpState};
 use crate::confirm::{Gate, GateError, InboxFilter, Scope};
 use crate::protocol::sse::Event;
@@ -147,12 +148,22 @@ async fn listing(
         .collect())
 }
 
+/// Who reads an inbox feed and what it keeps: streams with the same key
+/// share one listing per change.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct InboxKey {
+    principal: String,
+    roles: Vec<String>,
+    filter: InboxFilter,
+}
+
 /// The inbox as an SSE stream: `data: {"confirmations": [...]}` at once,
 /// then again after each change (a question asked or taken, here or on
 /// an instance sharing the store) and when a listed question expires, at
 /// most four times a second; a keep-alive comment when idle. A listing
 /// that fails sends `data: {"error": "storage unavailable"}` and is tried
-/// again.
+/// again. Streams are capped per principal and in total (429 beyond);
+/// the streams of one caller with one filter share one listing.
 pub(super) async fn events(
     State(state): State<HttpState>,
     caller: Caller,
@@ -160,38 +171,28 @@ pub(super) async fn events(
 ) -> Result<Response, ApiError> {
     let Query(query) = query.map_err(|rejection| RequestError::Invalid(rejection.body_text()))?;
     let gate = state.agent.gate.clone();
-    let filter = query.filter();
-    // One pending change at most, however many come: nothing queues.
-    let mut changes = gate.inbox_changes();
+    let key = InboxKey {
+        principal: caller.principal.clone(),
+        roles: gate.roles_of(&caller.principal).to_vec(),
+        filter: query.filter(),
+    };
+    let (subscription, publisher) = state.inbox_feeds.join(&caller.principal, key.clone())?;
+    if let Some(publisher) = publisher {
+        state.tasks.spawn(publish(gate, key, publisher));
+    }
+    let mut subscription = subscription;
+    // What the feed holds now, if it has a listing yet, goes out at once.
+    subscription.frames.mark_changed();
     let listings = async_stream::stream! {
-        loop {
-            // What changes from here on lists again.
-            changes.borrow_and_update();
-            let (frame, wait) = match listing(&gate, &caller.principal, &filter).await {
-                Ok(list) => {
-                    // A question leaves when its window closes, swept or not.
-                    let closes = list
-                        .iter()
-                        .filter_map(|q| q["expiresInMs"].as_u64())
-                        .min()
-                        .map(|ms| Duration::from_millis(ms.saturating_add(1)));
-                    (serde_json::json!({"confirmations": list}), closes)
-                }
-                Err(e) => {
-                    tracing::warn!("listing an inbox failed: {}", e.detail());
-                    (serde_json::json!({"error": STORAGE_UNAVAILABLE}), Some(RETRY))
-                }
-            };
-            yield Event::framing(frame.to_string().as_bytes());
-            // Ends only if the gate is gone (it never is while serving).
-            let go_on = match wait {
-                None => changes.changed().await.is_ok(),
-                Some(wait) => !matches!(tokio::time::timeout(wait, changes.changed()).await, Ok(Err(_))),
-            };
-            if !go_on {
-                break;
+        // The whole subscription is moved in, not only its receiver: it
+        // counts against the caps as long as the stream lives.
+        let mut subscription = subscription;
+        // Ends when the feed does (shutdown).
+        while subscription.frames.changed().await.is_ok() {
+            let frame = subscription.frames.borrow_and_update().clone();
+            if let Some(frame) = frame {
+                yield Event::framing(frame.as_bytes());
             }
-            tokio::time::sleep(SETTLE).await;
         }
     };
     let mut response = super::sse::response(listings, state.keep_alive);
@@ -200,4 +201,59 @@ pub(super) async fn events(
         .headers_mut()
         .remove("x-vercel-ai-ui-message-stream");
     Ok(response)
+}
+
+/// Lists `key`'s inbox and publishes it, then again after each change,
+/// until no stream reads it (or the gate is gone).
+async fn publish(gate: Gate, key: InboxKey, publisher: Publisher<InboxKey>) {
+    // One pending change at most, however many come: nothing queues.
+    let mut changes = gate.inbox_changes();
+    loop {
+        // What changes from here on lists again.
+        changes.borrow_and_update();
+        let listed = tokio::select! {
+            () = publisher.unread() => return,
+            listed = listing(&gate, &key.principal, &key.filter) => listed,
+        };
+        let (frame, wait) = match listed {
+            Ok(list) => {
+                // A question leaves when its window closes, swept or not.
+                let closes = list
+                    .iter()
+                    .filter_map(|q| q["expiresInMs"].as_u64())
+                    .min()
+                    .map(|ms| Duration::from_millis(ms.saturating_add(1)));
+                (serde_json::json!({"confirmations": list}), closes)
+            }
+            Err(e) => {
+                tracing::warn!("listing an inbox failed: {}", e.detail());
+                (
+                    serde_json::json!({"error": STORAGE_UNAVAILABLE}),
+                    Some(RETRY),
+                )
+            }
+        };
+        publisher.publish(frame.to_string().into());
+        let changed = async {
+            match wait {
+                None => changes.changed().await.is_ok(),
+                Some(wait) => !matches!(
+                    tokio::time::timeout(wait, changes.changed()).await,
+                    Ok(Err(_))
+                ),
+            }
+        };
+        // Ends only if the gate is gone (it never is while serving).
+        let go_on = tokio::select! {
+            () = publisher.unread() => return,
+            go_on = changed => go_on,
+        };
+        if !go_on {
+            return;
+        }
+        tokio::select! {
+            () = publisher.unread() => return,
+            () = tokio::time::sleep(SETTLE) => {}
+        }
+    }
 }
