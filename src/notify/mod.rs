@@ -42,6 +42,11 @@ pub const MAX_IN_FLIGHT: usize = 64;
 /// How long connecting to a target may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// The fewest bytes a signing key may have: a webhook's `secretEnv` key,
+/// and `toolConfirmation.signingKeys` (links and confirmations). HMAC
+/// with SHA-256 takes any length, but a short key is guessed.
+pub const MIN_KEY_BYTES: usize = 32;
+
 /// The path under `publicUrl` where a link's page lives.
 pub const LINK_PATH: &str = "/confirmations/link/";
 
@@ -169,13 +174,17 @@ fn targets(
         };
         let target = match (&target.webhook, &target.secret_env, &target.slack) {
             (Some(url), Some(var), None) => {
-                let url =
-                    http_url(url).ok_or_else(|| bad("webhook is not an http(s) URL".into()))?;
+                let url = target_url(url).map_err(|why| bad(format!("webhook {why}")))?;
                 let secret = match std::env::var(var) {
-                    Ok(secret) if !secret.is_empty() => secret,
-                    Ok(_) => {
+                    Ok(secret) if secret.len() >= MIN_KEY_BYTES => secret,
+                    Ok(secret) if secret.is_empty() => {
                         return Err(bad(format!(
                             "environment variable {var} (secretEnv) is empty"
+                        )));
+                    }
+                    Ok(_) => {
+                        return Err(bad(format!(
+                            "environment variable {var} (secretEnv) is too short: a signing key needs at least {MIN_KEY_BYTES} bytes"
                         )));
                     }
                     Err(_) => {
@@ -206,7 +215,7 @@ fn targets(
             }
             (None, None, Some(url)) => {
                 // The URL is the secret: not even a bad one is repeated.
-                let url = http_url(url).ok_or_else(|| bad("slack is not an http(s) URL".into()))?;
+                let url = target_url(url).map_err(|why| bad(format!("slack {why}")))?;
                 slacks += 1;
                 Target {
                     name: format!("slack {slacks}{suffix}"),
@@ -232,10 +241,33 @@ fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
-fn http_url(text: &str) -> Option<Url> {
-    Url::parse(text)
-        .ok()
-        .filter(|url| matches!(url.scheme(), "http" | "https") && url.host_str().is_some())
+/// A target's URL: `https://`, or `http://` to this machine only (a
+/// receiver on loopback, which nothing off the machine can read); the
+/// body carries live approve links, so it never crosses a network in
+/// clear. The error never repeats the URL (a Slack URL is a secret).
+fn target_url(text: &str) -> Result<Url, &'static str> {
+    let url = Url::parse(text).map_err(|_| "is not an http(s) URL")?;
+    if url.host_str().is_none_or(str::is_empty) {
+        return Err("is not an http(s) URL");
+    }
+    match url.scheme() {
+        "https" => Ok(url),
+        "http" if is_loopback(&url) => Ok(url),
+        "http" => Err("must be an https:// URL (http:// only to a loopback host)"),
+        _ => Err("is not an http(s) URL"),
+    }
+}
+
+/// `localhost`, `127.0.0.0/8` or `[::1]`.
+fn is_loopback(url: &Url) -> bool {
+    url.host_str().is_some_and(|host| {
+        host.eq_ignore_ascii_case("localhost")
+            || host
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback())
+    })
 }
 
 /// Delivers questions to the targets a plan names; cheap to clone.
@@ -340,7 +372,8 @@ mod tests {
     #[test]
     fn targets_are_checked_and_named_without_secrets() {
         let url = Some("https://toolgate.example/");
-        let path = "{webhook: 'https://h.example/x', secretEnv: PATH}";
+        // Variables cargo sets for every test it runs: tests may not set any.
+        let path = "{webhook: 'https://h.example/x', secretEnv: CARGO_PKG_DESCRIPTION}";
         let slack = "{slack: 'https://hooks.slack.com/services/T/B/SECRET'}";
         #[rustfmt::skip]
         let cases: &[(&[&str], Option<&str>, &str)] = &[
@@ -353,7 +386,10 @@ mod tests {
             (&["{webhook: 'https://h.example/x'}"], url, "toolConfirmation.notify[1]: a webhook needs secretEnv: the environment variable holding its signing key"),
             (&[path, "{webhook: 'https://h.example', secretEnv: TOOLGATE_SURELY_UNSET}"], url, "toolConfirmation.notify[2]: environment variable TOOLGATE_SURELY_UNSET (secretEnv) is not set"),
             (&["{slack: 'not a url SECRET'}"], url, "toolConfirmation.notify[1]: slack is not an http(s) URL"),
-            (&["{slack: 'https://h.example', secretEnv: PATH}"], url, "toolConfirmation.notify[1]: secretEnv is for a webhook; a Slack URL is its own secret"),
+            (&["{webhook: 'https://h.example/x', secretEnv: CARGO_PKG_NAME}"], url, "toolConfirmation.notify[1]: environment variable CARGO_PKG_NAME (secretEnv) is too short: a signing key needs at least 32 bytes"),
+            (&["{webhook: 'http://h.example/x', secretEnv: CARGO_PKG_DESCRIPTION}"], url, "toolConfirmation.notify[1]: webhook must be an https:// URL (http:// only to a loopback host)"),
+            (&["{slack: 'http://hooks.slack.com/services/T/B/SECRET'}"], url, "toolConfirmation.notify[1]: slack must be an https:// URL (http:// only to a loopback host)"),
+            (&["{slack: 'https://h.example', secretEnv: CARGO_PKG_DESCRIPTION}"], url, "toolConfirmation.notify[1]: secretEnv is for a webhook; a Slack URL is its own secret"),
             (&["{}"], url, "toolConfirmation.notify[1]: give either webhook (with secretEnv) or slack"),
         ];
         for (list, public_url, expected) in cases {
@@ -367,6 +403,34 @@ mod tests {
         assert_eq!(names, ["webhook 1 (h.example)", "slack 1", "slack 2"]);
         assert!(!format!("{plan:?}").contains("SECRET"));
         assert_eq!(plan.public_url, "https://toolgate.example");
+    }
+
+    #[test]
+    fn a_target_url_is_https_or_loopback_http() {
+        let insecure = "must be an https:// URL (http:// only to a loopback host)";
+        let not_url = "is not an http(s) URL";
+        #[rustfmt::skip]
+        let cases: &[(&str, Result<(), &str>)] = &[
+            ("https://hooks.example/x", Ok(())),
+            ("https://127.0.0.1:8443/x", Ok(())),
+            ("http://127.0.0.1:9000/hook", Ok(())),
+            ("http://127.8.9.10/hook", Ok(())),
+            ("http://[::1]:9000/hook", Ok(())),
+            ("http://localhost:9000/hook", Ok(())),
+            ("http://LOCALHOST/hook", Ok(())),
+            ("http://hooks.example/x", Err(insecure)),
+            ("http://10.0.0.1/x", Err(insecure)),
+            ("http://[::2]/x", Err(insecure)),
+            ("http://localhost.example/x", Err(insecure)),
+            ("http://127.0.0.1.example/x", Err(insecure)),
+            ("http://0.0.0.0/x", Err(insecure)),
+            ("ftp://hooks.example/x", Err(not_url)),
+            ("file:///etc/passwd", Err(not_url)),
+            ("not a url", Err(not_url)),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(&target_url(text).map(|_| ()), expected, "{text}");
+        }
     }
 
     #[test]
