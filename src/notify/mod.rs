@@ -15,29 +15,26 @@
 
 mod body;
 mod deliver;
+mod fair;
 mod link;
 
 pub use body::Pair;
 pub use deliver::{Delivery, SIGNATURE_HEADER, TIMESTAMP_HEADER};
+pub use fair::{Job, MAX_IN_FLIGHT, PER_PRINCIPAL, Pushed, QUEUE_PER_PRINCIPAL};
 pub use link::{Link, LinkDecision, LinkError, Links, hmac_keys};
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use hmac::{Hmac, Mac};
 use reqwest::Url;
 use sha2::Sha256;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::call::QualifiedName;
 use crate::ids::Clock;
 use crate::policy::{NotifyTarget, ToolInfo, ToolRule};
 use crate::store::Issued;
-
-/// Deliveries in flight at most; beyond, a question's delivery is dropped
-/// (logged and recorded) rather than queued without bound.
-pub const MAX_IN_FLIGHT: usize = 64;
 
 /// How long connecting to a target may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -276,7 +273,8 @@ pub struct Notifier {
     plan: Arc<Plan>,
     links: Links,
     client: reqwest::Client,
-    in_flight: Arc<Semaphore>,
+    /// The deliveries waiting, per principal, and those in flight.
+    fair: Arc<Mutex<fair::Fair>>,
     /// The gate's clock: expiries and the webhook's timestamp.
     clock: Clock,
 }
@@ -292,7 +290,18 @@ impl std::fmt::Debug for Notifier {
 
 /// A place among the deliveries in flight, held until the delivery ends.
 pub struct Slot {
-    _permit: OwnedSemaphorePermit,
+    fair: Arc<Mutex<fair::Fair>>,
+    principal: String,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        lock(&self.fair).done(&self.principal);
+    }
+}
+
+fn lock(fair: &Mutex<fair::Fair>) -> std::sync::MutexGuard<'_, fair::Fair> {
+    fair.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl Notifier {
@@ -303,7 +312,7 @@ impl Notifier {
             plan: Arc::new(plan),
             links,
             client,
-            in_flight: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
+            fair: Arc::default(),
             clock,
         })
     }
@@ -321,13 +330,25 @@ impl Notifier {
             .clone()
     }
 
-    /// A place for one more delivery, if fewer than [`MAX_IN_FLIGHT`] run.
-    pub fn slot(&self) -> Option<Slot> {
-        self.in_flight
-            .clone()
-            .try_acquire_owned()
-            .ok()
-            .map(|permit| Slot { _permit: permit })
+    /// Queues the delivery of `issued` to `target` behind its principal's
+    /// others (or coalesces it, past the queue's bound).
+    pub fn push(&self, issued: &Issued, target: Arc<Target>) -> Pushed {
+        lock(&self.fair).push(Job {
+            issued: issued.clone(),
+            target,
+            more: Vec::new(),
+        })
+    }
+
+    /// The next delivery to start, with its slot, if a slot is free for a
+    /// principal with one waiting (see `fair.rs`).
+    pub fn next(&self) -> Option<(Job, Slot)> {
+        let job = lock(&self.fair).next()?;
+        let slot = Slot {
+            fair: self.fair.clone(),
+            principal: job.issued.principal.clone(),
+        };
+        Some((job, slot))
     }
 
     /// The key links are signed and verified with.
@@ -461,9 +482,8 @@ mod tests {
         assert!(matches!(super::plan(&[], &only_empty, None), Ok(None)));
     }
 
-    /// Deliveries in flight are bounded: beyond [`MAX_IN_FLIGHT`] there is
-    /// no slot (the gate drops and records that delivery), and a slot
-    /// given back makes room again.
+    /// Deliveries in flight are bounded per principal and in all: beyond,
+    /// a delivery waits, and a slot given back lets the next one start.
     #[test]
     fn deliveries_in_flight_are_bounded() {
         let default = [target("{slack: 'https://s.example/d'}")];
@@ -473,10 +493,36 @@ mod tests {
         let links = Links::new(["k".to_owned()]).unwrap_or_else(|| panic!("no key"));
         let notifier =
             Notifier::new(plan, links, Clock::manual(0)).unwrap_or_else(|e| panic!("{e}"));
-        let held: Vec<Slot> = (0..MAX_IN_FLIGHT).filter_map(|_| notifier.slot()).collect();
+        let issued = |who: &str, n: usize| Issued {
+            id: format!("{who}-{n}"),
+            chat_id: "chat".into(),
+            principal: who.into(),
+            call: crate::call::ToolCall {
+                id: "call".into(),
+                name: "process_payment".into(),
+                args: serde_json::json!({}),
+            },
+            hint: String::new(),
+            protocol: crate::protocol::ConfirmationProtocol::Adk,
+            issued_at_ms: 0,
+            expires_at_ms: 1,
+        };
+        let mut held = Vec::new();
+        for n in 0..MAX_IN_FLIGHT {
+            // As many principals as it takes to fill every slot.
+            let who = format!("user{}", n / PER_PRINCIPAL);
+            for target in notifier.targets("process_payment") {
+                assert_eq!(notifier.push(&issued(&who, n), target), Pushed::Queued);
+            }
+            held.extend(notifier.next());
+        }
         assert_eq!(held.len(), MAX_IN_FLIGHT);
-        assert!(notifier.slot().is_none(), "one more than the bound");
-        drop(held);
-        assert!(notifier.slot().is_some(), "room again");
+        for target in notifier.targets("process_payment") {
+            assert_eq!(notifier.push(&issued("late", 0), target), Pushed::Queued);
+        }
+        assert!(notifier.next().is_none(), "one more than the bound waits");
+        held.pop();
+        let next = notifier.next().map(|(job, _)| job.issued.id);
+        assert_eq!(next.as_deref(), Some("late-0"), "room again");
     }
 }
