@@ -453,6 +453,40 @@ async fn the_streams_of_one_user_share_one_listing_per_change() {
     assert_eq!(listings(&server).await, 3.0);
 }
 
+/// A user no rule names among the approvers may decide only their own
+/// questions: their inbox reads only theirs from the store, one page,
+/// however many other users' wait (here 257, past a page of 256).
+#[tokio::test]
+async fn a_user_who_may_decide_nothing_reads_only_their_own() {
+    let config = Config::from_yaml(FINANCE).unwrap_or_else(|e| panic!("{e}"));
+    let server = Server::with_config(config).await;
+    for i in 0..257 {
+        let body = user_says(&format!("chat-{i}"), "Send 50 USD to Hanako").to_string();
+        let reply = server.post_with("/stream", &as_user("clerk"), body).await;
+        assert_eq!(
+            reply.of_type("tool-input-available").len(),
+            1,
+            "{}",
+            reply.body
+        );
+    }
+    let before = listings(&server).await;
+    assert!(inbox(&server, "mallory", "").await.is_empty());
+    assert_eq!(
+        listings(&server).await - before,
+        1.0,
+        "one page, of hers alone"
+    );
+    assert!(inbox(&server, "lead", "?mine=true").await.is_empty());
+    assert_eq!(
+        listings(&server).await - before,
+        2.0,
+        "?mine=true: one page too"
+    );
+    // An approver still sees everyone's.
+    assert_eq!(inbox(&server, "lead", "?limit=1000").await.len(), 257);
+}
+
 /// With Redis, a stream on one instance hears of questions asked and
 /// decided on another that shares the store.
 #[cfg(feature = "redis-server")]
