@@ -27,41 +27,45 @@ pub struct FeedLimits {
 }
 
 /// What a feed carries: its latest frame (`None` until the first).
-type Frame = Option<Arc<str>>;
+type Frame<T> = Option<Arc<T>>;
 
-/// The feeds, by key, and the streams reading them.
-pub struct Feeds<K> {
-    inner: Mutex<Registry<K>>,
+/// The feeds, by key, each carrying frames of `T`, and the streams
+/// reading them.
+pub struct Feeds<K, T: ?Sized> {
+    inner: Mutex<Registry<K, T>>,
     limits: FeedLimits,
 }
 
-struct Registry<K> {
-    feeds: HashMap<K, Arc<watch::Sender<Frame>>>,
+struct Registry<K, T: ?Sized> {
+    feeds: HashMap<K, Arc<watch::Sender<Frame<T>>>>,
     /// Streams open per principal.
     streams: HashMap<String, usize>,
     total: usize,
 }
 
 /// One stream's reading of a feed; counted until it is dropped.
-pub struct Subscription<K: Hash + Eq> {
-    pub frames: watch::Receiver<Frame>,
-    _ticket: Ticket<K>,
+pub struct Subscription<K: Hash + Eq, T: ?Sized> {
+    pub frames: watch::Receiver<Frame<T>>,
+    _ticket: Ticket<K, T>,
 }
 
 /// Given to the first stream of a key: the feed's only writer, whose task
 /// lists and publishes until nobody reads it.
-pub struct Publisher<K: Hash + Eq> {
-    tx: Arc<watch::Sender<Frame>>,
-    feeds: Arc<Feeds<K>>,
+pub struct Publisher<K: Hash + Eq, T: ?Sized> {
+    tx: Arc<watch::Sender<Frame<T>>>,
+    feeds: Arc<Feeds<K, T>>,
     key: K,
 }
 
-struct Ticket<K: Hash + Eq> {
-    feeds: Arc<Feeds<K>>,
+/// A stream's subscription, and the feed's publisher if it is the first.
+pub type Joined<K, T> = (Subscription<K, T>, Option<Publisher<K, T>>);
+
+struct Ticket<K: Hash + Eq, T: ?Sized> {
+    feeds: Arc<Feeds<K, T>>,
     principal: String,
 }
 
-impl<K: Hash + Eq + Clone> Feeds<K> {
+impl<K: Hash + Eq + Clone, T: ?Sized> Feeds<K, T> {
     pub fn new(limits: FeedLimits) -> Self {
         Self {
             inner: Mutex::new(Registry {
@@ -73,18 +77,14 @@ impl<K: Hash + Eq + Clone> Feeds<K> {
         }
     }
 
-    fn registry(&self) -> std::sync::MutexGuard<'_, Registry<K>> {
+    fn registry(&self) -> std::sync::MutexGuard<'_, Registry<K, T>> {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// A stream of `principal`'s reading `key`'s feed, if the caps leave
     /// room; with the feed's publisher when there was no feed yet (the
     /// caller then runs it).
-    pub fn join(
-        self: &Arc<Self>,
-        principal: &str,
-        key: K,
-    ) -> Result<(Subscription<K>, Option<Publisher<K>>), FeedError> {
+    pub fn join(self: &Arc<Self>, principal: &str, key: K) -> Result<Joined<K, T>, FeedError> {
         let mut registry = self.registry();
         if registry.total >= self.limits.total {
             return Err(FeedError::Total(self.limits.total));
@@ -135,9 +135,9 @@ impl<K: Hash + Eq + Clone> Feeds<K> {
     }
 }
 
-impl<K: Hash + Eq> Publisher<K> {
+impl<K: Hash + Eq, T: ?Sized> Publisher<K, T> {
     /// Hands every reader the latest frame.
-    pub fn publish(&self, frame: Arc<str>) {
+    pub fn publish(&self, frame: Arc<T>) {
         self.tx.send_replace(Some(frame));
     }
 
@@ -165,7 +165,7 @@ impl<K: Hash + Eq> Publisher<K> {
     }
 }
 
-impl<K: Hash + Eq> Drop for Publisher<K> {
+impl<K: Hash + Eq, T: ?Sized> Drop for Publisher<K, T> {
     /// A publisher gone for any reason (shutdown, a panic) takes its feed
     /// along: its readers see it end, and the next stream starts another.
     fn drop(&mut self) {
@@ -184,7 +184,7 @@ impl<K: Hash + Eq> Drop for Publisher<K> {
     }
 }
 
-impl<K: Hash + Eq> Drop for Ticket<K> {
+impl<K: Hash + Eq, T: ?Sized> Drop for Ticket<K, T> {
     fn drop(&mut self) {
         let mut registry = self
             .feeds
@@ -205,7 +205,7 @@ impl<K: Hash + Eq> Drop for Ticket<K> {
 mod tests {
     use super::*;
 
-    fn feeds(per_principal: usize, total: usize) -> Arc<Feeds<&'static str>> {
+    fn feeds(per_principal: usize, total: usize) -> Arc<Feeds<&'static str, str>> {
         Arc::new(Feeds::new(FeedLimits {
             per_principal,
             total,

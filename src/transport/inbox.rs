@@ -4,6 +4,7 @@
 //! chat), and `GET /api/confirmations/events`, the inbox again over SSE
 //! each time it may have changed.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::rejection::QueryRejection;
@@ -148,6 +149,39 @@ async fn listing(
         .collect())
 }
 
+/// A listing as a feed carries it: the frame's text and, for a stream
+/// that reads it later, what it was made of and when.
+pub struct Listed {
+    text: Arc<str>,
+    value: serde_json::Value,
+    /// The gate's clock when it was listed.
+    at_ms: u64,
+}
+
+impl Listed {
+    /// The frame as sent at `now_ms`: the shared text, unless it was
+    /// listed a while ago (a stream opened on a quiet inbox), when each
+    /// question's `expiresInMs` has to count the time since.
+    fn frame(&self, now_ms: u64) -> Event {
+        let since = now_ms.saturating_sub(self.at_ms);
+        if since < FRESH_MS {
+            return Event::framing(self.text.as_bytes());
+        }
+        let mut value = self.value.clone();
+        if let Some(list) = value["confirmations"].as_array_mut() {
+            for question in list {
+                if let Some(ms) = question["expiresInMs"].as_u64() {
+                    question["expiresInMs"] = ms.saturating_sub(since).into();
+                }
+            }
+        }
+        Event::framing(value.to_string().as_bytes())
+    }
+}
+
+/// How old a listing may be (ms) and still go out as it was made.
+const FRESH_MS: u64 = 500;
+
 /// Who reads an inbox feed and what it keeps: streams with the same key
 /// share one listing per change.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -178,7 +212,7 @@ pub(super) async fn events(
     };
     let (subscription, publisher) = state.inbox_feeds.join(&caller.principal, key.clone())?;
     if let Some(publisher) = publisher {
-        state.tasks.spawn(publish(gate, key, publisher));
+        state.tasks.spawn(publish(gate.clone(), key, publisher));
     }
     let mut subscription = subscription;
     // What the feed holds now, if it has a listing yet, goes out at once.
@@ -190,8 +224,8 @@ pub(super) async fn events(
         // Ends when the feed does (shutdown).
         while subscription.frames.changed().await.is_ok() {
             let frame = subscription.frames.borrow_and_update().clone();
-            if let Some(frame) = frame {
-                yield Event::framing(frame.as_bytes());
+            if let Some(listed) = frame {
+                yield listed.frame(gate.now_ms());
             }
         }
     };
@@ -205,7 +239,7 @@ pub(super) async fn events(
 
 /// Lists `key`'s inbox and publishes it, then again after each change,
 /// until no stream reads it (or the gate is gone).
-async fn publish(gate: Gate, key: InboxKey, publisher: Publisher<InboxKey>) {
+async fn publish(gate: Gate, key: InboxKey, publisher: Publisher<InboxKey, Listed>) {
     // One pending change at most, however many come: nothing queues.
     let mut changes = gate.inbox_changes();
     loop {
@@ -233,7 +267,11 @@ async fn publish(gate: Gate, key: InboxKey, publisher: Publisher<InboxKey>) {
                 )
             }
         };
-        publisher.publish(frame.to_string().into());
+        publisher.publish(Arc::new(Listed {
+            text: frame.to_string().into(),
+            value: frame,
+            at_ms: gate.now_ms(),
+        }));
         let changed = async {
             match wait {
                 None => changes.changed().await.is_ok(),

@@ -83,7 +83,7 @@ pub struct HttpState {
 }
 
 /// The inbox's live listings (`/api/confirmations/events`).
-pub type InboxFeeds = feeds::Feeds<inbox::InboxKey>;
+pub type InboxFeeds = feeds::Feeds<inbox::InboxKey, inbox::Listed>;
 pub use feeds::FeedLimits;
 
 pub fn router(state: HttpState) -> Router {

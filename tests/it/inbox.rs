@@ -453,6 +453,22 @@ async fn the_streams_of_one_user_share_one_listing_per_change() {
     assert_eq!(listings(&server).await, 3.0);
 }
 
+/// A stream that joins a feed listed a while ago reads each question's
+/// `expiresInMs` as of now, not as of that listing.
+#[tokio::test]
+async fn a_stream_opened_later_reads_expiry_as_of_now() {
+    let config = Config::from_yaml(FINANCE).unwrap_or_else(|e| panic!("{e}"));
+    let server = Server::with_config(config).await;
+    pays(&server, "clerk", "chat-a", "Send 50 USD to Hanako").await;
+    let mut first = Events::open(&server, "lead").await;
+    let listed = first.until(1).await;
+    assert_eq!(listed[0]["expiresInMs"], 120_000);
+    server.clock.advance(Duration::from_secs(30));
+    let mut later = Events::open(&server, "lead").await;
+    let listed = later.until(1).await;
+    assert_eq!(listed[0]["expiresInMs"], 90_000, "{}", listed[0]);
+}
+
 /// A user no rule names among the approvers may decide only their own
 /// questions: their inbox reads only theirs from the store, one page,
 /// however many other users' wait (here 257, past a page of 256).
