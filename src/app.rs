@@ -365,6 +365,12 @@ impl App {
                 .filter(|(_, server)| server.required)
                 .map(|(name, _)| name.clone())
                 .collect(),
+            inbox_feeds: Arc::new(crate::transport::InboxFeeds::new(
+                crate::transport::FeedLimits {
+                    per_principal: self.config.stream.max_inbox_streams_per_user,
+                    total: self.config.stream.max_inbox_streams,
+                },
+            )),
         };
         let metrics_routes = crate::transport::metrics_routes(state.clone());
         let router = router(state);

@@ -12,7 +12,7 @@ use serde::Deserialize;
 use reqwest::header::HeaderMap;
 
 use crate::call::QualifiedName;
-use crate::notify::Plan as NotifyPlan;
+use crate::notify::{MIN_KEY_BYTES, Plan as NotifyPlan};
 use crate::policy::{Mode, NotifyTarget, Policy, ToolPolicies, ToolRule};
 use crate::protocol::{ClientVersion, ConfirmationFlow, ConfirmationProtocol, DeniedAs};
 use crate::provider::ModelOptions;
@@ -542,6 +542,10 @@ pub struct StreamConfig {
     pub live_idle_secs: u64,
     /// `/live`: frames a client may send per second (a burst of as many).
     pub live_frames_per_sec: u32,
+    /// Inbox streams (`/api/confirmations/events`) open at once per user.
+    pub max_inbox_streams_per_user: usize,
+    /// Inbox streams open at once in all.
+    pub max_inbox_streams: usize,
 }
 
 impl Default for StreamConfig {
@@ -556,6 +560,8 @@ impl Default for StreamConfig {
             held_turn_secs: 600,
             live_idle_secs: 300,
             live_frames_per_sec: 20,
+            max_inbox_streams_per_user: 4,
+            max_inbox_streams: 256,
         }
     }
 }
@@ -706,6 +712,7 @@ impl Config {
         self.api_keys()?;
         self.guard()?;
         self.notify_plan()?;
+        self.literal_signing_keys()?;
         self.limits.rates()?;
         let client = self.client_version()?;
         if self.tool_confirmation.protocol == ConfirmationProtocol::AiSdk && !client.has_approvals()
@@ -813,20 +820,41 @@ impl Config {
         .map_err(|e| ConfigError::Invalid(e.to_string()))
     }
 
-    /// The signing keys, with `env:NAME` entries read from the environment.
+    /// The signing keys, with `env:NAME` entries read from the environment;
+    /// each of at least [`MIN_KEY_BYTES`] bytes. An error names the key by
+    /// its place (and variable), never its value.
     pub fn signing_keys(&self) -> Result<Vec<String>, ConfigError> {
         self.tool_confirmation
             .signing_keys
             .iter()
-            .map(|key| match key.strip_prefix("env:") {
-                Some(name) => std::env::var(name).map_err(|_| {
-                    ConfigError::Invalid(format!(
-                        "toolConfirmation.signingKeys: environment variable {name} is not set"
-                    ))
-                }),
-                None => Ok(key.clone()),
+            .enumerate()
+            .map(|(i, key)| {
+                let place = format!("toolConfirmation.signingKeys[{}]", i + 1);
+                let (key, named) = match key.strip_prefix("env:") {
+                    Some(name) => {
+                        let key = std::env::var(name).map_err(|_| {
+                            ConfigError::Invalid(format!(
+                                "{place}: environment variable {name} is not set"
+                            ))
+                        })?;
+                        (key, format!("{place} (environment variable {name})"))
+                    }
+                    None => (key.clone(), place),
+                };
+                short_key(&key, &named)?;
+                Ok(key)
             })
             .collect()
+    }
+
+    /// The signing keys given in the config itself (not `env:NAME`) are
+    /// long enough; the others are read, and checked, at start.
+    fn literal_signing_keys(&self) -> Result<(), ConfigError> {
+        let keys = self.tool_confirmation.signing_keys.iter().enumerate();
+        for (i, key) in keys.filter(|(_, key)| !key.starts_with("env:")) {
+            short_key(key, &format!("toolConfirmation.signingKeys[{}]", i + 1))?;
+        }
+        Ok(())
     }
 
     /// `protocol.clientVersion`, read; unset, the newest release known.
@@ -850,6 +878,16 @@ impl Config {
     pub fn keep_alive(&self) -> Duration {
         Duration::from_secs(self.stream.keep_alive_secs.max(1))
     }
+}
+
+/// A signing key shorter than [`MIN_KEY_BYTES`], named by `place`.
+fn short_key(key: &str, place: &str) -> Result<(), ConfigError> {
+    if key.len() < MIN_KEY_BYTES {
+        return Err(ConfigError::Invalid(format!(
+            "{place} is too short: a signing key needs at least {MIN_KEY_BYTES} bytes"
+        )));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -1,15 +1,18 @@
 //! A question told to the inbox's readers and to the notification targets
-//! (`notify`): each delivery runs on the gate's tracked tasks, so neither
-//! the turn nor the card waits for it, at most `notify::MAX_IN_FLIGHT` at
-//! once (beyond, dropped, said in the log and the audit log); each
-//! delivery's end lands in the audit log.
+//! (`notify`): each delivery waits in its principal's queue and runs, in
+//! turn with other principals' (`notify`'s `fair.rs`: a share of the
+//! slots each, `notify::MAX_IN_FLIGHT` in all), on the gate's tracked
+//! tasks, so neither the turn nor the card waits for it. A question past
+//! its principal's queue is coalesced into a waiting delivery, which says
+//! how many more wait. Each delivery's end, and each coalesced question,
+//! lands in the audit log.
 
 use super::{Gate, Scope};
-use crate::notify::Notifier;
+use crate::notify::{Notifier, Pushed};
 use crate::store::{AuditDecision, Issued};
 
-/// The audit reason of a delivery that never started.
-const DROPPED: &str = "dropped: too many notifications in flight";
+/// The audit reason of a delivery that had nowhere to wait.
+const REFUSED: &str = "not delivered: every notification queue is full";
 
 impl Gate {
     /// Tells each question asked to the targets the notifier names for its tool.
@@ -18,7 +21,7 @@ impl Gate {
         self
     }
 
-    /// Tells the inbox's readers of a question just issued, and starts its
+    /// Tells the inbox's readers of a question just issued, and queues its
     /// deliveries; returns at once.
     pub(super) async fn announce(&self, issued: &Issued) {
         self.inbox_changed();
@@ -31,36 +34,53 @@ impl Gate {
         };
         for target in notifier.targets(&issued.call.name) {
             let name = target.name().to_owned();
-            let Some(slot) = notifier.slot() else {
-                tracing::warn!(to = %name, confirmation = %issued.id, "{DROPPED}");
-                let reason = Some(DROPPED.to_owned());
-                let id = Some(issued.id.as_str());
-                self.note(
-                    &scope,
-                    &issued.call,
-                    AuditDecision::Notified,
-                    name,
-                    reason,
-                    id,
-                )
-                .await;
-                continue;
+            let reason = match notifier.push(issued, target) {
+                Pushed::Queued => continue,
+                Pushed::Coalesced { into } => {
+                    format!("coalesced: told with the announcement of {into}, too many waiting")
+                }
+                Pushed::Refused => REFUSED.to_owned(),
             };
+            tracing::warn!(to = %name, confirmation = %issued.id, "{reason}");
+            let id = Some(issued.id.as_str());
+            self.note(
+                &scope,
+                &issued.call,
+                AuditDecision::Notified,
+                name,
+                Some(reason),
+                id,
+            )
+            .await;
+        }
+        self.deliver_next();
+    }
+
+    /// Starts every delivery a free slot allows, each on the gate's tracked
+    /// tasks; each one, as it ends, starts the next.
+    fn deliver_next(&self) {
+        let Some(notifier) = &self.notifier else {
+            return;
+        };
+        while let Some((job, slot)) = notifier.next() {
             let (gate, notifier) = (self.clone(), notifier.clone());
-            let (issued, scope) = (issued.clone(), scope.clone());
             let stop = self.stopping.clone();
             self.tasks.spawn(async move {
-                let delivery = notifier.deliver(&target, &issued, &stop).await;
+                let delivery = notifier.deliver(&job, &stop).await;
                 drop(slot);
-                let id = Some(issued.id.as_str());
-                let reason = delivery.failure();
+                gate.deliver_next();
+                let issued = &job.issued;
+                let scope = Scope {
+                    chat_id: issued.chat_id.clone(),
+                    principal: issued.principal.clone(),
+                };
                 gate.note(
                     &scope,
                     &issued.call,
                     AuditDecision::Notified,
-                    name,
-                    reason,
-                    id,
+                    job.target.name().to_owned(),
+                    delivery.failure(),
+                    Some(issued.id.as_str()),
                 )
                 .await;
             });

@@ -26,7 +26,7 @@ const RETRY_FIRST: Duration = Duration::from_secs(1);
 const RETRY_MOST: Duration = Duration::from_secs(30);
 
 /// Which of the open questions a listing keeps.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct InboxFilter {
     /// Only calls of this tool (its name or qualified name).
     pub tool: Option<String>,
@@ -48,11 +48,24 @@ impl Gate {
     ) -> Result<Vec<Issued>, GateError> {
         let now = self.clock.now_ms();
         let tool = filter.tool.as_deref().map(QualifiedName::of);
+        // Who asked, when only one user's questions can be listed: the
+        // store then reads theirs alone. A caller no rule names among its
+        // approvers decides only their own questions.
+        let decides_others = self.policy.names_approver(caller, self.roles_of(caller));
+        let asker = match (&filter.principal, filter.mine || !decides_others) {
+            (Some(p), true) if p != caller => return Ok(Vec::new()),
+            (Some(p), _) => Some(p.as_str()),
+            (None, true) => Some(caller),
+            (None, false) => None,
+        };
         let mut found = Vec::new();
         let mut after = None;
         let mut read = 0;
         while found.len() < filter.limit && read < MOST_READ {
-            let page = self.store.open_all(now, after.as_ref(), PAGE).await?;
+            let page = self
+                .store
+                .open_all(now, after.as_ref(), PAGE, asker)
+                .await?;
             read += page.len();
             let more = page.len() == PAGE;
             after = page.last().map(Cursor::after);

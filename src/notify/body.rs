@@ -19,9 +19,11 @@ pub struct Pair {
     pub deny: String,
 }
 
-/// `{"type": "confirmation.requested", …}`, as documented in the README.
-pub(super) fn webhook(issued: &Issued, links: &Pair) -> Vec<u8> {
-    let body = json!({
+/// `{"type": "confirmation.requested", …}`, as documented in the README;
+/// with `"moreWaiting": n` when `more` questions of the same user were
+/// coalesced into this one (a burst past its queue: see `fair.rs`).
+pub(super) fn webhook(issued: &Issued, links: &Pair, more: usize) -> Vec<u8> {
+    let mut body = json!({
         "type": "confirmation.requested",
         "id": issued.id,
         "chatId": issued.chat_id,
@@ -33,7 +35,24 @@ pub(super) fn webhook(issued: &Issued, links: &Pair) -> Vec<u8> {
         "expiresAtMs": issued.expires_at_ms,
         "links": {"approve": links.approve, "deny": links.deny},
     });
+    if more > 0 {
+        body["moreWaiting"] = more.into();
+    }
     body.to_string().into_bytes()
+}
+
+/// What a delivery that stands for `more` questions besides its own adds.
+fn more_waiting(more: usize, principal: &str) -> Option<String> {
+    let (questions, wait) = match more {
+        1 => ("question", "waits"),
+        _ => ("questions", "wait"),
+    };
+    (more > 0).then(|| {
+        format!(
+            "{more} more {questions} from {} {wait} in the inbox",
+            one_line(principal)
+        )
+    })
 }
 
 /// `v1=<hex HMAC-SHA256(secret, "<timestamp>.<raw body>")>`: what
@@ -49,14 +68,19 @@ pub(super) fn signature(key: &Hmac<Sha256>, timestamp: u64, body: &[u8]) -> Stri
 /// A Slack-compatible incoming webhook's message: a one-line `text` (what
 /// a notification shows), a section with the hint, the tool and the
 /// requester, and two link buttons.
-pub(super) fn slack(issued: &Issued, links: &Pair) -> Vec<u8> {
+pub(super) fn slack(issued: &Issued, links: &Pair, more: usize) -> Vec<u8> {
     let tool = QualifiedName::of(&issued.call.name);
     let hint = shorten(&issued.hint, SLACK_HINT_CHARS);
-    let line = format!(
+    let mut line = format!(
         "Approval needed: {} ({tool}, requested by {})",
         one_line(&hint),
         one_line(&issued.principal)
     );
+    let mut section = format!("{hint}\nTool: {tool}\nRequested by: {}", issued.principal);
+    if let Some(more) = more_waiting(more, &issued.principal) {
+        line = format!("{line}; {more}");
+        section = format!("{section}\n{more}");
+    }
     let button = |text: &str, style: &str, action: &str, url: &str| {
         json!({
             "type": "button",
@@ -75,7 +99,7 @@ pub(super) fn slack(issued: &Issued, links: &Pair) -> Vec<u8> {
                 "text": {
                     "type": "plain_text",
                     "emoji": false,
-                    "text": format!("{hint}\nTool: {tool}\nRequested by: {}", issued.principal),
+                    "text": section,
                 },
             },
             {
@@ -145,7 +169,7 @@ mod tests {
     #[test]
     fn the_webhook_body() {
         assert_eq!(
-            parsed(&webhook(&issued("Send 50?"), &pair())),
+            parsed(&webhook(&issued("Send 50?"), &pair(), 0)),
             json!({
                 "type": "confirmation.requested",
                 "id": "adk-3",
@@ -158,6 +182,25 @@ mod tests {
                 "expiresAtMs": 2_000,
                 "links": {"approve": "https://t.example/confirmations/link/A", "deny": "https://t.example/confirmations/link/D"},
             })
+        );
+    }
+
+    /// A delivery that stands for coalesced questions says how many.
+    #[test]
+    fn a_coalesced_delivery_says_how_many_more_wait() {
+        let webhook = parsed(&webhook(&issued("Send 50?"), &pair(), 3));
+        assert_eq!(webhook["moreWaiting"], 3);
+        assert_eq!(webhook["id"], "adk-3");
+        let slack = parsed(&slack(&issued("Send 50?"), &pair(), 1));
+        assert_eq!(
+            slack["text"],
+            "Approval needed: Send 50? (internal--process_payment, requested by alice); 1 more question from alice waits in the inbox"
+        );
+        assert!(
+            slack["blocks"][0]["text"]["text"]
+                .as_str()
+                .unwrap_or_default()
+                .ends_with("\n1 more question from alice waits in the inbox")
         );
     }
 
@@ -183,7 +226,7 @@ mod tests {
 
     #[test]
     fn the_slack_body() {
-        let body = parsed(&slack(&issued("Pay <@here> & co\nnow?"), &pair()));
+        let body = parsed(&slack(&issued("Pay <@here> & co\nnow?"), &pair(), 0));
         assert_eq!(
             body["text"],
             "Approval needed: Pay &lt;@here&gt; &amp; co now? (internal--process_payment, requested by alice)"
@@ -198,7 +241,7 @@ mod tests {
         assert_eq!(buttons[0]["url"], pair().approve);
         assert_eq!(buttons[1]["text"]["text"], "Deny");
         assert_eq!(buttons[1]["url"], pair().deny);
-        let long = parsed(&slack(&issued(&"x".repeat(5_000)), &pair()));
+        let long = parsed(&slack(&issued(&"x".repeat(5_000)), &pair(), 0));
         let shown = long["blocks"][0]["text"]["text"]
             .as_str()
             .unwrap_or_default();

@@ -8,7 +8,7 @@ use std::time::Duration;
 use reqwest::header::CONTENT_TYPE;
 use tokio_util::sync::CancellationToken;
 
-use super::{Kind, Notifier, Target, body};
+use super::{Job, Kind, Notifier, Target, body};
 use crate::store::Issued;
 
 /// Tries per delivery, the first included.
@@ -41,16 +41,13 @@ impl Delivery {
 }
 
 impl Notifier {
-    /// Sends `issued` to `target`, retrying until it is delivered, fails
-    /// for good, the question expires or `stop` is cancelled.
-    pub async fn deliver(
-        &self,
-        target: &Target,
-        issued: &Issued,
-        stop: &CancellationToken,
-    ) -> Delivery {
+    /// Sends the job's question (and how many more coalesced into it) to
+    /// its target, retrying until it is delivered, fails for good, the
+    /// question expires or `stop` is cancelled.
+    pub async fn deliver(&self, job: &Job, stop: &CancellationToken) -> Delivery {
+        let (target, issued) = (&*job.target, &job.issued);
         let delivery = tokio::select! {
-            delivery = self.attempts(target, issued) => delivery,
+            delivery = self.attempts(target, issued, job.more.len()) => delivery,
             () = stop.cancelled() => Delivery::Failed("stopped: toolgate is shutting down".into()),
         };
         let to = target.name();
@@ -65,11 +62,11 @@ impl Notifier {
         delivery
     }
 
-    async fn attempts(&self, target: &Target, issued: &Issued) -> Delivery {
+    async fn attempts(&self, target: &Target, issued: &Issued, more: usize) -> Delivery {
         let pair = self.pair(issued, target);
         let body = match &target.kind {
-            Kind::Webhook(_) => body::webhook(issued, &pair),
-            Kind::Slack => body::slack(issued, &pair),
+            Kind::Webhook(_) => body::webhook(issued, &pair, more),
+            Kind::Slack => body::slack(issued, &pair, more),
         };
         let mut attempt = 0;
         loop {

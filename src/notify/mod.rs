@@ -15,32 +15,34 @@
 
 mod body;
 mod deliver;
+mod fair;
 mod link;
 
 pub use body::Pair;
 pub use deliver::{Delivery, SIGNATURE_HEADER, TIMESTAMP_HEADER};
+pub use fair::{Job, MAX_IN_FLIGHT, PER_PRINCIPAL, Pushed, QUEUE_PER_PRINCIPAL};
 pub use link::{Link, LinkDecision, LinkError, Links, hmac_keys};
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use hmac::{Hmac, Mac};
 use reqwest::Url;
 use sha2::Sha256;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::call::QualifiedName;
 use crate::ids::Clock;
 use crate::policy::{NotifyTarget, ToolInfo, ToolRule};
 use crate::store::Issued;
 
-/// Deliveries in flight at most; beyond, a question's delivery is dropped
-/// (logged and recorded) rather than queued without bound.
-pub const MAX_IN_FLIGHT: usize = 64;
-
 /// How long connecting to a target may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The fewest bytes a signing key may have: a webhook's `secretEnv` key,
+/// and `toolConfirmation.signingKeys` (links and confirmations). HMAC
+/// with SHA-256 takes any length, but a short key is guessed.
+pub const MIN_KEY_BYTES: usize = 32;
 
 /// The path under `publicUrl` where a link's page lives.
 pub const LINK_PATH: &str = "/confirmations/link/";
@@ -169,13 +171,17 @@ fn targets(
         };
         let target = match (&target.webhook, &target.secret_env, &target.slack) {
             (Some(url), Some(var), None) => {
-                let url =
-                    http_url(url).ok_or_else(|| bad("webhook is not an http(s) URL".into()))?;
+                let url = target_url(url).map_err(|why| bad(format!("webhook {why}")))?;
                 let secret = match std::env::var(var) {
-                    Ok(secret) if !secret.is_empty() => secret,
-                    Ok(_) => {
+                    Ok(secret) if secret.len() >= MIN_KEY_BYTES => secret,
+                    Ok(secret) if secret.is_empty() => {
                         return Err(bad(format!(
                             "environment variable {var} (secretEnv) is empty"
+                        )));
+                    }
+                    Ok(_) => {
+                        return Err(bad(format!(
+                            "environment variable {var} (secretEnv) is too short: a signing key needs at least {MIN_KEY_BYTES} bytes"
                         )));
                     }
                     Err(_) => {
@@ -206,7 +212,7 @@ fn targets(
             }
             (None, None, Some(url)) => {
                 // The URL is the secret: not even a bad one is repeated.
-                let url = http_url(url).ok_or_else(|| bad("slack is not an http(s) URL".into()))?;
+                let url = target_url(url).map_err(|why| bad(format!("slack {why}")))?;
                 slacks += 1;
                 Target {
                     name: format!("slack {slacks}{suffix}"),
@@ -232,10 +238,33 @@ fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
-fn http_url(text: &str) -> Option<Url> {
-    Url::parse(text)
-        .ok()
-        .filter(|url| matches!(url.scheme(), "http" | "https") && url.host_str().is_some())
+/// A target's URL: `https://`, or `http://` to this machine only (a
+/// receiver on loopback, which nothing off the machine can read); the
+/// body carries live approve links, so it never crosses a network in
+/// clear. The error never repeats the URL (a Slack URL is a secret).
+fn target_url(text: &str) -> Result<Url, &'static str> {
+    let url = Url::parse(text).map_err(|_| "is not an http(s) URL")?;
+    if url.host_str().is_none_or(str::is_empty) {
+        return Err("is not an http(s) URL");
+    }
+    match url.scheme() {
+        "https" => Ok(url),
+        "http" if is_loopback(&url) => Ok(url),
+        "http" => Err("must be an https:// URL (http:// only to a loopback host)"),
+        _ => Err("is not an http(s) URL"),
+    }
+}
+
+/// `localhost`, `127.0.0.0/8` or `[::1]`.
+fn is_loopback(url: &Url) -> bool {
+    url.host_str().is_some_and(|host| {
+        host.eq_ignore_ascii_case("localhost")
+            || host
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback())
+    })
 }
 
 /// Delivers questions to the targets a plan names; cheap to clone.
@@ -244,7 +273,8 @@ pub struct Notifier {
     plan: Arc<Plan>,
     links: Links,
     client: reqwest::Client,
-    in_flight: Arc<Semaphore>,
+    /// The deliveries waiting, per principal, and those in flight.
+    fair: Arc<Mutex<fair::Fair>>,
     /// The gate's clock: expiries and the webhook's timestamp.
     clock: Clock,
 }
@@ -260,7 +290,18 @@ impl std::fmt::Debug for Notifier {
 
 /// A place among the deliveries in flight, held until the delivery ends.
 pub struct Slot {
-    _permit: OwnedSemaphorePermit,
+    fair: Arc<Mutex<fair::Fair>>,
+    principal: String,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        lock(&self.fair).done(&self.principal);
+    }
+}
+
+fn lock(fair: &Mutex<fair::Fair>) -> std::sync::MutexGuard<'_, fair::Fair> {
+    fair.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl Notifier {
@@ -271,7 +312,7 @@ impl Notifier {
             plan: Arc::new(plan),
             links,
             client,
-            in_flight: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
+            fair: Arc::default(),
             clock,
         })
     }
@@ -289,13 +330,25 @@ impl Notifier {
             .clone()
     }
 
-    /// A place for one more delivery, if fewer than [`MAX_IN_FLIGHT`] run.
-    pub fn slot(&self) -> Option<Slot> {
-        self.in_flight
-            .clone()
-            .try_acquire_owned()
-            .ok()
-            .map(|permit| Slot { _permit: permit })
+    /// Queues the delivery of `issued` to `target` behind its principal's
+    /// others (or coalesces it, past the queue's bound).
+    pub fn push(&self, issued: &Issued, target: Arc<Target>) -> Pushed {
+        lock(&self.fair).push(Job {
+            issued: issued.clone(),
+            target,
+            more: Vec::new(),
+        })
+    }
+
+    /// The next delivery to start, with its slot, if a slot is free for a
+    /// principal with one waiting (see `fair.rs`).
+    pub fn next(&self) -> Option<(Job, Slot)> {
+        let job = lock(&self.fair).next()?;
+        let slot = Slot {
+            fair: self.fair.clone(),
+            principal: job.issued.principal.clone(),
+        };
+        Some((job, slot))
     }
 
     /// The key links are signed and verified with.
@@ -340,7 +393,8 @@ mod tests {
     #[test]
     fn targets_are_checked_and_named_without_secrets() {
         let url = Some("https://toolgate.example/");
-        let path = "{webhook: 'https://h.example/x', secretEnv: PATH}";
+        // Variables cargo sets for every test it runs: tests may not set any.
+        let path = "{webhook: 'https://h.example/x', secretEnv: CARGO_PKG_DESCRIPTION}";
         let slack = "{slack: 'https://hooks.slack.com/services/T/B/SECRET'}";
         #[rustfmt::skip]
         let cases: &[(&[&str], Option<&str>, &str)] = &[
@@ -353,7 +407,10 @@ mod tests {
             (&["{webhook: 'https://h.example/x'}"], url, "toolConfirmation.notify[1]: a webhook needs secretEnv: the environment variable holding its signing key"),
             (&[path, "{webhook: 'https://h.example', secretEnv: TOOLGATE_SURELY_UNSET}"], url, "toolConfirmation.notify[2]: environment variable TOOLGATE_SURELY_UNSET (secretEnv) is not set"),
             (&["{slack: 'not a url SECRET'}"], url, "toolConfirmation.notify[1]: slack is not an http(s) URL"),
-            (&["{slack: 'https://h.example', secretEnv: PATH}"], url, "toolConfirmation.notify[1]: secretEnv is for a webhook; a Slack URL is its own secret"),
+            (&["{webhook: 'https://h.example/x', secretEnv: CARGO_PKG_NAME}"], url, "toolConfirmation.notify[1]: environment variable CARGO_PKG_NAME (secretEnv) is too short: a signing key needs at least 32 bytes"),
+            (&["{webhook: 'http://h.example/x', secretEnv: CARGO_PKG_DESCRIPTION}"], url, "toolConfirmation.notify[1]: webhook must be an https:// URL (http:// only to a loopback host)"),
+            (&["{slack: 'http://hooks.slack.com/services/T/B/SECRET'}"], url, "toolConfirmation.notify[1]: slack must be an https:// URL (http:// only to a loopback host)"),
+            (&["{slack: 'https://h.example', secretEnv: CARGO_PKG_DESCRIPTION}"], url, "toolConfirmation.notify[1]: secretEnv is for a webhook; a Slack URL is its own secret"),
             (&["{}"], url, "toolConfirmation.notify[1]: give either webhook (with secretEnv) or slack"),
         ];
         for (list, public_url, expected) in cases {
@@ -367,6 +424,34 @@ mod tests {
         assert_eq!(names, ["webhook 1 (h.example)", "slack 1", "slack 2"]);
         assert!(!format!("{plan:?}").contains("SECRET"));
         assert_eq!(plan.public_url, "https://toolgate.example");
+    }
+
+    #[test]
+    fn a_target_url_is_https_or_loopback_http() {
+        let insecure = "must be an https:// URL (http:// only to a loopback host)";
+        let not_url = "is not an http(s) URL";
+        #[rustfmt::skip]
+        let cases: &[(&str, Result<(), &str>)] = &[
+            ("https://hooks.example/x", Ok(())),
+            ("https://127.0.0.1:8443/x", Ok(())),
+            ("http://127.0.0.1:9000/hook", Ok(())),
+            ("http://127.8.9.10/hook", Ok(())),
+            ("http://[::1]:9000/hook", Ok(())),
+            ("http://localhost:9000/hook", Ok(())),
+            ("http://LOCALHOST/hook", Ok(())),
+            ("http://hooks.example/x", Err(insecure)),
+            ("http://10.0.0.1/x", Err(insecure)),
+            ("http://[::2]/x", Err(insecure)),
+            ("http://localhost.example/x", Err(insecure)),
+            ("http://127.0.0.1.example/x", Err(insecure)),
+            ("http://0.0.0.0/x", Err(insecure)),
+            ("ftp://hooks.example/x", Err(not_url)),
+            ("file:///etc/passwd", Err(not_url)),
+            ("not a url", Err(not_url)),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(&target_url(text).map(|_| ()), expected, "{text}");
+        }
     }
 
     #[test]
@@ -397,9 +482,8 @@ mod tests {
         assert!(matches!(super::plan(&[], &only_empty, None), Ok(None)));
     }
 
-    /// Deliveries in flight are bounded: beyond [`MAX_IN_FLIGHT`] there is
-    /// no slot (the gate drops and records that delivery), and a slot
-    /// given back makes room again.
+    /// Deliveries in flight are bounded per principal and in all: beyond,
+    /// a delivery waits, and a slot given back lets the next one start.
     #[test]
     fn deliveries_in_flight_are_bounded() {
         let default = [target("{slack: 'https://s.example/d'}")];
@@ -409,10 +493,36 @@ mod tests {
         let links = Links::new(["k".to_owned()]).unwrap_or_else(|| panic!("no key"));
         let notifier =
             Notifier::new(plan, links, Clock::manual(0)).unwrap_or_else(|e| panic!("{e}"));
-        let held: Vec<Slot> = (0..MAX_IN_FLIGHT).filter_map(|_| notifier.slot()).collect();
+        let issued = |who: &str, n: usize| Issued {
+            id: format!("{who}-{n}"),
+            chat_id: "chat".into(),
+            principal: who.into(),
+            call: crate::call::ToolCall {
+                id: "call".into(),
+                name: "process_payment".into(),
+                args: serde_json::json!({}),
+            },
+            hint: String::new(),
+            protocol: crate::protocol::ConfirmationProtocol::Adk,
+            issued_at_ms: 0,
+            expires_at_ms: 1,
+        };
+        let mut held = Vec::new();
+        for n in 0..MAX_IN_FLIGHT {
+            // As many principals as it takes to fill every slot.
+            let who = format!("user{}", n / PER_PRINCIPAL);
+            for target in notifier.targets("process_payment") {
+                assert_eq!(notifier.push(&issued(&who, n), target), Pushed::Queued);
+            }
+            held.extend(notifier.next());
+        }
         assert_eq!(held.len(), MAX_IN_FLIGHT);
-        assert!(notifier.slot().is_none(), "one more than the bound");
-        drop(held);
-        assert!(notifier.slot().is_some(), "room again");
+        for target in notifier.targets("process_payment") {
+            assert_eq!(notifier.push(&issued("late", 0), target), Pushed::Queued);
+        }
+        assert!(notifier.next().is_none(), "one more than the bound waits");
+        held.pop();
+        let next = notifier.next().map(|(job, _)| job.issued.id);
+        assert_eq!(next.as_deref(), Some("late-0"), "room again");
     }
 }

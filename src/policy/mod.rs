@@ -484,6 +484,21 @@ impl Policy {
         }
     }
 
+    /// Whether any tool's rule names `principal`, or one of `roles`, among
+    /// its approvers (escalations included). If none does, `principal`
+    /// may decide only their own questions.
+    pub fn names_approver(&self, principal: &str, roles: &[String]) -> bool {
+        let names = |listed: &[String]| {
+            listed.iter().any(|entry| match entry.strip_prefix(ROLE) {
+                Some(role) => roles.iter().any(|r| r == role),
+                None => entry == principal,
+            })
+        };
+        self.rules
+            .values()
+            .any(|rule| names(&rule.approvers) || rule.escalate.iter().any(|e| names(&e.approvers)))
+    }
+
     /// What `tool`'s open questions become when the user writes a new message.
     pub fn on_new_message(&self, tool: &ToolInfo<'_>) -> OnNewMessage {
         rule(&self.rules, tool).map_or_else(OnNewMessage::default, |r| r.on_new_message)

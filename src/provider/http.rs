@@ -19,6 +19,9 @@ use super::{ProviderError, ProviderEvent};
 const MAX_EVENT_BYTES: usize = 8 << 20;
 /// The most of an error body read for its message.
 const MAX_ERROR_BODY: usize = 64 << 10;
+/// The most bytes a whole JSON answer (an ADK session) may take, as many
+/// as one SSE event; past it the answer is refused, not read on.
+const MAX_JSON_BYTES: usize = MAX_EVENT_BYTES;
 /// The longest `retry-after` worth waiting for before the first byte.
 const MAX_RETRY_WAIT: Duration = Duration::from_secs(10);
 
@@ -218,7 +221,11 @@ impl Upstream {
         let read = async {
             let response = request.send().await?;
             let status = response.status();
-            let bytes = response.bytes().await?;
+            let cap = match status.is_success() {
+                true => MAX_JSON_BYTES,
+                false => MAX_ERROR_BODY,
+            };
+            let bytes = capped(response, cap).await?;
             Ok::<_, reqwest::Error>((status, bytes))
         };
         let (status, bytes) = match tokio::time::timeout(config.read_timeout, read).await {
@@ -239,6 +246,16 @@ impl Upstream {
         if status == StatusCode::NOT_FOUND {
             return Ok(None);
         }
+        let bytes = match bytes {
+            Capped::Whole(bytes) => bytes,
+            Capped::Cut(bytes) if !status.is_success() => bytes,
+            Capped::Cut(_) => {
+                return Err(ProviderError::Stream(format!(
+                    "{} sent an answer larger than {MAX_JSON_BYTES} bytes",
+                    config.provider
+                )));
+            }
+        };
         if !status.is_success() {
             let body = &bytes[..bytes.len().min(MAX_ERROR_BODY)];
             return Err(ProviderError::Status {
@@ -342,6 +359,28 @@ impl Logged for ProviderEvent {
     fn log(&self, provider: &'static str) {
         log_finish(provider, self);
     }
+}
+
+/// A body read up to a cap.
+enum Capped {
+    Whole(Vec<u8>),
+    /// The first `cap` bytes: there were more, left unread.
+    Cut(Vec<u8>),
+}
+
+/// Reads `response`'s body, at most `cap` bytes of it: a larger body is
+/// cut there and the rest never read (dropping the response closes it).
+async fn capped(mut response: reqwest::Response, cap: usize) -> Result<Capped, reqwest::Error> {
+    let mut bytes = Vec::new();
+    while let Some(chunk) = response.chunk().await? {
+        let room = cap.saturating_sub(bytes.len());
+        if chunk.len() > room {
+            bytes.extend_from_slice(&chunk[..room]);
+            return Ok(Capped::Cut(bytes));
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok(Capped::Whole(bytes))
 }
 
 #[derive(Debug, thiserror::Error)]

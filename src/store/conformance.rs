@@ -539,12 +539,33 @@ pub async fn lists_open_confirmations_everywhere(store: Store) {
         let store = store.clone();
         async move {
             store
-                .open_all(5, after.as_ref(), limit)
+                .open_all(5, after.as_ref(), limit, None)
                 .await
                 .unwrap_or_else(|e| panic!("{e}"))
         }
     };
     assert_eq!(ids(page(None, 10).await), ["e1", "e2", "e3", "e5"]);
+    // Only one user's: paged the same way, over theirs alone.
+    let of = |asker: &'static str, after: Option<Cursor>, limit| {
+        let store = store.clone();
+        async move {
+            store
+                .open_all(5, after.as_ref(), limit, Some(asker))
+                .await
+                .unwrap_or_else(|e| panic!("{e}"))
+        }
+    };
+    assert_eq!(ids(of("anonymous", None, 10).await), ["e3", "e5"]);
+    let first = of("anonymous", None, 1).await;
+    let after = first.last().map(Cursor::after);
+    assert_eq!(ids(first), ["e3"]);
+    assert_eq!(ids(of("anonymous", after, 1).await), ["e5"]);
+    assert_eq!(
+        ids(of("bob", None, 10).await),
+        ["e2"],
+        "not the taken or decided"
+    );
+    assert!(of("nobody", None, 10).await.is_empty());
     let first = page(None, 2).await;
     let after = first.last().map(Cursor::after);
     assert_eq!(ids(first), ["e1", "e2"]);
@@ -562,7 +583,10 @@ pub async fn lists_open_confirmations_everywhere(store: Store) {
         "still there, only not open"
     );
     assert_eq!(
-        ids(store.open_all(101, None, 10).await.unwrap_or_default()),
+        ids(store
+            .open_all(101, None, 10, None)
+            .await
+            .unwrap_or_default()),
         Vec::<String>::new(),
         "all expired at 100"
     );

@@ -108,11 +108,13 @@ impl MemoryStore {
         now_ms: u64,
         after: Option<&Cursor>,
         limit: usize,
+        asker: Option<&str>,
     ) -> Vec<Issued> {
         let mut open: Vec<Issued> = self
             .lock()
             .values()
             .filter(|r| matches!(r.state, State::Pending) && now_ms <= r.issued.expires_at_ms)
+            .filter(|r| asker.is_none_or(|asker| r.issued.principal == asker))
             .filter(|r| {
                 after.is_none_or(|after| {
                     (r.issued.issued_at_ms, r.issued.id.as_str())

@@ -631,21 +631,23 @@ impl Store {
         Ok(open)
     }
 
-    /// Every principal's confirmations in every chat that nobody decided
-    /// yet and that have not expired at `now_ms`, oldest first (by issue
-    /// time, then id), from just after `after` on, at most `limit`: an
-    /// inbox pages through them without reading them all at once.
+    /// Every principal's confirmations in every chat (only `asker`'s, if
+    /// given) that nobody decided yet and that have not expired at
+    /// `now_ms`, oldest first (by issue time, then id), from just after
+    /// `after` on, at most `limit`: an inbox pages through them without
+    /// reading them all at once.
     pub async fn open_all(
         &self,
         now_ms: u64,
         after: Option<&Cursor>,
         limit: usize,
+        asker: Option<&str>,
     ) -> Result<Vec<Issued>, StoreError> {
         self.counted(Op::OpenAll, async {
             match &self.backend {
-                Backend::Memory(s) => Ok(s.open_all(now_ms, after, limit)),
-                Backend::Sqlite(s) => s.open_all(now_ms, after, limit).await,
-                Backend::Redis(s) => s.open_all(now_ms, after, limit).await,
+                Backend::Memory(s) => Ok(s.open_all(now_ms, after, limit, asker)),
+                Backend::Sqlite(s) => s.open_all(now_ms, after, limit, asker).await,
+                Backend::Redis(s) => s.open_all(now_ms, after, limit, asker).await,
             }
         })
         .await

@@ -264,6 +264,7 @@ impl RedisStore {
         now_ms: u64,
         after: Option<&Cursor>,
         limit: usize,
+        asker: Option<&str>,
     ) -> Result<Vec<Issued>, StoreError> {
         let mut conn = self.conn.clone();
         let index = self.open_key();
@@ -273,7 +274,11 @@ impl RedisStore {
         );
         let mut open = Vec::new();
         while open.len() < limit {
-            let batch = OPEN_BATCH.min(limit - open.len());
+            // Filtered by who asked, a batch may keep few: read whole ones.
+            let batch = match asker {
+                Some(_) => OPEN_BATCH,
+                None => OPEN_BATCH.min(limit - open.len()),
+            };
             let entries: Vec<String> = redis::cmd("ZRANGEBYLEX")
                 .arg(&index)
                 .arg(&from)
@@ -303,10 +308,10 @@ impl RedisStore {
                 match record {
                     (Some(text), None, None) => {
                         let issued = issued_from(&text)?;
-                        if now_ms <= issued.expires_at_ms {
-                            open.push(issued);
-                        } else {
+                        if now_ms > issued.expires_at_ms {
                             closed.push(entry);
+                        } else if asker.is_none_or(|asker| issued.principal == asker) {
+                            open.push(issued);
                         }
                     }
                     _ => closed.push(entry),
@@ -319,6 +324,7 @@ impl RedisStore {
                 break;
             }
         }
+        open.truncate(limit);
         Ok(open)
     }
 }

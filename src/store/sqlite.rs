@@ -40,6 +40,7 @@ const OPEN_ALL: &str = concat!(
     issued_columns!(),
     " FROM confirmations
      WHERE claimed_at_ms IS NULL AND outcome IS NULL AND (issued_at_ms, id) > (?1, ?2) AND expires_at_ms >= ?3
+       AND (?5 IS NULL OR principal = ?5)
      ORDER BY issued_at_ms, id LIMIT ?4"
 );
 
@@ -175,7 +176,9 @@ impl SqliteStore {
         now_ms: u64,
         after: Option<&Cursor>,
         limit: usize,
+        asker: Option<&str>,
     ) -> Result<Vec<Issued>, StoreError> {
+        let asker = asker.map(str::to_owned);
         // Before every row: no issue time is negative.
         let (after_ms, after_id) = after.map_or((-1, String::new()), |c| {
             (millis(c.issued_at_ms), c.id.clone())
@@ -185,7 +188,7 @@ impl SqliteStore {
             let mut statement = conn.prepare(OPEN_ALL).map_err(backend)?;
             let rows = statement
                 .query_map(
-                    params![after_ms, after_id, millis(now_ms), limit],
+                    params![after_ms, after_id, millis(now_ms), limit, asker],
                     issued_row,
                 )
                 .map_err(backend)?;
@@ -743,8 +746,10 @@ mod tests {
         let plan: Vec<String> = conn
             .prepare(&format!("EXPLAIN QUERY PLAN {OPEN_ALL}"))
             .and_then(|mut s| {
-                s.query_map(params![0, "", 0, 10], |row| row.get::<_, String>(3))?
-                    .collect()
+                s.query_map(params![0, "", 0, 10, "alice"], |row| {
+                    row.get::<_, String>(3)
+                })?
+                .collect()
             })
             .unwrap_or_else(|e| panic!("{e}"));
         assert!(

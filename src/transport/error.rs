@@ -62,6 +62,9 @@ pub enum ApiError {
     Gate(#[from] GateError),
     #[error(transparent)]
     Busy(#[from] super::runs::RunError),
+    /// Too many inbox streams open.
+    #[error(transparent)]
+    Streams(#[from] super::feeds::FeedError),
     /// Over a limit of `limits`: the text names it.
     #[error(transparent)]
     Limited(Limited),
@@ -108,7 +111,9 @@ impl ApiError {
             ApiError::Forbidden | ApiError::NotApprover(_) => StatusCode::FORBIDDEN,
             ApiError::Conflict(_) => StatusCode::CONFLICT,
             ApiError::Gone(_) => StatusCode::GONE,
-            ApiError::Busy(_) | ApiError::Limited(_) => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::Busy(_) | ApiError::Limited(_) | ApiError::Streams(_) => {
+                StatusCode::TOO_MANY_REQUESTS
+            }
             ApiError::Guard(refused) => refused.status(),
             ApiError::BodyTimeout => StatusCode::REQUEST_TIMEOUT,
             ApiError::Link(LinkError::Invalid) => StatusCode::FORBIDDEN,
@@ -125,7 +130,7 @@ impl ApiError {
         match self {
             ApiError::Limited(limited) => Some(limited.retry_after_secs()),
             // When a turn in flight ends cannot be known.
-            ApiError::Busy(_) => Some(BUSY_RETRY_SECS),
+            ApiError::Busy(_) | ApiError::Streams(_) => Some(BUSY_RETRY_SECS),
             _ => None,
         }
     }

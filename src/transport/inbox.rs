@@ -4,6 +4,7 @@
 //! chat), and `GET /api/confirmations/events`, the inbox again over SSE
 //! each time it may have changed.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::rejection::QueryRejection;
@@ -12,6 +13,7 @@ use axum::response::{IntoResponse, Response};
 
 use super::auth::Caller;
 use super::error::STORAGE_UNAVAILABLE;
+use super::feeds::Publisher;
 use super::{ApiError, HttpState};
 use crate::confirm::{Gate, GateError, InboxFilter, Scope};
 use crate::protocol::sse::Event;
@@ -148,12 +150,55 @@ async fn listing(
         .collect())
 }
 
+/// A listing as a feed carries it: the frame's text and, for a stream
+/// that reads it later, what it was made of and when.
+pub struct Listed {
+    text: Arc<str>,
+    value: serde_json::Value,
+    /// The gate's clock when it was listed.
+    at_ms: u64,
+}
+
+impl Listed {
+    /// The frame as sent at `now_ms`: the shared text, unless it was
+    /// listed a while ago (a stream opened on a quiet inbox), when each
+    /// question's `expiresInMs` has to count the time since.
+    fn frame(&self, now_ms: u64) -> Event {
+        let since = now_ms.saturating_sub(self.at_ms);
+        if since < FRESH_MS {
+            return Event::framing(self.text.as_bytes());
+        }
+        let mut value = self.value.clone();
+        if let Some(list) = value["confirmations"].as_array_mut() {
+            for question in list {
+                if let Some(ms) = question["expiresInMs"].as_u64() {
+                    question["expiresInMs"] = ms.saturating_sub(since).into();
+                }
+            }
+        }
+        Event::framing(value.to_string().as_bytes())
+    }
+}
+
+/// How old a listing may be (ms) and still go out as it was made.
+const FRESH_MS: u64 = 500;
+
+/// Who reads an inbox feed and what it keeps: streams with the same key
+/// share one listing per change.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct InboxKey {
+    principal: String,
+    roles: Vec<String>,
+    filter: InboxFilter,
+}
+
 /// The inbox as an SSE stream: `data: {"confirmations": [...]}` at once,
 /// then again after each change (a question asked or taken, here or on
 /// an instance sharing the store) and when a listed question expires, at
 /// most four times a second; a keep-alive comment when idle. A listing
 /// that fails sends `data: {"error": "storage unavailable"}` and is tried
-/// again.
+/// again. Streams are capped per principal and in total (429 beyond);
+/// the streams of one caller with one filter share one listing.
 pub(super) async fn events(
     State(state): State<HttpState>,
     caller: Caller,
@@ -161,38 +206,28 @@ pub(super) async fn events(
 ) -> Result<Response, ApiError> {
     let Query(query) = query.map_err(|rejection| RequestError::Invalid(rejection.body_text()))?;
     let gate = state.agent.gate.clone();
-    let filter = query.filter();
-    // One pending change at most, however many come: nothing queues.
-    let mut changes = gate.inbox_changes();
+    let key = InboxKey {
+        principal: caller.principal.clone(),
+        roles: gate.roles_of(&caller.principal).to_vec(),
+        filter: query.filter(),
+    };
+    let (subscription, publisher) = state.inbox_feeds.join(&caller.principal, key.clone())?;
+    if let Some(publisher) = publisher {
+        state.tasks.spawn(publish(gate.clone(), key, publisher));
+    }
+    let mut subscription = subscription;
+    // What the feed holds now, if it has a listing yet, goes out at once.
+    subscription.frames.mark_changed();
     let listings = async_stream::stream! {
-        loop {
-            // What changes from here on lists again.
-            changes.borrow_and_update();
-            let (frame, wait) = match listing(&gate, &caller.principal, &filter).await {
-                Ok(list) => {
-                    // A question leaves when its window closes, swept or not.
-                    let closes = list
-                        .iter()
-                        .filter_map(|q| q["expiresInMs"].as_u64())
-                        .min()
-                        .map(|ms| Duration::from_millis(ms.saturating_add(1)));
-                    (serde_json::json!({"confirmations": list}), closes)
-                }
-                Err(e) => {
-                    tracing::warn!("listing an inbox failed: {}", e.detail());
-                    (serde_json::json!({"error": STORAGE_UNAVAILABLE}), Some(RETRY))
-                }
-            };
-            yield Event::framing(frame.to_string().as_bytes());
-            // Ends only if the gate is gone (it never is while serving).
-            let go_on = match wait {
-                None => changes.changed().await.is_ok(),
-                Some(wait) => !matches!(tokio::time::timeout(wait, changes.changed()).await, Ok(Err(_))),
-            };
-            if !go_on {
-                break;
+        // The whole subscription is moved in, not only its receiver: it
+        // counts against the caps as long as the stream lives.
+        let mut subscription = subscription;
+        // Ends when the feed does (shutdown).
+        while subscription.frames.changed().await.is_ok() {
+            let frame = subscription.frames.borrow_and_update().clone();
+            if let Some(listed) = frame {
+                yield listed.frame(gate.now_ms());
             }
-            tokio::time::sleep(SETTLE).await;
         }
     };
     let mut response = super::sse::response(listings, state.keep_alive);
@@ -201,4 +236,63 @@ pub(super) async fn events(
         .headers_mut()
         .remove("x-vercel-ai-ui-message-stream");
     Ok(response)
+}
+
+/// Lists `key`'s inbox and publishes it, then again after each change,
+/// until no stream reads it (or the gate is gone).
+async fn publish(gate: Gate, key: InboxKey, publisher: Publisher<InboxKey, Listed>) {
+    // One pending change at most, however many come: nothing queues.
+    let mut changes = gate.inbox_changes();
+    loop {
+        // What changes from here on lists again.
+        changes.borrow_and_update();
+        let listed = tokio::select! {
+            () = publisher.unread() => return,
+            listed = listing(&gate, &key.principal, &key.filter) => listed,
+        };
+        let (frame, wait) = match listed {
+            Ok(list) => {
+                // A question leaves when its window closes, swept or not.
+                let closes = list
+                    .iter()
+                    .filter_map(|q| q["expiresInMs"].as_u64())
+                    .min()
+                    .map(|ms| Duration::from_millis(ms.saturating_add(1)));
+                (serde_json::json!({"confirmations": list}), closes)
+            }
+            Err(e) => {
+                tracing::warn!("listing an inbox failed: {}", e.detail());
+                (
+                    serde_json::json!({"error": STORAGE_UNAVAILABLE}),
+                    Some(RETRY),
+                )
+            }
+        };
+        publisher.publish(Arc::new(Listed {
+            text: frame.to_string().into(),
+            value: frame,
+            at_ms: gate.now_ms(),
+        }));
+        let changed = async {
+            match wait {
+                None => changes.changed().await.is_ok(),
+                Some(wait) => !matches!(
+                    tokio::time::timeout(wait, changes.changed()).await,
+                    Ok(Err(_))
+                ),
+            }
+        };
+        // Ends only if the gate is gone (it never is while serving).
+        let go_on = tokio::select! {
+            () = publisher.unread() => return,
+            go_on = changed => go_on,
+        };
+        if !go_on {
+            return;
+        }
+        tokio::select! {
+            () = publisher.unread() => return,
+            () = tokio::time::sleep(SETTLE) => {}
+        }
+    }
 }

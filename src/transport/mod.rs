@@ -13,6 +13,7 @@ mod confirmations;
 mod cors;
 pub mod demo;
 mod error;
+mod feeds;
 pub mod guard;
 mod health;
 mod inbox;
@@ -79,7 +80,13 @@ pub struct HttpState {
     pub draining: Arc<AtomicBool>,
     /// The MCP servers `/readyz` waits for (`mcpServers.*.required`).
     pub required_mcp: Arc<[String]>,
+    /// The inbox's SSE streams, capped, and the listings they share.
+    pub inbox_feeds: Arc<InboxFeeds>,
 }
+
+/// The inbox's live listings (`/api/confirmations/events`).
+pub type InboxFeeds = feeds::Feeds<inbox::InboxKey, inbox::Listed>;
+pub use feeds::FeedLimits;
 
 pub fn router(state: HttpState) -> Router {
     let limit = state.max_body_bytes;

@@ -58,6 +58,71 @@ fn an_unknown_config_key_is_an_error_naming_it() {
     assert!(stderr.contains("unknown field `bufferSize`"), "{stderr}");
 }
 
+/// A signing key shorter than 32 bytes stops the binary at start, with an
+/// error naming the key (its place, its variable), never its value.
+#[test]
+fn a_short_signing_key_is_an_error_naming_it() {
+    const SHORT: &str = "SHORTSECRET-31-bytes-0123456789";
+    const LONG: &str = "LONGSECRET-32-bytes-012345678901";
+    let webhook = "toolConfirmation:\n  publicUrl: https://toolgate.example\n  notify: [{webhook: 'https://h.example/x', secretEnv: TOOLGATE_TEST_KEY}]\n";
+    #[rustfmt::skip]
+    let cases: &[(&str, &str, Option<&str>)] = &[
+        ("toolConfirmation:\n  signingKeys: [SHORTSECRET-31-bytes-0123456789]\n", LONG,
+         Some("toolConfirmation.signingKeys[1] is too short: a signing key needs at least 32 bytes")),
+        ("toolConfirmation:\n  signingKeys: [LONGSECRET-32-bytes-012345678901, 'env:TOOLGATE_TEST_KEY']\n", SHORT,
+         Some("toolConfirmation.signingKeys[2] (environment variable TOOLGATE_TEST_KEY) is too short: a signing key needs at least 32 bytes")),
+        (webhook, SHORT,
+         Some("toolConfirmation.notify[1]: environment variable TOOLGATE_TEST_KEY (secretEnv) is too short: a signing key needs at least 32 bytes")),
+        ("toolConfirmation:\n  signingKeys: ['env:TOOLGATE_TEST_KEY']\n", LONG, None),
+        (webhook, LONG, None),
+    ];
+    for (i, (yaml, key, expected)) in cases.iter().enumerate() {
+        let path =
+            std::env::temp_dir().join(format!("toolgate-cli-key-{}-{i}.yaml", std::process::id()));
+        std::fs::write(&path, yaml).unwrap_or_else(|e| panic!("{e}"));
+        let output = Command::new(env!("CARGO_BIN_EXE_toolgate"))
+            .args(["serve", "--bind", "127.0.0.1:0", "--config"])
+            .arg(&path)
+            .env("TOOLGATE_TEST_KEY", key)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let output = ended_or_listening(output);
+        let _ = std::fs::remove_file(&path);
+        match expected {
+            Some(error) => {
+                let (ok, stderr) = output;
+                assert!(!ok, "{yaml}");
+                assert!(stderr.contains(error), "{yaml}: {stderr}");
+                assert!(!stderr.contains("SECRET"), "a key's value in {stderr}");
+            }
+            None => assert!(output.0, "{yaml}: {}", output.1),
+        }
+    }
+}
+
+/// Waits for `child` to print that it listens (then stops it: `true`) or
+/// to exit (`false`); with what it wrote to stderr.
+fn ended_or_listening(mut child: std::process::Child) -> (bool, String) {
+    use std::io::{BufRead, Read};
+    let stdout = child.stdout.take().unwrap_or_else(|| panic!("no stdout"));
+    let listening = std::io::BufReader::new(stdout)
+        .lines()
+        .map_while(Result::ok)
+        .any(|line| line.starts_with("listening on "));
+    if listening {
+        let _ = child.kill();
+    }
+    let _ = child.wait();
+    let mut stderr = String::new();
+    if let Some(mut pipe) = child.stderr.take() {
+        let _ = pipe.read_to_string(&mut stderr);
+    }
+    (listening, stderr)
+}
+
 /// Whether `pid` is gone: no such process, or a zombie nobody has reaped yet.
 fn gone(pid: &str) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {

@@ -134,7 +134,7 @@ impl Cluster {
             &config,
             format!(
                 "store:\n  kind: redis\n  url: {}\n  keyPrefix: '{}'\n\
-                 toolConfirmation:\n  signingKeys: [shared-key]\n  flow: hold\n{}",
+                 toolConfirmation:\n  signingKeys: [shared-signing-key-of-at-least-32-bytes]\n  flow: hold\n{}",
                 self.redis, self.prefix, self.yaml
             ),
         )

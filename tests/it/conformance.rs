@@ -42,7 +42,7 @@ const CLIENT_TOOLS: &str = "tools:
     - name: read_clipboard
       description: What the user copied.
 toolConfirmation:
-  signingKeys: [test-signing-key]
+  signingKeys: [test-signing-key-of-at-least-32-bytes]
   toolPolicies:
     alwaysDeny: [internal--read_clipboard]
 ";

@@ -230,8 +230,12 @@ struct Events {
 
 impl Events {
     async fn open(server: &Server, who: &str) -> Self {
+        Self::open_query(server, who, "").await
+    }
+
+    async fn open_query(server: &Server, who: &str, query: &str) -> Self {
         let response = reqwest::Client::new()
-            .get(format!("{}/api/confirmations/events", server.url))
+            .get(format!("{}/api/confirmations/events{query}", server.url))
             .header("x-user", who)
             .send()
             .await
@@ -329,6 +333,175 @@ on_every_backend!(
     decided_and_expired_questions_leave,
     the_stream_follows_questions_asked_and_decided,
 );
+
+/// Opens an inbox stream of `who`'s: its status and, when refused, its body.
+async fn open_stream(server: &Server, who: &str) -> (u16, Option<reqwest::Response>, Value) {
+    let response = reqwest::Client::new()
+        .get(format!("{}/api/confirmations/events", server.url))
+        .header("x-user", who)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let status = response.status().as_u16();
+    if status == 200 {
+        return (status, Some(response), Value::Null);
+    }
+    let body = response.text().await.unwrap_or_default();
+    (
+        status,
+        None,
+        serde_json::from_str(&body).unwrap_or(Value::Null),
+    )
+}
+
+/// Inbox streams count: four per user, and (here) six in all; beyond, 429
+/// with a JSON error and `Retry-After`; a closed stream frees its place.
+#[tokio::test]
+async fn inbox_streams_are_capped_per_user_and_in_total() {
+    // A keep-alive each second: a closed stream is seen at the next one.
+    let yaml = format!("{FINANCE}stream:\n  maxInboxStreams: 6\n  keepAliveSecs: 1\n");
+    let config = Config::from_yaml(&yaml).unwrap_or_else(|e| panic!("{e}"));
+    let server = Server::with_config(config).await;
+    let mut mallory = Vec::new();
+    for _ in 0..4 {
+        let (status, stream, body) = open_stream(&server, "mallory").await;
+        assert_eq!(status, 200, "{body}");
+        mallory.push(stream);
+    }
+    let (status, _, body) = open_stream(&server, "mallory").await;
+    assert_eq!(status, 429);
+    assert_eq!(
+        body,
+        json!({"error": "too many inbox streams for this user (at most 4); close one and try again"})
+    );
+    let response = reqwest::Client::new()
+        .get(format!("{}/api/confirmations/events", server.url))
+        .header("x-user", "mallory")
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(response.headers().contains_key("retry-after"));
+    drop(response);
+
+    // Others still get theirs, up to the total.
+    let lead = [
+        open_stream(&server, "lead").await,
+        open_stream(&server, "lead").await,
+    ];
+    assert!(lead.iter().all(|(status, ..)| *status == 200));
+    let (status, _, body) = open_stream(&server, "clerk").await;
+    assert_eq!(status, 429);
+    assert_eq!(
+        body,
+        json!({"error": "too many inbox streams (at most 6); try again later"})
+    );
+
+    // One of mallory's closed: its place is free again (once the server
+    // has seen the connection go).
+    mallory.pop();
+    common::wait::until_ok("a place freed", || async {
+        match open_stream(&server, "clerk").await {
+            (200, stream, _) => Ok(stream),
+            (status, _, body) => Err(format!("{status} {body}")),
+        }
+    })
+    .await;
+}
+
+/// The store's `open_all` operations so far (each reads one page).
+async fn listings(server: &Server) -> f64 {
+    let reply = server.get_with("/metrics", &as_user("lead")).await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let series =
+        "toolgate_store_operations_total{store=\"memory\",op=\"open_all\",outcome=\"ok\"} ";
+    reply
+        .body
+        .lines()
+        .find_map(|line| line.strip_prefix(series))
+        .map_or(0.0, |v| v.parse().unwrap_or_else(|e| panic!("{v}: {e}")))
+}
+
+/// Eight streams of the same user with the same filter read one listing:
+/// the store is listed once at the start and once per change, not once
+/// per stream.
+#[tokio::test]
+async fn the_streams_of_one_user_share_one_listing_per_change() {
+    let yaml = format!("{FINANCE}stream:\n  maxInboxStreamsPerUser: 9\n");
+    let config = Config::from_yaml(&yaml).unwrap_or_else(|e| panic!("{e}"));
+    let server = Server::with_config(config).await;
+    let mut streams = Vec::new();
+    for _ in 0..8 {
+        let mut stream = Events::open(&server, "lead").await;
+        assert!(stream.until(0).await.is_empty());
+        streams.push(stream);
+    }
+    assert_eq!(
+        listings(&server).await,
+        1.0,
+        "one listing for eight streams"
+    );
+
+    pays(&server, "clerk", "chat-a", "Send 50 USD to Hanako").await;
+    for stream in &mut streams {
+        assert_eq!(asked(&stream.until(1).await), [pair("clerk", "chat-a")]);
+    }
+    assert_eq!(listings(&server).await, 2.0, "one more for the change");
+
+    // Another filter is another listing, shared by its own streams.
+    let mut mine = Events::open_query(&server, "lead", "?mine=true").await;
+    assert!(mine.until(0).await.is_empty());
+    assert_eq!(listings(&server).await, 3.0);
+}
+
+/// A stream that joins a feed listed a while ago reads each question's
+/// `expiresInMs` as of now, not as of that listing.
+#[tokio::test]
+async fn a_stream_opened_later_reads_expiry_as_of_now() {
+    let config = Config::from_yaml(FINANCE).unwrap_or_else(|e| panic!("{e}"));
+    let server = Server::with_config(config).await;
+    pays(&server, "clerk", "chat-a", "Send 50 USD to Hanako").await;
+    let mut first = Events::open(&server, "lead").await;
+    let listed = first.until(1).await;
+    assert_eq!(listed[0]["expiresInMs"], 120_000);
+    server.clock.advance(Duration::from_secs(30));
+    let mut later = Events::open(&server, "lead").await;
+    let listed = later.until(1).await;
+    assert_eq!(listed[0]["expiresInMs"], 90_000, "{}", listed[0]);
+}
+
+/// A user no rule names among the approvers may decide only their own
+/// questions: their inbox reads only theirs from the store, one page,
+/// however many other users' wait (here 257, past a page of 256).
+#[tokio::test]
+async fn a_user_who_may_decide_nothing_reads_only_their_own() {
+    let config = Config::from_yaml(FINANCE).unwrap_or_else(|e| panic!("{e}"));
+    let server = Server::with_config(config).await;
+    for i in 0..257 {
+        let body = user_says(&format!("chat-{i}"), "Send 50 USD to Hanako").to_string();
+        let reply = server.post_with("/stream", &as_user("clerk"), body).await;
+        assert_eq!(
+            reply.of_type("tool-input-available").len(),
+            1,
+            "{}",
+            reply.body
+        );
+    }
+    let before = listings(&server).await;
+    assert!(inbox(&server, "mallory", "").await.is_empty());
+    assert_eq!(
+        listings(&server).await - before,
+        1.0,
+        "one page, of hers alone"
+    );
+    assert!(inbox(&server, "lead", "?mine=true").await.is_empty());
+    assert_eq!(
+        listings(&server).await - before,
+        2.0,
+        "?mine=true: one page too"
+    );
+    // An approver still sees everyone's.
+    assert_eq!(inbox(&server, "lead", "?limit=1000").await.len(), 257);
+}
 
 /// With Redis, a stream on one instance hears of questions asked and
 /// decided on another that shares the store.

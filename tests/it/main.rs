@@ -18,6 +18,7 @@ mod common;
 mod adk;
 #[cfg(all(feature = "conformance", feature = "adk"))]
 mod adk_clients;
+mod adk_session;
 mod approvers;
 mod arguments;
 mod audit;

@@ -709,3 +709,90 @@ async fn a_links_token_is_checked_before_its_body_is_read() {
     assert_eq!(status, 200);
     assert_eq!(server.payments(), 1);
 }
+
+/// One user's burst takes only its share of the delivery slots: alice's 70
+/// questions, whose deliveries her receiver never answers, and then bob's
+/// one, which is delivered at once; none of alice's is dropped (they wait
+/// their turn).
+#[tokio::test]
+async fn a_burst_of_one_user_does_not_keep_anothers_question_untold() {
+    use std::sync::{Arc, Mutex};
+
+    let got: Arc<Mutex<Vec<String>>> = Arc::default();
+    let record = got.clone();
+    let app = axum::Router::new().fallback(axum::routing::post(move |body: axum::body::Bytes| {
+        let record = record.clone();
+        async move {
+            let body: Value = serde_json::from_slice(&body).unwrap_or_default();
+            let requester = body["requester"].as_str().unwrap_or_default().to_owned();
+            record
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(requester.clone());
+            if requester == "alice" {
+                // Alice's receiver is stuck: her deliveries hold their slots.
+                std::future::pending::<()>().await;
+            }
+            axum::http::StatusCode::OK
+        }
+    }));
+    let (listener, url) = crate::common::loopback().await;
+    // A test's receiver: it lives as long as the test's runtime.
+    #[allow(clippy::disallowed_methods)]
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let yaml = format!(
+        "toolConfirmation:\n  publicUrl: {PUBLIC_URL}\n  notify:\n    - {{webhook: '{url}/hook', secretEnv: {SECRET_ENV}}}\nauth:\n  principalHeader: X-User\n"
+    );
+    let server = server(&yaml).await;
+    let ask = |who: &'static str, chat: String| {
+        let server = &server;
+        async move {
+            let body = user_says(&chat, "Send 50 USD to Hanako").to_string();
+            let reply = server.post_with("/stream", &[("x-user", who)], body).await;
+            assert_eq!(
+                reply.of_type("tool-input-available").len(),
+                1,
+                "{}",
+                reply.body
+            );
+        }
+    };
+    for i in 0..70 {
+        ask("alice", format!("chat-{i}")).await;
+    }
+    ask("bob", "chat-bob".to_owned()).await;
+
+    let told = |who: &str| {
+        got.lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .filter(|r| *r == who)
+            .count()
+    };
+    wait::until_true("bob's question delivered", || told("bob") == 1).await;
+    let bobs = wait::until_ok("bob's delivery recorded", || async {
+        let reply = server.get_with("/api/audit", &[("x-user", "bob")]).await;
+        let notified: Vec<Value> = reply
+            .body
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|e| e["decision"] == "notified")
+            .collect();
+        if notified.is_empty() {
+            Err(reply.body)
+        } else {
+            Ok(notified)
+        }
+    })
+    .await;
+    assert_eq!(bobs.len(), 1);
+    assert_eq!(bobs[0]["reason"], Value::Null, "delivered: {}", bobs[0]);
+    // Alice's deliveries wait their turn: a few in flight, none dropped.
+    assert!(told("alice") < 70, "{} of alice's in flight", told("alice"));
+    let alices = server.get_with("/api/audit", &[("x-user", "alice")]).await;
+    assert!(
+        !alices.body.contains("\"notified\""),
+        "nothing of alice's ended, nothing dropped: {}",
+        alices.body
+    );
+}

@@ -46,7 +46,7 @@ async fn after_kill_9_during_an_approved_call_the_next_answer_is_immediate() {
     std::fs::write(
         &config,
         format!(
-            "store:\n  path: {}\ntoolConfirmation:\n  signingKeys: [test-signing-key]\ntools:\n  timeoutMs: {}\n  http:\n    - name: hang\n      description: Never answers\n      parameters: {{type: object}}\n      url: {hang}/hang\n      timeoutMs: 600000\n",
+            "store:\n  path: {}\ntoolConfirmation:\n  signingKeys: [test-signing-key-of-at-least-32-bytes]\ntools:\n  timeoutMs: {}\n  http:\n    - name: hang\n      description: Never answers\n      parameters: {{type: object}}\n      url: {hang}/hang\n      timeoutMs: 600000\n",
             state.path().join("db.sqlite3").display(),
             TOOL_TIMEOUT.as_millis(),
         ),

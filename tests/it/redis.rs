@@ -14,7 +14,7 @@ fn instance(dir: &std::path::Path, name: &str, url: &str, prefix: &str) -> Binar
     let config = dir.join(format!("{name}.yaml"));
     std::fs::write(
         &config,
-        format!("store:\n  kind: redis\n  url: {url}\n  keyPrefix: '{prefix}'\ntoolConfirmation:\n  signingKeys: [shared-key]\n"),
+        format!("store:\n  kind: redis\n  url: {url}\n  keyPrefix: '{prefix}'\ntoolConfirmation:\n  signingKeys: [shared-signing-key-of-at-least-32-bytes]\n"),
     )
     .unwrap_or_else(|e| panic!("{e}"));
     Binary::serve_with(&["--config", &config.display().to_string()])

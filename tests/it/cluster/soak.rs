@@ -435,7 +435,7 @@ async fn soak() {
     let (pay_url, ran) = counter().await;
     let yaml = format!(
         "store:\n  kind: redis\n  url: {redis}\n  keyPrefix: '{prefix}'\n\
-         toolConfirmation:\n  signingKeys: [shared-key]\n  flow: hold\n  expirySecs: 120\n\
+         toolConfirmation:\n  signingKeys: [shared-signing-key-of-at-least-32-bytes]\n  flow: hold\n  expirySecs: 120\n\
          model:\n  deltaDelayMs: 30\n\
          stream:\n  maxTurns: 1024\n  maxTurnsPerUser: 1024\n\
          tools:\n  http:\n    - name: pay_counter\n      description: Pay, counted\n      \

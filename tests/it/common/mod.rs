@@ -284,7 +284,7 @@ impl Binary {
         std::fs::write(
             &config,
             format!(
-                "store:\n  path: {}\ntoolConfirmation:\n  signingKeys: [test-signing-key]\n{yaml}",
+                "store:\n  path: {}\ntoolConfirmation:\n  signingKeys: [test-signing-key-of-at-least-32-bytes]\n{yaml}",
                 db.display()
             ),
         )

@@ -13,8 +13,9 @@ use sha2::Sha256;
 use super::wait;
 
 /// Tests may not set environment variables (`unsafe` is forbidden), so the
-/// webhook's key is read from one cargo sets for every test it runs.
-pub const SECRET_ENV: &str = "CARGO_MANIFEST_DIR";
+/// webhook's key is read from one cargo sets for every test it runs, and
+/// long enough for a signing key (32 bytes at least).
+pub const SECRET_ENV: &str = "CARGO_PKG_DESCRIPTION";
 
 pub const PUBLIC_URL: &str = "https://toolgate.example";
 

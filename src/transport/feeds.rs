@@ -1,0 +1,273 @@
+//! Live listings shared among the streams that read the same one: the
+//! inbox's SSE streams (`inbox.rs`). Streams are counted and capped per
+//! principal and in total; the streams of one key (who reads, and what
+//! they filter) read one feed, written by one publisher, so a change is
+//! listed once per key, however many streams read it.
+
+use std::collections::HashMap;
+use std::hash::Hash;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use tokio::sync::watch;
+
+/// Why a stream was not opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum FeedError {
+    #[error("too many inbox streams for this user (at most {0}); close one and try again")]
+    PerPrincipal(usize),
+    #[error("too many inbox streams (at most {0}); try again later")]
+    Total(usize),
+}
+
+/// How many streams may read at once.
+#[derive(Debug, Clone, Copy)]
+pub struct FeedLimits {
+    pub per_principal: usize,
+    pub total: usize,
+}
+
+/// What a feed carries: its latest frame (`None` until the first).
+type Frame<T> = Option<Arc<T>>;
+
+/// The feeds, by key, each carrying frames of `T`, and the streams
+/// reading them.
+pub struct Feeds<K, T: ?Sized> {
+    inner: Mutex<Registry<K, T>>,
+    limits: FeedLimits,
+}
+
+struct Registry<K, T: ?Sized> {
+    feeds: HashMap<K, Arc<watch::Sender<Frame<T>>>>,
+    /// Streams open per principal.
+    streams: HashMap<String, usize>,
+    total: usize,
+}
+
+/// One stream's reading of a feed; counted until it is dropped.
+pub struct Subscription<K: Hash + Eq, T: ?Sized> {
+    pub frames: watch::Receiver<Frame<T>>,
+    _ticket: Ticket<K, T>,
+}
+
+/// Given to the first stream of a key: the feed's only writer, whose task
+/// lists and publishes until nobody reads it.
+pub struct Publisher<K: Hash + Eq, T: ?Sized> {
+    tx: Arc<watch::Sender<Frame<T>>>,
+    feeds: Arc<Feeds<K, T>>,
+    key: K,
+}
+
+/// A stream's subscription, and the feed's publisher if it is the first.
+pub type Joined<K, T> = (Subscription<K, T>, Option<Publisher<K, T>>);
+
+struct Ticket<K: Hash + Eq, T: ?Sized> {
+    feeds: Arc<Feeds<K, T>>,
+    principal: String,
+}
+
+impl<K: Hash + Eq + Clone, T: ?Sized> Feeds<K, T> {
+    pub fn new(limits: FeedLimits) -> Self {
+        Self {
+            inner: Mutex::new(Registry {
+                feeds: HashMap::new(),
+                streams: HashMap::new(),
+                total: 0,
+            }),
+            limits,
+        }
+    }
+
+    fn registry(&self) -> std::sync::MutexGuard<'_, Registry<K, T>> {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A stream of `principal`'s reading `key`'s feed, if the caps leave
+    /// room; with the feed's publisher when there was no feed yet (the
+    /// caller then runs it).
+    pub fn join(self: &Arc<Self>, principal: &str, key: K) -> Result<Joined<K, T>, FeedError> {
+        let mut registry = self.registry();
+        if registry.total >= self.limits.total {
+            return Err(FeedError::Total(self.limits.total));
+        }
+        let mine = registry.streams.get(principal).copied().unwrap_or(0);
+        if mine >= self.limits.per_principal {
+            return Err(FeedError::PerPrincipal(self.limits.per_principal));
+        }
+        registry.total += 1;
+        registry.streams.insert(principal.to_owned(), mine + 1);
+        let ticket = Ticket {
+            feeds: self.clone(),
+            principal: principal.to_owned(),
+        };
+        // Subscribed under the lock: a publisher leaves only when, under
+        // it, nobody reads (`Publisher::unread`).
+        if let Some(tx) = registry.feeds.get(&key) {
+            let frames = tx.subscribe();
+            return Ok((
+                Subscription {
+                    frames,
+                    _ticket: ticket,
+                },
+                None,
+            ));
+        }
+        let (tx, frames) = watch::channel(None);
+        let tx = Arc::new(tx);
+        registry.feeds.insert(key.clone(), tx.clone());
+        let publisher = Publisher {
+            tx,
+            feeds: self.clone(),
+            key,
+        };
+        Ok((
+            Subscription {
+                frames,
+                _ticket: ticket,
+            },
+            Some(publisher),
+        ))
+    }
+
+    /// Streams open now, and feeds (distinct keys) they read.
+    pub fn open(&self) -> (usize, usize) {
+        let registry = self.registry();
+        (registry.total, registry.feeds.len())
+    }
+}
+
+impl<K: Hash + Eq, T: ?Sized> Publisher<K, T> {
+    /// Hands every reader the latest frame.
+    pub fn publish(&self, frame: Arc<T>) {
+        self.tx.send_replace(Some(frame));
+    }
+
+    /// Resolves once no stream reads the feed any more; the feed is then
+    /// gone, so a stream that comes later starts a new one.
+    pub async fn unread(&self) {
+        loop {
+            self.tx.closed().await;
+            let mut registry = self
+                .feeds
+                .inner
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            if self.tx.receiver_count() == 0 {
+                if registry
+                    .feeds
+                    .get(&self.key)
+                    .is_some_and(|tx| Arc::ptr_eq(tx, &self.tx))
+                {
+                    registry.feeds.remove(&self.key);
+                }
+                return;
+            }
+        }
+    }
+}
+
+impl<K: Hash + Eq, T: ?Sized> Drop for Publisher<K, T> {
+    /// A publisher gone for any reason (shutdown, a panic) takes its feed
+    /// along: its readers see it end, and the next stream starts another.
+    fn drop(&mut self) {
+        let mut registry = self
+            .feeds
+            .inner
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if registry
+            .feeds
+            .get(&self.key)
+            .is_some_and(|tx| Arc::ptr_eq(tx, &self.tx))
+        {
+            registry.feeds.remove(&self.key);
+        }
+    }
+}
+
+impl<K: Hash + Eq, T: ?Sized> Drop for Ticket<K, T> {
+    fn drop(&mut self) {
+        let mut registry = self
+            .feeds
+            .inner
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        registry.total = registry.total.saturating_sub(1);
+        if let Some(n) = registry.streams.get_mut(&self.principal) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                registry.streams.remove(&self.principal);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn feeds(per_principal: usize, total: usize) -> Arc<Feeds<&'static str, str>> {
+        Arc::new(Feeds::new(FeedLimits {
+            per_principal,
+            total,
+        }))
+    }
+
+    #[test]
+    fn streams_are_capped_per_principal_and_in_total() {
+        let feeds = feeds(2, 3);
+        let a1 = feeds.join("alice", "k");
+        let a2 = feeds.join("alice", "k");
+        assert!(a1.is_ok() && a2.is_ok());
+        assert_eq!(
+            feeds.join("alice", "other").err(),
+            Some(FeedError::PerPrincipal(2))
+        );
+        let b1 = feeds.join("bob", "b");
+        assert!(b1.is_ok());
+        assert_eq!(feeds.join("carol", "c").err(), Some(FeedError::Total(3)));
+        drop(a1);
+        assert!(
+            feeds.join("alice", "k").is_ok(),
+            "a closed stream frees its place"
+        );
+        // The one just opened was dropped at once too.
+        assert_eq!(feeds.open().0, 2);
+    }
+
+    #[test]
+    fn the_streams_of_one_key_share_one_publisher() {
+        let feeds = feeds(4, 8);
+        let Ok((mut first, Some(publisher))) = feeds.join("alice", "k") else {
+            panic!("the first stream publishes")
+        };
+        let Ok((mut second, None)) = feeds.join("alice", "k") else {
+            panic!("the second reads the same feed")
+        };
+        let Ok((_reading, Some(_other))) = feeds.join("alice", "filtered") else {
+            panic!("another key, another feed")
+        };
+        publisher.publish("listing".into());
+        for stream in [&mut first, &mut second] {
+            assert_eq!(
+                stream.frames.borrow_and_update().as_deref(),
+                Some("listing")
+            );
+        }
+        assert_eq!(feeds.open(), (3, 2));
+    }
+
+    #[tokio::test]
+    async fn a_feed_nobody_reads_is_gone() {
+        let feeds = feeds(4, 8);
+        let Ok((first, Some(publisher))) = feeds.join("alice", "k") else {
+            panic!("the first stream publishes")
+        };
+        drop(first);
+        publisher.unread().await;
+        drop(publisher);
+        assert_eq!(feeds.open(), (0, 0));
+        let Ok((_, Some(_))) = feeds.join("alice", "k") else {
+            panic!("a stream after that starts a new feed")
+        };
+    }
+}
