@@ -240,6 +240,12 @@ pub enum BackendError {
         #[source]
         source: std::io::Error,
     },
+    #[error("cannot create the file {}: {source}", .path.display())]
+    File {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("redis: {0}")]
     Redis(#[from] ::redis::RedisError),
     /// A record that does not encode, or a stored one that does not decode.
