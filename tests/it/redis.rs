@@ -255,3 +255,61 @@ async fn a_held_turn_decided_and_resumed_on_another_instance() {
     assert_eq!(chunks_of(&resumed), chunks_of(&seen));
     assert_eq!(a.payments() + b.payments(), 1);
 }
+
+/// What a user can multiply in Redis expires: a chat's remembered
+/// approval and its approve-next budget (new chats are free to make), the
+/// audit log's keys and their index. Each kind is found, and each has a
+/// time to live (none had one).
+#[tokio::test]
+async fn what_a_user_can_multiply_expires() {
+    use redis::AsyncCommands;
+    let url = redis_url();
+    let prefix = format!("test-{}:", uuid::Uuid::new_v4().simple());
+    let store = toolgate::store::Store::redis(&url, &prefix)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let config = toolgate::Config::from_yaml("store: {auditRetentionDays: 7}\n")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let server = common::Server::with(config, move |app| app.with_store(store)).await;
+    for (chat, answer) in [
+        ("chat-remember", json!({"remember": "session"})),
+        ("chat-budget", json!({"approveNext": 3})),
+    ] {
+        let first = server
+            .chat(&common::user_says(chat, "Send 50 USD to Hanako"))
+            .await;
+        let mut approve = approval(chat, &first);
+        let output = &mut approve["messages"][1]["parts"][1]["output"];
+        for (key, value) in answer.as_object().into_iter().flatten() {
+            output[key] = value.clone();
+        }
+        let paid = server.chat(&approve).await;
+        assert!(transaction(&paid).is_some(), "{}", paid.body);
+    }
+    let client = redis::Client::open(url.as_str()).unwrap_or_else(|e| panic!("{e}"));
+    let mut conn = client
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let keys: Vec<String> = conn
+        .keys(format!("{prefix}*"))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let week = 7 * 24 * 3600 * 1000;
+    let mut seen = std::collections::BTreeMap::new();
+    for key in &keys {
+        let rest = &key[prefix.len()..];
+        let kind = ["budget:", "approval:", "audit:", "audit-index"]
+            .into_iter()
+            .find(|kind| rest.starts_with(kind));
+        let Some(kind) = kind else { continue };
+        let ttl: i64 = conn.pttl(key).await.unwrap_or_else(|e| panic!("{e}"));
+        assert!((1..=week).contains(&ttl), "{rest}: {ttl} ms to live");
+        *seen.entry(kind).or_insert(0) += 1;
+    }
+    assert_eq!(
+        seen.keys().copied().collect::<Vec<_>>(),
+        ["approval:", "audit-index", "audit:", "budget:"],
+        "{keys:?}"
+    );
+}
