@@ -209,11 +209,11 @@ async fn the_database_and_its_folder_are_private() {
     };
     let wal = db.with_extension("sqlite3-wal");
     let shm = db.with_extension("sqlite3-shm");
-    let modes: Vec<u32> = [&data, &data.join("nested")]
+    let modes: Vec<String> = [&data, &data.join("nested")]
         .into_iter()
         .chain([&db, &wal, &shm])
-        .map(|p| mode(p))
+        .map(|p| format!("{:o}", mode(p)))
         .collect();
-    assert_eq!(modes, [0o700, 0o700, 0o600, 0o600, 0o600]);
+    assert_eq!(modes, ["700", "700", "600", "600", "600"]);
     drop(server);
 }
