@@ -1096,6 +1096,80 @@ mod tests {
         }
     }
 
+    /// The waiters of one instance share one subscription to outcomes:
+    /// twenty of them are one subscriber of the channel (each was one),
+    /// and each is woken by its own outcome.
+    #[tokio::test]
+    async fn waiters_share_one_subscription() {
+        use crate::store::Outcome;
+        let url = url();
+        let prefix = format!("test-{}:", uuid::Uuid::new_v4().simple());
+        let store = Store::redis(&url, &prefix)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let Backend::Redis(redis) = &store.backend else {
+            panic!("not redis")
+        };
+        let ids: Vec<String> = (0..20).map(|n| format!("shared-{n}")).collect();
+        for id in &ids {
+            store
+                .insert(conformance::issued(id))
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
+        }
+        let conn = redis.conn.clone();
+        let subscribers = || {
+            let mut conn = conn.clone();
+            let channel = redis.channel();
+            async move {
+                let counts: (String, usize) = redis::cmd("PUBSUB")
+                    .arg("NUMSUB")
+                    .arg(&channel)
+                    .query_async(&mut conn)
+                    .await
+                    .unwrap_or_else(|e| panic!("{e}"));
+                counts.1
+            }
+        };
+        let waits = futures::future::join_all(
+            ids.iter()
+                .map(|id| store.wait_outcome(id, std::time::Duration::from_secs(10))),
+        );
+        let decide = async {
+            let mut seen = 0;
+            for _ in 0..500 {
+                seen = subscribers().await;
+                if seen > 0 {
+                    break;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            }
+            assert_eq!(seen, 1, "subscribers of the outcomes channel");
+            // For half a second, while every waiter looks and waits.
+            for _ in 0..50 {
+                assert_eq!(subscribers().await, 1, "a subscription per waiter");
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            }
+            for id in &ids {
+                assert_eq!(
+                    store.claim(id, 1, conformance::ME).await.ok(),
+                    Some(crate::store::Claim::Won)
+                );
+                store
+                    .finish(id, Outcome::Denied { reason: None })
+                    .await
+                    .unwrap_or_else(|e| panic!("{e}"));
+            }
+        };
+        let (woken, ()) = tokio::join!(waits, decide);
+        for outcome in woken {
+            assert!(
+                matches!(outcome, Ok(Some(Outcome::Denied { .. }))),
+                "{outcome:?}"
+            );
+        }
+    }
+
     /// Another instance hears of each question asked and taken; the one
     /// taken leaves the open index at once.
     #[tokio::test]
@@ -1241,6 +1315,72 @@ mod tests {
                 .await
                 .ok(),
             Some(None)
+        );
+    }
+
+    /// A chat's grant lives at most the retention, one for every chat as
+    /// long as it is not revoked; the index of a user's approvals loses
+    /// the entry of a grant that is gone when another is remembered, so it
+    /// is as large as the live grants, however many chats came and went.
+    #[tokio::test]
+    async fn a_chats_grants_expire_and_their_index_stays_small() {
+        use redis::AsyncCommands;
+        let url = url();
+        let prefix = format!("test-{}:", uuid::Uuid::new_v4().simple());
+        let Backend::Redis(store) = Store::redis(&url, &prefix)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+            .backend
+        else {
+            panic!("not redis")
+        };
+        let store = (*store)
+            .clone()
+            .with_retention(std::time::Duration::from_secs(3600));
+        let mut conn = store.conn.clone();
+        let ttl = |chat: &str| {
+            let key = store.approval_key("alice", &super::field(chat, "internal--pay"));
+            let mut conn = store.conn.clone();
+            async move {
+                conn.pttl::<_, i64>(key)
+                    .await
+                    .unwrap_or_else(|e| panic!("{e}"))
+            }
+        };
+        for (n, chat) in ["c1", "c2", "c3"].into_iter().enumerate() {
+            store
+                .remember(conformance::grant(
+                    &format!("g{n}"),
+                    Some(chat),
+                    1_000,
+                    None,
+                ))
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
+            let left = ttl(chat).await;
+            assert!((1..=3_600_000).contains(&left), "{chat}: {left}");
+            // Its life ends (deleted here, as its expiry would), but c3's.
+            if chat != "c3" {
+                let key = store.approval_key("alice", &super::field(chat, "internal--pay"));
+                let _: i64 = conn.del(key).await.unwrap_or_else(|e| panic!("{e}"));
+            }
+        }
+        store
+            .remember(conformance::grant("g", None, 1_000, None))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(ttl("").await, -1, "one for every chat: until revoked");
+        let mut entries: Vec<String> = conn
+            .smembers(store.approvals_key("alice"))
+            .await
+            .unwrap_or_default();
+        entries.sort();
+        assert_eq!(
+            entries,
+            [
+                super::field("", "internal--pay"),
+                super::field("c3", "internal--pay")
+            ]
         );
     }
 
