@@ -854,10 +854,8 @@ impl RedisStore {
         id: &str,
         timeout: Duration,
     ) -> Result<Option<Outcome>, StoreError> {
-        let mut decided = self
-            .outcomes
-            .subscribe(&self.client, &self.channel())
-            .await?;
+        let channel = self.channel();
+        let mut decided = self.outcomes.subscribe(&self.client, &channel).await?;
         let wait = async {
             loop {
                 // Subscribed first, then looked: an outcome cannot slip between.
@@ -865,20 +863,21 @@ impl RedisStore {
                     return Ok(Some(outcome));
                 }
                 // Until this one's outcome is told, or anything may have been
-                // missed (lagged, or the subscription dropped: then it polls).
+                // missed (lagged), or the subscription ended: then a new one.
                 let told = async {
                     loop {
                         match decided.recv().await {
-                            Ok(decided) if *decided == *id => break,
+                            Ok(decided) if *decided == *id => return true,
                             Ok(_) => {}
-                            Err(broadcast::error::RecvError::Lagged(_)) => break,
-                            Err(broadcast::error::RecvError::Closed) => {
-                                std::future::pending::<()>().await;
-                            }
+                            Err(broadcast::error::RecvError::Lagged(_)) => return true,
+                            Err(broadcast::error::RecvError::Closed) => return false,
                         }
                     }
                 };
-                let _ = tokio::time::timeout(POLL, told).await;
+                // Elapsed: look anyway.
+                if let Ok(false) = tokio::time::timeout(POLL, told).await {
+                    decided = self.outcomes.subscribe(&self.client, &channel).await?;
+                }
             }
         };
         match tokio::time::timeout(timeout, wait).await {
@@ -899,29 +898,33 @@ impl RedisStore {
 }
 
 /// The one subscription to the outcomes channel of an instance, shared by
-/// every waiter on it: each outcome's id, told to all of them. It is made
-/// by the first waiter and ends a while after the last one leaves.
+/// every waiter on it: each outcome's id, told to all of them. The first
+/// waiter makes it (others that come meanwhile wait for that one); it
+/// ends once no waiter is left, or when its connection drops.
 struct Outcomes {
-    told: std::sync::Mutex<Option<broadcast::Sender<std::sync::Arc<str>>>>,
+    current: std::sync::Mutex<std::sync::Arc<Subscription>>,
     tasks: TaskTracker,
 }
+
+/// One subscription, made once.
+type Subscription = tokio::sync::OnceCell<broadcast::Sender<std::sync::Arc<str>>>;
 
 /// Outcomes a slow waiter may be behind before it looks for itself.
 const TOLD: usize = 1024;
 
-/// How long the subscription stays without a waiter.
-const IDLE: Duration = Duration::from_secs(5);
+/// How often the subscription looks whether any waiter is left.
+const IDLE: Duration = Duration::from_secs(1);
 
 impl Outcomes {
     fn new(tasks: TaskTracker) -> Self {
         Self {
-            told: std::sync::Mutex::new(None),
+            current: std::sync::Mutex::new(std::sync::Arc::default()),
             tasks,
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Option<broadcast::Sender<std::sync::Arc<str>>>> {
-        self.told
+    fn lock(&self) -> std::sync::MutexGuard<'_, std::sync::Arc<Subscription>> {
+        self.current
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
@@ -933,52 +936,65 @@ impl Outcomes {
         client: &redis::Client,
         channel: &str,
     ) -> Result<broadcast::Receiver<std::sync::Arc<str>>, StoreError> {
-        if let Some(told) = self.lock().as_ref() {
-            return Ok(told.subscribe());
+        loop {
+            let current = self.lock().clone();
+            let told = current
+                .get_or_try_init(|| async {
+                    let mut pubsub = client.get_async_pubsub().await.map_err(backend)?;
+                    pubsub.subscribe(channel).await.map_err(backend)?;
+                    let (told, _) = broadcast::channel(TOLD);
+                    self.tasks
+                        .spawn(self.clone().tell(pubsub, told.clone(), current.clone()));
+                    Ok::<_, StoreError>(told)
+                })
+                .await?;
+            let receiver = told.subscribe();
+            // Still the one there is: it counts this waiter before it
+            // looks whether any is left (under the same lock).
+            if std::sync::Arc::ptr_eq(&self.lock(), &current) {
+                return Ok(receiver);
+            }
         }
-        let mut pubsub = client.get_async_pubsub().await.map_err(backend)?;
-        pubsub.subscribe(channel).await.map_err(backend)?;
-        let mut slot = self.lock();
-        if let Some(told) = slot.as_ref() {
-            // Another waiter made one meanwhile: this one goes.
-            return Ok(told.subscribe());
-        }
-        let (told, receiver) = broadcast::channel(TOLD);
-        *slot = Some(told.clone());
-        drop(slot);
-        self.tasks.spawn(self.clone().tell(pubsub, told));
-        Ok(receiver)
     }
 
     /// Tells each outcome's id until the subscription drops or no waiter
-    /// is left for [`IDLE`].
+    /// is left (looked at every [`IDLE`]); then the next waiter makes a
+    /// new one.
     async fn tell(
         self: std::sync::Arc<Self>,
         pubsub: redis::aio::PubSub,
         told: broadcast::Sender<std::sync::Arc<str>>,
+        this: std::sync::Arc<Subscription>,
     ) {
         let mut messages = pubsub.into_on_message();
+        let mut looked = tokio::time::Instant::now();
         loop {
             match tokio::time::timeout(IDLE, messages.next()).await {
                 Ok(Some(message)) => {
                     if let Ok(id) = message.get_payload::<String>() {
-                        let _ = told.send(id.into());
+                        // None listening is no error: the look below ends it.
+                        told.send(id.into()).ok();
                     }
                 }
                 Ok(None) => break,
-                Err(_idle) => {
-                    // Looked at under the lock waiters subscribe under.
-                    let mut slot = self.lock();
-                    if told.receiver_count() == 0 {
-                        *slot = None;
-                        return;
-                    }
+                Err(_idle) => {}
+            }
+            if looked.elapsed() < IDLE {
+                continue;
+            }
+            looked = tokio::time::Instant::now();
+            let mut current = self.lock();
+            if told.receiver_count() == 0 {
+                if std::sync::Arc::ptr_eq(&current, &this) {
+                    *current = std::sync::Arc::default();
                 }
+                return;
             }
         }
-        let mut slot = self.lock();
-        if slot.as_ref().is_some_and(|s| s.same_channel(&told)) {
-            *slot = None;
+        // Dropped: its waiters see it closed, and make another.
+        let mut current = self.lock();
+        if std::sync::Arc::ptr_eq(&current, &this) {
+            *current = std::sync::Arc::default();
         }
     }
 }
