@@ -245,15 +245,21 @@ impl App {
         });
         let toolbox = Toolbox::new(self.registry);
         mcp::start(servers, &toolbox);
-        let store = self.store.with_metrics(&metrics);
         let tasks = TaskTracker::new();
+        let store = self
+            .store
+            .with_retention(self.config.store.audit_retention())
+            .with_tasks(&tasks)
+            .with_metrics(&metrics);
         // A config that loaded has valid limits; if not, none holds.
         let rates = self.config.limits.rates().unwrap_or_else(|e| {
             tracing::error!("{e}: no rate limit holds");
             Default::default()
         });
         let limiter = store.limiter(rates, tasks.clone(), &self.instance);
-        let turn_logs = store.turn_logs(&self.instance);
+        let turn_logs = store
+            .turn_logs(&self.instance)
+            .map(|logs| logs.following(tasks.clone(), self.config.store.max_followed_turns()));
         let gate = Gate::new(
             toolbox,
             store.clone(),

@@ -306,11 +306,22 @@ pub struct StoreConfig {
     /// Prefix of every Redis key (default `toolgate:`); instances of one
     /// deployment share it.
     pub key_prefix: Option<String>,
-    /// Days the audit log keeps an event (default 90).
+    /// Days the audit log keeps an event (default 90); with Redis also how
+    /// long a chat's remembered approvals and approve-next budgets live.
     pub audit_retention_days: Option<u64>,
+    /// Redis: turns of other instances this one follows at once for
+    /// resumes (each holds one connection, whatever the number of resumes
+    /// of it); a resume beyond is refused with 503 (default 32).
+    pub max_followed_turns: Option<usize>,
 }
 
 impl StoreConfig {
+    pub fn max_followed_turns(&self) -> usize {
+        self.max_followed_turns
+            .unwrap_or(crate::store::FOLLOWED)
+            .max(1)
+    }
+
     pub fn audit_retention(&self) -> Duration {
         Duration::from_secs(
             self.audit_retention_days

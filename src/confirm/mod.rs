@@ -219,7 +219,10 @@ pub enum GateError {
 fn public_text(e: &StoreError) -> String {
     match e {
         StoreError::Backend(_) => "the confirmation store is unavailable; try again".to_owned(),
-        StoreError::Duplicate(_) | StoreError::NotClaimed(_) | StoreError::Full(_) => e.to_string(),
+        StoreError::Duplicate(_)
+        | StoreError::NotClaimed(_)
+        | StoreError::Full(_)
+        | StoreError::Followed(_) => e.to_string(),
     }
 }
 

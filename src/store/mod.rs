@@ -6,10 +6,13 @@
 //! that holds it, so a claim whose holder is gone is known as orphaned.
 
 pub mod limits;
+#[cfg(test)]
+mod lua_keys;
 mod memory;
 mod redis;
 mod redis_limits;
 mod sqlite;
+mod turn_feed;
 mod turn_log;
 
 use std::time::Duration;
@@ -24,8 +27,8 @@ pub use memory::MemoryStore;
 pub use redis::RedisStore;
 pub use sqlite::SqliteStore;
 pub use turn_log::{
-    Adopted, KEPT_AFTER_END, REFRESH_EVERY, Read, TURN_TTL, TakeOver, TurnLogReader, TurnLogWriter,
-    TurnLogs,
+    Adopted, FOLLOWED, KEPT_AFTER_END, REFRESH_EVERY, Read, TURN_TTL, TakeOver, TurnLogReader,
+    TurnLogWriter, TurnLogs,
 };
 
 use crate::call::ToolCall;
@@ -216,6 +219,10 @@ pub enum StoreError {
     NotClaimed(String),
     #[error("too many open confirmations ({0}); try again later")]
     Full(usize),
+    /// A resume of another instance's turn when this instance already
+    /// follows as many such turns as it may (each holds a connection).
+    #[error("too many turns of other instances followed at once ({0}); try again later")]
+    Followed(usize),
     /// The backend failed; its driver's words are for the log only.
     #[error("store failed: {0}")]
     Backend(#[from] BackendError),
@@ -236,6 +243,12 @@ pub enum BackendError {
     },
     #[error("cannot create the folder {}: {source}", .path.display())]
     Folder {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot create the file {}: {source}", .path.display())]
+    File {
         path: std::path::PathBuf,
         #[source]
         source: std::io::Error,
@@ -380,6 +393,28 @@ impl Store {
     /// Every key starts with `prefix`, so instances of one deployment share it.
     pub async fn redis(url: &str, prefix: &str) -> Result<Self, StoreError> {
         Ok(Backend::Redis(std::sync::Arc::new(RedisStore::connect(url, prefix).await?)).into())
+    }
+
+    /// With Redis, what a user can multiply (a chat's remembered approvals
+    /// and approve-next budgets, the audit log's keys) expires `retention`
+    /// after it was last written; the other backends keep them in their
+    /// file or memory, pruned as before.
+    pub fn with_retention(mut self, retention: Duration) -> Self {
+        if let Backend::Redis(redis) = &self.backend {
+            let redis = (**redis).clone().with_retention(retention);
+            self.backend = Backend::Redis(std::sync::Arc::new(redis));
+        }
+        self
+    }
+
+    /// With Redis, the one subscription to outcomes the instance's
+    /// waiters share runs on `tasks`.
+    pub fn with_tasks(mut self, tasks: &TaskTracker) -> Self {
+        if let Backend::Redis(redis) = &self.backend {
+            let redis = (**redis).clone().with_tasks(tasks.clone());
+            self.backend = Backend::Redis(std::sync::Arc::new(redis));
+        }
+        self
     }
 
     /// Counts every operation in `metrics`'s `toolgate_store_operations_total`

@@ -14,6 +14,8 @@ use futures::stream::BoxStream;
 use redis::AsyncCommands;
 use redis::aio::ConnectionManager;
 use serde::{Deserialize, Serialize};
+use tokio::sync::broadcast;
+use tokio_util::task::TaskTracker;
 
 use super::{
     AuditEvent, BackendError, Claim, Cursor, Issued, Outcome, Remembered, Status, StoreError,
@@ -25,12 +27,21 @@ use crate::protocol::ConfirmationProtocol;
 /// that it expired, stays readable.
 const LINGER_MS: u64 = super::KEPT_AFTER_EXPIRY.as_millis() as u64;
 
+/// How long, by default, what a user can multiply lives in Redis: a
+/// chat's remembered approvals and approve-next budgets, and the audit
+/// log's keys; the store's audit retention (`store.auditRetentionDays`)
+/// replaces it ([`RedisStore::with_retention`]).
+const KEPT: Duration = Duration::from_secs(90 * 24 * 60 * 60);
+
+/// How long `/readyz`'s look at a new connection may take.
+const PING_TIMEOUT: Duration = Duration::from_secs(1);
+
 /// A waiter also looks on its own this often, in case a message was missed.
 const POLL: Duration = Duration::from_millis(500);
 
 /// Claims KEYS[1]; the claim that wins takes it out of the open index
 /// (KEYS[2]) and says so on the inbox channel (KEYS[3]).
-const CLAIM: &str = r"
+pub(super) const CLAIM: &str = r"
 if redis.call('EXISTS', KEYS[1]) == 0 then return {'missing'} end
 local outcome = redis.call('HGET', KEYS[1], 'outcome')
 if outcome then return {'done', outcome} end
@@ -49,7 +60,7 @@ return {'won'}
 /// and gives the record and the index their life (ARGV[5] ms): all in one
 /// script, so an instance killed half-way leaves no record that never
 /// expires.
-const INSERT: &str = r"
+pub(super) const INSERT: &str = r"
 if redis.call('HSETNX', KEYS[1], 'issued', ARGV[1]) == 0 then return 0 end
 redis.call('HSET', KEYS[1], 'open', ARGV[2])
 redis.call('ZADD', KEYS[2], 0, ARGV[2])
@@ -64,7 +75,7 @@ return 1
 /// Most open-index entries one look at Redis reads.
 const OPEN_BATCH: usize = 256;
 
-const TAKE_BUDGET: &str = r"
+pub(super) const TAKE_BUDGET: &str = r"
 local left = tonumber(redis.call('GET', KEYS[1]) or '0')
 if left > 0 then
   redis.call('DECR', KEYS[1])
@@ -76,7 +87,7 @@ return 0
 /// Drops a principal's index entry (KEYS[1], ARGV[1]) of an approval whose
 /// record (KEYS[2]) is gone, only while it is still gone: one remembered
 /// again meanwhile keeps its entry.
-const FORGET_ENTRY: &str = r"
+pub(super) const FORGET_ENTRY: &str = r"
 if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
 return redis.call('SREM', KEYS[1], ARGV[1])
 ";
@@ -84,14 +95,14 @@ return redis.call('SREM', KEYS[1], ARGV[1])
 /// Revokes an approval (KEYS[1], and its index entry ARGV[2] in KEYS[2]),
 /// only if it is still the one that was found (ARGV[1]): a newer one
 /// remembered meanwhile under the same chat and tool stays.
-const REVOKE: &str = r"
+pub(super) const REVOKE: &str = r"
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 redis.call('DEL', KEYS[1])
 redis.call('SREM', KEYS[2], ARGV[2])
 return 1
 ";
 
-const FINISH: &str = r"
+pub(super) const FINISH: &str = r"
 if redis.call('HEXISTS', KEYS[1], 'claimed_at') == 0 or redis.call('HEXISTS', KEYS[1], 'outcome') == 1 then
   return 0
 end
@@ -105,6 +116,11 @@ pub struct RedisStore {
     client: redis::Client,
     pub(super) conn: ConnectionManager,
     pub(super) prefix: String,
+    /// How long a chat's grants and budgets and the audit log's keys live
+    /// after they were last written (ms).
+    kept_ms: u64,
+    /// The one subscription to outcomes every waiter of this instance shares.
+    outcomes: std::sync::Arc<Outcomes>,
     claim: redis::Script,
     insert: redis::Script,
     finish: redis::Script,
@@ -147,6 +163,8 @@ impl RedisStore {
             client,
             conn,
             prefix: prefix.to_owned(),
+            kept_ms: millis(KEPT),
+            outcomes: std::sync::Arc::new(Outcomes::new(TaskTracker::new())),
             claim: redis::Script::new(CLAIM),
             insert: redis::Script::new(INSERT),
             finish: redis::Script::new(FINISH),
@@ -154,6 +172,19 @@ impl RedisStore {
             forget_entry: redis::Script::new(FORGET_ENTRY),
             revoke: redis::Script::new(REVOKE),
         })
+    }
+
+    /// Runs the shared subscription to outcomes on `tasks`.
+    pub(super) fn with_tasks(mut self, tasks: TaskTracker) -> Self {
+        self.outcomes = std::sync::Arc::new(Outcomes::new(tasks));
+        self
+    }
+
+    /// Keeps a chat's grants and budgets, and the audit log's keys, for
+    /// `retention` after they were last written (default [`KEPT`]).
+    pub(super) fn with_retention(mut self, retention: Duration) -> Self {
+        self.kept_ms = millis(retention).max(1);
+        self
     }
 
     fn key(&self, id: &str) -> String {
@@ -417,7 +448,16 @@ impl RedisStore {
         format!("{}audit:{principal}", self.prefix)
     }
 
+    /// The principals with audit events, scored by their newest event's
+    /// time: pruned with the events, so it holds only principals with an
+    /// event within the retention.
     fn audit_index(&self) -> String {
+        format!("{}audit-index", self.prefix)
+    }
+
+    /// The index before it was scored: a set that only grew. Read and
+    /// removed by the next prune.
+    fn legacy_audit_index(&self) -> String {
         format!("{}audit-principals", self.prefix)
     }
 
@@ -429,12 +469,19 @@ impl RedisStore {
             serde_json::to_string(&event).map_err(BackendError::json("encoding a record"))?
         );
         let mut conn = self.conn.clone();
-        let _: i64 = conn
-            .zadd(self.audit_key(&event.principal), text, event.at_ms)
-            .await
-            .map_err(backend)?;
-        let _: i64 = conn
-            .sadd(self.audit_index(), &event.principal)
+        let key = self.audit_key(&event.principal);
+        // Every key lives the retention past its newest event: by then the
+        // prune has taken every event in it anyway.
+        let () = redis::pipe()
+            .zadd(&key, text, event.at_ms)
+            .ignore()
+            .pexpire(&key, self.kept_i64())
+            .ignore()
+            .zadd(self.audit_index(), &event.principal, event.at_ms)
+            .ignore()
+            .pexpire(self.audit_index(), self.kept_i64())
+            .ignore()
+            .query_async(&mut conn)
             .await
             .map_err(backend)?;
         Ok(())
@@ -460,19 +507,45 @@ impl RedisStore {
             .collect()
     }
 
-    /// One round trip to the server.
+    /// One round trip to the server on the shared connection, and one on
+    /// a new connection: waiters and followers of other instances' turns
+    /// need new ones, and a server that refuses them (`maxclients`) is
+    /// not one to send traffic to.
     pub(super) async fn ping(&self) -> Result<(), StoreError> {
         let mut conn = self.conn.clone();
         let _: bool = conn
             .exists(self.heartbeat_key("ping"))
             .await
             .map_err(backend)?;
+        let config = redis::AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(PING_TIMEOUT))
+            .set_response_timeout(Some(PING_TIMEOUT));
+        let mut fresh = self
+            .client
+            .get_multiplexed_async_connection_with_config(&config)
+            .await
+            .map_err(backend)?;
+        let () = redis::cmd("PING")
+            .query_async::<String>(&mut fresh)
+            .await
+            .map(drop)
+            .map_err(backend)?;
         Ok(())
     }
 
     pub(super) async fn prune_audit(&self, before_ms: u64) -> Result<usize, StoreError> {
         let mut conn = self.conn.clone();
-        let principals: Vec<String> = conn.smembers(self.audit_index()).await.map_err(backend)?;
+        let mut principals: Vec<String> = conn
+            .zrange(self.audit_index(), 0, -1)
+            .await
+            .map_err(backend)?;
+        let legacy: Vec<String> = conn
+            .smembers(self.legacy_audit_index())
+            .await
+            .map_err(backend)?;
+        principals.extend(legacy.iter().cloned());
+        principals.sort_unstable();
+        principals.dedup();
         let mut pruned = 0;
         for principal in principals {
             let n: usize = conn
@@ -480,6 +553,16 @@ impl RedisStore {
                 .await
                 .map_err(backend)?;
             pruned += n;
+        }
+        // A principal whose newest event is past the retention has none left.
+        let _: usize = conn
+            .zrembyscore(self.audit_index(), "-inf", format!("({before_ms}"))
+            .await
+            .map_err(backend)?;
+        if !legacy.is_empty() {
+            // Moved over to the scored index by their next event; until
+            // then their keys expire on their own.
+            let _: usize = conn.del(self.legacy_audit_index()).await.map_err(backend)?;
         }
         Ok(pruned)
     }
@@ -511,12 +594,16 @@ impl RedisStore {
         // A plain SET also clears the expiry of a window grant it replaces.
         let mut set = redis::cmd("SET");
         set.arg(&key).arg(text);
-        if let Some(until) = approval.expires_at_ms {
-            // A window grant expires itself, relative to now: the instances'
-            // clocks and Redis' need not agree (lookups also judge it by
-            // the gate's clock).
-            set.arg("PX")
-                .arg(until.saturating_sub(approval.created_at_ms).max(1));
+        // A window grant expires itself, relative to now: the instances'
+        // clocks and Redis' need not agree (lookups also judge it by the
+        // gate's clock). A chat's grant lives at most the retention: chats
+        // are many, and a user makes new ones at will.
+        let window = approval
+            .expires_at_ms
+            .map(|until| until.saturating_sub(approval.created_at_ms).max(1));
+        let chat = approval.chat_id.is_some().then_some(self.kept_ms);
+        if let Some(lives) = window.into_iter().chain(chat).min() {
+            set.arg("PX").arg(lives);
         }
         let mut conn = self.conn.clone();
         let () = redis::pipe()
@@ -528,6 +615,11 @@ impl RedisStore {
             .query_async(&mut conn)
             .await
             .map_err(backend)?;
+        // The index holds no entry of a grant that is gone: it is as large
+        // as the principal's live grants, not as every chat ever approved.
+        if let Err(e) = self.stored_approvals(&approval.principal).await {
+            tracing::warn!("pruning an index of approvals failed: {e}");
+        }
         Ok(())
     }
 
@@ -640,8 +732,9 @@ impl RedisStore {
         n: u32,
     ) -> Result<(), StoreError> {
         let mut conn = self.conn.clone();
+        // As long as a chat's remembered approval: a chat's grant either way.
         let _: () = conn
-            .set(self.budget_key(principal, chat_id, tool), n)
+            .pset_ex(self.budget_key(principal, chat_id, tool), n, self.kept_ms)
             .await
             .map_err(backend)?;
         Ok(())
@@ -668,7 +761,7 @@ impl RedisStore {
         format!("{}{instance}", self.heartbeat_prefix())
     }
 
-    /// What every heartbeat key starts with (a script adds the instance).
+    /// What every heartbeat key starts with (`take_over` names one in KEYS).
     pub(super) fn heartbeat_prefix(&self) -> String {
         format!("{}instance:", self.prefix)
     }
@@ -767,24 +860,147 @@ impl RedisStore {
         id: &str,
         timeout: Duration,
     ) -> Result<Option<Outcome>, StoreError> {
-        let mut pubsub = self.client.get_async_pubsub().await.map_err(backend)?;
-        pubsub.subscribe(self.channel()).await.map_err(backend)?;
-        let mut messages = pubsub.on_message();
+        let channel = self.channel();
+        let mut decided = self.outcomes.subscribe(&self.client, &channel).await?;
         let wait = async {
             loop {
                 // Subscribed first, then looked: an outcome cannot slip between.
                 if let Some(Status::Done(outcome)) = self.status(id).await? {
                     return Ok(Some(outcome));
                 }
-                // A dropped subscription ends the messages at once: poll then.
-                if let Ok(None) = tokio::time::timeout(POLL, messages.next()).await {
-                    tokio::time::sleep(POLL).await;
+                // Until this one's outcome is told, or anything may have been
+                // missed (lagged), or the subscription ended: then a new one.
+                let told = async {
+                    loop {
+                        match decided.recv().await {
+                            Ok(decided) if *decided == *id => return true,
+                            Ok(_) => {}
+                            Err(broadcast::error::RecvError::Lagged(_)) => return true,
+                            Err(broadcast::error::RecvError::Closed) => return false,
+                        }
+                    }
+                };
+                // Elapsed: look anyway.
+                if let Ok(false) = tokio::time::timeout(POLL, told).await {
+                    decided = self.outcomes.subscribe(&self.client, &channel).await?;
                 }
             }
         };
         match tokio::time::timeout(timeout, wait).await {
             Ok(result) => result,
             Err(_elapsed) => Ok(None),
+        }
+    }
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+impl RedisStore {
+    fn kept_i64(&self) -> i64 {
+        i64::try_from(self.kept_ms).unwrap_or(i64::MAX)
+    }
+}
+
+/// The one subscription to the outcomes channel of an instance, shared by
+/// every waiter on it: each outcome's id, told to all of them. The first
+/// waiter makes it (others that come meanwhile wait for that one); it
+/// ends once no waiter is left, or when its connection drops.
+struct Outcomes {
+    current: std::sync::Mutex<std::sync::Arc<Subscription>>,
+    tasks: TaskTracker,
+}
+
+/// One subscription, made once.
+type Subscription = tokio::sync::OnceCell<broadcast::Sender<std::sync::Arc<str>>>;
+
+/// Outcomes a slow waiter may be behind before it looks for itself.
+const TOLD: usize = 1024;
+
+/// How often the subscription looks whether any waiter is left.
+const IDLE: Duration = Duration::from_secs(1);
+
+impl Outcomes {
+    fn new(tasks: TaskTracker) -> Self {
+        Self {
+            current: std::sync::Mutex::new(std::sync::Arc::default()),
+            tasks,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, std::sync::Arc<Subscription>> {
+        self.current
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The ids of outcomes from now on: from the subscription there is,
+    /// or from a new one, subscribed before this returns.
+    async fn subscribe(
+        self: &std::sync::Arc<Self>,
+        client: &redis::Client,
+        channel: &str,
+    ) -> Result<broadcast::Receiver<std::sync::Arc<str>>, StoreError> {
+        loop {
+            let current = self.lock().clone();
+            let told = current
+                .get_or_try_init(|| async {
+                    let mut pubsub = client.get_async_pubsub().await.map_err(backend)?;
+                    pubsub.subscribe(channel).await.map_err(backend)?;
+                    let (told, _) = broadcast::channel(TOLD);
+                    self.tasks
+                        .spawn(self.clone().tell(pubsub, told.clone(), current.clone()));
+                    Ok::<_, StoreError>(told)
+                })
+                .await?;
+            let receiver = told.subscribe();
+            // Still the one there is: it counts this waiter before it
+            // looks whether any is left (under the same lock).
+            if std::sync::Arc::ptr_eq(&self.lock(), &current) {
+                return Ok(receiver);
+            }
+        }
+    }
+
+    /// Tells each outcome's id until the subscription drops or no waiter
+    /// is left (looked at every [`IDLE`]); then the next waiter makes a
+    /// new one.
+    async fn tell(
+        self: std::sync::Arc<Self>,
+        pubsub: redis::aio::PubSub,
+        told: broadcast::Sender<std::sync::Arc<str>>,
+        this: std::sync::Arc<Subscription>,
+    ) {
+        let mut messages = pubsub.into_on_message();
+        let mut looked = tokio::time::Instant::now();
+        loop {
+            match tokio::time::timeout(IDLE, messages.next()).await {
+                Ok(Some(message)) => {
+                    if let Ok(id) = message.get_payload::<String>() {
+                        // None listening is no error: the look below ends it.
+                        told.send(id.into()).ok();
+                    }
+                }
+                Ok(None) => break,
+                Err(_idle) => {}
+            }
+            if looked.elapsed() < IDLE {
+                continue;
+            }
+            looked = tokio::time::Instant::now();
+            let mut current = self.lock();
+            if told.receiver_count() == 0 {
+                if std::sync::Arc::ptr_eq(&current, &this) {
+                    *current = std::sync::Arc::default();
+                }
+                return;
+            }
+        }
+        // Dropped: its waiters see it closed, and make another.
+        let mut current = self.lock();
+        if std::sync::Arc::ptr_eq(&current, &this) {
+            *current = std::sync::Arc::default();
         }
     }
 }
@@ -898,6 +1114,80 @@ mod tests {
                 started.elapsed() < super::POLL / 5,
                 "woken after {:?}: by polling, not by pub/sub",
                 started.elapsed()
+            );
+        }
+    }
+
+    /// The waiters of one instance share one subscription to outcomes:
+    /// twenty of them are one subscriber of the channel (each was one),
+    /// and each is woken by its own outcome.
+    #[tokio::test]
+    async fn waiters_share_one_subscription() {
+        use crate::store::Outcome;
+        let url = url();
+        let prefix = format!("test-{}:", uuid::Uuid::new_v4().simple());
+        let store = Store::redis(&url, &prefix)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let Backend::Redis(redis) = &store.backend else {
+            panic!("not redis")
+        };
+        let ids: Vec<String> = (0..20).map(|n| format!("shared-{n}")).collect();
+        for id in &ids {
+            store
+                .insert(conformance::issued(id))
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
+        }
+        let conn = redis.conn.clone();
+        let subscribers = || {
+            let mut conn = conn.clone();
+            let channel = redis.channel();
+            async move {
+                let counts: (String, usize) = redis::cmd("PUBSUB")
+                    .arg("NUMSUB")
+                    .arg(&channel)
+                    .query_async(&mut conn)
+                    .await
+                    .unwrap_or_else(|e| panic!("{e}"));
+                counts.1
+            }
+        };
+        let waits = futures::future::join_all(
+            ids.iter()
+                .map(|id| store.wait_outcome(id, std::time::Duration::from_secs(10))),
+        );
+        let decide = async {
+            let mut seen = 0;
+            for _ in 0..500 {
+                seen = subscribers().await;
+                if seen > 0 {
+                    break;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            }
+            assert_eq!(seen, 1, "subscribers of the outcomes channel");
+            // For half a second, while every waiter looks and waits.
+            for _ in 0..50 {
+                assert_eq!(subscribers().await, 1, "a subscription per waiter");
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            }
+            for id in &ids {
+                assert_eq!(
+                    store.claim(id, 1, conformance::ME).await.ok(),
+                    Some(crate::store::Claim::Won)
+                );
+                store
+                    .finish(id, Outcome::Denied { reason: None })
+                    .await
+                    .unwrap_or_else(|e| panic!("{e}"));
+            }
+        };
+        let (woken, ()) = tokio::join!(waits, decide);
+        for outcome in woken {
+            assert!(
+                matches!(outcome, Ok(Some(Outcome::Denied { .. }))),
+                "{outcome:?}"
             );
         }
     }
@@ -1047,6 +1337,72 @@ mod tests {
                 .await
                 .ok(),
             Some(None)
+        );
+    }
+
+    /// A chat's grant lives at most the retention, one for every chat as
+    /// long as it is not revoked; the index of a user's approvals loses
+    /// the entry of a grant that is gone when another is remembered, so it
+    /// is as large as the live grants, however many chats came and went.
+    #[tokio::test]
+    async fn a_chats_grants_expire_and_their_index_stays_small() {
+        use redis::AsyncCommands;
+        let url = url();
+        let prefix = format!("test-{}:", uuid::Uuid::new_v4().simple());
+        let Backend::Redis(store) = Store::redis(&url, &prefix)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+            .backend
+        else {
+            panic!("not redis")
+        };
+        let store = (*store)
+            .clone()
+            .with_retention(std::time::Duration::from_secs(3600));
+        let mut conn = store.conn.clone();
+        let ttl = |chat: &str| {
+            let key = store.approval_key("alice", &super::field(chat, "internal--pay"));
+            let mut conn = store.conn.clone();
+            async move {
+                conn.pttl::<_, i64>(key)
+                    .await
+                    .unwrap_or_else(|e| panic!("{e}"))
+            }
+        };
+        for (n, chat) in ["c1", "c2", "c3"].into_iter().enumerate() {
+            store
+                .remember(conformance::grant(
+                    &format!("g{n}"),
+                    Some(chat),
+                    1_000,
+                    None,
+                ))
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
+            let left = ttl(chat).await;
+            assert!((1..=3_600_000).contains(&left), "{chat}: {left}");
+            // Its life ends (deleted here, as its expiry would), but c3's.
+            if chat != "c3" {
+                let key = store.approval_key("alice", &super::field(chat, "internal--pay"));
+                let _: i64 = conn.del(key).await.unwrap_or_else(|e| panic!("{e}"));
+            }
+        }
+        store
+            .remember(conformance::grant("g", None, 1_000, None))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(ttl("").await, -1, "one for every chat: until revoked");
+        let mut entries: Vec<String> = conn
+            .smembers(store.approvals_key("alice"))
+            .await
+            .unwrap_or_default();
+        entries.sort();
+        assert_eq!(
+            entries,
+            [
+                super::field("", "internal--pay"),
+                super::field("c3", "internal--pay")
+            ]
         );
     }
 

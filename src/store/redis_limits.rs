@@ -13,7 +13,7 @@ use super::{RedisStore, StoreError};
 /// clock): ARGV[1] is the interval between calls, ARGV[2] the period (a
 /// burst of period / interval). Returns 0 when admitted (and moves the
 /// time on), else the µs to wait. The key lives until the limit is full again.
-const GCRA: &str = r"
+pub(super) const GCRA: &str = r"
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local interval = tonumber(ARGV[1])
@@ -29,7 +29,7 @@ return 0
 /// A stream's lease: a member (ARGV[2]) of the sorted set KEYS[1] scored by
 /// its expiry (ms, Redis's clock), taken only while fewer than ARGV[1]
 /// leases are live. ARGV[3]: the lease's length. Lapsed leases go first.
-const TAKE_LEASE: &str = r"
+pub(super) const TAKE_LEASE: &str = r"
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
@@ -41,7 +41,7 @@ return 1
 
 /// Renews the lease ARGV[1] in KEYS[1] for ARGV[2] ms (the set outlives
 /// every lease in it).
-const RENEW_LEASE: &str = r"
+pub(super) const RENEW_LEASE: &str = r"
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])

@@ -65,15 +65,58 @@ pub struct SqliteStore {
     recorded: watch::Sender<u64>,
 }
 
+/// Creates `dir` and the folders above it that are missing, each 0700.
+fn private_dir(dir: &Path) -> std::io::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(dir)
+}
+
+/// Creates the database file 0600 unless it is there; one that is there
+/// keeps its mode (its owner chose it), with a warning when others may
+/// read it.
+fn private_file(path: &Path) -> std::io::Result<()> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    match options.open(path) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt;
+                let mode = std::fs::metadata(path)?.permissions().mode();
+                if mode & 0o077 != 0 {
+                    tracing::warn!(
+                        "the database file may be read by other accounts (mode {:o}); `chmod 600` it",
+                        mode & 0o777
+                    );
+                }
+            }
+            Ok(())
+        }
+        Err(e) => Err(e),
+    }
+}
+
 impl SqliteStore {
     /// Opens (creating it and its folder if needed) and migrates the file.
+    /// What it creates only its own account may read: the folders 0700,
+    /// the file 0600 (SQLite gives its `-wal` and `-shm` the file's mode).
     pub fn open(path: &Path) -> Result<Self, StoreError> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|source| BackendError::Folder {
+            private_dir(dir).map_err(|source| BackendError::Folder {
                 path: dir.to_owned(),
                 source,
             })?;
         }
+        private_file(path).map_err(|source| BackendError::File {
+            path: path.to_owned(),
+            source,
+        })?;
         let mut conn = Connection::open(path).map_err(backend)?;
         conn.pragma_update(None, "journal_mode", "WAL")
             .map_err(backend)?;

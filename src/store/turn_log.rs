@@ -19,9 +19,10 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures::Stream;
-use redis::AsyncConnectionConfig;
-use redis::aio::MultiplexedConnection;
+use tokio_util::task::TaskTracker;
 
+pub use super::turn_feed::{FOLLOWED, Read};
+use super::turn_feed::{Feed, Feeds, first_chunk};
 use super::{RedisStore, StoreError};
 
 /// How long a turn's keys live unless its instance refreshes them.
@@ -35,15 +36,6 @@ pub const KEPT_AFTER_END: Duration = Duration::from_secs(300);
 /// end that was already written. Short, so that a reload does not replay
 /// a message the client already shows.
 pub const REPLAYED_AFTER_END: Duration = Duration::from_secs(15);
-/// How long one `XREAD` blocks before the reader looks whether the stream
-/// is still there.
-const BLOCK: Duration = Duration::from_secs(2);
-/// Empty `XREAD`s in a row after which a reader says the turn is quiet
-/// (and its caller looks whether the instance writing it is alive).
-const QUIET_AFTER: u32 = 2;
-/// Most entries (batches) one `XREAD` takes.
-const READ_COUNT: usize = 16;
-
 /// The first entry of every stream: it exists before any chunk does, so a
 /// reader can tell a quiet turn from a gone one.
 const OPEN_ID: &str = "0-1";
@@ -55,7 +47,7 @@ const OPEN_ID: &str = "0-1";
 /// still names this stream, says there whether the turn waits for a
 /// human (ARGV[4]). Refused (0) when another instance took the turn over
 /// from this one (ARGV[5]): the stream is its now.
-const APPEND: &str = r"
+pub(super) const APPEND: &str = r"
 local named = redis.call('HGET', KEYS[2], 'stream') == KEYS[1]
 if named and redis.call('HGET', KEYS[2], 'owner') ~= ARGV[5] then return 0 end
 if #ARGV > 5 then
@@ -82,42 +74,47 @@ return 1
 
 /// Saves a held turn's state ARGV[2] in the chat's hash KEYS[1] while
 /// this instance (ARGV[1]) runs it, marks it waiting, and keeps the hash
-/// and its stream at least ARGV[3] ms.
-const HOLD: &str = r"
+/// and its stream KEYS[2] at least ARGV[3] ms. `moved` when the hash no
+/// longer names KEYS[2] (its caller looks again).
+pub(super) const HOLD: &str = r"
 if redis.call('HGET', KEYS[1], 'owner') ~= ARGV[1] then return 0 end
-local stream = redis.call('HGET', KEYS[1], 'stream')
+if redis.call('HGET', KEYS[1], 'stream') ~= KEYS[2] then return -1 end
 redis.call('HSET', KEYS[1], 'held', ARGV[2], 'waiting', 1)
-for _, key in ipairs({KEYS[1], stream}) do
+for _, key in ipairs({KEYS[1], KEYS[2]}) do
   if redis.call('PTTL', key) < tonumber(ARGV[3]) then redis.call('PEXPIRE', key, ARGV[3]) end
 end
 return 1
 ";
 
 /// A resume's look at the chat's turn KEYS[1] for this instance ARGV[1]
-/// (only if it is the stream ARGV[5], unless that is empty):
-/// `none`; `live` (run here, or by an instance whose heartbeat, a key
-/// ARGV[2] followed by its name, is alive, or ended: read it as it is);
-/// `taken` with the stream and the
-/// held state (its owner died while it waited for a human: this instance
-/// owns it now, exactly one wins); or `ended` with the stream (its owner
-/// died otherwise: the stream ends with the chunk ARGV[3], unless its last
-/// chunk is the message's `finish`, and is kept ARGV[4] ms).
-const TAKE_OVER: &str = r#"
+/// (only if it is the stream ARGV[5], unless that is empty), as its
+/// caller read it: the stream KEYS[2], run by the instance whose
+/// heartbeat is KEYS[3] (ARGV[2] is what every heartbeat key starts
+/// with); `moved` when the hash says otherwise by now (its caller reads it
+/// again). Otherwise: `none`; `live` (run here, or by an instance whose
+/// heartbeat is alive, or ended: read it as it is); `taken` with the
+/// stream and the held state (its owner died while it waited for a human:
+/// this instance owns it now, exactly one wins); or `ended` with the
+/// stream (its owner died otherwise: the stream ends with the chunk
+/// ARGV[3], unless its last chunk is the message's `finish`, and is kept
+/// ARGV[4] ms). Every key it touches is in KEYS.
+pub(super) const TAKE_OVER: &str = r#"
 local h = redis.call('HMGET', KEYS[1], 'stream', 'owner', 'waiting', 'held', 'ended')
 local stream, owner, waiting, held, ended = h[1], h[2], h[3], h[4], h[5]
 if not stream or (ARGV[5] ~= '' and stream ~= ARGV[5]) then return {'none'} end
-if ended == '1' or owner == ARGV[1] or redis.call('EXISTS', ARGV[2] .. (owner or '')) == 1 then
+if stream ~= KEYS[2] or ARGV[2] .. (owner or '') ~= KEYS[3] then return {'moved'} end
+if ended == '1' or owner == ARGV[1] or redis.call('EXISTS', KEYS[3]) == 1 then
   return {'live'}
 end
-if redis.call('EXISTS', stream) == 0 then
+if redis.call('EXISTS', KEYS[2]) == 0 then
   redis.call('DEL', KEYS[1])
   return {'none'}
 end
 if waiting == '1' and held then
   redis.call('HSET', KEYS[1], 'owner', ARGV[1])
-  return {'taken', stream, held}
+  return {'taken', KEYS[2], held}
 end
-local last = redis.call('XREVRANGE', stream, '+', '-', 'COUNT', 1)
+local last = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)
 local entry = last[1]
 if entry and entry[2][1] ~= 'end' then
   local next = 0
@@ -129,19 +126,23 @@ if entry and entry[2][1] ~= 'end' then
   end
   if not finished then
     next = next + 1
-    redis.call('XADD', stream, next .. '-0', 'c', ARGV[3])
+    redis.call('XADD', KEYS[2], next .. '-0', 'c', ARGV[3])
   end
-  redis.call('XADD', stream, (next + 1) .. '-0', 'end', '')
-  redis.call('PEXPIRE', stream, ARGV[4])
+  redis.call('XADD', KEYS[2], (next + 1) .. '-0', 'end', '')
+  redis.call('PEXPIRE', KEYS[2], ARGV[4])
 end
 redis.call('DEL', KEYS[1])
-return {'ended', stream}
+return {'ended', KEYS[2]}
 "#;
+
+/// Times a script that found the chat's hash changed under it
+/// (`moved`) reads it again before it gives up.
+const LOOKS: usize = 4;
 
 /// Ends the stream KEYS[1] with an `end` entry (id ARGV[1]), keeps it
 /// ARGV[2] ms, and, if the chat's hash KEYS[2] still names it, marks it
 /// ended there (nothing to take over or wait for) for ARGV[3] ms more.
-const END: &str = r"
+pub(super) const END: &str = r"
 redis.call('XADD', KEYS[1], ARGV[1], 'end', '')
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 if redis.call('HGET', KEYS[2], 'stream') == KEYS[1] then
@@ -157,6 +158,8 @@ return 1
 pub struct TurnLogs {
     store: std::sync::Arc<RedisStore>,
     instance: String,
+    /// What this instance follows of other instances' turns.
+    feeds: std::sync::Arc<Feeds>,
     append: redis::Script,
     end: redis::Script,
     hold: redis::Script,
@@ -176,11 +179,19 @@ impl TurnLogs {
         Self {
             store,
             instance: instance.to_owned(),
+            feeds: std::sync::Arc::new(Feeds::new(TaskTracker::new(), FOLLOWED)),
             append: redis::Script::new(APPEND),
             end: redis::Script::new(END),
             hold: redis::Script::new(HOLD),
             take_over: redis::Script::new(TAKE_OVER),
         }
+    }
+
+    /// Follows at most `max` turns of other instances at once (each
+    /// holds a connection), read on `tasks`.
+    pub fn following(mut self, tasks: TaskTracker, max: usize) -> Self {
+        self.feeds = std::sync::Arc::new(Feeds::new(tasks, max));
+        self
     }
 
     /// The hash naming the chat's current turn.
@@ -284,17 +295,11 @@ impl TurnLogs {
         self.reader(stream).await.map(Some)
     }
 
-    /// A reader of `stream` from its start.
+    /// A reader of `stream` from its start: on this instance's feed of
+    /// it, one per turn whatever the number of resumes.
     async fn reader(&self, stream: String) -> Result<TurnLogReader, StoreError> {
-        // Its own connection: `XREAD BLOCK` holds a connection while it waits.
-        let config = AsyncConnectionConfig::new().set_response_timeout(Some(BLOCK * 3));
-        let conn = self
-            .store
-            .client()
-            .get_multiplexed_async_connection_with_config(&config)
-            .await
-            .map_err(backend)?;
-        Ok(TurnLogReader { conn, stream })
+        let feed = self.feeds.follow(self.store.client(), &stream).await?;
+        Ok(TurnLogReader { feed, stream })
     }
 
     /// Saves `state`, what continues the chat's turn that this instance
@@ -309,16 +314,32 @@ impl TurnLogs {
         ttl: Duration,
     ) -> Result<bool, StoreError> {
         let mut conn = self.store.conn();
-        let saved: i64 = self
-            .hold
-            .key(self.chat_key(principal, chat_id))
-            .arg(&self.instance)
-            .arg(state)
-            .arg(millis(ttl.max(TURN_TTL)))
-            .invoke_async(&mut conn)
-            .await
-            .map_err(backend)?;
-        Ok(saved == 1)
+        let chat = self.chat_key(principal, chat_id);
+        for _ in 0..LOOKS {
+            let stream: Option<String> = redis::cmd("HGET")
+                .arg(&chat)
+                .arg("stream")
+                .query_async(&mut conn)
+                .await
+                .map_err(backend)?;
+            let Some(stream) = stream else {
+                return Ok(false);
+            };
+            let saved: i64 = self
+                .hold
+                .key(&chat)
+                .key(&stream)
+                .arg(&self.instance)
+                .arg(state)
+                .arg(millis(ttl.max(TURN_TTL)))
+                .invoke_async(&mut conn)
+                .await
+                .map_err(backend)?;
+            if saved >= 0 {
+                return Ok(saved == 1);
+            }
+        }
+        Ok(false)
     }
 
     /// What a resume finds of the chat's turn when the instance that ran
@@ -336,17 +357,38 @@ impl TurnLogs {
     ) -> Result<TakeOver, StoreError> {
         let mut conn = self.store.conn();
         let chat = self.chat_key(principal, chat_id);
-        let reply: Vec<Vec<u8>> = self
-            .take_over
-            .key(&chat)
-            .arg(&self.instance)
-            .arg(self.store.heartbeat_prefix())
-            .arg(ended)
-            .arg(millis(KEPT_AFTER_END))
-            .arg(only.unwrap_or_default())
-            .invoke_async(&mut conn)
-            .await
-            .map_err(backend)?;
+        let heartbeats = self.store.heartbeat_prefix();
+        let mut reply: Vec<Vec<u8>> = vec![b"live".to_vec()];
+        for _ in 0..LOOKS {
+            // The keys the script touches, as the hash names them now; the
+            // script makes sure it still does.
+            let (stream, owner): (Option<String>, Option<String>) = redis::cmd("HMGET")
+                .arg(&chat)
+                .arg("stream")
+                .arg("owner")
+                .query_async(&mut conn)
+                .await
+                .map_err(backend)?;
+            let Some(stream) = stream else {
+                return Ok(TakeOver::None);
+            };
+            reply = self
+                .take_over
+                .key(&chat)
+                .key(&stream)
+                .key(format!("{heartbeats}{}", owner.unwrap_or_default()))
+                .arg(&self.instance)
+                .arg(&heartbeats)
+                .arg(ended)
+                .arg(millis(KEPT_AFTER_END))
+                .arg(only.unwrap_or_default())
+                .invoke_async(&mut conn)
+                .await
+                .map_err(backend)?;
+            if reply.first().map(Vec::as_slice) != Some(b"moved") {
+                break;
+            }
+        }
         let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
         match reply.as_slice() {
             [what, stream, held] if what == b"taken" => {
@@ -361,7 +403,8 @@ impl TurnLogs {
             [what, stream] if what == b"ended" => {
                 Ok(TakeOver::Ended(self.reader(text(stream)).await?))
             }
-            [what] if what == b"live" => Ok(TakeOver::Live),
+            // Changed under it at every look: read it as it is.
+            [what] if what == b"live" || what == b"moved" => Ok(TakeOver::Live),
             _ => Ok(TakeOver::None),
         }
     }
@@ -532,7 +575,7 @@ impl TurnLogWriter {
 
 /// A reader of another instance's turn (or this one's), from its start.
 pub struct TurnLogReader {
-    conn: MultiplexedConnection,
+    feed: std::sync::Arc<Feed>,
     stream: String,
 }
 
@@ -543,122 +586,17 @@ impl TurnLogReader {
     }
 
     /// Each chunk until the end marker, and [`Read::Quiet`] whenever
-    /// nothing came for a while (every [`QUIET_AFTER`] × 2 s); it also ends
-    /// when the stream is gone (its instance died and it expired) or when
-    /// entries it had not read were trimmed: a gap is never papered over.
+    /// nothing came for a while; it also ends when the stream is gone (its
+    /// instance died and it expired) or when chunks it had not read are
+    /// gone: a gap is never papered over.
     pub fn reads(self) -> impl Stream<Item = Read> + Send + 'static {
-        let Self { mut conn, stream } = self;
-        async_stream::stream! {
-            let mut last = String::from("0-0");
-            let mut next = 0;
-            let mut empty = 0;
-            'reading: loop {
-                let read: Result<Option<Reply>, _> = redis::cmd("XREAD")
-                    .arg("COUNT")
-                    .arg(READ_COUNT)
-                    .arg("BLOCK")
-                    .arg(millis(BLOCK))
-                    .arg("STREAMS")
-                    .arg(&stream)
-                    .arg(&last)
-                    .query_async(&mut conn)
-                    .await;
-                let entries = match read {
-                    Ok(Some(reply)) => reply.into_iter().flat_map(|(_, entries)| entries),
-                    Ok(None) => {
-                        let exists: Result<bool, _> =
-                            redis::cmd("EXISTS").arg(&stream).query_async(&mut conn).await;
-                        match exists {
-                            Ok(true) => {
-                                empty += 1;
-                                if empty % QUIET_AFTER == 0 {
-                                    yield Read::Quiet;
-                                }
-                                continue;
-                            }
-                            Ok(false) => break,
-                            Err(e) => {
-                                tracing::warn!("reading a turn log: {e}");
-                                break;
-                            }
-                        }
-                    }
-                    Err(e) => {
-                        tracing::warn!("reading a turn log: {e}");
-                        break;
-                    }
-                };
-                empty = 0;
-                for (id, fields) in entries {
-                    match read_entry(&id, fields, &mut next) {
-                        Entry::Chunks(chunks) => {
-                            for (n, json) in chunks {
-                                yield Read::Chunk(n, json);
-                            }
-                        }
-                        Entry::Open => {}
-                        Entry::End | Entry::Gap => break 'reading,
-                    }
-                    last = id;
-                }
-            }
-        }
+        self.feed.reads()
     }
-}
-
-/// What a [`TurnLogReader`] reads.
-#[derive(Debug, PartialEq)]
-pub enum Read {
-    /// A chunk: its number and its JSON.
-    Chunk(usize, Bytes),
-    /// Nothing came for a while: the turn waits, or its instance died.
-    Quiet,
-}
-
-/// An `XREAD` reply: per stream, its entries (id, fields and values).
-type Reply = Vec<(String, Vec<(String, Vec<Vec<u8>>)>)>;
-
-/// What one stream entry says to a reader expecting chunk `next`.
-#[derive(Debug, PartialEq)]
-enum Entry {
-    Chunks(Vec<(usize, Bytes)>),
-    Open,
-    End,
-    /// Not the entry the reader expected: chunks in between are gone.
-    Gap,
-}
-
-/// Reads one entry; on chunks, `next` moves past them.
-fn read_entry(id: &str, fields: Vec<Vec<u8>>, next: &mut usize) -> Entry {
-    match fields.first().map(Vec::as_slice) {
-        Some(b"end") => return Entry::End,
-        Some(b"open") => return Entry::Open,
-        _ => {}
-    }
-    if first_chunk(id) != Some(*next) {
-        return Entry::Gap;
-    }
-    // Fields alternate: `c`, then a chunk.
-    let chunks: Vec<(usize, Bytes)> = fields
-        .into_iter()
-        .skip(1)
-        .step_by(2)
-        .enumerate()
-        .map(|(i, json)| (*next + i, Bytes::from(json)))
-        .collect();
-    *next += chunks.len();
-    Entry::Chunks(chunks)
 }
 
 /// The id of the entry whose first chunk is number `n` (ids start above `0-1`).
 fn entry_id(n: usize) -> String {
     format!("{}-0", n + 1)
-}
-
-/// The first chunk number of an entry, from its id.
-fn first_chunk(id: &str) -> Option<usize> {
-    let (ms, _) = id.split_once('-')?;
-    ms.parse::<usize>().ok()?.checked_sub(1)
 }
 
 fn millis(d: Duration) -> u64 {
@@ -673,39 +611,8 @@ fn backend(e: redis::RedisError) -> StoreError {
 mod tests {
     use super::*;
 
-    fn fields(chunks: &[&str]) -> Vec<Vec<u8>> {
-        chunks
-            .iter()
-            .flat_map(|c| [b"c".to_vec(), c.as_bytes().to_vec()])
-            .collect()
-    }
-
     #[test]
-    fn entries_read_in_order_and_gaps_are_seen() {
-        let chunks = |from: usize, texts: &[&str]| {
-            Entry::Chunks(
-                texts
-                    .iter()
-                    .enumerate()
-                    .map(|(i, t)| (from + i, Bytes::from(t.to_string())))
-                    .collect(),
-            )
-        };
-        // (entry id, its fields, the chunk expected, what it says, the next expected)
-        type Case = (&'static str, Vec<Vec<u8>>, usize, Entry, usize);
-        let cases: Vec<Case> = vec![
-            ("1-0", fields(&["a", "b"]), 0, chunks(0, &["a", "b"]), 2),
-            ("3-0", fields(&["c"]), 2, chunks(2, &["c"]), 3),
-            ("5-0", fields(&["e"]), 3, Entry::Gap, 3),
-            ("0-1", vec![b"open".to_vec(), vec![]], 0, Entry::Open, 0),
-            ("4-0", vec![b"end".to_vec(), vec![]], 3, Entry::End, 3),
-            ("x", fields(&["a"]), 0, Entry::Gap, 0),
-        ];
-        for (id, fields, next, want, after) in cases {
-            let mut n = next;
-            assert_eq!(read_entry(id, fields, &mut n), want, "{id}");
-            assert_eq!(n, after, "{id}");
-        }
+    fn entry_ids_name_their_first_chunk() {
         assert_eq!(first_chunk(&entry_id(41)), Some(41));
         assert_eq!(first_chunk(OPEN_ID), None);
     }

@@ -16,7 +16,7 @@ use tracing::Span;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 use super::auth::Caller;
-use super::{ANONYMOUS, ApiError, HttpState, runs, sse};
+use super::{ApiError, HttpState, runs, sse};
 use crate::agent::{Agent, HeldTurn};
 use crate::confirm::GateError;
 use crate::metrics::{Metrics, Transport, TurnWatch};
@@ -57,9 +57,11 @@ pub(super) async fn start(
     let owner = runs::Owner {
         principal,
         chat_id: &chat_id,
-        // The default cap spares `anonymous` (everyone on a keyless
-        // server); a configured limit holds for every principal.
-        capped: principal != ANONYMOUS || streams.is_some(),
+        // The default cap holds for every principal, whatever its name,
+        // wherever callers are told apart (keys or a principal header). A
+        // server that tells no one apart has one principal for everyone:
+        // there `stream.maxTurns` is its cap, unless a limit is configured.
+        capped: state.identifies_callers() || streams.is_some(),
     };
     let busy = |e: runs::RunError| match (e, streams) {
         (runs::RunError::PerPrincipal(_), Some(_)) => {

@@ -88,6 +88,14 @@ pub struct HttpState {
 pub type InboxFeeds = feeds::Feeds<inbox::InboxKey, inbox::Listed>;
 pub use feeds::FeedLimits;
 
+impl HttpState {
+    /// Whether callers are told apart (API keys or a principal header):
+    /// then every principal, `anonymous` included, has the per-user caps.
+    pub fn identifies_callers(&self) -> bool {
+        !self.api_keys.is_empty() || self.principal_header.is_some()
+    }
+}
+
 pub fn router(state: HttpState) -> Router {
     let limit = state.max_body_bytes;
     let router = match state.metrics_route {

@@ -129,6 +129,20 @@ async fn streams_at_once_are_counted_per_principal() {
     drop(response);
 }
 
+/// No principal is spared the per-user cap: one the principal header
+/// names `anonymous` is capped like any other (it once was not, so a
+/// caller choosing that name could hold every turn).
+#[tokio::test]
+async fn a_principal_named_anonymous_has_the_per_user_cap() {
+    let server = Server::with_config(config("stream: {maxTurnsPerUser: 1}")).await;
+    let response = hold_open(&server.url, "anonymous").await;
+    let second = chat_as(&server, "anonymous", &user_says("other", "hello")).await;
+    assert_eq!(second.status, 429, "{}", second.body);
+    let bob = chat_as(&server, "bob", &user_says("other", "hello")).await;
+    assert_eq!(bob.status, 200, "{}", bob.body);
+    drop(response);
+}
+
 #[tokio::test]
 async fn a_call_over_the_principals_limit_does_not_run_and_the_turn_goes_on() {
     let yaml = "limits: {toolCallsPerMinute: 1}\ntoolConfirmation: {toolPolicies: {alwaysAllow: [internal--process_payment]}}\n";

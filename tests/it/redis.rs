@@ -255,3 +255,271 @@ async fn a_held_turn_decided_and_resumed_on_another_instance() {
     assert_eq!(chunks_of(&resumed), chunks_of(&seen));
     assert_eq!(a.payments() + b.payments(), 1);
 }
+
+/// What a user can multiply in Redis expires: a chat's remembered
+/// approval and its approve-next budget (new chats are free to make), the
+/// audit log's keys and their index. Each kind is found, and each has a
+/// time to live (none had one).
+#[tokio::test]
+async fn what_a_user_can_multiply_expires() {
+    use redis::AsyncCommands;
+    let url = redis_url();
+    let prefix = format!("test-{}:", uuid::Uuid::new_v4().simple());
+    let store = toolgate::store::Store::redis(&url, &prefix)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let config = toolgate::Config::from_yaml("store: {auditRetentionDays: 7}\n")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let server = common::Server::with(config, move |app| app.with_store(store)).await;
+    for (chat, answer) in [
+        ("chat-remember", json!({"remember": "session"})),
+        ("chat-budget", json!({"approveNext": 3})),
+    ] {
+        let first = server
+            .chat(&common::user_says(chat, "Send 50 USD to Hanako"))
+            .await;
+        let mut approve = approval(chat, &first);
+        let output = &mut approve["messages"][1]["parts"][1]["output"];
+        for (key, value) in answer.as_object().into_iter().flatten() {
+            output[key] = value.clone();
+        }
+        let paid = server.chat(&approve).await;
+        assert!(transaction(&paid).is_some(), "{}", paid.body);
+    }
+    let client = redis::Client::open(url.as_str()).unwrap_or_else(|e| panic!("{e}"));
+    let mut conn = client
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let keys: Vec<String> = conn
+        .keys(format!("{prefix}*"))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let week = 7 * 24 * 3600 * 1000;
+    let mut seen = std::collections::BTreeMap::new();
+    for key in &keys {
+        let rest = &key[prefix.len()..];
+        let kind = ["budget:", "approval:", "audit:", "audit-index"]
+            .into_iter()
+            .find(|kind| rest.starts_with(kind));
+        let Some(kind) = kind else { continue };
+        let ttl: i64 = conn.pttl(key).await.unwrap_or_else(|e| panic!("{e}"));
+        assert!((1..=week).contains(&ttl), "{rest}: {ttl} ms to live");
+        *seen.entry(kind).or_insert(0) += 1;
+    }
+    assert_eq!(
+        seen.keys().copied().collect::<Vec<_>>(),
+        ["approval:", "audit-index", "audit:", "budget:"],
+        "{keys:?}"
+    );
+}
+
+/// A Redis server of the test's own on a free loopback port, stopped
+/// with it: its limits are changed (`maxclients`), which no other test
+/// may see.
+struct OwnRedis {
+    child: std::process::Child,
+    url: String,
+}
+
+impl OwnRedis {
+    async fn start() -> Self {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .unwrap_or_else(|e| panic!("{e}"))
+            .port();
+        let child = std::process::Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no"])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("redis-server: {e}"));
+        let url = format!("redis://127.0.0.1:{port}/");
+        let client = redis::Client::open(url.as_str()).unwrap_or_else(|e| panic!("{e}"));
+        common::wait::until("redis to start", || async {
+            client.get_multiplexed_async_connection().await.is_ok()
+        })
+        .await;
+        Self { child, url }
+    }
+}
+
+impl Drop for OwnRedis {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The clients Redis has connected now.
+async fn connected_clients(conn: &mut redis::aio::MultiplexedConnection) -> usize {
+    let info: String = redis::cmd("INFO")
+        .arg("clients")
+        .query_async(conn)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    info.lines()
+        .find_map(|line| line.strip_prefix("connected_clients:"))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{info}"))
+}
+
+/// A turn of `user`'s on `server` that asks to pay and waits for the
+/// answer (held): its body as it streams, and the question's id.
+async fn held_question(
+    server: &common::Server,
+    user: &str,
+    chat: &str,
+) -> (
+    impl futures::Stream<Item = reqwest::Result<bytes::Bytes>> + use<>,
+    String,
+    String,
+) {
+    let response = reqwest::Client::new()
+        .post(format!("{}/stream", server.url))
+        .header("content-type", "application/json")
+        .header("x-user", user)
+        .body(common::user_says(chat, "Send 50 USD to Hanako").to_string())
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(response.status(), 200);
+    let mut body = Box::pin(response.bytes_stream());
+    let mut seen = String::new();
+    let asked = |s: &str| s.contains(r#""toolName":"adk_request_confirmation","input""#);
+    read_until(&mut body, &mut seen, asked).await;
+    let id = chunks_of(&seen)
+        .into_iter()
+        .find(|c| {
+            c["toolName"] == "adk_request_confirmation" && c["type"] == "tool-input-available"
+        })
+        .and_then(|c| c["toolCallId"].as_str().map(str::to_owned))
+        .unwrap_or_else(|| panic!("no question in {seen}"));
+    (body, id, seen)
+}
+
+/// 80 resumes on B of a turn A runs hold one Redis connection on B, not
+/// 80: with Redis' `maxclients` at 64, another user's held turn on B is
+/// still decided and runs (it failed: "the confirmation store is
+/// unavailable"), and the clients Redis counts stay few. When Redis
+/// refuses new connections, B's `/readyz` says so (it said 200).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_resumes_of_a_remote_turn_hold_one_connection() {
+    let redis = OwnRedis::start().await;
+    let client = redis::Client::open(redis.url.as_str()).unwrap_or_else(|e| panic!("{e}"));
+    let mut admin = client
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("maxclients")
+        .arg(64)
+        .query_async(&mut admin)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let prefix = format!("test-{}:", uuid::Uuid::new_v4().simple());
+    let yaml = "toolConfirmation: {flow: hold}\nauth: {principalHeader: x-user}\n";
+    let server = || async {
+        let store = toolgate::store::Store::redis(&redis.url, &prefix)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let config = toolgate::Config::from_yaml(yaml).unwrap_or_else(|e| panic!("{e}"));
+        // Ids of their own: two questions are asked, one on each.
+        common::Server::with(config, move |app| {
+            app.with_store(store).with_ids(toolgate::ids::Ids::random())
+        })
+        .await
+    };
+    let (a, b) = (server().await, server().await);
+    let (_alice, _, _) = held_question(&a, "alice", "chat-alice").await;
+
+    let http = reqwest::Client::new();
+    let resumes = futures::future::join_all((0..80).map(|_| async {
+        let response = http
+            .get(format!("{}/api/chat/chat-alice/stream", b.url))
+            .header("x-user", "alice")
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(response.status(), 200);
+        let mut body = Box::pin(response.bytes_stream());
+        let mut seen = String::new();
+        read_until(&mut body, &mut seen, |s| {
+            s.contains(r#""toolName":"adk_request_confirmation","input""#)
+        })
+        .await;
+        body
+    }))
+    .await;
+    assert_eq!(resumes.len(), 80);
+    let clients = connected_clients(&mut admin).await;
+    assert!(clients <= 16, "{clients} Redis clients for 80 resumes");
+
+    // Bob's turn on B waits for his answer, given on A, and goes on.
+    let (bob, id, mut seen) = held_question(&b, "bob", "chat-bob").await;
+    let mut bob = Box::pin(bob);
+    let decided = a
+        .post_with(
+            &format!("/api/confirmations/{id}"),
+            &[("x-user", "bob")],
+            r#"{"approved": true}"#,
+        )
+        .await;
+    assert_eq!(decided.status, 200, "{}", decided.body);
+    read_to_end(&mut bob, &mut seen).await;
+    assert!(seen.contains(r#""status":"completed""#), "{seen}");
+    assert_eq!(b.get("/readyz").await.status, 200);
+
+    // Redis refuses every new connection: B is not ready.
+    let now = connected_clients(&mut admin).await;
+    let () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("maxclients")
+        .arg(now)
+        .query_async(&mut admin)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let ready = b.get("/readyz").await;
+    assert_eq!(ready.status, 503, "{}", ready.body);
+    drop(resumes);
+}
+
+/// A resume that would make an instance follow more turns of other
+/// instances than `store.maxFollowedTurns` is refused with a clear 503;
+/// more resumes of a turn it follows already are not.
+#[tokio::test]
+async fn followed_turns_are_capped_per_instance() {
+    let yaml = "toolConfirmation: {flow: hold}\nstore: {maxFollowedTurns: 1}\n";
+    let (a, b) = pair(yaml).await;
+    let mut held = Vec::new();
+    for chat in ["chat-1", "chat-2"] {
+        let mut body = Box::pin(
+            a.open(&common::user_says(chat, "Send 50 USD to Hanako"))
+                .await,
+        );
+        let mut seen = String::new();
+        read_until(&mut body, &mut seen, |s| {
+            s.contains("adk_request_confirmation")
+        })
+        .await;
+        held.push(body);
+    }
+    let follow = |chat: &'static str| {
+        let url = format!("{}/api/chat/{chat}/stream", b.url);
+        async move {
+            let response = reqwest::get(url).await.unwrap_or_else(|e| panic!("{e}"));
+            (response.status(), Box::pin(response.bytes_stream()))
+        }
+    };
+    let first = follow("chat-1").await;
+    let again = follow("chat-1").await;
+    assert_eq!((first.0.as_u16(), again.0.as_u16()), (200, 200));
+    let refused = b.get("/api/chat/chat-2/stream").await;
+    assert_eq!(refused.status, 503, "{}", refused.body);
+    assert_eq!(
+        refused.json(),
+        json!({"error": "too many turns of other instances followed at once (1); try again later"})
+    );
+    drop((first, again, held));
+}

@@ -170,3 +170,50 @@ async fn a_remembered_approval_survives_sigkill() {
     assert!(!asked, "the remembered approval still holds: {}", next.body);
     assert!(transaction(&next).is_some(), "{}", next.body);
 }
+
+/// What the server stores only its account may read: the folders it
+/// creates for the database are 0700, the database and its `-wal` and
+/// `-shm` 0600 (they were 0755 and 0644 under the usual umask of 022).
+#[cfg(unix)]
+#[tokio::test]
+async fn the_database_and_its_folder_are_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let state = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let data = state.path().join("data");
+    let db = data.join("nested").join("db.sqlite3");
+    let config = state.path().join("toolgate.yaml");
+    std::fs::write(
+        &config,
+        format!("store:\n  kind: sqlite\n  path: {}\n", db.display()),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let server = Binary::serve_with(&["--config", &config.display().to_string()]);
+    // A turn that asks, so the log has been written.
+    let first = server
+        .chat(&json!({
+            "id": "chat-modes",
+            "messages": [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": "Send 50 USD to Hanako"}]}]
+        }))
+        .await;
+    assert!(
+        first.body.contains("tool-input-available"),
+        "{}",
+        first.body
+    );
+    let mode = |path: &std::path::Path| {
+        std::fs::metadata(path)
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+            .permissions()
+            .mode()
+            & 0o777
+    };
+    let wal = db.with_extension("sqlite3-wal");
+    let shm = db.with_extension("sqlite3-shm");
+    let modes: Vec<String> = [&data, &data.join("nested")]
+        .into_iter()
+        .chain([&db, &wal, &shm])
+        .map(|p| format!("{:o}", mode(p)))
+        .collect();
+    assert_eq!(modes, ["700", "700", "600", "600", "600"]);
+    drop(server);
+}
