@@ -45,7 +45,10 @@ fuzz_target!(|body: &[u8]| {
     let verdict = policy.decide(&call);
     match amount {
         Some(a) if a <= 5000.0 => assert!(!matches!(verdict, Verdict::Deny { .. }), "{args}"),
-        _ => assert!(matches!(verdict, Verdict::Deny { .. }), "{args}: {verdict:?}"),
+        _ => assert!(
+            matches!(verdict, Verdict::Deny { .. }),
+            "{args}: {verdict:?}"
+        ),
     }
     let usd = args.get("currency").is_some_and(|c| c == "USD");
     if matches!(verdict, Verdict::Allow { .. }) {
