@@ -365,19 +365,24 @@ async fn held_question(
     String,
     String,
 ) {
-    let response = reqwest::Client::new()
-        .post(format!("{}/stream", server.url))
-        .header("content-type", "application/json")
-        .header("x-user", user)
-        .body(common::user_says(chat, "Send 50 USD to Hanako").to_string())
-        .send()
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(response.status(), 200);
-    let mut body = Box::pin(response.bytes_stream());
+    let mut body = streamed(
+        reqwest::Client::new()
+            .post(format!("{}/stream", server.url))
+            .header("content-type", "application/json")
+            .header("x-user", user)
+            .body(common::user_says(chat, "Send 50 USD to Hanako").to_string()),
+    )
+    .await;
     let mut seen = String::new();
     let id = read_to_question(&mut body, &mut seen).await;
     (body, id, seen)
+}
+
+/// The body of `request`'s answer as it streams; the answer is a 200.
+async fn streamed(request: reqwest::RequestBuilder) -> impl Body + use<> {
+    let response = request.send().await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(response.status(), 200);
+    Box::pin(response.bytes_stream())
 }
 
 /// 80 resumes on B of a turn A runs hold one Redis connection on B, not
@@ -418,14 +423,11 @@ async fn many_resumes_of_a_remote_turn_hold_one_connection() {
 
     let http = reqwest::Client::new();
     let resumes = futures::future::join_all((0..80).map(|_| async {
-        let response = http
-            .get(format!("{}/api/chat/chat-alice/stream", b.url))
-            .header("x-user", "alice")
-            .send()
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(response.status(), 200);
-        let mut body = Box::pin(response.bytes_stream());
+        let mut body = streamed(
+            http.get(format!("{}/api/chat/chat-alice/stream", b.url))
+                .header("x-user", "alice"),
+        )
+        .await;
         let mut seen = String::new();
         read_until(&mut body, &mut seen, asked).await;
         body
