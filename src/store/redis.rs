@@ -893,7 +893,7 @@ impl RedisStore {
     }
 }
 
-fn millis(d: Duration) -> u64 {
+pub(super) fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
@@ -1035,7 +1035,7 @@ fn outcome_from(text: &str) -> Result<Outcome, StoreError> {
 // Compiled with the `redis-server` feature (`./scripts/test` turns it on),
 // so plain `cargo test` needs only Rust and never passes without a server.
 #[cfg(all(test, feature = "redis-server"))]
-mod tests {
+pub(super) mod tests {
     use super::super::{Backend, Store, conformance};
 
     /// The server the tests run against: `scripts/test` starts one and sets
@@ -1047,6 +1047,19 @@ mod tests {
             .unwrap_or_else(|| {
                 panic!("no Redis server: set TOOLGATE_TEST_REDIS_URL (scripts/test starts one)")
             })
+    }
+
+    /// A Redis store of its own key prefix on the test server.
+    pub async fn redis_store() -> std::sync::Arc<super::RedisStore> {
+        let prefix = format!("test-{}:", uuid::Uuid::new_v4().simple());
+        let Backend::Redis(store) = Store::redis(&url(), &prefix)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+            .backend
+        else {
+            panic!("not redis")
+        };
+        store
     }
 
     #[tokio::test]
@@ -1291,15 +1304,7 @@ mod tests {
     #[tokio::test]
     async fn window_grants_expire_themselves() {
         use redis::AsyncCommands;
-        let url = url();
-        let prefix = format!("test-{}:", uuid::Uuid::new_v4().simple());
-        let Backend::Redis(store) = Store::redis(&url, &prefix)
-            .await
-            .unwrap_or_else(|e| panic!("{e}"))
-            .backend
-        else {
-            panic!("not redis")
-        };
+        let store = redis_store().await;
         let key = store.approval_key("alice", &super::field("", "internal--pay"));
         let mut conn = store.conn.clone();
         let window = conformance::grant("w1", None, 1_000, Some(61_000));
@@ -1347,15 +1352,7 @@ mod tests {
     #[tokio::test]
     async fn a_chats_grants_expire_and_their_index_stays_small() {
         use redis::AsyncCommands;
-        let url = url();
-        let prefix = format!("test-{}:", uuid::Uuid::new_v4().simple());
-        let Backend::Redis(store) = Store::redis(&url, &prefix)
-            .await
-            .unwrap_or_else(|e| panic!("{e}"))
-            .backend
-        else {
-            panic!("not redis")
-        };
+        let store = redis_store().await;
         let store = (*store)
             .clone()
             .with_retention(std::time::Duration::from_secs(3600));
@@ -1409,15 +1406,7 @@ mod tests {
     #[tokio::test]
     async fn records_expire_with_their_confirmation() {
         use redis::AsyncCommands;
-        let url = url();
-        let prefix = format!("test-{}:", uuid::Uuid::new_v4().simple());
-        let Backend::Redis(store) = Store::redis(&url, &prefix)
-            .await
-            .unwrap_or_else(|e| panic!("{e}"))
-            .backend
-        else {
-            panic!("not redis")
-        };
+        let store = redis_store().await;
         let mut issued = conformance::issued("ttl");
         issued.expires_at_ms = issued.issued_at_ms + 60_000;
         store.insert(issued).await.unwrap_or_else(|e| panic!("{e}"));

@@ -7,6 +7,7 @@ use std::num::NonZeroU32;
 use std::sync::LazyLock;
 use std::time::Duration;
 
+use super::redis::millis;
 use super::{RedisStore, StoreError};
 
 /// GCRA over one key holding the theoretical arrival time (µs, Redis's
@@ -58,10 +59,6 @@ static SCRIPTS: LazyLock<[redis::Script; 3]> = LazyLock::new(|| {
 });
 
 const MINUTE_US: u64 = 60_000_000;
-
-fn millis(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
-}
 
 impl RedisStore {
     fn limit_key(&self, key: &str) -> String {

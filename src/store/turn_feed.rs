@@ -26,6 +26,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 use tokio_util::task::TaskTracker;
 
 use super::StoreError;
+use super::redis::{backend, millis};
 
 /// How long one `XREAD` blocks before the reader looks whether the stream
 /// is still there (and whether anyone still follows it).
@@ -392,14 +393,6 @@ fn read_entry(id: &str, fields: Vec<Vec<u8>>, next: &mut usize) -> Entry {
 pub(super) fn first_chunk(id: &str) -> Option<usize> {
     let (ms, _) = id.split_once('-')?;
     ms.parse::<usize>().ok()?.checked_sub(1)
-}
-
-fn millis(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
-}
-
-fn backend(e: redis::RedisError) -> StoreError {
-    StoreError::Backend(e.into())
 }
 
 #[cfg(test)]

@@ -21,6 +21,7 @@ use bytes::Bytes;
 use futures::Stream;
 use tokio_util::task::TaskTracker;
 
+use super::redis::{backend, millis};
 pub use super::turn_feed::{FOLLOWED, Read};
 use super::turn_feed::{Feed, Feeds, first_chunk};
 use super::{RedisStore, StoreError};
@@ -599,14 +600,6 @@ fn entry_id(n: usize) -> String {
     format!("{}-0", n + 1)
 }
 
-fn millis(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
-}
-
-fn backend(e: redis::RedisError) -> StoreError {
-    StoreError::Backend(e.into())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -617,20 +610,8 @@ mod tests {
         assert_eq!(first_chunk(OPEN_ID), None);
     }
 
-    /// A Redis store of its own key prefix on the test server.
     #[cfg(feature = "redis-server")]
-    async fn redis_store() -> std::sync::Arc<RedisStore> {
-        let url = std::env::var("TOOLGATE_TEST_REDIS_URL")
-            .unwrap_or_else(|_| panic!("no Redis server: set TOOLGATE_TEST_REDIS_URL"));
-        let prefix = format!("test-{}:", uuid::Uuid::new_v4().simple());
-        match super::super::Store::redis(&url, &prefix).await {
-            Ok(super::super::Store {
-                backend: super::super::Backend::Redis(store),
-                ..
-            }) => store,
-            _ => panic!("no Redis store"),
-        }
-    }
+    use super::super::redis::tests::redis_store;
 
     /// A turn whose instance died after its `finish` was written, before
     /// its end: a resume reads the whole message and no error after it;

@@ -65,6 +65,12 @@ struct Ticket<K: Hash + Eq, T: ?Sized> {
     principal: String,
 }
 
+impl<K, T: ?Sized> Feeds<K, T> {
+    fn registry(&self) -> std::sync::MutexGuard<'_, Registry<K, T>> {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
 impl<K: Hash + Eq + Clone, T: ?Sized> Feeds<K, T> {
     pub fn new(limits: FeedLimits) -> Self {
         Self {
@@ -75,10 +81,6 @@ impl<K: Hash + Eq + Clone, T: ?Sized> Feeds<K, T> {
             }),
             limits,
         }
-    }
-
-    fn registry(&self) -> std::sync::MutexGuard<'_, Registry<K, T>> {
-        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// A stream of `principal`'s reading `key`'s feed, if the caps leave
@@ -146,34 +148,17 @@ impl<K: Hash + Eq, T: ?Sized> Publisher<K, T> {
     pub async fn unread(&self) {
         loop {
             self.tx.closed().await;
-            let mut registry = self
-                .feeds
-                .inner
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
+            let mut registry = self.feeds.registry();
             if self.tx.receiver_count() == 0 {
-                if registry
-                    .feeds
-                    .get(&self.key)
-                    .is_some_and(|tx| Arc::ptr_eq(tx, &self.tx))
-                {
-                    registry.feeds.remove(&self.key);
-                }
+                self.remove_from(&mut registry);
                 return;
             }
         }
     }
-}
 
-impl<K: Hash + Eq, T: ?Sized> Drop for Publisher<K, T> {
-    /// A publisher gone for any reason (shutdown, a panic) takes its feed
-    /// along: its readers see it end, and the next stream starts another.
-    fn drop(&mut self) {
-        let mut registry = self
-            .feeds
-            .inner
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+    /// Takes this publisher's feed out of the registry; a newer feed of
+    /// the same key stays.
+    fn remove_from(&self, registry: &mut Registry<K, T>) {
         if registry
             .feeds
             .get(&self.key)
@@ -184,13 +169,18 @@ impl<K: Hash + Eq, T: ?Sized> Drop for Publisher<K, T> {
     }
 }
 
+impl<K: Hash + Eq, T: ?Sized> Drop for Publisher<K, T> {
+    /// A publisher gone for any reason (shutdown, a panic) takes its feed
+    /// along: its readers see it end, and the next stream starts another.
+    fn drop(&mut self) {
+        let mut registry = self.feeds.registry();
+        self.remove_from(&mut registry);
+    }
+}
+
 impl<K: Hash + Eq, T: ?Sized> Drop for Ticket<K, T> {
     fn drop(&mut self) {
-        let mut registry = self
-            .feeds
-            .inner
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut registry = self.feeds.registry();
         registry.total = registry.total.saturating_sub(1);
         if let Some(n) = registry.streams.get_mut(&self.principal) {
             *n = n.saturating_sub(1);

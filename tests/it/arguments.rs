@@ -9,17 +9,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use common::calls::Calls;
-use common::{Reply, Server, user_says};
+use common::{Reply, Server, asked, user_says};
 use serde_json::{Value, json};
 use toolgate::Config;
-
-fn asked(reply: &Reply) -> usize {
-    reply
-        .of_type("tool-input-available")
-        .iter()
-        .filter(|c| c["toolName"] == common::confirmation_name())
-        .count()
-}
 
 /// The one `tool-input-error`'s text, and that nothing else was said of the call.
 fn input_error(reply: &Reply) -> String {

@@ -12,7 +12,8 @@ use std::process::{Child, Command, Stdio};
 
 use serde_json::{Value, json};
 
-use crate::common::{self, Binary, Reply, redis_url, wait};
+use crate::common::body::{asked, chunks_of, question};
+use crate::common::{self, Binary, redis_url, wait};
 
 mod soak;
 
@@ -201,15 +202,6 @@ async fn body_of(reply: reqwest::Response) -> Value {
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
 }
 
-fn chunks_of(sse: &str) -> Vec<Value> {
-    Reply {
-        status: 200,
-        headers: Default::default(),
-        body: sse.to_owned(),
-    }
-    .chunks()
-}
-
 /// Reads `body` into `seen` until `done` holds or it ends.
 async fn read_until(
     body: &mut (impl futures::Stream<Item = reqwest::Result<bytes::Bytes>> + Unpin),
@@ -229,20 +221,6 @@ async fn read_until(
     tokio::time::timeout(wait::PATIENCE, read)
         .await
         .unwrap_or_else(|_| panic!("timed out in {seen}"));
-}
-
-fn asked(sse: &str) -> bool {
-    sse.contains(r#""toolName":"adk_request_confirmation","input""#)
-}
-
-fn question(sse: &str) -> String {
-    chunks_of(sse)
-        .into_iter()
-        .find(|c| {
-            c["toolName"] == "adk_request_confirmation" && c["type"] == "tool-input-available"
-        })
-        .and_then(|c| c["toolCallId"].as_str().map(str::to_owned))
-        .unwrap_or_else(|| panic!("no question in {sse}"))
 }
 
 fn transactions(sse: &str) -> Vec<String> {

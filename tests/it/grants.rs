@@ -5,7 +5,7 @@
 
 use crate::common;
 
-use common::{Reply, Server, user_says};
+use common::{Reply, Server, asked, user_says};
 use serde_json::{Value, json};
 use toolgate::Config;
 use toolgate::ids::Ids;
@@ -22,14 +22,6 @@ fn server_config(yaml: &str) -> Config {
 async fn says(server: &Server, who: &str, chat: &str, text: &str) -> Reply {
     let body = user_says(chat, text).to_string();
     server.post_with("/stream", &as_user(who), body).await
-}
-
-fn asked(reply: &Reply) -> usize {
-    reply
-        .of_type("tool-input-available")
-        .iter()
-        .filter(|c| c["toolName"] == common::confirmation_name())
-        .count()
 }
 
 /// The id of the one question open in `chat`.

@@ -6,7 +6,7 @@
 
 use crate::common;
 
-use common::body::{read_to_end, read_until};
+use common::body::{Body, asked, chunks_of, question, read_to_end, read_until};
 use common::{Binary, approval, redis_url, transaction};
 use serde_json::json;
 
@@ -130,13 +130,11 @@ async fn pair(yaml: &str) -> (common::Server, common::Server) {
     (server().await, server().await)
 }
 
-fn chunks_of(sse: &str) -> Vec<serde_json::Value> {
-    common::Reply {
-        status: 200,
-        headers: Default::default(),
-        body: sse.to_owned(),
-    }
-    .chunks()
+/// Reads `body` into `seen` until the confirmation question has come;
+/// the question's id.
+async fn read_to_question(body: &mut impl Body, seen: &mut String) -> String {
+    read_until(body, seen, asked).await;
+    question(seen)
 }
 
 /// A turn streaming on A is resumed on B, over SSE and over `/live`: each
@@ -222,15 +220,7 @@ async fn a_held_turn_decided_and_resumed_on_another_instance() {
             .await,
     );
     let mut seen = String::new();
-    let asked = |s: &str| s.contains(r#""toolName":"adk_request_confirmation","input""#);
-    read_until(&mut on_a, &mut seen, asked).await;
-    let question = chunks_of(&seen)
-        .into_iter()
-        .find(|c| {
-            c["toolName"] == "adk_request_confirmation" && c["type"] == "tool-input-available"
-        })
-        .and_then(|c| c["toolCallId"].as_str().map(str::to_owned))
-        .unwrap_or_else(|| panic!("no question in {seen}"));
+    let question = read_to_question(&mut on_a, &mut seen).await;
 
     let mut on_b = Box::pin(
         reqwest::get(format!("{}/api/chat/chat-held/stream", b.url))
@@ -375,27 +365,24 @@ async fn held_question(
     String,
     String,
 ) {
-    let response = reqwest::Client::new()
-        .post(format!("{}/stream", server.url))
-        .header("content-type", "application/json")
-        .header("x-user", user)
-        .body(common::user_says(chat, "Send 50 USD to Hanako").to_string())
-        .send()
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(response.status(), 200);
-    let mut body = Box::pin(response.bytes_stream());
+    let mut body = streamed(
+        reqwest::Client::new()
+            .post(format!("{}/stream", server.url))
+            .header("content-type", "application/json")
+            .header("x-user", user)
+            .body(common::user_says(chat, "Send 50 USD to Hanako").to_string()),
+    )
+    .await;
     let mut seen = String::new();
-    let asked = |s: &str| s.contains(r#""toolName":"adk_request_confirmation","input""#);
-    read_until(&mut body, &mut seen, asked).await;
-    let id = chunks_of(&seen)
-        .into_iter()
-        .find(|c| {
-            c["toolName"] == "adk_request_confirmation" && c["type"] == "tool-input-available"
-        })
-        .and_then(|c| c["toolCallId"].as_str().map(str::to_owned))
-        .unwrap_or_else(|| panic!("no question in {seen}"));
+    let id = read_to_question(&mut body, &mut seen).await;
     (body, id, seen)
+}
+
+/// The body of `request`'s answer as it streams; the answer is a 200.
+async fn streamed(request: reqwest::RequestBuilder) -> impl Body + use<> {
+    let response = request.send().await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(response.status(), 200);
+    Box::pin(response.bytes_stream())
 }
 
 /// 80 resumes on B of a turn A runs hold one Redis connection on B, not
@@ -436,19 +423,13 @@ async fn many_resumes_of_a_remote_turn_hold_one_connection() {
 
     let http = reqwest::Client::new();
     let resumes = futures::future::join_all((0..80).map(|_| async {
-        let response = http
-            .get(format!("{}/api/chat/chat-alice/stream", b.url))
-            .header("x-user", "alice")
-            .send()
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(response.status(), 200);
-        let mut body = Box::pin(response.bytes_stream());
-        let mut seen = String::new();
-        read_until(&mut body, &mut seen, |s| {
-            s.contains(r#""toolName":"adk_request_confirmation","input""#)
-        })
+        let mut body = streamed(
+            http.get(format!("{}/api/chat/chat-alice/stream", b.url))
+                .header("x-user", "alice"),
+        )
         .await;
+        let mut seen = String::new();
+        read_until(&mut body, &mut seen, asked).await;
         body
     }))
     .await;

@@ -5,15 +5,7 @@ use crate::common;
 
 use std::time::Duration;
 
-use common::{Server, fixture, user_says};
-
-fn asked(reply: &common::Reply) -> usize {
-    reply
-        .of_type("tool-input-available")
-        .iter()
-        .filter(|c| c["toolName"] == "adk_request_confirmation")
-        .count()
-}
+use common::{Server, asked, fixture, user_says};
 
 #[tokio::test]
 async fn remember_for_this_chat() {

@@ -244,6 +244,50 @@ fn any_host_without_api_keys_is_a_config_error() {
     );
 }
 
+/// A `toolgate` process `command` starts, logging at info: its URL, and
+/// its log as a thread reads it.
+struct Logged {
+    child: std::process::Child,
+    url: String,
+    log: std::thread::JoinHandle<String>,
+    /// Kept open: the server writes more lines after the first.
+    _stdout: std::io::BufReader<std::process::ChildStdout>,
+}
+
+impl Logged {
+    fn start(mut command: std::process::Command) -> Self {
+        use std::io::Read;
+        let mut child = command
+            .env("RUST_LOG", "toolgate=info")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let mut stderr = child.stderr.take().unwrap_or_else(|| panic!("no stderr"));
+        let log = std::thread::spawn(move || {
+            let mut log = String::new();
+            let _ = stderr.read_to_string(&mut log);
+            log
+        });
+        let mut stdout =
+            std::io::BufReader::new(child.stdout.take().unwrap_or_else(|| panic!("no stdout")));
+        let url = common::listening_on(&mut stdout);
+        Self {
+            child,
+            url,
+            log,
+            _stdout: stdout,
+        }
+    }
+
+    /// Stops the process; all it logged.
+    fn stop(mut self) -> String {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.log.join().unwrap_or_default()
+    }
+}
+
 /// Reads from `stream` until the server closes it; `None` if it is still
 /// open after `limit` (a safety bound, far above the timeout under test).
 async fn closed_within(stream: &mut tokio::net::TcpStream, limit: Duration) -> Option<String> {
@@ -312,7 +356,6 @@ async fn a_body_that_stops_coming_is_408_and_a_slow_stream_is_not_cut() {
 /// once, and the log says so.
 #[tokio::test]
 async fn a_thousand_half_sent_requests_do_not_stop_a_normal_turn() {
-    use std::io::Read;
     // This process holds the 1,100 sockets.
     let ours = rlimit::increase_nofile_limit(4096).unwrap_or(0);
     if ours < 1_200 {
@@ -326,25 +369,14 @@ async fn a_thousand_half_sent_requests_do_not_stop_a_normal_turn() {
         "store: {kind: memory}\nserver: {headerReadSecs: 5}\n",
     )
     .unwrap_or_else(|e| panic!("{e}"));
-    let mut child = std::process::Command::new("sh")
+    let mut command = std::process::Command::new("sh");
+    command
         .arg("-c")
         .arg(r#"ulimit -n 1024 && exec "$0" serve --bind 127.0.0.1:0 --config "$1""#)
         .arg(env!("CARGO_BIN_EXE_toolgate"))
-        .arg(&config)
-        .env("RUST_LOG", "toolgate=info")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("{e}"));
-    let mut stderr = child.stderr.take().unwrap_or_else(|| panic!("no stderr"));
-    let log = std::thread::spawn(move || {
-        let mut log = String::new();
-        let _ = stderr.read_to_string(&mut log);
-        log
-    });
-    let mut stdout =
-        std::io::BufReader::new(child.stdout.take().unwrap_or_else(|| panic!("no stdout")));
-    let url = common::listening_on(&mut stdout);
+        .arg(&config);
+    let server = Logged::start(command);
+    let url = server.url.clone();
 
     let mut half_sent = Vec::new();
     for _ in 0..1_100 {
@@ -384,9 +416,7 @@ async fn a_thousand_half_sent_requests_do_not_stop_a_normal_turn() {
     };
     assert!(body.contains("adk_request_confirmation"), "{body}");
     drop(half_sent);
-    let _ = child.kill();
-    let _ = child.wait();
-    let log = log.join().unwrap_or_default();
+    let log = server.stop();
     assert!(
         log.contains("open files limit: 1024 (was 1024, hard limit 1024)"),
         "{log}"
@@ -530,27 +560,15 @@ async fn one_address_holds_at_most_its_share_of_the_connections() {
 /// escaped: no client can forge a line of the log.
 #[tokio::test]
 async fn a_newline_in_an_id_forges_no_log_line() {
-    use std::io::Read;
     let state = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let config = state.path().join("toolgate.yaml");
     std::fs::write(&config, "store: {kind: memory}\n").unwrap_or_else(|e| panic!("{e}"));
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"));
+    command
         .args(["serve", "--bind", "127.0.0.1:0", "--config"])
-        .arg(&config)
-        .env("RUST_LOG", "toolgate=info")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("{e}"));
-    let mut stderr = child.stderr.take().unwrap_or_else(|| panic!("no stderr"));
-    let log = std::thread::spawn(move || {
-        let mut log = String::new();
-        let _ = stderr.read_to_string(&mut log);
-        log
-    });
-    let mut stdout =
-        std::io::BufReader::new(child.stdout.take().unwrap_or_else(|| panic!("no stdout")));
-    let url = common::listening_on(&mut stdout);
+        .arg(&config);
+    let server = Logged::start(command);
+    let url = server.url.clone();
 
     let forged = "x\nFAKE LOG LINE";
     let mut chat_id = user_says("c", PAY);
@@ -588,9 +606,7 @@ async fn a_newline_in_an_id_forges_no_log_line() {
         let reply = raw::send(&url, method, path, &[JSON], r#"{"approved":true}"#).await;
         assert_eq!(reply.status, 400, "{path}: {}", reply.body);
     }
-    let _ = child.kill();
-    let _ = child.wait();
-    let log = log.join().unwrap_or_default();
+    let log = server.stop();
     for line in log.lines() {
         assert!(
             !line.trim_start().starts_with("FAKE"),

@@ -2,6 +2,9 @@
 
 use futures::StreamExt;
 
+use serde_json::Value;
+
+use super::Reply;
 use super::wait::PATIENCE;
 
 /// A streamed body, as `reqwest::Response::bytes_stream` gives it.
@@ -44,4 +47,30 @@ pub async fn read_to_end(body: &mut impl Body, seen: &mut String) -> bool {
     tokio::time::timeout(PATIENCE, read)
         .await
         .unwrap_or_else(|_| panic!("the stream never ended: {seen}"))
+}
+
+/// The JSON chunks of the SSE read so far (as [`Reply::chunks`]).
+pub fn chunks_of(sse: &str) -> Vec<Value> {
+    Reply {
+        status: 200,
+        headers: Default::default(),
+        body: sse.to_owned(),
+    }
+    .chunks()
+}
+
+/// Whether the SSE read so far holds the confirmation question.
+pub fn asked(sse: &str) -> bool {
+    sse.contains(r#""toolName":"adk_request_confirmation","input""#)
+}
+
+/// The id of the confirmation question in the SSE read so far.
+pub fn question(sse: &str) -> String {
+    chunks_of(sse)
+        .into_iter()
+        .find(|c| {
+            c["toolName"] == "adk_request_confirmation" && c["type"] == "tool-input-available"
+        })
+        .and_then(|c| c["toolCallId"].as_str().map(str::to_owned))
+        .unwrap_or_else(|| panic!("no question in {sse}"))
 }

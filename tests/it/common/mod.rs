@@ -255,6 +255,16 @@ pub fn confirmation_name() -> &'static str {
     CONFIRMATION_TOOL
 }
 
+/// How many times the reply asks for a confirmation (the confirmation
+/// tool's `tool-input-available` chunks).
+pub fn asked(reply: &Reply) -> usize {
+    reply
+        .of_type("tool-input-available")
+        .iter()
+        .filter(|c| c["toolName"] == confirmation_name())
+        .count()
+}
+
 /// The `toolgate` binary, serving on a free port with its state in a
 /// temporary SQLite file and signed confirmations; killed on drop.
 pub struct Binary {
