@@ -78,55 +78,55 @@ impl Feeds {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The feed of `stream` this instance follows already, unless it stopped short.
-    fn existing(&self, stream: &str) -> Option<Arc<Feed>> {
-        self.lock()
-            .get(stream)
-            .and_then(Weak::upgrade)
-            .filter(|feed| !feed.stopped())
-    }
-
     /// A follower of `stream` from its start: on the feed this instance
-    /// has of it, or on a new one with a connection of its own.
+    /// has of it, or on a new one with a connection of its own. The new
+    /// feed is registered before its connection is made, so resumes that
+    /// come together share it: one connection and one place under the cap
+    /// for them all.
     pub(super) async fn follow(
         &self,
         client: &redis::Client,
         stream: &str,
     ) -> Result<Arc<Feed>, StoreError> {
-        if let Some(feed) = self.existing(stream) {
-            return Ok(feed);
-        }
-        let permit = self
-            .connections
-            .clone()
-            .try_acquire_owned()
-            .map_err(|_| StoreError::Followed(self.max))?;
+        let (feed, permit) = {
+            let mut by_stream = self.lock();
+            let followed = by_stream
+                .get(stream)
+                .and_then(Weak::upgrade)
+                .filter(|feed| !feed.stopped());
+            if let Some(feed) = followed {
+                return Ok(feed);
+            }
+            let permit = self
+                .connections
+                .clone()
+                .try_acquire_owned()
+                .map_err(|_| StoreError::Followed(self.max))?;
+            by_stream.retain(|_, feed| feed.strong_count() > 0);
+            let feed = Arc::new(Feed::new());
+            by_stream.insert(stream.to_owned(), Arc::downgrade(&feed));
+            (feed, permit)
+        };
         // Its own connection: `XREAD BLOCK` holds a connection while it waits.
         let config = AsyncConnectionConfig::new()
             .set_connection_timeout(Some(BLOCK))
             .set_response_timeout(Some(BLOCK * 3));
-        let conn = client
+        match client
             .get_multiplexed_async_connection_with_config(&config)
             .await
-            .map_err(backend)?;
-        let feed = {
-            let mut by_stream = self.lock();
-            // Another resume of the same turn may have come first meanwhile.
-            let first = by_stream
-                .get(stream)
-                .and_then(Weak::upgrade)
-                .filter(|feed| !feed.stopped());
-            if let Some(feed) = first {
-                return Ok(feed);
+        {
+            Ok(conn) => {
+                self.tasks
+                    .spawn(read(conn, stream.to_owned(), Arc::downgrade(&feed), permit));
+                Ok(feed)
             }
-            by_stream.retain(|_, feed| feed.strong_count() > 0);
-            let feed = Arc::new(Feed::new());
-            by_stream.insert(stream.to_owned(), Arc::downgrade(&feed));
-            feed
-        };
-        self.tasks
-            .spawn(read(conn, stream.to_owned(), Arc::downgrade(&feed), permit));
-        Ok(feed)
+            Err(e) => {
+                // Those who joined meanwhile see it end; the next resume
+                // starts anew.
+                feed.change(|state| state.end = End::Stopped);
+                Err(backend(e))
+            }
+        }
     }
 }
 
@@ -467,5 +467,28 @@ mod tests {
         trimmed.push(vec![(0, big.clone()), (1, big.clone())]);
         trimmed.change(|state| state.end = End::Ended);
         assert_eq!(trimmed.clone().reads().collect::<Vec<_>>().await, vec![]);
+    }
+
+    /// Resumes of one turn that come together share one feed and one
+    /// place under the cap: with room for a single followed turn, twenty
+    /// at once are all taken, on the one feed.
+    #[cfg(feature = "redis-server")]
+    #[tokio::test]
+    async fn resumes_that_come_together_share_one_place() {
+        let client = redis::Client::open(super::super::redis::tests::url().as_str())
+            .unwrap_or_else(|e| panic!("{e}"));
+        let tasks = TaskTracker::new();
+        let feeds = Feeds::new(tasks.clone(), 1);
+        let stream = format!("test-{}:log", uuid::Uuid::new_v4().simple());
+        let followed =
+            futures::future::join_all((0..20).map(|_| feeds.follow(&client, &stream))).await;
+        let followed: Vec<Arc<Feed>> = followed
+            .into_iter()
+            .map(|f| f.unwrap_or_else(|e| panic!("{e}")))
+            .collect();
+        assert!(followed.iter().all(|f| Arc::ptr_eq(f, &followed[0])));
+        drop(followed);
+        tasks.close();
+        tasks.wait().await;
     }
 }
