@@ -67,25 +67,51 @@ fn is_declared(arg: &str) -> bool {
         .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
+/// Every script the Redis store runs, by its file in `redis/lua/`.
+const SCRIPTS: &[(&str, &str)] = &[
+    ("claim_confirmation.lua", redis::CLAIM),
+    ("insert_confirmation.lua", redis::INSERT),
+    ("take_budget.lua", redis::TAKE_BUDGET),
+    ("forget_grant_entry.lua", redis::FORGET_ENTRY),
+    ("revoke_grant.lua", redis::REVOKE),
+    ("finish_confirmation.lua", redis::FINISH),
+    ("rate_limit_gcra.lua", redis_limits::GCRA),
+    ("take_stream_lease.lua", redis_limits::TAKE_LEASE),
+    ("renew_stream_lease.lua", redis_limits::RENEW_LEASE),
+    ("turn_log_append.lua", turn_log::APPEND),
+    ("turn_log_hold.lua", turn_log::HOLD),
+    ("turn_log_take_over.lua", turn_log::TAKE_OVER),
+    ("turn_log_end.lua", turn_log::END),
+];
+
 #[test]
 fn every_script_declares_the_keys_it_touches() {
-    let scripts = [
-        ("CLAIM", redis::CLAIM),
-        ("INSERT", redis::INSERT),
-        ("TAKE_BUDGET", redis::TAKE_BUDGET),
-        ("FORGET_ENTRY", redis::FORGET_ENTRY),
-        ("REVOKE", redis::REVOKE),
-        ("FINISH", redis::FINISH),
-        ("GCRA", redis_limits::GCRA),
-        ("TAKE_LEASE", redis_limits::TAKE_LEASE),
-        ("RENEW_LEASE", redis_limits::RENEW_LEASE),
-        ("APPEND", turn_log::APPEND),
-        ("HOLD", turn_log::HOLD),
-        ("TAKE_OVER", turn_log::TAKE_OVER),
-        ("END", turn_log::END),
-    ];
-    for (name, script) in scripts {
+    for (name, script) in SCRIPTS {
         assert_eq!(undeclared(script), Vec::<String>::new(), "{name}");
+    }
+}
+
+/// The scan above sees every `.lua` file there is, each as the constant
+/// the store runs: a new script cannot be left out of it.
+#[test]
+fn the_scan_covers_every_script_file() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/store/redis/lua");
+    let mut files: Vec<String> = std::fs::read_dir(&dir)
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|entry| entry.file_name().to_string_lossy().into_owned())
+                .filter(|name| name.ends_with(".lua"))
+                .collect()
+        })
+        .unwrap_or_default();
+    files.sort();
+    let mut scanned: Vec<String> = SCRIPTS.iter().map(|(name, _)| (*name).to_owned()).collect();
+    scanned.sort();
+    assert_eq!(files, scanned, "every .lua file in {}", dir.display());
+    for (name, script) in SCRIPTS {
+        let text = std::fs::read_to_string(dir.join(name)).unwrap_or_default();
+        assert_eq!(text, *script, "{name} is not the constant that names it");
     }
 }
 

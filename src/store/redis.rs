@@ -39,77 +39,26 @@ const PING_TIMEOUT: Duration = Duration::from_secs(1);
 /// A waiter also looks on its own this often, in case a message was missed.
 const POLL: Duration = Duration::from_millis(500);
 
-/// Claims KEYS[1]; the claim that wins takes it out of the open index
-/// (KEYS[2]) and says so on the inbox channel (KEYS[3]).
-pub(super) const CLAIM: &str = r"
-if redis.call('EXISTS', KEYS[1]) == 0 then return {'missing'} end
-local outcome = redis.call('HGET', KEYS[1], 'outcome')
-if outcome then return {'done', outcome} end
-local since = redis.call('HGET', KEYS[1], 'claimed_at')
-if since then return {'claimed', since, redis.call('HGET', KEYS[1], 'claimed_by') or ''} end
-redis.call('HSET', KEYS[1], 'claimed_at', ARGV[1], 'claimed_by', ARGV[2])
-local open = redis.call('HGET', KEYS[1], 'open')
-if open then redis.call('ZREM', KEYS[2], open) end
-redis.call('PUBLISH', KEYS[3], ARGV[3])
-return {'won'}
-";
+/// Claims a confirmation, once: `redis/lua/claim_confirmation.lua` (KEYS and ARGV in its header).
+pub(super) const CLAIM: &str = include_str!("redis/lua/claim_confirmation.lua");
 
-/// Records a confirmation (KEYS[1]) once, with its entry (ARGV[2]) in the
-/// open index (KEYS[2]), says so on the inbox channel (KEYS[3]), adds it
-/// to the expiries (KEYS[4], at ARGV[4]) and the chat's index (KEYS[5]),
-/// and gives the record and the index their life (ARGV[5] ms): all in one
-/// script, so an instance killed half-way leaves no record that never
-/// expires.
-pub(super) const INSERT: &str = r"
-if redis.call('HSETNX', KEYS[1], 'issued', ARGV[1]) == 0 then return 0 end
-redis.call('HSET', KEYS[1], 'open', ARGV[2])
-redis.call('ZADD', KEYS[2], 0, ARGV[2])
-redis.call('ZADD', KEYS[4], ARGV[4], ARGV[3])
-redis.call('SADD', KEYS[5], ARGV[3])
-redis.call('PEXPIRE', KEYS[1], ARGV[5])
-redis.call('PEXPIRE', KEYS[5], ARGV[5])
-redis.call('PUBLISH', KEYS[3], ARGV[3])
-return 1
-";
+/// Records a confirmation once, with its indexes and its life: `redis/lua/insert_confirmation.lua` (KEYS and ARGV in its header).
+pub(super) const INSERT: &str = include_str!("redis/lua/insert_confirmation.lua");
 
 /// Most open-index entries one look at Redis reads.
 const OPEN_BATCH: usize = 256;
 
-pub(super) const TAKE_BUDGET: &str = r"
-local left = tonumber(redis.call('GET', KEYS[1]) or '0')
-if left > 0 then
-  redis.call('DECR', KEYS[1])
-  return 1
-end
-return 0
-";
+/// Takes one call from an approve-next budget: `redis/lua/take_budget.lua` (KEYS and ARGV in its header).
+pub(super) const TAKE_BUDGET: &str = include_str!("redis/lua/take_budget.lua");
 
-/// Drops a principal's index entry (KEYS[1], ARGV[1]) of an approval whose
-/// record (KEYS[2]) is gone, only while it is still gone: one remembered
-/// again meanwhile keeps its entry.
-pub(super) const FORGET_ENTRY: &str = r"
-if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
-return redis.call('SREM', KEYS[1], ARGV[1])
-";
+/// Drops an index entry of an approval that is gone: `redis/lua/forget_grant_entry.lua` (KEYS and ARGV in its header).
+pub(super) const FORGET_ENTRY: &str = include_str!("redis/lua/forget_grant_entry.lua");
 
-/// Revokes an approval (KEYS[1], and its index entry ARGV[2] in KEYS[2]),
-/// only if it is still the one that was found (ARGV[1]): a newer one
-/// remembered meanwhile under the same chat and tool stays.
-pub(super) const REVOKE: &str = r"
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-redis.call('DEL', KEYS[1])
-redis.call('SREM', KEYS[2], ARGV[2])
-return 1
-";
+/// Revokes an approval if it is still the one found: `redis/lua/revoke_grant.lua` (KEYS and ARGV in its header).
+pub(super) const REVOKE: &str = include_str!("redis/lua/revoke_grant.lua");
 
-pub(super) const FINISH: &str = r"
-if redis.call('HEXISTS', KEYS[1], 'claimed_at') == 0 or redis.call('HEXISTS', KEYS[1], 'outcome') == 1 then
-  return 0
-end
-redis.call('HSET', KEYS[1], 'outcome', ARGV[1])
-redis.call('PUBLISH', KEYS[2], ARGV[2])
-return 1
-";
+/// Records the outcome of a claimed confirmation: `redis/lua/finish_confirmation.lua` (KEYS and ARGV in its header).
+pub(super) const FINISH: &str = include_str!("redis/lua/finish_confirmation.lua");
 
 #[derive(Clone)]
 pub struct RedisStore {

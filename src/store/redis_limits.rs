@@ -10,45 +10,14 @@ use std::time::Duration;
 use super::redis::millis;
 use super::{RedisStore, StoreError};
 
-/// GCRA over one key holding the theoretical arrival time (µs, Redis's
-/// clock): ARGV[1] is the interval between calls, ARGV[2] the period (a
-/// burst of period / interval). Returns 0 when admitted (and moves the
-/// time on), else the µs to wait. The key lives until the limit is full again.
-pub(super) const GCRA: &str = r"
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local interval = tonumber(ARGV[1])
-local tat = tonumber(redis.call('GET', KEYS[1]) or '0')
-if tat < now then tat = now end
-local wait = tat + interval - tonumber(ARGV[2]) - now
-if wait > 0 then return wait end
-local next = tat + interval
-redis.call('SET', KEYS[1], string.format('%.0f', next), 'PX', math.ceil((next - now) / 1000))
-return 0
-";
+/// GCRA rate limit on Redis's clock: `redis/lua/rate_limit_gcra.lua` (KEYS and ARGV in its header).
+pub(super) const GCRA: &str = include_str!("redis/lua/rate_limit_gcra.lua");
 
-/// A stream's lease: a member (ARGV[2]) of the sorted set KEYS[1] scored by
-/// its expiry (ms, Redis's clock), taken only while fewer than ARGV[1]
-/// leases are live. ARGV[3]: the lease's length. Lapsed leases go first.
-pub(super) const TAKE_LEASE: &str = r"
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[1]) then return 0 end
-redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), ARGV[2])
-redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[3]))
-return 1
-";
+/// Takes a stream's lease while fewer than the limit are live: `redis/lua/take_stream_lease.lua` (KEYS and ARGV in its header).
+pub(super) const TAKE_LEASE: &str = include_str!("redis/lua/take_stream_lease.lua");
 
-/// Renews the lease ARGV[1] in KEYS[1] for ARGV[2] ms (the set outlives
-/// every lease in it).
-pub(super) const RENEW_LEASE: &str = r"
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
-redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]))
-return 1
-";
+/// Renews a stream's lease: `redis/lua/renew_stream_lease.lua` (KEYS and ARGV in its header).
+pub(super) const RENEW_LEASE: &str = include_str!("redis/lua/renew_stream_lease.lua");
 
 static SCRIPTS: LazyLock<[redis::Script; 3]> = LazyLock::new(|| {
     [

@@ -41,118 +41,21 @@ pub const REPLAYED_AFTER_END: Duration = Duration::from_secs(15);
 /// reader can tell a quiet turn from a gone one.
 const OPEN_ID: &str = "0-1";
 
-/// Appends a batch (ARGV[6..]) as one entry with id ARGV[1] to the stream
-/// KEYS[1], trims it to ids from ARGV[2] (unless empty), refreshes its
-/// life (ARGV[3] ms; while the turn waits, only ever lengthened: a held
-/// turn's keys outlive its question), and, while the chat's hash KEYS[2]
-/// still names this stream, says there whether the turn waits for a
-/// human (ARGV[4]). Refused (0) when another instance took the turn over
-/// from this one (ARGV[5]): the stream is its now.
-pub(super) const APPEND: &str = r"
-local named = redis.call('HGET', KEYS[2], 'stream') == KEYS[1]
-if named and redis.call('HGET', KEYS[2], 'owner') ~= ARGV[5] then return 0 end
-if #ARGV > 5 then
-  local fields = {}
-  for i = 6, #ARGV do
-    fields[#fields + 1] = 'c'
-    fields[#fields + 1] = ARGV[i]
-  end
-  redis.call('XADD', KEYS[1], ARGV[1], unpack(fields))
-end
-if ARGV[2] ~= '' then redis.call('XTRIM', KEYS[1], 'MINID', ARGV[2]) end
-local function live(key)
-  if ARGV[4] ~= '1' or redis.call('PTTL', key) < tonumber(ARGV[3]) then
-    redis.call('PEXPIRE', key, ARGV[3])
-  end
-end
-live(KEYS[1])
-if named then
-  redis.call('HSET', KEYS[2], 'waiting', ARGV[4])
-  live(KEYS[2])
-end
-return 1
-";
+/// Appends a batch of chunks to a turn's log: `redis/lua/turn_log_append.lua` (KEYS and ARGV in its header).
+pub(super) const APPEND: &str = include_str!("redis/lua/turn_log_append.lua");
 
-/// Saves a held turn's state ARGV[2] in the chat's hash KEYS[1] while
-/// this instance (ARGV[1]) runs it, marks it waiting, and keeps the hash
-/// and its stream KEYS[2] at least ARGV[3] ms. `moved` when the hash no
-/// longer names KEYS[2] (its caller looks again).
-pub(super) const HOLD: &str = r"
-if redis.call('HGET', KEYS[1], 'owner') ~= ARGV[1] then return 0 end
-if redis.call('HGET', KEYS[1], 'stream') ~= KEYS[2] then return -1 end
-redis.call('HSET', KEYS[1], 'held', ARGV[2], 'waiting', 1)
-for _, key in ipairs({KEYS[1], KEYS[2]}) do
-  if redis.call('PTTL', key) < tonumber(ARGV[3]) then redis.call('PEXPIRE', key, ARGV[3]) end
-end
-return 1
-";
+/// Saves a held turn's state in the chat's hash: `redis/lua/turn_log_hold.lua` (KEYS and ARGV in its header).
+pub(super) const HOLD: &str = include_str!("redis/lua/turn_log_hold.lua");
 
-/// A resume's look at the chat's turn KEYS[1] for this instance ARGV[1]
-/// (only if it is the stream ARGV[5], unless that is empty), as its
-/// caller read it: the stream KEYS[2], run by the instance whose
-/// heartbeat is KEYS[3] (ARGV[2] is what every heartbeat key starts
-/// with); `moved` when the hash says otherwise by now (its caller reads it
-/// again). Otherwise: `none`; `live` (run here, or by an instance whose
-/// heartbeat is alive, or ended: read it as it is); `taken` with the
-/// stream and the held state (its owner died while it waited for a human:
-/// this instance owns it now, exactly one wins); or `ended` with the
-/// stream (its owner died otherwise: the stream ends with the chunk
-/// ARGV[3], unless its last chunk is the message's `finish`, and is kept
-/// ARGV[4] ms). Every key it touches is in KEYS.
-pub(super) const TAKE_OVER: &str = r#"
-local h = redis.call('HMGET', KEYS[1], 'stream', 'owner', 'waiting', 'held', 'ended')
-local stream, owner, waiting, held, ended = h[1], h[2], h[3], h[4], h[5]
-if not stream or (ARGV[5] ~= '' and stream ~= ARGV[5]) then return {'none'} end
-if stream ~= KEYS[2] or ARGV[2] .. (owner or '') ~= KEYS[3] then return {'moved'} end
-if ended == '1' or owner == ARGV[1] or redis.call('EXISTS', KEYS[3]) == 1 then
-  return {'live'}
-end
-if redis.call('EXISTS', KEYS[2]) == 0 then
-  redis.call('DEL', KEYS[1])
-  return {'none'}
-end
-if waiting == '1' and held then
-  redis.call('HSET', KEYS[1], 'owner', ARGV[1])
-  return {'taken', KEYS[2], held}
-end
-local last = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)
-local entry = last[1]
-if entry and entry[2][1] ~= 'end' then
-  local next = 0
-  local finished = false
-  if entry[2][1] ~= 'open' then
-    next = tonumber(string.match(entry[1], '^(%d+)-')) - 1 + #entry[2] / 2
-    -- The message was whole (its `finish` written, not yet the end): no error after it.
-    finished = string.sub(entry[2][#entry[2]], 1, 16) == '{"type":"finish"'
-  end
-  if not finished then
-    next = next + 1
-    redis.call('XADD', KEYS[2], next .. '-0', 'c', ARGV[3])
-  end
-  redis.call('XADD', KEYS[2], (next + 1) .. '-0', 'end', '')
-  redis.call('PEXPIRE', KEYS[2], ARGV[4])
-end
-redis.call('DEL', KEYS[1])
-return {'ended', KEYS[2]}
-"#;
+/// A resume's look at a chat's turn, taking it over when its owner died: `redis/lua/turn_log_take_over.lua` (KEYS and ARGV in its header).
+pub(super) const TAKE_OVER: &str = include_str!("redis/lua/turn_log_take_over.lua");
 
 /// Times a script that found the chat's hash changed under it
 /// (`moved`) reads it again before it gives up.
 const LOOKS: usize = 4;
 
-/// Ends the stream KEYS[1] with an `end` entry (id ARGV[1]), keeps it
-/// ARGV[2] ms, and, if the chat's hash KEYS[2] still names it, marks it
-/// ended there (nothing to take over or wait for) for ARGV[3] ms more.
-pub(super) const END: &str = r"
-redis.call('XADD', KEYS[1], ARGV[1], 'end', '')
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
-if redis.call('HGET', KEYS[2], 'stream') == KEYS[1] then
-  redis.call('HDEL', KEYS[2], 'held')
-  redis.call('HSET', KEYS[2], 'ended', 1, 'waiting', 0)
-  redis.call('PEXPIRE', KEYS[2], ARGV[3])
-end
-return 1
-";
+/// Ends a turn's log: `redis/lua/turn_log_end.lua` (KEYS and ARGV in its header).
+pub(super) const END: &str = include_str!("redis/lua/turn_log_end.lua");
 
 /// The turn logs of a Redis store, written and read by `instance`.
 #[derive(Clone)]

@@ -52,6 +52,30 @@ fn no_module_has_an_import_circle() {
     );
 }
 
+/// Redis's Lua scripts are `.lua` files (`src/store/redis/lua/`), loaded
+/// with `include_str!`, not Lua inside Rust strings. The one exception is
+/// the scan of those scripts (`store/lua_keys.rs`, a test), whose cases are
+/// fragments of Lua.
+#[test]
+fn no_lua_inside_rust_sources() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    collect(&src, &mut files);
+    assert!(!files.is_empty(), "no sources under {}", src.display());
+    let exempt = src.join("store").join("lua_keys.rs");
+    let lua: Vec<String> = files
+        .iter()
+        .filter(|file| **file != exempt)
+        .filter(|file| std::fs::read_to_string(file).is_ok_and(|text| text.contains("redis.call(")))
+        .map(|file| file.display().to_string())
+        .collect();
+    assert!(
+        lua.is_empty(),
+        "Lua inside Rust strings:\n{}",
+        lua.join("\n")
+    );
+}
+
 /// The checks themselves: each kind of path is read, and what is not a
 /// path (a comment, a string) is not.
 #[test]
