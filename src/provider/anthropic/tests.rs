@@ -1,7 +1,10 @@
 use super::*;
 use crate::call::{ToolCall, ToolSpec};
-use crate::provider::ResultContent;
+use sse_stream::Sse;
+
+use crate::provider::http::Decoder;
 use crate::provider::http::{self, testing::decode_sse};
+use crate::provider::{ResultContent, StopReason, Usage};
 
 fn run(text: &str) -> (Vec<ProviderEvent>, Option<ProviderError>) {
     decode_sse(Decode::new(Ids::sequential()), text.as_bytes())

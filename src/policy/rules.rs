@@ -1,0 +1,189 @@
+//! What `toolConfirmation` reads: the mode, the lists, the rules for one tool.
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::Condition;
+
+/// `toolConfirmation.mode`, as Dexto names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    /// Ask a human.
+    #[default]
+    EventBased,
+    AutoApprove,
+    AutoDeny,
+}
+
+/// `toolConfirmation.toolPolicies`.
+#[derive(Debug, Clone, PartialEq, Deserialize, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct ToolPolicies {
+    /// Qualified names or globs (`internal--get_weather`, `mcp--filesystem--*`).
+    pub always_allow: Vec<String>,
+    pub always_deny: Vec<String>,
+}
+
+/// `toolConfirmation.tools.<tool>`: rules for one tool.
+#[derive(Debug, Clone, PartialEq, Deserialize, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct ToolRule {
+    pub confirm: Option<ConfirmRule>,
+    pub deny: Option<DenyRule>,
+    /// The question shown to the user; `{argument}` is replaced by its value.
+    pub hint: Option<String>,
+    /// Whether the user may edit the arguments before approving.
+    pub editable: bool,
+    /// Who may approve a call of this tool: principals, or `role:NAME`
+    /// for every principal with that role. Empty: the user who asked.
+    pub approvers: Vec<String>,
+    /// Four eyes: the user who asked may deny or cancel their call, never
+    /// approve it.
+    pub require_distinct_approver: bool,
+    /// Calls whose arguments match need other approvers instead (the
+    /// first that matches): `[{when: "amount > 1000", approvers: [role:cfo]}]`.
+    pub escalate: Vec<Escalation>,
+    /// What a question still open becomes when the user writes a new
+    /// message: it stays open (`keep`, the default) or is closed (`cancel`).
+    pub on_new_message: OnNewMessage,
+    /// Who is told when this tool asks, instead of `toolConfirmation.notify`
+    /// (`[]`: nobody). Delivered by `notify`, not decided here.
+    pub notify: Option<Vec<NotifyTarget>>,
+}
+
+/// One place a question is announced (`toolConfirmation.notify`): exactly
+/// one of `webhook` (with `secretEnv`, the variable holding its HMAC key)
+/// and `slack` (an incoming webhook URL, itself a secret). Checked, and its
+/// secret read, when the notifier is built.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct NotifyTarget {
+    pub webhook: Option<String>,
+    pub secret_env: Option<String>,
+    pub slack: Option<String>,
+}
+
+/// `tools.<tool>.onNewMessage`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum OnNewMessage {
+    /// The question stays open: decided later, its outcome reaches the chat.
+    #[default]
+    Keep,
+    /// The question is closed as cancelled; nothing runs.
+    Cancel,
+}
+
+/// `tools.<tool>.escalate`: for calls that match, these approvers.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Escalation {
+    pub when: Conditions,
+    pub approvers: Vec<String>,
+}
+
+/// Who may decide a tool's questions besides denying their own
+/// (`tools.<tool>.approvers`, `requireDistinctApprover`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Approvers<'a> {
+    /// Principals, or `role:NAME`; empty: the user who asked.
+    pub listed: &'a [String],
+    pub distinct: bool,
+}
+
+impl Approvers<'_> {
+    /// Whether `principal`, holding `roles`, may approve a call that
+    /// `requester` asked for.
+    pub fn may_approve(&self, requester: &str, principal: &str, roles: &[String]) -> bool {
+        let own = principal == requester;
+        if own && self.distinct {
+            return false;
+        }
+        if self.listed.is_empty() {
+            return own;
+        }
+        self.listed
+            .iter()
+            .any(|entry| match entry.strip_prefix(ROLE) {
+                Some(role) => roles.iter().any(|r| r == role),
+                None => entry == principal,
+            })
+    }
+
+    /// Whether anyone but the user who asked decides.
+    pub fn others_decide(&self) -> bool {
+        !self.listed.is_empty()
+    }
+
+    /// Whether the user who asked decides alone: no approvers listed, no
+    /// four eyes. Only such a call is covered by a remembered approval or a
+    /// budget, since only the user who asked can have granted it.
+    pub fn asker_alone(&self) -> bool {
+        self.listed.is_empty() && !self.distinct
+    }
+
+    /// Who must approve, in words: `alice or role:finance`.
+    pub fn describe(&self) -> String {
+        match self.listed {
+            [] => "the user who asked".to_owned(),
+            listed => listed.join(" or "),
+        }
+    }
+}
+
+/// The prefix of a role among `approvers`.
+pub const ROLE: &str = "role:";
+
+/// When a tool asks: `always`, `never`, or `{when: <condition or list>}`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum ConfirmRule {
+    Word(ConfirmWord),
+    When { when: Conditions },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ConfirmWord {
+    Always,
+    Never,
+}
+
+/// One condition, or a list of which any may hold.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum Conditions {
+    One(Condition),
+    Any(Vec<Condition>),
+}
+
+impl Conditions {
+    pub(super) fn any_holds(&self, args: &Value) -> bool {
+        match self {
+            Conditions::One(c) => c.holds(args),
+            Conditions::Any(cs) => cs.iter().any(|c| c.holds(args)),
+        }
+    }
+}
+
+impl std::fmt::Display for Conditions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Conditions::One(c) => write!(f, "{c}"),
+            Conditions::Any(cs) => {
+                let texts: Vec<String> = cs.iter().map(ToString::to_string).collect();
+                f.write_str(&texts.join(" or "))
+            }
+        }
+    }
+}
+
+/// `tools.<tool>.deny`: never run calls that match; without `when`, never run the tool.
+#[derive(Debug, Clone, PartialEq, Deserialize, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct DenyRule {
+    pub when: Option<Conditions>,
+    /// Told to the model and the user.
+    pub reason: Option<String>,
+}

@@ -1,0 +1,215 @@
+use super::*;
+use crate::call::{ToolCall, ToolSpec};
+use crate::provider::http::testing::decode_data;
+use crate::provider::{ResultContent, ToolResult};
+
+fn decode(events: &[&str]) -> Result<Vec<ProviderEvent>, ProviderError> {
+    decode_data(Decode::new(Ids::sequential()), events)
+}
+
+/// Each call's (id, name, joined arguments), in order.
+fn calls(events: &[ProviderEvent]) -> Vec<(String, String, String)> {
+    let mut calls: Vec<(String, String, String)> = Vec::new();
+    for event in events {
+        match event {
+            ProviderEvent::ToolCallStart { id, name, .. } => {
+                calls.push((id.clone(), name.clone(), String::new()))
+            }
+            ProviderEvent::ToolCallDelta { id, delta } => {
+                match calls.iter_mut().find(|c| &c.0 == id) {
+                    Some(call) => call.2.push_str(delta),
+                    None => panic!("a delta for unstarted `{id}`"),
+                }
+            }
+            _ => {}
+        }
+    }
+    calls
+}
+
+fn call(id: &str, name: &str, args: &str) -> (String, String, String) {
+    (id.into(), name.into(), args.into())
+}
+
+#[test]
+fn fragments_without_index_join_by_id_then_position() {
+    let events = decode(&[
+        r#"{"choices":[{"delta":{"tool_calls":[{"id":"a","function":{"name":"x","arguments":"{\"q\""}}]}}]}"#,
+        r#"{"choices":[{"delta":{"tool_calls":[{"id":"b","function":{"name":"y","arguments":"{"}}]}}]}"#,
+        // By id: back to `a`.
+        r#"{"choices":[{"delta":{"tool_calls":[{"id":"a","function":{"arguments":":1}"}}]}}]}"#,
+        // Neither: the newest call.
+        r#"{"choices":[{"delta":{"tool_calls":[{"function":{"arguments":"}"}}]}}]}"#,
+        // Two at once, neither: by position.
+        r#"{"choices":[{"delta":{"tool_calls":[{"function":{"arguments":""}},{"function":{"arguments":" "}}]}}]}"#,
+        r#"{"choices":[{"delta":{},"finish_reason":"tool_calls"}]}"#,
+        "[DONE]",
+    ]);
+    assert_eq!(
+        calls(&events.unwrap_or_default()),
+        [call("a", "x", "{\"q\":1}"), call("b", "y", "{} ")]
+    );
+}
+
+/// Some servers send every parallel call at index 0; an id of its own
+/// starts a call.
+#[test]
+fn a_reused_index_with_a_new_id_is_a_new_call() {
+    let events = decode(&[
+        r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"call_a","function":{"name":"get_time","arguments":""}}]}}]}"#,
+        r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"call_b","function":{"name":"process_payment","arguments":"{\"amount\":"}}]}}]}"#,
+        r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"50}"}}]}}]}"#,
+        r#"{"choices":[{"delta":{},"finish_reason":"tool_calls"}]}"#,
+    ]);
+    assert_eq!(
+        calls(&events.unwrap_or_default()),
+        [
+            call("call_a", "get_time", ""),
+            call("call_b", "process_payment", "{\"amount\":50}")
+        ]
+    );
+}
+
+#[test]
+fn both_reasoning_names_in_one_delta_are_one_delta() {
+    let events = decode(&[
+        r#"{"choices":[{"delta":{"reasoning":"Hm.","reasoning_content":"Hm."},"finish_reason":"stop"}]}"#,
+    ]);
+    let reasoning = events
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|e| matches!(e, ProviderEvent::ReasoningDelta(_)))
+        .count();
+    assert_eq!(reasoning, 1);
+}
+
+#[test]
+fn unnamed_calls_cannot_grow_without_bound() {
+    let chunk = format!(
+        r#"{{"choices":[{{"delta":{{"tool_calls":[{{"index":0,"function":{{"arguments":"{}"}}}}]}}}}]}}"#,
+        "x".repeat(MAX_ARGS_BYTES / 2 + 1)
+    );
+    let events = decode(&[&chunk, &chunk]);
+    assert!(
+        matches!(events, Err(ProviderError::Stream(_))),
+        "{events:?}"
+    );
+    let many: Vec<String> = (0..=MAX_CALLS_PER_STEP)
+        .map(|i| format!(r#"{{"choices":[{{"delta":{{"tool_calls":[{{"index":{i},"function":{{"arguments":""}}}}]}}}}]}}"#))
+        .collect();
+    let many: Vec<&str> = many.iter().map(String::as_str).collect();
+    assert!(matches!(decode(&many), Err(ProviderError::Stream(_))));
+}
+
+#[test]
+fn a_name_that_comes_late_still_starts_the_call() {
+    let events = decode(&[
+        r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{}"}}]}}]}"#,
+        r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"name":"x"}}]},"finish_reason":"tool_calls"}]}"#,
+    ]);
+    assert!(matches!(
+        events.as_deref(),
+        Ok([
+            ProviderEvent::ToolCallStart { id, .. },
+            ProviderEvent::ToolCallDelta { delta, .. },
+            ProviderEvent::ToolCallEnd { .. },
+            ProviderEvent::Finish { reason: StopReason::ToolCalls, .. },
+        ]) if id == "call-1" && delta == "{}"
+    ));
+}
+
+#[test]
+fn a_call_that_never_gets_a_name_is_an_error() {
+    let events = decode(&[
+        r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{}"}}]},"finish_reason":"tool_calls"}]}"#,
+        "[DONE]",
+    ]);
+    assert!(matches!(events, Err(ProviderError::Stream(_))));
+}
+
+#[test]
+fn an_end_without_a_finish_is_incomplete() {
+    let events = decode(&[r#"{"choices":[{"delta":{"content":"Hel"}}]}"#]);
+    assert!(matches!(events, Err(ProviderError::Incomplete { .. })));
+    assert!(matches!(
+        decode(&[r#"{"error":{"message":"overloaded"}}"#]),
+        Err(ProviderError::Upstream { message, .. }) if message == "overloaded"
+    ));
+    assert!(matches!(
+        decode(&["{not json"]),
+        Err(ProviderError::Stream(_))
+    ));
+}
+
+#[test]
+fn history_becomes_chat_messages() {
+    let call = ToolCall {
+        id: "c1".into(),
+        name: "get_weather".into(),
+        args: json!({"city": "Paris"}),
+    };
+    let request = ModelRequest {
+        messages: vec![
+            ModelMessage::System("be brief".into()),
+            ModelMessage::User(vec![UserContent::Text("weather?".into())]),
+            // Reasoning alone has nothing Chat Completions takes back.
+            ModelMessage::Assistant(vec![AssistantContent::Reasoning {
+                text: "cut off".into(),
+                metadata: None,
+            }]),
+            ModelMessage::Assistant(vec![
+                AssistantContent::Reasoning {
+                    text: "hm".into(),
+                    metadata: None,
+                },
+                AssistantContent::ToolCall {
+                    call,
+                    metadata: None,
+                },
+            ]),
+            ModelMessage::Tool(vec![ToolResult {
+                call_id: "c1".into(),
+                tool_name: "get_weather".into(),
+                outcome: ResultContent::Denied {
+                    reason: Some("not now".into()),
+                },
+            }]),
+        ],
+        tools: vec![ToolSpec {
+            name: "get_weather".into(),
+            description: "Weather".into(),
+            parameters: json!({"type": "object"}),
+        }]
+        .into(),
+    };
+    // A model that wants `max_completion_tokens` instead.
+    let mut extra_body = Map::new();
+    extra_body.insert("max_tokens".into(), Value::Null);
+    extra_body.insert("max_completion_tokens".into(), 100.into());
+    let options = ModelOptions {
+        model: "m".into(),
+        max_tokens: Some(100),
+        extra_body,
+        ..ModelOptions::default()
+    };
+    let body: Value =
+        serde_json::from_slice(&body(&options, &request).unwrap_or_default()).unwrap_or_default();
+    assert_eq!(
+        body,
+        json!({
+            "model": "m",
+            "messages": [
+                {"role": "system", "content": "be brief"},
+                {"role": "user", "content": "weather?"},
+                {"role": "assistant", "content": null, "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\":\"Paris\"}"}}
+                ]},
+                {"role": "tool", "tool_call_id": "c1", "content": "User denied execution: not now"},
+            ],
+            "stream": true,
+            "stream_options": {"include_usage": true},
+                            "tools": [{"type": "function", "function": {"name": "get_weather", "description": "Weather", "parameters": {"type": "object"}}}],
+            "max_completion_tokens": 100,
+        })
+    );
+}
