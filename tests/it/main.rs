@@ -36,6 +36,7 @@ mod confirmation;
 #[cfg(feature = "conformance")]
 mod conformance;
 mod cors;
+mod docs;
 mod drain;
 mod edits;
 mod frontend;

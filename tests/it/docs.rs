@@ -1,0 +1,298 @@
+//! Every relative link in the project's documents points at something that
+//! exists: `README.md`, `ARCHITECTURE.md`, `BENCHMARKS.md` and every
+//! Markdown file under `docs/`. A link into a Markdown file with a
+//! `#fragment` must name one of its headings (GitHub's anchors). Links with
+//! a scheme (`https:`, `mailto:`) are not followed; code (fenced blocks and
+//! `inline spans`) holds no links. Std only, so it costs nothing.
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// The documents whose links are checked, relative to the repository.
+const DOCUMENTS: &[&str] = &["README.md", "ARCHITECTURE.md", "BENCHMARKS.md"];
+
+#[test]
+fn every_relative_link_in_the_documents_resolves() -> io::Result<()> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut documents: Vec<PathBuf> = DOCUMENTS.iter().map(|d| root.join(d)).collect();
+    markdown_under(&root.join("docs"), &mut documents)?;
+    assert!(
+        documents.len() > DOCUMENTS.len(),
+        "docs/ holds no Markdown file"
+    );
+    let broken = broken_links(root, &documents)?;
+    assert!(
+        broken.is_empty(),
+        "links that point nowhere:\n{}",
+        broken.join("\n")
+    );
+    Ok(())
+}
+
+/// The README stays a front door: short, with the index of `docs/` behind
+/// it, the schema's modeline on the first line of its config, and the test
+/// command CI runs (`.ci/run`).
+#[test]
+fn the_readme_is_a_front_door() -> io::Result<()> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = fs::read_to_string(root.join("README.md"))?;
+    let lines = readme.lines().count();
+    assert!(lines <= 300, "README.md has {lines} lines, more than 300");
+    assert!(
+        links(&readme).iter().any(|(_, t)| t == "docs/README.md"),
+        "README.md does not link docs/README.md"
+    );
+    assert!(
+        readme.contains("```yaml\n# yaml-language-server: $schema=./toolgate.schema.json\n"),
+        "README.md shows no config opening with the schema's modeline"
+    );
+    let ci = fs::read_to_string(root.join(".ci/run"))?;
+    let command = ci
+        .lines()
+        .find_map(|line| line.strip_prefix("exec "))
+        .unwrap_or_default();
+    assert_eq!(command, "./scripts/test", ".ci/run runs something else");
+    assert!(
+        readme.contains(&format!("```sh\n{command}\n```")),
+        "README.md does not give CI's test command `{command}`"
+    );
+    Ok(())
+}
+
+/// Every page under `docs/` is reachable from its index.
+#[test]
+fn the_index_of_docs_links_every_page() -> io::Result<()> {
+    let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs");
+    let index = docs.join("README.md");
+    let linked: BTreeSet<PathBuf> = links(&fs::read_to_string(&index)?)
+        .into_iter()
+        .filter(|(_, target)| !has_scheme(target))
+        .map(|(_, target)| docs.join(target.split('#').next().unwrap_or_default()))
+        .collect();
+    let mut pages = Vec::new();
+    markdown_under(&docs, &mut pages)?;
+    let missing: Vec<String> = pages
+        .iter()
+        .filter(|page| **page != index && !linked.contains(*page))
+        .map(|page| page.display().to_string())
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "pages docs/README.md does not link:\n{}",
+        missing.join("\n")
+    );
+    Ok(())
+}
+
+/// The check itself finds what it should: a missing file, a missing
+/// heading, a missing heading of the same page; and lets pass what it should.
+#[test]
+fn the_link_check_fails_on_broken_links() -> io::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let root = dir.path();
+    fs::create_dir_all(root.join("docs/guides"))?;
+    fs::write(
+        root.join("docs/guides/a.md"),
+        "# A page\n\n## One WebSocket: `GET /live` (ai 7.0.135)\n\n## Twice\n\n## Twice\n",
+    )?;
+    let page = root.join("docs/b.md");
+    fs::write(
+        &page,
+        "# B\n\n\
+         [fine](guides/a.md) [fine](guides/a.md#one-websocket-get-live-ai-70135) \
+         [fine](guides/a.md#twice-1) [fine](#b) [fine](https://example.com/x.md) \
+         ![fine](guides/a.md \"title\") `[code](nowhere.md)`\n\n\
+         ```text\n[code](nowhere.md)\n```\n\n\
+         [gone](guides/gone.md)\n\
+         [no heading](guides/a.md#nowhere)\n\
+         [no heading here](#nowhere)\n\
+         [gone by reference]\n\n\
+         [gone by reference]: ../gone.md\n",
+    )?;
+    let broken = broken_links(root, &[page])?;
+    let targets: Vec<&str> = broken
+        .iter()
+        .filter_map(|b| b.rsplit(": ").next())
+        .collect();
+    assert_eq!(
+        targets,
+        [
+            "guides/gone.md",
+            "guides/a.md#nowhere",
+            "#nowhere",
+            "../gone.md"
+        ],
+        "{broken:?}"
+    );
+    Ok(())
+}
+
+#[test]
+fn anchors_are_githubs() {
+    assert_eq!(
+        anchor("The `adk-stream-protocol` dialect: `live.dialect: adk-stream-protocol`"),
+        "the-adk-stream-protocol-dialect-livedialect-adk-stream-protocol"
+    );
+    assert_eq!(
+        anchor("Policy: which calls run, ask, or never run"),
+        "policy-which-calls-run-ask-or-never-run"
+    );
+    assert_eq!(
+        anchor("Answering in the tool's place"),
+        "answering-in-the-tools-place"
+    );
+}
+
+/// `file: line: target` for each relative link of `documents` that points
+/// at nothing.
+fn broken_links(root: &Path, documents: &[PathBuf]) -> io::Result<Vec<String>> {
+    let mut broken = Vec::new();
+    for document in documents {
+        let text = fs::read_to_string(document)?;
+        let dir = document.parent().unwrap_or(root);
+        for (line, target) in links(&text) {
+            if has_scheme(&target) {
+                continue;
+            }
+            let (path, fragment) = match target.split_once('#') {
+                Some((path, fragment)) => (path, Some(fragment)),
+                None => (target.as_str(), None),
+            };
+            let file = if path.is_empty() {
+                document.clone()
+            } else {
+                dir.join(path)
+            };
+            let fine = file.exists()
+                && match fragment {
+                    Some(fragment) if path.is_empty() || path.ends_with(".md") => {
+                        anchors(&fs::read_to_string(&file)?).contains(fragment)
+                    }
+                    _ => true,
+                };
+            if !fine {
+                let name = document.strip_prefix(root).unwrap_or(document);
+                broken.push(format!("{}:{line}: {target}", name.display()));
+            }
+        }
+    }
+    Ok(broken)
+}
+
+fn markdown_under(dir: &Path, found: &mut Vec<PathBuf>) -> io::Result<()> {
+    let mut entries: Vec<PathBuf> = fs::read_dir(dir)?
+        .map(|entry| entry.map(|e| e.path()))
+        .collect::<io::Result<_>>()?;
+    entries.sort();
+    for path in entries {
+        if path.is_dir() {
+            markdown_under(&path, found)?;
+        } else if path.extension().is_some_and(|e| e == "md") {
+            found.push(path);
+        }
+    }
+    Ok(())
+}
+
+fn has_scheme(target: &str) -> bool {
+    target.split_once(':').is_some_and(|(scheme, _)| {
+        !scheme.is_empty()
+            && scheme
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "+.-".contains(c))
+    })
+}
+
+/// The lines of `text` outside fenced code blocks, numbered from 1.
+fn prose(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    let mut fence: Option<&str> = None;
+    text.lines().enumerate().filter_map(move |(i, line)| {
+        let trimmed = line.trim_start();
+        let marker = ["```", "~~~"].into_iter().find(|m| trimmed.starts_with(m));
+        match (fence, marker) {
+            (None, Some(m)) => {
+                fence = Some(m);
+                None
+            }
+            (Some(open), Some(m)) if m == open => {
+                fence = None;
+                None
+            }
+            (Some(_), _) => None,
+            (None, None) => Some((i + 1, line)),
+        }
+    })
+}
+
+/// A line without its inline code spans.
+fn without_code(line: &str) -> String {
+    let mut out = String::new();
+    let mut in_code = false;
+    for (i, part) in line.split('`').enumerate() {
+        if i > 0 {
+            in_code = !in_code;
+        }
+        if !in_code {
+            out.push_str(part);
+        }
+    }
+    out
+}
+
+/// `(line, target)` for every inline link or image (`[text](target)`,
+/// `![alt](target "title")`) and every reference definition (`[x]: target`).
+fn links(text: &str) -> Vec<(usize, String)> {
+    let mut found = Vec::new();
+    for (number, line) in prose(text) {
+        let line = without_code(line);
+        if let Some(rest) = line.trim_start().strip_prefix('[')
+            && let Some((_, target)) = rest.split_once("]: ")
+        {
+            found.push((number, target.trim().to_string()));
+            continue;
+        }
+        let mut rest = line.as_str();
+        while let Some(at) = rest.find("](") {
+            let after = &rest[at + 2..];
+            let Some(end) = after.find(')') else { break };
+            let inside = after[..end].trim();
+            let target = inside.split_once(' ').map_or(inside, |(t, _)| t);
+            let target = target.trim_start_matches('<').trim_end_matches('>');
+            found.push((number, target.to_string()));
+            rest = &after[end..];
+        }
+    }
+    found
+}
+
+/// The anchors of a Markdown file's headings, as GitHub makes them (a
+/// repeated heading gets `-1`, `-2`, …).
+fn anchors(text: &str) -> BTreeSet<String> {
+    let mut seen = BTreeSet::new();
+    for (_, line) in prose(text) {
+        let hashes = line.chars().take_while(|c| *c == '#').count();
+        if hashes == 0 || hashes > 6 || !line[hashes..].starts_with(' ') {
+            continue;
+        }
+        let base = anchor(line[hashes..].trim());
+        let mut name = base.clone();
+        let mut n = 0;
+        while seen.contains(&name) {
+            n += 1;
+            name = format!("{base}-{n}");
+        }
+        seen.insert(name);
+    }
+    seen
+}
+
+fn anchor(heading: &str) -> String {
+    heading
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || matches!(c, ' ' | '-' | '_'))
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
