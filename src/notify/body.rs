@@ -19,7 +19,7 @@ pub struct Pair {
     pub deny: String,
 }
 
-/// `{"type": "confirmation.requested", …}`, as documented in the README;
+/// `{"type": "confirmation.requested", …}`, as documented in `docs/guides/notifications.md`;
 /// with `"moreWaiting": n` when `more` questions of the same user were
 /// coalesced into this one (a burst past its queue: see `fair.rs`).
 pub(super) fn webhook(issued: &Issued, links: &Pair, more: usize) -> Vec<u8> {
