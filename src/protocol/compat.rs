@@ -170,30 +170,25 @@ impl ClientVersion {
                 input,
                 error_text,
                 extras,
-            } if self < ClientVersion::new(5, 0, 7) => {
-                second = Some(UiChunk::tool_error(&tool_call_id, error_text));
-                let extras = self.tool_extras(extras, ClientVersion::new(5, 0, 0));
-                UiChunk::ToolInputAvailable {
-                    tool_call_id,
-                    tool_name,
-                    input,
-                    extras,
-                }
-            }
-            UiChunk::ToolInputError {
-                tool_call_id,
-                tool_name,
-                input,
-                error_text,
-                extras,
             } => {
                 let extras = self.tool_extras(extras, ClientVersion::new(5, 0, 0));
-                UiChunk::ToolInputError {
-                    tool_call_id,
-                    tool_name,
-                    input,
-                    error_text,
-                    extras,
+                if self < ClientVersion::new(5, 0, 7) {
+                    // Before `tool-input-error`: the input, then the error.
+                    second = Some(UiChunk::tool_error(&tool_call_id, error_text));
+                    UiChunk::ToolInputAvailable {
+                        tool_call_id,
+                        tool_name,
+                        input,
+                        extras,
+                    }
+                } else {
+                    UiChunk::ToolInputError {
+                        tool_call_id,
+                        tool_name,
+                        input,
+                        error_text,
+                        extras,
+                    }
                 }
             }
             UiChunk::ToolOutputAvailable {

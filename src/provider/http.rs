@@ -501,6 +501,18 @@ pub(crate) mod testing {
     use super::Decoder;
     use crate::provider::ProviderError;
 
+    /// A request body as JSON (`null` when it could not be built or read).
+    pub fn body_json(body: Result<Vec<u8>, ProviderError>) -> serde_json::Value {
+        serde_json::from_slice(&body.unwrap_or_default()).unwrap_or_default()
+    }
+
+    /// `extraBody` from its pairs.
+    pub fn extra_body<const N: usize>(
+        pairs: [(&str, serde_json::Value); N],
+    ) -> serde_json::Map<String, serde_json::Value> {
+        pairs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()
+    }
+
     /// `data:` payloads through `decoder`, ended as the driver ends them.
     pub fn decode_data<D: Decoder>(
         mut decoder: D,

@@ -3,11 +3,11 @@
 
 use std::time::Duration;
 
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use reqwest::header::HeaderMap;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{Tool, ToolContext, ToolError};
+use super::{Tool, ToolContext, ToolError, secret_header};
 
 /// The most of an answer read; a larger one is an error.
 const MAX_ANSWER_BYTES: usize = 4 << 20;
@@ -77,20 +77,10 @@ impl HttpTool {
         if reqwest::Url::parse(&config.url).is_err() {
             return Err(bad(format!("`{}` is not a URL", config.url)));
         }
-        let mut headers = HeaderMap::new();
-        for (name, value) in &config.headers {
-            let value = match value.strip_prefix("env:") {
-                Some(var) => std::env::var(var)
-                    .map_err(|_| bad(format!("environment variable {var} is not set")))?,
-                None => value.clone(),
-            };
-            let name = HeaderName::from_bytes(name.as_bytes())
-                .map_err(|_| bad(format!("invalid header name `{name}`")))?;
-            let mut value = HeaderValue::from_str(&value)
-                .map_err(|_| bad(format!("invalid value for header `{name}`")))?;
-            value.set_sensitive(true);
-            headers.insert(name, value);
-        }
+        let headers = (config.headers.iter())
+            .map(|(name, value)| secret_header(name, value))
+            .collect::<Result<HeaderMap, _>>()
+            .map_err(bad)?;
         // A redirect would carry the headers (secrets) elsewhere.
         let client = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())

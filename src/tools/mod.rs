@@ -224,3 +224,28 @@ impl Registry {
         }
     }
 }
+
+/// A configured header whose value may be `env:VAR` (read now): marked
+/// sensitive, so no log or debug output shows it.
+pub(crate) fn secret_header(
+    name: &str,
+    value: &str,
+) -> Result<(reqwest::header::HeaderName, reqwest::header::HeaderValue), String> {
+    let value = secret(value)?;
+    let name = reqwest::header::HeaderName::from_bytes(name.as_bytes())
+        .map_err(|_| format!("invalid header name `{name}`"))?;
+    let mut value = reqwest::header::HeaderValue::from_str(&value)
+        .map_err(|_| format!("invalid value for header `{name}`"))?;
+    value.set_sensitive(true);
+    Ok((name, value))
+}
+
+/// A configured value, or the variable it names as `env:VAR`.
+pub(crate) fn secret(value: &str) -> Result<String, String> {
+    match value.strip_prefix("env:") {
+        Some(var) => {
+            std::env::var(var).map_err(|_| format!("environment variable {var} is not set"))
+        }
+        None => Ok(value.to_owned()),
+    }
+}

@@ -301,19 +301,16 @@ fn history_becomes_alternating_messages() {
         }]
         .into(),
     };
-    let mut extra_body = Map::new();
-    extra_body.insert(
-        "thinking".into(),
-        json!({"type": "enabled", "budget_tokens": 1024}),
-    );
     let options = ModelOptions {
         model: "claude-sonnet-4-5".into(),
         temperature: Some(1.0),
-        extra_body,
+        extra_body: http::testing::extra_body([(
+            "thinking",
+            json!({"type": "enabled", "budget_tokens": 1024}),
+        )]),
         ..ModelOptions::default()
     };
-    let body: Value =
-        serde_json::from_slice(&body(&options, &request).unwrap_or_default()).unwrap_or_default();
+    let body = http::testing::body_json(body(&options, &request));
     assert_eq!(
         body,
         json!({

@@ -1,5 +1,6 @@
 use super::*;
 use crate::call::ToolSpec;
+use crate::provider::http;
 use crate::provider::http::testing::{decode_data, decode_sse, fixture};
 
 fn decode(events: &[&str]) -> Result<Vec<ProviderEvent>, ProviderError> {
@@ -309,19 +310,16 @@ fn history_becomes_contents() {
         }]
         .into(),
     };
-    let mut extra_body = Map::new();
-    extra_body.insert(
-        "generationConfig".into(),
-        json!({"thinkingConfig": {"includeThoughts": true}}),
-    );
     let options = ModelOptions {
         model: "gemini-2.5-flash".into(),
         max_tokens: Some(100),
-        extra_body,
+        extra_body: http::testing::extra_body([(
+            "generationConfig",
+            json!({"thinkingConfig": {"includeThoughts": true}}),
+        )]),
         ..ModelOptions::default()
     };
-    let body: Value =
-        serde_json::from_slice(&body(&options, &request).unwrap_or_default()).unwrap_or_default();
+    let body = http::testing::body_json(body(&options, &request));
     assert_eq!(
         body,
         json!({
@@ -377,8 +375,7 @@ fn outputs_and_bare_options() {
         model: "m".into(),
         ..ModelOptions::default()
     };
-    let body: Value =
-        serde_json::from_slice(&body(&options, &request).unwrap_or_default()).unwrap_or_default();
+    let body = http::testing::body_json(body(&options, &request));
     assert_eq!(
         body,
         json!({"contents": [
@@ -420,8 +417,7 @@ fn the_signed_call_goes_first_with_its_answer() {
         tools: Vec::new().into(),
     };
     let options = ModelOptions::default();
-    let body: Value =
-        serde_json::from_slice(&body(&options, &request).unwrap_or_default()).unwrap_or_default();
+    let body = http::testing::body_json(body(&options, &request));
     assert_eq!(
         body["contents"][1]["parts"],
         json!([

@@ -1,6 +1,6 @@
 use super::*;
 use crate::call::{ToolCall, ToolSpec};
-use crate::provider::http::testing::decode_data;
+use crate::provider::http::{self, testing::decode_data};
 use crate::provider::{ResultContent, ToolResult};
 
 fn decode(events: &[&str]) -> Result<Vec<ProviderEvent>, ProviderError> {
@@ -183,17 +183,16 @@ fn history_becomes_chat_messages() {
         .into(),
     };
     // A model that wants `max_completion_tokens` instead.
-    let mut extra_body = Map::new();
-    extra_body.insert("max_tokens".into(), Value::Null);
-    extra_body.insert("max_completion_tokens".into(), 100.into());
     let options = ModelOptions {
         model: "m".into(),
         max_tokens: Some(100),
-        extra_body,
+        extra_body: http::testing::extra_body([
+            ("max_tokens", Value::Null),
+            ("max_completion_tokens", 100.into()),
+        ]),
         ..ModelOptions::default()
     };
-    let body: Value =
-        serde_json::from_slice(&body(&options, &request).unwrap_or_default()).unwrap_or_default();
+    let body = http::testing::body_json(body(&options, &request));
     assert_eq!(
         body,
         json!({

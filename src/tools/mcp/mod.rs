@@ -36,7 +36,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::toolbox::WeakToolbox;
 pub use super::toolbox::{ServerState, ServerView};
-use super::{Tool, ToolContext, ToolError, ToolSource, Toolbox};
+use super::{Tool, ToolContext, ToolError, ToolSource, Toolbox, secret, secret_header};
 
 mod process;
 mod redact;
@@ -167,15 +167,6 @@ fn valid_part(name: &str) -> bool {
         && !name.ends_with('-')
 }
 
-fn secret(value: &str) -> Result<String, String> {
-    match value.strip_prefix("env:") {
-        Some(var) => {
-            std::env::var(var).map_err(|_| format!("environment variable {var} is not set"))
-        }
-        None => Ok(value.to_owned()),
-    }
-}
-
 impl McpServer {
     pub fn new(name: &str, config: &McpServerConfig) -> Result<Self, McpConfigError> {
         let bad = |why: String| McpConfigError::Invalid {
@@ -217,16 +208,10 @@ impl McpServer {
                         Redactor::for_url(url, &parsed).apply(url)
                     )));
                 }
-                let mut headers = HashMap::new();
-                for (name, value) in &config.headers {
-                    let value = secret(value).map_err(bad)?;
-                    let name = HeaderName::from_bytes(name.as_bytes())
-                        .map_err(|_| bad(format!("invalid header name `{name}`")))?;
-                    let mut value = HeaderValue::from_str(&value)
-                        .map_err(|_| bad(format!("invalid value for header `{name}`")))?;
-                    value.set_sensitive(true);
-                    headers.insert(name, value);
-                }
+                let headers = (config.headers.iter())
+                    .map(|(name, value)| secret_header(name, value))
+                    .collect::<Result<HashMap<_, _>, _>>()
+                    .map_err(bad)?;
                 Transport::Http {
                     url: url.clone(),
                     headers,
