@@ -19,6 +19,7 @@ pub fn issued(id: &str) -> Issued {
         protocol: ConfirmationProtocol::Adk,
         issued_at_ms: 0,
         expires_at_ms: 10,
+        kind: RecordKind::Question,
     }
 }
 
@@ -512,6 +513,7 @@ pub async fn lists_open_confirmations_everywhere(store: Store) {
         principal: principal.into(),
         issued_at_ms: at,
         expires_at_ms: until,
+        kind: RecordKind::Question,
         ..issued(id)
     };
     for question in [
@@ -626,4 +628,41 @@ pub async fn lists_unanswered_expired_until_decided(store: Store) {
         store.status("unanswered").await.ok().flatten(),
         Some(Status::Done(Outcome::Expired))
     );
+}
+
+/// A record's kind is kept: read back, listed open and expired as it was
+/// written.
+pub async fn keeps_each_records_kind(store: Store) {
+    let kinds = [
+        ("question", RecordKind::Question),
+        ("hand-off", RecordKind::HandOff),
+        ("client-result", RecordKind::ClientResult),
+    ];
+    for (id, kind) in kinds {
+        store
+            .insert(Issued { kind, ..issued(id) })
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    let of = |list: Vec<Issued>| {
+        let mut kinds: Vec<(String, RecordKind)> =
+            list.into_iter().map(|i| (i.id, i.kind)).collect();
+        kinds.sort_by(|a, b| a.0.cmp(&b.0));
+        kinds
+    };
+    let mut expected: Vec<(String, RecordKind)> = kinds
+        .iter()
+        .map(|(id, kind)| ((*id).to_owned(), *kind))
+        .collect();
+    expected.sort_by(|a, b| a.0.cmp(&b.0));
+    for (id, kind) in kinds {
+        let got = store.get(id).await.unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(got.map(|i| i.kind), Some(kind), "{id}");
+    }
+    let open = store.open("anonymous", "chat", 0).await;
+    assert_eq!(of(open.unwrap_or_else(|e| panic!("{e}"))), expected);
+    let everywhere = store.open_all(0, None, 10, None).await;
+    assert_eq!(of(everywhere.unwrap_or_else(|e| panic!("{e}"))), expected);
+    let expired = store.expired(11, 10).await;
+    assert_eq!(of(expired.unwrap_or_else(|e| panic!("{e}"))), expected);
 }

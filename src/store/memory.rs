@@ -367,6 +367,7 @@ mod tests {
         conformance::lists_open_confirmations(Store::memory()).await;
         conformance::lists_open_confirmations_everywhere(Store::memory()).await;
         conformance::lists_unanswered_expired_until_decided(Store::memory()).await;
+        conformance::keeps_each_records_kind(Store::memory()).await;
     }
 
     #[tokio::test]

@@ -49,6 +49,49 @@ pub struct Issued {
     pub protocol: ConfirmationProtocol,
     pub issued_at_ms: u64,
     pub expires_at_ms: u64,
+    /// What the record is: only a question asks anyone.
+    pub kind: RecordKind,
+}
+
+/// What a stored record is. Hand-offs and taken client results are kept as
+/// records too, so that their claim and ledger work as a question's does;
+/// they ask nobody. Every backend stores it (a record stored before it had
+/// one is a question).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RecordKind {
+    /// A confirmation someone is asked to decide.
+    #[default]
+    Question,
+    /// A client-side tool's call handed to the client to run.
+    HandOff,
+    /// A client's result for a hand-off, taken.
+    ClientResult,
+}
+
+impl RecordKind {
+    /// Whether someone is asked to decide it.
+    pub fn asks(self) -> bool {
+        self == RecordKind::Question
+    }
+
+    /// Its stored name.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            RecordKind::Question => "question",
+            RecordKind::HandOff => "hand-off",
+            RecordKind::ClientResult => "client-result",
+        }
+    }
+
+    /// The kind a stored name names; a name it does not know is a question.
+    pub(crate) fn named(name: &str) -> Self {
+        match name {
+            "hand-off" => RecordKind::HandOff,
+            "client-result" => RecordKind::ClientResult,
+            _ => RecordKind::Question,
+        }
+    }
 }
 
 /// Where a listing of open confirmations goes on: just after this one in

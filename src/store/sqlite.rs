@@ -11,7 +11,8 @@ use rusqlite_migration::{M, Migrations};
 use tokio::sync::watch;
 
 use super::{
-    AuditEvent, BackendError, Claim, Cursor, Issued, Outcome, Remembered, Status, StoreError,
+    AuditEvent, BackendError, Claim, Cursor, Issued, Outcome, RecordKind, Remembered, Status,
+    StoreError,
 };
 use crate::call::ToolCall;
 use crate::protocol::ConfirmationProtocol;
@@ -23,12 +24,13 @@ const MIGRATIONS: &[M<'static>] = &[
     M::up(include_str!("migrations/004_claimed_by.sql")),
     M::up(include_str!("migrations/005_remembered_expiry.sql")),
     M::up(include_str!("migrations/006_open_index.sql")),
+    M::up(include_str!("migrations/007_record_kind.sql")),
 ];
 
 /// The columns of an [`Issued`], in the order [`issued_row`] reads them.
 macro_rules! issued_columns {
     () => {
-        "id, chat_id, principal, call_id, tool_name, args, hint, protocol, issued_at_ms, expires_at_ms"
+        "id, chat_id, principal, call_id, tool_name, args, hint, protocol, issued_at_ms, expires_at_ms, kind"
     };
 }
 
@@ -170,8 +172,8 @@ impl SqliteStore {
         self.with(move |conn| {
             let inserted = conn
                 .execute(
-                    "INSERT INTO confirmations (id, chat_id, principal, call_id, tool_name, args, hint, protocol, issued_at_ms, expires_at_ms)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) ON CONFLICT (id) DO NOTHING",
+                    "INSERT INTO confirmations (id, chat_id, principal, call_id, tool_name, args, hint, protocol, issued_at_ms, expires_at_ms, kind)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) ON CONFLICT (id) DO NOTHING",
                     params![
                         issued.id,
                         issued.chat_id,
@@ -183,6 +185,7 @@ impl SqliteStore {
                         protocol_name(issued.protocol),
                         millis(issued.issued_at_ms),
                         millis(issued.expires_at_ms),
+                        issued.kind.name(),
                     ],
                 )
                 .map_err(backend)?;
@@ -628,6 +631,7 @@ struct Row {
     protocol: String,
     issued_at_ms: i64,
     expires_at_ms: i64,
+    kind: String,
 }
 
 fn issued_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
@@ -642,6 +646,7 @@ fn issued_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
         protocol: row.get(7)?,
         issued_at_ms: row.get(8)?,
         expires_at_ms: row.get(9)?,
+        kind: row.get(10)?,
     })
 }
 
@@ -663,6 +668,7 @@ impl Row {
             },
             issued_at_ms: u64::try_from(self.issued_at_ms).unwrap_or(0),
             expires_at_ms: u64::try_from(self.expires_at_ms).unwrap_or(0),
+            kind: RecordKind::named(&self.kind),
         })
     }
 }
@@ -757,6 +763,11 @@ mod tests {
             Store::sqlite(&path).unwrap_or_else(|e| panic!("{e}")),
         )
         .await;
+        let (_dir, path) = file();
+        conformance::keeps_each_records_kind(
+            Store::sqlite(&path).unwrap_or_else(|e| panic!("{e}")),
+        )
+        .await;
     }
 
     /// Writes stay in the log until a checkpoint moves them into the file:
@@ -804,6 +815,39 @@ mod tests {
             !plan.iter().any(|step| step.contains("TEMP B-TREE")),
             "sorted by the index, not afterwards: {plan:?}"
         );
+    }
+
+    /// Rows written before records had a kind get one from their ids:
+    /// hand-offs (`handoff-…`) and taken client results (`…/result`) ask
+    /// nobody; every other row is a question.
+    #[tokio::test]
+    async fn old_rows_get_their_kind_from_their_ids() {
+        let (_dir, path) = file();
+        if let Some(folder) = path.parent() {
+            std::fs::create_dir_all(folder).unwrap_or_else(|e| panic!("{e}"));
+        }
+        let mut conn = Connection::open(&path).unwrap_or_else(|e| panic!("{e}"));
+        Migrations::from_slice(&MIGRATIONS[..6])
+            .to_latest(&mut conn)
+            .unwrap_or_else(|e| panic!("{e}"));
+        for id in ["c-1", "handoff-7", "handoff-7/result"] {
+            conn.execute(
+                "INSERT INTO confirmations (id, chat_id, principal, call_id, tool_name, args, hint, protocol, issued_at_ms, expires_at_ms)
+                 VALUES (?1, 'chat', 'anonymous', 'call-1', 't', '{}', '', 'adk', 0, 10)",
+                [id],
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
+        }
+        drop(conn);
+        let store = Store::sqlite(&path).unwrap_or_else(|e| panic!("{e}"));
+        for (id, kind) in [
+            ("c-1", RecordKind::Question),
+            ("handoff-7", RecordKind::HandOff),
+            ("handoff-7/result", RecordKind::ClientResult),
+        ] {
+            let got = store.get(id).await.unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(got.map(|i| i.kind), Some(kind), "{id}");
+        }
     }
 
     #[tokio::test]
