@@ -10,9 +10,7 @@ pub mod limits;
 mod lua_keys;
 mod memory;
 mod redis;
-mod redis_limits;
 mod sqlite;
-mod turn_feed;
 mod turn_log;
 
 use std::time::Duration;
