@@ -1,5 +1,7 @@
 //! The suite every backend passes.
 use super::*;
+use crate::call::ToolCall;
+use crate::protocol::ConfirmationProtocol;
 use serde_json::json;
 
 /// The instance the suite claims as.

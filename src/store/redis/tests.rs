@@ -1,4 +1,5 @@
-use super::super::{Backend, Store, conformance};
+use crate::store::backend::{Approvals, Confirmations};
+use crate::store::{Backend, Store, conformance};
 
 /// The server the tests run against: `scripts/test` starts one and sets
 /// `TOOLGATE_TEST_REDIS_URL`. Missing, the tests fail.
@@ -47,7 +48,7 @@ async fn conformance() {
 
 /// An outcome recorded through another connection (another instance)
 /// wakes a waiter through pub/sub, well before the polling fallback
-/// would: five times in a row under a fifth of [`super::POLL`].
+/// would: five times in a row under a fifth of [`super::confirmations::POLL`].
 #[tokio::test]
 async fn another_instance_outcome_wakes_a_waiter_at_once() {
     use crate::store::Outcome;
@@ -87,7 +88,7 @@ async fn another_instance_outcome_wakes_a_waiter_at_once() {
             "{woken:?}"
         );
         assert!(
-            started.elapsed() < super::POLL / 5,
+            started.elapsed() < super::confirmations::POLL / 5,
             "woken after {:?}: by polling, not by pub/sub",
             started.elapsed()
         );
@@ -268,7 +269,7 @@ async fn a_claim_is_orphaned_when_its_instance_stops_beating() {
 async fn window_grants_expire_themselves() {
     use redis::AsyncCommands;
     let store = redis_store().await;
-    let key = store.approval_key("alice", &super::field("", "internal--pay"));
+    let key = store.approval_key("alice", &super::approvals::field("", "internal--pay"));
     let mut conn = store.conn.clone();
     let window = conformance::grant("w1", None, 1_000, Some(61_000));
     store
@@ -321,7 +322,7 @@ async fn a_chats_grants_expire_and_their_index_stays_small() {
         .with_retention(std::time::Duration::from_secs(3600));
     let mut conn = store.conn.clone();
     let ttl = |chat: &str| {
-        let key = store.approval_key("alice", &super::field(chat, "internal--pay"));
+        let key = store.approval_key("alice", &super::approvals::field(chat, "internal--pay"));
         let mut conn = store.conn.clone();
         async move {
             conn.pttl::<_, i64>(key)
@@ -343,7 +344,7 @@ async fn a_chats_grants_expire_and_their_index_stays_small() {
         assert!((1..=3_600_000).contains(&left), "{chat}: {left}");
         // Its life ends (deleted here, as its expiry would), but c3's.
         if chat != "c3" {
-            let key = store.approval_key("alice", &super::field(chat, "internal--pay"));
+            let key = store.approval_key("alice", &super::approvals::field(chat, "internal--pay"));
             let _: i64 = conn.del(key).await.unwrap_or_else(|e| panic!("{e}"));
         }
     }
@@ -360,8 +361,8 @@ async fn a_chats_grants_expire_and_their_index_stays_small() {
     assert_eq!(
         entries,
         [
-            super::field("", "internal--pay"),
-            super::field("c3", "internal--pay")
+            super::approvals::field("", "internal--pay"),
+            super::approvals::field("c3", "internal--pay")
         ]
     );
 }
@@ -379,7 +380,7 @@ async fn records_expire_with_their_confirmation() {
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     assert!(
-        (60_000..=60_000 + super::LINGER_MS as i64).contains(&ttl),
+        (60_000..=60_000 + super::confirmations::LINGER_MS as i64).contains(&ttl),
         "{ttl}"
     );
 }

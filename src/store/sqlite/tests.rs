@@ -1,6 +1,9 @@
 use super::super::conformance::ME;
 use super::super::{Claim, Status, Store, conformance};
+use super::confirmations::OPEN_ALL;
 use super::*;
+use crate::store::RecordKind;
+use rusqlite::params;
 
 fn file() -> (tempfile::TempDir, std::path::PathBuf) {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
