@@ -404,20 +404,12 @@ mod tests {
     use super::super::{Store, StoreError, conformance};
     use super::MemoryStore;
 
-    #[tokio::test]
-    async fn conformance() {
-        conformance::claims_exactly_once(Store::memory()).await;
-        conformance::knows_orphaned_claims(Store::memory()).await;
-        conformance::purges_what_expired_unless_running(Store::memory()).await;
-        conformance::remembers_and_budgets(Store::memory()).await;
-        conformance::remembers_windows(Store::memory()).await;
-        conformance::purges_lapsed_windows(Store::memory()).await;
-        conformance::keeps_an_audit_log(Store::memory()).await;
-        conformance::lists_open_confirmations(Store::memory()).await;
-        conformance::lists_open_confirmations_everywhere(Store::memory()).await;
-        conformance::lists_unanswered_expired_until_decided(Store::memory()).await;
-        conformance::keeps_each_records_kind(Store::memory()).await;
+    /// A memory store of its own, for each case of the suite.
+    async fn fresh() -> ((), Store) {
+        ((), Store::memory())
     }
+
+    conformance::suite!(fresh, purges);
 
     #[tokio::test]
     async fn full_means_full_until_something_expires() {

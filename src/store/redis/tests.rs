@@ -25,26 +25,14 @@ pub async fn redis_store() -> std::sync::Arc<super::RedisStore> {
     store
 }
 
-#[tokio::test]
-async fn conformance() {
-    let url = url();
-    // Each suite on keys of its own.
-    let fresh = || async {
-        let prefix = format!("test-{}:", uuid::Uuid::new_v4().simple());
-        Store::redis(&url, &prefix)
-            .await
-            .unwrap_or_else(|e| panic!("{e}"))
-    };
-    conformance::claims_exactly_once(fresh().await).await;
-    conformance::knows_orphaned_claims(fresh().await).await;
-    conformance::remembers_and_budgets(fresh().await).await;
-    conformance::remembers_windows(fresh().await).await;
-    conformance::keeps_an_audit_log(fresh().await).await;
-    conformance::lists_open_confirmations(fresh().await).await;
-    conformance::lists_open_confirmations_everywhere(fresh().await).await;
-    conformance::lists_unanswered_expired_until_decided(fresh().await).await;
-    conformance::keeps_each_records_kind(fresh().await).await;
+/// Keys of its own on the test server, for each case of the suite.
+async fn fresh() -> ((), Store) {
+    let prefix = format!("test-{}:", uuid::Uuid::new_v4().simple());
+    let store = Store::redis(&url(), &prefix).await;
+    ((), store.unwrap_or_else(|e| panic!("{e}")))
 }
+
+conformance::suite!(fresh);
 
 /// An outcome recorded through another connection (another instance)
 /// wakes a waiter through pub/sub, well before the polling fallback

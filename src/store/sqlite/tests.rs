@@ -11,45 +11,14 @@ fn file() -> (tempfile::TempDir, std::path::PathBuf) {
     (dir, path)
 }
 
-#[tokio::test]
-async fn conformance() {
-    let (_dir, path) = file();
-    conformance::claims_exactly_once(Store::sqlite(&path).unwrap_or_else(|e| panic!("{e}"))).await;
-    let (_dir, path) = file();
-    conformance::knows_orphaned_claims(Store::sqlite(&path).unwrap_or_else(|e| panic!("{e}")))
-        .await;
-    let (_dir, path) = file();
-    conformance::purges_what_expired_unless_running(
-        Store::sqlite(&path).unwrap_or_else(|e| panic!("{e}")),
-    )
-    .await;
-    let (_dir, path) = file();
-    conformance::remembers_and_budgets(Store::sqlite(&path).unwrap_or_else(|e| panic!("{e}")))
-        .await;
-    let (_dir, path) = file();
-    conformance::remembers_windows(Store::sqlite(&path).unwrap_or_else(|e| panic!("{e}"))).await;
-    let (_dir, path) = file();
-    conformance::purges_lapsed_windows(Store::sqlite(&path).unwrap_or_else(|e| panic!("{e}")))
-        .await;
-    let (_dir, path) = file();
-    conformance::keeps_an_audit_log(Store::sqlite(&path).unwrap_or_else(|e| panic!("{e}"))).await;
-    let (_dir, path) = file();
-    conformance::lists_open_confirmations(Store::sqlite(&path).unwrap_or_else(|e| panic!("{e}")))
-        .await;
-    let (_dir, path) = file();
-    conformance::lists_open_confirmations_everywhere(
-        Store::sqlite(&path).unwrap_or_else(|e| panic!("{e}")),
-    )
-    .await;
-    let (_dir, path) = file();
-    conformance::lists_unanswered_expired_until_decided(
-        Store::sqlite(&path).unwrap_or_else(|e| panic!("{e}")),
-    )
-    .await;
-    let (_dir, path) = file();
-    conformance::keeps_each_records_kind(Store::sqlite(&path).unwrap_or_else(|e| panic!("{e}")))
-        .await;
+/// A file of its own in a folder of its own (kept as long as the case),
+/// for each case of the suite.
+async fn fresh() -> (tempfile::TempDir, Store) {
+    let (dir, path) = file();
+    (dir, Store::sqlite(&path).unwrap_or_else(|e| panic!("{e}")))
 }
+
+conformance::suite!(fresh, purges);
 
 /// Writes stay in the log until a checkpoint moves them into the file:
 /// none runs inside a write (below the bound; 1,000 inserts write more
