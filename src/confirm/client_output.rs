@@ -10,7 +10,7 @@ use super::{CONFIRMATION_TOOL, ClientOutput, Gate, GateError, Scope, millis, sig
 use crate::call::ToolCall;
 use crate::policy::Verdict;
 use crate::protocol::{ConfirmationProtocol, ToolPart, ToolState};
-use crate::store::{AuditDecision, Claim, Issued, Outcome, Status, StoreError};
+use crate::store::{AuditDecision, Claim, Issued, Outcome, RecordKind, Status, StoreError};
 use crate::tools::client::{MAX_OUTPUT_BYTES, NO_RESULT};
 
 impl Gate {
@@ -196,6 +196,7 @@ impl Gate {
             call: call.clone(),
             issued_at_ms: now,
             expires_at_ms: now.saturating_add(millis(self.result_retention)),
+            kind: RecordKind::ClientResult,
         };
         let (gate, taken) = (self.clone(), digest.clone());
         let recorded = self.to_the_end(async move {

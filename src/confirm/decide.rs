@@ -8,7 +8,7 @@ use crate::call::QualifiedName;
 use crate::call::ToolCall;
 use crate::policy::{BUDGET, REMEMBERED, ToolInfo, Verdict};
 use crate::protocol::ConfirmationProtocol;
-use crate::store::{AuditDecision, Issued, LimitError};
+use crate::store::{AuditDecision, Issued, LimitError, RecordKind};
 
 impl Gate {
     /// The whole chain for a new call: the policy's deciders, with
@@ -172,6 +172,7 @@ impl Gate {
             call,
             issued_at_ms: now,
             expires_at_ms: now.saturating_add(millis(self.expiry)),
+            kind: RecordKind::Question,
         };
         self.store.insert(issued.clone()).await?;
         self.note(

@@ -6,7 +6,7 @@ use serde_json::Value;
 use super::{Answered, Gate, GateError, Scope, millis};
 use crate::call::ToolCall;
 use crate::protocol::ConfirmationProtocol;
-use crate::store::{Claim, Issued, Outcome, StoreError};
+use crate::store::{Claim, Issued, Outcome, RecordKind, StoreError};
 
 impl Gate {
     /// Records a claimed call of a client-side tool as handed out. Only
@@ -42,6 +42,7 @@ impl Gate {
             call: call.clone(),
             issued_at_ms: now,
             expires_at_ms: now.saturating_add(millis(self.expiry)),
+            kind: RecordKind::HandOff,
         };
         let id = issued.id.clone();
         self.store.insert(issued).await?;

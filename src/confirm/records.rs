@@ -1,7 +1,6 @@
 //! What the store still holds open: the questions of a chat, and the
 //! ones that expired unanswered. (Those of every chat: `inbox.rs`.)
 
-use super::handoff::HANDOFF;
 use super::{Gate, GateError, Scope};
 use crate::call::ToolCall;
 use crate::store::{Issued, Outcome};
@@ -46,11 +45,7 @@ impl Gate {
 /// client results are kept as records too, open for the moment between
 /// their insert and claim: they ask nobody.
 pub(super) fn asks(issued: &Issued) -> bool {
-    let handoff = issued
-        .id
-        .strip_prefix(HANDOFF)
-        .is_some_and(|n| n.starts_with('-'));
-    !handoff && !issued.id.ends_with(RESULT)
+    issued.kind.asks()
 }
 
 /// The call as it ran: with the user's edit, if the ledger recorded one.

@@ -13,7 +13,7 @@ use super::{Gate, GateError, NewCall, Scope, millis};
 use crate::call::{QualifiedName, ToolCall};
 use crate::policy::{ToolInfo, Verdict};
 use crate::protocol::ConfirmationProtocol;
-use crate::store::{AuditDecision, Claim, Issued, Outcome, StoreError};
+use crate::store::{AuditDecision, Claim, Issued, Outcome, RecordKind, StoreError};
 
 /// The upstream agent's question about one of its calls.
 #[derive(Debug, Clone, PartialEq)]
@@ -100,6 +100,7 @@ impl Gate {
             call: question.call,
             issued_at_ms: now,
             expires_at_ms: now.saturating_add(millis(self.expiry)),
+            kind: RecordKind::Question,
         };
         let id = issued.id.clone();
         let call = issued.call.clone();

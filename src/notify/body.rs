@@ -152,6 +152,7 @@ mod tests {
             protocol: ConfirmationProtocol::Adk,
             issued_at_ms: 1_000,
             expires_at_ms: 2_000,
+            kind: crate::store::RecordKind::Question,
         }
     }
 

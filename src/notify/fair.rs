@@ -161,6 +161,7 @@ mod tests {
                 hint: String::new(),
                 issued_at_ms: 0,
                 expires_at_ms: 1,
+                kind: crate::store::RecordKind::Question,
             },
             target: target.clone(),
             more: Vec::new(),

@@ -506,6 +506,7 @@ mod tests {
             protocol: crate::protocol::ConfirmationProtocol::Adk,
             issued_at_ms: 0,
             expires_at_ms: 1,
+            kind: crate::store::RecordKind::Question,
         };
         let mut held = Vec::new();
         for n in 0..MAX_IN_FLIGHT {

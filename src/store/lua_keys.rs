@@ -4,7 +4,7 @@
 //! A scan of each script's calls, not a Lua parser: a key argument must
 //! be `KEYS[n]`, or `key` where the script binds that name to `KEYS` only.
 
-use super::{redis, redis_limits, turn_log};
+use super::{limits, redis, turn_log};
 
 /// Commands whose first argument is no key.
 const KEYLESS: &[&str] = &["TIME", "PUBLISH"];
@@ -75,9 +75,9 @@ const SCRIPTS: &[(&str, &str)] = &[
     ("forget_grant_entry.lua", redis::FORGET_ENTRY),
     ("revoke_grant.lua", redis::REVOKE),
     ("finish_confirmation.lua", redis::FINISH),
-    ("rate_limit_gcra.lua", redis_limits::GCRA),
-    ("take_stream_lease.lua", redis_limits::TAKE_LEASE),
-    ("renew_stream_lease.lua", redis_limits::RENEW_LEASE),
+    ("rate_limit_gcra.lua", limits::redis::GCRA),
+    ("take_stream_lease.lua", limits::redis::TAKE_LEASE),
+    ("renew_stream_lease.lua", limits::redis::RENEW_LEASE),
     ("turn_log_append.lua", turn_log::APPEND),
     ("turn_log_hold.lua", turn_log::HOLD),
     ("turn_log_take_over.lua", turn_log::TAKE_OVER),

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
+use super::backend::{Approvals, AuditLog, Confirmations, StoreBackend};
 use super::{AuditEvent, Claim, Cursor, Issued, Outcome, Remembered, Status, StoreError};
 
 /// Most audit events kept in memory per principal; the oldest go first.
@@ -86,151 +87,16 @@ impl MemoryStore {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    pub(super) fn open_confirmations(
-        &self,
-        principal: &str,
-        chat_id: &str,
-        now_ms: u64,
-    ) -> Vec<Issued> {
-        self.lock()
-            .values()
-            .filter(|r| matches!(r.state, State::Pending))
-            .map(|r| &r.issued)
-            .filter(|i| {
-                i.principal == principal && i.chat_id == chat_id && now_ms <= i.expires_at_ms
-            })
-            .cloned()
-            .collect()
-    }
-
-    pub(super) fn open_all(
-        &self,
-        now_ms: u64,
-        after: Option<&Cursor>,
-        limit: usize,
-        asker: Option<&str>,
-    ) -> Vec<Issued> {
-        let mut open: Vec<Issued> = self
-            .lock()
-            .values()
-            .filter(|r| matches!(r.state, State::Pending) && now_ms <= r.issued.expires_at_ms)
-            .filter(|r| asker.is_none_or(|asker| r.issued.principal == asker))
-            .filter(|r| {
-                after.is_none_or(|after| {
-                    (r.issued.issued_at_ms, r.issued.id.as_str())
-                        > (after.issued_at_ms, after.id.as_str())
-                })
-            })
-            .map(|r| r.issued.clone())
-            .collect();
-        open.sort_by(|a, b| (a.issued_at_ms, &a.id).cmp(&(b.issued_at_ms, &b.id)));
-        open.truncate(limit);
-        open
-    }
-
-    pub(super) fn audit(&self, event: AuditEvent) {
-        let mut logs = self.audit.lock().unwrap_or_else(PoisonError::into_inner);
-        let log = logs.entry(event.principal.clone()).or_default();
-        if log.len() == AUDIT_CAPACITY {
-            log.pop_front();
-        }
-        log.push_back(event);
-    }
-
-    pub(super) fn audit_log(&self, principal: &str, since_ms: u64) -> Vec<AuditEvent> {
-        let logs = self.audit.lock().unwrap_or_else(PoisonError::into_inner);
-        logs.get(principal)
-            .into_iter()
-            .flatten()
-            .filter(|e| e.at_ms >= since_ms)
-            .cloned()
-            .collect()
-    }
-
-    pub(super) fn prune_audit(&self, before_ms: u64) -> usize {
-        let mut logs = self.audit.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut pruned = 0;
-        for log in logs.values_mut() {
-            let before = log.len();
-            log.retain(|e| e.at_ms >= before_ms);
-            pruned += before - log.len();
-        }
-        logs.retain(|_, log| !log.is_empty());
-        pruned
-    }
-
-    pub(super) fn remember(&self, approval: Remembered) {
-        let key = (
-            approval.principal.clone(),
-            approval.chat_id.clone().unwrap_or_default(),
-            approval.tool.clone(),
-        );
-        self.remembered
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(key, approval);
-    }
-
-    pub(super) fn remembered(
-        &self,
-        principal: &str,
-        chat_id: &str,
-        tool: &str,
-        now_ms: u64,
-    ) -> Option<Remembered> {
-        let map = self
-            .remembered
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        let live = |chat: &str| {
-            map.get(&(principal.to_owned(), chat.to_owned(), tool.to_owned()))
-                .filter(|r| r.is_live(now_ms))
-        };
-        live(chat_id).or_else(|| live("")).cloned()
-    }
-
-    pub(super) fn list_remembered(&self, principal: &str, now_ms: u64) -> Vec<Remembered> {
-        let map = self
-            .remembered
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        map.values()
-            .filter(|r| r.principal == principal && r.is_live(now_ms))
-            .cloned()
-            .collect()
-    }
-
-    pub(super) fn revoke(&self, principal: &str, id: &str) -> bool {
-        let mut map = self
-            .remembered
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        let before = map.len();
-        map.retain(|_, r| !(r.principal == principal && r.id == id));
-        map.len() < before
-    }
-
-    pub(super) fn grant_budget(&self, principal: &str, chat_id: &str, tool: &str, n: u32) {
-        let key = (principal.to_owned(), chat_id.to_owned(), tool.to_owned());
-        self.budgets
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(key, n);
-    }
-
-    pub(super) fn take_budget(&self, principal: &str, chat_id: &str, tool: &str) -> bool {
-        let key = (principal.to_owned(), chat_id.to_owned(), tool.to_owned());
-        let mut budgets = self.budgets.lock().unwrap_or_else(PoisonError::into_inner);
-        match budgets.get_mut(&key) {
-            Some(left) if *left > 0 => {
-                *left -= 1;
-                true
-            }
-            _ => false,
+    fn outcome(&self, id: &str) -> Option<Outcome> {
+        match &self.lock().get(id)?.state {
+            State::Done(outcome) => Some(outcome.clone()),
+            State::Pending | State::Claimed { .. } => None,
         }
     }
+}
 
-    pub(super) fn insert(&self, issued: Issued) -> Result<(), StoreError> {
+impl Confirmations for MemoryStore {
+    async fn insert(&self, issued: Issued) -> Result<(), StoreError> {
         let mut map = self.lock();
         if map.len() >= self.capacity {
             let now = issued.issued_at_ms;
@@ -251,13 +117,96 @@ impl MemoryStore {
         }
     }
 
-    pub(super) fn get(&self, id: &str) -> Option<Issued> {
-        self.lock().get(id).map(|r| r.issued.clone())
+    async fn get(&self, id: &str) -> Result<Option<Issued>, StoreError> {
+        Ok(self.lock().get(id).map(|r| r.issued.clone()))
+    }
+
+    async fn status(&self, id: &str) -> Result<Option<Status>, StoreError> {
+        let map = self.lock();
+        let Some(record) = map.get(id) else {
+            return Ok(None);
+        };
+        Ok(Some(match &record.state {
+            State::Pending => Status::Pending,
+            State::Claimed { since_ms, .. } => Status::Claimed {
+                since_ms: *since_ms,
+            },
+            State::Done(outcome) => Status::Done(outcome.clone()),
+        }))
+    }
+
+    async fn expired(&self, now_ms: u64, limit: usize) -> Result<Vec<Issued>, StoreError> {
+        Ok(self
+            .lock()
+            .values()
+            .filter(|r| matches!(r.state, State::Pending) && now_ms > r.issued.expires_at_ms)
+            .take(limit)
+            .map(|r| r.issued.clone())
+            .collect())
+    }
+
+    /// Confirmations that expired before `expired_before`, windows over at `now_ms`.
+    async fn purge_expired(&self, expired_before: u64, now_ms: u64) -> Result<usize, StoreError> {
+        let mut map = self.lock();
+        let before = map.len();
+        map.retain(|_, r| !r.expired(expired_before));
+        let purged = before - map.len();
+        drop(map);
+        let mut remembered = self
+            .remembered
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let before = remembered.len();
+        remembered.retain(|_, r| r.is_live(now_ms));
+        Ok(purged + before - remembered.len())
+    }
+
+    async fn open(
+        &self,
+        principal: &str,
+        chat_id: &str,
+        now_ms: u64,
+    ) -> Result<Vec<Issued>, StoreError> {
+        Ok(self
+            .lock()
+            .values()
+            .filter(|r| matches!(r.state, State::Pending))
+            .map(|r| &r.issued)
+            .filter(|i| {
+                i.principal == principal && i.chat_id == chat_id && now_ms <= i.expires_at_ms
+            })
+            .cloned()
+            .collect())
+    }
+
+    async fn open_all(
+        &self,
+        now_ms: u64,
+        after: Option<&Cursor>,
+        limit: usize,
+        asker: Option<&str>,
+    ) -> Result<Vec<Issued>, StoreError> {
+        let mut open: Vec<Issued> = self
+            .lock()
+            .values()
+            .filter(|r| matches!(r.state, State::Pending) && now_ms <= r.issued.expires_at_ms)
+            .filter(|r| asker.is_none_or(|asker| r.issued.principal == asker))
+            .filter(|r| {
+                after.is_none_or(|after| {
+                    (r.issued.issued_at_ms, r.issued.id.as_str())
+                        > (after.issued_at_ms, after.id.as_str())
+                })
+            })
+            .map(|r| r.issued.clone())
+            .collect();
+        open.sort_by(|a, b| (a.issued_at_ms, &a.id).cmp(&(b.issued_at_ms, &b.id)));
+        open.truncate(limit);
+        Ok(open)
     }
 
     /// A claim of another instance is orphaned: a memory store lives and
     /// dies with the one process that holds it.
-    pub(super) fn claim(&self, id: &str, now_ms: u64, instance: &str) -> Result<Claim, StoreError> {
+    async fn claim(&self, id: &str, now_ms: u64, instance: &str) -> Result<Claim, StoreError> {
         let mut map = self.lock();
         let record = map
             .get_mut(id)
@@ -278,7 +227,7 @@ impl MemoryStore {
         })
     }
 
-    pub(super) fn finish(&self, id: &str, outcome: Outcome) -> Result<(), StoreError> {
+    async fn finish(&self, id: &str, outcome: Outcome) -> Result<(), StoreError> {
         {
             let mut map = self.lock();
             match map.get_mut(id) {
@@ -292,49 +241,11 @@ impl MemoryStore {
         Ok(())
     }
 
-    pub(super) fn expired(&self, now_ms: u64, limit: usize) -> Vec<Issued> {
-        self.lock()
-            .values()
-            .filter(|r| matches!(r.state, State::Pending) && now_ms > r.issued.expires_at_ms)
-            .take(limit)
-            .map(|r| r.issued.clone())
-            .collect()
-    }
-
-    /// Confirmations that expired before `expired_before`, windows over at `now_ms`.
-    pub(super) fn purge_expired(&self, expired_before: u64, now_ms: u64) -> usize {
-        let mut map = self.lock();
-        let before = map.len();
-        map.retain(|_, r| !r.expired(expired_before));
-        let purged = before - map.len();
-        drop(map);
-        let mut remembered = self
-            .remembered
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        let before = remembered.len();
-        remembered.retain(|_, r| r.is_live(now_ms));
-        purged + before - remembered.len()
-    }
-
-    pub(super) fn status(&self, id: &str) -> Option<Status> {
-        Some(match &self.lock().get(id)?.state {
-            State::Pending => Status::Pending,
-            State::Claimed { since_ms, .. } => Status::Claimed {
-                since_ms: *since_ms,
-            },
-            State::Done(outcome) => Status::Done(outcome.clone()),
-        })
-    }
-
-    fn outcome(&self, id: &str) -> Option<Outcome> {
-        match &self.lock().get(id)?.state {
-            State::Done(outcome) => Some(outcome.clone()),
-            State::Pending | State::Claimed { .. } => None,
-        }
-    }
-
-    pub(super) async fn wait_outcome(&self, id: &str, timeout: Duration) -> Option<Outcome> {
+    async fn wait_outcome(
+        &self,
+        id: &str,
+        timeout: Duration,
+    ) -> Result<Option<Outcome>, StoreError> {
         let mut changes = self.recorded.subscribe();
         let wait = async {
             loop {
@@ -346,8 +257,146 @@ impl MemoryStore {
                 }
             }
         };
-        tokio::time::timeout(timeout, wait).await.ok().flatten()
+        Ok(tokio::time::timeout(timeout, wait).await.ok().flatten())
     }
+}
+
+impl Approvals for MemoryStore {
+    async fn remember(&self, approval: Remembered) -> Result<(), StoreError> {
+        let key = (
+            approval.principal.clone(),
+            approval.chat_id.clone().unwrap_or_default(),
+            approval.tool.clone(),
+        );
+        self.remembered
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(key, approval);
+        Ok(())
+    }
+
+    async fn remembered(
+        &self,
+        principal: &str,
+        chat_id: &str,
+        tool: &str,
+        now_ms: u64,
+    ) -> Result<Option<Remembered>, StoreError> {
+        let map = self
+            .remembered
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let live = |chat: &str| {
+            map.get(&(principal.to_owned(), chat.to_owned(), tool.to_owned()))
+                .filter(|r| r.is_live(now_ms))
+        };
+        Ok(live(chat_id).or_else(|| live("")).cloned())
+    }
+
+    async fn list_remembered(
+        &self,
+        principal: &str,
+        now_ms: u64,
+    ) -> Result<Vec<Remembered>, StoreError> {
+        let map = self
+            .remembered
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        Ok(map
+            .values()
+            .filter(|r| r.principal == principal && r.is_live(now_ms))
+            .cloned()
+            .collect())
+    }
+
+    async fn revoke(&self, principal: &str, id: &str) -> Result<bool, StoreError> {
+        let mut map = self
+            .remembered
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let before = map.len();
+        map.retain(|_, r| !(r.principal == principal && r.id == id));
+        Ok(map.len() < before)
+    }
+
+    async fn grant_budget(
+        &self,
+        principal: &str,
+        chat_id: &str,
+        tool: &str,
+        n: u32,
+    ) -> Result<(), StoreError> {
+        let key = (principal.to_owned(), chat_id.to_owned(), tool.to_owned());
+        self.budgets
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(key, n);
+        Ok(())
+    }
+
+    async fn take_budget(
+        &self,
+        principal: &str,
+        chat_id: &str,
+        tool: &str,
+    ) -> Result<bool, StoreError> {
+        let key = (principal.to_owned(), chat_id.to_owned(), tool.to_owned());
+        let mut budgets = self.budgets.lock().unwrap_or_else(PoisonError::into_inner);
+        Ok(match budgets.get_mut(&key) {
+            Some(left) if *left > 0 => {
+                *left -= 1;
+                true
+            }
+            _ => false,
+        })
+    }
+}
+
+impl AuditLog for MemoryStore {
+    async fn audit(&self, event: AuditEvent) -> Result<(), StoreError> {
+        #[cfg(test)]
+        if self.stall_audit.load(std::sync::atomic::Ordering::Acquire) {
+            std::future::pending::<()>().await;
+        }
+        let mut logs = self.audit.lock().unwrap_or_else(PoisonError::into_inner);
+        let log = logs.entry(event.principal.clone()).or_default();
+        if log.len() == AUDIT_CAPACITY {
+            log.pop_front();
+        }
+        log.push_back(event);
+        Ok(())
+    }
+
+    async fn audit_log(
+        &self,
+        principal: &str,
+        since_ms: u64,
+    ) -> Result<Vec<AuditEvent>, StoreError> {
+        let logs = self.audit.lock().unwrap_or_else(PoisonError::into_inner);
+        Ok(logs
+            .get(principal)
+            .into_iter()
+            .flatten()
+            .filter(|e| e.at_ms >= since_ms)
+            .cloned()
+            .collect())
+    }
+
+    async fn prune_audit(&self, before_ms: u64) -> Result<usize, StoreError> {
+        let mut logs = self.audit.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut pruned = 0;
+        for log in logs.values_mut() {
+            let before = log.len();
+            log.retain(|e| e.at_ms >= before_ms);
+            pruned += before - log.len();
+        }
+        logs.retain(|_, log| !log.is_empty());
+        Ok(pruned)
+    }
+}
+
+impl StoreBackend for MemoryStore {
+    const LABEL: &'static str = "memory";
 }
 
 #[cfg(test)]
@@ -355,19 +404,12 @@ mod tests {
     use super::super::{Store, StoreError, conformance};
     use super::MemoryStore;
 
-    #[tokio::test]
-    async fn conformance() {
-        conformance::claims_exactly_once(Store::memory()).await;
-        conformance::knows_orphaned_claims(Store::memory()).await;
-        conformance::purges_what_expired_unless_running(Store::memory()).await;
-        conformance::remembers_and_budgets(Store::memory()).await;
-        conformance::remembers_windows(Store::memory()).await;
-        conformance::purges_lapsed_windows(Store::memory()).await;
-        conformance::keeps_an_audit_log(Store::memory()).await;
-        conformance::lists_open_confirmations(Store::memory()).await;
-        conformance::lists_open_confirmations_everywhere(Store::memory()).await;
-        conformance::lists_unanswered_expired_until_decided(Store::memory()).await;
+    /// A memory store of its own, for each case of the suite.
+    async fn fresh() -> ((), Store) {
+        ((), Store::memory())
     }
+
+    conformance::suite!(fresh, purges);
 
     #[tokio::test]
     async fn full_means_full_until_something_expires() {

@@ -5,25 +5,30 @@
 //! the claim or the recorded outcome. A claim names the instance (process)
 //! that holds it, so a claim whose holder is gone is known as orphaned.
 
+mod backend;
+mod error;
 pub mod limits;
 #[cfg(test)]
 mod lua_keys;
 mod memory;
+mod record;
 mod redis;
-mod redis_limits;
 mod sqlite;
-mod turn_feed;
 mod turn_log;
 
 use std::time::Duration;
 
 use futures::stream::BoxStream;
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use tokio_util::task::TaskTracker;
+
+use backend::{Approvals, AuditLog, Confirmations, StoreBackend};
+pub use error::{BackendError, StoreError};
 
 pub use limits::{Limit, LimitError, Limited, Limiter, Rates};
 pub use memory::MemoryStore;
+pub use record::{
+    AuditDecision, AuditEvent, Claim, Cursor, Issued, Outcome, RecordKind, Remembered, Status,
+};
 pub use redis::RedisStore;
 pub use sqlite::SqliteStore;
 pub use turn_log::{
@@ -31,261 +36,7 @@ pub use turn_log::{
     TurnLogWriter, TurnLogs,
 };
 
-use crate::call::ToolCall;
 use crate::metrics::{Metrics, StoreCounters};
-use crate::protocol::ConfirmationProtocol;
-
-/// A confirmation as the server issued it: the authority for what may run.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Issued {
-    /// The id of the `adk_request_confirmation` call.
-    pub id: String,
-    pub chat_id: String,
-    pub principal: String,
-    /// The original call, with the exact arguments the user was asked about.
-    pub call: ToolCall,
-    pub hint: String,
-    /// How it was asked; it must be answered the same way.
-    pub protocol: ConfirmationProtocol,
-    pub issued_at_ms: u64,
-    pub expires_at_ms: u64,
-}
-
-/// Where a listing of open confirmations goes on: just after this one in
-/// their order (issue time, then id).
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Cursor {
-    pub issued_at_ms: u64,
-    pub id: String,
-}
-
-impl Cursor {
-    pub fn after(issued: &Issued) -> Self {
-        Cursor {
-            issued_at_ms: issued.issued_at_ms,
-            id: issued.id.clone(),
-        }
-    }
-}
-
-/// How a call ended, as recorded in the ledger.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "kebab-case")]
-pub enum Outcome {
-    Output {
-        output: Value,
-        /// The arguments the call ran with, when the user edited them.
-        #[serde(rename = "ranWith", default, skip_serializing_if = "Option::is_none")]
-        ran_with: Option<Value>,
-        /// A person gave it in the tool's place (the `respond` decision):
-        /// the tool never ran. Kept so that a later decision can tell a
-        /// response from an approval.
-        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-        responded: bool,
-    },
-    Error {
-        message: String,
-        #[serde(rename = "ranWith", default, skip_serializing_if = "Option::is_none")]
-        ran_with: Option<Value>,
-    },
-    Denied {
-        reason: Option<String>,
-    },
-    /// Nobody approved or denied it before its window closed; it never ran.
-    Expired,
-    /// Closed unanswered when the user wrote a new message (the tool's
-    /// `onNewMessage: cancel`); it never ran.
-    Cancelled,
-    /// A client-side tool's call, handed to the client to run: its result
-    /// comes with the client's next request, never from the server.
-    HandedOff {
-        /// The arguments it was handed out with, when the user edited them.
-        #[serde(rename = "ranWith", default, skip_serializing_if = "Option::is_none")]
-        ran_with: Option<Value>,
-    },
-}
-
-/// An approval a user asked to be remembered: calls of `tool` by
-/// `principal` then run without asking, in `chat_id` or (when `None`) in
-/// every chat of theirs, until `expires_at_ms` if it has one (a window
-/// grant).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Remembered {
-    pub id: String,
-    pub principal: String,
-    pub chat_id: Option<String>,
-    /// The qualified tool name.
-    pub tool: String,
-    pub created_at_ms: u64,
-    /// The first moment it no longer applies; `None`: until revoked.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub expires_at_ms: Option<u64>,
-}
-
-impl Remembered {
-    /// Whether it still applies at `now_ms`: no backend ever hands out one
-    /// that does not.
-    pub fn is_live(&self, now_ms: u64) -> bool {
-        self.expires_at_ms.is_none_or(|at| now_ms < at)
-    }
-}
-
-/// One decision about a tool call, as the audit log keeps it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct AuditEvent {
-    pub at_ms: u64,
-    pub principal: String,
-    pub chat_id: String,
-    /// The qualified tool name.
-    pub tool: String,
-    pub call_id: String,
-    /// SHA-256 of the canonical arguments: who decided what, without the data.
-    pub args_digest: String,
-    /// For an edit: the digest of the arguments as issued (`argsDigest` is what ran).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub issued_args_digest: Option<String>,
-    pub decision: AuditDecision,
-    /// The rule or person that decided.
-    pub by: String,
-    pub reason: Option<String>,
-    pub confirmation_id: Option<String>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum AuditDecision {
-    /// A rule let the call run without asking.
-    Allowed,
-    /// A rule refused the call.
-    Denied,
-    /// A confirmation was issued.
-    Asked,
-    Approved,
-    /// The user approved after editing the arguments.
-    Edited,
-    /// The user refused.
-    Rejected,
-    /// An answer was refused: forged, unknown, foreign, expired.
-    Refused,
-    /// An answer repeated one already decided.
-    Replayed,
-    /// A person gave the call's result in the tool's place; nothing ran.
-    Responded,
-    /// Nobody approved or denied it before it expired (read also as the
-    /// `timed-out` older logs wrote).
-    #[serde(alias = "timed-out")]
-    Expired,
-    /// Closed unanswered by a new message (`onNewMessage: cancel`).
-    Cancelled,
-    /// A remembered approval was revoked.
-    Revoked,
-    /// A question was sent to a notification target (`by`, its safe
-    /// name); `reason` says why it failed, when it did.
-    Notified,
-}
-
-/// Where a confirmation stands.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Status {
-    Pending,
-    /// Claimed at `since_ms`; no outcome recorded yet.
-    Claimed {
-        since_ms: u64,
-    },
-    Done(Outcome),
-}
-
-/// The result of trying to claim a confirmation for execution.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Claim {
-    /// This caller holds the claim and must record the outcome.
-    Won,
-    /// Claimed at `since_ms` and no outcome recorded yet. `orphaned`: its
-    /// holder is another instance that is gone (SQLite and memory: any other
-    /// instance, since one process owns the store; Redis: one without a
-    /// live heartbeat), so no outcome will ever come.
-    InFlight { since_ms: u64, orphaned: bool },
-    /// The outcome that was recorded.
-    Done(Outcome),
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    #[error("confirmation `{0}` is already recorded")]
-    Duplicate(String),
-    #[error("confirmation `{0}` is not claimed")]
-    NotClaimed(String),
-    #[error("too many open confirmations ({0}); try again later")]
-    Full(usize),
-    /// A resume of another instance's turn when this instance already
-    /// follows as many such turns as it may (each holds a connection).
-    #[error("too many turns of other instances followed at once ({0}); try again later")]
-    Followed(usize),
-    /// The backend failed; its driver's words are for the log only.
-    #[error("store failed: {0}")]
-    Backend(#[from] BackendError),
-}
-
-/// Why a backend failed, with the driver's own error kept as the source.
-/// It may name SQL, file paths or addresses: it goes to the log, and a
-/// client only ever learns that storage is unavailable.
-#[derive(Debug, thiserror::Error)]
-pub enum BackendError {
-    #[error("sqlite: {0}")]
-    Sqlite(#[from] rusqlite::Error),
-    #[error("migrating the sqlite file {}: {source}", .path.display())]
-    Migration {
-        path: std::path::PathBuf,
-        #[source]
-        source: rusqlite_migration::Error,
-    },
-    #[error("cannot create the folder {}: {source}", .path.display())]
-    Folder {
-        path: std::path::PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("cannot create the file {}: {source}", .path.display())]
-    File {
-        path: std::path::PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("redis: {0}")]
-    Redis(#[from] ::redis::RedisError),
-    /// A record that does not encode, or a stored one that does not decode.
-    #[error("{what}: {source}")]
-    Json {
-        what: &'static str,
-        #[source]
-        source: serde_json::Error,
-    },
-    /// A turn log this instance wrote was taken over by another instance
-    /// (this one was taken for dead).
-    #[error("another instance took this turn over")]
-    TakenOver,
-    /// The blocking task that ran the call panicked or was cancelled.
-    #[error("store task failed: {0}")]
-    Task(#[from] tokio::task::JoinError),
-    /// No store can be opened with this config.
-    #[error("{0}")]
-    Config(String),
-}
-
-/// A backend failure in plain words (a config that names no store; tests).
-impl From<&str> for BackendError {
-    fn from(why: &str) -> Self {
-        BackendError::Config(why.to_owned())
-    }
-}
-
-impl BackendError {
-    pub(crate) fn json(what: &'static str) -> impl FnOnce(serde_json::Error) -> StoreError {
-        move |source| StoreError::Backend(BackendError::Json { what, source })
-    }
-}
 
 /// How long a confirmation is kept after it expired: its outcome (expired,
 /// or a running call's) stays readable that long.
@@ -381,6 +132,17 @@ const OPS: [&str; 22] = [
     "wait_outcome",
 ];
 
+/// Runs `$call` on the store's backend, whichever it is: `$s` names it.
+macro_rules! each {
+    ($store:expr, $s:ident => $call:expr) => {
+        match &$store.backend {
+            Backend::Memory($s) => $call,
+            Backend::Sqlite($s) => $call,
+            Backend::Redis($s) => $call,
+        }
+    };
+}
+
 impl Store {
     pub fn memory() -> Self {
         Backend::Memory(MemoryStore::default()).into()
@@ -428,9 +190,9 @@ impl Store {
     /// The backend, as the `store` label names it.
     fn kind(&self) -> &'static str {
         match self.backend {
-            Backend::Memory(_) => "memory",
-            Backend::Sqlite(_) => "sqlite",
-            Backend::Redis(_) => "redis",
+            Backend::Memory(_) => MemoryStore::LABEL,
+            Backend::Sqlite(_) => SqliteStore::LABEL,
+            Backend::Redis(_) => RedisStore::LABEL,
         }
     }
 
@@ -452,48 +214,26 @@ impl Store {
     /// A cheap round trip, for `/readyz`: an error if the backend cannot
     /// be read now.
     pub async fn ping(&self) -> Result<(), StoreError> {
-        self.counted(Op::Ping, async {
-            match &self.backend {
-                Backend::Memory(_) => Ok(()),
-                Backend::Sqlite(s) => s.ping().await,
-                Backend::Redis(s) => s.ping().await,
-            }
-        })
-        .await
+        self.counted(Op::Ping, async { each!(self, s => s.ping().await) })
+            .await
     }
 
     pub async fn insert(&self, issued: Issued) -> Result<(), StoreError> {
         self.counted(Op::Insert, async {
-            match &self.backend {
-                Backend::Memory(s) => s.insert(issued),
-                Backend::Sqlite(s) => s.insert(issued).await,
-                Backend::Redis(s) => s.insert(issued).await,
-            }
+            each!(self, s => s.insert(issued).await)
         })
         .await
     }
 
     pub async fn get(&self, id: &str) -> Result<Option<Issued>, StoreError> {
-        self.counted(Op::Get, async {
-            match &self.backend {
-                Backend::Memory(s) => Ok(s.get(id)),
-                Backend::Sqlite(s) => s.get(id).await,
-                Backend::Redis(s) => s.get(id).await,
-            }
-        })
-        .await
+        self.counted(Op::Get, async { each!(self, s => s.get(id).await) })
+            .await
     }
 
     /// Where a confirmation stands, without claiming anything.
     pub async fn status(&self, id: &str) -> Result<Option<Status>, StoreError> {
-        self.counted(Op::Status, async {
-            match &self.backend {
-                Backend::Memory(s) => Ok(s.status(id)),
-                Backend::Sqlite(s) => s.status(id).await,
-                Backend::Redis(s) => s.status(id).await,
-            }
-        })
-        .await
+        self.counted(Op::Status, async { each!(self, s => s.status(id).await) })
+            .await
     }
 
     /// The confirmations that expired before `now_ms` with nobody's answer
@@ -502,11 +242,7 @@ impl Store {
     /// first) wins.
     pub async fn expired(&self, now_ms: u64, limit: usize) -> Result<Vec<Issued>, StoreError> {
         self.counted(Op::Expired, async {
-            match &self.backend {
-                Backend::Memory(s) => Ok(s.expired(now_ms, limit)),
-                Backend::Sqlite(s) => s.expired(now_ms, limit).await,
-                Backend::Redis(s) => s.expired(now_ms, limit).await,
-            }
+            each!(self, s => s.expired(now_ms, limit).await)
         })
         .await
     }
@@ -517,15 +253,11 @@ impl Store {
     /// every remembered approval whose window is over at `now_ms`.
     /// Forgetting is safe: an answer to a confirmation the server does not
     /// know runs nothing, and a lapsed approval is never handed out anyway.
+    /// (Redis expires records itself.)
     pub async fn purge_expired(&self, now_ms: u64) -> Result<usize, StoreError> {
         let before = now_ms.saturating_sub(millis(KEPT_AFTER_EXPIRY));
         self.counted(Op::PurgeExpired, async {
-            match &self.backend {
-                Backend::Memory(s) => Ok(s.purge_expired(before, now_ms)),
-                Backend::Sqlite(s) => s.purge_expired(before, now_ms).await,
-                // Redis expires records itself.
-                Backend::Redis(_) => Ok(0),
-            }
+            each!(self, s => s.purge_expired(before, now_ms).await)
         })
         .await
     }
@@ -535,14 +267,7 @@ impl Store {
     /// replaces it.
     pub async fn remember(&self, approval: Remembered) -> Result<(), StoreError> {
         self.counted(Op::Remember, async {
-            match &self.backend {
-                Backend::Memory(s) => {
-                    s.remember(approval);
-                    Ok(())
-                }
-                Backend::Sqlite(s) => s.remember(approval).await,
-                Backend::Redis(s) => s.remember(approval).await,
-            }
+            each!(self, s => s.remember(approval).await)
         })
         .await
     }
@@ -558,11 +283,7 @@ impl Store {
         now_ms: u64,
     ) -> Result<Option<Remembered>, StoreError> {
         self.counted(Op::Remembered, async {
-            match &self.backend {
-                Backend::Memory(s) => Ok(s.remembered(principal, chat_id, tool, now_ms)),
-                Backend::Sqlite(s) => s.remembered(principal, chat_id, tool, now_ms).await,
-                Backend::Redis(s) => s.remembered(principal, chat_id, tool, now_ms).await,
-            }
+            each!(self, s => s.remembered(principal, chat_id, tool, now_ms).await)
         })
         .await
     }
@@ -576,11 +297,7 @@ impl Store {
     ) -> Result<Vec<Remembered>, StoreError> {
         let mut list = self
             .counted(Op::ListRemembered, async {
-                match &self.backend {
-                    Backend::Memory(s) => Ok(s.list_remembered(principal, now_ms)),
-                    Backend::Sqlite(s) => s.list_remembered(principal, now_ms).await,
-                    Backend::Redis(s) => s.list_remembered(principal, now_ms).await,
-                }
+                each!(self, s => s.list_remembered(principal, now_ms).await)
             })
             .await?;
         list.sort_by(|a, b| {
@@ -594,11 +311,7 @@ impl Store {
     /// Forgets one of `principal`'s remembered approvals; false if there was none.
     pub async fn revoke(&self, principal: &str, id: &str) -> Result<bool, StoreError> {
         self.counted(Op::Revoke, async {
-            match &self.backend {
-                Backend::Memory(s) => Ok(s.revoke(principal, id)),
-                Backend::Sqlite(s) => s.revoke(principal, id).await,
-                Backend::Redis(s) => s.revoke(principal, id).await,
-            }
+            each!(self, s => s.revoke(principal, id).await)
         })
         .await
     }
@@ -612,14 +325,7 @@ impl Store {
         n: u32,
     ) -> Result<(), StoreError> {
         self.counted(Op::GrantBudget, async {
-            match &self.backend {
-                Backend::Memory(s) => {
-                    s.grant_budget(principal, chat_id, tool, n);
-                    Ok(())
-                }
-                Backend::Sqlite(s) => s.grant_budget(principal, chat_id, tool, n).await,
-                Backend::Redis(s) => s.grant_budget(principal, chat_id, tool, n).await,
-            }
+            each!(self, s => s.grant_budget(principal, chat_id, tool, n).await)
         })
         .await
     }
@@ -632,11 +338,7 @@ impl Store {
         tool: &str,
     ) -> Result<bool, StoreError> {
         self.counted(Op::TakeBudget, async {
-            match &self.backend {
-                Backend::Memory(s) => Ok(s.take_budget(principal, chat_id, tool)),
-                Backend::Sqlite(s) => s.take_budget(principal, chat_id, tool).await,
-                Backend::Redis(s) => s.take_budget(principal, chat_id, tool).await,
-            }
+            each!(self, s => s.take_budget(principal, chat_id, tool).await)
         })
         .await
     }
@@ -651,11 +353,7 @@ impl Store {
     ) -> Result<Vec<Issued>, StoreError> {
         let mut open = self
             .counted(Op::Open, async {
-                match &self.backend {
-                    Backend::Memory(s) => Ok(s.open_confirmations(principal, chat_id, now_ms)),
-                    Backend::Sqlite(s) => s.open_confirmations(principal, chat_id, now_ms).await,
-                    Backend::Redis(s) => s.open_confirmations(principal, chat_id, now_ms).await,
-                }
+                each!(self, s => s.open(principal, chat_id, now_ms).await)
             })
             .await?;
         open.sort_by(|a, b| {
@@ -679,11 +377,7 @@ impl Store {
         asker: Option<&str>,
     ) -> Result<Vec<Issued>, StoreError> {
         self.counted(Op::OpenAll, async {
-            match &self.backend {
-                Backend::Memory(s) => Ok(s.open_all(now_ms, after, limit, asker)),
-                Backend::Sqlite(s) => s.open_all(now_ms, after, limit, asker).await,
-                Backend::Redis(s) => s.open_all(now_ms, after, limit, asker).await,
-            }
+            each!(self, s => s.open_all(now_ms, after, limit, asker).await)
         })
         .await
     }
@@ -693,32 +387,14 @@ impl Store {
     /// drops. `None` for a store one process owns: its gate sees every
     /// change itself.
     pub async fn changes(&self) -> Result<Option<BoxStream<'static, ()>>, StoreError> {
-        self.counted(Op::Changes, async {
-            match &self.backend {
-                Backend::Memory(_) | Backend::Sqlite(_) => Ok(None),
-                Backend::Redis(s) => Ok(Some(s.changes().await?)),
-            }
-        })
-        .await
+        self.counted(Op::Changes, async { each!(self, s => s.changes().await) })
+            .await
     }
 
     /// Appends to the audit log.
     pub async fn audit(&self, event: AuditEvent) -> Result<(), StoreError> {
-        self.counted(Op::Audit, async {
-            match &self.backend {
-                Backend::Memory(s) => {
-                    #[cfg(test)]
-                    if s.stall_audit.load(std::sync::atomic::Ordering::Acquire) {
-                        std::future::pending::<()>().await;
-                    }
-                    s.audit(event);
-                    Ok(())
-                }
-                Backend::Sqlite(s) => s.audit(event).await,
-                Backend::Redis(s) => s.audit(event).await,
-            }
-        })
-        .await
+        self.counted(Op::Audit, async { each!(self, s => s.audit(event).await) })
+            .await
     }
 
     /// `principal`'s audit log from `since_ms` on, oldest first, at most
@@ -732,11 +408,7 @@ impl Store {
     ) -> Result<Vec<AuditEvent>, StoreError> {
         let events = self
             .counted(Op::AuditLog, async {
-                match &self.backend {
-                    Backend::Memory(s) => Ok(s.audit_log(principal, since_ms)),
-                    Backend::Sqlite(s) => s.audit_log(principal, since_ms).await,
-                    Backend::Redis(s) => s.audit_log(principal, since_ms).await,
-                }
+                each!(self, s => s.audit_log(principal, since_ms).await)
             })
             .await?;
         Ok(events
@@ -750,20 +422,13 @@ impl Store {
     /// calls that write it (`serve` does so every second); the other
     /// stores have nothing to move.
     pub async fn checkpoint(&self) -> Result<(), StoreError> {
-        match &self.backend {
-            Backend::Sqlite(s) => s.checkpoint().await,
-            Backend::Memory(_) | Backend::Redis(_) => Ok(()),
-        }
+        each!(self, s => s.checkpoint().await)
     }
 
     /// Drops audit events older than `before_ms` (the retention setting).
     pub async fn prune_audit(&self, before_ms: u64) -> Result<usize, StoreError> {
         self.counted(Op::PruneAudit, async {
-            match &self.backend {
-                Backend::Memory(s) => Ok(s.prune_audit(before_ms)),
-                Backend::Sqlite(s) => s.prune_audit(before_ms).await,
-                Backend::Redis(s) => s.prune_audit(before_ms).await,
-            }
+            each!(self, s => s.prune_audit(before_ms).await)
         })
         .await
     }
@@ -772,11 +437,7 @@ impl Store {
     /// `instance` (the id the process minted at start-up); atomic.
     pub async fn claim(&self, id: &str, now_ms: u64, instance: &str) -> Result<Claim, StoreError> {
         self.counted(Op::Claim, async {
-            match &self.backend {
-                Backend::Memory(s) => s.claim(id, now_ms, instance),
-                Backend::Sqlite(s) => s.claim(id, now_ms, instance).await,
-                Backend::Redis(s) => s.claim(id, now_ms, instance).await,
-            }
+            each!(self, s => s.claim(id, now_ms, instance).await)
         })
         .await
     }
@@ -811,10 +472,7 @@ impl Store {
     /// every [`HEARTBEAT_EVERY`]. A no-op for a store one process owns.
     pub async fn heartbeat(&self, instance: &str) -> Result<(), StoreError> {
         self.counted(Op::Heartbeat, async {
-            match &self.backend {
-                Backend::Memory(_) | Backend::Sqlite(_) => Ok(()),
-                Backend::Redis(s) => s.heartbeat(instance, HEARTBEAT_TTL).await,
-            }
+            each!(self, s => s.heartbeat(instance, HEARTBEAT_TTL).await)
         })
         .await
     }
@@ -822,11 +480,7 @@ impl Store {
     /// Records the outcome of a claimed confirmation.
     pub async fn finish(&self, id: &str, outcome: Outcome) -> Result<(), StoreError> {
         self.counted(Op::Finish, async {
-            match &self.backend {
-                Backend::Memory(s) => s.finish(id, outcome),
-                Backend::Sqlite(s) => s.finish(id, outcome).await,
-                Backend::Redis(s) => s.finish(id, outcome).await,
-            }
+            each!(self, s => s.finish(id, outcome).await)
         })
         .await
     }
@@ -838,11 +492,7 @@ impl Store {
         timeout: Duration,
     ) -> Result<Option<Outcome>, StoreError> {
         self.counted(Op::WaitOutcome, async {
-            match &self.backend {
-                Backend::Memory(s) => Ok(s.wait_outcome(id, timeout).await),
-                Backend::Sqlite(s) => s.wait_outcome(id, timeout).await,
-                Backend::Redis(s) => s.wait_outcome(id, timeout).await,
-            }
+            each!(self, s => s.wait_outcome(id, timeout).await)
         })
         .await
     }

@@ -529,6 +529,11 @@ async fn hand_off_and_result_records_are_never_listed_as_questions() {
             protocol: toolgate::protocol::ConfirmationProtocol::Adk,
             issued_at_ms: now,
             expires_at_ms: now + 60_000,
+            kind: if id.ends_with("/result") {
+                toolgate::store::RecordKind::ClientResult
+            } else {
+                toolgate::store::RecordKind::HandOff
+            },
         };
         store.insert(record).await.unwrap_or_else(|e| panic!("{e}"));
     }

@@ -23,6 +23,7 @@ fn issued() -> Issued {
         protocol: Adk,
         issued_at_ms: 0,
         expires_at_ms: EXPIRES,
+        kind: crate::store::RecordKind::Question,
     }
 }
 

@@ -1,6 +1,56 @@
-//! The suite every backend passes.
-use super::*;
+//! The suite every backend passes, run against each with one line:
+//! `conformance::suite!(fresh, purges);` in its tests (see [`suite`]).
+
+mod listing;
+
 use serde_json::json;
+
+pub use listing::{
+    keeps_each_records_kind, lists_open_confirmations, lists_open_confirmations_everywhere,
+    lists_unanswered_expired_until_decided,
+};
+
+use super::*;
+use crate::call::ToolCall;
+use crate::protocol::ConfirmationProtocol;
+
+/// The whole suite against one backend: a test per case, each on a store
+/// of its own that `$fresh().await` makes, as `(keep, store)` (`keep`
+/// lives as long as the case: a temporary folder, say). `purges`: the
+/// backend forgets what expired when asked to (Redis expires records by
+/// itself, so it runs the suite without).
+macro_rules! suite {
+    ($fresh:path) => {
+        $crate::store::conformance::suite!(@cases $fresh;
+            claims_exactly_once,
+            knows_orphaned_claims,
+            remembers_and_budgets,
+            remembers_windows,
+            keeps_an_audit_log,
+            lists_open_confirmations,
+            lists_open_confirmations_everywhere,
+            lists_unanswered_expired_until_decided,
+            keeps_each_records_kind,
+        );
+    };
+    ($fresh:path, purges) => {
+        $crate::store::conformance::suite!($fresh);
+        $crate::store::conformance::suite!(@cases $fresh;
+            purges_what_expired_unless_running,
+            purges_lapsed_windows,
+        );
+    };
+    (@cases $fresh:path; $($case:ident),+ $(,)?) => {
+        $(
+            #[tokio::test]
+            async fn $case() {
+                let (_keep, store) = $fresh().await;
+                $crate::store::conformance::$case(store).await;
+            }
+        )+
+    };
+}
+pub(crate) use suite;
 
 /// The instance the suite claims as.
 pub const ME: &str = "instance-me";
@@ -19,6 +69,7 @@ pub fn issued(id: &str) -> Issued {
         protocol: ConfirmationProtocol::Adk,
         issued_at_ms: 0,
         expires_at_ms: 10,
+        kind: RecordKind::Question,
     }
 }
 
@@ -464,166 +515,5 @@ pub async fn keeps_an_audit_log(store: Store) {
                 .unwrap_or_default()
         ),
         [30, 40]
-    );
-}
-
-pub async fn lists_open_confirmations(store: Store) {
-    let with = |id: &str, chat: &str, principal: &str| Issued {
-        chat_id: chat.into(),
-        principal: principal.into(),
-        ..issued(id)
-    };
-    for (id, chat, who) in [
-        ("o1", "chat", "anonymous"),
-        ("o2", "chat", "anonymous"),
-        ("o3", "other", "anonymous"),
-        ("o4", "chat", "bob"),
-    ] {
-        store
-            .insert(with(id, chat, who))
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-    }
-    assert_eq!(store.claim("o2", 5, ME).await.ok(), Some(Claim::Won));
-    let ids = |v: Vec<Issued>| v.into_iter().map(|i| i.id).collect::<Vec<_>>();
-    assert_eq!(
-        ids(store.open("anonymous", "chat", 5).await.unwrap_or_default()),
-        ["o1"]
-    );
-    assert_eq!(
-        ids(store.open("bob", "chat", 5).await.unwrap_or_default()),
-        ["o4"]
-    );
-    assert!(
-        store
-            .open("anonymous", "chat", 11)
-            .await
-            .unwrap_or_default()
-            .is_empty(),
-        "expired at 10"
-    );
-}
-
-/// Open questions across principals and chats, oldest first (ties by id),
-/// paged with a cursor; taken and expired ones are not listed.
-pub async fn lists_open_confirmations_everywhere(store: Store) {
-    let with = |id: &str, chat: &str, principal: &str, at: u64, until: u64| Issued {
-        chat_id: chat.into(),
-        principal: principal.into(),
-        issued_at_ms: at,
-        expires_at_ms: until,
-        ..issued(id)
-    };
-    for question in [
-        with("e5", "chat", "anonymous", 3, 100),
-        with("e2", "other", "bob", 1, 100),
-        with("e1", "chat", "carol", 1, 100),
-        with("e3", "chat", "anonymous", 2, 100),
-        with("taken", "chat", "bob", 2, 100),
-        with("decided", "chat", "bob", 2, 100),
-        with("expired", "chat", "anonymous", 2, 4),
-    ] {
-        store
-            .insert(question)
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-    }
-    assert_eq!(store.claim("taken", 5, ME).await.ok(), Some(Claim::Won));
-    assert_eq!(store.claim("decided", 5, ME).await.ok(), Some(Claim::Won));
-    store
-        .finish("decided", Outcome::Denied { reason: None })
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    let ids = |v: Vec<Issued>| v.into_iter().map(|i| i.id).collect::<Vec<_>>();
-    let page = |after: Option<Cursor>, limit| {
-        let store = store.clone();
-        async move {
-            store
-                .open_all(5, after.as_ref(), limit, None)
-                .await
-                .unwrap_or_else(|e| panic!("{e}"))
-        }
-    };
-    assert_eq!(ids(page(None, 10).await), ["e1", "e2", "e3", "e5"]);
-    // Only one user's: paged the same way, over theirs alone.
-    let of = |asker: &'static str, after: Option<Cursor>, limit| {
-        let store = store.clone();
-        async move {
-            store
-                .open_all(5, after.as_ref(), limit, Some(asker))
-                .await
-                .unwrap_or_else(|e| panic!("{e}"))
-        }
-    };
-    assert_eq!(ids(of("anonymous", None, 10).await), ["e3", "e5"]);
-    let first = of("anonymous", None, 1).await;
-    let after = first.last().map(Cursor::after);
-    assert_eq!(ids(first), ["e3"]);
-    assert_eq!(ids(of("anonymous", after, 1).await), ["e5"]);
-    assert_eq!(
-        ids(of("bob", None, 10).await),
-        ["e2"],
-        "not the taken or decided"
-    );
-    assert!(of("nobody", None, 10).await.is_empty());
-    let first = page(None, 2).await;
-    let after = first.last().map(Cursor::after);
-    assert_eq!(ids(first), ["e1", "e2"]);
-    assert_eq!(ids(page(after, 2).await), ["e3", "e5"]);
-    let last = Cursor {
-        issued_at_ms: 3,
-        id: "e5".into(),
-    };
-    assert!(page(Some(last), 2).await.is_empty());
-    // Nothing lists the expired one later, either.
-    assert_eq!(ids(page(None, 10).await), ["e1", "e2", "e3", "e5"]);
-    assert_eq!(
-        store.get("expired").await.ok().flatten().map(|i| i.id),
-        Some("expired".to_owned()),
-        "still there, only not open"
-    );
-    assert_eq!(
-        ids(store
-            .open_all(101, None, 10, None)
-            .await
-            .unwrap_or_default()),
-        Vec::<String>::new(),
-        "all expired at 100"
-    );
-}
-
-/// `issued()` expires at 10 ms.
-pub async fn lists_unanswered_expired_until_decided(store: Store) {
-    for id in ["unanswered", "answered", "later"] {
-        store
-            .insert(issued(id))
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-    }
-    assert_eq!(store.claim("answered", 5, ME).await.ok(), Some(Claim::Won));
-    let ids = |v: Result<Vec<Issued>, StoreError>| {
-        let mut ids: Vec<String> = v.unwrap_or_default().into_iter().map(|i| i.id).collect();
-        ids.sort();
-        ids
-    };
-    assert!(
-        ids(store.expired(10, 10).await).is_empty(),
-        "not expired yet"
-    );
-    assert_eq!(ids(store.expired(11, 10).await), ["later", "unanswered"]);
-    assert_eq!(store.expired(11, 1).await.map(|v| v.len()).ok(), Some(1));
-    // The gate ends one as expired through the claim: no longer due.
-    assert_eq!(
-        store.claim("unanswered", 11, ME).await.ok(),
-        Some(Claim::Won)
-    );
-    store
-        .finish("unanswered", Outcome::Expired)
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(ids(store.expired(12, 10).await), ["later"]);
-    assert_eq!(
-        store.status("unanswered").await.ok().flatten(),
-        Some(Status::Done(Outcome::Expired))
     );
 }

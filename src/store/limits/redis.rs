@@ -1,4 +1,4 @@
-//! The Redis side of [`super::limits`]: every instance sharing the store
+//! The Redis side of [`super`]: every instance sharing the store
 //! checks the same keys (`<prefix>limit:…`), each in one Lua script on
 //! Redis's clock, so the instances' clocks need not agree. Every key
 //! expires once it no longer limits anything.
@@ -7,17 +7,17 @@ use std::num::NonZeroU32;
 use std::sync::LazyLock;
 use std::time::Duration;
 
-use super::redis::millis;
-use super::{RedisStore, StoreError};
+use crate::store::redis::millis;
+use crate::store::{RedisStore, StoreError};
 
 /// GCRA rate limit on Redis's clock: `redis/lua/rate_limit_gcra.lua` (KEYS and ARGV in its header).
-pub(super) const GCRA: &str = include_str!("redis/lua/rate_limit_gcra.lua");
+pub(in crate::store) const GCRA: &str = include_str!("../redis/lua/rate_limit_gcra.lua");
 
 /// Takes a stream's lease while fewer than the limit are live: `redis/lua/take_stream_lease.lua` (KEYS and ARGV in its header).
-pub(super) const TAKE_LEASE: &str = include_str!("redis/lua/take_stream_lease.lua");
+pub(in crate::store) const TAKE_LEASE: &str = include_str!("../redis/lua/take_stream_lease.lua");
 
 /// Renews a stream's lease: `redis/lua/renew_stream_lease.lua` (KEYS and ARGV in its header).
-pub(super) const RENEW_LEASE: &str = include_str!("redis/lua/renew_stream_lease.lua");
+pub(in crate::store) const RENEW_LEASE: &str = include_str!("../redis/lua/renew_stream_lease.lua");
 
 static SCRIPTS: LazyLock<[redis::Script; 3]> = LazyLock::new(|| {
     [
@@ -49,7 +49,7 @@ impl RedisStore {
             .arg(MINUTE_US)
             .invoke_async(&mut conn)
             .await
-            .map_err(super::redis::backend)?;
+            .map_err(crate::store::redis::backend)?;
         Ok((wait > 0).then(|| Duration::from_micros(wait)))
     }
 
@@ -69,7 +69,7 @@ impl RedisStore {
             .arg(millis(lease))
             .invoke_async(&mut conn)
             .await
-            .map_err(super::redis::backend)
+            .map_err(crate::store::redis::backend)
     }
 
     pub(super) async fn renew_lease(
@@ -85,7 +85,7 @@ impl RedisStore {
             .arg(millis(lease))
             .invoke_async(&mut conn)
             .await
-            .map_err(super::redis::backend)?;
+            .map_err(crate::store::redis::backend)?;
         Ok(())
     }
 
@@ -95,7 +95,7 @@ impl RedisStore {
         let _: i64 = conn
             .zrem(self.limit_key(key), member)
             .await
-            .map_err(super::redis::backend)?;
+            .map_err(crate::store::redis::backend)?;
         Ok(())
     }
 }

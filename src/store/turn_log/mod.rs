@@ -21,10 +21,13 @@ use bytes::Bytes;
 use futures::Stream;
 use tokio_util::task::TaskTracker;
 
-use super::redis::{backend, millis};
-pub use super::turn_feed::{FOLLOWED, Read};
-use super::turn_feed::{Feed, Feeds, first_chunk};
-use super::{RedisStore, StoreError};
+mod feed;
+
+pub use feed::{FOLLOWED, Read};
+use feed::{Feed, Feeds, first_chunk};
+
+use crate::store::redis::{backend, millis};
+use crate::store::{RedisStore, StoreError};
 
 /// How long a turn's keys live unless its instance refreshes them.
 pub const TURN_TTL: Duration = Duration::from_secs(120);
@@ -42,20 +45,20 @@ pub const REPLAYED_AFTER_END: Duration = Duration::from_secs(15);
 const OPEN_ID: &str = "0-1";
 
 /// Appends a batch of chunks to a turn's log: `redis/lua/turn_log_append.lua` (KEYS and ARGV in its header).
-pub(super) const APPEND: &str = include_str!("redis/lua/turn_log_append.lua");
+pub(super) const APPEND: &str = include_str!("../redis/lua/turn_log_append.lua");
 
 /// Saves a held turn's state in the chat's hash: `redis/lua/turn_log_hold.lua` (KEYS and ARGV in its header).
-pub(super) const HOLD: &str = include_str!("redis/lua/turn_log_hold.lua");
+pub(super) const HOLD: &str = include_str!("../redis/lua/turn_log_hold.lua");
 
 /// A resume's look at a chat's turn, taking it over when its owner died: `redis/lua/turn_log_take_over.lua` (KEYS and ARGV in its header).
-pub(super) const TAKE_OVER: &str = include_str!("redis/lua/turn_log_take_over.lua");
+pub(super) const TAKE_OVER: &str = include_str!("../redis/lua/turn_log_take_over.lua");
 
 /// Times a script that found the chat's hash changed under it
 /// (`moved`) reads it again before it gives up.
 const LOOKS: usize = 4;
 
 /// Ends a turn's log: `redis/lua/turn_log_end.lua` (KEYS and ARGV in its header).
-pub(super) const END: &str = include_str!("redis/lua/turn_log_end.lua");
+pub(super) const END: &str = include_str!("../redis/lua/turn_log_end.lua");
 
 /// The turn logs of a Redis store, written and read by `instance`.
 #[derive(Clone)]
@@ -442,7 +445,7 @@ impl TurnLogWriter {
         let mut conn = self.logs.store.conn();
         let appended: i64 = invocation.invoke_async(&mut conn).await.map_err(backend)?;
         if appended == 0 {
-            return Err(StoreError::Backend(super::BackendError::TakenOver));
+            return Err(StoreError::Backend(crate::store::BackendError::TakenOver));
         }
         Ok(())
     }
@@ -504,139 +507,4 @@ fn entry_id(n: usize) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn entry_ids_name_their_first_chunk() {
-        assert_eq!(first_chunk(&entry_id(41)), Some(41));
-        assert_eq!(first_chunk(OPEN_ID), None);
-    }
-
-    #[cfg(feature = "redis-server")]
-    use super::super::redis::tests::redis_store;
-
-    /// A turn whose instance died after its `finish` was written, before
-    /// its end: a resume reads the whole message and no error after it;
-    /// one that died mid-message ends with the error.
-    #[cfg(feature = "redis-server")]
-    #[tokio::test]
-    async fn a_dead_owners_turn_ends_with_the_error_unless_it_had_finished() {
-        use futures::StreamExt;
-        let store = redis_store().await;
-        let error = br#"{"type":"error","errorText":"gone"}"#;
-        // The chat, the chunks written, the chunks a resume reads.
-        type Case<'a> = (&'a str, &'a [&'a [u8]], &'a [&'a [u8]]);
-        let cases: [Case; 2] = [
-            (
-                "finished",
-                &[
-                    br#"{"type":"start"}"#,
-                    br#"{"type":"finish","finishReason":"stop"}"#,
-                ],
-                &[
-                    br#"{"type":"start"}"#,
-                    br#"{"type":"finish","finishReason":"stop"}"#,
-                ],
-            ),
-            (
-                "cut",
-                &[
-                    br#"{"type":"start"}"#,
-                    br#"{"type":"text-delta","id":"t","delta":"{\"type\":\"finish\"}"}"#,
-                ],
-                &[
-                    br#"{"type":"start"}"#,
-                    br#"{"type":"text-delta","id":"t","delta":"{\"type\":\"finish\"}"}"#,
-                    error,
-                ],
-            ),
-        ];
-        for (chat, written, read) in cases {
-            // "dead" never beat: to "alive", it is dead at once.
-            let dead = TurnLogs::new(store.clone(), "dead");
-            let mut writer = dead
-                .open("p", chat, 1 << 20)
-                .await
-                .unwrap_or_else(|e| panic!("{e}"));
-            let batch: Vec<Bytes> = written.iter().map(|c| Bytes::copy_from_slice(c)).collect();
-            writer
-                .append(&batch, false)
-                .await
-                .unwrap_or_else(|e| panic!("{e}"));
-            let alive = TurnLogs::new(store.clone(), "alive");
-            let TakeOver::Ended(reader) = alive
-                .take_over("p", chat, error, None)
-                .await
-                .unwrap_or_else(|e| panic!("{e}"))
-            else {
-                panic!("{chat}: not ended")
-            };
-            let got: Vec<Bytes> = reader
-                .reads()
-                .filter_map(|read| async move {
-                    match read {
-                        Read::Chunk(_, json) => Some(json),
-                        Read::Quiet => None,
-                    }
-                })
-                .collect()
-                .await;
-            let want: Vec<Bytes> = read.iter().map(|c| Bytes::copy_from_slice(c)).collect();
-            assert_eq!(got, want, "{chat}");
-        }
-    }
-
-    /// Both keys expire while the turn runs, and the stream a while after
-    /// its end, when the chat no longer names it.
-    #[cfg(feature = "redis-server")]
-    #[tokio::test]
-    async fn keys_expire() {
-        let store = redis_store().await;
-        let logs = TurnLogs::new(store.clone(), "a");
-        let mut writer = logs
-            .open("p", "c", 1 << 20)
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-        writer
-            .append(&[Bytes::from_static(b"{}")], true)
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-        let (stream, chat) = writer.keys();
-        let (stream, chat) = (stream.to_owned(), chat.to_owned());
-        let mut conn = store.conn();
-        let ttl = |key: String| {
-            let mut conn = store.conn();
-            async move {
-                let ms: i64 = redis::cmd("PTTL")
-                    .arg(key)
-                    .query_async(&mut conn)
-                    .await
-                    .unwrap_or_else(|e| panic!("{e}"));
-                ms
-            }
-        };
-        let live = 1..=i64::try_from(millis(TURN_TTL)).unwrap_or(i64::MAX);
-        assert!(live.contains(&ttl(stream.clone()).await));
-        assert!(live.contains(&ttl(chat.clone()).await));
-        let (owner, waiting): (String, String) = redis::cmd("HMGET")
-            .arg(&chat)
-            .arg("owner")
-            .arg("waiting")
-            .query_async(&mut conn)
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!((owner.as_str(), waiting.as_str()), ("a", "1"));
-        writer.end().await.unwrap_or_else(|e| panic!("{e}"));
-        let named = ttl(chat).await;
-        assert!(
-            (1..=i64::try_from(millis(REPLAYED_AFTER_END)).unwrap_or(0)).contains(&named),
-            "the chat names its ended turn for {named} ms"
-        );
-        let kept = ttl(stream).await;
-        assert!(
-            kept > i64::try_from(millis(TURN_TTL)).unwrap_or(0),
-            "{kept}"
-        );
-    }
-}
+mod tests;

@@ -25,8 +25,8 @@ use redis::aio::MultiplexedConnection;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 use tokio_util::task::TaskTracker;
 
-use super::StoreError;
-use super::redis::{backend, millis};
+use crate::store::StoreError;
+use crate::store::redis::{backend, millis};
 
 /// How long one `XREAD` blocks before the reader looks whether the stream
 /// is still there (and whether anyone still follows it).
@@ -475,7 +475,7 @@ mod tests {
     #[cfg(feature = "redis-server")]
     #[tokio::test]
     async fn resumes_that_come_together_share_one_place() {
-        let client = redis::Client::open(super::super::redis::tests::url().as_str())
+        let client = redis::Client::open(crate::store::redis::tests::url().as_str())
             .unwrap_or_else(|e| panic!("{e}"));
         let tasks = TaskTracker::new();
         let feeds = Feeds::new(tasks.clone(), 1);
