@@ -16,11 +16,12 @@ use tracing::Span;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 use super::auth::Caller;
-use super::{ApiError, HttpState, runs, sse};
+use super::{ApiError, HttpState, sse};
 use crate::agent::{Agent, HeldTurn};
 use crate::confirm::GateError;
 use crate::metrics::{Metrics, Transport, TurnWatch};
 use crate::protocol::{ChatRequest, ClientVersion, ConfirmationProtocol, RequestError, UiChunk};
+use crate::run;
 use crate::store::{LimitError, Limited};
 
 pub(super) async fn stream(
@@ -47,14 +48,14 @@ pub(super) async fn start(
     principal: &str,
     transport: Transport,
     headers: &HeaderMap,
-) -> Result<(Arc<runs::Run>, runs::Subscription), ApiError> {
+) -> Result<(Arc<run::Run>, run::Subscription), ApiError> {
     let chat_id = request.chat_id.clone();
     let (waiting, waits) = watch::channel(false);
     let span = turn_span(&chat_id, state.trust_traceparent.then_some(headers));
     // Lazy: nothing of the turn runs before it is polled, in its span.
     let (chunks, client) = turn(state, request, principal.to_owned(), waiting)?;
     let streams = state.limiter.rates().concurrent_streams;
-    let owner = runs::Owner {
+    let owner = run::Owner {
         principal,
         chat_id: &chat_id,
         // The default cap holds for every principal, whatever its name,
@@ -63,8 +64,8 @@ pub(super) async fn start(
         // there `stream.maxTurns` is its cap, unless a limit is configured.
         capped: state.identifies_callers() || streams.is_some(),
     };
-    let busy = |e: runs::RunError| match (e, streams) {
-        (runs::RunError::PerPrincipal(_), Some(_)) => {
+    let busy = |e: run::RunError| match (e, streams) {
+        (run::RunError::PerPrincipal(_), Some(_)) => {
             limited(&state.metrics, LimitError::Limited(Limited::streams()))
         }
         (e, _) => ApiError::Busy(e),
@@ -217,7 +218,7 @@ pub fn continue_held(
     agent: Arc<Agent>,
     default_client: ClientVersion,
     metrics: Metrics,
-) -> Arc<runs::Continue> {
+) -> Arc<run::Continue> {
     Arc::new(move |state: &[u8], transport: Transport| {
         let held: HeldTurn = serde_json::from_slice(state).ok()?;
         let client = held

@@ -21,7 +21,7 @@ mod links;
 mod live;
 mod protect;
 mod records;
-pub mod runs;
+
 mod sse;
 
 pub use auth::{ApiKey, Caller};
@@ -60,7 +60,7 @@ pub struct HttpState {
     pub protocol: ConfirmationProtocol,
     pub flow: ConfirmationFlow,
     pub client_version: ClientVersion,
-    pub runs: Arc<runs::Runs>,
+    pub runs: Arc<crate::run::Runs>,
     /// `limits`: turns per minute and streams at once are checked before a
     /// turn starts.
     pub limiter: Limiter,

@@ -24,7 +24,7 @@ use crate::metrics::Transport;
 use crate::protocol::ChatRequest;
 use crate::protocol::message::check_id;
 use crate::protocol::sse::Event;
-use crate::transport::runs::Run;
+use crate::run::Run;
 use crate::transport::{ApiError, HttpState};
 
 /// Requests (sends and resumes) in flight on one socket.

@@ -26,8 +26,8 @@ use super::{Close, Farewell, Socket};
 use crate::metrics::Transport;
 use crate::protocol::sse::{DONE, SseEncoder};
 use crate::protocol::{ChatRequest, RequestError, UiChunk};
+use crate::run::{Run, Subscription};
 use crate::transport::ApiError;
-use crate::transport::runs::{Run, Subscription};
 
 pub(super) const BINARY: Close = Close {
     code: close_code::UNSUPPORTED,
