@@ -1,6 +1,7 @@
 //! Where a turn is polled: by the reader waiting for its next chunk, in
 //! that reader's task, until it needs a tracked task of its own.
 
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Mutex, MutexGuard};
 use std::task::Context;
 use std::time::Duration;
@@ -8,8 +9,11 @@ use std::time::Duration;
 use tokio::sync::{Notify, watch};
 use tokio_util::task::TaskTracker;
 
-use super::log::Log;
+use crate::protocol::sse::Event;
 
+/// Chunks the producer may run ahead of its slowest reader.
+pub(super) const LAG: usize = 256;
+/// Most chunks appended to the log at once.
 /// A turn its readers have not polled for this long moves to a task of its
 /// own: a reader whose client stopped reading polls nothing, and the turn
 /// must still notice (and stop after [`Limits::stall`]).
@@ -187,5 +191,50 @@ impl Run {
     #[cfg(test)]
     pub(super) fn is_inline(&self) -> bool {
         matches!(self.lock().driver, Driver::Idle(_) | Driver::Polling)
+    }
+}
+
+/// The turn's log and where the turn is, under one lock.
+pub(super) struct Log {
+    /// The chunks; `entries[0]` is chunk number `first`.
+    pub(super) entries: VecDeque<Event>,
+    pub(super) first: usize,
+    pub(super) bytes: usize,
+    pub(super) done: bool,
+    /// Each reader's next chunk number.
+    pub(super) cursors: HashMap<u64, usize>,
+    pub(super) next_reader: u64,
+    pub(super) driver: Driver,
+    /// When a reader last polled the turn (or it started).
+    pub(super) polled: tokio::time::Instant,
+}
+
+impl Default for Log {
+    fn default() -> Self {
+        Self {
+            entries: VecDeque::new(),
+            first: 0,
+            bytes: 0,
+            done: false,
+            cursors: HashMap::new(),
+            next_reader: 0,
+            driver: Driver::Ended,
+            polled: tokio::time::Instant::now(),
+        }
+    }
+}
+
+impl Log {
+    pub(super) fn end(&self) -> usize {
+        self.first + self.entries.len()
+    }
+
+    pub(super) fn slowest(&self) -> Option<usize> {
+        self.cursors.values().copied().min()
+    }
+
+    /// The slowest reader is more than [`LAG`] chunks behind.
+    pub(super) fn is_behind(&self) -> bool {
+        self.slowest().is_some_and(|s| self.end() - s > LAG)
     }
 }

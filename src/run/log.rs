@@ -2,7 +2,6 @@
 //! writes into it (and into the shared log), and the backpressure the
 //! slowest reader puts on it.
 
-use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
@@ -12,62 +11,14 @@ use futures::stream::BoxStream;
 use futures::{FutureExt, Stream, StreamExt};
 use tokio::sync::watch;
 
-use super::driver::{Driver, Run};
-use super::registry::{Finished, Limits};
+use super::driver::{Driver, Log, Run};
 use crate::protocol::UiChunk;
 use crate::protocol::sse::{Event, EventWriter};
 use crate::store::{REFRESH_EVERY, TurnLogWriter};
 
-/// Chunks the producer may run ahead of its slowest reader.
-pub(super) const LAG: usize = 256;
-/// Most chunks appended to the log at once.
 pub(super) const BATCH: usize = 64;
 /// Bytes of log kept for replay; beyond, the turn can no longer be resumed.
 pub(super) const MAX_LOG_BYTES: usize = 16 << 20;
-
-pub(super) struct Log {
-    /// The chunks; `entries[0]` is chunk number `first`.
-    pub(super) entries: VecDeque<Event>,
-    pub(super) first: usize,
-    pub(super) bytes: usize,
-    pub(super) done: bool,
-    /// Each reader's next chunk number.
-    pub(super) cursors: HashMap<u64, usize>,
-    pub(super) next_reader: u64,
-    pub(super) driver: Driver,
-    /// When a reader last polled the turn (or it started).
-    pub(super) polled: tokio::time::Instant,
-}
-
-impl Default for Log {
-    fn default() -> Self {
-        Self {
-            entries: VecDeque::new(),
-            first: 0,
-            bytes: 0,
-            done: false,
-            cursors: HashMap::new(),
-            next_reader: 0,
-            driver: Driver::Ended,
-            polled: tokio::time::Instant::now(),
-        }
-    }
-}
-
-impl Log {
-    pub(super) fn end(&self) -> usize {
-        self.first + self.entries.len()
-    }
-
-    pub(super) fn slowest(&self) -> Option<usize> {
-        self.cursors.values().copied().min()
-    }
-
-    /// The slowest reader is more than [`LAG`] chunks behind.
-    pub(super) fn is_behind(&self) -> bool {
-        self.slowest().is_some_and(|s| self.end() - s > LAG)
-    }
-}
 
 impl Run {
     /// Reads the turn from its first chunk; `None` when the start of the
@@ -205,21 +156,20 @@ pub(super) async fn refresh_due(ticks: &mut Option<tokio::time::Interval>) {
 }
 
 pub(super) async fn produce(
-    finished: Finished,
+    run: Arc<Run>,
+    shared: &mut Option<Box<TurnLogWriter>>,
     chunks: BoxStream<'static, UiChunk>,
     mut waiting: watch::Receiver<bool>,
-    limits: Limits,
+    stall: Duration,
+    held: Duration,
 ) {
-    let run = finished.run.clone();
-    let mut finished = finished;
     let asking = waiting.clone();
     // The shared log says at once when the turn starts or stops waiting:
     // another instance takes over only a turn marked waiting.
     let mut asked = waiting.clone();
-    let mut ticks = finished.shared.as_ref().map(|_| {
+    let mut ticks = shared.as_ref().map(|_| {
         tokio::time::interval_at(tokio::time::Instant::now() + REFRESH_EVERY, REFRESH_EVERY)
     });
-    let stall = limits.stall;
     let mut readers = run.readers.subscribe();
     // Each batch is serialized once, into one buffer its events share.
     let mut events = EventWriter::default();
@@ -228,7 +178,7 @@ pub(super) async fn produce(
     let mut ended = false;
     while !ended {
         let first = {
-            let abandoned = abandoned(&mut readers, &mut waiting, limits.held);
+            let abandoned = abandoned(&mut readers, &mut waiting, held);
             tokio::pin!(abandoned);
             loop {
                 tokio::select! {
@@ -236,11 +186,11 @@ pub(super) async fn produce(
                     () = &mut abandoned => break None,
                     () = refresh_due(&mut ticks) => {
                         let now = *asking.borrow();
-                        share(&mut finished.shared, &[], now).await;
+                        share(shared, &[], now).await;
                     }
-                    Ok(()) = asked.changed(), if finished.shared.is_some() => {
+                    Ok(()) = asked.changed(), if shared.is_some() => {
                         let now = *asked.borrow_and_update();
-                        share(&mut finished.shared, &[], now).await;
+                        share(shared, &[], now).await;
                     }
                 }
             }
@@ -261,7 +211,7 @@ pub(super) async fn produce(
         framed.extend(events.take());
         let mut behind = {
             let mut log = run.lock();
-            if finished.shared.is_some() {
+            if shared.is_some() {
                 // Kept for the shared log: a clone only counts a reference.
                 for event in &framed {
                     log.bytes += event.len();
@@ -285,7 +235,7 @@ pub(super) async fn produce(
         run.changed.notify_waiters();
         if !framed.is_empty() {
             let now = *asking.borrow();
-            share(&mut finished.shared, &framed, now).await;
+            share(shared, &framed, now).await;
             framed.clear();
         }
         // Backpressure: wait for the slowest reader, for so long.
@@ -307,7 +257,7 @@ pub(super) async fn produce(
                     log.bytes += error.len();
                     log.entries.push_back(error.clone());
                 }
-                share(&mut finished.shared, &[error], false).await;
+                share(shared, &[error], false).await;
                 return;
             }
         }

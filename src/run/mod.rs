@@ -12,7 +12,7 @@
 //! - [`registry`]: at most one resumable turn per (principal, chat), the
 //!   limits, and the start of a turn;
 //! - [`log`]: the log, its readers, and its backpressure: the reader
-//!   furthest behind holds the turn back by at most [`log::LAG`] chunks,
+//!   furthest behind holds the turn back by at most [`driver::LAG`] chunks,
 //!   so a client that stops reading pauses the model;
 //! - [`driver`]: where a turn is polled: by the reader waiting for it, in
 //!   that reader's task, until it waits for a human, loses its last reader,
@@ -35,8 +35,8 @@ mod takeover;
 
 pub use driver::Run;
 pub use log::Subscription;
-pub use registry::{Limits, Owner, RunError, Runs};
-pub use takeover::{Continue, OWNER_DIED, Reader, Remote, Resumed};
+pub use registry::{Continue, Limits, Owner, RunError, Runs};
+pub use takeover::{OWNER_DIED, Reader, Remote, Resumed};
 
 #[cfg(test)]
 mod suite;

@@ -13,7 +13,7 @@ use tokio_util::task::TaskTracker;
 
 use super::driver::{DETACH_AFTER, Driver, Run, Work};
 use super::log::{MAX_LOG_BYTES, Subscription, produce};
-use super::takeover::Continue;
+use crate::metrics::Transport;
 use crate::protocol::UiChunk;
 use crate::protocol::sse::Event;
 use crate::store::{Adopted, TurnLogWriter, TurnLogs};
@@ -28,6 +28,14 @@ pub enum RunError {
 }
 
 pub(super) type Key = (String, String);
+
+/// Continues a held turn taken over from a dead instance: its saved state
+/// and the transport of the resume that took it over (for its metrics) in;
+/// its chunks (fitted to its client) and whether it waits for a human
+/// out. `None` when the state does not decode.
+pub type Continue = dyn Fn(&[u8], Transport) -> Option<(BoxStream<'static, UiChunk>, watch::Receiver<bool>)>
+    + Send
+    + Sync;
 
 /// The registry: at most one resumable turn per (principal, chat).
 pub struct Runs {
@@ -260,9 +268,11 @@ impl Runs {
         };
         let (stopping, limits) = (self.stopping.clone(), self.limits);
         let work = async move {
-            // Dropping `produce` drops `Finished`: the turn is marked done.
+            // Dropping the turn drops `Finished`: the turn is marked done.
+            let mut finished = finished;
+            let (run, shared) = (finished.run.clone(), &mut finished.shared);
             tokio::select! {
-                () = produce(finished, chunks, waiting, limits) => {}
+                () = produce(run, shared, chunks, waiting, limits.stall, limits.held) => {}
                 () = stopping.cancelled() => {}
             }
         };

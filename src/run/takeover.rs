@@ -1,7 +1,7 @@
 //! The cross-instance part of a turn: a resume of a turn another instance
 //! runs (read from the shared store's turn log), and the takeover of a
 //! held turn whose instance died. The store's `take_over` picks one
-//! winner; this side continues the turn with [`Continue`].
+//! winner; this side continues the turn with [`super::Continue`].
 
 use std::sync::Arc;
 
@@ -22,14 +22,6 @@ use crate::store::{Adopted, Read, StoreError, TakeOver, TurnLogReader, TurnLogWr
 /// for a human reads last: nobody runs that turn's model step any more,
 /// and it is not run again (its calls may have run).
 pub const OWNER_DIED: &str = "the server running this turn stopped; send your message again";
-
-/// Continues a held turn taken over from a dead instance: its saved state
-/// and the transport of the resume that took it over (for its metrics) in;
-/// its chunks (fitted to its client) and whether it waits for a human
-/// out. `None` when the state does not decode.
-pub type Continue = dyn Fn(&[u8], Transport) -> Option<(BoxStream<'static, UiChunk>, watch::Receiver<bool>)>
-    + Send
-    + Sync;
 
 impl Runs {
     /// Runs a held turn taken over from a dead instance, its log begun with
