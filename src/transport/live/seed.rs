@@ -263,7 +263,7 @@ async fn start(
     let bytes = serde_json::to_vec(body).map_err(|e| RequestError::Json(e.to_string()))?;
     let request = ChatRequest::from_slice(&bytes)?;
     // A turn continues the trace of the socket's upgrade request.
-    crate::transport::chat::start(
+    crate::transport::turns::start(
         &socket.state,
         request,
         &principal,
