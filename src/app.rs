@@ -27,10 +27,10 @@ use crate::provider::http::Upstream;
 use crate::provider::measured::Measured;
 use crate::provider::openai::OpenAi;
 use crate::provider::{ModelProvider, ModelRequest, ProviderError, ProviderEvent, ScriptedModel};
+use crate::run::{Limits as RunLimits, Runs};
 use crate::store::{BackendError, Limiter, Store, StoreError};
 use crate::tools::mcp::{self, McpServer};
 use crate::tools::{Registry, Toolbox};
-use crate::transport::runs::{Limits as RunLimits, Runs};
 use crate::transport::{HttpState, MetricsRoute, router};
 use futures::stream::BoxStream;
 

@@ -24,6 +24,8 @@
 //! - [`confirm`]: the only code that decides whether a call may run and the
 //!   only code that runs one.
 //! - [`store`]: issued confirmations and the execution ledger.
+//! - [`run`]: turns in flight: the one run API (start, follow, resume,
+//!   abort) every face uses, its log, and the cross-instance takeover.
 //! - [`transport`]: routes, SSE responses, errors → statuses.
 //! - [`metrics`]: the Prometheus families, one set per app.
 //! - [`telemetry`]: the log and the OTLP trace exporter (the binary's).
@@ -42,6 +44,7 @@ pub mod notify;
 pub mod policy;
 pub mod protocol;
 pub mod provider;
+pub mod run;
 pub mod store;
 pub mod telemetry;
 pub mod tools;

@@ -61,7 +61,7 @@ pub enum ApiError {
     #[error("{}", gate_text(.0))]
     Gate(#[from] GateError),
     #[error(transparent)]
-    Busy(#[from] super::runs::RunError),
+    Busy(#[from] crate::run::RunError),
     /// Too many inbox streams open.
     #[error(transparent)]
     Streams(#[from] super::feeds::FeedError),

@@ -1,5 +1,6 @@
 //! HTTP: the router and its shared state. One module per HTTP concept:
-//! `chat` (turns and resumes), `confirmations` (decisions and remembered
+//! `turns` (the run API as every face uses it: start, resume), `chat` (the
+//! SSE face: turns and resumes), `confirmations` (decisions and remembered
 //! approvals), `health` (liveness, readiness, `/metrics`), `inbox` (open questions: a chat's, and all a user may
 //! decide, live),
 //! `links` (the page of a notification's signed link), `records` (tools,
@@ -21,15 +22,16 @@ mod links;
 mod live;
 mod protect;
 mod records;
-pub mod runs;
+
 mod sse;
+mod turns;
 
 pub use auth::{ApiKey, Caller};
-pub use chat::continue_held;
 pub use error::ApiError;
 pub use health::{MetricsRoute, metrics_routes};
 pub use live::{LiveDialect, LiveLimits};
 pub use protect::{BodyTimes, protect};
+pub use turns::continue_held;
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -60,7 +62,7 @@ pub struct HttpState {
     pub protocol: ConfirmationProtocol,
     pub flow: ConfirmationFlow,
     pub client_version: ClientVersion,
-    pub runs: Arc<runs::Runs>,
+    pub runs: Arc<crate::run::Runs>,
     /// `limits`: turns per minute and streams at once are checked before a
     /// turn starts.
     pub limiter: Limiter,

@@ -496,7 +496,7 @@ async fn the_owner_of_a_streaming_turn_killed_a_resume_ends_with_an_honest_error
     );
     assert_eq!(
         chunks.last(),
-        Some(&json!({"type": "error", "errorText": toolgate::transport::runs::OWNER_DIED})),
+        Some(&json!({"type": "error", "errorText": toolgate::run::OWNER_DIED})),
         "{again}"
     );
     assert!(again.ends_with("data: [DONE]\n\n"), "{again}");
@@ -542,7 +542,7 @@ async fn a_resume_following_a_streaming_turn_whose_owner_is_killed_ends_honestly
     let chunks = chunks_of(&again);
     assert_eq!(
         chunks.last(),
-        Some(&json!({"type": "error", "errorText": toolgate::transport::runs::OWNER_DIED})),
+        Some(&json!({"type": "error", "errorText": toolgate::run::OWNER_DIED})),
         "{again}"
     );
     assert!(again.ends_with("data: [DONE]\n\n"), "{again}");

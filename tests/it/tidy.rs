@@ -18,6 +18,7 @@ const LAYERS: &[&[&str]] = &[
     &["notify"],
     &["confirm"],
     &["agent"],
+    &["run"],
     &["transport"],
     &["config"],
     &["app"],

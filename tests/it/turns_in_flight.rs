@@ -152,7 +152,7 @@ async fn abort_right_after_send_leaves_no_zombie() {
 /// The same at the `Runs` level, deterministically: the place is freed.
 #[tokio::test(flavor = "current_thread")]
 async fn runs_abort_before_first_poll_marks_done() {
-    use toolgate::transport::runs::{Limits, Owner, Runs};
+    use toolgate::run::{Limits, Owner, Runs};
     let limits = Limits {
         per_principal: 1,
         total: 16,

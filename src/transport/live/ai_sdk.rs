@@ -19,12 +19,12 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use super::{Farewell, Socket};
-use crate::confirm::{AnswerKeys, Decision, GateError, OutOfBand};
+use crate::confirm::{AnswerKeys, Decision, OutOfBand};
 use crate::metrics::Transport;
 use crate::protocol::ChatRequest;
 use crate::protocol::message::check_id;
 use crate::protocol::sse::Event;
-use crate::transport::runs::Run;
+use crate::run::Run;
 use crate::transport::{ApiError, HttpState};
 
 /// Requests (sends and resumes) in flight on one socket.
@@ -179,7 +179,7 @@ async fn frame(
             let bytes =
                 serde_json::to_vec(&body).map_err(|e| (request_id.clone(), e.to_string()))?;
             let request = ChatRequest::from_slice(&bytes).map_err(|e| fail(e.into()))?;
-            let (run, reader) = crate::transport::chat::start(
+            let (run, reader) = crate::transport::turns::start(
                 state,
                 request,
                 &principal,
@@ -202,11 +202,10 @@ async fn frame(
             check_request(requests, &request_id)?;
             let principal = socket.principal(&headers).map_err(fail)?;
             check_id("id (the chat)", &chat_id).map_err(|e| fail(e.into()))?;
-            let resumed = state
-                .runs
-                .resume(&principal, &chat_id, Transport::Live)
-                .await
-                .map_err(|e| fail(GateError::from(e).into()))?;
+            let resumed =
+                crate::transport::turns::resume(state, &principal, &chat_id, Transport::Live)
+                    .await
+                    .map_err(fail)?;
             match resumed {
                 Some(resumed) => {
                     let reader = resumed.reader.chunks();

@@ -2,9 +2,11 @@
 //! frame dialects (`live.dialect`): the AI SDK's own
 //! `WebSocketChatTransport` (`ai_sdk.rs`, the default) or the one of the
 //! `adk-stream-protocol` app (`seed.rs`). This file is what they share: the
-//! upgrade and its principal, the writer with its bounded outbox, pings,
-//! the idle timeout and the frame budget; each dialect only reads its
-//! frames and says things in its own words.
+//! upgrade and its principal, the socket's outbox, and the dialect behind
+//! [`serve::Frames`]; `serve.rs` holds the socket's loops (the writer, and
+//! the reader with pings, the idle timeout and the frame budget), generic
+//! over `Sink`/`Stream` so tests drive them with channels. Each dialect only
+//! reads its frames and says things in its own words.
 //!
 //! With API keys, a browser opens the socket without one (it cannot set
 //! headers on the upgrade) and names its key in each frame. Until a frame
@@ -16,16 +18,18 @@
 
 mod ai_sdk;
 mod seed;
+mod serve;
 
 use std::collections::HashMap;
+use std::fmt::Display;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::extract::State;
-use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
+use axum::extract::ws::{CloseFrame, Message, WebSocketUpgrade};
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::Response;
-use futures::{SinkExt, StreamExt};
+use futures::{Sink, Stream, StreamExt};
 use serde::Deserialize;
 use tokio::sync::mpsc;
 
@@ -34,10 +38,6 @@ use super::{ApiError, HttpState};
 
 /// Frames queued for one socket before a turn waits for it.
 const OUTBOX: usize = 256;
-/// How often an idle socket is pinged.
-const PING_EVERY: Duration = Duration::from_secs(20);
-/// A write the peer has not taken in this long closes the socket.
-const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The frame protocol `/live` speaks (`live.dialect`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
@@ -78,7 +78,10 @@ pub(super) async fn live(
     Ok(upgrade
         .max_message_size(limit)
         .max_frame_size(limit)
-        .on_upgrade(move |socket| connection(socket, state, headers)))
+        .on_upgrade(move |socket| {
+            let (sink, incoming) = socket.split();
+            connection(sink, incoming, state, headers)
+        }))
 }
 
 /// What every frame of a socket is served with.
@@ -153,6 +156,7 @@ impl Close {
 }
 
 /// Why the socket closes on its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Farewell {
     /// No frame and no turn for `live.idle`.
     Idle,
@@ -232,133 +236,72 @@ impl Session {
     }
 }
 
-/// One socket: its requests run as tasks writing into one outbox.
-async fn connection(socket: WebSocket, state: HttpState, upgrade: HeaderMap) {
-    let (mut sink, mut incoming) = socket.split();
-    let (outbox, mut queued) = mpsc::channel::<Message>(OUTBOX);
-    let writer = state.tasks.spawn(async move {
-        // A peer that stops taking frames is let go: its turns then see
-        // their reader stall, and stop.
-        while let Some(message) = queued.recv().await {
-            match tokio::time::timeout(WRITE_TIMEOUT, sink.send(message)).await {
-                Ok(Ok(())) => {}
-                _ => return,
-            }
-        }
-        let _ = tokio::time::timeout(WRITE_TIMEOUT, sink.close()).await;
-    });
+/// A socket's dialect with what its frames are served with: what the
+/// socket's reader ([`serve::read`]) serves frames through.
+struct Served {
+    session: Session,
+    socket: Socket,
+}
+
+impl serve::Frames for Served {
+    fn keyed(&self) -> bool {
+        self.socket.keyed()
+    }
+
+    fn say(&self, message: Message) {
+        self.socket.say(message);
+    }
+
+    async fn text(&mut self, text: &str) -> Result<(), Close> {
+        self.session.text(&self.socket, text).await
+    }
+
+    fn binary(&mut self) -> Result<(), Close> {
+        self.session.binary(&self.socket)
+    }
+
+    async fn over_budget(&mut self, text: &str) {
+        self.session.over_budget(&self.socket, text).await;
+    }
+
+    fn busy(&mut self) -> bool {
+        self.session.busy()
+    }
+
+    fn farewell(&self, why: Farewell) -> Message {
+        self.session.farewell(&self.socket.state, why)
+    }
+}
+
+/// One socket, over its sink and its stream of frames: its requests run as
+/// tasks writing into one outbox, which a tracked task writes to `sink`.
+async fn connection<S, R, E>(sink: S, incoming: R, state: HttpState, upgrade: HeaderMap)
+where
+    S: Sink<Message> + Unpin + Send + 'static,
+    R: Stream<Item = Result<Message, E>> + Unpin,
+    E: Display,
+{
+    let (outbox, queued) = mpsc::channel::<Message>(OUTBOX);
+    let writer = state
+        .tasks
+        .spawn(serve::write(sink, queued, serve::WRITE_TIMEOUT));
     // A dialect whose frames carry no key was let in by the upgrade's.
     let keyed = state.api_keys.is_empty()
         || state.live.dialect == LiveDialect::AdkStreamProtocol
         || Caller::from_headers(&state, &upgrade).is_ok();
-    let socket = Socket {
-        state,
-        upgrade,
-        outbox,
-        keyed: AtomicBool::new(keyed),
+    let limits = state.live;
+    let mut served = Served {
+        session: Session::new(limits.dialect),
+        socket: Socket {
+            state,
+            upgrade,
+            outbox,
+            keyed: AtomicBool::new(keyed),
+        },
     };
-    let limits = socket.state.live;
-    let key_deadline = tokio::time::sleep(limits.key_deadline);
-    tokio::pin!(key_deadline);
-    let mut session = Session::new(limits.dialect);
-    let mut ping = tokio::time::interval(
-        PING_EVERY
-            .min(limits.idle / 2)
-            .max(Duration::from_millis(10)),
-    );
-    let mut last_heard = Instant::now();
-    let mut budget = Budget::new(limits.frames_per_sec);
-    loop {
-        let message = tokio::select! {
-            message = incoming.next() => message,
-            () = &mut key_deadline, if !socket.keyed() => {
-                socket.say(session.farewell(&socket.state, Farewell::NoKey));
-                break;
-            }
-            _ = ping.tick() => {
-                // Idle: no frame from the client, and none of its turns in flight.
-                if !session.busy() && last_heard.elapsed() > limits.idle {
-                    socket.say(session.farewell(&socket.state, Farewell::Idle));
-                    break;
-                }
-                socket.say(Message::Ping(Default::default()));
-                continue;
-            }
-        };
-        let text = match message {
-            None | Some(Ok(Message::Close(_))) => break,
-            // A frame over the size limit, or a broken protocol: say why, then close.
-            // The library's words (which may be the OS's) go to the log only.
-            Some(Err(e)) => {
-                tracing::info!("closing a socket: {e}");
-                socket.say(session.farewell(&socket.state, Farewell::Broken));
-                break;
-            }
-            Some(Ok(Message::Text(text))) => text,
-            Some(Ok(Message::Binary(_))) => {
-                if socket.keyed() {
-                    last_heard = Instant::now();
-                }
-                match session.binary(&socket) {
-                    Ok(()) => continue,
-                    Err(close) => {
-                        socket.say(close.frame());
-                        break;
-                    }
-                }
-            }
-            // A pong says the peer is there, not that it is busy.
-            Some(Ok(Message::Ping(_) | Message::Pong(_))) => continue,
-        };
-        // Before a valid key, a large frame is not worth parsing.
-        if !socket.keyed() && text.len() > limits.keyless_frame_bytes {
-            socket.say(session.farewell(&socket.state, Farewell::KeylessFrame));
-            break;
-        }
-        if !budget.take() {
-            session.over_budget(&socket, &text).await;
-        } else if let Err(close) = session.text(&socket, &text).await {
-            socket.say(close.frame());
-            break;
-        }
-        // Only a keyed socket's frames keep it open: a keyless one's are
-        // refused, and its deadline stands.
-        if socket.keyed() {
-            last_heard = Instant::now();
-        }
-    }
+    serve::read(incoming, &mut served, limits).await;
+    let Served { session, socket } = served;
     session.end();
     drop(socket);
     let _ = writer.await;
-}
-
-/// Frames a second, with a burst of as many.
-struct Budget {
-    per_sec: f64,
-    tokens: f64,
-    at: Instant,
-}
-
-impl Budget {
-    fn new(per_sec: u32) -> Self {
-        let per_sec = f64::from(per_sec.max(1));
-        Self {
-            per_sec,
-            tokens: per_sec,
-            at: Instant::now(),
-        }
-    }
-
-    fn take(&mut self) -> bool {
-        let now = Instant::now();
-        let refill = now.duration_since(self.at).as_secs_f64() * self.per_sec;
-        self.tokens = (self.tokens + refill).min(self.per_sec);
-        self.at = now;
-        if self.tokens >= 1.0 {
-            self.tokens -= 1.0;
-            true
-        } else {
-            false
-        }
-    }
 }

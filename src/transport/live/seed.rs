@@ -26,8 +26,8 @@ use super::{Close, Farewell, Socket};
 use crate::metrics::Transport;
 use crate::protocol::sse::{DONE, SseEncoder};
 use crate::protocol::{ChatRequest, RequestError, UiChunk};
+use crate::run::{Run, Subscription};
 use crate::transport::ApiError;
-use crate::transport::runs::{Run, Subscription};
 
 pub(super) const BINARY: Close = Close {
     code: close_code::UNSUPPORTED,
@@ -263,7 +263,7 @@ async fn start(
     let bytes = serde_json::to_vec(body).map_err(|e| RequestError::Json(e.to_string()))?;
     let request = ChatRequest::from_slice(&bytes)?;
     // A turn continues the trace of the socket's upgrade request.
-    crate::transport::chat::start(
+    crate::transport::turns::start(
         &socket.state,
         request,
         &principal,

@@ -35,7 +35,7 @@ use serde_json::{Value, json};
 
 use super::{Owned, asked, balancer, chunks_of, free_port, question};
 use crate::common::{redis_url, wait};
-use toolgate::transport::runs::OWNER_DIED;
+use toolgate::run::OWNER_DIED;
 
 fn env_or(name: &str, default: u64) -> u64 {
     std::env::var(name)

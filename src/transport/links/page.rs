@@ -1,41 +1,19 @@
-//! The page a signed approve or deny link leads to (`notify`).
-//!
-//! `GET /confirmations/link/{token}` shows the question (tool, hint,
-//! requester, arguments), what the link will do, and one button; **GET
-//! never decides**: link previews, mail scanners and chat unfurlers fetch
-//! every link they see. The button's `POST /confirmations/link/{token}`
-//! (`{}`, or `{"reason"}` to deny) decides, through the gate exactly as
-//! `POST /api/confirmations/{id}` does. No API key: the token is the
-//! authority, verified before anything is looked up. The guard still holds
-//! as for any POST (a JSON body, from the same origin), which the page's
-//! own `fetch` satisfies.
-//!
-//! The page is self-contained: no external asset, every value escaped, and
-//! a Content-Security-Policy that allows only its own inline script and
-//! style (by hash) and requests to its own origin.
+//! The HTML of a link's page: the question, what the link does, and its
+//! button; every value escaped; a Content-Security-Policy that allows only
+//! the page's own inline script and style (by hash).
 
 use std::sync::LazyLock;
 
-use axum::body::{Body, Bytes};
-use axum::extract::{Path, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use base64::Engine;
-use futures::StreamExt;
 use sha2::{Digest, Sha256};
 
-use super::{ApiError, Caller, HttpState};
+use super::MAX_REASON_CHARS;
 use crate::call::QualifiedName;
-use crate::confirm::{Decision, LinkQuestion, OutOfBand, Standing};
-use crate::notify::{Link, LinkDecision, LinkError};
-use crate::protocol::RequestError;
+use crate::confirm::{LinkQuestion, Standing};
+use crate::notify::LinkDecision;
 use crate::store::Outcome;
-
-/// The longest reason a denial through a link may give.
-const MAX_REASON_CHARS: usize = 1_000;
-/// The largest body of a link's POST: a reason at its longest, each
-/// character escaped as JSON at its widest, and room to spare.
-const MAX_BODY_BYTES: usize = 16 << 10;
 
 /// The page's script: the button posts the (optional) reason to the page's
 /// own address and says what happened. Static: the page's values reach it
@@ -115,149 +93,7 @@ static POLICY: LazyLock<String> = LazyLock::new(|| {
     )
 });
 
-/// `GET /confirmations/link/{token}`: the question and a button. Decides nothing.
-pub(super) async fn page(State(state): State<HttpState>, Path(token): Path<String>) -> Response {
-    let link = match verify(&state, &token) {
-        Ok(link) => link,
-        Err(refused) => {
-            let status = ApiError::from(refused).status();
-            return html(
-                status,
-                &notice("This link cannot be used", &refused.to_string()),
-            );
-        }
-    };
-    let gate = &state.agent.gate;
-    match gate.link_question(&link.confirmation_id).await {
-        Ok(Some(question)) => html(
-            StatusCode::OK,
-            &question_page(&question, link.decision, gate.now_ms()),
-        ),
-        Ok(None) => html(
-            StatusCode::NOT_FOUND,
-            &notice(
-                "This question is gone",
-                "toolgate no longer knows this question: it was answered or expired a while ago.",
-            ),
-        ),
-        Err(e) => {
-            let error = ApiError::from(e);
-            let status = error.status();
-            html(status, &notice("Try again later", &error.public()))
-        }
-    }
-}
-
-/// The body of the button's request.
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct LinkBody {
-    #[serde(default)]
-    reason: Option<String>,
-}
-
-/// `POST /confirmations/link/{token}`: decides as the link says, once.
-pub(super) async fn decide(
-    State(state): State<HttpState>,
-    Path(token): Path<String>,
-    headers: axum::http::HeaderMap,
-    body: Body,
-) -> Result<Response, ApiError> {
-    // No key here: the token is checked before a byte of the body is read,
-    // and then only a small body is.
-    let link = verify(&state, &token)?;
-    // Who follows the link, when the request says (a proxy's principal
-    // header, a key): a question with approvers needs to know.
-    let caller = Caller::from_headers(&state, &headers)
-        .ok()
-        .map(|caller| caller.principal);
-    let body = small_body(&headers, body).await?;
-    let decision = decision(&body, link.decision)?;
-    let id = link.confirmation_id;
-    match state
-        .agent
-        .gate
-        .decide_by_link(&id, decision, link.target, caller)
-        .await?
-    {
-        OutOfBand::Decided(outcome) => Ok(axum::Json(serde_json::json!({
-            "id": id,
-            "decision": link.decision.word(),
-            "outcome": outcome,
-        }))
-        .into_response()),
-        OutOfBand::Conflict(why) => Err(ApiError::Conflict(why)),
-        OutOfBand::Expired(why) => Err(ApiError::Gone(why)),
-        OutOfBand::Forbidden(why) => Err(ApiError::NotApprover(why)),
-        OutOfBand::Invalid(why) => Err(RequestError::Invalid(why).into()),
-        OutOfBand::NotFound => Err(ApiError::NotFound(format!("no confirmation `{id}`"))),
-    }
-}
-
-/// A body of at most [`MAX_BODY_BYTES`]: one that says it is larger is
-/// refused unread, one that turns out larger as soon as it does.
-async fn small_body(headers: &axum::http::HeaderMap, body: Body) -> Result<Bytes, ApiError> {
-    let declared = headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    if declared.is_some_and(|length| length > MAX_BODY_BYTES as u64) {
-        return Err(ApiError::TooLarge(MAX_BODY_BYTES));
-    }
-    let mut read = Vec::new();
-    let mut stream = body.into_data_stream();
-    while let Some(chunk) = stream.next().await {
-        let chunk = chunk.map_err(ApiError::from_body_error)?;
-        if read.len() + chunk.len() > MAX_BODY_BYTES {
-            return Err(ApiError::TooLarge(MAX_BODY_BYTES));
-        }
-        read.extend_from_slice(&chunk);
-    }
-    Ok(Bytes::from(read))
-}
-
-/// The token's link, before anything is looked up; without a notifier no
-/// token is valid.
-fn verify(state: &HttpState, token: &str) -> Result<Link, LinkError> {
-    let links = state.links.as_ref().ok_or(LinkError::Invalid)?;
-    links.verify(token, state.agent.gate.now_ms())
-}
-
-/// The decision a link's POST makes: the link's, with the body's reason
-/// (`{}` or `{"reason": …}`; an empty body is `{}`).
-fn decision(body: &[u8], link: LinkDecision) -> Result<Decision, RequestError> {
-    let body: LinkBody = if body.iter().all(u8::is_ascii_whitespace) {
-        LinkBody { reason: None }
-    } else {
-        serde_json::from_slice(body).map_err(|e| RequestError::Json(e.to_string()))?
-    };
-    let reason = body
-        .reason
-        .map(|r| r.trim().to_owned())
-        .filter(|r| !r.is_empty());
-    if reason
-        .as_ref()
-        .is_some_and(|r| r.chars().count() > MAX_REASON_CHARS)
-    {
-        return Err(RequestError::Invalid(format!(
-            "a reason is at most {MAX_REASON_CHARS} characters"
-        )));
-    }
-    match link {
-        LinkDecision::Approve if reason.is_some() => {
-            Err(RequestError::Invalid("an approval takes no reason".into()))
-        }
-        LinkDecision::Approve => Ok(Decision::Approve {
-            payload: None,
-            remember: None,
-            approve_next: None,
-            edited: None,
-        }),
-        LinkDecision::Deny => Ok(Decision::Deny { reason }),
-    }
-}
-
-fn html(status: StatusCode, body: &str) -> Response {
+pub(super) fn html(status: StatusCode, body: &str) -> Response {
     let mut response = (status, body.to_owned()).into_response();
     let headers = response.headers_mut();
     let fixed = [
@@ -277,7 +113,11 @@ fn html(status: StatusCode, body: &str) -> Response {
 }
 
 /// The page for a question that a link may decide.
-fn question_page(question: &LinkQuestion, decision: LinkDecision, now_ms: u64) -> String {
+pub(super) fn question_page(
+    question: &LinkQuestion,
+    decision: LinkDecision,
+    now_ms: u64,
+) -> String {
     let issued = &question.issued;
     let tool = QualifiedName::of(&issued.call.name);
     let args = serde_json::to_string_pretty(&issued.call.args).unwrap_or_default();
@@ -349,7 +189,7 @@ fn stands(standing: &Standing) -> String {
 }
 
 /// A page with a title and a sentence.
-fn notice(title: &str, text: &str) -> String {
+pub(super) fn notice(title: &str, text: &str) -> String {
     layout(title, &format!("<p>{}</p>", escape(text)))
 }
 
@@ -421,39 +261,6 @@ mod tests {
         ];
         for (text, html) in cases {
             assert_eq!(escape(text), html, "{text}");
-        }
-    }
-
-    #[test]
-    fn a_link_post_body() {
-        let approve = Decision::Approve {
-            payload: None,
-            remember: None,
-            approve_next: None,
-            edited: None,
-        };
-        let deny = |r: Option<&str>| Decision::Deny {
-            reason: r.map(str::to_owned),
-        };
-        let long = format!(r#"{{"reason": "{}"}}"#, "x".repeat(MAX_REASON_CHARS + 1));
-        #[rustfmt::skip]
-        let cases: &[(&str, LinkDecision, Result<Decision, &str>)] = &[
-            ("{}", LinkDecision::Approve, Ok(approve.clone())),
-            ("", LinkDecision::Approve, Ok(approve.clone())),
-            (r#"{"reason": "  "}"#, LinkDecision::Approve, Ok(approve.clone())),
-            (r#"{"reason": "why"}"#, LinkDecision::Approve, Err("an approval takes no reason")),
-            ("{}", LinkDecision::Deny, Ok(deny(None))),
-            (r#"{"reason": " not today "}"#, LinkDecision::Deny, Ok(deny(Some("not today")))),
-            (&long, LinkDecision::Deny, Err("a reason is at most 1000 characters")),
-            (r#"{"approved": true}"#, LinkDecision::Deny, Err("json")),
-            ("[", LinkDecision::Deny, Err("json")),
-        ];
-        for (body, link, expected) in cases {
-            let got = decision(body.as_bytes(), *link).map_err(|e| match e {
-                RequestError::Invalid(why) => why,
-                RequestError::Json(_) => "json".to_owned(),
-            });
-            assert_eq!(got, expected.clone().map_err(str::to_owned), "{body}");
         }
     }
 

@@ -1,0 +1,298 @@
+//! A turn's log: its chunks kept for replay, its readers, the turn that
+//! writes into it (and into the shared log), and the backpressure the
+//! slowest reader puts on it.
+
+use std::sync::Arc;
+use std::task::Poll;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::stream::BoxStream;
+use futures::{FutureExt, Stream, StreamExt};
+use tokio::sync::watch;
+
+use super::driver::{Driver, Log, Run};
+use crate::protocol::UiChunk;
+use crate::protocol::sse::{Event, EventWriter};
+use crate::store::{REFRESH_EVERY, TurnLogWriter};
+
+pub(super) const BATCH: usize = 64;
+/// Bytes of log kept for replay; beyond, the turn can no longer be resumed.
+pub(super) const MAX_LOG_BYTES: usize = 16 << 20;
+
+impl Run {
+    /// Reads the turn from its first chunk; `None` when the start of the
+    /// log is gone (the turn outgrew the replay limit).
+    pub fn resume(self: &Arc<Self>) -> Option<Subscription> {
+        self.reader(true)
+    }
+
+    /// A reader of a new turn, from its (empty) start.
+    pub(super) fn subscribe(self: &Arc<Self>) -> Subscription {
+        let mut log = self.lock();
+        self.attach(&mut log)
+    }
+
+    /// A new reader at the start of the log; `None` if `from_start` and
+    /// the start is gone. One lock, so the log cannot move in between.
+    pub(super) fn reader(self: &Arc<Self>, from_start: bool) -> Option<Subscription> {
+        let mut log = self.lock();
+        if from_start && log.first > 0 {
+            return None;
+        }
+        Some(self.attach(&mut log))
+    }
+
+    pub(super) fn attach(self: &Arc<Self>, log: &mut Log) -> Subscription {
+        let id = log.next_reader;
+        log.next_reader += 1;
+        let first = log.first;
+        log.cursors.insert(id, first);
+        self.readers.send_modify(|n| *n += 1);
+        Subscription {
+            run: self.clone(),
+            id,
+        }
+    }
+}
+
+/// A reader of a turn's log. Dropping it lets the turn go on without it.
+pub struct Subscription {
+    pub(super) run: Arc<Run>,
+    pub(super) id: u64,
+}
+
+impl Subscription {
+    /// `(chunk number, chunk)` until the turn ends.
+    pub fn chunks(self) -> impl Stream<Item = (usize, Event)> + Send + 'static {
+        async_stream::stream! {
+            let mut batch = Vec::new();
+            loop {
+                let notified = self.run.changed.notified();
+                tokio::pin!(notified);
+                notified.as_mut().enable();
+                let done = {
+                    let mut log = self.run.lock();
+                    let cursor = log.cursors.get(&self.id).copied().unwrap_or(log.first).max(log.first);
+                    let end = log.end();
+                    batch.extend((cursor..end).map(|n| (n, log.entries[n - log.first].clone())));
+                    log.cursors.insert(self.id, end);
+                    log.done && cursor == end
+                };
+                if !batch.is_empty() {
+                    self.run.changed.notify_waiters();
+                    for item in batch.drain(..) {
+                        yield item;
+                    }
+                    continue;
+                }
+                if done {
+                    break;
+                }
+                // Nothing new: drive the turn (unless it runs elsewhere)
+                // until it says something, or wait for whoever runs it.
+                std::future::poll_fn(|cx| {
+                    if notified.as_mut().poll(cx).is_ready() {
+                        return Poll::Ready(());
+                    }
+                    self.run.drive(cx);
+                    notified.as_mut().poll(cx)
+                })
+                .await;
+            }
+        }
+    }
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        let unread = {
+            let mut log = self.run.lock();
+            log.cursors.remove(&self.id);
+            match std::mem::take(&mut log.driver) {
+                // The last reader leaves: the turn goes on (to notice it is
+                // unread, and stop or stay held) on a task of its own.
+                Driver::Idle(work) if log.cursors.is_empty() => {
+                    log.driver = Driver::Polling;
+                    Some(work)
+                }
+                other => {
+                    log.driver = other;
+                    None
+                }
+            }
+        };
+        if let Some(work) = unread {
+            self.run.detach(work);
+        }
+        self.run.readers.send_modify(|n| *n = n.saturating_sub(1));
+        self.run.changed.notify_waiters();
+    }
+}
+
+/// Writes a batch to the shared log (the chunks' JSON), if there is one;
+/// on failure the turn goes on for its readers here, without it.
+pub(super) async fn share(shared: &mut Option<Box<TurnLogWriter>>, batch: &[Event], waiting: bool) {
+    let Some(writer) = shared.as_mut() else {
+        return;
+    };
+    let batch: Vec<Bytes> = batch.iter().map(Event::json).collect();
+    // Boxed: a store's write is a large future, and every turn's state
+    // would hold room for it, shared log or not.
+    if let Err(e) = Box::pin(writer.append(&batch, waiting)).await {
+        tracing::warn!("writing a shared turn log (other instances lose this turn): {e}");
+        *shared = None;
+    }
+}
+
+/// Resolves at each refresh of the shared log; never without one.
+pub(super) async fn refresh_due(ticks: &mut Option<tokio::time::Interval>) {
+    match ticks {
+        Some(ticks) => {
+            ticks.tick().await;
+        }
+        None => std::future::pending().await,
+    }
+}
+
+pub(super) async fn produce(
+    run: Arc<Run>,
+    shared: &mut Option<Box<TurnLogWriter>>,
+    chunks: BoxStream<'static, UiChunk>,
+    mut waiting: watch::Receiver<bool>,
+    stall: Duration,
+    held: Duration,
+) {
+    let asking = waiting.clone();
+    // The shared log says at once when the turn starts or stops waiting:
+    // another instance takes over only a turn marked waiting.
+    let mut asked = waiting.clone();
+    let mut ticks = shared.as_ref().map(|_| {
+        tokio::time::interval_at(tokio::time::Instant::now() + REFRESH_EVERY, REFRESH_EVERY)
+    });
+    let mut readers = run.readers.subscribe();
+    // Each batch is serialized once, into one buffer its events share.
+    let mut events = EventWriter::default();
+    let mut chunks = chunks;
+    let mut framed: Vec<Event> = Vec::new();
+    let mut ended = false;
+    while !ended {
+        let first = {
+            let abandoned = abandoned(&mut readers, &mut waiting, held);
+            tokio::pin!(abandoned);
+            loop {
+                tokio::select! {
+                    chunk = chunks.next() => break chunk,
+                    () = &mut abandoned => break None,
+                    () = refresh_due(&mut ticks) => {
+                        let now = *asking.borrow();
+                        share(shared, &[], now).await;
+                    }
+                    Ok(()) = asked.changed(), if shared.is_some() => {
+                        let now = *asked.borrow_and_update();
+                        share(shared, &[], now).await;
+                    }
+                }
+            }
+        };
+        let Some(first) = first else { break };
+        let mut next = Some(first);
+        // Chunks that are ready together go into the log under one lock.
+        while let Some(chunk) = next.take() {
+            events.push(&chunk);
+            if events.len() < BATCH {
+                match chunks.next().now_or_never() {
+                    Some(Some(chunk)) => next = Some(chunk),
+                    Some(None) => ended = true,
+                    None => {}
+                }
+            }
+        }
+        framed.extend(events.take());
+        let mut behind = {
+            let mut log = run.lock();
+            if shared.is_some() {
+                // Kept for the shared log: a clone only counts a reference.
+                for event in &framed {
+                    log.bytes += event.len();
+                    log.entries.push_back(event.clone());
+                }
+            } else {
+                for event in framed.drain(..) {
+                    log.bytes += event.len();
+                    log.entries.push_back(event);
+                }
+            }
+            // Over the replay limit: forget what every reader has read.
+            while log.bytes > MAX_LOG_BYTES && log.slowest().is_some_and(|s| s > log.first) {
+                if let Some(old) = log.entries.pop_front() {
+                    log.bytes -= old.len();
+                    log.first += 1;
+                }
+            }
+            log.is_behind()
+        };
+        run.changed.notify_waiters();
+        if !framed.is_empty() {
+            let now = *asking.borrow();
+            share(shared, &framed, now).await;
+            framed.clear();
+        }
+        // Backpressure: wait for the slowest reader, for so long.
+        let deadline = tokio::time::Instant::now() + stall;
+        while behind {
+            let notified = run.changed.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            behind = run.lock().is_behind();
+            if behind && tokio::time::timeout_at(deadline, notified).await.is_err() {
+                let why = format!(
+                    "a reader stopped reading for {} s; the turn was stopped",
+                    stall.as_secs()
+                );
+                tracing::info!("{why}");
+                let error = Event::of(&UiChunk::Error { error_text: why });
+                {
+                    let mut log = run.lock();
+                    log.bytes += error.len();
+                    log.entries.push_back(error.clone());
+                }
+                share(shared, &[error], false).await;
+                return;
+            }
+        }
+    }
+}
+
+/// Resolves when the turn should stop for want of readers: nobody reads
+/// it and it waits for nobody, or it has waited for a human unread for `held`.
+pub(super) async fn abandoned(
+    readers: &mut watch::Receiver<usize>,
+    waiting: &mut watch::Receiver<bool>,
+    held: Duration,
+) {
+    // The turn dropped its end: it waits for nobody any more.
+    let mut turn_gone = false;
+    loop {
+        let nobody = *readers.borrow_and_update() == 0;
+        let asking = !turn_gone && *waiting.borrow_and_update();
+        if nobody && !asking {
+            return;
+        }
+        let unread_too_long = async {
+            match nobody {
+                true => tokio::time::sleep(held).await,
+                false => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            changed = readers.changed() => {
+                if changed.is_err() {
+                    std::future::pending::<()>().await;
+                }
+            }
+            changed = waiting.changed(), if !turn_gone => turn_gone = changed.is_err(),
+            () = unread_too_long => return,
+        }
+    }
+}

@@ -1,0 +1,44 @@
+//! Turns in flight, by chat: the one run API every face (SSE, `/live` in
+//! each dialect, the decisions API) uses. A face starts a turn
+//! ([`Runs::start`], after [`Runs::has_room`]), follows it
+//! ([`Subscription::chunks`], [`Reader::chunks`]), resumes it
+//! ([`Runs::resume`]) and aborts it ([`Run::abort`]); answers reach the
+//! turn through the decision pipeline, which the turn waits on.
+//!
+//! Each turn appends its chunks (as SSE events) to a log; subscribers read
+//! the log at their own pace: the request that started the turn, and any
+//! resume, which replays from the `start` chunk. By concern:
+//!
+//! - [`registry`]: at most one resumable turn per (principal, chat), the
+//!   limits, and the start of a turn;
+//! - [`log`]: the log, its readers, and its backpressure: the reader
+//!   furthest behind holds the turn back by at most [`driver::LAG`] chunks,
+//!   so a client that stops reading pauses the model;
+//! - [`driver`]: where a turn is polled: by the reader waiting for it, in
+//!   that reader's task, until it waits for a human, loses its last reader,
+//!   or goes unpolled for a second; then on a tracked task of its own;
+//! - [`takeover`]: with a shared store (Redis), each batch also goes to the
+//!   store's turn log, so a resume on another instance replays and follows
+//!   it ([`Reader::Shared`]), and a held turn whose instance died is taken
+//!   over by exactly one instance.
+//!
+//! A turn whose subscribers all left is cancelled at once (the model and
+//! its tools stop), unless it is waiting for a human: then it stays, so a
+//! reload or a reconnect finds it, until its question is decided or times
+//! out. A shared reader does not hold the turn back, nor keep it alive:
+//! only this instance's readers and a question waiting for a human do.
+
+mod driver;
+mod log;
+mod registry;
+mod takeover;
+
+pub use driver::Run;
+pub use log::Subscription;
+pub use registry::{Continue, Limits, Owner, RunError, Runs};
+pub use takeover::{OWNER_DIED, Reader, Remote, Resumed};
+
+#[cfg(test)]
+mod suite;
+#[cfg(test)]
+mod tests;
