@@ -61,7 +61,7 @@ enum Command {
         #[arg(long)]
         config: Option<PathBuf>,
     },
-    /// Check a config file.
+    /// Check a config file, or print the JSON Schema of one.
     Config {
         #[command(subcommand)]
         command: ConfigCommand,
@@ -76,6 +76,8 @@ enum ConfigCommand {
         /// The YAML config file.
         file: PathBuf,
     },
+    /// Print the JSON Schema of the config file (`toolgate.schema.json`).
+    Schema,
 }
 
 #[tokio::main]
@@ -112,6 +114,11 @@ fn failed(error: &anyhow::Error) -> ExitCode {
 
 async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
+        Command::Config {
+            command: ConfigCommand::Schema,
+        } => {
+            std::io::stdout().write_all(toolgate::config::schema().as_bytes())?;
+        }
         Command::Config {
             command: ConfigCommand::Check { file },
         } => {

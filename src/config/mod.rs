@@ -42,8 +42,12 @@ pub use settings::{
 
 /// The whole file. Read it with [`Config::load`] or [`Config::from_yaml`];
 /// check it with [`Settings::new`].
-#[derive(Debug, Clone, PartialEq, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+#[schemars(
+    title = "toolgate.yaml",
+    description = "toolgate's config file: every key is optional, an unknown key is an error. Check a file with `toolgate config check FILE`."
+)]
 pub struct Config {
     /// Address to listen on (default `127.0.0.1:8080`; `--bind` wins).
     pub bind: Option<SocketAddr>,
@@ -83,4 +87,13 @@ impl Config {
         })?;
         Self::from_yaml(&text)
     }
+}
+
+/// The JSON Schema of the config file, pretty-printed with a final newline:
+/// what `toolgate config schema` prints and `toolgate.schema.json` holds.
+pub fn schema() -> String {
+    let schema = schemars::schema_for!(Config);
+    let mut text = serde_json::to_string_pretty(&schema).unwrap_or_default();
+    text.push('\n');
+    text
 }

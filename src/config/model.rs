@@ -11,7 +11,9 @@ use crate::provider::http::{Secret, UpstreamConfig, header};
 
 use super::ConfigError;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default, clap::ValueEnum)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema, Default, clap::ValueEnum,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum ProviderKind {
     /// The embedded deterministic model: no key, no network.
@@ -28,7 +30,7 @@ pub enum ProviderKind {
     Adk,
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct ModelConfig {
     pub provider: ProviderKind,

@@ -14,7 +14,7 @@ use crate::tools::http::HttpToolConfig;
 use crate::transport::LiveDialect;
 
 /// `demo`: the React chat of `frontend-demo/`, built into the binary.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct DemoConfig {
     /// Serve it at `/` (default `true`).
@@ -28,7 +28,7 @@ impl Default for DemoConfig {
 }
 
 /// `metrics`: Prometheus metrics at `GET /metrics`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct MetricsConfig {
     /// Export them (default `true`).
@@ -53,7 +53,7 @@ impl Default for MetricsConfig {
 
 /// `limits`: rate limits per principal, and per tool (all principals
 /// together). Each absent limit is no limit.
-#[derive(Debug, Clone, PartialEq, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct LimitsConfig {
     /// New turns a principal may start per minute (a burst of as many).
@@ -69,7 +69,7 @@ pub struct LimitsConfig {
 }
 
 /// `limits.tools.<name>`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ToolLimitConfig {
     /// Calls of this tool per minute, all principals together.
@@ -78,7 +78,7 @@ pub struct ToolLimitConfig {
 
 /// `telemetry`: what the traces keep (they are exported when
 /// `OTEL_EXPORTER_OTLP_ENDPOINT` is set).
-#[derive(Debug, Clone, PartialEq, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct TelemetryConfig {
     /// Keep a tool call's arguments and result on its span, 4 KiB of each
@@ -91,7 +91,7 @@ pub struct TelemetryConfig {
 }
 
 /// `server`: which host names are served, and how long slow clients are waited for.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct ServerConfig {
     /// Host names (or IPs) served besides `localhost`, `127.0.0.1`, `[::1]`
@@ -135,7 +135,7 @@ impl Default for ServerConfig {
 }
 
 /// `cors`: browser origins other than toolgate's own that may act through it.
-#[derive(Debug, Clone, PartialEq, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct CorsConfig {
     /// Origins (`https://app.example.com`) whose pages may send requests
@@ -144,7 +144,7 @@ pub struct CorsConfig {
 }
 
 /// `live`: the WebSocket at `/live` (its rates are in `stream`).
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct LiveConfig {
     /// The frame protocol: `ai-sdk` (the AI SDK's `WebSocketChatTransport`)
@@ -169,7 +169,7 @@ impl Default for LiveConfig {
 }
 
 /// Dexto's `allowedToolsStorage`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema, Default)]
 #[serde(rename_all = "kebab-case")]
 pub enum AllowedToolsStorage {
     #[default]
@@ -177,7 +177,7 @@ pub enum AllowedToolsStorage {
     Memory,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema, Default)]
 #[serde(rename_all = "kebab-case")]
 pub enum StoreKind {
     /// Nothing survives a restart: tests and throwaway runs.
@@ -189,7 +189,7 @@ pub enum StoreKind {
     Redis,
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct StoreConfig {
     pub kind: StoreKind,
@@ -210,7 +210,7 @@ pub struct StoreConfig {
     pub max_followed_turns: Option<usize>,
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct ProtocolConfig {
     /// The `ai` version the frontend pins; chunks are fitted to it. Unset:
@@ -219,7 +219,7 @@ pub struct ProtocolConfig {
     pub client_version: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct StreamConfig {
     /// Idle seconds before a `: keep-alive` comment.
@@ -265,7 +265,7 @@ impl Default for StreamConfig {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct ToolsConfig {
     /// Largest amount `process_payment` accepts.
@@ -289,7 +289,7 @@ impl Default for ToolsConfig {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct ConfirmationConfig {
     /// How confirmations are asked: `adk` or `ai-sdk` (native approvals, ai 6+).
@@ -344,7 +344,7 @@ impl Default for ConfirmationConfig {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct AuthConfig {
     /// A header, set by a trusted proxy in front of toolgate, naming the
@@ -363,7 +363,7 @@ pub struct AuthConfig {
 }
 
 /// One API key: its SHA-256 (hex), or the environment variable holding it.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ApiKeyConfig {
     pub principal: String,

@@ -224,6 +224,26 @@ fn config_command(args: &[&str], envs: &[(&str, &str)]) -> (bool, String, String
     )
 }
 
+/// `toolgate.schema.json` is what the types say today.
+#[test]
+fn the_committed_schema_is_fresh() {
+    let (ok, schema, stderr) = config_command(&["schema"], &[]);
+    assert!(ok, "{stderr}");
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/toolgate.schema.json");
+    let committed = std::fs::read_to_string(path).unwrap_or_default();
+    assert!(
+        committed == schema,
+        "toolgate.schema.json is stale; regenerate it with\n    cargo run --bin toolgate -- config schema > toolgate.schema.json"
+    );
+    let schema: serde_json::Value = serde_json::from_str(&schema).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(schema["title"], "toolgate.yaml");
+    assert_eq!(schema["additionalProperties"], false);
+    assert_eq!(
+        schema["$defs"]["StreamConfig"]["properties"]["keepAliveSecs"]["default"],
+        15
+    );
+}
+
 /// `config check` prints the effective settings, defaults filled in and
 /// secrets redacted; or one error naming the key and the value, and fails.
 #[test]

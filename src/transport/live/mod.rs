@@ -40,7 +40,7 @@ const PING_EVERY: Duration = Duration::from_secs(20);
 const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The frame protocol `/live` speaks (`live.dialect`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum LiveDialect {
     /// The AI SDK's `WebSocketChatTransport` (ai 7.x): `send`, `chunk`, `end`…
