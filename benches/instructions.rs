@@ -19,6 +19,7 @@ use axum::body::{Body, to_bytes};
 use axum::http::Request;
 use bytes::Bytes;
 use serde_json::{Value, json};
+use toolgate::config::Settings;
 use toolgate::ids::{Clock, Ids};
 use toolgate::{App, Config};
 use tower::ServiceExt;
@@ -35,7 +36,11 @@ fn main() {
         Ok(runtime) => runtime,
         Err(e) => fail(&format!("no runtime: {e}")),
     };
-    let router = App::new(Config::default())
+    let settings = match Settings::new(Config::default()) {
+        Ok(settings) => settings,
+        Err(e) => fail(&format!("no settings: {e}")),
+    };
+    let router = App::new(settings)
         .with_ids(Ids::sequential())
         .with_clock(Clock::manual(1_800_000_000_000))
         .router();

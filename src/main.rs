@@ -1,16 +1,18 @@
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
+use toolgate::App;
 use toolgate::app::open_store;
 use toolgate::config::ProviderKind;
+use toolgate::config::{Config, Settings};
 use toolgate::confirm::Signer;
 use toolgate::policy::Mode;
 use toolgate::tools::ToolSource;
 use toolgate::tools::mcp::ServerState as McpState;
-use toolgate::{App, Config};
 
 #[derive(Parser)]
 #[command(version, about = "A human gate in front of an AI agent's tool calls")]
@@ -59,22 +61,72 @@ enum Command {
         #[arg(long)]
         config: Option<PathBuf>,
     },
+    /// Check a config file, or print the JSON Schema of one.
+    Config {
+        #[command(subcommand)]
+        command: ConfigCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum ConfigCommand {
+    /// Print the effective settings of FILE (secrets redacted), or what is
+    /// wrong with it (then exit with status 1).
+    Check {
+        /// The YAML config file.
+        file: PathBuf,
+    },
+    /// Print the JSON Schema of the config file (`toolgate.schema.json`).
+    Schema,
 }
 
 #[tokio::main]
-async fn main() -> anyhow::Result<()> {
+async fn main() -> ExitCode {
     let cli = Cli::parse();
-    let telemetry = toolgate::telemetry::init()?;
+    let telemetry = match toolgate::telemetry::init() {
+        Ok(telemetry) => telemetry,
+        Err(e) => return failed(&e.into()),
+    };
     let result = run(cli).await;
     // After serving, so that a stopped server still sends its last spans.
     telemetry.shutdown();
-    result
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => failed(&e),
+    }
+}
+
+/// Prints `error: ` and the error once: each cause that its message does
+/// not already say is added after a colon (no "Caused by:" list repeating
+/// the message, no backtrace).
+fn failed(error: &anyhow::Error) -> ExitCode {
+    let mut message = error.to_string();
+    for cause in error.chain().skip(1) {
+        let cause = cause.to_string();
+        if !message.contains(&cause) {
+            message.push_str(": ");
+            message.push_str(&cause);
+        }
+    }
+    eprintln!("error: {message}");
+    ExitCode::FAILURE
 }
 
 async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
+        Command::Config {
+            command: ConfigCommand::Schema,
+        } => {
+            std::io::stdout().write_all(toolgate::config::schema().as_bytes())?;
+        }
+        Command::Config {
+            command: ConfigCommand::Check { file },
+        } => {
+            let settings = Settings::load(&file)?;
+            write!(std::io::stdout(), "{settings}")?;
+        }
         Command::Tools { config } => {
-            let app = App::new(load(config.as_deref())?);
+            let app = App::new(Settings::new(load(config.as_deref())?)?);
             let mut stdout = std::io::stdout();
             let inventory = app.tools().await;
             for tool in &inventory.tools {
@@ -128,13 +180,12 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             config.model.model = model.or(config.model.model);
             config.model.base_url = base_url.or(config.model.base_url);
             config.model.app = adk_app.or(config.model.app);
-            config.model.upstream()?;
             config.server.allowed_hosts.extend(allowed_hosts);
             config.cors.allowed_origins.extend(cors_origins);
-            config.guard()?;
-            let keyless = config.auth.api_keys.is_empty();
+            let settings = Settings::new(config)?;
+            let keyless = settings.auth.api_keys.is_empty();
             let addr = bind
-                .or(config.bind)
+                .or(settings.bind)
                 .unwrap_or(SocketAddr::from(([127, 0, 0, 1], 8080)));
             if keyless && !addr.ip().is_loopback() {
                 anyhow::bail!(
@@ -142,7 +193,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 );
             }
             // The metrics listener answers without a key: the same rule.
-            if let Some(metrics) = config.metrics.bind.filter(|_| config.metrics.enabled)
+            if let Some(metrics) = settings.metrics.bind
                 && keyless
                 && !metrics.ip().is_loopback()
             {
@@ -151,10 +202,10 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 );
             }
             raise_open_files_limit();
-            let (store, where_) = open_store(&config.store)
+            let (store, where_) = open_store(&settings.store)
                 .await
                 .context("cannot open the store")?;
-            let signer = Signer::new(config.signing_keys()?);
+            let signer = Signer::new(settings.signing_keys.clone());
             let listener = tokio::net::TcpListener::bind(addr)
                 .await
                 .with_context(|| format!("cannot bind {addr}"))?;
@@ -172,7 +223,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             // The first signal drains; a second one ends the process at once.
             let mut signals = Signals::new();
             let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-            let serve = App::new(config)
+            let serve = App::new(settings)
                 .with_store(store)
                 .with_signer(signer)
                 .serve_until(listener, async {

@@ -6,7 +6,7 @@ use serde_json::Value;
 use super::Condition;
 
 /// `toolConfirmation.mode`, as Dexto names them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema, Default)]
 #[serde(rename_all = "kebab-case")]
 pub enum Mode {
     /// Ask a human.
@@ -17,7 +17,7 @@ pub enum Mode {
 }
 
 /// `toolConfirmation.toolPolicies`.
-#[derive(Debug, Clone, PartialEq, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct ToolPolicies {
     /// Qualified names or globs (`internal--get_weather`, `mcp--filesystem--*`).
@@ -26,7 +26,7 @@ pub struct ToolPolicies {
 }
 
 /// `toolConfirmation.tools.<tool>`: rules for one tool.
-#[derive(Debug, Clone, PartialEq, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct ToolRule {
     pub confirm: Option<ConfirmRule>,
@@ -56,7 +56,7 @@ pub struct ToolRule {
 /// one of `webhook` (with `secretEnv`, the variable holding its HMAC key)
 /// and `slack` (an incoming webhook URL, itself a secret). Checked, and its
 /// secret read, when the notifier is built.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, schemars::JsonSchema, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct NotifyTarget {
     pub webhook: Option<String>,
@@ -65,7 +65,7 @@ pub struct NotifyTarget {
 }
 
 /// `tools.<tool>.onNewMessage`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum OnNewMessage {
     /// The question stays open: decided later, its outcome reaches the chat.
@@ -76,7 +76,7 @@ pub enum OnNewMessage {
 }
 
 /// `tools.<tool>.escalate`: for calls that match, these approvers.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Escalation {
     pub when: Conditions,
@@ -136,14 +136,14 @@ impl Approvers<'_> {
 pub const ROLE: &str = "role:";
 
 /// When a tool asks: `always`, `never`, or `{when: <condition or list>}`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum ConfirmRule {
     Word(ConfirmWord),
     When { when: Conditions },
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ConfirmWord {
     Always,
@@ -151,11 +151,11 @@ pub enum ConfirmWord {
 }
 
 /// One condition, or a list of which any may hold.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum Conditions {
-    One(Condition),
-    Any(Vec<Condition>),
+    One(#[schemars(with = "String")] Condition),
+    Any(#[schemars(with = "Vec<String>")] Vec<Condition>),
 }
 
 impl Conditions {
@@ -180,7 +180,7 @@ impl std::fmt::Display for Conditions {
 }
 
 /// `tools.<tool>.deny`: never run calls that match; without `when`, never run the tool.
-#[derive(Debug, Clone, PartialEq, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct DenyRule {
     pub when: Option<Conditions>,

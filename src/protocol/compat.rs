@@ -10,7 +10,9 @@ use serde::Deserialize;
 use super::chunk::{FinishReason, ToolExtras, UiChunk};
 
 /// How a confirmation is asked and answered.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default, serde::Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema, Default, serde::Serialize,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum ConfirmationProtocol {
     /// An `adk_request_confirmation` call answered with `addToolOutput`.
@@ -21,7 +23,9 @@ pub enum ConfirmationProtocol {
 }
 
 /// What a turn does once it asked.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default, serde::Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema, Default, serde::Serialize,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum ConfirmationFlow {
     /// Finish (`tool-calls`); the answer comes with the next request.
@@ -35,7 +39,7 @@ pub enum ConfirmationFlow {
 /// How a call denied through a native approval (`toolConfirmation.protocol:
 /// ai-sdk`) ends on the wire. ADK confirmations always end a denied call as
 /// `tool-output-error`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema, Default)]
 #[serde(rename_all = "kebab-case")]
 pub enum DeniedAs {
     /// `tool-output-denied`: the part goes to `output-denied`, its approval kept.

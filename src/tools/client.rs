@@ -17,7 +17,7 @@ pub const MAX_OUTPUT_BYTES: usize = 64 << 10;
 pub const NO_RESULT: &str = "no result from the client";
 
 /// `tools.client[]` in the config.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ClientToolConfig {
     pub name: String,

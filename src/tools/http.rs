@@ -13,7 +13,7 @@ use super::{Tool, ToolContext, ToolError, secret_header};
 const MAX_ANSWER_BYTES: usize = 4 << 20;
 
 /// `tools.http[]` in the config.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct HttpToolConfig {
     pub name: String,
@@ -35,7 +35,7 @@ pub struct HttpToolConfig {
     pub needs_confirmation: bool,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema, Default)]
 #[serde(rename_all = "UPPERCASE")]
 pub enum HttpMethod {
     #[default]

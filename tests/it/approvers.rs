@@ -202,7 +202,7 @@ async fn a_keys_roles_make_an_approver() {
 
 #[test]
 fn four_eyes_needs_approvers() {
-    let err = Config::from_yaml(
+    let err = toolgate::config::Settings::from_yaml(
         "toolConfirmation:\n  tools:\n    process_payment: {requireDistinctApprover: true}\n",
     )
     .err()

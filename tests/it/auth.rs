@@ -244,7 +244,7 @@ fn keys_in_config_are_checked_at_load() {
         ),
     ];
     for (yaml, why) in cases {
-        let err = Config::from_yaml(yaml)
+        let err = toolgate::config::Settings::from_yaml(yaml)
             .err()
             .map(|e| e.to_string())
             .unwrap_or_default();

@@ -208,3 +208,112 @@ fn sigterm_stops_every_stdio_server_with_what_it_started() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
+
+/// Runs `toolgate config ARGS…`: whether it succeeded, its stdout and stderr.
+fn config_command(args: &[&str], envs: &[(&str, &str)]) -> (bool, String, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        .arg("config")
+        .args(args)
+        .envs(envs.iter().copied())
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+/// `toolgate.schema.json` is what the types say today.
+#[test]
+fn the_committed_schema_is_fresh() {
+    let (ok, schema, stderr) = config_command(&["schema"], &[]);
+    assert!(ok, "{stderr}");
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/toolgate.schema.json");
+    let committed = std::fs::read_to_string(path).unwrap_or_default();
+    assert!(
+        committed == schema,
+        "toolgate.schema.json is stale; regenerate it with\n    cargo run --bin toolgate -- config schema > toolgate.schema.json"
+    );
+    let schema: serde_json::Value = serde_json::from_str(&schema).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(schema["title"], "toolgate.yaml");
+    assert_eq!(schema["additionalProperties"], false);
+    assert_eq!(
+        schema["$defs"]["StreamConfig"]["properties"]["keepAliveSecs"]["default"],
+        15
+    );
+}
+
+/// `config check` prints the effective settings, defaults filled in and
+/// secrets redacted; or one error naming the key and the value, and fails.
+#[test]
+fn config_check_prints_the_settings_or_names_the_bad_key() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let file = |name: &str, yaml: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, yaml).unwrap_or_else(|e| panic!("{e}"));
+        path.display().to_string()
+    };
+    let good = file(
+        "good.yaml",
+        "stream: {maxSteps: 3}\nauth:\n  apiKeys:\n    - {principal: ops, keyEnv: TOOLGATE_TEST_API_KEY, admin: true}\ntoolConfirmation:\n  signingKeys: [SIGNINGSECRET-0123456789abcdef-0123456789]\nstore: {kind: redis, url: 'redis://user:REDISSECRET@127.0.0.1:6379/0'}\n",
+    );
+    let (ok, stdout, stderr) = config_command(
+        &["check", &good],
+        &[("TOOLGATE_TEST_API_KEY", "APIKEYSECRET")],
+    );
+    assert!(ok, "{stderr}");
+    for line in [
+        "model.provider: scripted\n",
+        "stream.maxSteps: 3\n",
+        "stream.keepAliveSecs: 15\n",
+        "toolConfirmation.signingKeys: [[redacted]]\n",
+        "auth.apiKeys: ops (admin): [redacted]\n",
+        "store: redis at redis://***@127.0.0.1:6379/0, keys toolgate:*\n",
+    ] {
+        assert!(stdout.contains(line), "{line:?} in {stdout}");
+    }
+    assert!(!stdout.contains("SECRET"), "a secret in {stdout}");
+
+    let unknown = file("key.yaml", "stream:\n  keepAliveSecs: 5\n  bufferSize: 3\n");
+    let (ok, stdout, stderr) = config_command(&["check", &unknown], &[]);
+    assert!(!ok && stdout.is_empty(), "{stdout}");
+    assert!(
+        stderr.starts_with("error: invalid config: stream: unknown field `bufferSize`"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.matches("bufferSize").count(), 1, "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+
+    let value = file("value.yaml", "limits: {turnsPerMinute: 0}\n");
+    let (ok, _, stderr) = config_command(&["check", &value], &[]);
+    assert!(!ok);
+    assert_eq!(
+        stderr,
+        "error: invalid config: limits.turnsPerMinute must be a whole number from 1 to 4294967295 (leave it out for no limit), not 0\n"
+    );
+
+    let missing = dir.path().join("missing.yaml").display().to_string();
+    let (ok, _, stderr) = config_command(&["check", &missing], &[]);
+    assert!(!ok);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with(&format!("error: cannot read {missing}: ")),
+        "{stderr}"
+    );
+}
+
+/// Every config the repository ships loads.
+#[test]
+fn the_shipped_configs_load() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    for name in [
+        "tests/fixtures/config/dexto-schema.yaml",
+        "tests/fixtures/config/editable.yaml",
+        "tests/fixtures/config/payments.yaml",
+        "tests/fixtures/browser/toolgate.yaml",
+    ] {
+        let (ok, _, stderr) = config_command(&["check", &format!("{root}/{name}")], &[]);
+        assert!(ok, "{name}: {stderr}");
+    }
+}

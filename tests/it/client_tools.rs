@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use common::{Counting, Server, fixture};
 use serde_json::{Value, json};
 use toolgate::Config;
+use toolgate::config::Settings;
 use toolgate::tools::client::{ClientTool, ClientToolConfig, MAX_OUTPUT_BYTES, NO_RESULT};
 
 const CONFIG: &str = r#"
@@ -412,7 +413,9 @@ async fn the_server_never_executes_a_client_tool() {
     };
     let (location, pick) = (counted("get_location", false), counted("pick_file", true));
     let config = config("");
-    let mut registry = config.tools.registry().unwrap_or_else(|e| panic!("{e}"));
+    let mut registry = Settings::new(config.clone())
+        .map(|settings| settings.registry)
+        .unwrap_or_else(|e| panic!("{e}"));
     registry.register(location).register(pick);
     let server = Server::with(config, |app| app.with_registry(registry)).await;
     server.chat(&says("Use get_location", "adk")).await;

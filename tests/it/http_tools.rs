@@ -161,7 +161,7 @@ async fn a_deny_rule_keeps_the_call_from_the_endpoint() {
 #[test]
 fn a_secret_header_from_an_unset_variable_is_a_config_error() {
     let yaml = "tools:\n  http:\n    - name: t\n      description: d\n      url: http://127.0.0.1:1/x\n      headers: {authorization: 'env:TOOLGATE_SURELY_UNSET'}\n";
-    let error = Config::from_yaml(yaml)
+    let error = toolgate::config::Settings::from_yaml(yaml)
         .err()
         .map(|e| e.to_string())
         .unwrap_or_default();

@@ -503,7 +503,7 @@ async fn a_tool_list_change_is_picked_up() {
 #[test]
 fn bad_servers_are_config_errors() {
     let error = |yaml: &str| {
-        Config::from_yaml(yaml)
+        toolgate::config::Settings::from_yaml(yaml)
             .err()
             .map(|e| e.to_string())
             .unwrap_or_default()

@@ -417,7 +417,11 @@ async fn a_tampered_or_expired_link_is_refused() {
 
 #[tokio::test]
 async fn notification_settings_are_checked() {
-    let error = |yaml: &str| Config::from_yaml(yaml).err().map(|e| e.to_string());
+    let error = |yaml: &str| {
+        toolgate::config::Settings::from_yaml(yaml)
+            .err()
+            .map(|e| e.to_string())
+    };
     assert_eq!(
         error(&format!(
             "toolConfirmation:\n  publicUrl: {PUBLIC_URL}\n  notify: [{{webhook: 'https://h.example', secretEnv: TOOLGATE_TEST_UNSET_VARIABLE}}]\n"

@@ -8,6 +8,7 @@ use std::time::Duration;
 use common::{Binary, Server, fixture, user_says};
 use serde_json::json;
 use toolgate::Config;
+use toolgate::config::Settings;
 use toolgate::store::Store;
 
 fn config(name: &str) -> Config {
@@ -37,7 +38,8 @@ fn asked(reply: &common::Reply) -> Vec<serde_json::Value> {
 #[test]
 fn dextos_documented_block_works_unchanged() {
     let config = config("dexto-schema.yaml");
-    assert_eq!(config.confirmation_window(), Duration::from_millis(30_000));
+    let window = Settings::new(config.clone()).map(|settings| settings.confirmation.window);
+    assert_eq!(window.ok(), Some(Duration::from_millis(30_000)));
     assert_eq!(
         config.tool_confirmation.tool_policies.always_deny,
         ["mcp--filesystem--delete_file"]

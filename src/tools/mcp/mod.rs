@@ -84,7 +84,7 @@ const CLOSE_GRACE: Duration = Duration::from_secs(5);
 const INHERITED_ENV: &[&str] = &["PATH", "HOME", "USER", "LANG", "TMPDIR", "SYSTEMROOT"];
 
 /// `mcpServers.<name>` in the config: `command` (stdio) or `url` (streamable HTTP).
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct McpServerConfig {
     /// The program of a stdio server.

@@ -40,7 +40,7 @@ use super::{ApiError, HttpState};
 const OUTBOX: usize = 256;
 
 /// The frame protocol `/live` speaks (`live.dialect`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum LiveDialect {
     /// The AI SDK's `WebSocketChatTransport` (ai 7.x): `send`, `chunk`, `end`…

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::Value;
+use toolgate::config::Settings;
 use toolgate::confirm::CONFIRMATION_TOOL;
 use toolgate::ids::{Clock, Ids};
 use toolgate::tools::{ProcessPayment, Tool, ToolContext, ToolError, ToolSource};
@@ -134,14 +135,16 @@ impl Server {
     /// `customize` may replace more.
     pub async fn with(config: Config, customize: impl FnOnce(App) -> App) -> Self {
         let payments = Arc::new(AtomicUsize::new(0));
+        let payment_limit = config.tools.payment_limit;
+        let settings = Settings::new(config).unwrap_or_else(|e| panic!("{e}"));
         // The config's tools, with `process_payment` counted.
-        let mut registry = config.tools.registry().unwrap_or_else(|e| panic!("{e}"));
+        let mut registry = settings.registry.clone();
         registry.register(Counting {
-            inner: ProcessPayment::new(config.tools.payment_limit),
+            inner: ProcessPayment::new(payment_limit),
             count: payments.clone(),
         });
         let clock = Clock::manual(START_MS);
-        let app = App::new(config)
+        let app = App::new(settings)
             .with_ids(Ids::sequential())
             .with_clock(clock.clone())
             .with_registry(registry);

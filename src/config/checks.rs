@@ -1,0 +1,174 @@
+//! The checks of single sections that [`Settings::new`](super::Settings::new)
+//! runs: each reads its keys into what the app uses, or names the bad key.
+
+use std::collections::{BTreeMap, HashMap};
+use std::num::NonZeroU32;
+use std::time::Duration;
+
+use crate::call::QualifiedName;
+use crate::notify::MIN_KEY_BYTES;
+use crate::protocol::{ClientVersion, ConfirmationProtocol};
+use crate::store::Rates;
+use crate::tools::Registry;
+use crate::tools::client::ClientTool;
+use crate::transport::ApiKey;
+
+use super::{ApiKeyConfig, AuthConfig, Config, ConfigError, LimitsConfig, ToolsConfig};
+
+/// `limits`, each a whole number from 1.
+pub(super) fn rates(limits: &LimitsConfig) -> Result<Rates, ConfigError> {
+    let positive = |value: i64, key: &str| {
+        u32::try_from(value)
+            .ok()
+            .and_then(NonZeroU32::new)
+            .ok_or_else(|| {
+                ConfigError::value(
+                    format!("limits.{key}"),
+                    value,
+                    format!(
+                        "a whole number from 1 to {} (leave it out for no limit)",
+                        u32::MAX
+                    ),
+                )
+            })
+    };
+    let optional = |value: Option<i64>, key: &str| value.map(|v| positive(v, key)).transpose();
+    let mut tools = BTreeMap::new();
+    for (name, limit) in &limits.tools {
+        let key = format!("tools.{name}.callsPerMinute");
+        let n = positive(limit.calls_per_minute, &key)?;
+        if tools
+            .insert(QualifiedName::of(name), (name.clone(), n))
+            .is_some()
+        {
+            return Err(ConfigError::invalid(
+                "limits.tools",
+                format!("`{name}` is named twice (by name and by qualified name)"),
+            ));
+        }
+    }
+    Ok(Rates {
+        turns_per_minute: optional(limits.turns_per_minute, "turnsPerMinute")?,
+        tool_calls_per_minute: optional(limits.tool_calls_per_minute, "toolCallsPerMinute")?,
+        concurrent_streams: optional(limits.concurrent_streams, "concurrentStreams")?,
+        tools,
+    })
+}
+
+/// `protocol.clientVersion`, read (unset: the newest release known), and
+/// able to speak `toolConfirmation.protocol`.
+pub(super) fn client_version(config: &Config) -> Result<ClientVersion, ConfigError> {
+    let client = match &config.protocol.client_version {
+        Some(text) => text.parse().map_err(ConfigError::ClientVersion)?,
+        None => ClientVersion::LATEST,
+    };
+    if config.tool_confirmation.protocol == ConfirmationProtocol::AiSdk && !client.has_approvals() {
+        return Err(ConfigError::invalid(
+            "toolConfirmation.protocol",
+            format!("ai-sdk needs ai 6 or later, but protocol.clientVersion is {client}; use adk"),
+        ));
+    }
+    Ok(client)
+}
+
+/// The built-in tools, the HTTP tools and the client-side tools.
+pub(super) fn registry(tools: &ToolsConfig) -> Result<Registry, ConfigError> {
+    let mut registry =
+        Registry::from_config(tools.payment_limit, &tools.http).map_err(ConfigError::HttpTool)?;
+    for tool in &tools.client {
+        registry.register(ClientTool::new(tool.clone()).map_err(ConfigError::ClientTool)?);
+    }
+    Ok(registry)
+}
+
+/// Each API key: its principal, SHA-256, and whether it is an operator's.
+pub(super) fn api_keys(keys: &[ApiKeyConfig]) -> Result<Vec<ApiKey>, ConfigError> {
+    use sha2::Digest;
+    keys.iter()
+        .map(|key| {
+            let bad = |why: String| {
+                ConfigError::invalid(format!("auth.apiKeys ({})", key.principal), why)
+            };
+            let hash: [u8; 32] = match (&key.sha256, &key.key_env) {
+                (Some(hex_hash), None) => hex::decode(hex_hash)
+                    .ok()
+                    .and_then(|h| h.try_into().ok())
+                    .ok_or_else(|| bad("sha256 must be 64 hex digits".into()))?,
+                (None, Some(name)) => {
+                    let key = std::env::var(name)
+                        .map_err(|_| bad(format!("environment variable {name} is not set")))?;
+                    if key.is_empty() {
+                        return Err(bad(format!("environment variable {name} is empty")));
+                    }
+                    sha2::Sha256::digest(key.as_bytes()).into()
+                }
+                _ => return Err(bad("give exactly one of sha256 and keyEnv".into())),
+            };
+            if key.principal.is_empty() {
+                return Err(bad("principal is empty".into()));
+            }
+            Ok(ApiKey {
+                principal: key.principal.clone(),
+                sha256: hash,
+                admin: key.admin,
+            })
+        })
+        .collect()
+}
+
+/// Each principal's roles, from `auth.roles` and the keys' `roles`.
+pub(super) fn roles(auth: &AuthConfig) -> HashMap<String, Vec<String>> {
+    let mut roles: HashMap<String, Vec<String>> = HashMap::new();
+    let by_role = auth
+        .roles
+        .iter()
+        .flat_map(|(role, principals)| principals.iter().map(move |p| (p.clone(), role.clone())));
+    let by_key = auth.api_keys.iter().flat_map(|key| {
+        key.roles
+            .iter()
+            .map(|role| (key.principal.clone(), role.clone()))
+    });
+    for (principal, role) in by_role.chain(by_key) {
+        let held = roles.entry(principal).or_default();
+        if !held.contains(&role) {
+            held.push(role);
+        }
+    }
+    roles
+}
+
+/// The signing keys, with `env:NAME` entries read from the environment;
+/// each of at least [`MIN_KEY_BYTES`] bytes. An error names the key by
+/// its place (and variable), never its value.
+pub(super) fn signing_keys(keys: &[String]) -> Result<Vec<String>, ConfigError> {
+    keys.iter()
+        .enumerate()
+        .map(|(i, key)| {
+            let place = format!("toolConfirmation.signingKeys[{}]", i + 1);
+            let (key, named) = match key.strip_prefix("env:") {
+                Some(name) => {
+                    let key = std::env::var(name).map_err(|_| {
+                        ConfigError::invalid(
+                            &place,
+                            format!("environment variable {name} is not set"),
+                        )
+                    })?;
+                    (key, format!("{place} (environment variable {name})"))
+                }
+                None => (key.clone(), place),
+            };
+            if key.len() < MIN_KEY_BYTES {
+                return Err(ConfigError::ShortKey {
+                    key: named,
+                    min: MIN_KEY_BYTES,
+                });
+            }
+            Ok(key)
+        })
+        .collect()
+}
+
+/// `store.auditRetentionDays` (default 90).
+pub(super) fn retention(days: Option<u64>) -> Duration {
+    Duration::from_secs(days.unwrap_or(90).saturating_mul(24 * 60 * 60))
+}
