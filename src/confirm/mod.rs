@@ -15,14 +15,20 @@
 //!
 //! One file per question: `facts.rs` (what is known about a call's tool),
 //! `decide.rs` (a new call), `check.rs` (the rules an answer passes, pure),
+//! `admit.rs` (the pipeline's admission step, pure), `pipeline/` (the one
+//! place a question is claimed, a decision acted on, recorded and audited),
 //! `answered.rs` (an answer in the chat), `out_of_band.rs` (a decision
-//! through the API, a held question), `handoff.rs` and `client_output.rs`
-//! (client-side tools), `claims.rs` (who holds a confirmation), `execute.rs`
-//! (the one place a tool runs), `records.rs` (what is still open),
-//! `inbox.rs` (the open questions a principal may decide, and their changes),
-//! `audit.rs` and `remembered.rs`; `announce.rs` (a question told to the
-//! notification targets), `links.rs` (a decision through a signed link)
-//! and `respond.rs` (a person's answer in the tool's place).
+//! through the API, a held question), `links.rs` (a decision through a
+//! signed link), `respond.rs` (a person's answer in the tool's place),
+//! `moved_on.rs` (a question the chat moved on from), `upstream.rs` (an
+//! upstream agent's question), `handoff.rs` and `client_output.rs`
+//! (client-side tools), `claims.rs` (the heartbeat, and a claim someone
+//! else holds), `execute.rs` (the one place a tool runs), `records.rs`
+//! (what is still open, the expiry sweep), `inbox.rs` (the open questions a
+//! principal may decide, and their changes), `audit.rs` (an audit event and
+//! its builder), `remembered.rs` (grants), `announce.rs` (a question told
+//! to the notification targets), `verdicts.rs` and `error.rs` (what the
+//! gate answers, and what fails).
 //! This file holds the gate itself, its construction and the types they
 //! share.
 

@@ -16,7 +16,9 @@
 //! is left out.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
+
+use crate::tidy_execute::rust_files;
 
 const LEDGER: &str = "src/confirm/pipeline/ledger.rs";
 const EXECUTE: &str = "src/confirm/execute.rs";
@@ -162,19 +164,4 @@ fn store_calls(text: &str) -> Vec<(usize, &'static str)> {
         }
     }
     calls
-}
-
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let entries = match fs::read_dir(dir) {
-        Ok(entries) => entries,
-        Err(e) => panic!("reading {}: {e}", dir.display()),
-    };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
 }

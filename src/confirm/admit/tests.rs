@@ -16,25 +16,29 @@ use crate::store::Issued;
 const NOW: u64 = 1_000;
 const EXPIRES: u64 = 2_000;
 
-fn issued() -> Issued {
+/// Alice's question about `tool` with `args`, open until [`EXPIRES`].
+fn asked(tool: &str, args: Value) -> Issued {
+    let call = ToolCall {
+        id: "call-1".into(),
+        name: tool.into(),
+        args,
+    };
+    let (chat_id, principal) = ("chat".to_owned(), "alice".to_owned());
+    let (id, hint) = ("adk-1".to_owned(), format!("{tool}?"));
     Issued {
-        id: "adk-1".into(),
-        chat_id: "chat".into(),
-        principal: "alice".into(),
-        call: call(json!({"amount": 50})),
-        hint: "pay?".into(),
+        id,
+        chat_id,
+        principal,
+        hint,
         protocol: Adk,
+        call,
         issued_at_ms: 0,
         expires_at_ms: EXPIRES,
     }
 }
 
-fn call(args: Value) -> ToolCall {
-    ToolCall {
-        id: "call-1".into(),
-        name: "pay".into(),
-        args,
-    }
+fn issued() -> Issued {
+    asked("pay", json!({"amount": 50}))
 }
 
 fn approve(edited: Option<Value>, remember: Option<Remember>) -> Decision {
@@ -122,9 +126,7 @@ fn asked_of_finance(mut case: Case) -> Case {
 }
 
 fn claim(args: Value) -> Result<Plan, Refusal> {
-    let mut run = call(args);
-    run.name = "pay".into();
-    Ok(Plan::Claim(run))
+    Ok(Plan::Claim(asked("pay", args).call))
 }
 
 #[test]
@@ -288,9 +290,7 @@ fn every_rule_a_decision_passes_before_its_claim() {
 }
 
 fn claim_audit() -> Result<Plan, Refusal> {
-    let mut run = call(json!({"amount": 50}));
-    run.name = "audit".into();
-    Ok(Plan::Claim(run))
+    Ok(Plan::Claim(asked("audit", json!({"amount": 50})).call))
 }
 
 impl Case {

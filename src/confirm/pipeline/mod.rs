@@ -6,12 +6,16 @@
 //! goes through [`Gate::decide_question`]: the facts are gathered, the pure
 //! admission step (`admit.rs`) says what may happen, then the question is
 //! claimed, the decision acted on, recorded and audited. What the gate
-//! decides alone goes through the steps below it: the policy (a client
-//! tool's hand-off, an upstream agent's question), a question's window
-//! closing (the sweep, a held turn), `onNewMessage: cancel`, and a
-//! remembered approval. Only this file calls the store's `claim`, `finish`
-//! and `audit` (`execute.rs` records the end of a tool it started for a
-//! claim made here); `tests/it/tidy_pipeline.rs` checks it.
+//! decides alone goes through the steps of `alone.rs`: the policy (a
+//! client tool's hand-off, an upstream agent's question), a question's
+//! window closing (the sweep, a held turn), `onNewMessage: cancel`, and a
+//! remembered approval.
+//!
+//! `form.rs` says how a decision arrived and names who made it;
+//! `refused.rs` audits what the pipeline does not take; `ledger.rs` holds
+//! the only calls of the store's `claim`, `finish` and `audit` (besides
+//! `execute.rs`, which records the end of a tool it started for a claim
+//! won here): `tests/it/tidy_pipeline.rs` checks it.
 
 mod alone;
 mod form;
@@ -131,7 +135,7 @@ impl Gate {
             Ok(Plan::Expired) => match self.store.status(id).await? {
                 Some(Status::Done(outcome)) => Lost::Earlier(outcome),
                 // An answer in the chat does not wait for a claim in flight.
-                Some(Status::Claimed { .. }) if matches!(form, Form::Chat { .. }) => Lost::Unknown,
+                Some(Status::Claimed { .. }) if form.in_chat() => Lost::Unknown,
                 _ => Lost::EndedNow(self.expire(scope, &issued).await?),
             },
             Ok(Plan::Claim(run)) => match self.take(id, now).await? {
