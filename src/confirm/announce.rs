@@ -68,7 +68,7 @@ impl Gate {
                     principal: issued.principal.clone(),
                 };
                 let note = Note::new(AuditDecision::Notified, &scope, &issued.call)
-                    .by(job.target.name())
+                    .by(job.target.name().to_owned())
                     .reason(delivery.failure());
                 gate.note(note.on(Some(&issued.id))).await;
             });

@@ -1,5 +1,7 @@
 //! What lands in the audit log, and how an event is made.
 
+use std::borrow::Cow;
+
 use serde_json::Value;
 use tracing::Level;
 
@@ -17,7 +19,8 @@ pub(super) struct Note<'a> {
     scope: &'a Scope,
     call: &'a ToolCall,
     decision: AuditDecision,
-    by: String,
+    /// Borrowed while it is fixed text: made a `String` once, in the event.
+    by: Cow<'static, str>,
     reason: Option<String>,
     confirmation_id: Option<&'a str>,
     issued_args: Option<&'a Value>,
@@ -31,7 +34,7 @@ impl<'a> Note<'a> {
             scope,
             call,
             decision,
-            by: "toolgate".to_owned(),
+            by: Cow::Borrowed("toolgate"),
             reason: None,
             confirmation_id: None,
             issued_args: None,
@@ -39,7 +42,7 @@ impl<'a> Note<'a> {
     }
 
     /// Who decided (`user`, an approver, `policy`, a rule's name).
-    pub(super) fn by(mut self, by: impl Into<String>) -> Self {
+    pub(super) fn by(mut self, by: impl Into<Cow<'static, str>>) -> Self {
         self.by = by.into();
         self
     }
@@ -93,7 +96,7 @@ impl Gate {
             args_digest: signing::digest(&call.args),
             issued_args_digest: issued_args.map(signing::digest),
             decision,
-            by,
+            by: by.into_owned(),
             reason,
             confirmation_id: confirmation_id.map(str::to_owned),
         }
