@@ -40,16 +40,13 @@ impl Gate {
         let why = refusal.to_string();
         let id = answer.confirmation_id.as_str();
         tracing::warn!(confirmation = %id, chat = %scope.chat_id, "confirmation rejected: {why}");
-        let unknown = ToolCall {
-            id: String::new(),
-            name: String::new(),
-            args: Value::Null,
-        };
+        let unknown = no_call();
         let call = answer.original.as_ref().unwrap_or(&unknown);
         let note = Note::new(AuditDecision::Refused, scope, call).because(why.clone());
         self.note(note.on(Some(id))).await;
         Reached::Refused { refusal, why }
     }
+
     /// A decision out of band refused: audited as who made it and how.
     async fn refused_out_of_band(
         &self,
@@ -85,11 +82,7 @@ impl Gate {
             chat_id: String::new(),
             principal: who.principal().unwrap_or_default().to_owned(),
         };
-        let nothing = ToolCall {
-            id: String::new(),
-            name: String::new(),
-            args: Value::Null,
-        };
+        let nothing = no_call();
         let why = format!("no confirmation `{id}` for this user");
         let note = Note::new(AuditDecision::Refused, &caller, &nothing).because(why);
         self.note(note.on(Some(id))).await;
@@ -110,5 +103,14 @@ pub(in crate::confirm) fn settled(id: &str, decision: &Decision, outcome: &Outco
     match check::repeats(decision, outcome) {
         Ok(()) => OutOfBand::Decided(outcome.clone()),
         Err(earlier) => OutOfBand::Conflict(format!("confirmation `{id}` was already {earlier}")),
+    }
+}
+
+/// The call an audit event names when the decision names none.
+fn no_call() -> ToolCall {
+    ToolCall {
+        id: String::new(),
+        name: String::new(),
+        args: Value::Null,
     }
 }
