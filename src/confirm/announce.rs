@@ -7,6 +7,7 @@
 //! how many more wait. Each delivery's end, and each coalesced question,
 //! lands in the audit log.
 
+use super::audit::Note;
 use super::{Gate, Scope};
 use crate::notify::{Notifier, Pushed};
 use crate::store::{AuditDecision, Issued};
@@ -42,16 +43,8 @@ impl Gate {
                 Pushed::Refused => REFUSED.to_owned(),
             };
             tracing::warn!(to = %name, confirmation = %issued.id, "{reason}");
-            let id = Some(issued.id.as_str());
-            self.note(
-                &scope,
-                &issued.call,
-                AuditDecision::Notified,
-                name,
-                Some(reason),
-                id,
-            )
-            .await;
+            let note = Note::new(AuditDecision::Notified, &scope, &issued.call).by(name);
+            self.note(note.because(reason).on(Some(&issued.id))).await;
         }
         self.deliver_next();
     }
@@ -74,15 +67,10 @@ impl Gate {
                     chat_id: issued.chat_id.clone(),
                     principal: issued.principal.clone(),
                 };
-                gate.note(
-                    &scope,
-                    &issued.call,
-                    AuditDecision::Notified,
-                    job.target.name().to_owned(),
-                    delivery.failure(),
-                    Some(issued.id.as_str()),
-                )
-                .await;
+                let note = Note::new(AuditDecision::Notified, &scope, &issued.call)
+                    .by(job.target.name().to_owned())
+                    .reason(delivery.failure());
+                gate.note(note.on(Some(&issued.id))).await;
             });
         }
     }

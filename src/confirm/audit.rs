@@ -1,5 +1,7 @@
 //! What lands in the audit log, and how an event is made.
 
+use std::borrow::Cow;
+
 use serde_json::Value;
 use tracing::Level;
 
@@ -10,30 +12,77 @@ use crate::metrics::Confirmation;
 use crate::store::{AuditDecision, AuditEvent, Outcome};
 use crate::telemetry::DECISIONS;
 
-impl Gate {
-    /// Appends a decision to the audit log.
-    pub(super) async fn note(
-        &self,
-        scope: &Scope,
-        call: &ToolCall,
-        decision: AuditDecision,
-        by: String,
-        reason: Option<String>,
-        confirmation_id: Option<&str>,
-    ) {
-        self.record(self.event(scope, call, decision, by, reason, confirmation_id))
-            .await;
+/// An audit event in the making: what was decided about which call, for
+/// whom; who decided, why, and on which question are added as known.
+#[must_use]
+pub(super) struct Note<'a> {
+    scope: &'a Scope,
+    call: &'a ToolCall,
+    decision: AuditDecision,
+    /// Borrowed while it is fixed text: made a `String` once, in the event.
+    by: Cow<'static, str>,
+    reason: Option<String>,
+    confirmation_id: Option<&'a str>,
+    issued_args: Option<&'a Value>,
+}
+
+impl<'a> Note<'a> {
+    /// `decision` on `call`, in `scope`'s chat; decided by toolgate until
+    /// [`Note::by`] says otherwise.
+    pub(super) fn new(decision: AuditDecision, scope: &'a Scope, call: &'a ToolCall) -> Self {
+        Self {
+            scope,
+            call,
+            decision,
+            by: Cow::Borrowed("toolgate"),
+            reason: None,
+            confirmation_id: None,
+            issued_args: None,
+        }
     }
 
-    pub(super) fn event(
-        &self,
-        scope: &Scope,
-        call: &ToolCall,
-        decision: AuditDecision,
-        by: String,
-        reason: Option<String>,
-        confirmation_id: Option<&str>,
-    ) -> AuditEvent {
+    /// Who decided (`user`, an approver, `policy`, a rule's name).
+    pub(super) fn by(mut self, by: impl Into<Cow<'static, str>>) -> Self {
+        self.by = by.into();
+        self
+    }
+
+    /// Why, when there is a reason to tell.
+    pub(super) fn reason(mut self, reason: Option<String>) -> Self {
+        self.reason = reason;
+        self
+    }
+
+    /// Why.
+    pub(super) fn because(self, reason: impl Into<String>) -> Self {
+        self.reason(Some(reason.into()))
+    }
+
+    /// The question it decides, if any.
+    pub(super) fn on(mut self, confirmation_id: Option<&'a str>) -> Self {
+        self.confirmation_id = confirmation_id;
+        self
+    }
+
+    /// An edit keeps the digest of the arguments as issued too.
+    pub(super) fn edited_from(mut self, issued_args: Option<&'a Value>) -> Self {
+        self.issued_args = issued_args;
+        self
+    }
+}
+
+impl Gate {
+    /// The event `note` describes, stamped now.
+    pub(super) fn event(&self, note: Note<'_>) -> AuditEvent {
+        let Note {
+            scope,
+            call,
+            decision,
+            by,
+            reason,
+            confirmation_id,
+            issued_args,
+        } = note;
         AuditEvent {
             at_ms: self.clock.now_ms(),
             principal: scope.principal.clone(),
@@ -45,27 +94,17 @@ impl Gate {
             },
             call_id: call.id.clone(),
             args_digest: signing::digest(&call.args),
-            issued_args_digest: None,
+            issued_args_digest: issued_args.map(signing::digest),
             decision,
-            by,
+            by: by.into_owned(),
             reason,
             confirmation_id: confirmation_id.map(str::to_owned),
         }
     }
 
-    /// Appends to the audit log. A failing log is reported, but does not
-    /// undo or block the decision.
-    pub(super) async fn record(&self, event: AuditEvent) {
-        self.count(&event);
-        trace(&event);
-        if let Err(e) = self.store.audit(event).await {
-            tracing::error!("writing the audit log failed: {e}");
-        }
-    }
-
     /// Counts a decision in `toolgate_confirmations_total`, under its
     /// tool's name if the tool is configured (an answer may name any).
-    fn count(&self, event: &AuditEvent) {
+    pub(super) fn count(&self, event: &AuditEvent) {
         let outcome = match event.decision {
             AuditDecision::Allowed => Confirmation::AutoApproved,
             AuditDecision::Denied => Confirmation::AutoDenied,
@@ -110,7 +149,7 @@ impl Gate {
 /// tool call's): `toolgate.confirmation`, with who decided (`by`: the
 /// chat's user, an approver or a rule, for the chat's `principal`) and, for
 /// a rule's decision, the rule.
-fn trace(event: &AuditEvent) {
+pub(super) fn trace(event: &AuditEvent) {
     if !tracing::event_enabled!(target: DECISIONS, Level::DEBUG) {
         return;
     }
@@ -134,12 +173,6 @@ fn trace(event: &AuditEvent) {
         gen_ai.tool.call.id = event.call_id.as_str(),
         "toolgate.confirmation"
     );
-}
-
-/// An edit's event also keeps the digest of the arguments as issued.
-pub(super) fn edited_from(mut event: AuditEvent, issued_args: Option<&Value>) -> AuditEvent {
-    event.issued_args_digest = issued_args.map(signing::digest);
-    event
 }
 
 /// Why a recorded outcome is what it is, for the audit log.

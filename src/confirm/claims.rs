@@ -1,11 +1,11 @@
-//! Who holds a confirmation: claiming one for this instance (with its
-//! heartbeat on a shared store), and judging a claim someone else holds.
+//! Who holds a confirmation: this instance's heartbeat on a shared store
+//! (written before its first claim), and judging a claim someone else holds.
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use super::{CLAIM_GRACE_MS, Gate, GateError, millis};
-use crate::store::{Claim, HEARTBEAT_EVERY, Outcome, StoreError};
+use crate::store::{HEARTBEAT_EVERY, Outcome, StoreError};
 
 impl Gate {
     /// Renews this instance's heartbeat on the gate's tracked task, for a
@@ -36,22 +36,17 @@ impl Gate {
         }
     }
 
-    /// Claims `id` for this instance. With a shared store its heartbeat is
-    /// written before its first claim, and kept alive from then on: no
-    /// other instance may take a claim of a live one for orphaned.
-    pub(super) async fn claim(&self, id: &str, now_ms: u64) -> Result<Claim, StoreError> {
+    /// With a shared store, writes this instance's heartbeat before its
+    /// first claim (`pipeline/ledger.rs`), and keeps it alive from then on:
+    /// no other instance may take a claim of a live one for orphaned.
+    pub(super) async fn beat_before_claiming(&self) -> Result<(), StoreError> {
         if self.store.is_shared() && !self.beating.load(Ordering::Acquire) {
             self.store.heartbeat(&self.instance).await?;
             if !self.beating.swap(true, Ordering::AcqRel) {
                 self.keep_alive();
             }
         }
-        let claim = self.store.claim(id, now_ms, &self.instance).await?;
-        if claim == Claim::Won {
-            // Taken: whatever ends it, it leaves the inbox now.
-            self.inbox_changed();
-        }
-        Ok(claim)
+        Ok(())
     }
 
     /// The outcome of a claim someone else holds, or `None` when it will

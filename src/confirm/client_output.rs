@@ -3,6 +3,7 @@
 
 use serde_json::{Value, json};
 
+use super::audit::Note;
 use super::check::same_call;
 use super::handoff::handoff_id;
 use super::records::{RESULT, as_ran};
@@ -10,7 +11,7 @@ use super::{CONFIRMATION_TOOL, ClientOutput, Gate, GateError, Scope, millis, sig
 use crate::call::ToolCall;
 use crate::policy::Verdict;
 use crate::protocol::{ConfirmationProtocol, ToolPart, ToolState};
-use crate::store::{AuditDecision, Claim, Issued, Outcome, RecordKind, Status, StoreError};
+use crate::store::{AuditDecision, Issued, Outcome, RecordKind, Status, StoreError};
 use crate::tools::client::{MAX_OUTPUT_BYTES, NO_RESULT};
 
 impl Gate {
@@ -57,16 +58,8 @@ impl Gate {
         };
         tracing::warn!(call = %call.id, chat = %scope.chat_id, "client output refused: {why}");
         let id = handoff_id(part.call_provider_metadata.as_ref());
-        let refused = AuditDecision::Refused;
-        self.note(
-            scope,
-            &call,
-            refused,
-            "toolgate".into(),
-            Some(why.clone()),
-            id,
-        )
-        .await;
+        let note = Note::new(AuditDecision::Refused, scope, &call).because(why.clone());
+        self.note(note.on(id)).await;
         Ok(ClientOutput::Rejected(why))
     }
 
@@ -200,17 +193,12 @@ impl Gate {
         };
         let (gate, taken) = (self.clone(), digest.clone());
         let recorded = self.to_the_end(async move {
-            let key = record.id.clone();
-            gate.store.insert(record).await?;
-            if gate.claim(&key, now).await? != Claim::Won {
-                return Err(StoreError::NotClaimed(key).into());
-            }
             let outcome = Outcome::Output {
                 output: json!({"digest": taken}),
                 ran_with: None,
                 responded: false,
             };
-            Ok(gate.store.finish(&key, outcome).await?)
+            gate.issue_closed(record, outcome).await
         });
         match recorded.await {
             Ok(()) => Ok(None),

@@ -3,6 +3,7 @@
 
 use serde_json::Value;
 
+use super::audit::Note;
 use super::{Gate, GateError, NewCall, Permit, Scope, millis};
 use crate::call::QualifiedName;
 use crate::call::ToolCall;
@@ -88,15 +89,8 @@ impl Gate {
                 "the arguments do not fit the input schema of `{}`: {why}",
                 call.name
             );
-            self.note(
-                scope,
-                &call,
-                AuditDecision::Refused,
-                "schema".into(),
-                Some(why.clone()),
-                None,
-            )
-            .await;
+            let note = Note::new(AuditDecision::Refused, scope, &call).by("schema");
+            self.note(note.because(why.clone())).await;
             return Ok(NewCall::Invalid(why));
         }
         let verdict = self.decide(scope, &call).await?;
@@ -115,28 +109,20 @@ impl Gate {
                     let handoff = self
                         .to_the_end(async move {
                             let handoff = gate.record_hand_off(&scope, &handed, protocol).await?;
-                            let id = Some(handoff.as_str());
-                            gate.note(&scope, &handed, AuditDecision::Allowed, by, None, id)
-                                .await;
+                            let note = Note::new(AuditDecision::Allowed, &scope, &handed).by(by);
+                            gate.note(note.on(Some(&handoff))).await;
                             Ok(handoff)
                         })
                         .await?;
                     return Ok(NewCall::Client { call, handoff });
                 }
-                self.note(scope, &call, AuditDecision::Allowed, by, None, None)
-                    .await;
+                let note = Note::new(AuditDecision::Allowed, scope, &call).by(by);
+                self.note(note).await;
                 return Ok(NewCall::Run(Permit { call }));
             }
             Some(Verdict::Deny { reason }) => {
-                self.note(
-                    scope,
-                    &call,
-                    AuditDecision::Denied,
-                    "policy".into(),
-                    Some(reason.clone()),
-                    None,
-                )
-                .await;
+                let note = Note::new(AuditDecision::Denied, scope, &call).by("policy");
+                self.note(note.because(reason.clone())).await;
                 return Ok(NewCall::Refused(format!("denied by policy: {reason}")));
             }
             Some(Verdict::Ask | Verdict::Pass) | None => {}
@@ -175,15 +161,8 @@ impl Gate {
             kind: RecordKind::Question,
         };
         self.store.insert(issued.clone()).await?;
-        self.note(
-            scope,
-            &issued.call,
-            AuditDecision::Asked,
-            "policy".into(),
-            None,
-            Some(&issued.id),
-        )
-        .await;
+        let note = Note::new(AuditDecision::Asked, scope, &issued.call).by("policy");
+        self.note(note.on(Some(&issued.id))).await;
         self.announce(&issued).await;
         Ok(NewCall::Ask(issued))
     }
@@ -205,15 +184,8 @@ impl Gate {
                 "the rate limits could not be checked; the call did not run".to_owned()
             }
         };
-        self.note(
-            scope,
-            call,
-            AuditDecision::Denied,
-            "limits".into(),
-            Some(text.clone()),
-            None,
-        )
-        .await;
+        let note = Note::new(AuditDecision::Denied, scope, call).by("limits");
+        self.note(note.because(text.clone())).await;
         Some(NewCall::Refused(text))
     }
 }

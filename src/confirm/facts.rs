@@ -3,11 +3,13 @@
 
 use std::sync::Arc;
 
+use serde_json::Value;
+
 use super::check::{self, Refusal};
 use super::{Decision, Gate, Inventory, Scope, ToolView};
 use crate::call::QualifiedName;
 use crate::call::ToolCall;
-use crate::policy::{Approvers, CallInfo, ToolInfo, Verdict};
+use crate::policy::{Approvers, CallInfo, Policy, ToolInfo, Verdict};
 use crate::store::Issued;
 use crate::tools::Toolbox;
 
@@ -64,21 +66,32 @@ impl Gate {
             })
     }
 
-    /// Who may approve `call` (`tools.<tool>.approvers`, `escalate`).
-    pub fn approvers(&self, call: &ToolCall) -> Approvers<'_> {
-        let qualified = QualifiedName::of(&call.name);
-        let tool = ToolInfo {
-            name: &call.name,
-            qualified: &qualified,
-            tool_may_ask: true,
-        };
-        self.policy.approvers(&tool, &call.args)
+    /// Whether `name`'s arguments may be edited, and the schema an edit
+    /// must fit (`null` for a tool now gone: no edit passes).
+    pub(super) fn edits(&self, name: &str) -> (bool, Value) {
+        let qualified = QualifiedName::of(name);
+        // An upstream agent runs its call with the arguments it made.
+        let editable = !self.upstream
+            && self.policy.editable(&ToolInfo {
+                name,
+                qualified: &qualified,
+                tool_may_ask: true,
+            });
+        let schema = self
+            .tools
+            .current()
+            .get(name)
+            .map(|t| t.parameters())
+            .unwrap_or(Value::Null);
+        (editable, schema)
     }
 
-    /// Whether `principal` may make this decision on `issued` (approve or
-    /// not), running `run` (an edit of it, if any): an approver of the
-    /// question must also be one of the edit, whose arguments may need
-    /// others (`escalate`). The one place approvers are judged.
+    /// Who may approve `call` (`tools.<tool>.approvers`, `escalate`).
+    pub fn approvers(&self, call: &ToolCall) -> Approvers<'_> {
+        approvers(&self.policy, call)
+    }
+
+    /// Whether `principal` may make this decision on `issued` ([`may_decide`]).
     pub(super) fn may_decide(
         &self,
         issued: &Issued,
@@ -87,37 +100,7 @@ impl Gate {
         approve: bool,
     ) -> Result<(), Refusal> {
         let roles = self.roles_of(principal);
-        let requester = issued.principal.as_str();
-        check::decider(
-            self.approvers(&issued.call),
-            requester,
-            principal,
-            roles,
-            approve,
-        )?;
-        match run.filter(|run| approve && run.args != issued.call.args) {
-            Some(edit) => {
-                check::decider(self.approvers(edit), requester, principal, roles, approve).map_err(
-                    |refusal| {
-                        Refusal::NotApprover(format!("this edit needs another approver: {refusal}"))
-                    },
-                )
-            }
-            None => Ok(()),
-        }
-    }
-
-    /// Whether `decision` on `issued` may reach past its call (`remember`,
-    /// `approveNext`): judged for the call as asked and as it would run.
-    pub(super) fn may_grant(
-        &self,
-        issued: &Issued,
-        run: Option<&ToolCall>,
-        decision: &Decision,
-    ) -> Result<(), Refusal> {
-        let mut approvers = vec![self.approvers(&issued.call)];
-        approvers.extend(run.map(|run| self.approvers(run)));
-        check::grant(decision, &approvers)
+        may_decide(&self.policy, roles, issued, run, principal, approve)
     }
 
     /// Whether a grant (a remembered approval, a budget) may decide `call`:
@@ -229,4 +212,58 @@ impl Facts {
             principal: &scope.principal,
         }
     }
+}
+
+/// Who may approve `call` under `policy`.
+pub(super) fn approvers<'a>(policy: &'a Policy, call: &ToolCall) -> Approvers<'a> {
+    let qualified = QualifiedName::of(&call.name);
+    let tool = ToolInfo {
+        name: &call.name,
+        qualified: &qualified,
+        tool_may_ask: true,
+    };
+    policy.approvers(&tool, &call.args)
+}
+
+/// Whether `principal` (holding `roles`) may make this decision on
+/// `issued` (approve or not), running `run` (an edit of it, if any): an
+/// approver of the question must also be one of the edit, whose arguments
+/// may need others (`escalate`). The one place approvers are judged.
+pub(super) fn may_decide(
+    policy: &Policy,
+    roles: &[String],
+    issued: &Issued,
+    run: Option<&ToolCall>,
+    principal: &str,
+    approve: bool,
+) -> Result<(), Refusal> {
+    let requester = issued.principal.as_str();
+    let asked = approvers(policy, &issued.call);
+    check::decider(asked, requester, principal, roles, approve)?;
+    match run.filter(|run| approve && run.args != issued.call.args) {
+        Some(edit) => check::decider(
+            approvers(policy, edit),
+            requester,
+            principal,
+            roles,
+            approve,
+        )
+        .map_err(|refusal| {
+            Refusal::NotApprover(format!("this edit needs another approver: {refusal}"))
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Whether `decision` on `issued` may reach past its call (`remember`,
+/// `approveNext`): judged for the call as asked and as it would run.
+pub(super) fn may_grant(
+    policy: &Policy,
+    issued: &Issued,
+    run: Option<&ToolCall>,
+    decision: &Decision,
+) -> Result<(), Refusal> {
+    let mut asked = vec![approvers(policy, &issued.call)];
+    asked.extend(run.map(|run| approvers(policy, run)));
+    check::grant(decision, &asked)
 }

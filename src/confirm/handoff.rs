@@ -3,27 +3,12 @@
 
 use serde_json::Value;
 
-use super::{Answered, Gate, GateError, Scope, millis};
+use super::{Gate, GateError, Scope, millis};
 use crate::call::ToolCall;
 use crate::protocol::ConfirmationProtocol;
-use crate::store::{Claim, Issued, Outcome, RecordKind, StoreError};
+use crate::store::{Issued, Outcome, RecordKind};
 
 impl Gate {
-    /// Records a claimed call of a client-side tool as handed out. Only
-    /// called on a gate task, so a client that goes away meanwhile leaves no
-    /// claim unfinished.
-    pub(super) async fn hand_off(
-        &self,
-        id: &str,
-        call: ToolCall,
-        ran_with: Option<Value>,
-    ) -> Result<Answered, GateError> {
-        self.store
-            .finish(id, Outcome::HandedOff { ran_with })
-            .await?;
-        Ok(Answered::Client { call })
-    }
-
     /// Records an allowed call of a client-side tool as handed out (a
     /// record the client's result must name), and returns the record's id.
     pub(super) async fn record_hand_off(
@@ -45,11 +30,8 @@ impl Gate {
             kind: RecordKind::HandOff,
         };
         let id = issued.id.clone();
-        self.store.insert(issued).await?;
-        if self.claim(&id, now).await? != Claim::Won {
-            return Err(GateError::Store(StoreError::NotClaimed(id)));
-        }
-        self.hand_off(&id, call.clone(), None).await?;
+        let handed = Outcome::HandedOff { ran_with: None };
+        self.issue_closed(issued, handed).await?;
         Ok(id)
     }
 }

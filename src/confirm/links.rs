@@ -1,10 +1,11 @@
 //! A decision through a signed link (`notify`'s approve and deny links,
 //! followed on toolgate's own page). The token was verified before anything
 //! is looked up; the question is then decided exactly as through the API
-//! (`decide_here`: the same checks, the store's claim, so one use), as its
-//! own principal, and the audit log says which link it came through.
+//! (the decision pipeline: the same checks, the store's claim, so one
+//! use), as its own principal, and the audit log says which link it came
+//! through.
 
-use super::out_of_band::Who;
+use super::pipeline::Who;
 use super::{Decision, Gate, GateError, OutOfBand};
 use crate::store::{Issued, Outcome, Status};
 

@@ -15,17 +15,24 @@
 //!
 //! One file per question: `facts.rs` (what is known about a call's tool),
 //! `decide.rs` (a new call), `check.rs` (the rules an answer passes, pure),
+//! `admit.rs` (the pipeline's admission step, pure), `pipeline/` (the one
+//! place a question is claimed, a decision acted on, recorded and audited),
 //! `answered.rs` (an answer in the chat), `out_of_band.rs` (a decision
-//! through the API, a held question), `handoff.rs` and `client_output.rs`
-//! (client-side tools), `claims.rs` (who holds a confirmation), `execute.rs`
-//! (the one place a tool runs), `records.rs` (what is still open),
-//! `inbox.rs` (the open questions a principal may decide, and their changes),
-//! `audit.rs` and `remembered.rs`; `announce.rs` (a question told to the
-//! notification targets), `links.rs` (a decision through a signed link)
-//! and `respond.rs` (a person's answer in the tool's place).
+//! through the API, a held question), `links.rs` (a decision through a
+//! signed link), `respond.rs` (a person's answer in the tool's place),
+//! `moved_on.rs` (a question the chat moved on from), `upstream.rs` (an
+//! upstream agent's question), `handoff.rs` and `client_output.rs`
+//! (client-side tools), `claims.rs` (the heartbeat, and a claim someone
+//! else holds), `execute.rs` (the one place a tool runs), `records.rs`
+//! (what is still open, the expiry sweep), `inbox.rs` (the open questions a
+//! principal may decide, and their changes), `audit.rs` (an audit event and
+//! its builder), `remembered.rs` (grants), `announce.rs` (a question told
+//! to the notification targets), `verdicts.rs` and `error.rs` (what the
+//! gate answers, and what fails).
 //! This file holds the gate itself, its construction and the types they
 //! share.
 
+mod admit;
 mod announce;
 mod answered;
 mod audit;
@@ -33,6 +40,7 @@ mod check;
 mod claims;
 mod client_output;
 mod decide;
+mod error;
 mod execute;
 mod facts;
 mod handoff;
@@ -40,24 +48,29 @@ mod inbox;
 mod links;
 mod moved_on;
 mod out_of_band;
+mod pipeline;
 mod records;
 mod remembered;
 mod respond;
 pub mod signing;
 mod upstream;
+mod verdicts;
 
 pub use decide::confirmation_input;
+pub use error::GateError;
 pub use handoff::{handoff_id, with_handoff};
 pub use inbox::InboxFilter;
 pub use links::{LinkQuestion, Standing};
 pub use upstream::Question;
+pub use verdicts::{
+    Answered, ClientOutput, Inventory, NewCall, OutOfBand, Permit, Running, ToolView,
+};
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use serde_json::Value;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -69,13 +82,12 @@ pub use crate::protocol::adk::original_call;
 pub use crate::protocol::answer::{Answer, Decision, Seal};
 pub use crate::protocol::message::{AnswerKeys, Remember};
 
-use crate::call::ToolCall;
 use crate::ids::{Clock, Ids};
 use crate::metrics::Metrics;
 use crate::notify::Notifier;
 use crate::policy::Policy;
-use crate::store::{Issued, Limiter, Outcome, Store, StoreError};
-use crate::tools::{ToolSource, Toolbox};
+use crate::store::{Issued, Limiter, Store};
+use crate::tools::Toolbox;
 
 /// What a replay is told when the claimed call never reported an outcome
 /// and never will: the process that claimed it is gone.
@@ -103,137 +115,6 @@ pub use crate::protocol::message::CONFIRMATION_TOOL;
 pub struct Scope {
     pub chat_id: String,
     pub principal: String,
-}
-
-/// Permission to run one call that needs no confirmation. Only the gate
-/// creates one. (A confirmed call never leaves the gate: it starts the
-/// moment its claim is won.)
-#[derive(Debug)]
-pub struct Permit {
-    call: ToolCall,
-}
-
-impl Permit {
-    pub fn call(&self) -> &ToolCall {
-        &self.call
-    }
-}
-
-/// A confirmed call that is running to the end whatever happens to the
-/// request that approved it; resolves to its recorded outcome.
-pub type Running = futures::future::BoxFuture<'static, Outcome>;
-
-/// A tool as `toolgate tools` and `GET /api/tools` show it.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ToolView {
-    pub name: String,
-    pub qualified_name: String,
-    #[serde(flatten)]
-    pub source: ToolSource,
-    pub description: String,
-    pub parameters: Value,
-    /// The effective policy, in words.
-    pub policy: String,
-}
-
-/// What `toolgate tools` and `GET /api/tools` show.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Inventory {
-    pub tools: Vec<ToolView>,
-    pub mcp_servers: Vec<crate::tools::mcp::ServerView>,
-}
-
-/// The result of a decision made through the API.
-#[derive(Debug, Clone, PartialEq)]
-pub enum OutOfBand {
-    Decided(Outcome),
-    /// The decision itself is wrong (e.g. an edit the tool does not allow).
-    Invalid(String),
-    /// Already decided the other way, or of unknown outcome.
-    Conflict(String),
-    /// Too late: nobody decided in time, and nothing ran.
-    Expired(String),
-    /// No such confirmation for this user.
-    NotFound,
-    /// The caller may not make this decision (not an approver, or the
-    /// user who asked under four eyes).
-    Forbidden(String),
-}
-
-/// The gate's verdict on a call the model just made.
-#[derive(Debug)]
-pub enum NewCall {
-    Run(Permit),
-    /// A client-side tool's call, allowed and recorded as handed out under
-    /// `handoff`: the client runs it.
-    Client {
-        call: ToolCall,
-        handoff: String,
-    },
-    Ask(Issued),
-    /// The call cannot run at all (e.g. an unknown tool).
-    Refused(String),
-    /// Its arguments do not fit the tool's input schema: no rule read
-    /// them, nothing ran, and the model is told why.
-    Invalid(String),
-}
-
-/// The gate's verdict on what the client says a client-side tool returned.
-#[derive(Debug, Clone, PartialEq)]
-pub enum ClientOutput {
-    /// Not a client-side tool's result: nothing to judge here.
-    NotClient,
-    /// The model may take it as the call's result.
-    Accepted,
-    /// Not taken; the model gets this error instead.
-    Rejected(String),
-}
-
-/// The gate's verdict on a user's answer.
-pub enum Answered {
-    /// Approved and claimed: the call is already running.
-    Running { call: ToolCall, outcome: Running },
-    /// Approved and claimed, for a client-side tool: recorded as handed out
-    /// (under the confirmation's id); the client runs it.
-    Client { call: ToolCall },
-    /// Already decided: the call (as issued) and its recorded outcome.
-    Recorded { call: ToolCall, outcome: Outcome },
-    /// Not an answer this server accepts; nothing runs.
-    Rejected(String),
-}
-
-/// What a client is told is fixed text; [`GateError::detail`] (which may
-/// name the store's internals: SQL, addresses) goes to the log only.
-#[derive(Debug, thiserror::Error)]
-pub enum GateError {
-    #[error("{}", public_text(.0))]
-    Store(#[from] StoreError),
-    /// A gate task ended without an answer (it panicked).
-    #[error("a confirmation task failed")]
-    Task(String),
-}
-
-/// A store error as a client may read it: a backend's own words stay in the log.
-fn public_text(e: &StoreError) -> String {
-    match e {
-        StoreError::Backend(_) => "the confirmation store is unavailable; try again".to_owned(),
-        StoreError::Duplicate(_)
-        | StoreError::NotClaimed(_)
-        | StoreError::Full(_)
-        | StoreError::Followed(_) => e.to_string(),
-    }
-}
-
-impl GateError {
-    /// What failed inside, for the log.
-    pub fn detail(&self) -> String {
-        match self {
-            GateError::Store(e) => e.to_string(),
-            GateError::Task(why) => why.clone(),
-        }
-    }
 }
 
 #[derive(Debug, Clone)]
@@ -450,31 +331,3 @@ impl Gate {
 /// How long a taken client result is remembered unless the app says
 /// otherwise: the audit log's default retention.
 const DEFAULT_RESULT_RETENTION: Duration = Duration::from_secs(90 * 24 * 60 * 60);
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn store_internals_stay_in_the_log() {
-        let secret = "no such table: ledger at /var/lib/toolgate/db.sqlite3";
-        let cases = [
-            (
-                GateError::Store(StoreError::Backend(secret.into())),
-                "the confirmation store is unavailable; try again",
-            ),
-            (GateError::Task(secret.into()), "a confirmation task failed"),
-            (
-                GateError::Store(StoreError::Full(64)),
-                "too many open confirmations (64); try again later",
-            ),
-        ];
-        for (error, public) in cases {
-            assert_eq!(error.to_string(), public);
-            assert!(
-                error.detail().contains(secret)
-                    || matches!(error, GateError::Store(StoreError::Full(_)))
-            );
-        }
-    }
-}

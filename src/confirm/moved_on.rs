@@ -3,10 +3,10 @@
 //! `onNewMessage: cancel`), and once decided its outcome reaches the chat.
 
 use super::records::as_ran;
-use super::{CANCELLED, Gate, GateError, Scope};
+use super::{Gate, GateError, Scope};
 use crate::call::{QualifiedName, ToolCall};
 use crate::policy::{OnNewMessage, ToolInfo};
-use crate::store::{AuditDecision, Claim, Outcome, Status, StoreError};
+use crate::store::{Outcome, Status};
 
 impl Gate {
     /// How an earlier question of this chat stands now that the user wrote
@@ -41,9 +41,8 @@ impl Gate {
                 return Ok(Some((as_ran(issued.call, &outcome), outcome)));
             }
             Some(Status::Pending) if now > issued.expires_at_ms => {
-                let call = issued.call.clone();
-                let outcome = self.time_out(scope, issued).await?;
-                return Ok(Some((as_ran(call, &outcome), outcome)));
+                let outcome = self.expire(scope, &issued).await?;
+                return Ok(Some((as_ran(issued.call, &outcome), outcome)));
             }
             Some(Status::Pending) => {}
             Some(Status::Claimed { .. }) | None => return Ok(None),
@@ -57,24 +56,8 @@ impl Gate {
         if self.policy.on_new_message(&tool) != OnNewMessage::Cancel {
             return Ok(None);
         }
-        let outcome = match self.claim(id, now).await {
-            Ok(Claim::Won) => {
-                self.store.finish(id, Outcome::Cancelled).await?;
-                self.note(
-                    scope,
-                    &issued.call,
-                    AuditDecision::Cancelled,
-                    "toolgate".into(),
-                    Some(CANCELLED.to_owned()),
-                    Some(id),
-                )
-                .await;
-                Outcome::Cancelled
-            }
-            Ok(Claim::Done(outcome)) => outcome,
-            // Decided this moment, or forgotten: nothing to report yet.
-            Ok(Claim::InFlight { .. }) | Err(StoreError::NotClaimed(_)) => return Ok(None),
-            Err(e) => return Err(e.into()),
+        let Some(outcome) = self.cancel(scope, &issued, now).await? else {
+            return Ok(None);
         };
         Ok(Some((as_ran(issued.call, &outcome), outcome)))
     }

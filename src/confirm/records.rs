@@ -23,7 +23,7 @@ impl Gate {
                 chat_id: issued.chat_id.clone(),
                 principal: issued.principal.clone(),
             };
-            if self.time_out(&scope, issued).await? == Outcome::Expired {
+            if self.expire(&scope, &issued).await? == Outcome::Expired {
                 ended += 1;
             }
         }

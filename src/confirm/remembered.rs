@@ -3,12 +3,13 @@
 
 use serde_json::Value;
 
+use super::audit::Note;
 use super::records::as_ran;
 use super::{Answered, Gate, GateError, Remember, Scope};
 use crate::call::QualifiedName;
 use crate::call::ToolCall;
 use crate::policy::{REMEMBERED, Verdict};
-use crate::store::{AuditDecision, Claim, Remembered, Status};
+use crate::store::{AuditDecision, Remembered, Status};
 
 impl Gate {
     /// Every approval `principal` asked to be remembered that still applies.
@@ -35,8 +36,8 @@ impl Gate {
                 name: approval.tool,
                 args: Value::Null,
             };
-            self.note(&scope, &tool, AuditDecision::Revoked, by, None, Some(id))
-                .await;
+            let note = Note::new(AuditDecision::Revoked, &scope, &tool).by(by);
+            self.note(note.on(Some(id))).await;
         }
         Ok(revoked)
     }
@@ -114,10 +115,9 @@ impl Gate {
             }
             // Nobody decided in time: it ends as expired.
             Some(Status::Pending) if now > issued.expires_at_ms => {
-                let call = issued.call.clone();
-                let outcome = self.time_out(scope, issued).await?;
+                let outcome = self.expire(scope, &issued).await?;
                 return Ok(Some(Answered::Recorded {
-                    call: as_ran(call, &outcome),
+                    call: as_ran(issued.call, &outcome),
                     outcome,
                 }));
             }
@@ -148,42 +148,7 @@ impl Gate {
         if matches!(above, Verdict::Deny { .. } | Verdict::Ask) {
             return Ok(None);
         }
-        match self.claim(&issued.id, now).await? {
-            Claim::Won => {
-                // Started (or handed out) first; the audit event follows.
-                let answered = if self.runs_elsewhere(&issued.call.name) {
-                    self.hand_off(&issued.id, issued.call.clone(), None).await?
-                } else {
-                    let outcome = self.start_confirmed(
-                        issued.id.clone(),
-                        issued.call.clone(),
-                        None,
-                        &scope.chat_id,
-                        None,
-                    );
-                    Answered::Running {
-                        call: issued.call.clone(),
-                        outcome,
-                    }
-                };
-                let by = "remembered approval".to_owned();
-                self.note(
-                    scope,
-                    &issued.call,
-                    AuditDecision::Approved,
-                    by,
-                    None,
-                    Some(&issued.id),
-                )
-                .await;
-                Ok(Some(answered))
-            }
-            Claim::Done(outcome) => Ok(Some(Answered::Recorded {
-                call: issued.call,
-                outcome,
-            })),
-            Claim::InFlight { .. } => Ok(None),
-        }
+        self.approve_remembered(scope, issued, now).await
     }
 }
 

@@ -1,41 +1,30 @@
 //! A person's answer in the tool's place (`decision: "respond"`): judged
-//! like an approval (`check::check`, `check::decider`), it wins the claim
-//! the same way, and then its output is recorded as the call's result.
-//! The tool never runs: nothing here reaches `execute.rs`.
+//! like an approval by the decision pipeline (`admit.rs`), it wins the
+//! claim the same way, and then its output is recorded as the call's
+//! result (`pipeline/mod.rs`). The tool never runs: nothing reaches
+//! `execute.rs`.
 
 use serde_json::Value;
 
-use super::check::{self, Refusal};
-use super::{Gate, GateError};
-use crate::store::Outcome;
+use super::Gate;
+#[cfg(test)]
+use super::{admit, check::Refusal};
 
 impl Gate {
-    /// Whether `output` may stand as the result of a call of `tool`: not
-    /// for an upstream agent's call (the agent runs its calls and hears
-    /// only yes or no), and fitting the tool's output schema where it
-    /// declares one. Judged before the claim, so a refused response leaves
-    /// the question open.
-    pub(super) fn response_fits(&self, tool: &str, output: &Value) -> Result<(), Refusal> {
-        if self.upstream {
-            return Err(Refusal::NoResponse);
-        }
-        let schema = self
-            .tools
+    /// The output schema of `tool`, which a response must fit
+    /// ([`admit::fits`]), if it declares one (a tool now gone does not).
+    pub(super) fn output_schema(&self, tool: &str) -> Option<Value> {
+        self.tools
             .current()
             .get(tool)
-            .and_then(|t| t.output_schema());
-        check::response(tool, output, schema.as_ref())
+            .and_then(|t| t.output_schema())
     }
 
-    /// Records a response that won the claim as the call's output.
-    pub(super) async fn respond_won(&self, id: &str, output: &Value) -> Result<Outcome, GateError> {
-        let outcome = Outcome::Output {
-            output: output.clone(),
-            ran_with: None,
-            responded: true,
-        };
-        self.store.finish(id, outcome.clone()).await?;
-        Ok(outcome)
+    /// Whether `output` may stand as the result of a call of `tool`.
+    #[cfg(test)]
+    fn response_fits(&self, tool: &str, output: &Value) -> Result<(), Refusal> {
+        let schema = self.output_schema(tool);
+        admit::fits(self.upstream, tool, output, schema.as_ref())
     }
 }
 

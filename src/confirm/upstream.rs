@@ -9,11 +9,12 @@
 
 use tracing::Instrument;
 
+use super::audit::Note;
 use super::{Gate, GateError, NewCall, Scope, millis};
 use crate::call::{QualifiedName, ToolCall};
 use crate::policy::{ToolInfo, Verdict};
 use crate::protocol::ConfirmationProtocol;
-use crate::store::{AuditDecision, Claim, Issued, Outcome, RecordKind, StoreError};
+use crate::store::{AuditDecision, Issued, Outcome, RecordKind};
 
 /// The upstream agent's question about one of its calls.
 #[derive(Debug, Clone, PartialEq)]
@@ -104,41 +105,27 @@ impl Gate {
         };
         let id = issued.id.clone();
         let call = issued.call.clone();
-        self.store.insert(issued.clone()).await?;
         match verdict {
             Some(Verdict::Allow { by }) => {
-                if self.claim(&id, now).await? != Claim::Won {
-                    return Err(GateError::Store(StoreError::NotClaimed(id)));
-                }
-                self.hand_off(&id, call.clone(), None).await?;
-                self.note(scope, &call, AuditDecision::Allowed, by, None, Some(&id))
-                    .await;
+                let handed = Outcome::HandedOff { ran_with: None };
+                self.issue_closed(issued, handed).await?;
+                let note = Note::new(AuditDecision::Allowed, scope, &call).by(by);
+                self.note(note.on(Some(&id))).await;
                 Ok(NewCall::Client { call, handoff: id })
             }
             Some(Verdict::Deny { reason }) => {
-                if self.claim(&id, now).await? != Claim::Won {
-                    return Err(GateError::Store(StoreError::NotClaimed(id)));
-                }
                 let outcome = Outcome::Denied {
                     reason: Some(format!("denied by policy: {reason}")),
                 };
-                self.store.finish(&id, outcome).await?;
-                let by = "policy".to_owned();
-                self.note(
-                    scope,
-                    &call,
-                    AuditDecision::Denied,
-                    by,
-                    Some(reason.clone()),
-                    Some(&id),
-                )
-                .await;
+                self.issue_closed(issued, outcome).await?;
+                let note = Note::new(AuditDecision::Denied, scope, &call).by("policy");
+                self.note(note.because(reason.clone()).on(Some(&id))).await;
                 Ok(NewCall::Refused(format!("denied by policy: {reason}")))
             }
             Some(Verdict::Ask | Verdict::Pass) | None => {
-                let by = "policy".to_owned();
-                self.note(scope, &call, AuditDecision::Asked, by, None, Some(&id))
-                    .await;
+                self.store.insert(issued.clone()).await?;
+                let note = Note::new(AuditDecision::Asked, scope, &call).by("policy");
+                self.note(note.on(Some(&id))).await;
                 self.announce(&issued).await;
                 Ok(NewCall::Ask(issued))
             }

@@ -70,5 +70,6 @@ mod sse_snapshots;
 mod storage_failure;
 mod tidy;
 mod tidy_execute;
+mod tidy_pipeline;
 mod traces;
 mod turns_in_flight;

@@ -132,7 +132,8 @@ fn first_argument_is_a_string(rest: &str, next: &[&str]) -> bool {
     first.starts_with('"') || first.starts_with("r\"") || first.starts_with("r#")
 }
 
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+/// Every `.rs` file under `dir`, into `out` (`tidy_pipeline` reads them too).
+pub(crate) fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     let entries = match fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(e) => panic!("reading {}: {e}", dir.display()),
