@@ -3,7 +3,7 @@
 
 use std::collections::HashSet;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::event::AgentEvent;
 use super::{Phase, Turn, card_settled, decided_answer};
@@ -110,7 +110,7 @@ impl Turn {
                     // remembered approval, or decided elsewhere.
                     let echo = match &verdict {
                         Ok(Some(Answered::Recorded { outcome, .. })) => decided_answer(outcome),
-                        _ => json!({"confirmed": true, "remembered": true}),
+                        _ => crate::protocol::adk::remembered_output(),
                     };
                     let verdict = verdict.map(|v| v.unwrap_or(Answered::Rejected(String::new())));
                     (

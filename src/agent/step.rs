@@ -5,7 +5,7 @@ use futures::StreamExt;
 use futures::future::BoxFuture;
 use futures::future::FutureExt;
 use futures::stream::{BoxStream, FuturesOrdered};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::event::AgentEvent;
 use super::{Phase, Turn, card_settled, decided_answer};
@@ -336,7 +336,7 @@ impl Turn {
         };
         let adk = self.protocol == ConfirmationProtocol::Adk;
         if let Outcome::HandedOff { .. } = outcome {
-            let output = adk.then(|| json!({"confirmed": true}));
+            let output = adk.then(|| crate::protocol::adk::answer_output(true));
             self.hand_off_approved(call, confirmation_id, self.protocol, output, out);
             self.step.handed = true;
             return Phase::Hold(questions);
