@@ -233,6 +233,28 @@ mod tests {
     }
 
     #[test]
+    fn the_outputs_toolgate_writes_read_back_as_their_answers() {
+        let approve = Some(Decision::Approve {
+            payload: None,
+            remember: None,
+            approve_next: None,
+            edited: None,
+        });
+        assert_eq!(decision(output(answer_output(true))), approve);
+        assert_eq!(decision(output(remembered_output())), approve);
+        assert_eq!(
+            decision(output(answer_output(false))),
+            Some(Decision::Deny { reason: None })
+        );
+        assert_eq!(
+            decision(output(response_output(&json!({"policy": "30 days"})))),
+            Some(Decision::Respond {
+                output: json!({"policy": "30 days"})
+            })
+        );
+    }
+
+    #[test]
     fn pending_until_answered() {
         assert!(is_pending(&part(ToolState::InputAvailable)));
         assert!(!is_pending(&part(output(json!({"confirmed": true})))));
