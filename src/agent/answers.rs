@@ -55,13 +55,7 @@ impl Turn {
     pub(super) async fn answer(&mut self, mut work: Answers, out: &mut Vec<UiChunk>) -> Phase {
         if let Some((call, running, approval)) = work.running.take() {
             let outcome = running.await;
-            let event = AgentEvent::Outcome {
-                call,
-                outcome,
-                approval,
-                metadata: None,
-            };
-            self.emit(event, out);
+            self.emit_outcome(call, outcome, approval, None, out);
             return Phase::Answers(work);
         }
         let Some(item) = work.work.next() else {
@@ -148,16 +142,7 @@ impl Turn {
         }
         let approval = (!adk).then_some(confirmation_id);
         match outcome {
-            Ok(outcome) => {
-                let metadata = None;
-                let event = AgentEvent::Outcome {
-                    call,
-                    outcome,
-                    approval,
-                    metadata,
-                };
-                self.emit(event, out);
-            }
+            Ok(outcome) => self.emit_outcome(call, outcome, approval, None, out),
             // Its input goes out before the call's outcome is waited for.
             Err(running) => work.running = Some((call, running, approval)),
         }

@@ -286,14 +286,7 @@ impl Turn {
     /// Records the next permitted call's outcome.
     pub(super) async fn run(&mut self, mut running: Run, out: &mut Vec<UiChunk>) -> Phase {
         if let Some((call, metadata, outcome)) = running.next().await {
-            let approval = None;
-            let event = AgentEvent::Outcome {
-                call,
-                outcome,
-                approval,
-                metadata,
-            };
-            self.emit(event, out);
+            self.emit_outcome(call, outcome, None, metadata, out);
             return Phase::Run(running);
         }
         match self.flow {
@@ -348,14 +341,7 @@ impl Turn {
             self.release(&call, out);
         }
         let approval = (!adk).then_some(confirmation_id);
-        let metadata = None;
-        let event = AgentEvent::Outcome {
-            call,
-            outcome,
-            approval,
-            metadata,
-        };
-        self.emit(event, out);
+        self.emit_outcome(call, outcome, approval, None, out);
         Phase::Hold(questions)
     }
 }

@@ -130,6 +130,25 @@ impl Turn {
             .on_event(event, &mut self.history[message], out);
     }
 
+    /// Encodes a call's outcome: with the native approval it answers, and
+    /// the provider's metadata of a call with no part yet.
+    pub(super) fn emit_outcome(
+        &mut self,
+        call: crate::call::ToolCall,
+        outcome: crate::store::Outcome,
+        approval: Option<String>,
+        metadata: Option<serde_json::Value>,
+        out: &mut Vec<UiChunk>,
+    ) {
+        let event = AgentEvent::Outcome {
+            call,
+            outcome,
+            approval,
+            metadata,
+        };
+        self.emit(event, out);
+    }
+
     /// The stream's end when the gate failed: a fixed text for the client,
     /// the detail for the log.
     pub(super) fn gate_failed(&mut self, e: &GateError, out: &mut Vec<UiChunk>) -> Phase {

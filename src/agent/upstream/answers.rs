@@ -157,13 +157,7 @@ impl Upstream {
             }
             Some(outcome) => {
                 self.decided.insert(call.id.clone());
-                let event = AgentEvent::Outcome {
-                    call,
-                    outcome,
-                    approval,
-                    metadata: None,
-                };
-                turn.emit(event, out);
+                turn.emit_outcome(call, outcome, approval, None, out);
             }
         }
     }

@@ -86,13 +86,7 @@ impl Upstream {
                 (call, None)
             }
         };
-        let event = AgentEvent::Outcome {
-            call,
-            outcome,
-            approval,
-            metadata: None,
-        };
-        turn.emit(event, out);
+        turn.emit_outcome(call, outcome, approval, None, out);
     }
 
     /// The call `id` ADK made, no longer pending.
