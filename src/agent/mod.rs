@@ -1,6 +1,9 @@
-//! The agent turn: UI history in, UI chunks out. The model is called through
-//! a [`ModelProvider`]; every tool call goes through the confirmation gate.
-//! The turn emits events; `encode` alone makes chunks of them.
+//! The agent turn: UI history in, UI chunks out. One loop drives every turn
+//! (`Turn::advance`, `turn.rs`); what runs the model and the tools is an
+//! `Engine`: toolgate's own (the model through a [`ModelProvider`], each
+//! call through the confirmation gate: `step.rs`, `answers.rs`, `held.rs`)
+//! or an upstream ADK agent whose questions go through the gate
+//! (`upstream/`). The turn emits events; `encode` alone makes chunks of them.
 
 mod answers;
 mod blocks;
