@@ -3,7 +3,7 @@
 
 use std::collections::HashSet;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::event::AgentEvent;
 use super::{Phase, Turn, card_settled, decided_answer};
@@ -55,13 +55,7 @@ impl Turn {
     pub(super) async fn answer(&mut self, mut work: Answers, out: &mut Vec<UiChunk>) -> Phase {
         if let Some((call, running, approval)) = work.running.take() {
             let outcome = running.await;
-            let event = AgentEvent::Outcome {
-                call,
-                outcome,
-                approval,
-                metadata: None,
-            };
-            self.emit(event, out);
+            self.emit_outcome(call, outcome, approval, None, out);
             return Phase::Answers(work);
         }
         let Some(item) = work.work.next() else {
@@ -110,7 +104,7 @@ impl Turn {
                     // remembered approval, or decided elsewhere.
                     let echo = match &verdict {
                         Ok(Some(Answered::Recorded { outcome, .. })) => decided_answer(outcome),
-                        _ => json!({"confirmed": true, "remembered": true}),
+                        _ => crate::protocol::adk::remembered_output(),
                     };
                     let verdict = verdict.map(|v| v.unwrap_or(Answered::Rejected(String::new())));
                     (
@@ -148,16 +142,7 @@ impl Turn {
         }
         let approval = (!adk).then_some(confirmation_id);
         match outcome {
-            Ok(outcome) => {
-                let metadata = None;
-                let event = AgentEvent::Outcome {
-                    call,
-                    outcome,
-                    approval,
-                    metadata,
-                };
-                self.emit(event, out);
-            }
+            Ok(outcome) => self.emit_outcome(call, outcome, approval, None, out),
             // Its input goes out before the call's outcome is waited for.
             Err(running) => work.running = Some((call, running, approval)),
         }

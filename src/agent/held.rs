@@ -11,7 +11,7 @@ use futures::stream::BoxStream;
 use serde::{Deserialize, Serialize};
 
 use super::encode::TurnEncoder;
-use super::{Agent, Phase, StepState, Turn};
+use super::{Agent, Engine, Phase, StepState, Turn};
 use crate::confirm::Scope;
 use crate::protocol::{ConfirmationFlow, ConfirmationProtocol, UiChunk, UiMessage};
 use crate::provider::StopReason;
@@ -95,6 +95,8 @@ impl Agent {
             let mut turn = Turn {
                 encoder: TurnEncoder::new(self.ids.clone(), self.denied_as),
                 tools: None,
+                // Only toolgate's own turn is held in the turn log.
+                engine: Engine::Own,
                 scope: Scope {
                     chat_id: held.chat_id,
                     principal: held.principal,

@@ -107,20 +107,8 @@ pub fn to_model_messages(history: &[UiMessage]) -> Vec<ModelMessage> {
                 }
             }
             Role::User => {
-                let content: Vec<UserContent> = message
-                    .parts
-                    .iter()
-                    .filter_map(|p| match p {
-                        Part::Text(t) => Some(UserContent::Text(t.clone())),
-                        Part::File {
-                            media_type, url, ..
-                        } => Some(UserContent::File {
-                            media_type: media_type.clone(),
-                            url: url.clone(),
-                        }),
-                        _ => None,
-                    })
-                    .collect();
+                let content: Vec<UserContent> =
+                    message.parts.iter().filter_map(user_content).collect();
                 if !content.is_empty() {
                     out.push(ModelMessage::User(content));
                 }
@@ -133,6 +121,20 @@ pub fn to_model_messages(history: &[UiMessage]) -> Vec<ModelMessage> {
         }
     }
     out
+}
+
+/// A part of a user's message as a model (or an upstream agent) takes it.
+pub(super) fn user_content(part: &Part) -> Option<UserContent> {
+    match part {
+        Part::Text(text) => Some(UserContent::Text(text.clone())),
+        Part::File {
+            media_type, url, ..
+        } => Some(UserContent::File {
+            media_type: media_type.clone(),
+            url: url.clone(),
+        }),
+        _ => None,
+    }
 }
 
 fn texts(parts: &[Part]) -> String {
@@ -256,200 +258,4 @@ fn call_and_result(tool: &ToolPart) -> Option<(ToolCall, Option<ResultContent>)>
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::{Value, json};
-
-    fn tool(id: &str, name: &str, input: Value, state: ToolState) -> Part {
-        Part::Tool(ToolPart {
-            tool_call_id: id.into(),
-            tool_name: name.into(),
-            dynamic: false,
-            input,
-            state,
-            provider_executed: false,
-            call_provider_metadata: None,
-        })
-    }
-
-    fn user(text: &str) -> UiMessage {
-        UiMessage {
-            id: "u".into(),
-            role: Role::User,
-            parts: vec![Part::Text(text.into())],
-        }
-    }
-
-    #[test]
-    fn the_model_sees_the_original_call_not_the_wrapper() {
-        let args = json!({"amount": 50});
-        let confirmation = tool(
-            "adk-1",
-            CONFIRMATION_TOOL,
-            json!({"originalFunctionCall": {"id": "call-1", "name": "process_payment", "args": args}}),
-            ToolState::OutputAvailable {
-                output: json!({"confirmed": true}),
-                preliminary: false,
-            },
-        );
-        let original = tool(
-            "call-1",
-            "process_payment",
-            args.clone(),
-            ToolState::OutputError {
-                error_text: "User denied execution: too much".into(),
-            },
-        );
-        let assistant = UiMessage {
-            id: "a".into(),
-            role: Role::Assistant,
-            parts: vec![
-                Part::StepStart,
-                confirmation,
-                original,
-                Part::StepStart,
-                Part::Text("ok".into()),
-            ],
-        };
-        let call = ToolCall {
-            id: "call-1".into(),
-            name: "process_payment".into(),
-            args,
-        };
-        assert_eq!(
-            to_model_messages(&[user("pay"), assistant]),
-            vec![
-                ModelMessage::User(vec![UserContent::Text("pay".into())]),
-                ModelMessage::Assistant(vec![AssistantContent::ToolCall {
-                    call,
-                    metadata: None
-                }]),
-                ModelMessage::Tool(vec![ToolResult {
-                    call_id: "call-1".into(),
-                    tool_name: "process_payment".into(),
-                    outcome: ResultContent::Denied {
-                        reason: Some("too much".into())
-                    },
-                }]),
-                ModelMessage::Assistant(vec![AssistantContent::Text("ok".into())]),
-            ]
-        );
-    }
-
-    #[test]
-    fn unanswered_and_rejected_confirmations_still_get_a_result() {
-        let wrapper = |id: &str, state| {
-            tool(
-                id,
-                CONFIRMATION_TOOL,
-                json!({"originalFunctionCall": {"id": format!("call-{id}"), "name": "t", "args": {}}}),
-                state,
-            )
-        };
-        let assistant = UiMessage {
-            id: "a".into(),
-            role: Role::Assistant,
-            parts: vec![
-                wrapper("1", ToolState::InputAvailable),
-                wrapper(
-                    "2",
-                    ToolState::OutputError {
-                        error_text: "confirmation expired".into(),
-                    },
-                ),
-            ],
-        };
-        let messages = to_model_messages(&[assistant, user("next")]);
-        let Some(ModelMessage::Tool(results)) = messages.get(1) else {
-            panic!("{messages:?}")
-        };
-        let outcomes: Vec<_> = results.iter().map(|r| r.outcome.clone()).collect();
-        assert_eq!(
-            outcomes,
-            [
-                ResultContent::Error(UNANSWERED.into()),
-                ResultContent::Error("confirmation expired".into())
-            ]
-        );
-    }
-
-    #[test]
-    fn an_edited_call_is_shown_as_it_ran() {
-        let card = tool(
-            "adk-1",
-            CONFIRMATION_TOOL,
-            json!({"originalFunctionCall": {"id": "call-1", "name": "pay", "args": {"amount": 50}}}),
-            ToolState::OutputAvailable {
-                output: json!({"confirmed": true, "editedArgs": {"amount": 40}}),
-                preliminary: false,
-            },
-        );
-        let ran = tool(
-            "call-1",
-            "pay",
-            json!({"amount": 40}),
-            ToolState::OutputAvailable {
-                output: json!({"paid": 40}),
-                preliminary: false,
-            },
-        );
-        let assistant = UiMessage {
-            id: "a".into(),
-            role: Role::Assistant,
-            parts: vec![card, ran],
-        };
-        let messages = to_model_messages(&[user("pay"), assistant]);
-        let Some(ModelMessage::Assistant(content)) = messages.get(1) else {
-            panic!("{messages:?}")
-        };
-        let calls: Vec<&Value> = content
-            .iter()
-            .filter_map(|c| match c {
-                AssistantContent::ToolCall { call, .. } => Some(&call.args),
-                _ => None,
-            })
-            .collect();
-        assert_eq!(calls, [&json!({"amount": 40})]);
-    }
-
-    #[test]
-    fn a_later_outcome_answers_a_card_left_open() {
-        let card = tool(
-            "adk-1",
-            CONFIRMATION_TOOL,
-            json!({"originalFunctionCall": {"id": "call-1", "name": "pay", "args": {"amount": 50}}}),
-            ToolState::InputAvailable,
-        );
-        let asked = UiMessage {
-            id: "a".into(),
-            role: Role::Assistant,
-            parts: vec![card],
-        };
-        let later = UiMessage {
-            id: "b".into(),
-            role: Role::Assistant,
-            parts: vec![Part::Data {
-                name: MOVED_ON.into(),
-                data: json!({"confirmationId": "adk-1", "toolCallId": "call-1", "toolName": "pay",
-                             "outcome": {"kind": "output", "output": {"paid": 50}}}),
-            }],
-        };
-        let history = [user("pay"), asked, user("hi"), later, user("and?")];
-        let messages = to_model_messages(&history);
-        let Some(ModelMessage::Tool(results)) = messages.get(2) else {
-            panic!("{messages:?}")
-        };
-        assert_eq!(
-            results[0].outcome,
-            ResultContent::Output(json!({"paid": 50}))
-        );
-        // Brought once: no later turn looks it up again.
-        assert!(earlier_questions(&history).is_empty());
-        assert_eq!(
-            earlier_questions(&history[..3]),
-            [Earlier {
-                confirmation_id: "adk-1".into()
-            }]
-        );
-    }
-}
+mod tests;

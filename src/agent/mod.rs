@@ -1,6 +1,9 @@
-//! The agent turn: UI history in, UI chunks out. The model is called through
-//! a [`ModelProvider`]; every tool call goes through the confirmation gate.
-//! The turn emits events; `encode` alone makes chunks of them.
+//! The agent turn: UI history in, UI chunks out. One loop drives every turn
+//! (`Turn::advance`, `turn.rs`); what runs the model and the tools is an
+//! `Engine`: toolgate's own (the model through a [`ModelProvider`], each
+//! call through the confirmation gate: `step.rs`, `answers.rs`, `held.rs`)
+//! or an upstream ADK agent whose questions go through the gate
+//! (`upstream/`). The turn emits events; `encode` alone makes chunks of them.
 
 mod answers;
 mod blocks;
@@ -43,9 +46,21 @@ pub struct Agent {
     pub turn_logs: Option<crate::store::TurnLogs>,
 }
 
+/// What runs a turn's model and tools: the one thing turns differ in.
+/// Both run on one loop, [`Turn::advance`], through one encoder.
+enum Engine {
+    /// toolgate's own: the model through `provider`, each call it makes
+    /// through the gate, the permitted ones run here.
+    Own,
+    /// An upstream ADK agent runs the model and the tools; the gate
+    /// decides what it asks about (`upstream/`).
+    Adk(Arc<crate::provider::adk::Adk>),
+}
+
 /// A turn in progress: what it has done, what comes next.
 struct Turn {
     agent: Arc<Agent>,
+    engine: Engine,
     scope: Scope,
     /// The conversation; its last message is the outgoing one.
     history: Vec<UiMessage>,
@@ -105,6 +120,8 @@ enum Phase {
     Run(Run),
     /// Held flow: the step's questions, each waited for.
     Hold(std::vec::IntoIter<String>),
+    /// The upstream agent's turn, its state with it.
+    Upstream(Box<upstream::Upstream>),
     Done,
 }
 
@@ -129,21 +146,20 @@ fn outgoing(ids: &Ids, mut history: Vec<UiMessage>) -> (Vec<UiMessage>, bool) {
 /// elsewhere (the API, a socket, another tab), as the client's answer
 /// would: yes or no, or the person's response in the tool's place.
 fn decided_answer(outcome: &crate::store::Outcome) -> serde_json::Value {
+    use crate::protocol::adk;
     use crate::store::Outcome;
     match outcome {
         Outcome::Output {
             output,
             responded: true,
             ..
-        } => serde_json::json!({"decision": "respond", "output": output}),
-        Outcome::Denied { .. } | Outcome::Expired | Outcome::Cancelled => {
-            serde_json::json!({"confirmed": false})
-        }
+        } => adk::response_output(output),
+        Outcome::Denied { .. } | Outcome::Expired | Outcome::Cancelled => adk::answer_output(false),
         Outcome::Output {
             responded: false, ..
         }
         | Outcome::Error { .. }
-        | Outcome::HandedOff { .. } => serde_json::json!({"confirmed": true}),
+        | Outcome::HandedOff { .. } => adk::answer_output(true),
     }
 }
 

@@ -5,7 +5,7 @@ use futures::StreamExt;
 use futures::future::BoxFuture;
 use futures::future::FutureExt;
 use futures::stream::{BoxStream, FuturesOrdered};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::event::AgentEvent;
 use super::{Phase, Turn, card_settled, decided_answer};
@@ -286,14 +286,7 @@ impl Turn {
     /// Records the next permitted call's outcome.
     pub(super) async fn run(&mut self, mut running: Run, out: &mut Vec<UiChunk>) -> Phase {
         if let Some((call, metadata, outcome)) = running.next().await {
-            let approval = None;
-            let event = AgentEvent::Outcome {
-                call,
-                outcome,
-                approval,
-                metadata,
-            };
-            self.emit(event, out);
+            self.emit_outcome(call, outcome, None, metadata, out);
             return Phase::Run(running);
         }
         match self.flow {
@@ -336,7 +329,7 @@ impl Turn {
         };
         let adk = self.protocol == ConfirmationProtocol::Adk;
         if let Outcome::HandedOff { .. } = outcome {
-            let output = adk.then(|| json!({"confirmed": true}));
+            let output = adk.then(|| crate::protocol::adk::answer_output(true));
             self.hand_off_approved(call, confirmation_id, self.protocol, output, out);
             self.step.handed = true;
             return Phase::Hold(questions);
@@ -348,14 +341,7 @@ impl Turn {
             self.release(&call, out);
         }
         let approval = (!adk).then_some(confirmation_id);
-        let metadata = None;
-        let event = AgentEvent::Outcome {
-            call,
-            outcome,
-            approval,
-            metadata,
-        };
-        self.emit(event, out);
+        self.emit_outcome(call, outcome, approval, None, out);
         Phase::Hold(questions)
     }
 }

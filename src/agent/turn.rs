@@ -17,7 +17,8 @@ use super::encode::TurnEncoder;
 use super::event::AgentEvent;
 use super::history::{Earlier, earlier_questions, to_model_messages};
 use super::step::Model;
-use super::{Agent, Phase, StepState, Turn};
+use super::upstream::Upstream;
+use super::{Agent, Engine, Phase, StepState, Turn};
 use crate::confirm::{ClientOutput, GateError, Scope};
 use crate::protocol::{
     ChatRequest, ConfirmationFlow, ConfirmationProtocol, FinishReason, Part, Role, ToolPart,
@@ -36,9 +37,6 @@ impl Agent {
         flow: ConfirmationFlow,
         waiting: tokio::sync::watch::Sender<bool>,
     ) -> BoxStream<'static, UiChunk> {
-        if let Some(adk) = self.upstream.clone() {
-            return super::upstream::turn(self, adk, request, principal, protocol, flow, waiting);
-        }
         let pieces = async_stream::stream! {
             // Built when first polled, like everything it does (the message's id).
             let mut turn = Turn::new(self, request, principal, protocol, flow, waiting);
@@ -72,7 +70,12 @@ impl Turn {
         };
         let client_version = request.options.client_version;
         let (history, continuing) = super::outgoing(&agent.ids, request.messages);
+        let engine = match &agent.upstream {
+            Some(adk) => Engine::Adk(adk.clone()),
+            None => Engine::Own,
+        };
         Self {
+            engine,
             encoder: TurnEncoder::new(agent.ids.clone(), agent.denied_as),
             tools: None,
             agent,
@@ -98,7 +101,10 @@ impl Turn {
         self.phase = match phase {
             Phase::Start => {
                 self.emit(AgentEvent::Start, out);
-                Phase::Judge
+                match &self.engine {
+                    Engine::Own => Phase::Judge,
+                    Engine::Adk(adk) => Phase::Upstream(Upstream::new(adk.clone())),
+                }
             }
             // All but the model's phase are boxed: the turn's state holds
             // room for its largest phase while it waits, a held stream for
@@ -111,6 +117,7 @@ impl Turn {
             Phase::Gate(gate) => Box::pin(self.gate(gate, out)).await,
             Phase::Run(run) => Box::pin(self.run(run, out)).await,
             Phase::Hold(questions) => Box::pin(self.hold(questions, out)).await,
+            Phase::Upstream(upstream) => Box::pin(self.upstream(upstream, out)).await,
             Phase::Done => return false,
         };
         true
@@ -121,6 +128,25 @@ impl Turn {
         let message = self.history.len() - 1;
         self.encoder
             .on_event(event, &mut self.history[message], out);
+    }
+
+    /// Encodes a call's outcome: with the native approval it answers, and
+    /// the provider's metadata of a call with no part yet.
+    pub(super) fn emit_outcome(
+        &mut self,
+        call: crate::call::ToolCall,
+        outcome: crate::store::Outcome,
+        approval: Option<String>,
+        metadata: Option<serde_json::Value>,
+        out: &mut Vec<UiChunk>,
+    ) {
+        let event = AgentEvent::Outcome {
+            call,
+            outcome,
+            approval,
+            metadata,
+        };
+        self.emit(event, out);
     }
 
     /// The stream's end when the gate failed: a fixed text for the client,

@@ -63,6 +63,24 @@ pub fn question(call: &ToolCall, hint: &str) -> Value {
     })
 }
 
+/// A confirmation part's output for a question approved or denied, as
+/// the client's answer says it: `{"confirmed": …}`.
+pub fn answer_output(confirmed: bool) -> Value {
+    json!({"confirmed": confirmed})
+}
+
+/// A confirmation part's output for a question a remembered approval
+/// settled.
+pub fn remembered_output() -> Value {
+    json!({"confirmed": true, "remembered": true})
+}
+
+/// A confirmation part's output for a question the person answered in the
+/// tool's place, with `output`.
+pub fn response_output(output: &Value) -> Value {
+    json!({"decision": "respond", "output": output})
+}
+
 /// `input.originalFunctionCall` as a call, if it has the right shape.
 pub fn original_call(input: &Value) -> Option<ToolCall> {
     let original: OriginalFunctionCall = object(input.get("originalFunctionCall")?)?;
@@ -212,6 +230,28 @@ mod tests {
             args: json!({"a": [1, 2]}),
         };
         assert_eq!(original_call(&question(&call, "sure?")), Some(call));
+    }
+
+    #[test]
+    fn the_outputs_toolgate_writes_read_back_as_their_answers() {
+        let approve = Some(Decision::Approve {
+            payload: None,
+            remember: None,
+            approve_next: None,
+            edited: None,
+        });
+        assert_eq!(decision(output(answer_output(true))), approve);
+        assert_eq!(decision(output(remembered_output())), approve);
+        assert_eq!(
+            decision(output(answer_output(false))),
+            Some(Decision::Deny { reason: None })
+        );
+        assert_eq!(
+            decision(output(response_output(&json!({"policy": "30 days"})))),
+            Some(Decision::Respond {
+                output: json!({"policy": "30 days"})
+            })
+        );
     }
 
     #[test]

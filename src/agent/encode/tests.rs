@@ -8,13 +8,12 @@ use super::TurnEncoder;
 use crate::agent::event::AgentEvent;
 use crate::call::ToolCall;
 use crate::ids::Ids;
-use crate::protocol::message::Approval;
-use crate::protocol::{
-    ConfirmationProtocol, DeniedAs, FinishReason, Part, Role, ToolState, UiMessage,
-};
+use crate::protocol::{ConfirmationProtocol, DeniedAs, FinishReason, Role, UiMessage};
 use crate::store::{Issued, Outcome};
 
 use ConfirmationProtocol::{Adk, AiSdk};
+
+mod message;
 
 fn stock() -> ToolCall {
     ToolCall {
@@ -108,6 +107,22 @@ fn events_to_chunks() {
     let gemini = || Some(json!({"google": {"thoughtSignature": "sig"}}));
     let denied = Outcome::Denied {
         reason: Some("not now".into()),
+    };
+    // The same whichever way a native denial ends.
+    let adk_denial = |name| {
+        let events = vec![
+            confirmed(false),
+            AgentEvent::Released {
+                call: stock(),
+                kept: false,
+            },
+            outcome(denied.clone(), None),
+        ];
+        let wire = r#"{"type":"tool-output-available","toolCallId":"adk-1","output":{"confirmed":false}}
+{"type":"tool-input-start","toolCallId":"call-1","toolName":"stock"}
+{"type":"tool-input-available","toolCallId":"call-1","toolName":"stock","input":{"sku":"A1"}}
+{"type":"tool-output-error","toolCallId":"call-1","errorText":"User denied execution: not now"}"#;
+        (name, events, wire)
     };
     let rows: Vec<(&str, Vec<AgentEvent>, &str)> = vec![
         (
@@ -216,21 +231,7 @@ fn events_to_chunks() {
 {"type":"tool-input-available","toolCallId":"call-1","toolName":"stock","input":{"sku":"A1"},"providerExecuted":true}
 {"type":"tool-output-error","toolCallId":"call-1","errorText":"unknown tool `stock`"}"#,
         ),
-        (
-            "adk: a denial is the call's error",
-            vec![
-                confirmed(false),
-                AgentEvent::Released {
-                    call: stock(),
-                    kept: false,
-                },
-                outcome(denied.clone(), None),
-            ],
-            r#"{"type":"tool-output-available","toolCallId":"adk-1","output":{"confirmed":false}}
-{"type":"tool-input-start","toolCallId":"call-1","toolName":"stock"}
-{"type":"tool-input-available","toolCallId":"call-1","toolName":"stock","input":{"sku":"A1"}}
-{"type":"tool-output-error","toolCallId":"call-1","errorText":"User denied execution: not now"}"#,
-        ),
+        adk_denial("adk: a denial is the call's error"),
         (
             "native: a denial is tool-output-denied",
             vec![outcome(denied.clone(), Some("approval-1"))],
@@ -327,21 +328,7 @@ fn events_to_chunks() {
             )],
             r#"{"type":"tool-output-error","toolCallId":"call-1","errorText":"User denied execution"}"#,
         ),
-        (
-            "adk, deniedAs output-error: a denial is the call's error, as ever",
-            vec![
-                confirmed(false),
-                AgentEvent::Released {
-                    call: stock(),
-                    kept: false,
-                },
-                outcome(denied.clone(), None),
-            ],
-            r#"{"type":"tool-output-available","toolCallId":"adk-1","output":{"confirmed":false}}
-{"type":"tool-input-start","toolCallId":"call-1","toolName":"stock"}
-{"type":"tool-input-available","toolCallId":"call-1","toolName":"stock","input":{"sku":"A1"}}
-{"type":"tool-output-error","toolCallId":"call-1","errorText":"User denied execution: not now"}"#,
-        ),
+        adk_denial("adk, deniedAs output-error: a denial is the call's error, as ever"),
         (
             "native, deniedAs output-error: an approved call's output is unchanged",
             vec![outcome(
@@ -370,71 +357,4 @@ fn events_to_chunks() {
         })
         .collect();
     assert!(wrong.is_empty(), "{}", wrong.join("\n\n"));
-}
-
-#[test]
-fn the_message_follows_the_chunks() {
-    let tool = |message: &UiMessage, id: &str| {
-        message.parts.iter().find_map(|p| match p {
-            Part::Tool(t) if t.tool_call_id == id => Some(t.state.clone()),
-            _ => None,
-        })
-    };
-    // ADK: the question's part, answered; the call's own part, denied.
-    let denied = Outcome::Denied { reason: None };
-    let (_, message) = encode(
-        DeniedAs::OutputDenied,
-        vec![
-            asked(Adk, None),
-            confirmed(false),
-            outcome(denied.clone(), None),
-        ],
-    );
-    assert_eq!(
-        tool(&message, "adk-1"),
-        Some(ToolState::OutputAvailable {
-            output: json!({"confirmed": false}),
-            preliminary: false
-        })
-    );
-    assert_eq!(
-        tool(&message, "call-1"),
-        Some(ToolState::OutputError {
-            error_text: "User denied execution".into()
-        })
-    );
-    // Native: one part, from approval requested to denied.
-    let native_denial = || {
-        vec![
-            AgentEvent::StepStart,
-            asked(AiSdk, None),
-            outcome(denied.clone(), Some("approval-1")),
-        ]
-    };
-    let (_, message) = encode(DeniedAs::OutputDenied, native_denial());
-    assert_eq!(message.parts.len(), 2);
-    assert_eq!(
-        tool(&message, "call-1"),
-        Some(ToolState::OutputDenied(Some(Approval {
-            id: "approval-1".into(),
-            approved: Some(false),
-            reason: None
-        })))
-    );
-    // Native, `deniedAs: output-error`: the part ends in the error the
-    // client was sent, which the model reads back as the same denial.
-    let (_, message) = encode(DeniedAs::OutputError, native_denial());
-    assert_eq!(message.parts.len(), 2);
-    let state = tool(&message, "call-1");
-    assert_eq!(
-        state,
-        Some(ToolState::OutputError {
-            error_text: "User denied execution".into()
-        })
-    );
-    let text = match state {
-        Some(ToolState::OutputError { error_text }) => error_text,
-        _ => String::new(),
-    };
-    assert_eq!(crate::call::parse_denial(&text), Some(None));
 }
