@@ -120,7 +120,7 @@ impl RedisStore {
         format!("{}confirmation:{id}", self.prefix)
     }
 
-    /// What the turn logs (`turn_log.rs`) share with the store: its keys'
+    /// What the turn logs (`turn_log/`) share with the store: its keys'
     /// prefix, its connection, and its client for connections of their own.
     pub(super) fn prefix(&self) -> &str {
         &self.prefix
