@@ -10,101 +10,94 @@ use std::time::Duration;
 
 use futures::stream::BoxStream;
 
-use super::{AuditEvent, Claim, Cursor, Issued, Outcome, Remembered, Status, StoreError};
+use super::{AuditEvent, Claim, Cursor, Issued, Outcome, Remembered, Result, Status};
+
+/// A page of every chat's open questions: unexpired at `now_ms`, just
+/// after `after`, at most `limit`, only `asker`'s if given.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Page<'a> {
+    pub(crate) now_ms: u64,
+    pub(crate) after: Option<&'a Cursor>,
+    pub(crate) limit: usize,
+    pub(crate) asker: Option<&'a str>,
+}
+
+impl<'a> Page<'a> {
+    /// Its fields, to bind at once.
+    pub(crate) fn parts(self) -> (u64, Option<&'a Cursor>, usize, Option<&'a str>) {
+        (self.now_ms, self.after, self.limit, self.asker)
+    }
+}
+
+/// A principal's calls of a tool in a chat: what a remembered approval covers.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Calls<'a> {
+    pub(crate) principal: &'a str,
+    pub(crate) chat_id: &'a str,
+    /// The qualified tool name.
+    pub(crate) tool: &'a str,
+}
+
+impl<'a> Calls<'a> {
+    /// Its fields, to bind at once: principal, chat, tool.
+    pub(crate) fn parts(self) -> (&'a str, &'a str, &'a str) {
+        (self.principal, self.chat_id, self.tool)
+    }
+}
 
 /// Issued confirmations and the execution ledger.
 pub(crate) trait Confirmations {
-    async fn insert(&self, issued: Issued) -> Result<(), StoreError>;
+    async fn insert(&self, issued: Issued) -> Result<()>;
 
-    async fn get(&self, id: &str) -> Result<Option<Issued>, StoreError>;
+    async fn get(&self, id: &str) -> Result<Option<Issued>>;
 
-    async fn status(&self, id: &str) -> Result<Option<Status>, StoreError>;
+    async fn status(&self, id: &str) -> Result<Option<Status>>;
 
     /// Unanswered and undecided, expired before `now_ms`; at most `limit`.
-    async fn expired(&self, now_ms: u64, limit: usize) -> Result<Vec<Issued>, StoreError>;
+    async fn expired(&self, now_ms: u64, limit: usize) -> Result<Vec<Issued>>;
 
     /// Forgets what expired before `before_ms` (unless running), and the
     /// remembered approvals whose window is over at `now_ms`.
-    async fn purge_expired(&self, before_ms: u64, now_ms: u64) -> Result<usize, StoreError>;
+    async fn purge_expired(&self, before_ms: u64, now_ms: u64) -> Result<usize>;
 
     /// A chat's open questions, in any order.
-    async fn open(
-        &self,
-        principal: &str,
-        chat_id: &str,
-        now_ms: u64,
-    ) -> Result<Vec<Issued>, StoreError>;
+    async fn open(&self, principal: &str, chat_id: &str, now_ms: u64) -> Result<Vec<Issued>>;
 
     /// Every chat's open questions in order, after `after`, at most `limit`.
-    async fn open_all(
-        &self,
-        now_ms: u64,
-        after: Option<&Cursor>,
-        limit: usize,
-        asker: Option<&str>,
-    ) -> Result<Vec<Issued>, StoreError>;
+    async fn open_all(&self, page: Page<'_>) -> Result<Vec<Issued>>;
 
     /// Atomic: exactly one caller wins.
-    async fn claim(&self, id: &str, now_ms: u64, instance: &str) -> Result<Claim, StoreError>;
+    async fn claim(&self, id: &str, now_ms: u64, instance: &str) -> Result<Claim>;
 
-    async fn finish(&self, id: &str, outcome: Outcome) -> Result<(), StoreError>;
+    async fn finish(&self, id: &str, outcome: Outcome) -> Result<()>;
 
-    async fn wait_outcome(
-        &self,
-        id: &str,
-        timeout: Duration,
-    ) -> Result<Option<Outcome>, StoreError>;
+    async fn wait_outcome(&self, id: &str, timeout: Duration) -> Result<Option<Outcome>>;
 }
 
 /// Remembered approvals (window grants among them) and approve-next budgets.
 pub(crate) trait Approvals {
-    async fn remember(&self, approval: Remembered) -> Result<(), StoreError>;
+    async fn remember(&self, approval: Remembered) -> Result<()>;
 
-    async fn remembered(
-        &self,
-        principal: &str,
-        chat_id: &str,
-        tool: &str,
-        now_ms: u64,
-    ) -> Result<Option<Remembered>, StoreError>;
+    async fn remembered(&self, calls: Calls<'_>, now_ms: u64) -> Result<Option<Remembered>>;
 
     /// In any order.
-    async fn list_remembered(
-        &self,
-        principal: &str,
-        now_ms: u64,
-    ) -> Result<Vec<Remembered>, StoreError>;
+    async fn list_remembered(&self, principal: &str, now_ms: u64) -> Result<Vec<Remembered>>;
 
-    async fn revoke(&self, principal: &str, id: &str) -> Result<bool, StoreError>;
+    async fn revoke(&self, principal: &str, id: &str) -> Result<bool>;
 
-    async fn grant_budget(
-        &self,
-        principal: &str,
-        chat_id: &str,
-        tool: &str,
-        n: u32,
-    ) -> Result<(), StoreError>;
+    async fn grant_budget(&self, principal: &str, chat_id: &str, tool: &str, n: u32) -> Result<()>;
 
-    async fn take_budget(
-        &self,
-        principal: &str,
-        chat_id: &str,
-        tool: &str,
-    ) -> Result<bool, StoreError>;
+    async fn take_budget(&self, principal: &str, chat_id: &str, tool: &str) -> Result<bool>;
 }
 
 /// Who decided what.
 pub(crate) trait AuditLog {
-    async fn audit(&self, event: AuditEvent) -> Result<(), StoreError>;
+    async fn audit(&self, event: AuditEvent) -> Result<()>;
 
     /// `principal`'s events from `since_ms` on, oldest first.
-    async fn audit_log(
-        &self,
-        principal: &str,
-        since_ms: u64,
-    ) -> Result<Vec<AuditEvent>, StoreError>;
+    async fn audit_log(&self, principal: &str, since_ms: u64) -> Result<Vec<AuditEvent>>;
 
-    async fn prune_audit(&self, before_ms: u64) -> Result<usize, StoreError>;
+    async fn prune_audit(&self, before_ms: u64) -> Result<usize>;
 }
 
 /// A backend: every job, and what a store one process owns has nothing
@@ -113,20 +106,20 @@ pub(crate) trait StoreBackend: Confirmations + Approvals + AuditLog {
     /// The backend, as the metrics' `store` label names it.
     const LABEL: &'static str;
 
-    async fn ping(&self) -> Result<(), StoreError> {
+    async fn ping(&self) -> Result<()> {
         Ok(())
     }
 
     /// Other instances' questions asked or taken; `None`: there are none.
-    async fn changes(&self) -> Result<Option<BoxStream<'static, ()>>, StoreError> {
+    async fn changes(&self) -> Result<Option<BoxStream<'static, ()>>> {
         Ok(None)
     }
 
-    async fn heartbeat(&self, _instance: &str, _ttl: Duration) -> Result<(), StoreError> {
+    async fn heartbeat(&self, _instance: &str, _ttl: Duration) -> Result<()> {
         Ok(())
     }
 
-    async fn checkpoint(&self) -> Result<(), StoreError> {
+    async fn checkpoint(&self) -> Result<()> {
         Ok(())
     }
 }

@@ -1,5 +1,8 @@
 //! How a store call fails.
 
+/// What a store call returns.
+pub(crate) type Result<T, E = StoreError> = std::result::Result<T, E>;
+
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("confirmation `{0}` is already recorded")]

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use super::backend::{Approvals, AuditLog, Confirmations, StoreBackend};
-use super::{AuditEvent, Claim, Cursor, Issued, Outcome, Remembered, Status, StoreError};
+use super::backend::{Approvals, AuditLog, Calls, Confirmations, Page, StoreBackend};
+use super::{AuditEvent, Claim, Issued, Outcome, Remembered, Result, Status, StoreError};
 
 /// Most audit events kept in memory per principal; the oldest go first.
 pub const AUDIT_CAPACITY: usize = 10_000;
@@ -96,7 +96,7 @@ impl MemoryStore {
 }
 
 impl Confirmations for MemoryStore {
-    async fn insert(&self, issued: Issued) -> Result<(), StoreError> {
+    async fn insert(&self, issued: Issued) -> Result<()> {
         let mut map = self.lock();
         if map.len() >= self.capacity {
             let now = issued.issued_at_ms;
@@ -117,11 +117,11 @@ impl Confirmations for MemoryStore {
         }
     }
 
-    async fn get(&self, id: &str) -> Result<Option<Issued>, StoreError> {
+    async fn get(&self, id: &str) -> Result<Option<Issued>> {
         Ok(self.lock().get(id).map(|r| r.issued.clone()))
     }
 
-    async fn status(&self, id: &str) -> Result<Option<Status>, StoreError> {
+    async fn status(&self, id: &str) -> Result<Option<Status>> {
         let map = self.lock();
         let Some(record) = map.get(id) else {
             return Ok(None);
@@ -135,7 +135,7 @@ impl Confirmations for MemoryStore {
         }))
     }
 
-    async fn expired(&self, now_ms: u64, limit: usize) -> Result<Vec<Issued>, StoreError> {
+    async fn expired(&self, now_ms: u64, limit: usize) -> Result<Vec<Issued>> {
         Ok(self
             .lock()
             .values()
@@ -146,7 +146,7 @@ impl Confirmations for MemoryStore {
     }
 
     /// Confirmations that expired before `expired_before`, windows over at `now_ms`.
-    async fn purge_expired(&self, expired_before: u64, now_ms: u64) -> Result<usize, StoreError> {
+    async fn purge_expired(&self, expired_before: u64, now_ms: u64) -> Result<usize> {
         let mut map = self.lock();
         let before = map.len();
         map.retain(|_, r| !r.expired(expired_before));
@@ -161,12 +161,7 @@ impl Confirmations for MemoryStore {
         Ok(purged + before - remembered.len())
     }
 
-    async fn open(
-        &self,
-        principal: &str,
-        chat_id: &str,
-        now_ms: u64,
-    ) -> Result<Vec<Issued>, StoreError> {
+    async fn open(&self, principal: &str, chat_id: &str, now_ms: u64) -> Result<Vec<Issued>> {
         Ok(self
             .lock()
             .values()
@@ -179,13 +174,8 @@ impl Confirmations for MemoryStore {
             .collect())
     }
 
-    async fn open_all(
-        &self,
-        now_ms: u64,
-        after: Option<&Cursor>,
-        limit: usize,
-        asker: Option<&str>,
-    ) -> Result<Vec<Issued>, StoreError> {
+    async fn open_all(&self, page: Page<'_>) -> Result<Vec<Issued>> {
+        let (now_ms, after, limit, asker) = page.parts();
         let mut open: Vec<Issued> = self
             .lock()
             .values()
@@ -206,7 +196,7 @@ impl Confirmations for MemoryStore {
 
     /// A claim of another instance is orphaned: a memory store lives and
     /// dies with the one process that holds it.
-    async fn claim(&self, id: &str, now_ms: u64, instance: &str) -> Result<Claim, StoreError> {
+    async fn claim(&self, id: &str, now_ms: u64, instance: &str) -> Result<Claim> {
         let mut map = self.lock();
         let record = map
             .get_mut(id)
@@ -227,7 +217,7 @@ impl Confirmations for MemoryStore {
         })
     }
 
-    async fn finish(&self, id: &str, outcome: Outcome) -> Result<(), StoreError> {
+    async fn finish(&self, id: &str, outcome: Outcome) -> Result<()> {
         {
             let mut map = self.lock();
             match map.get_mut(id) {
@@ -241,11 +231,7 @@ impl Confirmations for MemoryStore {
         Ok(())
     }
 
-    async fn wait_outcome(
-        &self,
-        id: &str,
-        timeout: Duration,
-    ) -> Result<Option<Outcome>, StoreError> {
+    async fn wait_outcome(&self, id: &str, timeout: Duration) -> Result<Option<Outcome>> {
         let mut changes = self.recorded.subscribe();
         let wait = async {
             loop {
@@ -262,7 +248,7 @@ impl Confirmations for MemoryStore {
 }
 
 impl Approvals for MemoryStore {
-    async fn remember(&self, approval: Remembered) -> Result<(), StoreError> {
+    async fn remember(&self, approval: Remembered) -> Result<()> {
         let key = (
             approval.principal.clone(),
             approval.chat_id.clone().unwrap_or_default(),
@@ -275,13 +261,8 @@ impl Approvals for MemoryStore {
         Ok(())
     }
 
-    async fn remembered(
-        &self,
-        principal: &str,
-        chat_id: &str,
-        tool: &str,
-        now_ms: u64,
-    ) -> Result<Option<Remembered>, StoreError> {
+    async fn remembered(&self, calls: Calls<'_>, now_ms: u64) -> Result<Option<Remembered>> {
+        let (principal, chat_id, tool) = calls.parts();
         let map = self
             .remembered
             .lock()
@@ -293,11 +274,7 @@ impl Approvals for MemoryStore {
         Ok(live(chat_id).or_else(|| live("")).cloned())
     }
 
-    async fn list_remembered(
-        &self,
-        principal: &str,
-        now_ms: u64,
-    ) -> Result<Vec<Remembered>, StoreError> {
+    async fn list_remembered(&self, principal: &str, now_ms: u64) -> Result<Vec<Remembered>> {
         let map = self
             .remembered
             .lock()
@@ -309,7 +286,7 @@ impl Approvals for MemoryStore {
             .collect())
     }
 
-    async fn revoke(&self, principal: &str, id: &str) -> Result<bool, StoreError> {
+    async fn revoke(&self, principal: &str, id: &str) -> Result<bool> {
         let mut map = self
             .remembered
             .lock()
@@ -319,13 +296,7 @@ impl Approvals for MemoryStore {
         Ok(map.len() < before)
     }
 
-    async fn grant_budget(
-        &self,
-        principal: &str,
-        chat_id: &str,
-        tool: &str,
-        n: u32,
-    ) -> Result<(), StoreError> {
+    async fn grant_budget(&self, principal: &str, chat_id: &str, tool: &str, n: u32) -> Result<()> {
         let key = (principal.to_owned(), chat_id.to_owned(), tool.to_owned());
         self.budgets
             .lock()
@@ -334,12 +305,7 @@ impl Approvals for MemoryStore {
         Ok(())
     }
 
-    async fn take_budget(
-        &self,
-        principal: &str,
-        chat_id: &str,
-        tool: &str,
-    ) -> Result<bool, StoreError> {
+    async fn take_budget(&self, principal: &str, chat_id: &str, tool: &str) -> Result<bool> {
         let key = (principal.to_owned(), chat_id.to_owned(), tool.to_owned());
         let mut budgets = self.budgets.lock().unwrap_or_else(PoisonError::into_inner);
         Ok(match budgets.get_mut(&key) {
@@ -353,7 +319,7 @@ impl Approvals for MemoryStore {
 }
 
 impl AuditLog for MemoryStore {
-    async fn audit(&self, event: AuditEvent) -> Result<(), StoreError> {
+    async fn audit(&self, event: AuditEvent) -> Result<()> {
         #[cfg(test)]
         if self.stall_audit.load(std::sync::atomic::Ordering::Acquire) {
             std::future::pending::<()>().await;
@@ -367,11 +333,7 @@ impl AuditLog for MemoryStore {
         Ok(())
     }
 
-    async fn audit_log(
-        &self,
-        principal: &str,
-        since_ms: u64,
-    ) -> Result<Vec<AuditEvent>, StoreError> {
+    async fn audit_log(&self, principal: &str, since_ms: u64) -> Result<Vec<AuditEvent>> {
         let logs = self.audit.lock().unwrap_or_else(PoisonError::into_inner);
         Ok(logs
             .get(principal)
@@ -382,7 +344,7 @@ impl AuditLog for MemoryStore {
             .collect())
     }
 
-    async fn prune_audit(&self, before_ms: u64) -> Result<usize, StoreError> {
+    async fn prune_audit(&self, before_ms: u64) -> Result<usize> {
         let mut logs = self.audit.lock().unwrap_or_else(PoisonError::into_inner);
         let mut pruned = 0;
         for log in logs.values_mut() {

@@ -21,7 +21,8 @@ use std::time::Duration;
 use futures::stream::BoxStream;
 use tokio_util::task::TaskTracker;
 
-use backend::{Approvals, AuditLog, Confirmations, StoreBackend};
+use backend::{Approvals, AuditLog, Calls, Confirmations, Page, StoreBackend};
+use error::Result;
 pub use error::{BackendError, StoreError};
 
 pub use limits::{Limit, LimitError, Limited, Limiter, Rates};
@@ -148,12 +149,12 @@ impl Store {
         Backend::Memory(MemoryStore::default()).into()
     }
 
-    pub fn sqlite(path: &std::path::Path) -> Result<Self, StoreError> {
+    pub fn sqlite(path: &std::path::Path) -> Result<Self> {
         Ok(Backend::Sqlite(SqliteStore::open(path)?).into())
     }
 
     /// Every key starts with `prefix`, so instances of one deployment share it.
-    pub async fn redis(url: &str, prefix: &str) -> Result<Self, StoreError> {
+    pub async fn redis(url: &str, prefix: &str) -> Result<Self> {
         Ok(Backend::Redis(std::sync::Arc::new(RedisStore::connect(url, prefix).await?)).into())
     }
 
@@ -198,11 +199,7 @@ impl Store {
 
     /// Runs one operation and counts how it ended. An operation dropped
     /// before its end (a wait given up) is not counted.
-    async fn counted<T>(
-        &self,
-        op: Op,
-        work: impl Future<Output = Result<T, StoreError>>,
-    ) -> Result<T, StoreError> {
+    async fn counted<T>(&self, op: Op, work: impl Future<Output = Result<T>>) -> Result<T> {
         let result = work.await;
         if let Some(counters) = &self.counters {
             let failed = matches!(result, Err(StoreError::Backend(_)));
@@ -213,25 +210,25 @@ impl Store {
 
     /// A cheap round trip, for `/readyz`: an error if the backend cannot
     /// be read now.
-    pub async fn ping(&self) -> Result<(), StoreError> {
+    pub async fn ping(&self) -> Result<()> {
         self.counted(Op::Ping, async { each!(self, s => s.ping().await) })
             .await
     }
 
-    pub async fn insert(&self, issued: Issued) -> Result<(), StoreError> {
+    pub async fn insert(&self, issued: Issued) -> Result<()> {
         self.counted(Op::Insert, async {
             each!(self, s => s.insert(issued).await)
         })
         .await
     }
 
-    pub async fn get(&self, id: &str) -> Result<Option<Issued>, StoreError> {
+    pub async fn get(&self, id: &str) -> Result<Option<Issued>> {
         self.counted(Op::Get, async { each!(self, s => s.get(id).await) })
             .await
     }
 
     /// Where a confirmation stands, without claiming anything.
-    pub async fn status(&self, id: &str) -> Result<Option<Status>, StoreError> {
+    pub async fn status(&self, id: &str) -> Result<Option<Status>> {
         self.counted(Op::Status, async { each!(self, s => s.status(id).await) })
             .await
     }
@@ -240,7 +237,7 @@ impl Store {
     /// and no outcome yet, at most `limit`. The gate ends each as expired
     /// through the store's claim, so one instance (or a decision that came
     /// first) wins.
-    pub async fn expired(&self, now_ms: u64, limit: usize) -> Result<Vec<Issued>, StoreError> {
+    pub async fn expired(&self, now_ms: u64, limit: usize) -> Result<Vec<Issued>> {
         self.counted(Op::Expired, async {
             each!(self, s => s.expired(now_ms, limit).await)
         })
@@ -254,7 +251,7 @@ impl Store {
     /// Forgetting is safe: an answer to a confirmation the server does not
     /// know runs nothing, and a lapsed approval is never handed out anyway.
     /// (Redis expires records itself.)
-    pub async fn purge_expired(&self, now_ms: u64) -> Result<usize, StoreError> {
+    pub async fn purge_expired(&self, now_ms: u64) -> Result<usize> {
         let before = now_ms.saturating_sub(millis(KEPT_AFTER_EXPIRY));
         self.counted(Op::PurgeExpired, async {
             each!(self, s => s.purge_expired(before, now_ms).await)
@@ -265,7 +262,7 @@ impl Store {
     /// Remembers an approval; one for the same principal, chat scope (this
     /// chat, or every chat: a window grant is one for every chat) and tool
     /// replaces it.
-    pub async fn remember(&self, approval: Remembered) -> Result<(), StoreError> {
+    pub async fn remember(&self, approval: Remembered) -> Result<()> {
         self.counted(Op::Remember, async {
             each!(self, s => s.remember(approval).await)
         })
@@ -281,20 +278,21 @@ impl Store {
         chat_id: &str,
         tool: &str,
         now_ms: u64,
-    ) -> Result<Option<Remembered>, StoreError> {
+    ) -> Result<Option<Remembered>> {
         self.counted(Op::Remembered, async {
-            each!(self, s => s.remembered(principal, chat_id, tool, now_ms).await)
+            let calls = Calls {
+                principal,
+                chat_id,
+                tool,
+            };
+            each!(self, s => s.remembered(calls, now_ms).await)
         })
         .await
     }
 
     /// Every approval `principal` asked to be remembered that still applies
     /// at `now_ms`, oldest first.
-    pub async fn list_remembered(
-        &self,
-        principal: &str,
-        now_ms: u64,
-    ) -> Result<Vec<Remembered>, StoreError> {
+    pub async fn list_remembered(&self, principal: &str, now_ms: u64) -> Result<Vec<Remembered>> {
         let mut list = self
             .counted(Op::ListRemembered, async {
                 each!(self, s => s.list_remembered(principal, now_ms).await)
@@ -309,7 +307,7 @@ impl Store {
     }
 
     /// Forgets one of `principal`'s remembered approvals; false if there was none.
-    pub async fn revoke(&self, principal: &str, id: &str) -> Result<bool, StoreError> {
+    pub async fn revoke(&self, principal: &str, id: &str) -> Result<bool> {
         self.counted(Op::Revoke, async {
             each!(self, s => s.revoke(principal, id).await)
         })
@@ -323,7 +321,7 @@ impl Store {
         chat_id: &str,
         tool: &str,
         n: u32,
-    ) -> Result<(), StoreError> {
+    ) -> Result<()> {
         self.counted(Op::GrantBudget, async {
             each!(self, s => s.grant_budget(principal, chat_id, tool, n).await)
         })
@@ -331,12 +329,7 @@ impl Store {
     }
 
     /// Spends one call of the budget, atomically; false when none is left.
-    pub async fn take_budget(
-        &self,
-        principal: &str,
-        chat_id: &str,
-        tool: &str,
-    ) -> Result<bool, StoreError> {
+    pub async fn take_budget(&self, principal: &str, chat_id: &str, tool: &str) -> Result<bool> {
         self.counted(Op::TakeBudget, async {
             each!(self, s => s.take_budget(principal, chat_id, tool).await)
         })
@@ -345,12 +338,7 @@ impl Store {
 
     /// `principal`'s confirmations in `chat_id` that nobody decided yet and
     /// that have not expired at `now_ms`, oldest first.
-    pub async fn open(
-        &self,
-        principal: &str,
-        chat_id: &str,
-        now_ms: u64,
-    ) -> Result<Vec<Issued>, StoreError> {
+    pub async fn open(&self, principal: &str, chat_id: &str, now_ms: u64) -> Result<Vec<Issued>> {
         let mut open = self
             .counted(Op::Open, async {
                 each!(self, s => s.open(principal, chat_id, now_ms).await)
@@ -375,9 +363,15 @@ impl Store {
         after: Option<&Cursor>,
         limit: usize,
         asker: Option<&str>,
-    ) -> Result<Vec<Issued>, StoreError> {
+    ) -> Result<Vec<Issued>> {
         self.counted(Op::OpenAll, async {
-            each!(self, s => s.open_all(now_ms, after, limit, asker).await)
+            let page = Page {
+                now_ms,
+                after,
+                limit,
+                asker,
+            };
+            each!(self, s => s.open_all(page).await)
         })
         .await
     }
@@ -386,13 +380,13 @@ impl Store {
     /// instance sharing the store; the stream ends when the subscription
     /// drops. `None` for a store one process owns: its gate sees every
     /// change itself.
-    pub async fn changes(&self) -> Result<Option<BoxStream<'static, ()>>, StoreError> {
+    pub async fn changes(&self) -> Result<Option<BoxStream<'static, ()>>> {
         self.counted(Op::Changes, async { each!(self, s => s.changes().await) })
             .await
     }
 
     /// Appends to the audit log.
-    pub async fn audit(&self, event: AuditEvent) -> Result<(), StoreError> {
+    pub async fn audit(&self, event: AuditEvent) -> Result<()> {
         self.counted(Op::Audit, async { each!(self, s => s.audit(event).await) })
             .await
     }
@@ -405,7 +399,7 @@ impl Store {
         chat_id: Option<&str>,
         since_ms: u64,
         limit: usize,
-    ) -> Result<Vec<AuditEvent>, StoreError> {
+    ) -> Result<Vec<AuditEvent>> {
         let events = self
             .counted(Op::AuditLog, async {
                 each!(self, s => s.audit_log(principal, since_ms).await)
@@ -421,12 +415,12 @@ impl Store {
     /// Moves SQLite's write-ahead log into its file, off the path of the
     /// calls that write it (`serve` does so every second); the other
     /// stores have nothing to move.
-    pub async fn checkpoint(&self) -> Result<(), StoreError> {
+    pub async fn checkpoint(&self) -> Result<()> {
         each!(self, s => s.checkpoint().await)
     }
 
     /// Drops audit events older than `before_ms` (the retention setting).
-    pub async fn prune_audit(&self, before_ms: u64) -> Result<usize, StoreError> {
+    pub async fn prune_audit(&self, before_ms: u64) -> Result<usize> {
         self.counted(Op::PruneAudit, async {
             each!(self, s => s.prune_audit(before_ms).await)
         })
@@ -435,7 +429,7 @@ impl Store {
 
     /// Claims a confirmation for execution at `now_ms` on behalf of
     /// `instance` (the id the process minted at start-up); atomic.
-    pub async fn claim(&self, id: &str, now_ms: u64, instance: &str) -> Result<Claim, StoreError> {
+    pub async fn claim(&self, id: &str, now_ms: u64, instance: &str) -> Result<Claim> {
         self.counted(Op::Claim, async {
             each!(self, s => s.claim(id, now_ms, instance).await)
         })
@@ -470,7 +464,7 @@ impl Store {
 
     /// Says `instance` is alive for the next [`HEARTBEAT_TTL`]; renew it
     /// every [`HEARTBEAT_EVERY`]. A no-op for a store one process owns.
-    pub async fn heartbeat(&self, instance: &str) -> Result<(), StoreError> {
+    pub async fn heartbeat(&self, instance: &str) -> Result<()> {
         self.counted(Op::Heartbeat, async {
             each!(self, s => s.heartbeat(instance, HEARTBEAT_TTL).await)
         })
@@ -478,7 +472,7 @@ impl Store {
     }
 
     /// Records the outcome of a claimed confirmation.
-    pub async fn finish(&self, id: &str, outcome: Outcome) -> Result<(), StoreError> {
+    pub async fn finish(&self, id: &str, outcome: Outcome) -> Result<()> {
         self.counted(Op::Finish, async {
             each!(self, s => s.finish(id, outcome).await)
         })
@@ -486,11 +480,7 @@ impl Store {
     }
 
     /// Waits up to `timeout` for another caller's outcome.
-    pub async fn wait_outcome(
-        &self,
-        id: &str,
-        timeout: Duration,
-    ) -> Result<Option<Outcome>, StoreError> {
+    pub async fn wait_outcome(&self, id: &str, timeout: Duration) -> Result<Option<Outcome>> {
         self.counted(Op::WaitOutcome, async {
             each!(self, s => s.wait_outcome(id, timeout).await)
         })

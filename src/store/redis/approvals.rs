@@ -5,8 +5,8 @@
 use redis::AsyncCommands;
 
 use super::{RedisStore, backend};
-use crate::store::backend::Approvals;
-use crate::store::{BackendError, Remembered, StoreError};
+use crate::store::backend::{Approvals, Calls};
+use crate::store::{BackendError, Remembered, Result};
 
 impl RedisStore {
     /// A principal's index of their approvals: a set of (chat or "", tool)
@@ -30,7 +30,7 @@ impl RedisStore {
 
     /// `principal`'s approvals as stored, dropping the index entries of
     /// records that are gone on the way.
-    async fn stored_approvals(&self, principal: &str) -> Result<Vec<StoredApproval>, StoreError> {
+    async fn stored_approvals(&self, principal: &str) -> Result<Vec<StoredApproval>> {
         let index = self.approvals_key(principal);
         let mut conn = self.conn.clone();
         let fields: Vec<String> = conn.smembers(&index).await.map_err(backend)?;
@@ -72,7 +72,7 @@ impl RedisStore {
 }
 
 impl Approvals for RedisStore {
-    async fn remember(&self, approval: Remembered) -> Result<(), StoreError> {
+    async fn remember(&self, approval: Remembered) -> Result<()> {
         let field = field(approval.chat_id.as_deref().unwrap_or(""), &approval.tool);
         let key = self.approval_key(&approval.principal, &field);
         let text =
@@ -109,13 +109,8 @@ impl Approvals for RedisStore {
         Ok(())
     }
 
-    async fn remembered(
-        &self,
-        principal: &str,
-        chat_id: &str,
-        tool: &str,
-        now_ms: u64,
-    ) -> Result<Option<Remembered>, StoreError> {
+    async fn remembered(&self, calls: Calls<'_>, now_ms: u64) -> Result<Option<Remembered>> {
+        let (principal, chat_id, tool) = calls.parts();
         let mut conn = self.conn.clone();
         let (this_chat, every_chat): (Option<String>, Option<String>) = redis::cmd("MGET")
             .arg(self.approval_key(principal, &field(chat_id, tool)))
@@ -132,11 +127,7 @@ impl Approvals for RedisStore {
         Ok(None)
     }
 
-    async fn list_remembered(
-        &self,
-        principal: &str,
-        now_ms: u64,
-    ) -> Result<Vec<Remembered>, StoreError> {
+    async fn list_remembered(&self, principal: &str, now_ms: u64) -> Result<Vec<Remembered>> {
         Ok(self
             .stored_approvals(principal)
             .await?
@@ -146,7 +137,7 @@ impl Approvals for RedisStore {
             .collect())
     }
 
-    async fn revoke(&self, principal: &str, id: &str) -> Result<bool, StoreError> {
+    async fn revoke(&self, principal: &str, id: &str) -> Result<bool> {
         let Some(found) = self
             .stored_approvals(principal)
             .await?
@@ -168,13 +159,7 @@ impl Approvals for RedisStore {
         Ok(revoked == 1)
     }
 
-    async fn grant_budget(
-        &self,
-        principal: &str,
-        chat_id: &str,
-        tool: &str,
-        n: u32,
-    ) -> Result<(), StoreError> {
+    async fn grant_budget(&self, principal: &str, chat_id: &str, tool: &str, n: u32) -> Result<()> {
         let mut conn = self.conn.clone();
         // As long as a chat's remembered approval: a chat's grant either way.
         let _: () = conn
@@ -184,12 +169,7 @@ impl Approvals for RedisStore {
         Ok(())
     }
 
-    async fn take_budget(
-        &self,
-        principal: &str,
-        chat_id: &str,
-        tool: &str,
-    ) -> Result<bool, StoreError> {
+    async fn take_budget(&self, principal: &str, chat_id: &str, tool: &str) -> Result<bool> {
         let mut conn = self.conn.clone();
         let taken: i64 = self
             .take_budget
@@ -216,6 +196,6 @@ pub(super) fn field(chat_id: &str, tool: &str) -> String {
     format!("{chat_id}\u{1f}{tool}")
 }
 
-fn remembered_from(text: &str) -> Result<Remembered, StoreError> {
+fn remembered_from(text: &str) -> Result<Remembered> {
     serde_json::from_str(text).map_err(BackendError::json("stored approval is corrupt"))
 }

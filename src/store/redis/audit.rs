@@ -5,7 +5,7 @@ use redis::AsyncCommands;
 
 use super::{RedisStore, backend};
 use crate::store::backend::AuditLog;
-use crate::store::{AuditEvent, BackendError, StoreError};
+use crate::store::{AuditEvent, BackendError, Result};
 
 impl RedisStore {
     /// One sorted set per principal, scored by time.
@@ -28,7 +28,7 @@ impl RedisStore {
 }
 
 impl AuditLog for RedisStore {
-    async fn audit(&self, event: AuditEvent) -> Result<(), StoreError> {
+    async fn audit(&self, event: AuditEvent) -> Result<()> {
         // A unique prefix keeps equal events apart in the set; it is cut on reading.
         let text = format!(
             "{}\u{1f}{}",
@@ -54,11 +54,7 @@ impl AuditLog for RedisStore {
         Ok(())
     }
 
-    async fn audit_log(
-        &self,
-        principal: &str,
-        since_ms: u64,
-    ) -> Result<Vec<AuditEvent>, StoreError> {
+    async fn audit_log(&self, principal: &str, since_ms: u64) -> Result<Vec<AuditEvent>> {
         let mut conn = self.conn.clone();
         let members: Vec<String> = conn
             .zrangebyscore(self.audit_key(principal), since_ms, "+inf")
@@ -74,7 +70,7 @@ impl AuditLog for RedisStore {
             .collect()
     }
 
-    async fn prune_audit(&self, before_ms: u64) -> Result<usize, StoreError> {
+    async fn prune_audit(&self, before_ms: u64) -> Result<usize> {
         let mut conn = self.conn.clone();
         let mut principals: Vec<String> = conn
             .zrange(self.audit_index(), 0, -1)

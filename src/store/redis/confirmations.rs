@@ -11,8 +11,8 @@ use tokio::sync::broadcast;
 use super::{RedisStore, backend, outcome_from};
 use crate::call::ToolCall;
 use crate::protocol::ConfirmationProtocol;
-use crate::store::backend::Confirmations;
-use crate::store::{BackendError, Claim, Cursor, Issued, Outcome, RecordKind, Status, StoreError};
+use crate::store::backend::{Confirmations, Page};
+use crate::store::{BackendError, Claim, Issued, Outcome, RecordKind, Result, Status, StoreError};
 
 /// How long a record outlives its expiry: a running call's outcome, or
 /// that it expired, stays readable.
@@ -60,7 +60,7 @@ impl RedisStore {
 }
 
 impl Confirmations for RedisStore {
-    async fn insert(&self, issued: Issued) -> Result<(), StoreError> {
+    async fn insert(&self, issued: Issued) -> Result<()> {
         let record = Record {
             id: issued.id.clone(),
             chat_id: issued.chat_id,
@@ -108,13 +108,13 @@ impl Confirmations for RedisStore {
         Ok(())
     }
 
-    async fn get(&self, id: &str) -> Result<Option<Issued>, StoreError> {
+    async fn get(&self, id: &str) -> Result<Option<Issued>> {
         let mut conn = self.conn.clone();
         let text: Option<String> = conn.hget(self.key(id), "issued").await.map_err(backend)?;
         text.as_deref().map(issued_from).transpose()
     }
 
-    async fn status(&self, id: &str) -> Result<Option<Status>, StoreError> {
+    async fn status(&self, id: &str) -> Result<Option<Status>> {
         let mut conn = self.conn.clone();
         let (issued, since, outcome): (Option<String>, Option<u64>, Option<String>) =
             redis::cmd("HMGET")
@@ -133,7 +133,7 @@ impl Confirmations for RedisStore {
         })
     }
 
-    async fn expired(&self, now_ms: u64, limit: usize) -> Result<Vec<Issued>, StoreError> {
+    async fn expired(&self, now_ms: u64, limit: usize) -> Result<Vec<Issued>> {
         let mut conn = self.conn.clone();
         let limit = isize::try_from(limit).unwrap_or(isize::MAX);
         let ids: Vec<String> = conn
@@ -154,16 +154,11 @@ impl Confirmations for RedisStore {
     }
 
     /// Redis expires records itself.
-    async fn purge_expired(&self, _before_ms: u64, _now_ms: u64) -> Result<usize, StoreError> {
+    async fn purge_expired(&self, _before_ms: u64, _now_ms: u64) -> Result<usize> {
         Ok(0)
     }
 
-    async fn open(
-        &self,
-        principal: &str,
-        chat_id: &str,
-        now_ms: u64,
-    ) -> Result<Vec<Issued>, StoreError> {
+    async fn open(&self, principal: &str, chat_id: &str, now_ms: u64) -> Result<Vec<Issued>> {
         let index = self.chat_key(principal, chat_id);
         let mut conn = self.conn.clone();
         let ids: Vec<String> = conn.smembers(&index).await.map_err(backend)?;
@@ -187,13 +182,8 @@ impl Confirmations for RedisStore {
     /// until `limit` open ones are found; drops each entry it meets whose
     /// question is no longer open (taken, expired, gone), since none ever
     /// opens again.
-    async fn open_all(
-        &self,
-        now_ms: u64,
-        after: Option<&Cursor>,
-        limit: usize,
-        asker: Option<&str>,
-    ) -> Result<Vec<Issued>, StoreError> {
+    async fn open_all(&self, page: Page<'_>) -> Result<Vec<Issued>> {
+        let (now_ms, after, limit, asker) = page.parts();
         let mut conn = self.conn.clone();
         let index = self.open_key();
         let mut from = after.map_or_else(
@@ -259,7 +249,7 @@ impl Confirmations for RedisStore {
     /// A claim is orphaned when its holder is another instance with no live
     /// heartbeat. A claim made before claims named their holder is not: it
     /// may be running on an instance of the version before.
-    async fn claim(&self, id: &str, now_ms: u64, instance: &str) -> Result<Claim, StoreError> {
+    async fn claim(&self, id: &str, now_ms: u64, instance: &str) -> Result<Claim> {
         let mut conn = self.conn.clone();
         let reply: Vec<String> = self
             .claim
@@ -291,7 +281,7 @@ impl Confirmations for RedisStore {
         }
     }
 
-    async fn finish(&self, id: &str, outcome: Outcome) -> Result<(), StoreError> {
+    async fn finish(&self, id: &str, outcome: Outcome) -> Result<()> {
         let text =
             serde_json::to_string(&outcome).map_err(BackendError::json("encoding a record"))?;
         let mut conn = self.conn.clone();
@@ -311,11 +301,7 @@ impl Confirmations for RedisStore {
         }
     }
 
-    async fn wait_outcome(
-        &self,
-        id: &str,
-        timeout: Duration,
-    ) -> Result<Option<Outcome>, StoreError> {
+    async fn wait_outcome(&self, id: &str, timeout: Duration) -> Result<Option<Outcome>> {
         let channel = self.channel();
         let mut decided = self.outcomes.subscribe(&self.client, &channel).await?;
         let wait = async {
@@ -355,7 +341,7 @@ fn open_entry(issued_at_ms: u64, id: &str) -> String {
     format!("{issued_at_ms:020}\u{1f}{id}")
 }
 
-fn issued_from(text: &str) -> Result<Issued, StoreError> {
+fn issued_from(text: &str) -> Result<Issued> {
     let record: Record =
         serde_json::from_str(text).map_err(BackendError::json("stored record is corrupt"))?;
     Ok(Issued {

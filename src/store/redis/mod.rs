@@ -27,7 +27,7 @@ use tokio_util::task::TaskTracker;
 use outcomes::Outcomes;
 
 use super::backend::StoreBackend;
-use super::{BackendError, Outcome, StoreError};
+use super::{BackendError, Outcome, Result, StoreError};
 
 /// How long, by default, what a user can multiply lives in Redis: a
 /// chat's remembered approvals and approve-next budgets, and the audit
@@ -83,7 +83,7 @@ impl std::fmt::Debug for RedisStore {
 }
 
 impl RedisStore {
-    pub async fn connect(url: &str, prefix: &str) -> Result<Self, StoreError> {
+    pub async fn connect(url: &str, prefix: &str) -> Result<Self> {
         let client = redis::Client::open(url).map_err(backend)?;
         let conn = ConnectionManager::new(client.clone())
             .await
@@ -120,7 +120,7 @@ impl RedisStore {
         format!("{}confirmation:{id}", self.prefix)
     }
 
-    /// What the turn logs (`turn_log.rs`) share with the store: its keys'
+    /// What the turn logs (`turn_log/`) share with the store: its keys'
     /// prefix, its connection, and its client for connections of their own.
     pub(super) fn prefix(&self) -> &str {
         &self.prefix
@@ -165,7 +165,7 @@ impl StoreBackend for RedisStore {
     /// a new connection: waiters and followers of other instances' turns
     /// need new ones, and a server that refuses them (`maxclients`) is
     /// not one to send traffic to.
-    async fn ping(&self) -> Result<(), StoreError> {
+    async fn ping(&self) -> Result<()> {
         let mut conn = self.conn.clone();
         let _: bool = conn
             .exists(self.heartbeat_key("ping"))
@@ -187,7 +187,7 @@ impl StoreBackend for RedisStore {
         Ok(())
     }
 
-    async fn changes(&self) -> Result<Option<BoxStream<'static, ()>>, StoreError> {
+    async fn changes(&self) -> Result<Option<BoxStream<'static, ()>>> {
         let mut pubsub = self.client.get_async_pubsub().await.map_err(backend)?;
         pubsub
             .subscribe(self.inbox_channel())
@@ -196,7 +196,7 @@ impl StoreBackend for RedisStore {
         Ok(Some(pubsub.into_on_message().map(drop).boxed()))
     }
 
-    async fn heartbeat(&self, instance: &str, ttl: Duration) -> Result<(), StoreError> {
+    async fn heartbeat(&self, instance: &str, ttl: Duration) -> Result<()> {
         let mut conn = self.conn.clone();
         let ttl = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
         let _: () = conn
@@ -215,6 +215,6 @@ pub(super) fn backend(e: redis::RedisError) -> StoreError {
     StoreError::Backend(e.into())
 }
 
-fn outcome_from(text: &str) -> Result<Outcome, StoreError> {
+fn outcome_from(text: &str) -> Result<Outcome> {
     serde_json::from_str(text).map_err(BackendError::json("stored outcome is corrupt"))
 }

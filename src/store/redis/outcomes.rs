@@ -7,7 +7,7 @@ use tokio::sync::broadcast;
 use tokio_util::task::TaskTracker;
 
 use super::backend;
-use crate::store::StoreError;
+use crate::store::{Result, StoreError};
 
 /// The one subscription to the outcomes channel of an instance, shared by
 /// every waiter on it: each outcome's id, told to all of them. The first
@@ -47,7 +47,7 @@ impl Outcomes {
         self: &std::sync::Arc<Self>,
         client: &redis::Client,
         channel: &str,
-    ) -> Result<broadcast::Receiver<std::sync::Arc<str>>, StoreError> {
+    ) -> Result<broadcast::Receiver<std::sync::Arc<str>>> {
         loop {
             let current = self.lock().clone();
             let told = current

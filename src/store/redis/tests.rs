@@ -1,4 +1,4 @@
-use crate::store::backend::{Approvals, Confirmations};
+use crate::store::backend::{Approvals, Calls, Confirmations};
 use crate::store::{Backend, Store, conformance};
 
 /// The server the tests run against: `scripts/test` starts one and sets
@@ -290,7 +290,14 @@ async fn window_grants_expire_themselves() {
     assert!(entries.is_empty(), "{entries:?}");
     assert_eq!(
         store
-            .remembered("alice", "chat", "internal--pay", 1_000)
+            .remembered(
+                Calls {
+                    principal: "alice",
+                    chat_id: "chat",
+                    tool: "internal--pay",
+                },
+                1_000
+            )
             .await
             .ok(),
         Some(None)

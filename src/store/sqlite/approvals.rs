@@ -3,11 +3,11 @@
 use rusqlite::{OptionalExtension, params};
 
 use super::{SqliteStore, backend, millis};
-use crate::store::backend::Approvals;
-use crate::store::{Remembered, StoreError};
+use crate::store::backend::{Approvals, Calls};
+use crate::store::{Remembered, Result};
 
 impl Approvals for SqliteStore {
-    async fn remember(&self, approval: Remembered) -> Result<(), StoreError> {
+    async fn remember(&self, approval: Remembered) -> Result<()> {
         self.with(move |conn| {
             conn.execute(
                 "INSERT INTO remembered (id, principal, chat_id, tool, created_at_ms, expires_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
@@ -28,13 +28,8 @@ impl Approvals for SqliteStore {
         .await
     }
 
-    async fn remembered(
-        &self,
-        principal: &str,
-        chat_id: &str,
-        tool: &str,
-        now_ms: u64,
-    ) -> Result<Option<Remembered>, StoreError> {
+    async fn remembered(&self, calls: Calls<'_>, now_ms: u64) -> Result<Option<Remembered>> {
+        let (principal, chat_id, tool) = calls.parts();
         let (principal, chat_id, tool) =
             (principal.to_owned(), chat_id.to_owned(), tool.to_owned());
         self.with(move |conn| {
@@ -53,11 +48,7 @@ impl Approvals for SqliteStore {
         .await
     }
 
-    async fn list_remembered(
-        &self,
-        principal: &str,
-        now_ms: u64,
-    ) -> Result<Vec<Remembered>, StoreError> {
+    async fn list_remembered(&self, principal: &str, now_ms: u64) -> Result<Vec<Remembered>> {
         let principal = principal.to_owned();
         self.with(move |conn| {
             let mut statement = conn
@@ -74,7 +65,7 @@ impl Approvals for SqliteStore {
         .await
     }
 
-    async fn revoke(&self, principal: &str, id: &str) -> Result<bool, StoreError> {
+    async fn revoke(&self, principal: &str, id: &str) -> Result<bool> {
         let (principal, id) = (principal.to_owned(), id.to_owned());
         self.with(move |conn| {
             conn.execute(
@@ -87,13 +78,7 @@ impl Approvals for SqliteStore {
         .await
     }
 
-    async fn grant_budget(
-        &self,
-        principal: &str,
-        chat_id: &str,
-        tool: &str,
-        n: u32,
-    ) -> Result<(), StoreError> {
+    async fn grant_budget(&self, principal: &str, chat_id: &str, tool: &str, n: u32) -> Result<()> {
         let (principal, chat_id, tool) =
             (principal.to_owned(), chat_id.to_owned(), tool.to_owned());
         self.with(move |conn| {
@@ -108,12 +93,7 @@ impl Approvals for SqliteStore {
         .await
     }
 
-    async fn take_budget(
-        &self,
-        principal: &str,
-        chat_id: &str,
-        tool: &str,
-    ) -> Result<bool, StoreError> {
+    async fn take_budget(&self, principal: &str, chat_id: &str, tool: &str) -> Result<bool> {
         let (principal, chat_id, tool) =
             (principal.to_owned(), chat_id.to_owned(), tool.to_owned());
         self.with(move |conn| {

@@ -4,10 +4,10 @@ use rusqlite::params;
 
 use super::{SqliteStore, backend, millis};
 use crate::store::backend::AuditLog;
-use crate::store::{AuditEvent, BackendError, StoreError};
+use crate::store::{AuditEvent, BackendError, Result};
 
 impl AuditLog for SqliteStore {
-    async fn audit(&self, event: AuditEvent) -> Result<(), StoreError> {
+    async fn audit(&self, event: AuditEvent) -> Result<()> {
         let text =
             serde_json::to_string(&event).map_err(BackendError::json("encoding a record"))?;
         self.with(move |conn| {
@@ -21,11 +21,7 @@ impl AuditLog for SqliteStore {
         .await
     }
 
-    async fn audit_log(
-        &self,
-        principal: &str,
-        since_ms: u64,
-    ) -> Result<Vec<AuditEvent>, StoreError> {
+    async fn audit_log(&self, principal: &str, since_ms: u64) -> Result<Vec<AuditEvent>> {
         let principal = principal.to_owned();
         self.with(move |conn| {
             let mut statement = conn
@@ -41,7 +37,7 @@ impl AuditLog for SqliteStore {
         .await
     }
 
-    async fn prune_audit(&self, before_ms: u64) -> Result<usize, StoreError> {
+    async fn prune_audit(&self, before_ms: u64) -> Result<usize> {
         self.with(move |conn| {
             conn.execute("DELETE FROM audit WHERE at_ms < ?1", [millis(before_ms)])
                 .map_err(backend)

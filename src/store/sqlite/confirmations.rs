@@ -9,8 +9,8 @@ use rusqlite::{OptionalExtension, params};
 use super::{SqliteStore, backend, json, millis, outcome_from};
 use crate::call::ToolCall;
 use crate::protocol::ConfirmationProtocol;
-use crate::store::backend::Confirmations;
-use crate::store::{BackendError, Claim, Cursor, Issued, Outcome, RecordKind, Status, StoreError};
+use crate::store::backend::{Confirmations, Page};
+use crate::store::{BackendError, Claim, Issued, Outcome, RecordKind, Result, Status, StoreError};
 
 /// The columns of an [`Issued`], in the order [`issued_row`] reads them.
 macro_rules! issued_columns {
@@ -35,7 +35,7 @@ pub(super) const OPEN_ALL: &str = concat!(
 const POLL: Duration = Duration::from_millis(100);
 
 impl Confirmations for SqliteStore {
-    async fn insert(&self, issued: Issued) -> Result<(), StoreError> {
+    async fn insert(&self, issued: Issued) -> Result<()> {
         self.with(move |conn| {
             let inserted = conn
                 .execute(
@@ -64,7 +64,7 @@ impl Confirmations for SqliteStore {
         .await
     }
 
-    async fn get(&self, id: &str) -> Result<Option<Issued>, StoreError> {
+    async fn get(&self, id: &str) -> Result<Option<Issued>> {
         let id = id.to_owned();
         self.with(move |conn| {
             conn.query_row(
@@ -84,7 +84,7 @@ impl Confirmations for SqliteStore {
         .await
     }
 
-    async fn status(&self, id: &str) -> Result<Option<Status>, StoreError> {
+    async fn status(&self, id: &str) -> Result<Option<Status>> {
         let id = id.to_owned();
         self.with(move |conn| {
             let row: Option<(Option<i64>, Option<String>)> = conn
@@ -107,7 +107,7 @@ impl Confirmations for SqliteStore {
         .await
     }
 
-    async fn expired(&self, now_ms: u64, limit: usize) -> Result<Vec<Issued>, StoreError> {
+    async fn expired(&self, now_ms: u64, limit: usize) -> Result<Vec<Issued>> {
         let ids: Vec<String> = self
             .with(move |conn| {
                 let mut statement = conn
@@ -126,7 +126,7 @@ impl Confirmations for SqliteStore {
     }
 
     /// Confirmations that expired before `before`, windows over at `now_ms`.
-    async fn purge_expired(&self, before: u64, now_ms: u64) -> Result<usize, StoreError> {
+    async fn purge_expired(&self, before: u64, now_ms: u64) -> Result<usize> {
         self.with(move |conn| {
             let confirmations = conn
                 .execute(
@@ -145,12 +145,7 @@ impl Confirmations for SqliteStore {
         .await
     }
 
-    async fn open(
-        &self,
-        principal: &str,
-        chat_id: &str,
-        now_ms: u64,
-    ) -> Result<Vec<Issued>, StoreError> {
+    async fn open(&self, principal: &str, chat_id: &str, now_ms: u64) -> Result<Vec<Issued>> {
         let (principal, chat_id) = (principal.to_owned(), chat_id.to_owned());
         let ids: Vec<String> = self
             .with(move |conn| {
@@ -171,13 +166,8 @@ impl Confirmations for SqliteStore {
         Ok(open)
     }
 
-    async fn open_all(
-        &self,
-        now_ms: u64,
-        after: Option<&Cursor>,
-        limit: usize,
-        asker: Option<&str>,
-    ) -> Result<Vec<Issued>, StoreError> {
+    async fn open_all(&self, page: Page<'_>) -> Result<Vec<Issued>> {
+        let (now_ms, after, limit, asker) = page.parts();
         let asker = asker.map(str::to_owned);
         // Before every row: no issue time is negative.
         let (after_ms, after_id) = after.map_or((-1, String::new()), |c| {
@@ -200,7 +190,7 @@ impl Confirmations for SqliteStore {
 
     /// One process owns the file: a claim of any other instance (or of none,
     /// made before claims named their holder) is orphaned.
-    async fn claim(&self, id: &str, now_ms: u64, instance: &str) -> Result<Claim, StoreError> {
+    async fn claim(&self, id: &str, now_ms: u64, instance: &str) -> Result<Claim> {
         let (id, instance) = (id.to_owned(), instance.to_owned());
         self.with(move |conn| {
             // One statement: atomic, also against other processes on the same file.
@@ -231,7 +221,7 @@ impl Confirmations for SqliteStore {
         .await
     }
 
-    async fn finish(&self, id: &str, outcome: Outcome) -> Result<(), StoreError> {
+    async fn finish(&self, id: &str, outcome: Outcome) -> Result<()> {
         let id = id.to_owned();
         let text =
             serde_json::to_string(&outcome).map_err(BackendError::json("encoding a record"))?;
@@ -252,11 +242,7 @@ impl Confirmations for SqliteStore {
         Ok(())
     }
 
-    async fn wait_outcome(
-        &self,
-        id: &str,
-        timeout: Duration,
-    ) -> Result<Option<Outcome>, StoreError> {
+    async fn wait_outcome(&self, id: &str, timeout: Duration) -> Result<Option<Outcome>> {
         let mut changes = self.recorded.subscribe();
         let wait = async {
             loop {
@@ -306,7 +292,7 @@ fn issued_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
 }
 
 impl Row {
-    fn issued(self) -> Result<Issued, StoreError> {
+    fn issued(self) -> Result<Issued> {
         Ok(Issued {
             id: self.id,
             chat_id: self.chat_id,

@@ -17,7 +17,7 @@ use rusqlite_migration::{M, Migrations};
 use tokio::sync::watch;
 
 use super::backend::StoreBackend;
-use super::{BackendError, Outcome, StoreError};
+use super::{BackendError, Outcome, Result, StoreError};
 
 const MIGRATIONS: &[M<'static>] = &[
     M::up(include_str!("migrations/001_confirmations.sql")),
@@ -88,7 +88,7 @@ impl SqliteStore {
     /// Opens (creating it and its folder if needed) and migrates the file.
     /// What it creates only its own account may read: the folders 0700,
     /// the file 0600 (SQLite gives its `-wal` and `-shm` the file's mode).
-    pub fn open(path: &Path) -> Result<Self, StoreError> {
+    pub fn open(path: &Path) -> Result<Self> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             private_dir(dir).map_err(|source| BackendError::Folder {
                 path: dir.to_owned(),
@@ -124,8 +124,8 @@ impl SqliteStore {
 
     async fn with<T: Send + 'static>(
         &self,
-        f: impl FnOnce(&Db<'_>) -> Result<T, StoreError> + Send + 'static,
-    ) -> Result<T, StoreError> {
+        f: impl FnOnce(&Db<'_>) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
         let conn = self.conn.clone();
         tokio::task::spawn_blocking(move || {
             let conn = conn.lock().unwrap_or_else(PoisonError::into_inner);
@@ -140,7 +140,7 @@ impl StoreBackend for SqliteStore {
     const LABEL: &'static str = "sqlite";
 
     /// Reads the confirmations table: a missing file or table fails.
-    async fn ping(&self) -> Result<(), StoreError> {
+    async fn ping(&self) -> Result<()> {
         self.with(move |conn| {
             conn.query_row(
                 "SELECT count(*) FROM confirmations WHERE id = ''",
@@ -154,7 +154,7 @@ impl StoreBackend for SqliteStore {
 
     /// Copies what the log holds into the file, as far as readers allow,
     /// without waiting for any of them or for a writer.
-    async fn checkpoint(&self) -> Result<(), StoreError> {
+    async fn checkpoint(&self) -> Result<()> {
         let conn = self.checkpoints.clone();
         tokio::task::spawn_blocking(move || {
             let conn = conn.lock().unwrap_or_else(PoisonError::into_inner);
@@ -194,11 +194,11 @@ fn backend(e: rusqlite::Error) -> StoreError {
     StoreError::Backend(e.into())
 }
 
-fn json(text: &str) -> Result<serde_json::Value, StoreError> {
+fn json(text: &str) -> Result<serde_json::Value> {
     serde_json::from_str(text).map_err(BackendError::json("stored JSON is corrupt"))
 }
 
-fn outcome_from(text: &str) -> Result<Outcome, StoreError> {
+fn outcome_from(text: &str) -> Result<Outcome> {
     serde_json::from_str(text).map_err(BackendError::json("stored outcome is corrupt"))
 }
 
