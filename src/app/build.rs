@@ -22,10 +22,10 @@ use crate::provider::gemini::Gemini;
 use crate::provider::measured::Measured;
 use crate::provider::openai::OpenAi;
 use crate::provider::{ModelProvider, ModelRequest, ProviderError, ProviderEvent, ScriptedModel};
+use crate::run::{Limits as RunLimits, Runs};
 use crate::store::{Limiter, Store};
 use crate::tools::Toolbox;
 use crate::tools::mcp;
-use crate::run::{Limits as RunLimits, Runs};
 use crate::transport::{HttpState, router};
 
 use super::App;

@@ -1,6 +1,6 @@
 //! Turn logs in Redis, so that any instance sharing the store resumes any
 //! turn in flight. The instance running a turn keeps its own log in memory
-//! (`transport/runs.rs`) and, with a Redis store, also writes each batch
+//! (`run/`) and, with a Redis store, also writes each batch
 //! of chunks to a Redis Stream of the turn: one `XADD` per batch, the
 //! entry's id the batch's first chunk number (plus one), each chunk a `c`
 //! field. A small hash per (principal, chat) names the chat's current
