@@ -21,6 +21,32 @@ pub mod upstream;
 pub mod wait;
 pub mod ws;
 
+/// The one way a helper (or a closure, or a task a test spawns) that cannot
+/// use `?` fails on an error: a panic with the error's message and its causes,
+/// reported at the caller's line. Test functions return `anyhow::Result<()>`
+/// and use `?` instead.
+pub trait Must<T> {
+    fn must(self) -> T;
+}
+
+impl<T, E: std::fmt::Display> Must<T> for Result<T, E> {
+    #[track_caller]
+    fn must(self) -> T {
+        match self {
+            Ok(value) => value,
+            Err(e) => panic!("{e:#}"),
+        }
+    }
+}
+
+/// `text` as JSON of type `T`; the test fails naming the text when it is not.
+#[track_caller]
+pub fn from_json<T: serde::de::DeserializeOwned>(text: &str) -> T {
+    serde_json::from_str(text)
+        .map_err(|e| format!("{e}: {text}"))
+        .must()
+}
+
 pub struct Server {
     pub url: String,
     pub clock: Clock,
@@ -38,7 +64,7 @@ impl Reply {
     async fn of(response: reqwest::Response) -> Self {
         let status = response.status().as_u16();
         let headers = response.headers().clone();
-        let body = response.text().await.unwrap_or_else(|e| panic!("{e}"));
+        let body = response.text().await.must();
         Reply {
             status,
             headers,
@@ -57,7 +83,7 @@ impl Reply {
             .split("\n\n")
             .filter_map(|frame| frame.strip_prefix("data: "))
             .filter(|data| *data != "[DONE]")
-            .map(|data| serde_json::from_str(data).unwrap_or_else(|e| panic!("{e}: {data}")))
+            .map(from_json)
             .collect()
     }
 
@@ -135,7 +161,7 @@ impl Server {
     pub async fn with(config: Config, customize: impl FnOnce(App) -> App) -> Self {
         let payments = Arc::new(AtomicUsize::new(0));
         // The config's tools, with `process_payment` counted.
-        let mut registry = config.tools.registry().unwrap_or_else(|e| panic!("{e}"));
+        let mut registry = config.tools.registry().must();
         registry.register(Counting {
             inner: ProcessPayment::new(config.tools.payment_limit),
             count: payments.clone(),
@@ -180,14 +206,7 @@ impl Server {
         for (name, value) in headers {
             request = request.header(*name, *value);
         }
-        Reply::of(
-            request
-                .body(body)
-                .send()
-                .await
-                .unwrap_or_else(|e| panic!("{e}")),
-        )
-        .await
+        Reply::of(request.body(body).send().await.must()).await
     }
 
     pub async fn get(&self, path: &str) -> Reply {
@@ -200,7 +219,7 @@ impl Server {
         for (name, value) in headers {
             request = request.header(*name, *value);
         }
-        Reply::of(request.send().await.unwrap_or_else(|e| panic!("{e}"))).await
+        Reply::of(request.send().await.must()).await
     }
 
     /// Sends a turn and hands back the body as it streams.
@@ -214,7 +233,7 @@ impl Server {
             .body(body.to_string())
             .send()
             .await
-            .unwrap_or_else(|e| panic!("{e}"))
+            .must()
             .bytes_stream()
     }
 
@@ -288,7 +307,7 @@ impl Binary {
 
     /// Like [`Binary::serve_yaml`], with these environment variables set.
     pub fn serve_yaml_env(yaml: &str, extra: &[&str], env: &[(&str, &str)]) -> Self {
-        let state = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let state = tempfile::tempdir().must();
         let config = state.path().join("toolgate.yaml");
         let db = state.path().join("toolgate.sqlite3");
         std::fs::write(
@@ -298,7 +317,7 @@ impl Binary {
                 db.display()
             ),
         )
-        .unwrap_or_else(|e| panic!("{e}"));
+        .must();
         let config = config.display().to_string();
         let mut binary = Self::serve_with_env(&[&["--config", &config], extra].concat(), env);
         binary._state = Some(state);
@@ -319,7 +338,7 @@ impl Binary {
             .envs(env.iter().copied())
             .stdout(std::process::Stdio::piped())
             .spawn()
-            .unwrap_or_else(|e| panic!("{e}"));
+            .must();
         let stdout = child.stdout.take().unwrap_or_else(|| panic!("no stdout"));
         let mut stdout = std::io::BufReader::new(stdout);
         let url = listening_on(&mut stdout);
@@ -335,9 +354,7 @@ impl Binary {
 /// The URL a starting binary names on its first line of stdout.
 pub fn listening_on(stdout: &mut impl std::io::BufRead) -> String {
     let mut line = String::new();
-    stdout
-        .read_line(&mut line)
-        .unwrap_or_else(|e| panic!("{e}"));
+    stdout.read_line(&mut line).must();
     line.trim()
         .strip_prefix("listening on ")
         .unwrap_or_else(|| panic!("first line: {line:?}"))
@@ -346,13 +363,8 @@ pub fn listening_on(stdout: &mut impl std::io::BufRead) -> String {
 
 /// A listener on a free loopback port, and its `http://` URL.
 pub async fn loopback() -> (tokio::net::TcpListener, String) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    let url = format!(
-        "http://{}",
-        listener.local_addr().unwrap_or_else(|e| panic!("{e}"))
-    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.must();
+    let url = format!("http://{}", listener.local_addr().must());
     (listener, url)
 }
 
@@ -416,7 +428,7 @@ impl Binary {
             .body(body.to_string())
             .send()
             .await
-            .unwrap_or_else(|e| panic!("{e}"));
+            .must();
         Reply {
             status: response.status().as_u16(),
             headers: response.headers().clone(),
