@@ -4,6 +4,7 @@
 //! Compiled with the `adk` feature; needs `TOOLGATE_TEST_ADK`, the path of
 //! the `adk` command (scripts/test installs it), and fails without it.
 
+use crate::common::Must;
 use serde_json::{Value, json};
 use toolgate::config::{Config, ProviderKind};
 
@@ -15,7 +16,7 @@ async fn toolgate(adk: &Adk, yaml: &str) -> Server {
 }
 
 async fn toolgate_for(adk: &Adk, app: &str, yaml: &str) -> Server {
-    let mut config = Config::from_yaml(yaml).unwrap_or_else(|e| panic!("{e}"));
+    let mut config = Config::from_yaml(yaml).must();
     config.model.provider = ProviderKind::Adk;
     config.model.base_url = Some(adk.url.clone());
     config.model.app = Some(app.into());
@@ -577,7 +578,7 @@ async fn the_same_flow_over_live() {
 }
 
 #[tokio::test]
-async fn the_bytes_of_a_confirmation_and_its_approval() {
+async fn the_bytes_of_a_confirmation_and_its_approval() -> anyhow::Result<()> {
     let adk = Adk::start();
     let server = toolgate(&adk, "{}").await;
     let ask = "Send 500 USD to Alice";
@@ -588,8 +589,7 @@ async fn the_bytes_of_a_confirmation_and_its_approval() {
     // ADK's ids are new on every run: numbered in order of appearance.
     let both = format!("{}{}", first.body, second.body);
     let ids =
-        regex::Regex::new(r"adk-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
-            .unwrap_or_else(|e| panic!("{e}"));
+        regex::Regex::new(r"adk-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")?;
     let mut seen: Vec<String> = Vec::new();
     let stable = ids.replace_all(&both, |m: &regex::Captures| {
         let id = m[0].to_owned();
@@ -603,6 +603,7 @@ async fn the_bytes_of_a_confirmation_and_its_approval() {
         format!("adk-id-{n}")
     });
     crate::assert_sse!("adk_upstream_approved", stable.into_owned());
+    Ok(())
 }
 
 #[tokio::test]

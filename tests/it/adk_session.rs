@@ -14,7 +14,7 @@ use crate::common::{Server, loopback, user_says};
 /// take: toolgate stops reading and the turn ends with an error instead
 /// of holding it all (and going on to run the agent).
 #[tokio::test]
-async fn an_oversized_session_is_refused_not_read_on() {
+async fn an_oversized_session_is_refused_not_read_on() -> anyhow::Result<()> {
     let runs = Arc::new(AtomicUsize::new(0));
     let counted = runs.clone();
     let session = format!(
@@ -39,7 +39,7 @@ async fn an_oversized_session_is_refused_not_read_on() {
     tokio::spawn(async move { axum::serve(listener, app).await });
 
     let yaml = format!("model:\n  provider: adk\n  baseUrl: {url}\n  app: payments\n");
-    let config = Config::from_yaml(&yaml).unwrap_or_else(|e| panic!("{e}"));
+    let config = Config::from_yaml(&yaml)?;
     let server = Server::with_config(config).await;
     let reply = server
         .chat(&user_says("chat-big", "Send 50 USD to Hanako"))
@@ -52,4 +52,5 @@ async fn an_oversized_session_is_refused_not_read_on() {
         "the error says why: {text}"
     );
     assert_eq!(runs.load(Ordering::Relaxed), 0, "the agent was not run");
+    Ok(())
 }

@@ -41,8 +41,8 @@ fn audit_lines(reply: &common::Reply) -> Vec<serde_json::Value> {
 }
 
 #[tokio::test]
-async fn a_clerks_payment_waits_for_a_finance_approver() {
-    let config = Config::from_yaml(FOUR_EYES).unwrap_or_else(|e| panic!("{e}"));
+async fn a_clerks_payment_waits_for_a_finance_approver() -> anyhow::Result<()> {
+    let config = Config::from_yaml(FOUR_EYES)?;
     let server = Server::with_config(config).await;
     let reply = asked(&server).await;
     // The card tells the clerk who must approve.
@@ -134,11 +134,12 @@ async fn a_clerks_payment_waits_for_a_finance_approver() {
         "{}",
         log.body
     );
+    Ok(())
 }
 
 #[tokio::test]
-async fn the_clerk_may_still_deny_their_own_call() {
-    let config = Config::from_yaml(FOUR_EYES).unwrap_or_else(|e| panic!("{e}"));
+async fn the_clerk_may_still_deny_their_own_call() -> anyhow::Result<()> {
+    let config = Config::from_yaml(FOUR_EYES)?;
     let server = Server::with_config(config).await;
     asked(&server).await;
     let denied = decide(
@@ -152,12 +153,12 @@ async fn the_clerk_may_still_deny_their_own_call() {
     let late = decide(&server, "lead", json!({"approved": true})).await;
     assert_eq!(late.status, 409, "{}", late.body);
     assert_eq!(server.payments(), 0);
+    Ok(())
 }
 
 #[tokio::test]
-async fn without_approvers_another_user_cannot_see_the_question() {
-    let config =
-        Config::from_yaml("auth:\n  principalHeader: X-User\n").unwrap_or_else(|e| panic!("{e}"));
+async fn without_approvers_another_user_cannot_see_the_question() -> anyhow::Result<()> {
+    let config = Config::from_yaml("auth:\n  principalHeader: X-User\n")?;
     let server = Server::with_config(config).await;
     asked(&server).await;
     let other = decide(&server, "lead", json!({"approved": true})).await;
@@ -165,12 +166,13 @@ async fn without_approvers_another_user_cannot_see_the_question() {
     let own = decide(&server, "clerk", json!({"approved": true})).await;
     assert_eq!(own.status, 200, "{}", own.body);
     assert_eq!(server.payments(), 1);
+    Ok(())
 }
 
 /// A key carries its principal's roles; the asker may approve when listed
 /// (no four eyes).
 #[tokio::test]
-async fn a_keys_roles_make_an_approver() {
+async fn a_keys_roles_make_an_approver() -> anyhow::Result<()> {
     use sha2::Digest;
     let hash = |key: &str| hex::encode(sha2::Sha256::digest(key.as_bytes()));
     let yaml = format!(
@@ -179,7 +181,7 @@ async fn a_keys_roles_make_an_approver() {
         hash("clerk-key"),
         hash("lead-key"),
     );
-    let config = Config::from_yaml(&yaml).unwrap_or_else(|e| panic!("{e}"));
+    let config = Config::from_yaml(&yaml)?;
     let server = Server::with_config(config).await;
     let body = user_says("chat-pay", "Send 50 USD to Hanako").to_string();
     let reply = server
@@ -198,6 +200,7 @@ async fn a_keys_roles_make_an_approver() {
         .await;
     assert_eq!(approved.status, 200, "{}", approved.body);
     assert_eq!(server.payments(), 1);
+    Ok(())
 }
 
 #[test]
@@ -215,7 +218,7 @@ fn four_eyes_needs_approvers() {
 /// other approvers (`escalate`), only they may make it, and the question
 /// waits for them.
 #[tokio::test]
-async fn an_edit_that_needs_another_approver_waits_for_them() {
+async fn an_edit_that_needs_another_approver_waits_for_them() -> anyhow::Result<()> {
     let yaml = "\
 auth:
   principalHeader: X-User
@@ -227,7 +230,7 @@ toolConfirmation:
       approvers: [role:finance, role:cfo]
       escalate: [{when: 'amount > 1000', approvers: [role:cfo]}]
 ";
-    let config = Config::from_yaml(yaml).unwrap_or_else(|e| panic!("{e}"));
+    let config = Config::from_yaml(yaml)?;
     let server = Server::with_config(config).await;
     asked(&server).await;
     let bigger = json!({"approved": true, "editedArgs": {"amount": 2000, "recipient": "Hanako", "currency": "USD"}});
@@ -247,4 +250,5 @@ toolConfirmation:
     assert_eq!(approved.status, 200, "{}", approved.body);
     assert_eq!(approved.json()["outcome"]["ranWith"]["amount"], 2000);
     assert_eq!(server.payments(), 1);
+    Ok(())
 }

@@ -3,6 +3,8 @@
 //! never answer another's confirmation.
 
 use crate::common;
+use crate::common::Must;
+use crate::common::from_json;
 
 use common::{Server, fixture, user_says};
 use serde_json::{Value, json};
@@ -19,7 +21,7 @@ async fn server() -> Server {
         hashed("alice-key"),
         hashed("bob-key")
     );
-    Server::with_config(Config::from_yaml(&yaml).unwrap_or_else(|e| panic!("{e}"))).await
+    Server::with_config(Config::from_yaml(&yaml).must()).await
 }
 
 async fn call(
@@ -42,7 +44,7 @@ async fn call(
     if let Some(key) = key {
         request = request.header("authorization", format!("Bearer {key}"));
     }
-    let response = request.send().await.unwrap_or_else(|e| panic!("{e}"));
+    let response = request.send().await.must();
     (
         response.status().as_u16(),
         response.text().await.unwrap_or_default(),
@@ -159,7 +161,7 @@ async fn ask(server: &Server, chat: &str, keys: &[(&str, &str)]) -> (u16, String
     for (name, value) in keys {
         request = request.header(*name, *value);
     }
-    let response = request.send().await.unwrap_or_else(|e| panic!("{e}"));
+    let response = request.send().await.must();
     (
         response.status().as_u16(),
         response.text().await.unwrap_or_default(),
@@ -173,11 +175,10 @@ async fn open_for(server: &Server, chat: &str, key: &str) -> usize {
         .header("x-api-key", key)
         .send()
         .await
-        .unwrap_or_else(|e| panic!("{e}"));
+        .must();
     assert_eq!(response.status(), 200);
     let body = response.text().await.unwrap_or_default();
-    let questions: Vec<Value> =
-        serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"));
+    let questions: Vec<Value> = from_json(&body);
     questions.len()
 }
 
@@ -253,28 +254,27 @@ fn keys_in_config_are_checked_at_load() {
 }
 
 #[test]
-fn without_keys_only_loopback() {
+fn without_keys_only_loopback() -> anyhow::Result<()> {
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
         .args(["serve", "--bind", "0.0.0.0:0"])
-        .output()
-        .unwrap_or_else(|e| panic!("{e}"));
+        .output()?;
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
         stderr.contains("refusing to listen on 0.0.0.0:0 without API keys"),
         "{stderr}"
     );
+    Ok(())
 }
 
 #[tokio::test]
-async fn an_operator_reads_and_revokes_for_everyone_others_get_403() {
+async fn an_operator_reads_and_revokes_for_everyone_others_get_403() -> anyhow::Result<()> {
     let yaml = format!(
         "auth:\n  apiKeys:\n    - {{principal: alice, sha256: '{}'}}\n    - {{principal: ops, sha256: '{}', admin: true}}\n",
         hashed("alice-key"),
         hashed("ops-key")
     );
-    let server =
-        Server::with_config(Config::from_yaml(&yaml).unwrap_or_else(|e| panic!("{e}"))).await;
+    let server = Server::with_config(Config::from_yaml(&yaml)?).await;
     call(
         &server,
         Some("alice-key"),
@@ -367,4 +367,5 @@ async fn an_operator_reads_and_revokes_for_everyone_others_get_403() {
         (Some("revoked"), Some("operator ops"))
     );
     assert_eq!(last["tool"], "internal--process_payment");
+    Ok(())
 }

@@ -2,6 +2,7 @@
 //! memory, SQLite and, with the `redis-server` feature, Redis.
 
 use crate::common;
+use crate::common::Must;
 
 use std::time::Duration;
 
@@ -21,9 +22,9 @@ async fn server_with(kind: &str, config: Config) -> (Server, Option<tempfile::Te
     let (store, dir) = match kind {
         "memory" => (Store::memory(), None),
         "sqlite" => {
-            let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+            let dir = tempfile::tempdir().must();
             (
-                Store::sqlite(&dir.path().join("db.sqlite3")).unwrap_or_else(|e| panic!("{e}")),
+                Store::sqlite(&dir.path().join("db.sqlite3")).must(),
                 Some(dir),
             )
         }
@@ -31,12 +32,7 @@ async fn server_with(kind: &str, config: Config) -> (Server, Option<tempfile::Te
         "redis" => {
             let url = common::redis_url();
             let prefix = format!("test-{}:", uuid::Uuid::new_v4().simple());
-            (
-                Store::redis(&url, &prefix)
-                    .await
-                    .unwrap_or_else(|e| panic!("{e}")),
-                None,
-            )
+            (Store::redis(&url, &prefix).await.must(), None)
         }
         other => panic!("no store backend {other}"),
     };
@@ -130,7 +126,7 @@ async fn an_expired_confirmation_runs_nothing(kind: &str) {
 }
 
 fn config(yaml: &str) -> Config {
-    Config::from_yaml(yaml).unwrap_or_else(|e| panic!("{e}"))
+    Config::from_yaml(yaml).must()
 }
 
 /// A decision after the window: 410, and the question ended as expired.

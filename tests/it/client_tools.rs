@@ -3,6 +3,7 @@
 //! follow-up only for a call this server handed out.
 
 use crate::common;
+use crate::common::Must;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -24,7 +25,7 @@ tools:
 "#;
 
 fn config(extra: &str) -> Config {
-    Config::from_yaml(&format!("{CONFIG}{extra}")).unwrap_or_else(|e| panic!("{e}"))
+    Config::from_yaml(&format!("{CONFIG}{extra}")).must()
 }
 
 async fn server(extra: &str) -> Server {
@@ -395,7 +396,7 @@ async fn a_client_posting_an_output_for_a_server_tool_runs_nothing() {
 }
 
 #[tokio::test]
-async fn the_server_never_executes_a_client_tool() {
+async fn the_server_never_executes_a_client_tool() -> anyhow::Result<()> {
     let runs = Arc::new(AtomicUsize::new(0));
     let counted = |name: &str, needs_confirmation: bool| {
         let tool = ClientTool::new(ClientToolConfig {
@@ -404,7 +405,7 @@ async fn the_server_never_executes_a_client_tool() {
             parameters: json!({"type": "object"}),
             needs_confirmation,
         })
-        .unwrap_or_else(|e| panic!("{e}"));
+        .must();
         Counting {
             inner: tool,
             count: runs.clone(),
@@ -412,7 +413,7 @@ async fn the_server_never_executes_a_client_tool() {
     };
     let (location, pick) = (counted("get_location", false), counted("pick_file", true));
     let config = config("");
-    let mut registry = config.tools.registry().unwrap_or_else(|e| panic!("{e}"));
+    let mut registry = config.tools.registry()?;
     registry.register(location).register(pick);
     let server = Server::with(config, |app| app.with_registry(registry)).await;
     server.chat(&says("Use get_location", "adk")).await;
@@ -422,13 +423,13 @@ async fn the_server_never_executes_a_client_tool() {
     server.chat(&fixture("client_pick_approved.json")).await;
     server.chat(&fixture("client_pick_output.json")).await;
     assert_eq!(runs.load(Ordering::SeqCst), 0);
+    Ok(())
 }
 
 #[tokio::test]
-async fn the_tool_list_says_which_tools_run_in_the_client() {
+async fn the_tool_list_says_which_tools_run_in_the_client() -> anyhow::Result<()> {
     let server = server("").await;
-    let listed: Value = serde_json::from_str(&server.get("/api/tools").await.body)
-        .unwrap_or_else(|e| panic!("{e}"));
+    let listed: Value = serde_json::from_str(&server.get("/api/tools").await.body)?;
     let source = |name: &str| {
         listed["tools"]
             .as_array()
@@ -441,6 +442,7 @@ async fn the_tool_list_says_which_tools_run_in_the_client() {
         source("internal--process_payment").map(|(kind, _)| kind),
         Some(json!("builtin"))
     );
+    Ok(())
 }
 
 #[tokio::test]
@@ -510,7 +512,7 @@ async fn a_second_result_for_one_hand_off_is_refused() {
 }
 
 #[tokio::test]
-async fn hand_off_and_result_records_are_never_listed_as_questions() {
+async fn hand_off_and_result_records_are_never_listed_as_questions() -> anyhow::Result<()> {
     // Both are kept as records, pending for the moment between their
     // insert and claim (or for good, if the process dies right then).
     let store = toolgate::store::Store::memory();
@@ -530,10 +532,11 @@ async fn hand_off_and_result_records_are_never_listed_as_questions() {
             issued_at_ms: now,
             expires_at_ms: now + 60_000,
         };
-        store.insert(record).await.unwrap_or_else(|e| panic!("{e}"));
+        store.insert(record).await?;
     }
     let server = Server::with(config(""), |app| app.with_store(store)).await;
     let open = server.get("/api/confirmations?chatId=chat-loc").await;
     assert_eq!(open.status, 200);
     assert_eq!(open.body, "[]");
+    Ok(())
 }
