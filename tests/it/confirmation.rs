@@ -2,6 +2,7 @@
 //! for this chat and user, with the exact call, runs anything, and only once.
 
 use crate::common;
+use crate::common::Must;
 
 use std::time::Duration;
 
@@ -82,7 +83,7 @@ async fn confirmation_from_another_chat_runs_nothing() {
 }
 
 #[tokio::test]
-async fn confirmation_of_another_user_runs_nothing() {
+async fn confirmation_of_another_user_runs_nothing() -> anyhow::Result<()> {
     let mut config = Config::default();
     config.auth.principal_header = Some("x-user".into());
     let server = Server::with_config(config).await;
@@ -96,7 +97,7 @@ async fn confirmation_of_another_user_runs_nothing() {
             request = request.header("x-user", user);
         }
         async move {
-            let response = request.send().await.unwrap_or_else(|e| panic!("{e}"));
+            let response = request.send().await.must();
             (
                 response.status().as_u16(),
                 response.text().await.unwrap_or_default(),
@@ -128,6 +129,7 @@ async fn confirmation_of_another_user_runs_nothing() {
     let (_, body) = send(Some("alice"), fixture("pay_hanako_approved.json")).await;
     assert!(body.contains("tx-"), "{body}");
     assert_eq!(server.payments(), 1);
+    Ok(())
 }
 
 #[tokio::test]
@@ -301,7 +303,7 @@ async fn a_whole_float_sent_back_as_an_integer_is_the_same_call() {
 }
 
 #[tokio::test]
-async fn a_principal_header_given_twice_is_refused() {
+async fn a_principal_header_given_twice_is_refused() -> anyhow::Result<()> {
     let mut config = Config::default();
     config.auth.principal_header = Some("x-user".into());
     let server = Server::with_config(config).await;
@@ -312,11 +314,11 @@ async fn a_principal_header_given_twice_is_refused() {
         .header("content-type", "application/json")
         .body(user_says("c", "hi").to_string())
         .send()
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+        .await?;
     assert_eq!(response.status().as_u16(), 401);
     let body = response.text().await.unwrap_or_default();
     assert!(!body.to_ascii_lowercase().contains("x-user"), "{body}");
+    Ok(())
 }
 
 #[tokio::test]

@@ -2,6 +2,7 @@
 //! against the tool's schema and the policy, and kept in the audit log.
 
 use crate::common;
+use crate::common::Must;
 
 use common::{Server, fixture, user_says};
 use serde_json::{Value, json};
@@ -12,7 +13,7 @@ fn editable() -> Config {
         "{}/tests/fixtures/config/editable.yaml",
         env!("CARGO_MANIFEST_DIR")
     );
-    Config::load(std::path::Path::new(&path)).unwrap_or_else(|e| panic!("{e}"))
+    Config::load(std::path::Path::new(&path)).must()
 }
 
 fn edited(args: Value) -> Value {
@@ -102,15 +103,14 @@ async fn only_editable_tools_take_edits() {
 }
 
 #[tokio::test]
-async fn the_audit_log_keeps_both_versions() {
+async fn the_audit_log_keeps_both_versions() -> anyhow::Result<()> {
     let server = Server::with_config(editable()).await;
     server
         .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
         .await;
     server.chat(&fixture("pay_hanako_edited.json")).await;
     let text = reqwest::get(format!("{}/api/audit", server.url))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"))
+        .await?
         .text()
         .await
         .unwrap_or_default();
@@ -134,6 +134,7 @@ async fn the_audit_log_keeps_both_versions() {
         edit["argsDigest"], asked["argsDigest"],
         "and the one that ran"
     );
+    Ok(())
 }
 
 #[tokio::test]
@@ -158,13 +159,14 @@ async fn a_replay_shows_the_call_as_it_ran() {
 }
 
 #[tokio::test]
-async fn an_open_question_says_whether_it_may_be_edited() {
+async fn an_open_question_says_whether_it_may_be_edited() -> anyhow::Result<()> {
     let server = Server::with_config(editable()).await;
     server
         .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
         .await;
     let open = server.get("/api/confirmations?chatId=chat-pay").await;
-    let open: Value = serde_json::from_str(&open.body).unwrap_or_else(|e| panic!("{e}"));
+    let open: Value = serde_json::from_str(&open.body)?;
     assert_eq!(open[0]["originalFunctionCall"]["name"], "process_payment");
     assert_eq!(open[0]["editable"], true);
+    Ok(())
 }

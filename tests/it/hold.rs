@@ -68,9 +68,8 @@ async fn a_denial_through_the_api_tells_the_model() {
 }
 
 #[tokio::test]
-async fn nobody_deciding_in_time_ends_as_expired() {
-    let config = Config::from_yaml("toolConfirmation:\n  timeout: 300\n  flow: hold\n")
-        .unwrap_or_else(|e| panic!("{e}"));
+async fn nobody_deciding_in_time_ends_as_expired() -> anyhow::Result<()> {
+    let config = Config::from_yaml("toolConfirmation:\n  timeout: 300\n  flow: hold\n")?;
     let server = Server::with_config(config).await;
     let reply = tokio::time::timeout(
         Duration::from_secs(10),
@@ -103,12 +102,13 @@ async fn nobody_deciding_in_time_ends_as_expired() {
         .filter_map(|event| event["decision"].as_str().map(str::to_owned))
         .collect();
     assert_eq!(decisions, ["asked", "expired", "refused"], "{}", audit.body);
+    Ok(())
 }
 
 /// A reload while a question is open: the held turn survives the client
 /// that left, a resume replays it from `start`, and the decision reaches it.
 #[tokio::test]
-async fn a_reload_finds_the_held_turn_and_its_question() {
+async fn a_reload_finds_the_held_turn_and_its_question() -> anyhow::Result<()> {
     let server = Server::start().await;
     assert_eq!(server.get("/stream/chat-reload/stream").await.status, 204);
 
@@ -129,9 +129,7 @@ async fn a_reload_finds_the_held_turn_and_its_question() {
     // turn if it would: what must not happen has no event to wait for.
     tokio::time::sleep(Duration::from_millis(100)).await;
 
-    let resumed = reqwest::get(format!("{}/api/chat/chat-reload/stream", server.url))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let resumed = reqwest::get(format!("{}/api/chat/chat-reload/stream", server.url)).await?;
     assert_eq!(resumed.status(), 200);
     let mut body = Box::pin(resumed.bytes_stream());
     let mut seen = String::new();
@@ -156,13 +154,13 @@ async fn a_reload_finds_the_held_turn_and_its_question() {
         "{seen}"
     );
     assert_eq!(server.get("/stream/chat-reload/stream").await.status, 204);
+    Ok(())
 }
 
 /// A turn that is not waiting for anyone stops when its client leaves.
 #[tokio::test]
-async fn a_streaming_turn_is_not_kept_for_a_resume() {
-    let config =
-        Config::from_yaml("model:\n  deltaDelayMs: 20\n").unwrap_or_else(|e| panic!("{e}"));
+async fn a_streaming_turn_is_not_kept_for_a_resume() -> anyhow::Result<()> {
+    let config = Config::from_yaml("model:\n  deltaDelayMs: 20\n")?;
     let server = Server::with_config(config).await;
     let mut body = Box::pin(server.open(&user_says("chat-gone", "count to 500")).await);
     let mut seen = String::new();
@@ -173,15 +171,15 @@ async fn a_streaming_turn_is_not_kept_for_a_resume() {
         || async { server.get("/stream/chat-gone/stream").await.status == 204 },
     )
     .await;
+    Ok(())
 }
 
 /// Natively asked (`tool-approval-request`), a question nobody decides ends
 /// as an error that says it expired, not as a denial.
 #[tokio::test]
-async fn a_native_question_nobody_decides_ends_as_expired() {
+async fn a_native_question_nobody_decides_ends_as_expired() -> anyhow::Result<()> {
     let config =
-        Config::from_yaml("toolConfirmation:\n  timeout: 300\n  flow: hold\n  protocol: ai-sdk\n")
-            .unwrap_or_else(|e| panic!("{e}"));
+        Config::from_yaml("toolConfirmation:\n  timeout: 300\n  flow: hold\n  protocol: ai-sdk\n")?;
     let server = Server::with_config(config).await;
     let reply = tokio::time::timeout(
         Duration::from_secs(10),
@@ -213,4 +211,5 @@ async fn a_native_question_nobody_decides_ends_as_expired() {
         "{}",
         reply.body
     );
+    Ok(())
 }

@@ -32,7 +32,7 @@ fn finish() -> ProviderEvent {
 }
 
 #[tokio::test]
-async fn both_routes_stream_with_the_five_headers() {
+async fn both_routes_stream_with_the_five_headers() -> anyhow::Result<()> {
     let server = Server::start().await;
     for path in ["/stream", "/api/chat"] {
         let reply = server.post(path, user_says("c", "hi").to_string()).await;
@@ -46,10 +46,9 @@ async fn both_routes_stream_with_the_five_headers() {
         }
         assert!(reply.body.ends_with("data: [DONE]\n\n"));
     }
-    let health = reqwest::get(format!("{}/healthz", server.url))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let health = reqwest::get(format!("{}/healthz", server.url)).await?;
     assert_eq!(health.status(), 200);
+    Ok(())
 }
 
 #[tokio::test]

@@ -3,6 +3,7 @@
 //! or a slow endpoint is the call's error, and the policy gates them.
 
 use crate::common;
+use crate::common::Must;
 
 use std::time::Duration;
 
@@ -48,13 +49,8 @@ async fn endpoint() -> String {
                 "late"
             }),
         );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    let url = format!(
-        "http://{}",
-        listener.local_addr().unwrap_or_else(|e| panic!("{e}"))
-    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.must();
+    let url = format!("http://{}", listener.local_addr().must());
     // A test's server: it lives as long as the test's runtime.
     #[allow(clippy::disallowed_methods)]
     tokio::spawn(async move { axum::serve(listener, app).await });
@@ -66,7 +62,7 @@ async fn server(path: &str, extra: &str) -> Server {
     let yaml = format!(
         "tools:\n  http:\n    - name: lookup_order\n      description: Look an order up\n      parameters: {{type: object, properties: {{id: {{type: integer}}}}}}\n      url: {url}{path}\n      headers: {{x-token: secret-7}}\n      timeoutMs: 300\n{extra}"
     );
-    let config = Config::from_yaml(&yaml).unwrap_or_else(|e| panic!("{e}"));
+    let config = Config::from_yaml(&yaml).must();
     Server::with(config, |app| app.with_provider(Calls)).await
 }
 
