@@ -3,6 +3,7 @@
 //! reconnect; aborts; bad frames answered with `error` frames.
 
 use crate::common;
+use crate::common::Must;
 
 use std::time::Duration;
 
@@ -94,9 +95,8 @@ async fn an_approval_through_the_api_reaches_the_waiting_socket() {
 }
 
 #[tokio::test]
-async fn nobody_deciding_in_time_expires_on_the_socket() {
-    let config =
-        Config::from_yaml("toolConfirmation:\n  timeout: 300\n").unwrap_or_else(|e| panic!("{e}"));
+async fn nobody_deciding_in_time_expires_on_the_socket() -> anyhow::Result<()> {
+    let config = Config::from_yaml("toolConfirmation:\n  timeout: 300\n")?;
     let server = Server::with_config(config).await;
     let mut socket = connect(&server).await;
     send(
@@ -114,6 +114,7 @@ async fn nobody_deciding_in_time_expires_on_the_socket() {
     assert!(!all.contains("User denied execution"), "{all}");
     assert!(all.contains(r#""finishReason":"stop""#), "{all}");
     assert_eq!(server.payments(), 0);
+    Ok(())
 }
 
 /// A dropped socket with a question open: a new socket's `resume` replays
@@ -176,13 +177,10 @@ async fn a_resume_with_nothing_in_flight_is_no_active() {
 }
 
 #[tokio::test]
-async fn bad_frames_get_error_frames_and_the_socket_stays() {
+async fn bad_frames_get_error_frames_and_the_socket_stays() -> anyhow::Result<()> {
     let server = Server::start().await;
     let mut socket = connect(&server).await;
-    socket
-        .send(Message::Text("not json".into()))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    socket.send(Message::Text("not json".into())).await?;
     let frame = next(&mut socket).await;
     assert_eq!(frame["type"], "error");
     assert!(
@@ -198,10 +196,7 @@ async fn bad_frames_get_error_frames_and_the_socket_stays() {
         (json!("error"), json!("r0"))
     );
 
-    socket
-        .send(Message::Binary(vec![1, 2, 3].into()))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    socket.send(Message::Binary(vec![1, 2, 3].into())).await?;
     assert_eq!(next(&mut socket).await["type"], "error");
 
     let mut bad = turn("r1", &says("chat-bad", "hi"));
@@ -227,12 +222,12 @@ async fn bad_frames_get_error_frames_and_the_socket_stays() {
     let mut frames = Vec::new();
     until_end(&mut socket, &mut frames, "r2").await;
     assert_eq!(frames.last().map(|f| f["type"].clone()), Some(json!("end")));
+    Ok(())
 }
 
 #[tokio::test]
-async fn too_many_frames_are_refused_one_by_one() {
-    let config =
-        Config::from_yaml("stream:\n  liveFramesPerSec: 2\n").unwrap_or_else(|e| panic!("{e}"));
+async fn too_many_frames_are_refused_one_by_one() -> anyhow::Result<()> {
+    let config = Config::from_yaml("stream:\n  liveFramesPerSec: 2\n")?;
     let server = Server::with_config(config).await;
     let mut socket = connect(&server).await;
     for n in 0..3 {
@@ -245,12 +240,12 @@ async fn too_many_frames_are_refused_one_by_one() {
     ];
     let refused = replies.iter().filter(|f| f["type"] == "error").count();
     assert_eq!(refused, 1, "{replies:?}");
+    Ok(())
 }
 
 #[tokio::test]
-async fn an_idle_socket_is_told_and_closed() {
-    let config =
-        Config::from_yaml("stream:\n  liveIdleSecs: 1\n").unwrap_or_else(|e| panic!("{e}"));
+async fn an_idle_socket_is_told_and_closed() -> anyhow::Result<()> {
+    let config = Config::from_yaml("stream:\n  liveIdleSecs: 1\n")?;
     let server = Server::with_config(config).await;
     let mut socket = connect(&server).await;
     let frame = next(&mut socket).await;
@@ -260,12 +255,12 @@ async fn an_idle_socket_is_told_and_closed() {
             .as_str()
             .is_some_and(|t| t.contains("idle"))
     );
+    Ok(())
 }
 
 #[tokio::test]
-async fn a_frame_over_the_size_limit_is_named_before_the_close() {
-    let config =
-        Config::from_yaml("stream:\n  maxBodyBytes: 2000\n").unwrap_or_else(|e| panic!("{e}"));
+async fn a_frame_over_the_size_limit_is_named_before_the_close() -> anyhow::Result<()> {
+    let config = Config::from_yaml("stream:\n  maxBodyBytes: 2000\n")?;
     let server = Server::with_config(config).await;
     let mut socket = connect(&server).await;
     let big = says("chat-big", &"x".repeat(5000));
@@ -280,6 +275,7 @@ async fn a_frame_over_the_size_limit_is_named_before_the_close() {
             .is_some_and(|t| t.contains("closing the socket")),
         "{frame}"
     );
+    Ok(())
 }
 
 /// A server with one API key, `alice-key`, and `extra` config.
@@ -287,7 +283,7 @@ async fn keyed(extra: &str) -> Server {
     use sha2::Digest;
     let hash = hex::encode(sha2::Sha256::digest(b"alice-key"));
     let yaml = format!("auth:\n  apiKeys:\n    - {{principal: alice, sha256: '{hash}'}}\n{extra}");
-    Server::with_config(Config::from_yaml(&yaml).unwrap_or_else(|e| panic!("{e}"))).await
+    Server::with_config(Config::from_yaml(&yaml).must()).await
 }
 
 /// A `resume` frame, with the key or without.
@@ -380,7 +376,7 @@ async fn a_keyless_socket_is_closed_at_its_deadline_though_it_keeps_talking() {
 /// key closes the socket unread (the old server parsed 2.4 MB of it);
 /// once a key was named, frames up to `stream.maxBodyBytes` are read.
 #[tokio::test]
-async fn a_big_frame_before_a_key_closes_the_socket_unparsed() {
+async fn a_big_frame_before_a_key_closes_the_socket_unparsed() -> anyhow::Result<()> {
     let server = keyed("").await;
     let big = format!(
         "{{\"type\":\"resume\",\"padding\":\"{}\"}}",
@@ -406,10 +402,7 @@ async fn a_big_frame_before_a_key_closes_the_socket_unparsed() {
         "{{\"type\":\"resume\",\"padding\":\"{}\"}}",
         "x".repeat(100_000)
     );
-    keyed
-        .send(Message::Text(padded.into()))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    keyed.send(Message::Text(padded.into())).await?;
     let frame = next(&mut keyed).await;
     assert!(
         frame["errorText"]
@@ -417,6 +410,7 @@ async fn a_big_frame_before_a_key_closes_the_socket_unparsed() {
             .is_some_and(|t| t.starts_with("not a frame of this protocol")),
         "read and answered: {frame}"
     );
+    Ok(())
 }
 
 /// With `maxConnections: 8`, eight sockets that never name a key held

@@ -4,6 +4,8 @@
 //! cancellation, restarts, and servers that never come up.
 
 use crate::common;
+use crate::common::Must;
+use crate::common::from_json;
 #[allow(dead_code)]
 #[path = "../fixtures/mcp/server.rs"]
 mod fixture;
@@ -28,7 +30,7 @@ struct Journal {
 impl Journal {
     fn new() -> Self {
         Self {
-            dir: tempfile::tempdir().unwrap_or_else(|e| panic!("{e}")),
+            dir: tempfile::tempdir().must(),
         }
     }
 
@@ -72,13 +74,8 @@ async fn http_fixture(journal: &Path) -> String {
         StreamableHttpServerConfig::default(),
     );
     let app = axum::Router::new().nest_service("/mcp", service);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    let url = format!(
-        "http://{}/mcp",
-        listener.local_addr().unwrap_or_else(|e| panic!("{e}"))
-    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.must();
+    let url = format!("http://{}/mcp", listener.local_addr().must());
     // A test's server: it lives as long as the test's runtime.
     #[allow(clippy::disallowed_methods)]
     tokio::spawn(async move { axum::serve(listener, app).await });
@@ -86,13 +83,15 @@ async fn http_fixture(journal: &Path) -> String {
 }
 
 async fn serve(yaml: &str) -> Server {
-    let config = Config::from_yaml(yaml).unwrap_or_else(|e| panic!("{e}\n{yaml}"));
+    let config = Config::from_yaml(yaml)
+        .map_err(|e| format!("{e}\n{yaml}"))
+        .must();
     Server::with(config, |app| app.with_provider(Calls)).await
 }
 
 async fn inventory(server: &Server) -> Value {
     let reply = server.get("/api/tools").await;
-    serde_json::from_str(&reply.body).unwrap_or_else(|e| panic!("{e}: {}", reply.body))
+    from_json(&reply.body)
 }
 
 fn state_of(inventory: &Value, server: &str) -> Value {
@@ -525,19 +524,18 @@ fn bad_servers_are_config_errors() {
 }
 
 #[test]
-fn the_cli_lists_mcp_tools_and_server_states() {
+fn the_cli_lists_mcp_tools_and_server_states() -> anyhow::Result<()> {
     let journal = Journal::new();
     let config = journal.dir.path().join("toolgate.yaml");
     let yaml = format!(
         "{}    allowReadOnly: true\n  gone:\n    command: /nonexistent/mcp-server\n",
         stdio_server(&journal.path(), "")
     );
-    std::fs::write(&config, yaml).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&config, yaml)?;
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
         .args(["tools", "--config"])
         .arg(&config)
-        .output()
-        .unwrap_or_else(|e| panic!("{e}"));
+        .output()?;
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "{stdout}");
     assert!(
@@ -558,6 +556,7 @@ fn the_cli_lists_mcp_tools_and_server_states() {
         ),
         "{stdout}"
     );
+    Ok(())
 }
 
 #[tokio::test]
@@ -584,7 +583,7 @@ async fn a_call_that_hangs_times_out_and_is_cancelled_on_the_server() {
 }
 
 #[tokio::test]
-async fn a_secret_in_the_url_shows_nowhere() {
+async fn a_secret_in_the_url_shows_nowhere() -> anyhow::Result<()> {
     let yaml = "mcpServers:\n  closed:\n    url: 'http://user:PASSWORD1@127.0.0.1:1/mcp?token=SUPERSECRET'\n    connectTimeoutMs: 2000\n";
     let server = serve(yaml).await;
     let down = until(&server, "unavailable", |i| {
@@ -603,13 +602,12 @@ async fn a_secret_in_the_url_shows_nowhere() {
     // The log (at debug) and the CLI say no more.
     let journal = Journal::new();
     let config = journal.dir.path().join("toolgate.yaml");
-    std::fs::write(&config, yaml).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&config, yaml)?;
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
         .args(["tools", "--config"])
         .arg(&config)
         .env("RUST_LOG", "toolgate=debug")
-        .output()
-        .unwrap_or_else(|e| panic!("{e}"));
+        .output()?;
     let all = format!(
         "{}{}",
         String::from_utf8_lossy(&output.stdout),
@@ -622,6 +620,7 @@ async fn a_secret_in_the_url_shows_nowhere() {
     for secret in ["SUPERSECRET", "PASSWORD1"] {
         assert!(!all.contains(secret), "{all}");
     }
+    Ok(())
 }
 
 #[tokio::test]

@@ -99,11 +99,10 @@ async fn a_native_card_left_open_stays_answerable_and_its_outcome_comes_later() 
 }
 
 #[tokio::test]
-async fn on_new_message_cancel_closes_the_card() {
+async fn on_new_message_cancel_closes_the_card() -> anyhow::Result<()> {
     let config = Config::from_yaml(
         "toolConfirmation:\n  tools:\n    process_payment: {onNewMessage: cancel}\n",
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    )?;
     let server = Server::with_config(config).await;
     server
         .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
@@ -129,6 +128,7 @@ async fn on_new_message_cancel_closes_the_card() {
         "{}",
         audit.body
     );
+    Ok(())
 }
 
 /// On `/live`, a new message while a held turn waits is its own turn; the

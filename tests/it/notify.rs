@@ -4,6 +4,7 @@
 //! signed links: GET shows, POST decides once, a tampered token decides
 //! nothing.
 
+use crate::common::Must;
 use serde_json::{Value, json};
 use toolgate::Config;
 
@@ -11,7 +12,7 @@ use crate::common::receiver::{PUBLIC_URL, Receiver, SECRET_ENV, secret, webhook}
 use crate::common::{START_MS, Server, fixture, user_says, wait};
 
 async fn server(yaml: &str) -> Server {
-    let config = Config::from_yaml(yaml).unwrap_or_else(|e| panic!("{e}"));
+    let config = Config::from_yaml(yaml).must();
     Server::with_config(config).await
 }
 
@@ -62,7 +63,7 @@ async fn press_from(server: &Server, path: &str, body: Value, origin: &str) -> (
         .body(body.to_string())
         .send()
         .await
-        .unwrap_or_else(|e| panic!("{e}"));
+        .must();
     let status = response.status().as_u16();
     let body = response.text().await.unwrap_or_default();
     (status, serde_json::from_str(&body).unwrap_or(Value::Null))
@@ -468,7 +469,7 @@ async fn a_tools_own_targets_replace_the_default() {
 }
 
 #[tokio::test]
-async fn a_link_needs_no_api_key() {
+async fn a_link_needs_no_api_key() -> anyhow::Result<()> {
     use sha2::Digest;
     let receiver = Receiver::start(&[200]).await;
     let hash = hex::encode(sha2::Sha256::digest(b"alice-key"));
@@ -483,8 +484,7 @@ async fn a_link_needs_no_api_key() {
         .header("authorization", "Bearer alice-key")
         .body(user_says("chat-pay", "Send 50 USD to Hanako").to_string())
         .send()
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+        .await?;
     assert_eq!(asked.status(), 200);
     let body = receiver.until(1).await[0].json();
     assert_eq!(body["requester"], "alice");
@@ -494,12 +494,13 @@ async fn a_link_needs_no_api_key() {
     let (status, decided) = press(&server, &approve, json!({})).await;
     assert_eq!(status, 200, "{decided}");
     assert_eq!(server.payments(), 1);
+    Ok(())
 }
 
 /// With approvers, a link decides as whoever follows it (here named by the
 /// proxy's principal header): the same approvers and four eyes as the API.
 #[tokio::test]
-async fn a_link_to_a_question_with_approvers_checks_who_follows_it() {
+async fn a_link_to_a_question_with_approvers_checks_who_follows_it() -> anyhow::Result<()> {
     let receiver = Receiver::start(&[200]).await;
     let yaml = format!(
         "{}auth:\n  principalHeader: X-User\n  roles: {{finance: [lead]}}\n",
@@ -523,11 +524,7 @@ async fn a_link_to_a_question_with_approvers_checks_who_follows_it() {
             request = request.header("x-user", who);
         }
         async move {
-            let response = request
-                .body("{}")
-                .send()
-                .await
-                .unwrap_or_else(|e| panic!("{e}"));
+            let response = request.body("{}").send().await.must();
             let status = response.status().as_u16();
             let text = response.text().await.unwrap_or_default();
             let body: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
@@ -547,6 +544,7 @@ async fn a_link_to_a_question_with_approvers_checks_who_follows_it() {
     let (status, why) = follow(Some("lead")).await;
     assert_eq!(status, 200, "{why}");
     assert_eq!(server.payments(), 1);
+    Ok(())
 }
 
 /// The whole story: a clerk's payment waits for a finance approver, who is
@@ -554,7 +552,7 @@ async fn a_link_to_a_question_with_approvers_checks_who_follows_it() {
 /// chatting meanwhile and the chat then learns the outcome. A second
 /// payment nobody answers ends as expired everywhere it shows.
 #[tokio::test]
-async fn a_clerks_payment_waits_for_finance_who_approves_from_the_link() {
+async fn a_clerks_payment_waits_for_finance_who_approves_from_the_link() -> anyhow::Result<()> {
     let receiver = Receiver::start(&[200, 200]).await;
     let yaml = format!(
         "{}auth:\n  principalHeader: X-User\n  roles: {{finance: [lead]}}\n",
@@ -595,8 +593,7 @@ async fn a_clerks_payment_waits_for_finance_who_approves_from_the_link() {
         .header("x-user", "lead")
         .body("{}")
         .send()
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+        .await?;
     assert_eq!(approved.status().as_u16(), 200);
     assert_eq!(server.payments(), 1);
 
@@ -638,6 +635,7 @@ async fn a_clerks_payment_waits_for_finance_who_approves_from_the_link() {
         audit.body
     );
     assert_eq!(server.payments(), 1);
+    Ok(())
 }
 
 /// Sends a link POST's head announcing `length` bytes and `sent` of them,
@@ -652,16 +650,11 @@ async fn post_head(
 ) -> Option<(u16, String)> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let authority = server.url.trim_start_matches("http://");
-    let mut stream = tokio::net::TcpStream::connect(authority)
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let mut stream = tokio::net::TcpStream::connect(authority).await.must();
     let head = format!(
         "POST {path} HTTP/1.1\r\nhost: {authority}\r\ncontent-type: application/json\r\ncontent-length: {length}\r\n\r\n{sent}"
     );
-    stream
-        .write_all(head.as_bytes())
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    stream.write_all(head.as_bytes()).await.must();
     let mut reply = Vec::new();
     let mut buf = [0u8; 4096];
     let read = async {

@@ -39,9 +39,9 @@ fn confirmation_id(first: &common::Reply) -> String {
 }
 
 #[tokio::test]
-async fn after_kill_9_during_an_approved_call_the_next_answer_is_immediate() {
+async fn after_kill_9_during_an_approved_call_the_next_answer_is_immediate() -> anyhow::Result<()> {
     let (hang, mut calls) = black_hole().await;
-    let state = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let state = tempfile::tempdir()?;
     let config = state.path().join("toolgate.yaml");
     std::fs::write(
         &config,
@@ -50,8 +50,7 @@ async fn after_kill_9_during_an_approved_call_the_next_answer_is_immediate() {
             state.path().join("db.sqlite3").display(),
             TOOL_TIMEOUT.as_millis(),
         ),
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    )?;
     let config = config.display().to_string();
     let start = || Binary::serve_with(&["--config", &config]);
 
@@ -104,14 +103,14 @@ async fn after_kill_9_during_an_approved_call_the_next_answer_is_immediate() {
         .header("content-type", "application/json")
         .body(r#"{"approved": true}"#)
         .send()
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+        .await?;
     assert!(started.elapsed() < TOOL_TIMEOUT);
     assert_eq!(decided.status().as_u16(), 409);
     let body: Value =
         serde_json::from_str(&decided.text().await.unwrap_or_default()).unwrap_or(Value::Null);
     assert_eq!(body, json!({"error": OUTCOME_UNKNOWN}));
     assert!(calls.try_recv().is_err(), "the call never ran again");
+    Ok(())
 }
 
 /// With the `redis-server` feature: a real Redis server.
@@ -123,12 +122,10 @@ mod redis {
     use toolgate::store::{Claim, Store};
 
     #[tokio::test]
-    async fn a_redis_claim_of_a_dead_instance_is_answered_at_once() {
+    async fn a_redis_claim_of_a_dead_instance_is_answered_at_once() -> anyhow::Result<()> {
         let url = common::redis_url();
         let prefix = format!("test-{}:", uuid::Uuid::new_v4().simple());
-        let store = Store::redis(&url, &prefix)
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
+        let store = Store::redis(&url, &prefix).await?;
         let mut config = Config::default();
         config.tools.timeout_ms = u64::try_from(TOOL_TIMEOUT.as_millis()).unwrap_or(u64::MAX);
         let server = Server::with(config, |app| {
@@ -167,21 +164,20 @@ mod redis {
         assert!(started.elapsed() < TOOL_TIMEOUT);
         assert_eq!(decided.status, 409, "{}", decided.body);
         assert_eq!(server.payments(), 0, "never run by this instance");
+        Ok(())
     }
 
     /// A held turn whose question a dead instance claimed (it approved it,
     /// then died before the outcome) ends with the outcome unknown, not
     /// after the question's whole life.
     #[tokio::test]
-    async fn a_held_turn_whose_question_a_dead_instance_claimed_ends() {
+    async fn a_held_turn_whose_question_a_dead_instance_claimed_ends() -> anyhow::Result<()> {
         use common::body::{read_to, read_to_end};
         let url = common::redis_url();
         let prefix = format!("test-{}:", uuid::Uuid::new_v4().simple());
-        let store = Store::redis(&url, &prefix)
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-        let mut config = Config::from_yaml("toolConfirmation:\n  flow: hold\n  expirySecs: 3600\n")
-            .unwrap_or_else(|e| panic!("{e}"));
+        let store = Store::redis(&url, &prefix).await?;
+        let mut config =
+            Config::from_yaml("toolConfirmation:\n  flow: hold\n  expirySecs: 3600\n")?;
         config.tools.timeout_ms = u64::try_from(TOOL_TIMEOUT.as_millis()).unwrap_or(u64::MAX);
         let server = Server::with(config, |app| {
             app.with_store(store.clone()).with_instance("instance-live")
@@ -220,5 +216,6 @@ mod redis {
         assert!(started.elapsed() < TOOL_TIMEOUT, "{:?}", started.elapsed());
         assert!(seen.contains(OUTCOME_UNKNOWN), "{seen}");
         assert_eq!(server.payments(), 0);
+        Ok(())
     }
 }

@@ -2,6 +2,8 @@
 //! that reloads restoring its open questions.
 
 use crate::common;
+use crate::common::Must;
+use crate::common::from_json;
 
 use common::{Server, fixture, user_says};
 use serde_json::{Value, json};
@@ -13,11 +15,7 @@ struct Client<'a> {
 
 impl Client<'_> {
     async fn send(&self, user: &str, request: reqwest::RequestBuilder) -> (u16, String) {
-        let response = request
-            .header("x-user", user)
-            .send()
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
+        let response = request.header("x-user", user).send().await.must();
         (
             response.status().as_u16(),
             response.text().await.unwrap_or_default(),
@@ -44,7 +42,7 @@ impl Client<'_> {
     async fn open(&self, user: &str) -> Value {
         let url = format!("{}/api/confirmations?chatId=chat-pay", self.server.url);
         let (_, body) = self.send(user, self.http.get(url)).await;
-        serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"))
+        from_json(&body)
     }
 
     async fn decide(&self, user: &str, id: &str, decision: Value) -> (u16, Value) {

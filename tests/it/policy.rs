@@ -2,6 +2,7 @@
 //! mode, and a rule added after a question was asked.
 
 use crate::common;
+use crate::common::Must;
 
 use std::time::Duration;
 
@@ -15,7 +16,7 @@ fn config(name: &str) -> Config {
         "{}/tests/fixtures/config/{name}",
         env!("CARGO_MANIFEST_DIR")
     );
-    Config::load(std::path::Path::new(&path)).unwrap_or_else(|e| panic!("{e}"))
+    Config::load(std::path::Path::new(&path)).must()
 }
 
 fn errors(reply: &common::Reply) -> Vec<String> {
@@ -125,11 +126,13 @@ async fn a_rule_added_after_the_question_still_denies() {
 }
 
 #[tokio::test]
-async fn auto_approve_runs_what_would_ask_but_honours_always_deny() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+async fn auto_approve_runs_what_would_ask_but_honours_always_deny() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
     let path = dir.path().join("deny.yaml");
-    std::fs::write(&path, "store: {kind: memory}\ntoolConfirmation:\n  toolPolicies:\n    alwaysDeny: [internal--get_weather]\n")
-        .unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(
+        &path,
+        "store: {kind: memory}\ntoolConfirmation:\n  toolPolicies:\n    alwaysDeny: [internal--get_weather]\n",
+    )?;
     let server = Binary::serve_with(&["--config", &path.display().to_string(), "--auto-approve"]);
     let paid = server.chat(&user_says("c", "Send 50 USD to Hanako")).await;
     assert!(asked(&paid).is_empty());
@@ -139,14 +142,14 @@ async fn auto_approve_runs_what_would_ask_but_honours_always_deny() {
         errors(&weather),
         ["denied by policy: alwaysDeny internal--get_weather"]
     );
+    Ok(())
 }
 
 #[tokio::test]
-async fn the_tools_and_their_effective_policy() {
+async fn the_tools_and_their_effective_policy() -> anyhow::Result<()> {
     let server = Server::with_config(config("payments.yaml")).await;
     let tools: serde_json::Value = reqwest::get(format!("{}/api/tools", server.url))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"))
+        .await?
         .text()
         .await
         .ok()
@@ -175,16 +178,19 @@ async fn the_tools_and_their_effective_policy() {
             ("internal--get_weather".to_owned(), "never runs (alwaysDeny internal--get_weather)".to_owned()),
         ]
     );
+    Ok(())
 }
 
 #[tokio::test]
-async fn writing_a_number_as_a_float_does_not_get_around_a_rule() {
-    let config = Config::from_yaml("toolConfirmation:\n  tools:\n    process_payment:\n      deny: {when: \"amount == 5000\", reason: \"no 5000s\"}\n")
-        .unwrap_or_else(|e| panic!("{e}"));
+async fn writing_a_number_as_a_float_does_not_get_around_a_rule() -> anyhow::Result<()> {
+    let config = Config::from_yaml(
+        "toolConfirmation:\n  tools:\n    process_payment:\n      deny: {when: \"amount == 5000\", reason: \"no 5000s\"}\n",
+    )?;
     let server = Server::with_config(config).await;
     for text in ["Send 5000 USD to Bob", "Send 5000.0 USD to Bob"] {
         let reply = server.chat(&user_says("c", text)).await;
         assert_eq!(errors(&reply), ["denied by policy: no 5000s"], "{text}");
     }
     assert_eq!(server.payments(), 0);
+    Ok(())
 }

@@ -533,12 +533,11 @@ mod failures {
     }
 
     #[tokio::test]
-    async fn an_unreachable_upstream_is_an_error() {
+    async fn an_unreachable_upstream_is_an_error() -> anyhow::Result<()> {
         // A port that was free a moment ago.
         let closed = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
-            .and_then(|l| l.local_addr())
-            .unwrap_or_else(|e| panic!("{e}"));
+            .and_then(|l| l.local_addr())?;
         let upstream = Upstream::start(vec![]).await;
         let mut config = config(P, &upstream);
         config.model.base_url = Some(format!("http://{closed}"));
@@ -549,6 +548,7 @@ mod failures {
             "{}",
             reply.body
         );
+        Ok(())
     }
 
     #[tokio::test]
