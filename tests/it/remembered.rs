@@ -2,6 +2,8 @@
 //! also settles the other open questions it covers), and approve the next N.
 
 use crate::common;
+use crate::common::Must;
+use crate::common::from_json;
 
 use std::time::Duration;
 
@@ -58,7 +60,7 @@ async fn approve_the_next_n() {
 }
 
 #[tokio::test]
-async fn remembered_approvals_are_listed_and_revoked_by_their_user_only() {
+async fn remembered_approvals_are_listed_and_revoked_by_their_user_only() -> anyhow::Result<()> {
     let mut config = toolgate::Config::default();
     config.auth.principal_header = Some("x-user".into());
     let server = Server::with_config(config).await;
@@ -69,26 +71,13 @@ async fn remembered_approvals_are_listed_and_revoked_by_their_user_only() {
         let request = as_user(user, client.post(format!("{}/stream", server.url)))
             .header("content-type", "application/json")
             .body(body.to_string());
-        async move {
-            request
-                .send()
-                .await
-                .map(|_| ())
-                .unwrap_or_else(|e| panic!("{e}"))
-        }
+        async move { request.send().await.map(|_| ()).must() }
     };
     let list = |user: &'static str| {
         let request = as_user(user, client.get(format!("{}/api/approvals", server.url)));
         async move {
-            let text = request
-                .send()
-                .await
-                .unwrap_or_else(|e| panic!("{e}"))
-                .text()
-                .await
-                .unwrap_or_default();
-            serde_json::from_str::<serde_json::Value>(&text)
-                .unwrap_or_else(|e| panic!("{e}: {text}"))
+            let text = request.send().await.must().text().await.unwrap_or_default();
+            from_json::<serde_json::Value>(&text)
         }
     };
     let revoke = |user: &'static str, id: String| {
@@ -96,14 +85,7 @@ async fn remembered_approvals_are_listed_and_revoked_by_their_user_only() {
             user,
             client.delete(format!("{}/api/approvals/{id}", server.url)),
         );
-        async move {
-            request
-                .send()
-                .await
-                .unwrap_or_else(|e| panic!("{e}"))
-                .status()
-                .as_u16()
-        }
+        async move { request.send().await.must().status().as_u16() }
     };
 
     chat(
@@ -126,6 +108,7 @@ async fn remembered_approvals_are_listed_and_revoked_by_their_user_only() {
     let paid = server.payments();
     chat("alice", user_says("chat-pay", "Send 5 USD to Carol")).await;
     assert_eq!(server.payments(), paid, "revoked: it asks again");
+    Ok(())
 }
 
 /// `chat`'s answer to the question `first` asked, with `remember` as given.
@@ -169,8 +152,7 @@ async fn a_window_grant_reaches_every_chat_until_its_window_ends() {
     );
 
     let listed = server.get("/api/approvals").await;
-    let listed: serde_json::Value =
-        serde_json::from_str(&listed.body).unwrap_or_else(|e| panic!("{e}: {}", listed.body));
+    let listed: serde_json::Value = from_json(&listed.body);
     assert_eq!(listed.as_array().map(Vec::len), Some(1), "{listed}");
     assert_eq!(listed[0]["tool"], "internal--process_payment");
     assert_eq!(listed[0]["chatId"], serde_json::Value::Null, "every chat");

@@ -5,6 +5,7 @@
 //! that does not fit the tool's output schema.
 
 use crate::common;
+use anyhow::Context;
 
 use common::ws::{connect, lines, send, turn, until, until_end};
 use common::{Server, fixture, user_says, wait};
@@ -279,9 +280,9 @@ async fn a_malformed_response_is_refused_whole() {
 }
 
 #[tokio::test]
-async fn a_response_must_fit_the_tools_output_schema() {
+async fn a_response_must_fit_the_tools_output_schema() -> anyhow::Result<()> {
     let yaml = format!("mcpServers:\n  notes:\n    command: {FIXTURE}\n");
-    let config = Config::from_yaml(&yaml).unwrap_or_else(|e| panic!("{e}\n{yaml}"));
+    let config = Config::from_yaml(&yaml).with_context(|| yaml.clone())?;
     let server = Server::with(config, |app| app.with_provider(common::calls::Calls)).await;
     wait::until("the MCP server to be available", || async {
         server
@@ -326,4 +327,5 @@ async fn a_response_must_fit_the_tools_output_schema() {
         decisions(&audit(&server).await),
         ["asked", "refused", "responded"]
     );
+    Ok(())
 }

@@ -8,6 +8,7 @@
 //! — deterministic, and the kind of text a client must never read.
 
 use crate::common;
+use crate::common::Must;
 
 use common::{Server, approval, user_says};
 use toolgate::Config;
@@ -42,18 +43,18 @@ fn assert_no_internals(text: &str, path: &str) {
 
 /// Breaks the store under the running server: every table is gone.
 fn break_store(path: &std::path::Path) {
-    let conn = rusqlite::Connection::open(path).unwrap_or_else(|e| panic!("{e}"));
+    let conn = rusqlite::Connection::open(path).must();
     conn.execute_batch(
         "DROP TABLE confirmations; DROP TABLE remembered; DROP TABLE budgets; DROP TABLE audit;",
     )
-    .unwrap_or_else(|e| panic!("{e}"));
+    .must();
 }
 
 #[tokio::test]
-async fn a_failing_store_is_storage_unavailable_and_nothing_more() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+async fn a_failing_store_is_storage_unavailable_and_nothing_more() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
     let path = dir.path().join("toolgate.sqlite3");
-    let store = Store::sqlite(&path).unwrap_or_else(|e| panic!("{e}"));
+    let store = Store::sqlite(&path)?;
     let server = Server::with(Config::default(), |app| app.with_store(store)).await;
     let shown = dir.path().display().to_string();
 
@@ -76,12 +77,8 @@ async fn a_failing_store_is_storage_unavailable_and_nothing_more() {
     let revoke = client
         .delete(format!("{}/api/approvals/remembered-1", server.url))
         .send()
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    let revoked = (
-        revoke.status().as_u16(),
-        revoke.text().await.unwrap_or_else(|e| panic!("{e}")),
-    );
+        .await?;
+    let revoked = (revoke.status().as_u16(), revoke.text().await?);
     let replies = [
         ("audit", server.get("/api/audit").await),
         ("approvals", server.get("/api/approvals").await),
@@ -117,4 +114,5 @@ async fn a_failing_store_is_storage_unavailable_and_nothing_more() {
         assert_no_internals(&reply.body, &shown);
         assert_eq!(server.payments(), 0, "{what}: a payment ran");
     }
+    Ok(())
 }

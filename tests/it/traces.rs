@@ -6,6 +6,7 @@
 //! names; a call's arguments and result only with `telemetry.recordContent`.
 
 use crate::common;
+use crate::common::Must;
 
 use std::collections::HashMap;
 
@@ -65,7 +66,7 @@ async fn chat(server: &Binary, body: &Value) -> Reply {
         .body(body.to_string())
         .send()
         .await
-        .unwrap_or_else(|e| panic!("{e}"));
+        .must();
     Reply {
         status: response.status().as_u16(),
         headers: response.headers().clone(),
@@ -208,7 +209,7 @@ async fn record_content_keeps_arguments_and_result() {
 
 // Two workers: the collector answers while the test blocks on the exit.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_stopped_server_sends_the_spans_it_held() {
+async fn a_stopped_server_sends_the_spans_it_held() -> anyhow::Result<()> {
     let collector = Receiver::start(&[200]).await;
     // The batch is sent every 5 s by default: the stop sends it sooner.
     let endpoint = [("OTEL_EXPORTER_OTLP_ENDPOINT", collector.url.as_str())];
@@ -217,8 +218,7 @@ async fn a_stopped_server_sends_the_spans_it_held() {
     assert_eq!(reply.status, 200, "{}", reply.body);
     let status = std::process::Command::new("kill")
         .args(["-TERM", &server.pid().to_string()])
-        .status()
-        .unwrap_or_else(|e| panic!("{e}"));
+        .status()?;
     assert!(status.success());
     assert!(
         server.exited_within(wait::PATIENCE),
@@ -226,6 +226,7 @@ async fn a_stopped_server_sends_the_spans_it_held() {
     );
     let spans = spans(&collector);
     assert_eq!(named(&spans, "invoke_agent toolgate").len(), 1, "{spans:?}");
+    Ok(())
 }
 
 /// The turn that ran the payment: the one whose events say `approved`.

@@ -3,6 +3,7 @@
 //! a socket that keeps serving while an approved call runs.
 
 use crate::common;
+use crate::common::Must;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -19,7 +20,7 @@ use toolgate::Config;
 async fn resume_status(server: &Server, chat: &str) -> u16 {
     let response = reqwest::get(format!("{}/stream/{chat}/stream", server.url))
         .await
-        .unwrap_or_else(|e| panic!("{e}"));
+        .must();
     response.status().as_u16()
 }
 
@@ -192,11 +193,10 @@ async fn runs_abort_before_first_poll_marks_done() {
 /// `maxTurnsPerUser: 1` and `maxTurns: 1` hold even when new turns of one
 /// chat supersede a turn that is still read.
 #[tokio::test]
-async fn superseded_turns_still_count_against_the_caps() {
+async fn superseded_turns_still_count_against_the_caps() -> anyhow::Result<()> {
     let config = Config::from_yaml(
         "model:\n  deltaDelayMs: 20\nstream:\n  maxTurnsPerUser: 1\n  maxTurns: 1\n",
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    )?;
     let server = Server::with_config(config).await;
     let mut socket = connect(&server).await;
     for r in ["r1", "r2", "r3"] {
@@ -225,6 +225,7 @@ async fn superseded_turns_still_count_against_the_caps() {
         "{} turns streaming at once with maxTurnsPerUser 1 / maxTurns 1: {streaming:?} (refused: {refused:?})",
         streaming.len()
     );
+    Ok(())
 }
 
 /// A `resume` cannot reuse a requestId in flight: one stream per requestId.
@@ -352,9 +353,8 @@ async fn confirm_frame_does_not_block_the_socket() {
 
 /// An abort stops the model for every reader, not only for the aborting request.
 #[tokio::test]
-async fn abort_stops_the_model_even_with_another_reader() {
-    let config =
-        Config::from_yaml("model:\n  deltaDelayMs: 20\n").unwrap_or_else(|e| panic!("{e}"));
+async fn abort_stops_the_model_even_with_another_reader() -> anyhow::Result<()> {
+    let config = Config::from_yaml("model:\n  deltaDelayMs: 20\n")?;
     let server = Server::with_config(config).await;
     let mut a = connect(&server).await;
     send(&mut a, turn("r1", &says("chat-ab", "count to 1000"))).await;
@@ -386,27 +386,25 @@ async fn abort_stops_the_model_even_with_another_reader() {
     tokio::time::timeout(Duration::from_secs(3), ended)
         .await
         .unwrap_or_else(|_| panic!("the model went on after the abort"));
+    Ok(())
 }
 
 /// As above, with both frames in one TCP write; over SSE too.
 #[tokio::test]
-async fn abort_in_the_same_write_as_send_leaves_no_zombie() {
+async fn abort_in_the_same_write_as_send_leaves_no_zombie() -> anyhow::Result<()> {
     let server = Server::start().await;
     let mut socket = connect(&server).await;
     let send_frame = turn("r1", &says("chat-z", "count to 50"));
     let abort = json!({"type": "abort", "requestId": "r1"});
     socket
         .feed(Message::Text(send_frame.to_string().into()))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    socket
-        .feed(Message::Text(abort.to_string().into()))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    socket.flush().await.unwrap_or_else(|e| panic!("{e}"));
+        .await?;
+    socket.feed(Message::Text(abort.to_string().into())).await?;
+    socket.flush().await?;
     // Over SSE: the resume answers 204 (a zombie answered 200, then nothing).
     done(&server, "chat-z").await;
     resume_finds_nothing(&mut socket, "chat-z").await;
+    Ok(())
 }
 
 /// Without auth every caller is `anonymous`: abandoned held turns must not
