@@ -42,14 +42,6 @@ async fn server_with(kind: &str, config: Config) -> (Server, Option<tempfile::Te
     )
 }
 
-fn errors(reply: &common::Reply) -> Vec<String> {
-    reply
-        .of_type("tool-output-error")
-        .iter()
-        .map(|c| c["errorText"].as_str().unwrap_or("").to_owned())
-        .collect()
-}
-
 async fn approved_once_and_replayed(kind: &str) {
     let (server, _dir) = server(kind).await;
     server
@@ -84,18 +76,18 @@ async fn forged_and_foreign_answers_run_nothing(kind: &str) {
         .await;
     let forged = server.chat(&fixture("pay_hanako_forged.json")).await;
     assert_eq!(
-        errors(&forged),
+        forged.error_texts(),
         ["originalFunctionCall differs from the call this server issued"]
     );
     let mut other_chat = fixture("pay_hanako_approved.json");
     other_chat["id"] = json!("chat-other");
     assert_eq!(
-        errors(&server.chat(&other_chat).await),
+        server.chat(&other_chat).await.error_texts(),
         ["confirmation belongs to another chat"]
     );
     let unknown = server.chat(&fixture("pay_unknown_confirmation.json")).await;
     assert_eq!(
-        errors(&unknown),
+        unknown.error_texts(),
         ["confirmation `adk-99` was not issued by this server"]
     );
     assert_eq!(server.payments(), 0);
@@ -108,7 +100,7 @@ async fn a_denial_stays_a_denial(kind: &str) {
         .await;
     server.chat(&fixture("pay_hanako_denied.json")).await;
     let approved = server.chat(&fixture("pay_hanako_approved.json")).await;
-    assert_eq!(errors(&approved), ["User denied execution: too much"]);
+    assert_eq!(approved.error_texts(), ["User denied execution: too much"]);
     assert_eq!(server.payments(), 0);
 }
 
@@ -121,7 +113,7 @@ async fn an_expired_confirmation_runs_nothing(kind: &str) {
     let late = server.chat(&fixture("pay_hanako_approved.json")).await;
     // The card and the call both end as expired: nobody decided.
     let expired = "The request to run process_payment expired without an answer; nobody approved or denied it.";
-    assert_eq!(errors(&late), [expired, expired]);
+    assert_eq!(late.error_texts(), [expired, expired]);
     assert_eq!(server.payments(), 0);
 }
 

@@ -22,14 +22,6 @@ fn edited(args: Value) -> Value {
     body
 }
 
-fn errors(reply: &common::Reply) -> Vec<String> {
-    reply
-        .of_type("tool-output-error")
-        .iter()
-        .map(|c| c["errorText"].as_str().unwrap_or("").to_owned())
-        .collect()
-}
-
 #[tokio::test]
 async fn an_edited_approval_runs_the_edit() {
     let server = Server::with_config(editable()).await;
@@ -51,7 +43,7 @@ async fn edits_are_checked_before_anything_runs() {
         .chat(&edited(json!({"amount": "lots", "recipient": "Hanako"})))
         .await;
     assert_eq!(
-        errors(&bad),
+        bad.error_texts(),
         [r#"edited arguments are not valid: "lots" is not of type "number""#]
     );
     let extra = server
@@ -60,9 +52,9 @@ async fn edits_are_checked_before_anything_runs() {
         ))
         .await;
     assert!(
-        errors(&extra)[0].starts_with("edited arguments are not valid: "),
+        extra.error_texts()[0].starts_with("edited arguments are not valid: "),
         "{:?}",
-        errors(&extra)
+        extra.error_texts()
     );
     assert_eq!(server.payments(), 0);
     // A refused edit leaves the question open: a plain approval still works.
@@ -82,7 +74,7 @@ async fn an_edit_meets_the_policy_too() {
         ))
         .await;
     assert_eq!(
-        errors(&reply),
+        reply.error_texts(),
         ["denied by policy: payments over 5000 need a bank transfer"]
     );
     assert_eq!(server.payments(), 0);
@@ -96,7 +88,7 @@ async fn only_editable_tools_take_edits() {
         .await;
     let reply = server.chat(&fixture("pay_hanako_edited.json")).await;
     assert_eq!(
-        errors(&reply),
+        reply.error_texts(),
         ["the arguments of process_payment may not be edited"]
     );
     assert_eq!(server.payments(), 0);

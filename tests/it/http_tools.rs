@@ -70,29 +70,10 @@ async fn server(path: &str, extra: &str) -> Server {
 async fn an_approved_call_posts_the_arguments_and_returns_the_answer() {
     let server = server("/ok", "").await;
     let first = server.chat(&user_says("chat-h", LOOKUP)).await;
-    let ask = first.of_type("tool-input-available");
-    assert_eq!(
-        ask[0]["toolName"],
-        common::confirmation_name(),
-        "{}",
-        first.body
-    );
-    assert_eq!(
-        ask[0]["input"]["originalFunctionCall"]["args"],
-        json!({"id": 7})
-    );
-    let approve = json!({
-        "id": "chat-h", "messageId": first.of_type("start")[0]["messageId"],
-        "messages": [
-            {"id": "u1", "role": "user", "parts": [{"type": "text", "text": LOOKUP}]},
-            {"id": first.of_type("start")[0]["messageId"], "role": "assistant", "parts": [
-                {"type": "step-start"},
-                {"type": "tool-adk_request_confirmation", "toolCallId": ask[0]["toolCallId"], "state": "output-available",
-                 "input": ask[0]["input"], "output": {"confirmed": true}}
-            ]}
-        ]
-    });
-    let second = server.chat(&approve).await;
+    assert_eq!(common::asked_call(&first)["args"], json!({"id": 7}));
+    let second = server
+        .chat(&common::approval_of("chat-h", LOOKUP, &first))
+        .await;
     let output = second.of_type("tool-output-available");
     let answer = output
         .iter()

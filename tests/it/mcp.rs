@@ -157,14 +157,6 @@ fn tool<'a>(inventory: &'a Value, qualified: &str) -> Option<&'a Value> {
         .find(|t| t["qualifiedName"] == qualified)
 }
 
-fn errors(reply: &common::Reply) -> Vec<String> {
-    reply
-        .of_type("tool-output-error")
-        .iter()
-        .map(|c| c["errorText"].as_str().unwrap_or("").to_owned())
-        .collect()
-}
-
 fn outputs(reply: &common::Reply) -> Vec<Value> {
     reply
         .of_type("tool-output-available")
@@ -239,30 +231,12 @@ async fn a_destructive_call_asks_and_runs_once_when_approved() {
     available(&server, "notes").await;
     let text = r#"mcp--notes--delete_note {"path": "a.txt"}"#;
     let first = server.chat(&user_says("chat-d", text)).await;
-    let ask = first.of_type("tool-input-available");
     assert_eq!(
-        ask[0]["toolName"],
-        common::confirmation_name(),
-        "{}",
-        first.body
-    );
-    assert_eq!(
-        ask[0]["input"]["originalFunctionCall"]["name"],
+        common::asked_call(&first)["name"],
         "mcp--notes--delete_note"
     );
     assert_eq!(journal.count("call"), 0, "ran before the approval");
-    let message_id = first.of_type("start")[0]["messageId"].clone();
-    let approve = json!({
-        "id": "chat-d", "messageId": message_id,
-        "messages": [
-            {"id": "u1", "role": "user", "parts": [{"type": "text", "text": text}]},
-            {"id": message_id, "role": "assistant", "parts": [
-                {"type": "step-start"},
-                {"type": "tool-adk_request_confirmation", "toolCallId": ask[0]["toolCallId"], "state": "output-available",
-                 "input": ask[0]["input"], "output": {"confirmed": true}}
-            ]}
-        ]
-    });
+    let approve = common::approval_of("chat-d", text, &first);
     let second = server.chat(&approve).await;
     assert_eq!(
         outputs(&second),
@@ -324,7 +298,7 @@ async fn over_http_a_read_only_tool_runs_unasked_only_when_allowed_and_no_rule_s
     available(&denied, "web").await;
     let reply = denied.chat(&user_says("chat-r", text)).await;
     assert_eq!(
-        errors(&reply),
+        reply.error_texts(),
         ["denied by policy: alwaysDeny mcp--web--read_*"]
     );
     assert_eq!(journal.count("call read_note"), 1);
@@ -338,13 +312,18 @@ async fn an_error_result_and_a_protocol_error_are_tool_output_errors() {
         let reply = server
             .chat(&user_says("chat-e", &format!("mcp--{name}--fail {{}}")))
             .await;
-        assert_eq!(errors(&reply), ["the disk is on fire"], "{}", reply.body);
+        assert_eq!(
+            reply.error_texts(),
+            ["the disk is on fire"],
+            "{}",
+            reply.body
+        );
         assert_eq!(reply.text(), "the disk is on fire");
         let reply = server
             .chat(&user_says("chat-e", &format!("mcp--{name}--broken {{}}")))
             .await;
         assert_eq!(
-            errors(&reply),
+            reply.error_texts(),
             ["MCP error -32602: no such note"],
             "{}",
             reply.body
@@ -397,7 +376,7 @@ async fn a_server_that_crashes_is_shown_unavailable_and_restarted() {
         .chat(&user_says("chat-x", "mcp--notes--crash {}"))
         .await;
     assert_eq!(
-        errors(&reply),
+        reply.error_texts(),
         ["MCP server `notes` is not connected"],
         "{}",
         reply.body
@@ -420,7 +399,10 @@ async fn a_server_that_crashes_is_shown_unavailable_and_restarted() {
             r#"mcp--notes--read_note {"path": "a"}"#,
         ))
         .await;
-    assert_eq!(errors(&reply), ["unknown tool `mcp--notes--read_note`"]);
+    assert_eq!(
+        reply.error_texts(),
+        ["unknown tool `mcp--notes--read_note`"]
+    );
     let up = available(&server, "notes").await;
     assert!(tool(&up, "mcp--notes--read_note").is_some());
     let reply = server
@@ -567,7 +549,7 @@ async fn a_call_that_hangs_times_out_and_is_cancelled_on_the_server() {
         .chat(&user_says("chat-t", r#"mcp--notes--slow {"ms": 20000}"#))
         .await;
     assert_eq!(
-        errors(&reply),
+        reply.error_texts(),
         ["tool call timed out after 300 ms"],
         "{}",
         reply.body
@@ -601,8 +583,7 @@ async fn a_secret_in_the_url_shows_nowhere() -> anyhow::Result<()> {
     assert!(reason.starts_with("initialize failed"), "{reason}");
     // The log (at debug) and the CLI say no more.
     let journal = Journal::new();
-    let config = journal.dir.path().join("toolgate.yaml");
-    std::fs::write(&config, yaml)?;
+    let config = common::config_file(journal.dir.path(), yaml);
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
         .args(["tools", "--config"])
         .arg(&config)
@@ -633,7 +614,7 @@ async fn a_huge_error_message_is_cut() {
             r#"mcp--notes--broken {"repeat": 100000}"#,
         ))
         .await;
-    let errors = errors(&reply);
+    let errors = reply.error_texts();
     assert_eq!(errors.len(), 1, "{}", reply.body.len());
     assert!(
         errors[0].starts_with("MCP error -32602: no such note no such note"),

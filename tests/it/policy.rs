@@ -19,14 +19,6 @@ fn config(name: &str) -> Config {
     Config::load(std::path::Path::new(&path)).must()
 }
 
-fn errors(reply: &common::Reply) -> Vec<String> {
-    reply
-        .of_type("tool-output-error")
-        .iter()
-        .map(|c| c["errorText"].as_str().unwrap_or("").to_owned())
-        .collect()
-}
-
 fn asked(reply: &common::Reply) -> Vec<serde_json::Value> {
     reply
         .of_type("tool-input-available")
@@ -72,7 +64,7 @@ async fn rules_allow_ask_and_deny() {
         .await;
     assert!(asked(&huge).is_empty());
     assert_eq!(
-        errors(&huge),
+        huge.error_texts(),
         ["denied by policy: payments over 5000 need a bank transfer"]
     );
     assert_eq!(
@@ -82,7 +74,7 @@ async fn rules_allow_ask_and_deny() {
 
     let weather = server.chat(&user_says("c4", "weather in Oslo")).await;
     assert_eq!(
-        errors(&weather),
+        weather.error_texts(),
         ["denied by policy: alwaysDeny internal--get_weather"]
     );
     assert_eq!(server.payments(), 1);
@@ -99,7 +91,7 @@ async fn dextos_timeout_is_the_answer_window() {
     late["messages"][0]["parts"][0]["text"] = json!("Send 500 USD to Hanako");
     late["messages"][1]["parts"][1]["input"]["originalFunctionCall"]["args"]["amount"] = json!(500);
     let expired = "The request to run process_payment expired without an answer; nobody approved or denied it.";
-    assert_eq!(errors(&server.chat(&late).await), [expired, expired]);
+    assert_eq!(server.chat(&late).await.error_texts(), [expired, expired]);
     assert_eq!(server.payments(), 0);
 }
 
@@ -119,7 +111,7 @@ async fn a_rule_added_after_the_question_still_denies() {
     let after = Server::with(strict, move |app| app.with_store(store)).await;
     let reply = after.chat(&fixture("pay_hanako_approved.json")).await;
     assert_eq!(
-        errors(&reply),
+        reply.error_texts(),
         ["denied by policy: alwaysDeny internal--process_payment"]
     );
     assert_eq!(after.payments() + before.payments(), 0);
@@ -128,18 +120,17 @@ async fn a_rule_added_after_the_question_still_denies() {
 #[tokio::test]
 async fn auto_approve_runs_what_would_ask_but_honours_always_deny() -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
-    let path = dir.path().join("deny.yaml");
-    std::fs::write(
-        &path,
+    let path = common::config_file(
+        dir.path(),
         "store: {kind: memory}\ntoolConfirmation:\n  toolPolicies:\n    alwaysDeny: [internal--get_weather]\n",
-    )?;
-    let server = Binary::serve_with(&["--config", &path.display().to_string(), "--auto-approve"]);
+    );
+    let server = Binary::serve_with(&["--config", &path, "--auto-approve"]);
     let paid = server.chat(&user_says("c", "Send 50 USD to Hanako")).await;
     assert!(asked(&paid).is_empty());
     assert!(common::transaction(&paid).is_some(), "{}", paid.body);
     let weather = server.chat(&user_says("c", "weather in Oslo")).await;
     assert_eq!(
-        errors(&weather),
+        weather.error_texts(),
         ["denied by policy: alwaysDeny internal--get_weather"]
     );
     Ok(())
@@ -189,7 +180,11 @@ async fn writing_a_number_as_a_float_does_not_get_around_a_rule() -> anyhow::Res
     let server = Server::with_config(config).await;
     for text in ["Send 5000 USD to Bob", "Send 5000.0 USD to Bob"] {
         let reply = server.chat(&user_says("c", text)).await;
-        assert_eq!(errors(&reply), ["denied by policy: no 5000s"], "{text}");
+        assert_eq!(
+            reply.error_texts(),
+            ["denied by policy: no 5000s"],
+            "{text}"
+        );
     }
     assert_eq!(server.payments(), 0);
     Ok(())

@@ -83,17 +83,7 @@ async fn round_trip(provider: ProviderKind, dir: &str) -> Vec<Value> {
     let first = server
         .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
         .await;
-    let ask = first.of_type("tool-input-available");
-    assert_eq!(
-        ask[0]["toolName"],
-        common::confirmation_name(),
-        "{}",
-        first.body
-    );
-    assert_eq!(
-        ask[0]["input"]["originalFunctionCall"]["name"],
-        "process_payment"
-    );
+    assert_eq!(common::asked_call(&first)["name"], "process_payment");
     assert_eq!(server.payments(), 0);
 
     let second = server.chat(&approval("chat-pay", &first)).await;

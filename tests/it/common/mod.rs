@@ -94,6 +94,14 @@ impl Reply {
             .collect()
     }
 
+    /// The `errorText` of each `tool-output-error` chunk.
+    pub fn error_texts(&self) -> Vec<String> {
+        self.of_type("tool-output-error")
+            .iter()
+            .map(|c| c["errorText"].as_str().unwrap_or("").to_owned())
+            .collect()
+    }
+
     /// The streamed text, all deltas joined.
     pub fn text(&self) -> String {
         self.of_type("text-delta")
@@ -274,6 +282,19 @@ pub fn confirmation_name() -> &'static str {
     CONFIRMATION_TOOL
 }
 
+/// The original function call of the question `reply` asks; fails the test
+/// when its first tool input is not a question.
+pub fn asked_call(reply: &Reply) -> Value {
+    let ask = reply.of_type("tool-input-available");
+    assert_eq!(
+        ask.first().map(|a| &a["toolName"]),
+        Some(&Value::from(confirmation_name())),
+        "{}",
+        reply.body
+    );
+    ask[0]["input"]["originalFunctionCall"].clone()
+}
+
 /// How many times the reply asks for a confirmation (the confirmation
 /// tool's `tool-input-available` chunks).
 pub fn asked(reply: &Reply) -> usize {
@@ -282,6 +303,14 @@ pub fn asked(reply: &Reply) -> usize {
         .iter()
         .filter(|c| c["toolName"] == confirmation_name())
         .count()
+}
+
+/// `yaml` written to `toolgate.yaml` in `dir`: the file's path, for
+/// `--config`.
+pub fn config_file(dir: &std::path::Path, yaml: impl AsRef<str>) -> String {
+    let path = dir.join("toolgate.yaml");
+    std::fs::write(&path, yaml.as_ref()).must();
+    path.display().to_string()
 }
 
 /// The `toolgate` binary, serving on a free port with its state in a
@@ -440,12 +469,17 @@ impl Binary {
 /// The follow-up `useChat` sends in chat `chat` after approving the question
 /// "Send 50 USD to Hanako" that `first` asked (with its signature, if any).
 pub fn approval(chat: &str, first: &Reply) -> Value {
+    approval_of(chat, "Send 50 USD to Hanako", first)
+}
+
+/// The approval of the question in `first`, the answer to the user's `text`.
+pub fn approval_of(chat: &str, text: &str, first: &Reply) -> Value {
     let message_id = first.of_type("start")[0]["messageId"].clone();
     let ask = first.of_type("tool-input-available")[0].clone();
     serde_json::json!({
         "id": chat, "trigger": "submit-message", "messageId": message_id,
         "messages": [
-            {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "Send 50 USD to Hanako"}]},
+            {"id": "u1", "role": "user", "parts": [{"type": "text", "text": text}]},
             {"id": message_id, "role": "assistant", "parts": [
                 {"type": "step-start"},
                 {"type": "tool-adk_request_confirmation", "toolCallId": ask["toolCallId"], "state": "output-available",
