@@ -57,6 +57,19 @@ pub(crate) fn installed() -> PathBuf {
     dir
 }
 
+/// Fails the test with the report of every run that did not pass.
+pub(crate) fn all_passed(runs: impl Iterator<Item = (bool, String)>) {
+    let failures: Vec<String> = runs
+        .filter(|(passed, _)| !passed)
+        .map(|(_, report)| report)
+        .collect();
+    assert!(
+        failures.is_empty(),
+        "conformance failed:\n{}",
+        failures.join("\n")
+    );
+}
+
 /// Runs chat.mjs with `client` and `protocol`; `flows` may carry more
 /// options (`--transport ws`). Whether every flow passed, and the report.
 pub(crate) fn run(
@@ -83,21 +96,13 @@ fn every_claimed_client_completes_every_flow() -> anyhow::Result<()> {
     let dir = installed();
     // Its own config: the flows need a `toolConfirmation` rule.
     let state = tempfile::tempdir()?;
-    let config = state.path().join("toolgate.yaml");
     let db = state.path().join("toolgate.sqlite3");
     let yaml = format!("store:\n  path: {}\n{CLIENT_TOOLS}", db.display());
-    std::fs::write(&config, yaml)?;
-    let server = Binary::serve_with(&["--config", &config.display().to_string()]);
-    let failures: Vec<String> = RUNS
-        .iter()
-        .map(|(client, protocol)| run(&dir, &server.url, client, protocol, &[]))
-        .filter(|(passed, _)| !passed)
-        .map(|(_, report)| report)
-        .collect();
-    assert!(
-        failures.is_empty(),
-        "conformance failed:\n{}",
-        failures.join("\n")
+    let config = common::config_file(state.path(), yaml);
+    let server = Binary::serve_with(&["--config", &config]);
+    all_passed(
+        RUNS.iter()
+            .map(|(client, protocol)| run(&dir, &server.url, client, protocol, &[])),
     );
     Ok(())
 }
@@ -109,10 +114,9 @@ fn every_claimed_client_completes_every_flow() -> anyhow::Result<()> {
 fn a_native_denial_as_an_error_reaches_every_native_client() -> anyhow::Result<()> {
     let dir = installed();
     let state = tempfile::tempdir()?;
-    let config = state.path().join("toolgate.yaml");
     let yaml = format!("store:\n  kind: memory\n{CLIENT_TOOLS}  deniedAs: output-error\n");
-    std::fs::write(&config, yaml)?;
-    let server = Binary::serve_with(&["--config", &config.display().to_string()]);
+    let config = common::config_file(state.path(), yaml);
+    let server = Binary::serve_with(&["--config", &config]);
     let flows = [
         "--denied-as",
         "output-error",
@@ -120,17 +124,10 @@ fn a_native_denial_as_an_error_reaches_every_native_client() -> anyhow::Result<(
         "native-two",
         "client-deny",
     ];
-    let failures: Vec<String> = RUNS
-        .iter()
-        .filter(|(_, protocol)| *protocol == "ai-sdk")
-        .map(|(client, protocol)| run(&dir, &server.url, client, protocol, &flows))
-        .filter(|(passed, _)| !passed)
-        .map(|(_, report)| report)
-        .collect();
-    assert!(
-        failures.is_empty(),
-        "conformance failed:\n{}",
-        failures.join("\n")
+    all_passed(
+        RUNS.iter()
+            .filter(|(_, protocol)| *protocol == "ai-sdk")
+            .map(|(client, protocol)| run(&dir, &server.url, client, protocol, &flows)),
     );
     Ok(())
 }
@@ -216,22 +213,15 @@ async fn provider_streams_pass_every_claimed_client() -> anyhow::Result<()> {
 fn the_websocket_transport_completes_every_flow() -> anyhow::Result<()> {
     let dir = installed();
     let state = tempfile::tempdir()?;
-    let config = state.path().join("toolgate.yaml");
-    std::fs::write(
-        &config,
+    let config = common::config_file(
+        state.path(),
         format!("model:\n  deltaDelayMs: 2\nstore:\n  kind: memory\n{CLIENT_TOOLS}"),
-    )?;
-    let server = Binary::serve_with(&["--config", &config.display().to_string()]);
-    let failures: Vec<String> = ["adk", "ai-sdk"]
-        .iter()
-        .map(|protocol| run(&dir, &server.url, "ai", protocol, &["--transport", "ws"]))
-        .filter(|(passed, _)| !passed)
-        .map(|(_, report)| report)
-        .collect();
-    assert!(
-        failures.is_empty(),
-        "conformance failed:\n{}",
-        failures.join("\n")
+    );
+    let server = Binary::serve_with(&["--config", &config]);
+    all_passed(
+        ["adk", "ai-sdk"]
+            .iter()
+            .map(|protocol| run(&dir, &server.url, "ai", protocol, &["--transport", "ws"])),
     );
     Ok(())
 }

@@ -288,11 +288,10 @@ async fn the_metrics_listener_has_the_guard_and_the_header_timeout() -> anyhow::
 #[test]
 fn metrics_bind_off_loopback_needs_api_keys() -> anyhow::Result<()> {
     let state = tempfile::tempdir()?;
-    let config = state.path().join("toolgate.yaml");
-    std::fs::write(
-        &config,
+    let config = common::config_file(
+        state.path(),
         "store: {kind: memory}\nmetrics: {bind: '0.0.0.0:0'}\n",
-    )?;
+    );
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
         .args(["serve", "--bind", "127.0.0.1:0", "--config"])
         .arg(&config)

@@ -42,16 +42,14 @@ fn confirmation_id(first: &common::Reply) -> String {
 async fn after_kill_9_during_an_approved_call_the_next_answer_is_immediate() -> anyhow::Result<()> {
     let (hang, mut calls) = black_hole().await;
     let state = tempfile::tempdir()?;
-    let config = state.path().join("toolgate.yaml");
-    std::fs::write(
-        &config,
+    let config = common::config_file(
+        state.path(),
         format!(
             "store:\n  path: {}\ntoolConfirmation:\n  signingKeys: [test-signing-key-of-at-least-32-bytes]\ntools:\n  timeoutMs: {}\n  http:\n    - name: hang\n      description: Never answers\n      parameters: {{type: object}}\n      url: {hang}/hang\n      timeoutMs: 600000\n",
             state.path().join("db.sqlite3").display(),
             TOOL_TIMEOUT.as_millis(),
         ),
-    )?;
-    let config = config.display().to_string();
+    );
     let start = || Binary::serve_with(&["--config", &config]);
 
     let server = start();

@@ -19,15 +19,13 @@ use toolgate::tools::Registry;
 #[tokio::test]
 async fn a_confirmation_survives_sigkill_and_runs_once() -> anyhow::Result<()> {
     let state = tempfile::tempdir()?;
-    let config = state.path().join("toolgate.yaml");
-    std::fs::write(
-        &config,
+    let config = common::config_file(
+        state.path(),
         format!(
             "store:\n  kind: sqlite\n  path: {}\n",
             state.path().join("db.sqlite3").display()
         ),
-    )?;
-    let config = config.display().to_string();
+    );
     let start = || Binary::serve_with(&["--config", &config]);
 
     let server = start();
@@ -141,15 +139,13 @@ async fn a_claim_left_by_a_dead_process_is_outcome_unknown_at_once() -> anyhow::
 #[tokio::test]
 async fn a_remembered_approval_survives_sigkill() -> anyhow::Result<()> {
     let state = tempfile::tempdir()?;
-    let config = state.path().join("toolgate.yaml");
-    std::fs::write(
-        &config,
+    let config = common::config_file(
+        state.path(),
         format!(
             "store:\n  path: {}\n",
             state.path().join("db.sqlite3").display()
         ),
-    )?;
-    let config = config.display().to_string();
+    );
     let start = || Binary::serve_with(&["--config", &config]);
     let ask = |text: &str| json!({"id": "chat-restart", "messages": [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": text}]}]});
 
@@ -182,12 +178,11 @@ async fn the_database_and_its_folder_are_private() -> anyhow::Result<()> {
     let state = tempfile::tempdir()?;
     let data = state.path().join("data");
     let db = data.join("nested").join("db.sqlite3");
-    let config = state.path().join("toolgate.yaml");
-    std::fs::write(
-        &config,
+    let config = common::config_file(
+        state.path(),
         format!("store:\n  kind: sqlite\n  path: {}\n", db.display()),
-    )?;
-    let server = Binary::serve_with(&["--config", &config.display().to_string()]);
+    );
+    let server = Binary::serve_with(&["--config", &config]);
     // A turn that asks, so the log has been written.
     let first = server
         .chat(&json!({

@@ -355,11 +355,10 @@ async fn a_thousand_half_sent_requests_do_not_stop_a_normal_turn() -> anyhow::Re
         return Ok(());
     }
     let state = tempfile::tempdir()?;
-    let config = state.path().join("toolgate.yaml");
-    std::fs::write(
-        &config,
+    let config = common::config_file(
+        state.path(),
         "store: {kind: memory}\nserver: {headerReadSecs: 5}\n",
-    )?;
+    );
     let mut command = std::process::Command::new("sh");
     command
         .arg("-c")
@@ -548,8 +547,7 @@ async fn one_address_holds_at_most_its_share_of_the_connections() -> anyhow::Res
 #[tokio::test]
 async fn a_newline_in_an_id_forges_no_log_line() -> anyhow::Result<()> {
     let state = tempfile::tempdir()?;
-    let config = state.path().join("toolgate.yaml");
-    std::fs::write(&config, "store: {kind: memory}\n")?;
+    let config = common::config_file(state.path(), "store: {kind: memory}\n");
     let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"));
     command
         .args(["serve", "--bind", "127.0.0.1:0", "--config"])
