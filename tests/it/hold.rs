@@ -5,8 +5,8 @@ use crate::common;
 
 use std::time::Duration;
 
-use common::body::{read_to, read_to_end};
-use common::{Server, user_says, wait};
+use common::body::{Body, read_to, read_to_end};
+use common::{Reply, Server, user_says, wait};
 use serde_json::{Value, json};
 use toolgate::Config;
 
@@ -16,14 +16,10 @@ fn held(chat: &str, text: &str) -> Value {
     body
 }
 
-#[tokio::test]
-async fn an_approval_through_the_api_continues_the_open_stream() {
-    let server = Server::start().await;
-    let mut body = Box::pin(
-        server
-            .open(&held("chat-hold", "Send 50 USD to Hanako"))
-            .await,
-    );
+/// A held turn of `chat` paying Hanako, read up to its question: the open
+/// body, and what was read.
+async fn asking(server: &Server, chat: &str) -> (impl Body, String) {
+    let mut body = Box::pin(server.open(&held(chat, "Send 50 USD to Hanako")).await);
     let mut seen = String::new();
     read_to(
         &mut body,
@@ -31,6 +27,26 @@ async fn an_approval_through_the_api_continues_the_open_stream() {
         "\"toolName\":\"adk_request_confirmation\",\"input\"",
     )
     .await;
+    (body, seen)
+}
+
+/// A server of `config` (a held flow with a short timeout), and its whole
+/// reply to a payment in `chat` that nobody answers.
+async fn unanswered(config: Config, chat: &str) -> (Server, Reply) {
+    let server = Server::with_config(config).await;
+    let reply = tokio::time::timeout(
+        Duration::from_secs(10),
+        server.chat(&user_says(chat, "Send 50 USD to Hanako")),
+    )
+    .await
+    .unwrap_or_else(|_| panic!("the held stream never ended"));
+    (server, reply)
+}
+
+#[tokio::test]
+async fn an_approval_through_the_api_continues_the_open_stream() {
+    let server = Server::start().await;
+    let (mut body, mut seen) = asking(&server, "chat-hold").await;
     assert_eq!(server.payments(), 0);
     let decided = server
         .post("/api/confirmations/adk-3", r#"{"approved": true}"#)
@@ -44,13 +60,7 @@ async fn an_approval_through_the_api_continues_the_open_stream() {
 #[tokio::test]
 async fn a_denial_through_the_api_tells_the_model() {
     let server = Server::start().await;
-    let mut body = Box::pin(
-        server
-            .open(&held("chat-hold", "Send 50 USD to Hanako"))
-            .await,
-    );
-    let mut seen = String::new();
-    read_to(&mut body, &mut seen, "adk_request_confirmation").await;
+    let (mut body, mut seen) = asking(&server, "chat-hold").await;
     let decided = server
         .post(
             "/api/confirmations/adk-3",
@@ -70,13 +80,7 @@ async fn a_denial_through_the_api_tells_the_model() {
 #[tokio::test]
 async fn nobody_deciding_in_time_ends_as_expired() -> anyhow::Result<()> {
     let config = Config::from_yaml("toolConfirmation:\n  timeout: 300\n  flow: hold\n")?;
-    let server = Server::with_config(config).await;
-    let reply = tokio::time::timeout(
-        Duration::from_secs(10),
-        server.chat(&user_says("chat-late", "Send 50 USD to Hanako")),
-    )
-    .await
-    .unwrap_or_else(|_| panic!("the held stream never ended"));
+    let (server, reply) = unanswered(config, "chat-late").await;
     assert_eq!(server.payments(), 0);
     assert_sse!("hold_expired", reply.body);
 
@@ -112,18 +116,7 @@ async fn a_reload_finds_the_held_turn_and_its_question() -> anyhow::Result<()> {
     let server = Server::start().await;
     assert_eq!(server.get("/stream/chat-reload/stream").await.status, 204);
 
-    let mut body = Box::pin(
-        server
-            .open(&held("chat-reload", "Send 50 USD to Hanako"))
-            .await,
-    );
-    let mut first = String::new();
-    read_to(
-        &mut body,
-        &mut first,
-        "\"toolName\":\"adk_request_confirmation\",\"input\"",
-    )
-    .await;
+    let (body, first) = asking(&server, "chat-reload").await;
     drop(body);
     // Time for the server to see the client leave, and wrongly end the held
     // turn if it would: what must not happen has no event to wait for.
@@ -180,13 +173,7 @@ async fn a_streaming_turn_is_not_kept_for_a_resume() -> anyhow::Result<()> {
 async fn a_native_question_nobody_decides_ends_as_expired() -> anyhow::Result<()> {
     let config =
         Config::from_yaml("toolConfirmation:\n  timeout: 300\n  flow: hold\n  protocol: ai-sdk\n")?;
-    let server = Server::with_config(config).await;
-    let reply = tokio::time::timeout(
-        Duration::from_secs(10),
-        server.chat(&user_says("chat-native", "Send 50 USD to Hanako")),
-    )
-    .await
-    .unwrap_or_else(|_| panic!("the held stream never ended"));
+    let (server, reply) = unanswered(config, "chat-native").await;
     assert_eq!(server.payments(), 0);
     assert_eq!(
         reply.of_type("tool-approval-request").len(),
