@@ -7,7 +7,7 @@ use crate::common::Must;
 
 use std::time::Duration;
 
-use common::ws::{connect, held, lines, next, says, send, turn, until, until_end};
+use common::ws::{asking, connect, held, lines, next, says, send, turn, until, until_end};
 use common::{Server, fixture};
 use futures::SinkExt;
 use serde_json::{Value, json};
@@ -53,14 +53,7 @@ async fn the_stock_flow_asks_then_the_next_send_answers() {
 #[tokio::test]
 async fn a_confirm_frame_continues_the_same_request() {
     let server = Server::start().await;
-    let mut socket = connect(&server).await;
-    send(
-        &mut socket,
-        turn("r1", &held("chat-hold", "Send 50 USD to Hanako")),
-    )
-    .await;
-    let mut frames = Vec::new();
-    until(&mut socket, &mut frames, "originalFunctionCall").await;
+    let (mut socket, mut frames) = asking(&server, "chat-hold").await;
     send(
         &mut socket,
         json!({"type": "confirm", "confirmationId": "adk-3", "confirmed": true, "requestId": "r1"}),
@@ -74,14 +67,7 @@ async fn a_confirm_frame_continues_the_same_request() {
 #[tokio::test]
 async fn an_approval_through_the_api_reaches_the_waiting_socket() {
     let server = Server::start().await;
-    let mut socket = connect(&server).await;
-    send(
-        &mut socket,
-        turn("r1", &held("chat-hold", "Send 50 USD to Hanako")),
-    )
-    .await;
-    let mut frames = Vec::new();
-    until(&mut socket, &mut frames, "originalFunctionCall").await;
+    let (mut socket, mut frames) = asking(&server, "chat-hold").await;
     let decided = server
         .post(
             "/api/confirmations/adk-3",
@@ -122,14 +108,7 @@ async fn nobody_deciding_in_time_expires_on_the_socket() -> anyhow::Result<()> {
 #[tokio::test]
 async fn a_reconnect_resumes_the_held_turn() {
     let server = Server::start().await;
-    let mut first = connect(&server).await;
-    send(
-        &mut first,
-        turn("r1", &held("chat-back", "Send 50 USD to Hanako")),
-    )
-    .await;
-    let mut before = Vec::new();
-    until(&mut first, &mut before, "originalFunctionCall").await;
+    let (first, before) = asking(&server, "chat-back").await;
     drop(first);
     // Time for the server to see the socket go, and wrongly end the held
     // turn if it would: what must not happen has no event to wait for.

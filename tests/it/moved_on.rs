@@ -135,16 +135,9 @@ async fn on_new_message_cancel_closes_the_card() -> anyhow::Result<()> {
 /// held one keeps waiting, and goes on once someone decides.
 #[tokio::test]
 async fn on_the_socket_a_new_message_does_not_end_the_held_turn() {
-    use common::ws::{connect, held, lines, send, turn, until, until_end};
+    use common::ws::{asking, lines, send, turn, until_end};
     let server = Server::start().await;
-    let mut socket = connect(&server).await;
-    send(
-        &mut socket,
-        turn("r1", &held("chat-pay", "Send 50 USD to Hanako")),
-    )
-    .await;
-    let mut first = Vec::new();
-    until(&mut socket, &mut first, "originalFunctionCall").await;
+    let (mut socket, mut first) = asking(&server, "chat-pay").await;
     let mut next = moved_on(open_card(false), "What's the weather in Paris?");
     next["toolgate"] = json!({"flow": "hold"});
     send(&mut socket, turn("r2", &next)).await;

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::body::read_until;
-use common::ws::{connect, held, next, next_within, says, send, turn};
+use common::ws::{asking, connect, held, next, next_within, says, send, turn};
 use common::{Server, wait};
 use futures::{SinkExt, StreamExt};
 use serde_json::{Value, json};
@@ -232,18 +232,7 @@ async fn superseded_turns_still_count_against_the_caps() -> anyhow::Result<()> {
 #[tokio::test]
 async fn resume_with_a_request_id_in_use_is_refused() {
     let server = Server::start().await;
-    let mut socket = connect(&server).await;
-    send(
-        &mut socket,
-        turn("r1", &held("chat-dup", "Send 50 USD to Hanako")),
-    )
-    .await;
-    loop {
-        let frame = next(&mut socket).await;
-        if frame["chunk"].to_string().contains("originalFunctionCall") {
-            break;
-        }
-    }
+    let (mut socket, _) = asking(&server, "chat-dup").await;
     send(
         &mut socket,
         json!({"type": "resume", "requestId": "r1", "id": "chat-dup", "headers": {}, "body": {}}),

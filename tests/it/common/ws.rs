@@ -103,6 +103,20 @@ pub fn turn(request: &str, body: &Value) -> Value {
     frame
 }
 
+/// A socket on which turn `r1`, a held payment in `chat`, asks its
+/// question: the frames up to it.
+pub async fn asking(server: &Server, chat: &str) -> (Socket, Vec<Value>) {
+    let mut socket = connect(server).await;
+    send(
+        &mut socket,
+        turn("r1", &held(chat, "Send 50 USD to Hanako")),
+    )
+    .await;
+    let mut frames = Vec::new();
+    until(&mut socket, &mut frames, "originalFunctionCall").await;
+    (socket, frames)
+}
+
 pub fn says(chat: &str, text: &str) -> Value {
     super::user_says(chat, text)
 }
