@@ -13,7 +13,19 @@ struct Client<'a> {
     http: reqwest::Client,
 }
 
-impl Client<'_> {
+impl<'a> Client<'a> {
+    /// Alice's client, once she has asked to pay Hanako in `chat-pay`.
+    async fn asked(server: &'a Server) -> Self {
+        let client = Client {
+            server,
+            http: reqwest::Client::new(),
+        };
+        client
+            .chat("alice", user_says("chat-pay", "Send 50 USD to Hanako"))
+            .await;
+        client
+    }
+
     async fn send(&self, user: &str, request: reqwest::RequestBuilder) -> (u16, String) {
         let response = request.header("x-user", user).send().await.must();
         (
@@ -69,13 +81,7 @@ async fn server() -> Server {
 #[tokio::test]
 async fn approve_through_the_api_then_the_chat_reports_it() {
     let server = server().await;
-    let client = Client {
-        server: &server,
-        http: reqwest::Client::new(),
-    };
-    client
-        .chat("alice", user_says("chat-pay", "Send 50 USD to Hanako"))
-        .await;
+    let client = Client::asked(&server).await;
 
     let open = client.open("alice").await;
     assert_eq!(open.as_array().map(Vec::len), Some(1));
@@ -175,13 +181,7 @@ async fn approve_through_the_api_then_the_chat_reports_it() {
 #[tokio::test]
 async fn deny_through_the_api() {
     let server = server().await;
-    let client = Client {
-        server: &server,
-        http: reqwest::Client::new(),
-    };
-    client
-        .chat("alice", user_says("chat-pay", "Send 50 USD to Hanako"))
-        .await;
+    let client = Client::asked(&server).await;
     let (status, denied) = client
         .decide(
             "alice",
@@ -216,13 +216,7 @@ async fn deny_through_the_api() {
 #[tokio::test]
 async fn a_bad_decision_body_is_a_clear_400() {
     let server = server().await;
-    let client = Client {
-        server: &server,
-        http: reqwest::Client::new(),
-    };
-    client
-        .chat("alice", user_says("chat-pay", "Send 50 USD to Hanako"))
-        .await;
+    let client = Client::asked(&server).await;
     for (body, error) in [
         (
             json!({}),
