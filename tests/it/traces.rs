@@ -6,7 +6,6 @@
 //! names; a call's arguments and result only with `telemetry.recordContent`.
 
 use crate::common;
-use crate::common::Must;
 
 use std::collections::HashMap;
 
@@ -59,19 +58,8 @@ fn named<'a>(spans: &'a [Span], name: &str) -> Vec<&'a Span> {
 }
 
 async fn chat(server: &Binary, body: &Value) -> Reply {
-    let response = reqwest::Client::new()
-        .post(format!("{}/stream", server.url))
-        .header("content-type", "application/json")
-        .header("traceparent", format!("00-{TRACE_ID}-{PARENT_ID}-01"))
-        .body(body.to_string())
-        .send()
-        .await
-        .must();
-    Reply {
-        status: response.status().as_u16(),
-        headers: response.headers().clone(),
-        body: response.text().await.unwrap_or_default(),
-    }
+    let parent = format!("00-{TRACE_ID}-{PARENT_ID}-01");
+    server.chat_with(body, &[("traceparent", &parent)]).await
 }
 
 /// Asks to pay, approves, and returns the spans of both turns once the

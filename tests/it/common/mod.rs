@@ -248,6 +248,17 @@ impl Server {
     pub async fn chat(&self, body: &Value) -> Reply {
         self.post("/stream", body.to_string()).await
     }
+
+    /// The user's `text` in `chat`: `user_says`, sent as [`Server::chat`].
+    pub async fn says(&self, chat: &str, text: &str) -> Reply {
+        self.chat(&user_says(chat, text)).await
+    }
+
+    /// `POST /api/confirmations/{id}` approving the question `id`.
+    pub async fn approve(&self, id: impl std::fmt::Display) -> Reply {
+        self.post(&format!("/api/confirmations/{id}"), r#"{"approved": true}"#)
+            .await
+    }
 }
 
 /// A fixture from `tests/fixtures/`.
@@ -451,13 +462,24 @@ impl Drop for Binary {
 
 impl Binary {
     pub async fn chat(&self, body: &Value) -> Reply {
-        let response = reqwest::Client::new()
+        self.chat_with(body, &[]).await
+    }
+
+    /// The user's `text` in `chat`, as [`Binary::chat`].
+    pub async fn says(&self, chat: &str, text: &str) -> Reply {
+        self.chat(&user_says(chat, text)).await
+    }
+
+    /// Like [`Binary::chat`], with these headers too; a body cut off reads
+    /// as empty.
+    pub async fn chat_with(&self, body: &Value, headers: &[(&str, &str)]) -> Reply {
+        let mut request = reqwest::Client::new()
             .post(format!("{}/stream", self.url))
-            .header("content-type", "application/json")
-            .body(body.to_string())
-            .send()
-            .await
-            .must();
+            .header("content-type", "application/json");
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        let response = request.body(body.to_string()).send().await.must();
         Reply {
             status: response.status().as_u16(),
             headers: response.headers().clone(),
