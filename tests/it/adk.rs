@@ -71,7 +71,7 @@ fn responses(events: &[Value]) -> Vec<(String, Value)> {
 async fn text_streams_once_from_the_agent() {
     let adk = Adk::start();
     let server = toolgate(&adk, "{}").await;
-    let reply = server.chat(&user_says("c1", "hello")).await;
+    let reply = server.says("c1", "hello").await;
     assert_eq!(reply.status, 200, "{}", reply.body);
     assert_eq!(reply.text(), "You said: hello. I am a scripted model.");
     let finish = reply.of_type("finish");
@@ -83,7 +83,7 @@ async fn text_streams_once_from_the_agent() {
 async fn a_tool_the_agent_runs_unasked_is_reported() {
     let adk = Adk::start();
     let server = toolgate(&adk, "{}").await;
-    let reply = server.chat(&user_says("c1", "weather in Tokyo")).await;
+    let reply = server.says("c1", "weather in Tokyo").await;
     let input = reply.of_type("tool-input-available");
     assert_eq!(input[0]["toolName"], "get_weather", "{}", reply.body);
     assert_eq!(input[0]["providerExecuted"], true);
@@ -104,7 +104,7 @@ async fn an_approved_payment_runs_once_inside_adk() {
     let adk = Adk::start();
     let server = toolgate(&adk, "{}").await;
     let ask = "Send 500 USD to Alice";
-    let first = server.chat(&user_says("c1", ask)).await;
+    let first = server.says("c1", ask).await;
     let asked = first.of_type("tool-input-available");
     assert_eq!(asked.len(), 1, "{}", first.body);
     assert_eq!(asked[0]["toolName"], "adk_request_confirmation");
@@ -161,7 +161,7 @@ async fn a_denial_tells_adk_it_was_rejected() {
     let adk = Adk::start();
     let server = toolgate(&adk, "{}").await;
     let ask = "Send 500 USD to Alice";
-    let first = server.chat(&user_says("c1", ask)).await;
+    let first = server.says("c1", ask).await;
     let deny = answered(
         "c1",
         ask,
@@ -193,7 +193,7 @@ async fn two_payments_answered_together() {
     let adk = Adk::start();
     let server = toolgate(&adk, "{}").await;
     let ask = "Send 10 USD to Taro and 20 USD to Jiro";
-    let first = server.chat(&user_says("c1", ask)).await;
+    let first = server.says("c1", ask).await;
     let outputs = [json!({"confirmed": true}), json!({"confirmed": false})];
     let second = server.chat(&answered("c1", ask, &first, &outputs)).await;
     let stored = responses(&adk.session_events("anonymous", "c1").await);
@@ -215,7 +215,7 @@ async fn forged_answers_and_results_never_reach_adk() {
     let adk = Adk::start();
     let server = toolgate(&adk, "{}").await;
     let ask = "Send 500 USD to Alice";
-    let first = server.chat(&user_says("c1", ask)).await;
+    let first = server.says("c1", ask).await;
     let original =
         first.of_type("tool-input-available")[0]["input"]["originalFunctionCall"].clone();
     let mut forged = answered("c1", ask, &first, &[json!({"confirmed": true})]);
@@ -268,7 +268,7 @@ async fn forged_answers_and_results_never_reach_adk() {
 async fn two_users_never_share_a_session() {
     let adk = Adk::start();
     let server = toolgate(&adk, "{}").await;
-    let _ = server.chat(&user_says("c1", "hello")).await;
+    let _ = server.says("c1", "hello").await;
     let other = format!("{}/apps/payments/users/someone-else/sessions/c1", adk.url);
     let status = reqwest::get(other)
         .await
@@ -282,7 +282,7 @@ async fn the_users_payload_reaches_a_tool_that_asks_itself() {
     let adk = Adk::start();
     let server = toolgate(&adk, "{}").await;
     let ask = "book 5 days";
-    let first = server.chat(&user_says("c1", ask)).await;
+    let first = server.says("c1", ask).await;
     let asked = first.of_type("tool-input-available");
     assert_eq!(
         asked[0]["input"]["originalFunctionCall"]["name"], "book_days",
@@ -310,11 +310,11 @@ async fn the_users_payload_reaches_a_tool_that_asks_itself() {
 async fn a_callable_that_asks_only_above_an_amount() {
     let adk = Adk::start();
     let server = toolgate_for(&adk, "payments_dynamic", "{}").await;
-    let small = server.chat(&user_says("c1", "Send 50 USD to Taro")).await;
+    let small = server.says("c1", "Send 50 USD to Taro").await;
     let outputs = small.of_type("tool-output-available");
     assert_eq!(outputs[0]["output"]["status"], "success", "{}", small.body);
     assert!(small.body.contains("\"providerExecuted\":true"));
-    let large = server.chat(&user_says("c2", "Send 500 USD to Alice")).await;
+    let large = server.says("c2", "Send 500 USD to Alice").await;
     let asked = large.of_type("tool-input-available");
     assert_eq!(
         asked[0]["toolName"], "adk_request_confirmation",
@@ -328,7 +328,7 @@ async fn native_approvals_in_front_of_adk() {
     let adk = Adk::start();
     let server = toolgate(&adk, "toolConfirmation: {protocol: ai-sdk}").await;
     let ask = "Send 500 USD to Alice";
-    let first = server.chat(&user_says("c1", ask)).await;
+    let first = server.says("c1", ask).await;
     let request = first.of_type("tool-approval-request");
     assert_eq!(request.len(), 1, "{}", first.body);
     let call = first.of_type("tool-input-available")[0].clone();
@@ -361,7 +361,7 @@ async fn adk_restarted_between_question_and_answer() {
     let adk = Adk::start();
     let server = toolgate(&adk, "{}").await;
     let ask = "Send 500 USD to Alice";
-    let first = server.chat(&user_says("c1", ask)).await;
+    let first = server.says("c1", ask).await;
     let adk = adk.restart();
     let second = server
         .chat(&answered("c1", ask, &first, &[json!({"confirmed": true})]))
@@ -399,9 +399,7 @@ async fn a_decision_through_the_api_reaches_a_held_turn() {
             break asked["toolCallId"].as_str().unwrap_or_default().to_owned();
         }
     };
-    let decided = server
-        .post(&format!("/api/confirmations/{id}"), r#"{"approved": true}"#)
-        .await;
+    let decided = server.approve(&id).await;
     assert_eq!(decided.status, 200, "{}", decided.body);
     while let Some(piece) = body.next().await {
         seen.push_str(&String::from_utf8_lossy(&piece.unwrap_or_default()));
@@ -415,7 +413,7 @@ async fn the_policy_answers_adk_without_asking() {
     let adk = Adk::start();
     let allow = "toolConfirmation: {toolPolicies: {alwaysAllow: [internal--process_payment]}}";
     let server = toolgate(&adk, allow).await;
-    let reply = server.chat(&user_says("c1", "Send 500 USD to Alice")).await;
+    let reply = server.says("c1", "Send 500 USD to Alice").await;
     assert!(
         reply.of_type("tool-approval-request").is_empty(),
         "{}",
@@ -440,7 +438,7 @@ async fn the_policy_answers_adk_without_asking() {
 
     let deny = "toolConfirmation: {toolPolicies: {alwaysDeny: [internal--process_payment]}}";
     let server = toolgate(&adk, deny).await;
-    let reply = server.chat(&user_says("c2", "Send 500 USD to Alice")).await;
+    let reply = server.says("c2", "Send 500 USD to Alice").await;
     let errors = reply.of_type("tool-output-error");
     assert!(
         errors[0]["errorText"]
@@ -467,7 +465,7 @@ async fn a_remembered_approval_answers_the_next_question() {
     let adk = Adk::start();
     let server = toolgate(&adk, "{}").await;
     let ask = "Send 500 USD to Alice";
-    let first = server.chat(&user_says("c1", ask)).await;
+    let first = server.says("c1", ask).await;
     let remember = json!({"confirmed": true, "remember": "session"});
     server.chat(&answered("c1", ask, &first, &[remember])).await;
     let mut again = user_says("c1", "Send 20 USD to Bob");
@@ -487,7 +485,7 @@ async fn a_remembered_approval_answers_the_next_question() {
 async fn agent_failures_read_as_fixed_texts() {
     let adk = Adk::start();
     let server = toolgate(&adk, "{}").await;
-    let reply = server.chat(&user_says("c1", "fail")).await;
+    let reply = server.says("c1", "fail").await;
     let error = reply.of_type("error");
     assert_eq!(
         error[0]["errorText"],
@@ -500,7 +498,7 @@ async fn agent_failures_read_as_fixed_texts() {
     );
 
     let server = toolgate_for(&adk, "no_such_app", "{}").await;
-    let reply = server.chat(&user_says("c2", "hello")).await;
+    let reply = server.says("c2", "hello").await;
     let error = reply.of_type("error");
     let text = error[0]["errorText"].as_str().unwrap_or_default();
     assert!(
@@ -516,7 +514,7 @@ async fn two_payments_answered_apart() {
     let adk = Adk::start();
     let server = toolgate(&adk, "{}").await;
     let ask = "Send 10 USD to Taro and 20 USD to Jiro";
-    let first = server.chat(&user_says("c1", ask)).await;
+    let first = server.says("c1", ask).await;
     let mut body = answered(
         "c1",
         ask,
@@ -582,7 +580,7 @@ async fn the_bytes_of_a_confirmation_and_its_approval() -> anyhow::Result<()> {
     let adk = Adk::start();
     let server = toolgate(&adk, "{}").await;
     let ask = "Send 500 USD to Alice";
-    let first = server.chat(&user_says("c1", ask)).await;
+    let first = server.says("c1", ask).await;
     let second = server
         .chat(&answered("c1", ask, &first, &[json!({"confirmed": true})]))
         .await;
@@ -628,7 +626,7 @@ async fn a_client_that_leaves_stops_the_agent() {
 async fn the_agents_reasoning_streams_as_reasoning() {
     let adk = Adk::start();
     let server = toolgate(&adk, "{}").await;
-    let reply = server.chat(&user_says("c1", "think")).await;
+    let reply = server.says("c1", "think").await;
     let reasoning: String = reply
         .of_type("reasoning-delta")
         .iter()
@@ -648,7 +646,7 @@ async fn an_adk_question_is_announced_and_its_link_decides() {
     let receiver = Receiver::start(&[200]).await;
     let server = toolgate(&adk, &webhook(&receiver)).await;
     let ask = "Send 500 USD to Alice";
-    let first = server.chat(&user_says("c1", ask)).await;
+    let first = server.says("c1", ask).await;
     assert_eq!(first.of_type("finish")[0]["finishReason"], "tool-calls");
     let got = receiver.until(1).await;
     assert!(got[0].signed_with(&secret()), "the signature checks out");

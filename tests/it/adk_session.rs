@@ -8,7 +8,7 @@ use axum::http::StatusCode;
 use axum::routing::get;
 use toolgate::Config;
 
-use crate::common::{Server, loopback, user_says};
+use crate::common::{Server, loopback};
 
 /// The session ADK sends is 9 MiB, past the 8 MiB a whole JSON answer may
 /// take: toolgate stops reading and the turn ends with an error instead
@@ -41,9 +41,7 @@ async fn an_oversized_session_is_refused_not_read_on() -> anyhow::Result<()> {
     let yaml = format!("model:\n  provider: adk\n  baseUrl: {url}\n  app: payments\n");
     let config = Config::from_yaml(&yaml)?;
     let server = Server::with_config(config).await;
-    let reply = server
-        .chat(&user_says("chat-big", "Send 50 USD to Hanako"))
-        .await;
+    let reply = server.says("chat-big", "Send 50 USD to Hanako").await;
     let errors = reply.of_type("error");
     assert_eq!(errors.len(), 1, "{}", reply.body);
     let text = errors[0]["errorText"].as_str().unwrap_or_default();

@@ -47,7 +47,7 @@ toolConfirmation:
         (r#"{"amount": 90, "recipient": "bob", "memo": "x"}"#, "memo"),
     ] {
         let text = format!("use process_payment with {args}");
-        let reply = server.chat(&user_says("chat-t", &text)).await;
+        let reply = server.says("chat-t", &text).await;
         let error = input_error(&reply);
         assert!(
             error.starts_with("the arguments do not fit the input schema of `process_payment`")
@@ -67,7 +67,7 @@ toolConfirmation:
     assert_eq!(refused, 4, "{}", audit.body);
     // A fitting call is judged by the rules as before: 9,000 is denied.
     let fits = r#"use process_payment with {"amount": 9000, "recipient": "bob"}"#;
-    let denied = server.chat(&user_says("chat-t2", fits)).await;
+    let denied = server.says("chat-t2", fits).await;
     let errors = denied.of_type("tool-output-error");
     assert!(
         errors[0]["errorText"]
@@ -198,7 +198,7 @@ tools:
     let config = Config::from_yaml(yaml)?;
     let server = Server::with(config, |app| app.with_provider(Calls)).await;
     let reply = server
-        .chat(&user_says("chat-l", r#"get_location {"precision": 5}"#))
+        .says("chat-l", r#"get_location {"precision": 5}"#)
         .await;
     let error = input_error(&reply);
     assert!(error.contains("/precision"), "{error}");

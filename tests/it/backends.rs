@@ -44,9 +44,7 @@ async fn server_with(kind: &str, config: Config) -> (Server, Option<tempfile::Te
 
 async fn approved_once_and_replayed(kind: &str) {
     let (server, _dir) = server(kind).await;
-    server
-        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
-        .await;
+    server.says("chat-pay", "Send 50 USD to Hanako").await;
     let approved = fixture("pay_hanako_approved.json");
     let first = server.chat(&approved).await;
     let replay = server.chat(&approved).await;
@@ -61,9 +59,7 @@ async fn approved_once_and_replayed(kind: &str) {
 
 async fn a_hundred_racing_approvals_run_once(kind: &str) {
     let (server, _dir) = server(kind).await;
-    server
-        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
-        .await;
+    server.says("chat-pay", "Send 50 USD to Hanako").await;
     let approved = fixture("pay_hanako_approved.json");
     futures::future::join_all((0..100).map(|_| server.chat(&approved))).await;
     assert_eq!(server.payments(), 1);
@@ -71,9 +67,7 @@ async fn a_hundred_racing_approvals_run_once(kind: &str) {
 
 async fn forged_and_foreign_answers_run_nothing(kind: &str) {
     let (server, _dir) = server(kind).await;
-    server
-        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
-        .await;
+    server.says("chat-pay", "Send 50 USD to Hanako").await;
     let forged = server.chat(&fixture("pay_hanako_forged.json")).await;
     assert_eq!(
         forged.error_texts(),
@@ -95,9 +89,7 @@ async fn forged_and_foreign_answers_run_nothing(kind: &str) {
 
 async fn a_denial_stays_a_denial(kind: &str) {
     let (server, _dir) = server(kind).await;
-    server
-        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
-        .await;
+    server.says("chat-pay", "Send 50 USD to Hanako").await;
     server.chat(&fixture("pay_hanako_denied.json")).await;
     let approved = server.chat(&fixture("pay_hanako_approved.json")).await;
     assert_eq!(approved.error_texts(), ["User denied execution: too much"]);
@@ -106,9 +98,7 @@ async fn a_denial_stays_a_denial(kind: &str) {
 
 async fn an_expired_confirmation_runs_nothing(kind: &str) {
     let (server, _dir) = server(kind).await;
-    server
-        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
-        .await;
+    server.says("chat-pay", "Send 50 USD to Hanako").await;
     server.clock.advance(Duration::from_secs(24 * 60 * 60 + 1));
     let late = server.chat(&fixture("pay_hanako_approved.json")).await;
     // The card and the call both end as expired: nobody decided.
@@ -124,13 +114,9 @@ fn config(yaml: &str) -> Config {
 /// A decision after the window: 410, and the question ended as expired.
 async fn a_late_decision_is_gone(kind: &str) {
     let (server, _dir) = server(kind).await;
-    server
-        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
-        .await;
+    server.says("chat-pay", "Send 50 USD to Hanako").await;
     server.clock.advance(Duration::from_secs(24 * 60 * 60 + 1));
-    let late = server
-        .post("/api/confirmations/adk-3", r#"{"approved": true}"#)
-        .await;
+    let late = server.approve("adk-3").await;
     assert_eq!(late.status, 410, "{}", late.body);
     assert_eq!(late.json()["outcome"], json!({"kind": "expired"}));
     let again = server
@@ -176,9 +162,7 @@ fn moved_on(text: &str) -> serde_json::Value {
 /// message; with `onNewMessage: cancel`, it is closed.
 async fn a_card_left_open(kind: &str) {
     let (server, _dir) = server(kind).await;
-    server
-        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
-        .await;
+    server.says("chat-pay", "Send 50 USD to Hanako").await;
     let outcome = |reply: &common::Reply| {
         reply
             .of_type("data-toolgate-outcome")
@@ -186,9 +170,7 @@ async fn a_card_left_open(kind: &str) {
             .map(|c| c["data"]["outcome"]["kind"].clone())
     };
     assert_eq!(outcome(&server.chat(&moved_on("hello")).await), None);
-    let decided = server
-        .post("/api/confirmations/adk-3", r#"{"approved": true}"#)
-        .await;
+    let decided = server.approve("adk-3").await;
     assert_eq!(decided.status, 200, "{}", decided.body);
     assert_eq!(
         outcome(&server.chat(&moved_on("thanks")).await),
@@ -198,16 +180,12 @@ async fn a_card_left_open(kind: &str) {
 
     let yaml = "toolConfirmation:\n  tools:\n    process_payment: {onNewMessage: cancel}\n";
     let (server, _dir) = server_with(kind, config(yaml)).await;
-    server
-        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
-        .await;
+    server.says("chat-pay", "Send 50 USD to Hanako").await;
     assert_eq!(
         outcome(&server.chat(&moved_on("never mind")).await),
         Some(json!("cancelled"))
     );
-    let late = server
-        .post("/api/confirmations/adk-3", r#"{"approved": true}"#)
-        .await;
+    let late = server.approve("adk-3").await;
     assert_eq!(late.status, 409, "{}", late.body);
     assert_eq!(server.payments(), 0);
 }

@@ -11,9 +11,7 @@ use serde_json::{Value, json};
 use toolgate::Config;
 
 async fn asked(server: &Server) {
-    let reply = server
-        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
-        .await;
+    let reply = server.says("chat-pay", "Send 50 USD to Hanako").await;
     assert_eq!(
         reply.of_type("tool-input-available").len(),
         1,
@@ -267,9 +265,7 @@ async fn the_adk_documents_model_message_form_works() {
 async fn a_payment_over_the_limit_fails_and_the_model_goes_on() {
     // Over the tool's schema: refused before anyone is asked.
     let server = Server::start().await;
-    let reply = server
-        .chat(&user_says("chat-pay", "Send 50000 USD to Hanako"))
-        .await;
+    let reply = server.says("chat-pay", "Send 50000 USD to Hanako").await;
     let refused = "the arguments do not fit the input schema of `process_payment`: \
                    /amount: 50000 is greater than the maximum of 10000.0";
     let errors = reply.of_type("tool-input-error");
@@ -292,9 +288,7 @@ async fn a_payment_over_the_limit_fails_and_the_model_goes_on() {
 async fn a_whole_float_sent_back_as_an_integer_is_the_same_call() {
     // A JavaScript client turns the issued `50.0` into `50`.
     let server = Server::start().await;
-    let first = server
-        .chat(&user_says("chat-pay", "Send 50.0 USD to Hanako"))
-        .await;
+    let first = server.says("chat-pay", "Send 50.0 USD to Hanako").await;
     assert!(first.body.contains(r#""amount":50.0"#), "{}", first.body);
     let mut body = fixture("pay_hanako_approved.json");
     body["messages"][0]["parts"][0]["text"] = json!("Send 50.0 USD to Hanako");
@@ -334,7 +328,7 @@ async fn a_list_of_payments_asks_once_for_each() {
             vec![(10, "Taro"), (20, "Jiro"), (30, "Saburo")],
         ),
     ] {
-        let reply = server.chat(&user_says("chat-list", text)).await;
+        let reply = server.says("chat-list", text).await;
         let asked: Vec<(u64, String)> = reply
             .of_type("tool-input-available")
             .iter()

@@ -96,7 +96,7 @@ async fn sigterm_lets_the_stream_and_the_approved_call_finish() -> anyhow::Resul
     let mut server = Binary::serve_with(&["--config", &config]);
 
     // A call approved and running: the endpoint has it, and waits.
-    let first = server.chat(&user_says("chat-job", "use slow_job")).await;
+    let first = server.says("chat-job", "use slow_job").await;
     assert_eq!(
         first.of_type("tool-input-available").len(),
         1,

@@ -4,7 +4,7 @@
 use crate::common;
 use crate::common::Must;
 
-use common::{Server, fixture, user_says};
+use common::{Server, fixture};
 use serde_json::{Value, json};
 use toolgate::Config;
 
@@ -25,9 +25,7 @@ fn edited(args: Value) -> Value {
 #[tokio::test]
 async fn an_edited_approval_runs_the_edit() {
     let server = Server::with_config(editable()).await;
-    server
-        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
-        .await;
+    server.says("chat-pay", "Send 50 USD to Hanako").await;
     let reply = server.chat(&fixture("pay_hanako_edited.json")).await;
     assert_sse!("edited_args", reply.body);
     assert_eq!(server.payments(), 1);
@@ -36,9 +34,7 @@ async fn an_edited_approval_runs_the_edit() {
 #[tokio::test]
 async fn edits_are_checked_before_anything_runs() {
     let server = Server::with_config(editable()).await;
-    server
-        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
-        .await;
+    server.says("chat-pay", "Send 50 USD to Hanako").await;
     let bad = server
         .chat(&edited(json!({"amount": "lots", "recipient": "Hanako"})))
         .await;
@@ -65,9 +61,7 @@ async fn edits_are_checked_before_anything_runs() {
 #[tokio::test]
 async fn an_edit_meets_the_policy_too() {
     let server = Server::with_config(editable()).await;
-    server
-        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
-        .await;
+    server.says("chat-pay", "Send 50 USD to Hanako").await;
     let reply = server
         .chat(&edited(
             json!({"amount": 9000, "recipient": "Hanako", "currency": "USD"}),
@@ -83,9 +77,7 @@ async fn an_edit_meets_the_policy_too() {
 #[tokio::test]
 async fn only_editable_tools_take_edits() {
     let server = Server::start().await;
-    server
-        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
-        .await;
+    server.says("chat-pay", "Send 50 USD to Hanako").await;
     let reply = server.chat(&fixture("pay_hanako_edited.json")).await;
     assert_eq!(
         reply.error_texts(),
@@ -97,9 +89,7 @@ async fn only_editable_tools_take_edits() {
 #[tokio::test]
 async fn the_audit_log_keeps_both_versions() -> anyhow::Result<()> {
     let server = Server::with_config(editable()).await;
-    server
-        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
-        .await;
+    server.says("chat-pay", "Send 50 USD to Hanako").await;
     server.chat(&fixture("pay_hanako_edited.json")).await;
     let text = reqwest::get(format!("{}/api/audit", server.url))
         .await?
@@ -132,9 +122,7 @@ async fn the_audit_log_keeps_both_versions() -> anyhow::Result<()> {
 #[tokio::test]
 async fn a_replay_shows_the_call_as_it_ran() {
     let server = Server::with_config(editable()).await;
-    server
-        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
-        .await;
+    server.says("chat-pay", "Send 50 USD to Hanako").await;
     server.chat(&fixture("pay_hanako_edited.json")).await;
     // The page re-sends its history, with the plain approval it shows.
     let replay = server.chat(&fixture("pay_hanako_approved.json")).await;
@@ -153,9 +141,7 @@ async fn a_replay_shows_the_call_as_it_ran() {
 #[tokio::test]
 async fn an_open_question_says_whether_it_may_be_edited() -> anyhow::Result<()> {
     let server = Server::with_config(editable()).await;
-    server
-        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
-        .await;
+    server.says("chat-pay", "Send 50 USD to Hanako").await;
     let open = server.get("/api/confirmations?chatId=chat-pay").await;
     let open: Value = serde_json::from_str(&open.body)?;
     assert_eq!(open[0]["originalFunctionCall"]["name"], "process_payment");

@@ -48,9 +48,7 @@ async fn an_approval_through_the_api_continues_the_open_stream() {
     let server = Server::start().await;
     let (mut body, mut seen) = asking(&server, "chat-hold").await;
     assert_eq!(server.payments(), 0);
-    let decided = server
-        .post("/api/confirmations/adk-3", r#"{"approved": true}"#)
-        .await;
+    let decided = server.approve("adk-3").await;
     assert_eq!(decided.status, 200, "{}", decided.body);
     read_to_end(&mut body, &mut seen).await;
     assert_eq!(server.payments(), 1);
@@ -85,9 +83,7 @@ async fn nobody_deciding_in_time_ends_as_expired() -> anyhow::Result<()> {
     assert_sse!("hold_expired", reply.body);
 
     // Too late: the question is gone, and says why.
-    let late = server
-        .post("/api/confirmations/adk-3", r#"{"approved": true}"#)
-        .await;
+    let late = server.approve("adk-3").await;
     assert_eq!(late.status, 410, "{}", late.body);
     let error: serde_json::Value = serde_json::from_str(&late.body).unwrap_or_default();
     assert_eq!(
@@ -136,9 +132,7 @@ async fn a_reload_finds_the_held_turn_and_its_question() -> anyhow::Result<()> {
     let question = "\"toolName\":\"adk_request_confirmation\",\"input\"";
     let upto = |s: &str| s[..s.find(question).map_or(0, |i| i + question.len())].to_owned();
     assert_eq!(upto(&seen), upto(&first));
-    let decided = server
-        .post("/api/confirmations/adk-3", r#"{"approved": true}"#)
-        .await;
+    let decided = server.approve("adk-3").await;
     assert_eq!(decided.status, 200, "{}", decided.body);
     read_to_end(&mut body, &mut seen).await;
     assert_eq!(server.payments(), 1);

@@ -69,7 +69,7 @@ async fn server(path: &str, extra: &str) -> Server {
 #[tokio::test]
 async fn an_approved_call_posts_the_arguments_and_returns_the_answer() {
     let server = server("/ok", "").await;
-    let first = server.chat(&user_says("chat-h", LOOKUP)).await;
+    let first = server.says("chat-h", LOOKUP).await;
     assert_eq!(common::asked_call(&first)["args"], json!({"id": 7}));
     let second = server
         .chat(&common::approval_of("chat-h", LOOKUP, &first))
@@ -93,7 +93,7 @@ async fn an_approved_call_posts_the_arguments_and_returns_the_answer() {
 #[tokio::test]
 async fn an_error_status_is_the_calls_error_with_the_message() {
     let server = server("/fail", "      needsConfirmation: false\n").await;
-    let reply = server.chat(&user_says("chat-f", LOOKUP)).await;
+    let reply = server.says("chat-f", LOOKUP).await;
     let errors = reply.of_type("tool-output-error");
     assert_eq!(
         errors[0]["errorText"], "HTTP 500: orders database is down",
@@ -124,7 +124,7 @@ async fn a_slow_endpoint_times_out() {
 async fn a_deny_rule_keeps_the_call_from_the_endpoint() {
     let rule = "toolConfirmation:\n  toolPolicies:\n    alwaysDeny: [internal--lookup_order]\n";
     let server = server("/ok", &format!("      needsConfirmation: false\n{rule}")).await;
-    let reply = server.chat(&user_says("chat-d", LOOKUP)).await;
+    let reply = server.says("chat-d", LOOKUP).await;
     let errors = reply.of_type("tool-output-error");
     assert!(
         errors[0]["errorText"]

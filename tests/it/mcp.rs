@@ -230,7 +230,7 @@ async fn a_destructive_call_asks_and_runs_once_when_approved() {
     let server = serve(&stdio_server(&journal.path(), "    allowReadOnly: true\n")).await;
     available(&server, "notes").await;
     let text = r#"mcp--notes--delete_note {"path": "a.txt"}"#;
-    let first = server.chat(&user_says("chat-d", text)).await;
+    let first = server.says("chat-d", text).await;
     assert_eq!(
         common::asked_call(&first)["name"],
         "mcp--notes--delete_note"
@@ -272,7 +272,7 @@ async fn over_http_a_read_only_tool_runs_unasked_only_when_allowed_and_no_rule_s
     .await;
     let tools = available(&allowed, "web").await;
     assert_eq!(state_of(&tools, "web")["transport"], "http");
-    let reply = allowed.chat(&user_says("chat-r", text)).await;
+    let reply = allowed.says("chat-r", text).await;
     assert_eq!(
         outputs(&reply),
         [json!({"path": "todo", "text": "buy milk"})],
@@ -283,7 +283,7 @@ async fn over_http_a_read_only_tool_runs_unasked_only_when_allowed_and_no_rule_s
 
     let asked = serve(&format!("mcpServers:\n  web:\n    url: {url}\n")).await;
     available(&asked, "web").await;
-    let reply = asked.chat(&user_says("chat-r", text)).await;
+    let reply = asked.says("chat-r", text).await;
     assert_eq!(
         reply.of_type("tool-input-available")[0]["toolName"],
         common::confirmation_name(),
@@ -296,7 +296,7 @@ async fn over_http_a_read_only_tool_runs_unasked_only_when_allowed_and_no_rule_s
     ))
     .await;
     available(&denied, "web").await;
-    let reply = denied.chat(&user_says("chat-r", text)).await;
+    let reply = denied.says("chat-r", text).await;
     assert_eq!(
         reply.error_texts(),
         ["denied by policy: alwaysDeny mcp--web--read_*"]
@@ -310,7 +310,7 @@ async fn an_error_result_and_a_protocol_error_are_tool_output_errors() {
     let server = both_allowed(&journal).await;
     for name in ["notes", "web"] {
         let reply = server
-            .chat(&user_says("chat-e", &format!("mcp--{name}--fail {{}}")))
+            .says("chat-e", &format!("mcp--{name}--fail {{}}"))
             .await;
         assert_eq!(
             reply.error_texts(),
@@ -320,7 +320,7 @@ async fn an_error_result_and_a_protocol_error_are_tool_output_errors() {
         );
         assert_eq!(reply.text(), "the disk is on fire");
         let reply = server
-            .chat(&user_says("chat-e", &format!("mcp--{name}--broken {{}}")))
+            .says("chat-e", &format!("mcp--{name}--broken {{}}"))
             .await;
         assert_eq!(
             reply.error_texts(),
@@ -372,9 +372,7 @@ async fn a_client_that_goes_away_cancels_the_call_on_the_server() {
 async fn a_server_that_crashes_is_shown_unavailable_and_restarted() {
     let journal = Journal::new();
     let server = notes_allowed(&journal, "").await;
-    let reply = server
-        .chat(&user_says("chat-x", "mcp--notes--crash {}"))
-        .await;
+    let reply = server.says("chat-x", "mcp--notes--crash {}").await;
     assert_eq!(
         reply.error_texts(),
         ["MCP server `notes` is not connected"],
@@ -425,7 +423,7 @@ async fn servers_that_fail_to_start_or_hang_block_neither_start_up_nor_other_too
     let server = serve(&yaml).await;
     // Serving at once: the built-in tools work before any MCP server is up.
     let reply = server
-        .chat(&user_says("chat-s", r#"get_weather {"city": "Oslo"}"#))
+        .says("chat-s", r#"get_weather {"city": "Oslo"}"#)
         .await;
     assert_eq!(outputs(&reply).len(), 1, "{}", reply.body);
     assert!(
@@ -470,14 +468,10 @@ async fn a_tool_list_change_is_picked_up() {
     let server = notes_allowed(&journal, "").await;
     let before = available(&server, "notes").await;
     assert_eq!(tool(&before, "mcp--notes--extra"), None);
-    let reply = server
-        .chat(&user_says("chat-g", "mcp--notes--grow {}"))
-        .await;
+    let reply = server.says("chat-g", "mcp--notes--grow {}").await;
     assert_eq!(outputs(&reply), [json!("grown")], "{}", reply.body);
     until(&server, "grown", |i| tool(i, "mcp--notes--extra").is_some()).await;
-    let reply = server
-        .chat(&user_says("chat-g", "mcp--notes--extra {}"))
-        .await;
+    let reply = server.says("chat-g", "mcp--notes--extra {}").await;
     assert_eq!(outputs(&reply), [json!("extra ran")], "{}", reply.body);
 }
 
@@ -546,7 +540,7 @@ async fn a_call_that_hangs_times_out_and_is_cancelled_on_the_server() {
     let journal = Journal::new();
     let server = notes_allowed(&journal, "    timeoutMs: 300\n").await;
     let reply = server
-        .chat(&user_says("chat-t", r#"mcp--notes--slow {"ms": 20000}"#))
+        .says("chat-t", r#"mcp--notes--slow {"ms": 20000}"#)
         .await;
     assert_eq!(
         reply.error_texts(),
@@ -654,7 +648,7 @@ async fn arguments_that_do_not_fit_the_input_schema_never_reach_the_server() {
     let server = both_allowed(&journal).await;
     for name in ["notes", "web"] {
         let text = format!(r#"mcp--{name}--delete_note {{"path": ["/etc/passwd"]}}"#);
-        let reply = server.chat(&user_says("chat-s", &text)).await;
+        let reply = server.says("chat-s", &text).await;
         let errors = reply.of_type("tool-input-error");
         assert!(
             errors

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use crate::common;
 
-use common::{Server, approval, user_says};
+use common::{Server, approval};
 use toolgate::Config;
 use toolgate::store::Store;
 
@@ -32,7 +32,7 @@ async fn scrape(server: &Server) -> String {
 
 /// Asks to pay in `chat` and returns the answer that approves it.
 async fn ask(server: &Server, chat: &str) -> Value {
-    let first = server.chat(&user_says(chat, "Send 50 USD to Hanako")).await;
+    let first = server.says(chat, "Send 50 USD to Hanako").await;
     assert_eq!(
         first.of_type("tool-input-available").len(),
         1,
@@ -54,7 +54,7 @@ async fn known_flows_are_counted_exactly() {
     let server = Server::start().await;
 
     // A text turn.
-    let text = server.chat(&user_says("chat-text", "Hello")).await;
+    let text = server.says("chat-text", "Hello").await;
     assert_eq!(text.status, 200);
 
     // Asked and approved: the payment runs.
@@ -217,7 +217,7 @@ async fn metrics_bind_serves_them_apart() -> anyhow::Result<()> {
     drop(free);
     let config = Config::from_yaml(&format!("metrics: {{bind: '{at}'}}\n"))?;
     let server = Server::with_config(config).await;
-    server.chat(&user_says("c1", "hello there")).await;
+    server.says("c1", "hello there").await;
     assert_eq!(
         server.get("/metrics").await.status,
         404,

@@ -59,9 +59,7 @@ async fn a_card_left_open_stays_answerable_and_its_outcome_comes_later(native: b
     assert!(open.body.contains(id), "still open: {}", open.body);
 
     // Decided elsewhere; the chat's next message brings the outcome.
-    let decided = server
-        .post(&format!("/api/confirmations/{id}"), r#"{"approved": true}"#)
-        .await;
+    let decided = server.approve(&id).await;
     assert_eq!(decided.status, 200, "{}", decided.body);
     assert_eq!(server.payments(), 1);
     let later = server.chat(&moved_on(open_card(native), "Thanks")).await;
@@ -104,9 +102,7 @@ async fn on_new_message_cancel_closes_the_card() -> anyhow::Result<()> {
         "toolConfirmation:\n  tools:\n    process_payment: {onNewMessage: cancel}\n",
     )?;
     let server = Server::with_config(config).await;
-    server
-        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
-        .await;
+    server.says("chat-pay", "Send 50 USD to Hanako").await;
     let reply = server
         .chat(&moved_on(
             open_card(false),
@@ -116,9 +112,7 @@ async fn on_new_message_cancel_closes_the_card() -> anyhow::Result<()> {
     let brought = outcomes(&reply);
     assert_eq!(brought.len(), 1, "{}", reply.body);
     assert_eq!(brought[0]["outcome"], json!({"kind": "cancelled"}));
-    let late = server
-        .post("/api/confirmations/adk-3", r#"{"approved": true}"#)
-        .await;
+    let late = server.approve("adk-3").await;
     assert_eq!(late.status, 409, "{}", late.body);
     assert!(late.body.contains("was cancelled"), "{}", late.body);
     assert_eq!(server.payments(), 0);
@@ -147,9 +141,7 @@ async fn on_the_socket_a_new_message_does_not_end_the_held_turn() {
     assert!(answered.contains("Paris"), "{answered}");
     assert_eq!(server.payments(), 0);
 
-    let decided = server
-        .post("/api/confirmations/adk-3", r#"{"approved": true}"#)
-        .await;
+    let decided = server.approve("adk-3").await;
     assert_eq!(decided.status, 200, "{}", decided.body);
     until_end(&mut socket, &mut first, "r1").await;
     let held_turn = lines(&first);
@@ -184,9 +176,7 @@ async fn over_sse_a_new_message_does_not_end_the_held_turn() {
         .chat(&moved_on(open_card(false), "What's the weather in Paris?"))
         .await;
     assert!(weather.text().contains("Paris"), "{}", weather.body);
-    let decided = server
-        .post("/api/confirmations/adk-3", r#"{"approved": true}"#)
-        .await;
+    let decided = server.approve("adk-3").await;
     assert_eq!(decided.status, 200, "{}", decided.body);
     while let Some(Ok(piece)) = held.next().await {
         seen.push_str(&String::from_utf8_lossy(&piece));

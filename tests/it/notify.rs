@@ -73,9 +73,7 @@ async fn press_from(server: &Server, path: &str, body: Value, origin: &str) -> (
 async fn a_question_is_delivered_signed_with_links() {
     let receiver = Receiver::start(&[200]).await;
     let server = server(&webhook(&receiver)).await;
-    let reply = server
-        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
-        .await;
+    let reply = server.says("chat-pay", "Send 50 USD to Hanako").await;
     assert!(
         reply
             .of_type("tool-input-available")
@@ -142,9 +140,7 @@ async fn a_failing_receiver_is_retried_and_the_delivery_recorded() {
             .collect::<String>()
     );
     let server = server(&yaml).await;
-    server
-        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
-        .await;
+    server.says("chat-pay", "Send 50 USD to Hanako").await;
     let got = flaky.until(2).await;
     assert_eq!(got[0].body, got[1].body, "the same question again");
     assert!(got.iter().all(|g| g.signed_with(&secret())));
@@ -197,9 +193,7 @@ async fn the_slack_body() {
         receiver.url
     );
     let server = server(&yaml).await;
-    server
-        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
-        .await;
+    server.says("chat-pay", "Send 50 USD to Hanako").await;
     let got = receiver.until(1).await;
     assert!(!got[0].headers.contains_key("x-toolgate-signature"));
     let body = got[0].json();
@@ -233,9 +227,7 @@ async fn the_slack_body() {
 async fn asked() -> (Server, Receiver, String, String) {
     let receiver = Receiver::start(&[200]).await;
     let server = server(&webhook(&receiver)).await;
-    server
-        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
-        .await;
+    server.says("chat-pay", "Send 50 USD to Hanako").await;
     let body = receiver.until(1).await[0].json();
     let (approve, deny) = (
         path(&body["links"]["approve"]),
@@ -456,9 +448,7 @@ async fn a_tools_own_targets_replace_the_default() {
         default.url, own.url
     );
     let server = server(&yaml).await;
-    server
-        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
-        .await;
+    server.says("chat-pay", "Send 50 USD to Hanako").await;
     own.until(1).await;
     let events = audited(&server, "notified").await;
     assert_eq!(

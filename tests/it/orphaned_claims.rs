@@ -53,7 +53,7 @@ async fn after_kill_9_during_an_approved_call_the_next_answer_is_immediate() -> 
     let start = || Binary::serve_with(&["--config", &config]);
 
     let server = start();
-    let first = server.chat(&user_says("chat-kill", "use hang")).await;
+    let first = server.says("chat-kill", "use hang").await;
     let id = confirmation_id(&first);
     assert!(id.starts_with("adk-"), "{}", first.body);
     let approve = approval("chat-kill", &first);
@@ -130,9 +130,7 @@ mod redis {
             app.with_store(store.clone()).with_instance("instance-live")
         })
         .await;
-        let first = server
-            .chat(&user_says("chat-dead", "Send 50 USD to Hanako"))
-            .await;
+        let first = server.says("chat-dead", "Send 50 USD to Hanako").await;
         let id = confirmation_id(&first);
 
         // Another instance claimed it, and died before its heartbeat was ever renewed.
@@ -156,9 +154,7 @@ mod redis {
             again.body
         );
         let started = Instant::now();
-        let decided = server
-            .post(&format!("/api/confirmations/{id}"), r#"{"approved": true}"#)
-            .await;
+        let decided = server.approve(&id).await;
         assert!(started.elapsed() < TOOL_TIMEOUT);
         assert_eq!(decided.status, 409, "{}", decided.body);
         assert_eq!(server.payments(), 0, "never run by this instance");

@@ -6,7 +6,7 @@ use crate::common::Must;
 
 use std::time::Duration;
 
-use common::{Binary, Server, fixture, user_says};
+use common::{Binary, Server, fixture};
 use serde_json::json;
 use toolgate::Config;
 use toolgate::store::Store;
@@ -41,7 +41,7 @@ fn dextos_documented_block_works_unchanged() {
 async fn rules_allow_ask_and_deny() {
     let server = Server::with_config(config("payments.yaml")).await;
 
-    let small = server.chat(&user_says("c1", "Send 50 USD to Hanako")).await;
+    let small = server.says("c1", "Send 50 USD to Hanako").await;
     assert!(asked(&small).is_empty(), "{}", small.body);
     assert_eq!(
         server.payments(),
@@ -49,9 +49,7 @@ async fn rules_allow_ask_and_deny() {
         "amount > 100 is false: it runs without asking"
     );
 
-    let large = server
-        .chat(&user_says("c2", "Send 500 USD to Hanako"))
-        .await;
+    let large = server.says("c2", "Send 500 USD to Hanako").await;
     let question = asked(&large);
     assert_eq!(question.len(), 1);
     assert_eq!(
@@ -59,9 +57,7 @@ async fn rules_allow_ask_and_deny() {
         "Pay Hanako 500 USD?"
     );
 
-    let huge = server
-        .chat(&user_says("c3", "Send 9000 USD to Hanako"))
-        .await;
+    let huge = server.says("c3", "Send 9000 USD to Hanako").await;
     assert!(asked(&huge).is_empty());
     assert_eq!(
         huge.error_texts(),
@@ -72,7 +68,7 @@ async fn rules_allow_ask_and_deny() {
         "The process_payment call failed: denied by policy: payments over 5000 need a bank transfer."
     );
 
-    let weather = server.chat(&user_says("c4", "weather in Oslo")).await;
+    let weather = server.says("c4", "weather in Oslo").await;
     assert_eq!(
         weather.error_texts(),
         ["denied by policy: alwaysDeny internal--get_weather"]
@@ -83,9 +79,7 @@ async fn rules_allow_ask_and_deny() {
 #[tokio::test]
 async fn dextos_timeout_is_the_answer_window() {
     let server = Server::with_config(config("payments.yaml")).await;
-    server
-        .chat(&user_says("chat-pay", "Send 500 USD to Hanako"))
-        .await;
+    server.says("chat-pay", "Send 500 USD to Hanako").await;
     server.clock.advance(Duration::from_millis(120_001));
     let mut late = fixture("pay_hanako_approved.json");
     late["messages"][0]["parts"][0]["text"] = json!("Send 500 USD to Hanako");
@@ -103,9 +97,7 @@ async fn a_rule_added_after_the_question_still_denies() {
         move |app| app.with_store(store)
     })
     .await;
-    before
-        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
-        .await;
+    before.says("chat-pay", "Send 50 USD to Hanako").await;
     let mut strict = Config::default();
     strict.tool_confirmation.tool_policies.always_deny = vec!["internal--process_payment".into()];
     let after = Server::with(strict, move |app| app.with_store(store)).await;
@@ -125,10 +117,10 @@ async fn auto_approve_runs_what_would_ask_but_honours_always_deny() -> anyhow::R
         "store: {kind: memory}\ntoolConfirmation:\n  toolPolicies:\n    alwaysDeny: [internal--get_weather]\n",
     );
     let server = Binary::serve_with(&["--config", &path, "--auto-approve"]);
-    let paid = server.chat(&user_says("c", "Send 50 USD to Hanako")).await;
+    let paid = server.says("c", "Send 50 USD to Hanako").await;
     assert!(asked(&paid).is_empty());
     assert!(common::transaction(&paid).is_some(), "{}", paid.body);
-    let weather = server.chat(&user_says("c", "weather in Oslo")).await;
+    let weather = server.says("c", "weather in Oslo").await;
     assert_eq!(
         weather.error_texts(),
         ["denied by policy: alwaysDeny internal--get_weather"]
@@ -179,7 +171,7 @@ async fn writing_a_number_as_a_float_does_not_get_around_a_rule() -> anyhow::Res
     )?;
     let server = Server::with_config(config).await;
     for text in ["Send 5000 USD to Bob", "Send 5000.0 USD to Bob"] {
-        let reply = server.chat(&user_says("c", text)).await;
+        let reply = server.says("c", text).await;
         assert_eq!(
             reply.error_texts(),
             ["denied by policy: no 5000s"],

@@ -80,9 +80,7 @@ async fn round_trip(provider: ProviderKind, dir: &str) -> Vec<Value> {
         Answer::sse(sse_fixture(dir, "after_tool")),
     ];
     let (server, upstream) = serve(provider, answers).await;
-    let first = server
-        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
-        .await;
+    let first = server.says("chat-pay", "Send 50 USD to Hanako").await;
     assert_eq!(common::asked_call(&first)["name"], "process_payment");
     assert_eq!(server.payments(), 0);
 
@@ -152,7 +150,7 @@ mod openai {
             .headers
             .insert("X-Title".into(), "toolgate tests".into());
         let server = Server::with_config(config).await;
-        server.chat(&user_says("chat-h", "hi")).await;
+        server.says("chat-h", "hi").await;
         let received = upstream.received();
         assert_eq!(
             received[0]
@@ -238,7 +236,7 @@ mod anthropic {
             Answer::sse(sse_fixture("anthropic", "after_tool")),
         ];
         let (server, upstream) = serve(P, answers).await;
-        let first = server.chat(&user_says("chat-t", "think")).await;
+        let first = server.says("chat-t", "think").await;
         let end = first.of_type("reasoning-end");
         let signature = end[0]["providerMetadata"]["anthropic"]["signature"].clone();
         assert!(signature.is_string(), "{}", first.body);
@@ -532,7 +530,7 @@ mod failures {
         let mut config = config(P, &upstream);
         config.model.base_url = Some(format!("http://{closed}"));
         let server = Server::with_config(config).await;
-        let reply = server.chat(&user_says("chat-x", "hi")).await;
+        let reply = server.says("chat-x", "hi").await;
         assert!(
             error_of(&reply).starts_with("cannot reach openai: "),
             "{}",

@@ -228,12 +228,7 @@ async fn a_held_turn_decided_and_resumed_on_another_instance() -> anyhow::Result
     );
     let mut resumed = String::new();
     read_until(&mut on_b, &mut resumed, asked).await;
-    let decided = b
-        .post(
-            &format!("/api/confirmations/{question}"),
-            r#"{"approved": true}"#,
-        )
-        .await;
+    let decided = b.approve(&question).await;
     assert_eq!(decided.status, 200, "{}", decided.body);
     read_to_end(&mut on_a, &mut seen).await;
     read_to_end(&mut on_b, &mut resumed).await;

@@ -23,14 +23,10 @@ async fn remember_for_this_chat() {
     assert_sse!("remember_session", reply.body);
     assert_eq!(server.payments(), 2);
 
-    let again = server
-        .chat(&user_says("chat-pay", "Send 5 USD to Carol"))
-        .await;
+    let again = server.says("chat-pay", "Send 5 USD to Carol").await;
     assert_eq!(asked(&again), 0, "{}", again.body);
     assert_eq!(server.payments(), 3);
-    let elsewhere = server
-        .chat(&user_says("chat-other", "Send 5 USD to Carol"))
-        .await;
+    let elsewhere = server.says("chat-other", "Send 5 USD to Carol").await;
     assert_eq!(asked(&elsewhere), 1, "another chat still asks");
     assert_eq!(server.payments(), 3);
 }
@@ -38,23 +34,17 @@ async fn remember_for_this_chat() {
 #[tokio::test]
 async fn approve_the_next_n() {
     let server = Server::start().await;
-    server
-        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
-        .await;
+    server.says("chat-pay", "Send 50 USD to Hanako").await;
     let reply = server
         .chat(&fixture("pay_hanako_approve_next_1.json"))
         .await;
     assert_sse!("approve_next_n", reply.body);
     assert_eq!(server.payments(), 1);
 
-    let next = server
-        .chat(&user_says("chat-pay", "Send 5 USD to Carol"))
-        .await;
+    let next = server.says("chat-pay", "Send 5 USD to Carol").await;
     assert_eq!(asked(&next), 0, "the next one runs: {}", next.body);
     assert_eq!(server.payments(), 2);
-    let after = server
-        .chat(&user_says("chat-pay", "Send 6 USD to Dan"))
-        .await;
+    let after = server.says("chat-pay", "Send 6 USD to Dan").await;
     assert_eq!(asked(&after), 1, "the budget is spent");
     assert_eq!(server.payments(), 2);
 }
@@ -137,9 +127,7 @@ async fn approved_by(server: &Server) -> Vec<String> {
 #[tokio::test]
 async fn a_window_grant_reaches_every_chat_until_its_window_ends() {
     let server = Server::start().await;
-    let first = server
-        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
-        .await;
+    let first = server.says("chat-pay", "Send 50 USD to Hanako").await;
     let window = serde_json::json!({"scope": "window", "minutes": 60});
     let reply = server
         .chat(&approve_remembering("chat-pay", &first, window))
@@ -161,17 +149,13 @@ async fn a_window_grant_reaches_every_chat_until_its_window_ends() {
 
     // Another chat of the same user, within the window: runs without asking.
     server.clock.advance(Duration::from_secs(60 * 60 - 1));
-    let elsewhere = server
-        .chat(&user_says("chat-other", "Send 5 USD to Carol"))
-        .await;
+    let elsewhere = server.says("chat-other", "Send 5 USD to Carol").await;
     assert_eq!(asked(&elsewhere), 0, "{}", elsewhere.body);
     assert_eq!(server.payments(), 2);
 
     // The window is over: it asks again, and the grant is no longer listed.
     server.clock.advance(Duration::from_secs(1));
-    let after = server
-        .chat(&user_says("chat-third", "Send 6 USD to Dan"))
-        .await;
+    let after = server.says("chat-third", "Send 6 USD to Dan").await;
     assert_eq!(asked(&after), 1, "{}", after.body);
     assert_eq!(server.payments(), 2);
     assert_eq!(server.get("/api/approvals").await.body, "[]");
@@ -181,9 +165,7 @@ async fn a_window_grant_reaches_every_chat_until_its_window_ends() {
 async fn once_is_never_remembered() {
     for remember in [serde_json::json!("once"), serde_json::Value::Null] {
         let server = Server::start().await;
-        let first = server
-            .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
-            .await;
+        let first = server.says("chat-pay", "Send 50 USD to Hanako").await;
         let reply = server
             .chat(&approve_remembering("chat-pay", &first, remember.clone()))
             .await;
@@ -191,9 +173,7 @@ async fn once_is_never_remembered() {
         assert_eq!(server.payments(), 1, "{remember}");
         assert_eq!(server.get("/api/approvals").await.body, "[]", "{remember}");
         assert_eq!(approved_by(&server).await, ["user"], "{remember}");
-        let again = server
-            .chat(&user_says("chat-pay", "Send 5 USD to Carol"))
-            .await;
+        let again = server.says("chat-pay", "Send 5 USD to Carol").await;
         assert_eq!(asked(&again), 1, "{remember}: it asks again");
     }
 }
@@ -203,9 +183,7 @@ async fn once_is_never_remembered() {
 #[tokio::test]
 async fn a_window_grant_through_the_api() {
     let server = Server::start().await;
-    let first = server
-        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
-        .await;
+    let first = server.says("chat-pay", "Send 50 USD to Hanako").await;
     let id = first.of_type("tool-input-available")[0]["toolCallId"]
         .as_str()
         .unwrap_or_default()

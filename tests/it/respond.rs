@@ -74,9 +74,7 @@ async fn open_questions(server: &Server, chat: &str) -> usize {
 #[tokio::test]
 async fn a_response_through_the_api_is_the_result_and_nothing_runs() {
     let server = Server::start().await;
-    server
-        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
-        .await;
+    server.says("chat-pay", "Send 50 USD to Hanako").await;
     let (status, first) = decide(&server, "adk-3", respond(note())).await;
     assert_eq!(
         (status, &first),
@@ -141,9 +139,7 @@ async fn a_response_through_the_api_is_the_result_and_nothing_runs() {
 #[tokio::test]
 async fn a_response_after_an_approval_is_a_conflict() {
     let server = Server::start().await;
-    server
-        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
-        .await;
+    server.says("chat-pay", "Send 50 USD to Hanako").await;
     let (status, _) = decide(&server, "adk-3", json!({"approved": true})).await;
     assert_eq!(status, 200);
     assert_eq!(
@@ -159,9 +155,7 @@ async fn a_response_after_an_approval_is_a_conflict() {
 #[tokio::test]
 async fn a_response_in_the_chat_is_the_result() {
     let server = Server::start().await;
-    server
-        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
-        .await;
+    server.says("chat-pay", "Send 50 USD to Hanako").await;
     let body = answered(respond(note()));
     let reply = server.chat(&body).await;
     assert_eq!(reply.status, 200, "{}", reply.body);
@@ -231,9 +225,7 @@ async fn a_confirm_frame_responds_on_the_socket() {
 #[tokio::test]
 async fn a_malformed_response_is_refused_whole() {
     let server = Server::start().await;
-    server
-        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
-        .await;
+    server.says("chat-pay", "Send 50 USD to Hanako").await;
     let cases = [
         (
             json!({"approved": false, "decision": "respond", "output": note()}),

@@ -123,7 +123,7 @@ async fn a_cross_site_post_to_stream_runs_nothing() {
 #[tokio::test]
 async fn a_cross_site_approval_is_refused_and_the_question_stays_open() {
     let server = Server::start().await;
-    assert_eq!(server.chat(&user_says("c", PAY)).await.status, 200);
+    assert_eq!(server.says("c", PAY).await.status, 200);
     let questions = open(&server).await;
     let id = questions[0]["id"].as_str().unwrap_or_default().to_owned();
     let path = format!("/api/confirmations/{id}");
@@ -334,7 +334,7 @@ async fn a_body_that_stops_coming_is_408_and_a_slow_stream_is_not_cut() -> anyho
 
     // A response that streams longer than both timeouts, with pauses
     // longer than neither, is read to its end.
-    let reply = server.chat(&user_says("c", "count to 8")).await;
+    let reply = server.says("c", "count to 8").await;
     assert_eq!(reply.status, 200, "{}", reply.body);
     assert!(reply.body.ends_with("data: [DONE]\n\n"), "{}", reply.body);
     Ok(())

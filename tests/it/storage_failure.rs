@@ -59,9 +59,7 @@ async fn a_failing_store_is_storage_unavailable_and_nothing_more() -> anyhow::Re
     let shown = dir.path().display().to_string();
 
     // A question issued while the store works, answered after it broke.
-    let first = server
-        .chat(&user_says("chat-1", "Send 50 USD to Hanako"))
-        .await;
+    let first = server.says("chat-1", "Send 50 USD to Hanako").await;
     assert_eq!(first.status, 200, "{}", first.body);
     assert_eq!(
         first.of_type("tool-input-available").len(),

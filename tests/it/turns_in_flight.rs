@@ -117,12 +117,7 @@ async fn second_question_of_a_held_turn_survives_without_readers() {
     let open: Vec<Value> = serde_json::from_str(&open.body).unwrap_or_default();
     assert_eq!(open.len(), 2, "{open:?}");
     let first = open[0]["id"].as_str().unwrap_or_default().to_owned();
-    let decided = server
-        .post(
-            &format!("/api/confirmations/{first}"),
-            r#"{"approved": true}"#,
-        )
-        .await;
+    let decided = server.approve(&first).await;
     assert_eq!(decided.status, 200, "{}", decided.body);
     // Time for the decision to reach the turn, and wrongly end it if it
     // would: what must not happen has no event to wait for.
