@@ -9,7 +9,6 @@ use std::time::Duration;
 use common::{Server, fixture, user_says};
 use serde_json::json;
 use toolgate::Config;
-use toolgate::store::Store;
 
 /// A server on a fresh store of the given kind. The temporary folder lives
 /// as long as the server.
@@ -19,27 +18,7 @@ async fn server(kind: &str) -> (Server, Option<tempfile::TempDir>) {
 
 /// The same with `config`.
 async fn server_with(kind: &str, config: Config) -> (Server, Option<tempfile::TempDir>) {
-    let (store, dir) = match kind {
-        "memory" => (Store::memory(), None),
-        "sqlite" => {
-            let dir = tempfile::tempdir().must();
-            (
-                Store::sqlite(&dir.path().join("db.sqlite3")).must(),
-                Some(dir),
-            )
-        }
-        #[cfg(feature = "redis-server")]
-        "redis" => {
-            let url = common::redis_url();
-            let prefix = format!("test-{}:", uuid::Uuid::new_v4().simple());
-            (Store::redis(&url, &prefix).await.must(), None)
-        }
-        other => panic!("no store backend {other}"),
-    };
-    (
-        Server::with(config, move |app| app.with_store(store)).await,
-        dir,
-    )
+    Server::on_backend(kind, config).await
 }
 
 async fn approved_once_and_replayed(kind: &str) {

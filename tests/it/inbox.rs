@@ -30,28 +30,7 @@ toolConfirmation:
 /// A server with [`FINANCE`] on a fresh store of the given kind. The
 /// temporary folder lives as long as the server.
 async fn server(kind: &str) -> (Server, Option<tempfile::TempDir>) {
-    let (store, dir) = match kind {
-        "memory" => (Store::memory(), None),
-        "sqlite" => {
-            let dir = tempfile::tempdir().must();
-            (
-                Store::sqlite(&dir.path().join("db.sqlite3")).must(),
-                Some(dir),
-            )
-        }
-        #[cfg(feature = "redis-server")]
-        "redis" => {
-            let prefix = format!("test-{}:", uuid::Uuid::new_v4().simple());
-            let store = Store::redis(&common::redis_url(), &prefix).await.must();
-            (store, None)
-        }
-        other => panic!("no store backend {other}"),
-    };
-    let config = Config::from_yaml(FINANCE).must();
-    (
-        Server::with(config, move |app| app.with_store(store)).await,
-        dir,
-    )
+    Server::on_backend(kind, Config::from_yaml(FINANCE).must()).await
 }
 
 fn as_user(who: &str) -> [(&'static str, &str); 1] {
@@ -359,8 +338,7 @@ async fn open_stream(server: &Server, who: &str) -> (u16, Option<reqwest::Respon
 async fn inbox_streams_are_capped_per_user_and_in_total() -> anyhow::Result<()> {
     // A keep-alive each second: a closed stream is seen at the next one.
     let yaml = format!("{FINANCE}stream:\n  maxInboxStreams: 6\n  keepAliveSecs: 1\n");
-    let config = Config::from_yaml(&yaml)?;
-    let server = Server::with_config(config).await;
+    let server = Server::from_yaml(&yaml).await;
     let mut mallory = Vec::new();
     for _ in 0..4 {
         let (status, stream, body) = open_stream(&server, "mallory").await;
@@ -426,8 +404,7 @@ async fn listings(server: &Server) -> f64 {
 #[tokio::test]
 async fn the_streams_of_one_user_share_one_listing_per_change() -> anyhow::Result<()> {
     let yaml = format!("{FINANCE}stream:\n  maxInboxStreamsPerUser: 9\n");
-    let config = Config::from_yaml(&yaml)?;
-    let server = Server::with_config(config).await;
+    let server = Server::from_yaml(&yaml).await;
     let mut streams = Vec::new();
     for _ in 0..8 {
         let mut stream = Events::open(&server, "lead").await;
@@ -457,8 +434,7 @@ async fn the_streams_of_one_user_share_one_listing_per_change() -> anyhow::Resul
 /// `expiresInMs` as of now, not as of that listing.
 #[tokio::test]
 async fn a_stream_opened_later_reads_expiry_as_of_now() -> anyhow::Result<()> {
-    let config = Config::from_yaml(FINANCE)?;
-    let server = Server::with_config(config).await;
+    let server = Server::from_yaml(FINANCE).await;
     pays(&server, "clerk", "chat-a", "Send 50 USD to Hanako").await;
     let mut first = Events::open(&server, "lead").await;
     let listed = first.until(1).await;
@@ -475,8 +451,7 @@ async fn a_stream_opened_later_reads_expiry_as_of_now() -> anyhow::Result<()> {
 /// however many other users' wait (here 257, past a page of 256).
 #[tokio::test]
 async fn a_user_who_may_decide_nothing_reads_only_their_own() -> anyhow::Result<()> {
-    let config = Config::from_yaml(FINANCE)?;
-    let server = Server::with_config(config).await;
+    let server = Server::from_yaml(FINANCE).await;
     for i in 0..257 {
         let body = user_says(&format!("chat-{i}"), "Send 50 USD to Hanako").to_string();
         let reply = server.post_with("/stream", &as_user("clerk"), body).await;

@@ -249,6 +249,41 @@ impl Server {
         self.post("/stream", body.to_string()).await
     }
 
+    /// A server of `config` on a fresh store of `kind` (`memory`, `sqlite`,
+    /// or `redis` with the `redis-server` feature); the temporary folder of
+    /// a SQLite store lives as long as the server.
+    pub async fn on_backend(kind: &str, config: Config) -> (Self, Option<tempfile::TempDir>) {
+        let (store, dir) = match kind {
+            "memory" => (toolgate::store::Store::memory(), None),
+            "sqlite" => {
+                let dir = tempfile::tempdir().must();
+                (
+                    toolgate::store::Store::sqlite(&dir.path().join("db.sqlite3")).must(),
+                    Some(dir),
+                )
+            }
+            #[cfg(feature = "redis-server")]
+            "redis" => {
+                let url = redis_url();
+                let prefix = format!("test-{}:", uuid::Uuid::new_v4().simple());
+                (
+                    toolgate::store::Store::redis(&url, &prefix).await.must(),
+                    None,
+                )
+            }
+            other => panic!("no store backend {other}"),
+        };
+        (
+            Server::with(config, move |app| app.with_store(store)).await,
+            dir,
+        )
+    }
+
+    /// A server of the config `yaml`.
+    pub async fn from_yaml(yaml: &str) -> Self {
+        Self::with_config(Config::from_yaml(yaml).must()).await
+    }
+
     /// The user's `text` in `chat`: `user_says`, sent as [`Server::chat`].
     pub async fn says(&self, chat: &str, text: &str) -> Reply {
         self.chat(&user_says(chat, text)).await
