@@ -23,20 +23,16 @@ async fn send(server: &Server, user: &str, body: Value) {
 }
 
 async fn audit(server: &Server, user: &str, query: &str) -> (String, Vec<Value>) {
-    let response = reqwest::Client::new()
-        .get(format!("{}/api/audit{query}", server.url))
-        .header("x-user", user)
-        .send()
-        .await
-        .must();
-    let kind = response
-        .headers()
+    let reply = server
+        .get_with(&format!("/api/audit{query}"), &[("x-user", user)])
+        .await;
+    let kind = reply
+        .headers
         .get("content-type")
         .and_then(|v| v.to_str().ok())
         .unwrap_or("")
         .to_owned();
-    let text = response.text().await.unwrap_or_default();
-    let events = text.lines().map(from_json).collect();
+    let events = reply.body.lines().map(from_json).collect();
     (kind, events)
 }
 

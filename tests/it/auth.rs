@@ -170,15 +170,14 @@ async fn ask(server: &Server, chat: &str, keys: &[(&str, &str)]) -> (u16, String
 
 /// How many open questions of `chat` `key`'s principal sees.
 async fn open_for(server: &Server, chat: &str, key: &str) -> usize {
-    let response = reqwest::Client::new()
-        .get(format!("{}/api/confirmations?chatId={chat}", server.url))
-        .header("x-api-key", key)
-        .send()
-        .await
-        .must();
-    assert_eq!(response.status(), 200);
-    let body = response.text().await.unwrap_or_default();
-    let questions: Vec<Value> = from_json(&body);
+    let reply = server
+        .get_with(
+            &format!("/api/confirmations?chatId={chat}"),
+            &[("x-api-key", key)],
+        )
+        .await;
+    assert_eq!(reply.status, 200);
+    let questions: Vec<Value> = from_json(&reply.body);
     questions.len()
 }
 
