@@ -6,7 +6,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use axum::http::StatusCode;
 use axum::routing::get;
-use toolgate::Config;
 
 use crate::common::{Server, loopback};
 
@@ -39,8 +38,7 @@ async fn an_oversized_session_is_refused_not_read_on() -> anyhow::Result<()> {
     tokio::spawn(async move { axum::serve(listener, app).await });
 
     let yaml = format!("model:\n  provider: adk\n  baseUrl: {url}\n  app: payments\n");
-    let config = Config::from_yaml(&yaml)?;
-    let server = Server::with_config(config).await;
+    let server = Server::from_yaml(&yaml).await;
     let reply = server.says("chat-big", "Send 50 USD to Hanako").await;
     let errors = reply.of_type("error");
     assert_eq!(errors.len(), 1, "{}", reply.body);

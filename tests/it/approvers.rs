@@ -42,8 +42,7 @@ fn audit_lines(reply: &common::Reply) -> Vec<serde_json::Value> {
 
 #[tokio::test]
 async fn a_clerks_payment_waits_for_a_finance_approver() -> anyhow::Result<()> {
-    let config = Config::from_yaml(FOUR_EYES)?;
-    let server = Server::with_config(config).await;
+    let server = Server::from_yaml(FOUR_EYES).await;
     let reply = asked(&server).await;
     // The card tells the clerk who must approve.
     let question = reply.of_type("tool-input-available");
@@ -139,8 +138,7 @@ async fn a_clerks_payment_waits_for_a_finance_approver() -> anyhow::Result<()> {
 
 #[tokio::test]
 async fn the_clerk_may_still_deny_their_own_call() -> anyhow::Result<()> {
-    let config = Config::from_yaml(FOUR_EYES)?;
-    let server = Server::with_config(config).await;
+    let server = Server::from_yaml(FOUR_EYES).await;
     asked(&server).await;
     let denied = decide(
         &server,
@@ -158,8 +156,7 @@ async fn the_clerk_may_still_deny_their_own_call() -> anyhow::Result<()> {
 
 #[tokio::test]
 async fn without_approvers_another_user_cannot_see_the_question() -> anyhow::Result<()> {
-    let config = Config::from_yaml("auth:\n  principalHeader: X-User\n")?;
-    let server = Server::with_config(config).await;
+    let server = Server::from_yaml("auth:\n  principalHeader: X-User\n").await;
     asked(&server).await;
     let other = decide(&server, "lead", json!({"approved": true})).await;
     assert_eq!(other.status, 404, "{}", other.body);
@@ -181,8 +178,7 @@ async fn a_keys_roles_make_an_approver() -> anyhow::Result<()> {
         hash("clerk-key"),
         hash("lead-key"),
     );
-    let config = Config::from_yaml(&yaml)?;
-    let server = Server::with_config(config).await;
+    let server = Server::from_yaml(&yaml).await;
     let body = user_says("chat-pay", "Send 50 USD to Hanako").to_string();
     let reply = server
         .post_with("/stream", &[("x-api-key", "clerk-key")], body)
@@ -230,8 +226,7 @@ toolConfirmation:
       approvers: [role:finance, role:cfo]
       escalate: [{when: 'amount > 1000', approvers: [role:cfo]}]
 ";
-    let config = Config::from_yaml(yaml)?;
-    let server = Server::with_config(config).await;
+    let server = Server::from_yaml(yaml).await;
     asked(&server).await;
     let bigger = json!({"approved": true, "editedArgs": {"amount": 2000, "recipient": "Hanako", "currency": "USD"}});
     let refused = decide(&server, "lead", bigger.clone()).await;

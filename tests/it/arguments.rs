@@ -38,8 +38,7 @@ toolConfirmation:
   tools:
     process_payment: {deny: {when: \"amount > 5000\"}, confirm: never}
 ";
-    let config = Config::from_yaml(yaml)?;
-    let server = Server::with_config(config).await;
+    let server = Server::from_yaml(yaml).await;
     for (args, misfit) in [
         (r#"{"amount": "9000", "recipient": "bob"}"#, "/amount"),
         (r#"{"amount": [9000], "recipient": "bob"}"#, "/amount"),

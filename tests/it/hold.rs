@@ -147,8 +147,7 @@ async fn a_reload_finds_the_held_turn_and_its_question() -> anyhow::Result<()> {
 /// A turn that is not waiting for anyone stops when its client leaves.
 #[tokio::test]
 async fn a_streaming_turn_is_not_kept_for_a_resume() -> anyhow::Result<()> {
-    let config = Config::from_yaml("model:\n  deltaDelayMs: 20\n")?;
-    let server = Server::with_config(config).await;
+    let server = Server::from_yaml("model:\n  deltaDelayMs: 20\n").await;
     let mut body = Box::pin(server.open(&user_says("chat-gone", "count to 500")).await);
     let mut seen = String::new();
     read_to(&mut body, &mut seen, "text-delta").await;

@@ -82,8 +82,7 @@ async fn an_approval_through_the_api_reaches_the_waiting_socket() {
 
 #[tokio::test]
 async fn nobody_deciding_in_time_expires_on_the_socket() -> anyhow::Result<()> {
-    let config = Config::from_yaml("toolConfirmation:\n  timeout: 300\n")?;
-    let server = Server::with_config(config).await;
+    let server = Server::from_yaml("toolConfirmation:\n  timeout: 300\n").await;
     let mut socket = connect(&server).await;
     send(
         &mut socket,
@@ -206,8 +205,7 @@ async fn bad_frames_get_error_frames_and_the_socket_stays() -> anyhow::Result<()
 
 #[tokio::test]
 async fn too_many_frames_are_refused_one_by_one() -> anyhow::Result<()> {
-    let config = Config::from_yaml("stream:\n  liveFramesPerSec: 2\n")?;
-    let server = Server::with_config(config).await;
+    let server = Server::from_yaml("stream:\n  liveFramesPerSec: 2\n").await;
     let mut socket = connect(&server).await;
     for n in 0..3 {
         send(&mut socket, json!({"type": "resume", "requestId": format!("r{n}"), "id": "c", "headers": {}, "body": {}})).await;
@@ -224,8 +222,7 @@ async fn too_many_frames_are_refused_one_by_one() -> anyhow::Result<()> {
 
 #[tokio::test]
 async fn an_idle_socket_is_told_and_closed() -> anyhow::Result<()> {
-    let config = Config::from_yaml("stream:\n  liveIdleSecs: 1\n")?;
-    let server = Server::with_config(config).await;
+    let server = Server::from_yaml("stream:\n  liveIdleSecs: 1\n").await;
     let mut socket = connect(&server).await;
     let frame = next(&mut socket).await;
     assert_eq!(frame["type"], "error");
@@ -239,8 +236,7 @@ async fn an_idle_socket_is_told_and_closed() -> anyhow::Result<()> {
 
 #[tokio::test]
 async fn a_frame_over_the_size_limit_is_named_before_the_close() -> anyhow::Result<()> {
-    let config = Config::from_yaml("stream:\n  maxBodyBytes: 2000\n")?;
-    let server = Server::with_config(config).await;
+    let server = Server::from_yaml("stream:\n  maxBodyBytes: 2000\n").await;
     let mut socket = connect(&server).await;
     let big = says("chat-big", &"x".repeat(5000));
     let _ = socket

@@ -215,8 +215,7 @@ async fn metrics_bind_serves_them_apart() -> anyhow::Result<()> {
     let free = std::net::TcpListener::bind("127.0.0.1:0")?;
     let at = free.local_addr()?;
     drop(free);
-    let config = Config::from_yaml(&format!("metrics: {{bind: '{at}'}}\n"))?;
-    let server = Server::with_config(config).await;
+    let server = Server::from_yaml(&format!("metrics: {{bind: '{at}'}}\n")).await;
     server.says("c1", "hello there").await;
     assert_eq!(
         server.get("/metrics").await.status,
@@ -325,8 +324,7 @@ fn metrics_bind_off_loopback_needs_api_keys() -> anyhow::Result<()> {
 async fn a_required_mcp_server_down_is_not_ready() -> anyhow::Result<()> {
     let yaml =
         "mcpServers:\n  gone:\n    command: /nonexistent/toolgate-mcp-server\n    required: true\n";
-    let config = Config::from_yaml(yaml)?;
-    let server = Server::with_config(config).await;
+    let server = Server::from_yaml(yaml).await;
     assert_eq!(server.get("/livez").await.status, 200);
     let ready = server.get("/readyz").await;
     assert_eq!(

@@ -7,7 +7,6 @@ use crate::common;
 
 use common::{Server, fixture, user_says};
 use serde_json::{Value, json};
-use toolgate::Config;
 
 /// The chat so far (ending with the open card), then the user's new message.
 fn moved_on(mut chat: Value, text: &str) -> Value {
@@ -98,10 +97,10 @@ async fn a_native_card_left_open_stays_answerable_and_its_outcome_comes_later() 
 
 #[tokio::test]
 async fn on_new_message_cancel_closes_the_card() -> anyhow::Result<()> {
-    let config = Config::from_yaml(
+    let server = Server::from_yaml(
         "toolConfirmation:\n  tools:\n    process_payment: {onNewMessage: cancel}\n",
-    )?;
-    let server = Server::with_config(config).await;
+    )
+    .await;
     server.says("chat-pay", "Send 50 USD to Hanako").await;
     let reply = server
         .chat(&moved_on(

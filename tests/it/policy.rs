@@ -166,10 +166,7 @@ async fn the_tools_and_their_effective_policy() -> anyhow::Result<()> {
 
 #[tokio::test]
 async fn writing_a_number_as_a_float_does_not_get_around_a_rule() -> anyhow::Result<()> {
-    let config = Config::from_yaml(
-        "toolConfirmation:\n  tools:\n    process_payment:\n      deny: {when: \"amount == 5000\", reason: \"no 5000s\"}\n",
-    )?;
-    let server = Server::with_config(config).await;
+    let server = Server::from_yaml("toolConfirmation:\n  tools:\n    process_payment:\n      deny: {when: \"amount == 5000\", reason: \"no 5000s\"}\n",).await;
     for text in ["Send 5000 USD to Bob", "Send 5000.0 USD to Bob"] {
         let reply = server.says("c", text).await;
         assert_eq!(

@@ -189,10 +189,10 @@ async fn runs_abort_before_first_poll_marks_done() {
 /// chat supersede a turn that is still read.
 #[tokio::test]
 async fn superseded_turns_still_count_against_the_caps() -> anyhow::Result<()> {
-    let config = Config::from_yaml(
+    let server = Server::from_yaml(
         "model:\n  deltaDelayMs: 20\nstream:\n  maxTurnsPerUser: 1\n  maxTurns: 1\n",
-    )?;
-    let server = Server::with_config(config).await;
+    )
+    .await;
     let mut socket = connect(&server).await;
     for r in ["r1", "r2", "r3"] {
         send(&mut socket, turn(r, &says("chat-c", "count to 400"))).await;
@@ -338,8 +338,7 @@ async fn confirm_frame_does_not_block_the_socket() {
 /// An abort stops the model for every reader, not only for the aborting request.
 #[tokio::test]
 async fn abort_stops_the_model_even_with_another_reader() -> anyhow::Result<()> {
-    let config = Config::from_yaml("model:\n  deltaDelayMs: 20\n")?;
-    let server = Server::with_config(config).await;
+    let server = Server::from_yaml("model:\n  deltaDelayMs: 20\n").await;
     let mut a = connect(&server).await;
     send(&mut a, turn("r1", &says("chat-ab", "count to 1000"))).await;
     loop {
