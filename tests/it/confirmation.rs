@@ -221,10 +221,7 @@ async fn invented_parts_run_nothing() {
 async fn one_of_two_answered_runs_that_one_and_waits_for_the_other() {
     let server = Server::start().await;
     server
-        .chat(&user_says(
-            "chat-pay",
-            "Send 50 USD to Hanako and pay $20 to Bob",
-        ))
+        .says("chat-pay", "Send 50 USD to Hanako and pay $20 to Bob")
         .await;
     let reply = server.chat(&fixture("pay_two_half_answered.json")).await;
     assert_eq!(server.payments(), 1);

@@ -392,10 +392,7 @@ async fn a_server_that_crashes_is_shown_unavailable_and_restarted() {
     assert_eq!(tool(&down, "mcp--notes--read_note"), None);
     // Meanwhile a call to its tool is refused, and the turn goes on.
     let reply = server
-        .chat(&user_says(
-            "chat-x",
-            r#"mcp--notes--read_note {"path": "a"}"#,
-        ))
+        .says("chat-x", r#"mcp--notes--read_note {"path": "a"}"#)
         .await;
     assert_eq!(
         reply.error_texts(),
@@ -404,10 +401,7 @@ async fn a_server_that_crashes_is_shown_unavailable_and_restarted() {
     let up = available(&server, "notes").await;
     assert!(tool(&up, "mcp--notes--read_note").is_some());
     let reply = server
-        .chat(&user_says(
-            "chat-x",
-            r#"mcp--notes--read_note {"path": "a"}"#,
-        ))
+        .says("chat-x", r#"mcp--notes--read_note {"path": "a"}"#)
         .await;
     assert_eq!(outputs(&reply), [json!({"path": "a", "text": "buy milk"})]);
 }
@@ -603,10 +597,7 @@ async fn a_huge_error_message_is_cut() {
     let journal = Journal::new();
     let server = notes_allowed(&journal, "").await;
     let reply = server
-        .chat(&user_says(
-            "chat-h",
-            r#"mcp--notes--broken {"repeat": 100000}"#,
-        ))
+        .says("chat-h", r#"mcp--notes--broken {"repeat": 100000}"#)
         .await;
     let errors = reply.error_texts();
     assert_eq!(errors.len(), 1, "{}", reply.body.len());
@@ -625,10 +616,7 @@ async fn a_storm_of_list_changes_is_one_relist_a_second() {
     let server = notes_allowed(&journal, "").await;
     assert_eq!(journal.count("list"), 1);
     let reply = server
-        .chat(&user_says(
-            "chat-storm",
-            r#"mcp--notes--grow {"times": 50}"#,
-        ))
+        .says("chat-storm", r#"mcp--notes--grow {"times": 50}"#)
         .await;
     assert_eq!(outputs(&reply), [json!("grown")], "{}", reply.body);
     until(&server, "grown", |i| tool(i, "mcp--notes--extra").is_some()).await;

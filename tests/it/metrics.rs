@@ -10,7 +10,6 @@ use crate::common;
 
 use common::{Server, approval};
 use toolgate::Config;
-use toolgate::store::Store;
 
 const PAY: &str = "internal--process_payment";
 
@@ -179,8 +178,7 @@ async fn metrics_need_a_key_when_keys_are_on_unless_public() -> anyhow::Result<(
 async fn live_and_ready_until_the_store_fails() -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
     let path = dir.path().join("toolgate.sqlite3");
-    let store = Store::sqlite(&path)?;
-    let server = Server::with(Config::default(), |app| app.with_store(store)).await;
+    let server = Server::on_sqlite(&path).await;
     assert_eq!(server.get("/livez").await.status, 200);
     assert_eq!(server.get("/healthz").await.status, 200);
     let ready = server.get("/readyz").await;

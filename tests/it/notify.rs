@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use toolgate::Config;
 
 use crate::common::receiver::{PUBLIC_URL, Receiver, SECRET_ENV, secret, webhook};
-use crate::common::{START_MS, Server, fixture, user_says, wait};
+use crate::common::{START_MS, Server, fixture, paid_hanako, user_says, wait};
 
 async fn server(yaml: &str) -> Server {
     let config = Config::from_yaml(yaml).must();
@@ -320,15 +320,7 @@ async fn the_approve_link_runs_the_call_once() {
     );
     // The chat's next request reports the outcome.
     let reply = server.chat(&fixture("pay_hanako_unanswered.json")).await;
-    assert_eq!(
-        reply.text(),
-        format!(
-            "Sent 50 USD to Hanako (transaction {}).",
-            first["outcome"]["output"]["transactionId"]
-                .as_str()
-                .unwrap_or("?")
-        )
-    );
+    assert_eq!(reply.text(), paid_hanako(&first));
     assert_eq!(server.payments(), 1);
 }
 

@@ -166,15 +166,7 @@ async fn approve_through_the_api_then_the_chat_reports_it() {
         reply.of_type("tool-output-available")[0],
         json!({"type": "tool-output-available", "toolCallId": "adk-3", "output": {"confirmed": true}})
     );
-    assert_eq!(
-        reply.text(),
-        format!(
-            "Sent 50 USD to Hanako (transaction {}).",
-            first["outcome"]["output"]["transactionId"]
-                .as_str()
-                .unwrap_or("?")
-        )
-    );
+    assert_eq!(reply.text(), common::paid_hanako(&first));
     assert_eq!(server.payments(), 1);
 }
 

@@ -13,10 +13,7 @@ use common::{Server, asked, fixture, user_says};
 async fn remember_for_this_chat() {
     let server = Server::start().await;
     server
-        .chat(&user_says(
-            "chat-pay",
-            "Send 50 USD to Hanako and pay $20 to Bob",
-        ))
+        .says("chat-pay", "Send 50 USD to Hanako and pay $20 to Bob")
         .await;
     // Hanako's answered with "remember for this chat"; Bob's is still open and gets settled.
     let reply = server.chat(&fixture("pay_two_remember_session.json")).await;

@@ -285,10 +285,7 @@ async fn a_response_must_fit_the_tools_output_schema() -> anyhow::Result<()> {
     })
     .await;
     let first = server
-        .chat(&user_says(
-            "chat-notes",
-            r#"mcp--notes--read_note {"path": "todo"}"#,
-        ))
+        .says("chat-notes", r#"mcp--notes--read_note {"path": "todo"}"#)
         .await;
     let asked = first.of_type("tool-input-available");
     let id = asked[0]["toolCallId"]

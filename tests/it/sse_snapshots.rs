@@ -2,7 +2,7 @@
 
 use crate::common;
 
-use common::{Server, fixture, user_says};
+use common::{Server, fixture};
 
 #[tokio::test]
 async fn text_only() {
@@ -51,10 +51,7 @@ async fn denied() {
 async fn two_confirmations_approve_and_deny() {
     let server = Server::start().await;
     let first = server
-        .chat(&user_says(
-            "chat-pay",
-            "Send 50 USD to Hanako and pay $20 to Bob",
-        ))
+        .says("chat-pay", "Send 50 USD to Hanako and pay $20 to Bob")
         .await;
     assert_sse!("two_confirmations_requested", first.body);
     let reply = server.chat(&fixture("pay_two_answered.json")).await;

@@ -11,8 +11,6 @@ use crate::common;
 use crate::common::Must;
 
 use common::{Server, approval, user_says};
-use toolgate::Config;
-use toolgate::store::Store;
 
 const UNAVAILABLE: &str = r#"{"error":"storage unavailable"}"#;
 /// The `error` chunk's text once a stream has started: the gate's own
@@ -54,8 +52,7 @@ fn break_store(path: &std::path::Path) {
 async fn a_failing_store_is_storage_unavailable_and_nothing_more() -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
     let path = dir.path().join("toolgate.sqlite3");
-    let store = Store::sqlite(&path)?;
-    let server = Server::with(Config::default(), |app| app.with_store(store)).await;
+    let server = Server::on_sqlite(&path).await;
     let shown = dir.path().display().to_string();
 
     // A question issued while the store works, answered after it broke.

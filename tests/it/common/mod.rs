@@ -279,6 +279,12 @@ impl Server {
         )
     }
 
+    /// A server of the default config on the SQLite store at `path`.
+    pub async fn on_sqlite(path: &std::path::Path) -> Self {
+        let store = toolgate::store::Store::sqlite(path).must();
+        Self::with(Config::default(), |app| app.with_store(store)).await
+    }
+
     /// A server of the config `yaml`.
     pub async fn from_yaml(yaml: &str) -> Self {
         Self::with_config(Config::from_yaml(yaml).must()).await
@@ -544,6 +550,17 @@ pub fn approval_of(chat: &str, text: &str, first: &Reply) -> Value {
             ]}
         ]
     })
+}
+
+/// What the model says once the payment to Hanako that `decided` (a decision
+/// the API answered) ran.
+pub fn paid_hanako(decided: &Value) -> String {
+    format!(
+        "Sent 50 USD to Hanako (transaction {}).",
+        decided["outcome"]["output"]["transactionId"]
+            .as_str()
+            .unwrap_or("?")
+    )
 }
 
 /// The transaction id of the payment a reply reports, if any.
