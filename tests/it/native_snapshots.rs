@@ -3,7 +3,7 @@
 
 use crate::common;
 
-use common::{Server, fixture};
+use common::{Reply, Server, fixture};
 use serde_json::{Value, json};
 
 fn ask(text: &str) -> Value {
@@ -13,6 +13,12 @@ fn ask(text: &str) -> Value {
         "toolgate": {"protocol": "ai-sdk"},
         "messages": [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": text}]}]
     })
+}
+
+/// A server asked natively to pay Hanako, and its reply to the fixture
+/// `answer`.
+async fn native_answered(answer: &str) -> (Server, Reply) {
+    common::answered(&ask("Send 50 USD to Hanako"), answer).await
 }
 
 #[tokio::test]
@@ -25,18 +31,14 @@ async fn native_approval_requested() {
 
 #[tokio::test]
 async fn native_approved() {
-    let server = Server::start().await;
-    server.chat(&ask("Send 50 USD to Hanako")).await;
-    let reply = server.chat(&fixture("native_approved.json")).await;
+    let (server, reply) = native_answered("native_approved.json").await;
     assert_sse!("native_approved", reply.body);
     assert_eq!(server.payments(), 1);
 }
 
 #[tokio::test]
 async fn native_denied_with_reason() {
-    let server = Server::start().await;
-    server.chat(&ask("Send 50 USD to Hanako")).await;
-    let reply = server.chat(&fixture("native_denied.json")).await;
+    let (server, reply) = native_answered("native_denied.json").await;
     assert_sse!("native_denied", reply.body);
     assert_eq!(server.payments(), 0);
 }
@@ -55,9 +57,7 @@ async fn native_two_approvals() {
 
 #[tokio::test]
 async fn native_forged() {
-    let server = Server::start().await;
-    server.chat(&ask("Send 50 USD to Hanako")).await;
-    let reply = server.chat(&fixture("native_forged.json")).await;
+    let (server, reply) = native_answered("native_forged.json").await;
     assert_sse!("native_forged", reply.body);
     assert_eq!(server.payments(), 0);
 }

@@ -2,7 +2,12 @@
 
 use crate::common;
 
-use common::{Server, fixture};
+use common::{Reply, Server, fixture, user_says};
+
+/// A server asked to pay Hanako, and its reply to the fixture `answer`.
+async fn hanako_answered(answer: &str) -> (Server, Reply) {
+    common::answered(&user_says("chat-pay", "Send 50 USD to Hanako"), answer).await
+}
 
 #[tokio::test]
 async fn text_only() {
@@ -31,18 +36,14 @@ async fn confirmation_requested() {
 
 #[tokio::test]
 async fn approved() {
-    let server = Server::start().await;
-    server.says("chat-pay", "Send 50 USD to Hanako").await;
-    let reply = server.chat(&fixture("pay_hanako_approved.json")).await;
+    let (server, reply) = hanako_answered("pay_hanako_approved.json").await;
     assert_sse!("approved", reply.body);
     assert_eq!(server.payments(), 1);
 }
 
 #[tokio::test]
 async fn denied() {
-    let server = Server::start().await;
-    server.says("chat-pay", "Send 50 USD to Hanako").await;
-    let reply = server.chat(&fixture("pay_hanako_denied.json")).await;
+    let (server, reply) = hanako_answered("pay_hanako_denied.json").await;
     assert_sse!("denied", reply.body);
     assert_eq!(server.payments(), 0);
 }
@@ -61,18 +62,14 @@ async fn two_confirmations_approve_and_deny() {
 
 #[tokio::test]
 async fn forged_args() {
-    let server = Server::start().await;
-    server.says("chat-pay", "Send 50 USD to Hanako").await;
-    let reply = server.chat(&fixture("pay_hanako_forged.json")).await;
+    let (server, reply) = hanako_answered("pay_hanako_forged.json").await;
     assert_sse!("forged_args", reply.body);
     assert_eq!(server.payments(), 0);
 }
 
 #[tokio::test]
 async fn unknown_confirmation_id() {
-    let server = Server::start().await;
-    server.says("chat-pay", "Send 50 USD to Hanako").await;
-    let reply = server.chat(&fixture("pay_unknown_confirmation.json")).await;
+    let (server, reply) = hanako_answered("pay_unknown_confirmation.json").await;
     assert_sse!("unknown_confirmation_id", reply.body);
     assert_eq!(server.payments(), 0);
 }

@@ -552,6 +552,14 @@ pub fn approval_of(chat: &str, text: &str, first: &Reply) -> Value {
     })
 }
 
+/// A server that asked `question`, and its reply to the fixture `answer`.
+pub async fn answered(question: &Value, answer: &str) -> (Server, Reply) {
+    let server = Server::start().await;
+    server.chat(question).await;
+    let reply = server.chat(&fixture(answer)).await;
+    (server, reply)
+}
+
 /// What the model says once the payment to Hanako that `decided` (a decision
 /// the API answered) ran.
 pub fn paid_hanako(decided: &Value) -> String {
