@@ -169,41 +169,29 @@ async fn a_card_left_open(kind: &str) {
     assert_eq!(server.payments(), 0);
 }
 
+/// One `#[tokio::test]` per case, each the shared case run on `$backend`.
+macro_rules! cases {
+    ($backend:ident: $($case:ident),* $(,)?) => {$(
+        #[tokio::test]
+        async fn $case() {
+            super::$case(stringify!($backend)).await;
+        }
+    )*};
+}
+
 macro_rules! suite {
     ($($backend:ident),*) => {$(
         mod $backend {
-            #[tokio::test]
-            async fn approved_once_and_replayed() {
-                super::approved_once_and_replayed(stringify!($backend)).await;
-            }
-            #[tokio::test]
-            async fn a_hundred_racing_approvals_run_once() {
-                super::a_hundred_racing_approvals_run_once(stringify!($backend)).await;
-            }
-            #[tokio::test]
-            async fn forged_and_foreign_answers_run_nothing() {
-                super::forged_and_foreign_answers_run_nothing(stringify!($backend)).await;
-            }
-            #[tokio::test]
-            async fn a_denial_stays_a_denial() {
-                super::a_denial_stays_a_denial(stringify!($backend)).await;
-            }
-            #[tokio::test]
-            async fn an_expired_confirmation_runs_nothing() {
-                super::an_expired_confirmation_runs_nothing(stringify!($backend)).await;
-            }
-            #[tokio::test]
-            async fn a_late_decision_is_gone() {
-                super::a_late_decision_is_gone(stringify!($backend)).await;
-            }
-            #[tokio::test]
-            async fn an_approver_decides() {
-                super::an_approver_decides(stringify!($backend)).await;
-            }
-            #[tokio::test]
-            async fn a_card_left_open() {
-                super::a_card_left_open(stringify!($backend)).await;
-            }
+            cases!($backend:
+                approved_once_and_replayed,
+                a_hundred_racing_approvals_run_once,
+                forged_and_foreign_answers_run_nothing,
+                a_denial_stays_a_denial,
+                an_expired_confirmation_runs_nothing,
+                a_late_decision_is_gone,
+                an_approver_decides,
+                a_card_left_open,
+            );
         }
     )*};
 }

@@ -99,22 +99,23 @@ async fn round_trip(provider: ProviderKind, dir: &str) -> Vec<Value> {
     received.into_iter().map(|r| r.body).collect()
 }
 
+/// One snapshot test per upstream fixture of `$provider`, run with `P`.
+macro_rules! fixtures {
+    ($provider:literal: $($name:ident),* $(,)?) => {$(
+        #[tokio::test]
+        async fn $name() {
+            let body = replay(P, $provider, stringify!($name)).await;
+            assert_sse!(concat!($provider, "_", stringify!($name)), body);
+        }
+    )*};
+}
+
 mod openai {
     use super::*;
 
     const P: ProviderKind = ProviderKind::Openai;
 
-    macro_rules! fixtures {
-        ($($name:ident),* $(,)?) => {$(
-            #[tokio::test]
-            async fn $name() {
-                let body = replay(P, "openai", stringify!($name)).await;
-                assert_sse!(concat!("openai_", stringify!($name)), body);
-            }
-        )*};
-    }
-
-    fixtures!(
+    fixtures!("openai":
         text,
         reasoning,
         tool_call,
@@ -198,17 +199,7 @@ mod anthropic {
 
     const P: ProviderKind = ProviderKind::Anthropic;
 
-    macro_rules! fixtures {
-        ($($name:ident),* $(,)?) => {$(
-            #[tokio::test]
-            async fn $name() {
-                let body = replay(P, "anthropic", stringify!($name)).await;
-                assert_sse!(concat!("anthropic_", stringify!($name)), body);
-            }
-        )*};
-    }
-
-    fixtures!(text, thinking, tool_call, parallel_tool_calls);
+    fixtures!("anthropic": text, thinking, tool_call, parallel_tool_calls);
 
     #[tokio::test]
     async fn confirmation_round_trip() {
@@ -297,17 +288,7 @@ mod gemini {
 
     const P: ProviderKind = ProviderKind::Gemini;
 
-    macro_rules! fixtures {
-        ($($name:ident),* $(,)?) => {$(
-            #[tokio::test]
-            async fn $name() {
-                let body = replay(P, "gemini", stringify!($name)).await;
-                assert_sse!(concat!("gemini_", stringify!($name)), body);
-            }
-        )*};
-    }
-
-    fixtures!(text, thinking, tool_call, parallel_tool_calls);
+    fixtures!("gemini": text, thinking, tool_call, parallel_tool_calls);
 
     /// Gemini's calls have no ids; the signature rides on the confirmation
     /// through the client and back to Gemini with the call.
