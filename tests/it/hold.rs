@@ -16,17 +16,15 @@ fn held(chat: &str, text: &str) -> Value {
     body
 }
 
+/// The chunk of a question, up to its input.
+const QUESTION: &str = "\"toolName\":\"adk_request_confirmation\",\"input\"";
+
 /// A held turn of `chat` paying Hanako, read up to its question: the open
 /// body, and what was read.
 async fn asking(server: &Server, chat: &str) -> (impl Body, String) {
     let mut body = Box::pin(server.open(&held(chat, "Send 50 USD to Hanako")).await);
     let mut seen = String::new();
-    read_to(
-        &mut body,
-        &mut seen,
-        "\"toolName\":\"adk_request_confirmation\",\"input\"",
-    )
-    .await;
+    read_to(&mut body, &mut seen, QUESTION).await;
     (body, seen)
 }
 
@@ -122,15 +120,9 @@ async fn a_reload_finds_the_held_turn_and_its_question() -> anyhow::Result<()> {
     assert_eq!(resumed.status(), 200);
     let mut body = Box::pin(resumed.bytes_stream());
     let mut seen = String::new();
-    read_to(
-        &mut body,
-        &mut seen,
-        "\"toolName\":\"adk_request_confirmation\",\"input\"",
-    )
-    .await;
+    read_to(&mut body, &mut seen, QUESTION).await;
     // The same bytes, from `start` to the question.
-    let question = "\"toolName\":\"adk_request_confirmation\",\"input\"";
-    let upto = |s: &str| s[..s.find(question).map_or(0, |i| i + question.len())].to_owned();
+    let upto = |s: &str| s[..s.find(QUESTION).map_or(0, |i| i + QUESTION.len())].to_owned();
     assert_eq!(upto(&seen), upto(&first));
     let decided = server.approve("adk-3").await;
     assert_eq!(decided.status, 200, "{}", decided.body);

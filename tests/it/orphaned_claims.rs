@@ -119,6 +119,18 @@ mod redis {
     use toolgate::Config;
     use toolgate::store::{Claim, Store};
 
+    /// Another instance, `instance-dead`, wins the claim of `id` (and dies
+    /// before its heartbeat is ever renewed).
+    async fn claimed_by_the_dead(store: &Store, server: &Server, id: &str) {
+        assert_eq!(
+            store
+                .claim(id, server.clock.now_ms(), "instance-dead")
+                .await
+                .ok(),
+            Some(Claim::Won)
+        );
+    }
+
     #[tokio::test]
     async fn a_redis_claim_of_a_dead_instance_is_answered_at_once() -> anyhow::Result<()> {
         let url = common::redis_url();
@@ -134,13 +146,7 @@ mod redis {
         let id = confirmation_id(&first);
 
         // Another instance claimed it, and died before its heartbeat was ever renewed.
-        assert_eq!(
-            store
-                .claim(&id, server.clock.now_ms(), "instance-dead")
-                .await
-                .ok(),
-            Some(Claim::Won)
-        );
+        claimed_by_the_dead(&store, &server, &id).await;
 
         let started = Instant::now();
         let again = server.chat(&approval("chat-dead", &first)).await;
@@ -198,13 +204,7 @@ mod redis {
             })
             .and_then(|c| c["toolCallId"].as_str().map(str::to_owned))
             .unwrap_or_else(|| panic!("no question: {seen}"));
-        assert_eq!(
-            store
-                .claim(&id, server.clock.now_ms(), "instance-dead")
-                .await
-                .ok(),
-            Some(Claim::Won)
-        );
+        claimed_by_the_dead(&store, &server, &id).await;
         let started = Instant::now();
         read_to_end(&mut body, &mut seen).await;
         assert!(started.elapsed() < TOOL_TIMEOUT, "{:?}", started.elapsed());
