@@ -37,6 +37,14 @@ fn as_user(who: &str) -> [(&'static str, &str); 1] {
     [("x-user", who)]
 }
 
+/// The lead decides question `id` with `decision` through the API.
+async fn lead_decides(server: &Server, id: &str, decision: Value) -> common::Reply {
+    let path = format!("/api/confirmations/{id}");
+    server
+        .post_with(&path, &as_user("lead"), decision.to_string())
+        .await
+}
+
 /// `who` asks to pay in `chat`, a second after the question before.
 async fn pays(server: &Server, who: &str, chat: &str, text: &str) {
     server.clock.advance(Duration::from_secs(1));
@@ -180,13 +188,7 @@ async fn decided_and_expired_questions_leave(kind: &str) {
     let lead = inbox(&server, "lead", "").await;
     let first = lead[0]["id"].as_str().unwrap_or_default().to_owned();
 
-    let approved = server
-        .post_with(
-            &format!("/api/confirmations/{first}"),
-            &as_user("lead"),
-            json!({"approved": true}).to_string(),
-        )
-        .await;
+    let approved = lead_decides(&server, &first, json!({"approved": true})).await;
     assert_eq!(approved.status, 200, "{}", approved.body);
     assert_eq!(server.payments(), 1);
     assert_eq!(
@@ -277,13 +279,12 @@ async fn the_stream_follows_questions_asked_and_decided(kind: &str) {
     assert_eq!(listed[0]["mayApprove"], true);
 
     let id = listed[0]["id"].as_str().unwrap_or_default().to_owned();
-    let denied = server
-        .post_with(
-            &format!("/api/confirmations/{id}"),
-            &as_user("lead"),
-            json!({"approved": false, "reason": "not today"}).to_string(),
-        )
-        .await;
+    let denied = lead_decides(
+        &server,
+        &id,
+        json!({"approved": false, "reason": "not today"}),
+    )
+    .await;
     assert_eq!(denied.status, 200, "{}", denied.body);
     assert!(lead.until(0).await.is_empty(), "decided: gone");
     // Mallory's stream may have looked again, and found nothing of hers.
@@ -500,13 +501,7 @@ async fn the_stream_hears_of_another_instances_questions() -> anyhow::Result<()>
     assert_eq!(asked(&listed), [pair("clerk", "chat-a")]);
 
     let id = listed[0]["id"].as_str().unwrap_or_default().to_owned();
-    let denied = there
-        .post_with(
-            &format!("/api/confirmations/{id}"),
-            &as_user("lead"),
-            json!({"approved": false}).to_string(),
-        )
-        .await;
+    let denied = lead_decides(&there, &id, json!({"approved": false})).await;
     assert_eq!(denied.status, 200, "{}", denied.body);
     assert!(lead.until(0).await.is_empty(), "decided there: gone here");
     Ok(())
