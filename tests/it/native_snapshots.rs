@@ -3,7 +3,7 @@
 
 use crate::common;
 
-use common::{Reply, Server, fixture};
+use common::{Server, fixture};
 use serde_json::{Value, json};
 
 fn ask(text: &str) -> Value {
@@ -15,12 +15,6 @@ fn ask(text: &str) -> Value {
     })
 }
 
-/// A server asked natively to pay Hanako, and its reply to the fixture
-/// `answer`.
-async fn native_answered(answer: &str) -> (Server, Reply) {
-    common::answered(&ask("Send 50 USD to Hanako"), answer).await
-}
-
 #[tokio::test]
 async fn native_approval_requested() {
     let server = Server::start().await;
@@ -29,18 +23,11 @@ async fn native_approval_requested() {
     assert_eq!(server.payments(), 0);
 }
 
-#[tokio::test]
-async fn native_approved() {
-    let (server, reply) = native_answered("native_approved.json").await;
-    assert_sse!("native_approved", reply.body);
-    assert_eq!(server.payments(), 1);
-}
-
-#[tokio::test]
-async fn native_denied_with_reason() {
-    let (server, reply) = native_answered("native_denied.json").await;
-    assert_sse!("native_denied", reply.body);
-    assert_eq!(server.payments(), 0);
+answer_snapshots! {
+    ask("Send 50 USD to Hanako");
+    native_approved: "native_approved.json" => "native_approved", 1;
+    native_denied_with_reason: "native_denied.json" => "native_denied", 0;
+    native_forged: "native_forged.json" => "native_forged", 0;
 }
 
 #[tokio::test]
@@ -53,13 +40,6 @@ async fn native_two_approvals() {
     let reply = server.chat(&fixture("native_two_answered.json")).await;
     assert_sse!("native_two_answered", reply.body);
     assert_eq!(server.payments(), 1);
-}
-
-#[tokio::test]
-async fn native_forged() {
-    let (server, reply) = native_answered("native_forged.json").await;
-    assert_sse!("native_forged", reply.body);
-    assert_eq!(server.payments(), 0);
 }
 
 #[tokio::test]

@@ -2,12 +2,7 @@
 
 use crate::common;
 
-use common::{Reply, Server, fixture, user_says};
-
-/// A server asked to pay Hanako, and its reply to the fixture `answer`.
-async fn hanako_answered(answer: &str) -> (Server, Reply) {
-    common::answered(&user_says("chat-pay", "Send 50 USD to Hanako"), answer).await
-}
+use common::{Server, fixture, user_says};
 
 #[tokio::test]
 async fn text_only() {
@@ -34,18 +29,12 @@ async fn confirmation_requested() {
     assert_eq!(server.payments(), 0);
 }
 
-#[tokio::test]
-async fn approved() {
-    let (server, reply) = hanako_answered("pay_hanako_approved.json").await;
-    assert_sse!("approved", reply.body);
-    assert_eq!(server.payments(), 1);
-}
-
-#[tokio::test]
-async fn denied() {
-    let (server, reply) = hanako_answered("pay_hanako_denied.json").await;
-    assert_sse!("denied", reply.body);
-    assert_eq!(server.payments(), 0);
+answer_snapshots! {
+    user_says("chat-pay", "Send 50 USD to Hanako");
+    approved: "pay_hanako_approved.json" => "approved", 1;
+    denied: "pay_hanako_denied.json" => "denied", 0;
+    forged_args: "pay_hanako_forged.json" => "forged_args", 0;
+    unknown_confirmation_id: "pay_unknown_confirmation.json" => "unknown_confirmation_id", 0;
 }
 
 #[tokio::test]
@@ -58,20 +47,6 @@ async fn two_confirmations_approve_and_deny() {
     let reply = server.chat(&fixture("pay_two_answered.json")).await;
     assert_sse!("two_confirmations_answered", reply.body);
     assert_eq!(server.payments(), 1);
-}
-
-#[tokio::test]
-async fn forged_args() {
-    let (server, reply) = hanako_answered("pay_hanako_forged.json").await;
-    assert_sse!("forged_args", reply.body);
-    assert_eq!(server.payments(), 0);
-}
-
-#[tokio::test]
-async fn unknown_confirmation_id() {
-    let (server, reply) = hanako_answered("pay_unknown_confirmation.json").await;
-    assert_sse!("unknown_confirmation_id", reply.body);
-    assert_eq!(server.payments(), 0);
 }
 
 #[tokio::test]

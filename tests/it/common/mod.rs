@@ -330,6 +330,20 @@ macro_rules! assert_sse {
     };
 }
 
+/// One test per answer to `question` (a JSON body): each starts a server,
+/// sends the question and then the answer `fixture`, and checks the reply
+/// against its `snapshot` and the number of payments made.
+macro_rules! answer_snapshots {
+    ($question:expr; $($name:ident: $fixture:literal => $snapshot:literal, $payments:literal;)*) => {$(
+        #[tokio::test]
+        async fn $name() {
+            let (server, reply) = crate::common::answered(&$question, $fixture).await;
+            assert_sse!($snapshot, reply.body);
+            assert_eq!(server.payments(), $payments);
+        }
+    )*};
+}
+
 pub fn confirmation_name() -> &'static str {
     CONFIRMATION_TOOL
 }
