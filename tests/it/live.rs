@@ -7,7 +7,9 @@ use crate::common::Must;
 
 use std::time::Duration;
 
-use common::ws::{asking, connect, held, lines, next, says, send, turn, until, until_end};
+use common::ws::{
+    asking, connect, held, lines, next, says, send, turn, until, until_end, whole_turn,
+};
 use common::{Server, fixture};
 use futures::SinkExt;
 use serde_json::{Value, json};
@@ -18,9 +20,7 @@ use toolgate::Config;
 async fn a_text_turn_is_start_chunks_end() {
     let server = Server::start().await;
     let mut socket = connect(&server).await;
-    send(&mut socket, turn("r1", &says("chat-text", "hello there"))).await;
-    let mut frames = Vec::new();
-    until_end(&mut socket, &mut frames, "r1").await;
+    let frames = whole_turn(&mut socket, "r1", &says("chat-text", "hello there")).await;
     assert_sse!("live_text_only", lines(&frames));
 }
 
@@ -30,22 +30,15 @@ async fn a_text_turn_is_start_chunks_end() {
 async fn the_stock_flow_asks_then_the_next_send_answers() {
     let server = Server::start().await;
     let mut socket = connect(&server).await;
-    send(
+    let frames = whole_turn(
         &mut socket,
-        turn("r1", &says("chat-pay", "Send 50 USD to Hanako")),
+        "r1",
+        &says("chat-pay", "Send 50 USD to Hanako"),
     )
     .await;
-    let mut frames = Vec::new();
-    until_end(&mut socket, &mut frames, "r1").await;
     assert!(lines(&frames).contains(r#""finishReason":"tool-calls""#));
     assert_eq!(server.payments(), 0);
-    send(
-        &mut socket,
-        turn("r2", &fixture("pay_hanako_approved.json")),
-    )
-    .await;
-    let mut second = Vec::new();
-    until_end(&mut socket, &mut second, "r2").await;
+    let second = whole_turn(&mut socket, "r2", &fixture("pay_hanako_approved.json")).await;
     assert_eq!(server.payments(), 1);
     assert_sse!("live_stock_approved", lines(&second));
 }
@@ -84,13 +77,12 @@ async fn an_approval_through_the_api_reaches_the_waiting_socket() {
 async fn nobody_deciding_in_time_expires_on_the_socket() -> anyhow::Result<()> {
     let server = Server::from_yaml("toolConfirmation:\n  timeout: 300\n").await;
     let mut socket = connect(&server).await;
-    send(
+    let frames = whole_turn(
         &mut socket,
-        turn("r1", &held("chat-late", "Send 50 USD to Hanako")),
+        "r1",
+        &held("chat-late", "Send 50 USD to Hanako"),
     )
     .await;
-    let mut frames = Vec::new();
-    until_end(&mut socket, &mut frames, "r1").await;
     let all = lines(&frames);
     assert!(
         all.contains("expired without an answer; nobody approved or denied it."),
@@ -196,9 +188,7 @@ async fn bad_frames_get_error_frames_and_the_socket_stays() -> anyhow::Result<()
     assert_eq!(frame["errorText"], "no confirmation `nope`");
 
     // Still serving.
-    send(&mut socket, turn("r2", &says("chat-ok", "hello"))).await;
-    let mut frames = Vec::new();
-    until_end(&mut socket, &mut frames, "r2").await;
+    let frames = whole_turn(&mut socket, "r2", &says("chat-ok", "hello")).await;
     assert_eq!(frames.last().map(|f| f["type"].clone()), Some(json!("end")));
     Ok(())
 }

@@ -128,14 +128,12 @@ async fn on_new_message_cancel_closes_the_card() -> anyhow::Result<()> {
 /// held one keeps waiting, and goes on once someone decides.
 #[tokio::test]
 async fn on_the_socket_a_new_message_does_not_end_the_held_turn() {
-    use common::ws::{asking, lines, send, turn, until_end};
+    use common::ws::{asking, lines, until_end, whole_turn};
     let server = Server::start().await;
     let (mut socket, mut first) = asking(&server, "chat-pay").await;
     let mut next = moved_on(open_card(false), "What's the weather in Paris?");
     next["toolgate"] = json!({"flow": "hold"});
-    send(&mut socket, turn("r2", &next)).await;
-    let mut second = Vec::new();
-    until_end(&mut socket, &mut second, "r2").await;
+    let second = whole_turn(&mut socket, "r2", &next).await;
     let answered = lines(&second);
     assert!(answered.contains("Paris"), "{answered}");
     assert_eq!(server.payments(), 0);

@@ -63,6 +63,14 @@ pub async fn until_end(socket: &mut Socket, frames: &mut Vec<Value>, request: &s
     check_sequence(frames, request);
 }
 
+/// Sends turn `request` of `body`, and reads its frames to its end.
+pub async fn whole_turn(socket: &mut Socket, request: &str, body: &Value) -> Vec<Value> {
+    send(socket, turn(request, body)).await;
+    let mut frames = Vec::new();
+    until_end(socket, &mut frames, request).await;
+    frames
+}
+
 /// Frames up to the first chunk whose JSON contains `needle`.
 pub async fn until(socket: &mut Socket, frames: &mut Vec<Value>, needle: &str) {
     loop {
