@@ -6,22 +6,12 @@ use crate::common;
 use crate::common::Must;
 use crate::common::from_json;
 
-use common::{Server, fixture, user_says};
+use common::{Server, api_keys, fixture, hashed, user_says};
 use serde_json::{Value, json};
-use sha2::Digest;
 use toolgate::Config;
 
-fn hashed(key: &str) -> String {
-    hex::encode(sha2::Sha256::digest(key.as_bytes()))
-}
-
 async fn server() -> Server {
-    let yaml = format!(
-        "auth:\n  apiKeys:\n    - {{principal: alice, sha256: '{}'}}\n    - {{principal: bob, sha256: '{}'}}\n",
-        hashed("alice-key"),
-        hashed("bob-key")
-    );
-    Server::with_config(Config::from_yaml(&yaml).must()).await
+    Server::from_yaml(&api_keys(&[("alice", "alice-key"), ("bob", "bob-key")])).await
 }
 
 async fn call(

@@ -10,26 +10,16 @@ use common::{Binary, Server, user_says};
 use reqwest::Method;
 use reqwest::header::HeaderMap;
 use serde_json::{Value, json};
-use sha2::Digest;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::HeaderValue;
-use toolgate::Config;
 
 const APP: &str = "http://localhost:3000";
 const EVIL: &str = "https://evil.example";
 
-fn hashed(key: &str) -> String {
-    hex::encode(sha2::Sha256::digest(key.as_bytes()))
-}
-
 /// Keys for alice and bob, and the app's origin allowed.
 async fn keyed() -> Server {
-    let yaml = format!(
-        "auth:\n  apiKeys:\n    - {{principal: alice, sha256: '{}'}}\n    - {{principal: bob, sha256: '{}'}}\ncors:\n  allowedOrigins: ['{APP}']\n",
-        hashed("alice-key"),
-        hashed("bob-key")
-    );
-    Server::with_config(Config::from_yaml(&yaml).must()).await
+    let keys = common::api_keys(&[("alice", "alice-key"), ("bob", "bob-key")]);
+    Server::from_yaml(&format!("{keys}cors:\n  allowedOrigins: ['{APP}']\n")).await
 }
 
 struct Answer {

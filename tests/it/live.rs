@@ -3,7 +3,6 @@
 //! reconnect; aborts; bad frames answered with `error` frames.
 
 use crate::common;
-use crate::common::Must;
 
 use std::time::Duration;
 
@@ -14,7 +13,6 @@ use common::{Server, fixture};
 use futures::SinkExt;
 use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
-use toolgate::Config;
 
 #[tokio::test]
 async fn a_text_turn_is_start_chunks_end() {
@@ -245,10 +243,8 @@ async fn a_frame_over_the_size_limit_is_named_before_the_close() -> anyhow::Resu
 
 /// A server with one API key, `alice-key`, and `extra` config.
 async fn keyed(extra: &str) -> Server {
-    use sha2::Digest;
-    let hash = hex::encode(sha2::Sha256::digest(b"alice-key"));
-    let yaml = format!("auth:\n  apiKeys:\n    - {{principal: alice, sha256: '{hash}'}}\n{extra}");
-    Server::with_config(Config::from_yaml(&yaml).must()).await
+    let keys = common::api_keys(&[("alice", "alice-key")]);
+    Server::from_yaml(&format!("{keys}{extra}")).await
 }
 
 /// A `resume` frame, with the key or without.

@@ -13,7 +13,6 @@ use common::ws::{Socket, connect};
 use common::{Server, fixture, user_says};
 use futures::{SinkExt, StreamExt};
 use serde_json::{Value, json};
-use sha2::Digest;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use toolgate::Config;
@@ -383,8 +382,7 @@ async fn a_message_over_the_frame_budget_is_a_turn_that_says_so() {
 /// The seed sends no key in its frames: with API keys, the upgrade needs one.
 #[tokio::test]
 async fn with_api_keys_the_upgrade_carries_the_key() -> anyhow::Result<()> {
-    let hashed = hex::encode(sha2::Sha256::digest(b"alice-key"));
-    let yaml = format!("{SEED}auth:\n  apiKeys:\n    - {{principal: alice, sha256: '{hashed}'}}\n");
+    let yaml = format!("{SEED}{}", common::api_keys(&[("alice", "alice-key")]));
     let server = server(&yaml).await;
     let url = format!("{}/live", server.url.replacen("http", "ws", 1));
     let refused = tokio_tungstenite::connect_async(url.as_str()).await;

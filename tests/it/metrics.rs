@@ -152,12 +152,8 @@ async fn known_flows_are_counted_exactly() {
 
 #[tokio::test]
 async fn metrics_need_a_key_when_keys_are_on_unless_public() -> anyhow::Result<()> {
-    use sha2::Digest;
-    let keyed = format!(
-        "auth:\n  apiKeys:\n    - {{principal: alice, sha256: '{}'}}\n",
-        hex::encode(sha2::Sha256::digest(b"k1"))
-    );
-    let server = Server::with_config(Config::from_yaml(&keyed)?).await;
+    let keyed = common::api_keys(&[("alice", "k1")]);
+    let server = Server::from_yaml(&keyed).await;
     assert_eq!(server.get("/metrics").await.status, 401);
     let reply = server
         .get_with("/metrics", &[("authorization", "Bearer k1")])

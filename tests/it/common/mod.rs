@@ -566,6 +566,26 @@ pub fn approval_of(chat: &str, text: &str, first: &Reply) -> Value {
     })
 }
 
+/// The SHA-256 of an API key, in hex, as `auth.apiKeys[].sha256` takes it.
+pub fn hashed(key: &str) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(key.as_bytes()))
+}
+
+/// `auth.apiKeys` with one key per `(principal, key)`.
+pub fn api_keys(keys: &[(&str, &str)]) -> String {
+    let keys: String = keys
+        .iter()
+        .map(|(principal, key)| {
+            format!(
+                "    - {{principal: {principal}, sha256: '{}'}}\n",
+                hashed(key)
+            )
+        })
+        .collect();
+    format!("auth:\n  apiKeys:\n{keys}")
+}
+
 /// A server that asked `question`, and its reply to the fixture `answer`.
 pub async fn answered(question: &Value, answer: &str) -> (Server, Reply) {
     let server = Server::start().await;
