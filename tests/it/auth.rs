@@ -244,11 +244,7 @@ fn keys_in_config_are_checked_at_load() {
 
 #[test]
 fn without_keys_only_loopback() -> anyhow::Result<()> {
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
-        .args(["serve", "--bind", "0.0.0.0:0"])
-        .output()?;
-    assert!(!output.status.success());
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stderr = common::refused(&["serve", "--bind", "0.0.0.0:0"]);
     assert!(
         stderr.contains("refusing to listen on 0.0.0.0:0 without API keys"),
         "{stderr}"

@@ -269,26 +269,18 @@ async fn cors_origin_on_the_command_line_allows_a_page() {
 
 #[test]
 fn any_origin_without_api_keys_is_refused_on_the_command_line() -> anyhow::Result<()> {
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
-        .args(["serve", "--bind", "127.0.0.1:0", "--cors-origin", "*"])
-        .output()?;
-    assert!(!output.status.success());
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stderr = common::refused(&["serve", "--bind", "127.0.0.1:0", "--cors-origin", "*"]);
     assert!(
         stderr.contains("`*` in cors.allowedOrigins needs auth.apiKeys"),
         "{stderr}"
     );
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
-        .args([
-            "serve",
-            "--bind",
-            "127.0.0.1:0",
-            "--cors-origin",
-            "localhost:3000",
-        ])
-        .output()?;
-    assert!(!output.status.success());
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stderr = common::refused(&[
+        "serve",
+        "--bind",
+        "127.0.0.1:0",
+        "--cors-origin",
+        "localhost:3000",
+    ]);
     assert!(stderr.contains("is not an origin like"), "{stderr}");
     Ok(())
 }

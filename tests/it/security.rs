@@ -232,11 +232,7 @@ async fn hosts_and_origins_from_the_config_are_served() {
 
 #[test]
 fn any_host_without_api_keys_is_a_config_error() -> anyhow::Result<()> {
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
-        .args(["serve", "--bind", "127.0.0.1:0", "--allowed-host", "*"])
-        .output()?;
-    assert!(!output.status.success());
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stderr = common::refused(&["serve", "--bind", "127.0.0.1:0", "--allowed-host", "*"]);
     assert!(
         stderr.contains("`*` in server.allowedHosts needs auth.apiKeys"),
         "{stderr}"

@@ -371,6 +371,17 @@ pub fn asked(reply: &Reply) -> usize {
         .count()
 }
 
+/// The binary run with `args`: it must fail; what it wrote to stderr.
+pub fn refused(args: &[&str]) -> String {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        .args(args)
+        .output()
+        .must();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(!output.status.success(), "it did not fail: {stderr}");
+    stderr
+}
+
 /// `yaml` written to `toolgate.yaml` in `dir`: the file's path, for
 /// `--config`.
 pub fn config_file(dir: &std::path::Path, yaml: impl AsRef<str>) -> String {
