@@ -155,16 +155,7 @@ async fn a_client_tool_that_asks_is_handed_out_once_after_approval() {
 async fn the_adk_flow_hands_out_the_original_call_after_approval() {
     let server = server("").await;
     server.chat(&says("Use pick_file", "adk")).await;
-    let confirmation = json!({
-        "type": "tool-adk_request_confirmation", "toolCallId": "adk-3", "state": "output-available",
-        "input": {"originalFunctionCall": {"id": "call-2", "name": "pick_file", "args": {}}},
-        "output": {"confirmed": true}
-    });
-    let mut body = says("Use pick_file", "adk");
-    body["messageId"] = json!("msg-1");
-    if let Some(messages) = body["messages"].as_array_mut() {
-        messages.push(json!({"id": "msg-1", "role": "assistant", "parts": [{"type": "step-start"}, confirmation]}));
-    }
+    let mut body = adk_pick_answer(true);
     let approved = server.chat(&body).await;
     let handed = approved.of_type("tool-input-available");
     assert_eq!(handed.len(), 1, "{}", approved.body);
