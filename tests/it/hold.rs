@@ -5,7 +5,7 @@ use crate::common;
 
 use std::time::Duration;
 
-use common::body::{Body, read_to, read_to_end};
+use common::body::{Streaming, read_to, read_to_end};
 use common::{Reply, Server, user_says, wait};
 use serde_json::{Value, json};
 use toolgate::Config;
@@ -21,11 +21,9 @@ const QUESTION: &str = "\"toolName\":\"adk_request_confirmation\",\"input\"";
 
 /// A held turn of `chat` paying Hanako, read up to its question: the open
 /// body, and what was read.
-async fn asking(server: &Server, chat: &str) -> (impl Body, String) {
-    let mut body = Box::pin(server.open(&held(chat, "Send 50 USD to Hanako")).await);
-    let mut seen = String::new();
-    read_to(&mut body, &mut seen, QUESTION).await;
-    (body, seen)
+async fn asking(server: &Server, chat: &str) -> (Streaming, String) {
+    let held = held(chat, "Send 50 USD to Hanako");
+    server.open_until(&held, |s| s.contains(QUESTION)).await
 }
 
 /// A server of `config` (a held flow with a short timeout), and its whole
@@ -140,9 +138,11 @@ async fn a_reload_finds_the_held_turn_and_its_question() -> anyhow::Result<()> {
 #[tokio::test]
 async fn a_streaming_turn_is_not_kept_for_a_resume() -> anyhow::Result<()> {
     let server = Server::from_yaml("model:\n  deltaDelayMs: 20\n").await;
-    let mut body = Box::pin(server.open(&user_says("chat-gone", "count to 500")).await);
-    let mut seen = String::new();
-    read_to(&mut body, &mut seen, "text-delta").await;
+    let (body, _) = server
+        .open_until(&user_says("chat-gone", "count to 500"), |s| {
+            s.contains("text-delta")
+        })
+        .await;
     drop(body);
     wait::until(
         "the turn to stop without a reader (a resume answering 204)",

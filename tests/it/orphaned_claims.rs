@@ -172,7 +172,7 @@ mod redis {
     /// after the question's whole life.
     #[tokio::test]
     async fn a_held_turn_whose_question_a_dead_instance_claimed_ends() -> anyhow::Result<()> {
-        use common::body::{read_to, read_to_end};
+        use common::body::read_to_end;
         let url = common::redis_url();
         let prefix = format!("test-{}:", uuid::Uuid::new_v4().simple());
         let store = Store::redis(&url, &prefix).await?;
@@ -183,18 +183,11 @@ mod redis {
             app.with_store(store.clone()).with_instance("instance-live")
         })
         .await;
-        let mut body = Box::pin(
-            server
-                .open(&user_says("chat-held-dead", "Send 50 USD to Hanako"))
-                .await,
-        );
-        let mut seen = String::new();
-        read_to(
-            &mut body,
-            &mut seen,
-            r#""toolName":"adk_request_confirmation","input""#,
-        )
-        .await;
+        let (mut body, mut seen) = server
+            .open_until(&user_says("chat-held-dead", "Send 50 USD to Hanako"), |s| {
+                s.contains(r#""toolName":"adk_request_confirmation","input""#)
+            })
+            .await;
         let id = seen
             .lines()
             .filter_map(|line| line.strip_prefix("data: "))

@@ -143,12 +143,11 @@ async fn read_to_question(body: &mut impl Body, seen: &mut String) -> String {
 async fn a_turn_on_one_instance_is_resumed_on_another() {
     use common::ws;
     let (a, b) = pair("model:\n  deltaDelayMs: 20\n").await;
-    let mut on_a = Box::pin(
-        a.open(&common::user_says("chat-slow", "count to 100"))
-            .await,
-    );
-    let mut seen = String::new();
-    read_until(&mut on_a, &mut seen, |s| s.contains("text-delta")).await;
+    let (mut on_a, mut seen) = a
+        .open_until(&common::user_says("chat-slow", "count to 100"), |s| {
+            s.contains("text-delta")
+        })
+        .await;
 
     let mut socket = ws::connect(&b).await;
     let resume = json!({"type": "resume", "requestId": "r1", "id": "chat-slow", "headers": {}});
@@ -457,15 +456,11 @@ async fn followed_turns_are_capped_per_instance() -> anyhow::Result<()> {
     let (a, b) = pair(yaml).await;
     let mut held = Vec::new();
     for chat in ["chat-1", "chat-2"] {
-        let mut body = Box::pin(
-            a.open(&common::user_says(chat, "Send 50 USD to Hanako"))
-                .await,
-        );
-        let mut seen = String::new();
-        read_until(&mut body, &mut seen, |s| {
-            s.contains("adk_request_confirmation")
-        })
-        .await;
+        let (body, _) = a
+            .open_until(&common::user_says(chat, "Send 50 USD to Hanako"), |s| {
+                s.contains("adk_request_confirmation")
+            })
+            .await;
         held.push(body);
     }
     let follow = |chat: &'static str| {

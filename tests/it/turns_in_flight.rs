@@ -8,7 +8,6 @@ use crate::common::Must;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::body::read_until;
 use common::ws::{asking, connect, held, next, next_within, says, send, turn};
 use common::{Server, wait};
 use futures::{SinkExt, StreamExt};
@@ -67,19 +66,15 @@ const QUESTION: &str = "\"toolName\":\"adk_request_confirmation\",\"input\"";
 #[tokio::test]
 async fn held_turn_with_a_free_call_survives_a_reload() {
     let server = Server::start().await;
-    let mut body = Box::pin(
-        server
-            .open(&held(
+    let (body, _) = server
+        .open_until(
+            &held(
                 "chat-mix",
                 "Send 50 USD to Hanako and what is the weather in Paris",
-            ))
-            .await,
-    );
-    let mut seen = String::new();
-    read_until(&mut body, &mut seen, |s| {
-        s.contains(QUESTION) && s.contains("\"type\":\"tool-output-available\"")
-    })
-    .await;
+            ),
+            |s| s.contains(QUESTION) && s.contains("\"type\":\"tool-output-available\""),
+        )
+        .await;
     drop(body); // the page reloads
     // Time for the server to see the reader leave, and wrongly end the held
     // turn if it would: what must not happen has no event to wait for.
@@ -97,16 +92,12 @@ async fn held_turn_with_a_free_call_survives_a_reload() {
 #[tokio::test]
 async fn second_question_of_a_held_turn_survives_without_readers() {
     let server = Server::start().await;
-    let mut body = Box::pin(
-        server
-            .open(&held(
-                "chat-two",
-                "Send 50 USD to Hanako and pay $20 to Bob",
-            ))
-            .await,
-    );
-    let mut seen = String::new();
-    read_until(&mut body, &mut seen, |s| s.matches(QUESTION).count() == 2).await;
+    let (body, _) = server
+        .open_until(
+            &held("chat-two", "Send 50 USD to Hanako and pay $20 to Bob"),
+            |s| s.matches(QUESTION).count() == 2,
+        )
+        .await;
     drop(body); // the page reloads; the turn is held (both questions open)
     // Time for the server to see the reader leave, and wrongly end the held
     // turn if it would: what must not happen has no event to wait for.
@@ -397,9 +388,11 @@ async fn abandoned_held_turns_do_not_lock_out_everyone() {
     let server = Server::start().await;
     for n in 0..16 {
         let chat = format!("tab-{n}");
-        let mut body = Box::pin(server.open(&held(&chat, "Send 50 USD to Hanako")).await);
-        let mut seen = String::new();
-        read_until(&mut body, &mut seen, |s| s.contains(QUESTION)).await;
+        let (body, _) = server
+            .open_until(&held(&chat, "Send 50 USD to Hanako"), |s| {
+                s.contains(QUESTION)
+            })
+            .await;
         drop(body); // the visitor closes the tab
     }
     // Time for the server to see the visitors leave: the held turns stay,

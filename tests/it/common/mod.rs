@@ -279,6 +279,19 @@ impl Server {
         )
     }
 
+    /// Sends a turn and reads its body until `done` holds of what was read:
+    /// the body, still open, and what was read.
+    pub async fn open_until(
+        &self,
+        body: &Value,
+        done: impl Fn(&str) -> bool,
+    ) -> (body::Streaming, String) {
+        let mut stream: body::Streaming = Box::pin(self.open(body).await);
+        let mut seen = String::new();
+        body::read_until(&mut stream, &mut seen, done).await;
+        (stream, seen)
+    }
+
     /// A server of the default config on the SQLite store at `path`.
     pub async fn on_sqlite(path: &std::path::Path) -> Self {
         let store = toolgate::store::Store::sqlite(path).must();
