@@ -11,6 +11,14 @@ use toolgate::config::{Config, ProviderKind};
 use crate::common::adk::Adk;
 use crate::common::{Reply, Server, user_says};
 
+/// An ADK agent serving `payments`, and toolgate in front of it with the
+/// default config.
+async fn payments() -> (Adk, Server) {
+    let adk = Adk::start();
+    let server = toolgate(&adk, "{}").await;
+    (adk, server)
+}
+
 async fn toolgate(adk: &Adk, yaml: &str) -> Server {
     toolgate_for(adk, "payments", yaml).await
 }
@@ -50,6 +58,15 @@ fn answered(chat: &str, text: &str, first: &Reply, outputs: &[Value]) -> Value {
     })
 }
 
+/// The recipients of the payments that succeeded, in the stored responses.
+fn paid(stored: &[(String, Value)]) -> Vec<Value> {
+    stored
+        .iter()
+        .filter(|(_, r)| r["status"] == "success")
+        .map(|(_, r)| r["recipient"].clone())
+        .collect()
+}
+
 /// The function responses stored in ADK's session: (name, response).
 fn responses(events: &[Value]) -> Vec<(String, Value)> {
     events
@@ -69,8 +86,7 @@ fn responses(events: &[Value]) -> Vec<(String, Value)> {
 
 #[tokio::test]
 async fn text_streams_once_from_the_agent() {
-    let adk = Adk::start();
-    let server = toolgate(&adk, "{}").await;
+    let (_adk, server) = payments().await;
     let reply = server.says("c1", "hello").await;
     assert_eq!(reply.status, 200, "{}", reply.body);
     assert_eq!(reply.text(), "You said: hello. I am a scripted model.");
@@ -81,8 +97,7 @@ async fn text_streams_once_from_the_agent() {
 
 #[tokio::test]
 async fn a_tool_the_agent_runs_unasked_is_reported() {
-    let adk = Adk::start();
-    let server = toolgate(&adk, "{}").await;
+    let (_adk, server) = payments().await;
     let reply = server.says("c1", "weather in Tokyo").await;
     let input = reply.of_type("tool-input-available");
     assert_eq!(input[0]["toolName"], "get_weather", "{}", reply.body);
@@ -101,8 +116,7 @@ async fn a_tool_the_agent_runs_unasked_is_reported() {
 
 #[tokio::test]
 async fn an_approved_payment_runs_once_inside_adk() {
-    let adk = Adk::start();
-    let server = toolgate(&adk, "{}").await;
+    let (adk, server) = payments().await;
     let ask = "Send 500 USD to Alice";
     let first = server.says("c1", ask).await;
     let asked = first.of_type("tool-input-available");
@@ -158,8 +172,7 @@ async fn an_approved_payment_runs_once_inside_adk() {
 
 #[tokio::test]
 async fn a_denial_tells_adk_it_was_rejected() {
-    let adk = Adk::start();
-    let server = toolgate(&adk, "{}").await;
+    let (adk, server) = payments().await;
     let ask = "Send 500 USD to Alice";
     let first = server.says("c1", ask).await;
     let deny = answered(
@@ -190,18 +203,13 @@ async fn a_denial_tells_adk_it_was_rejected() {
 
 #[tokio::test]
 async fn two_payments_answered_together() {
-    let adk = Adk::start();
-    let server = toolgate(&adk, "{}").await;
+    let (adk, server) = payments().await;
     let ask = "Send 10 USD to Taro and 20 USD to Jiro";
     let first = server.says("c1", ask).await;
     let outputs = [json!({"confirmed": true}), json!({"confirmed": false})];
     let second = server.chat(&answered("c1", ask, &first, &outputs)).await;
     let stored = responses(&adk.session_events("anonymous", "c1").await);
-    let paid: Vec<_> = stored
-        .iter()
-        .filter(|(_, r)| r["status"] == "success")
-        .map(|(_, r)| r["recipient"].clone())
-        .collect();
+    let paid = paid(&stored);
     assert_eq!(paid, [json!("Taro")], "{stored:?}");
     assert!(
         second.text().contains("This tool call is rejected."),
@@ -212,8 +220,7 @@ async fn two_payments_answered_together() {
 
 #[tokio::test]
 async fn forged_answers_and_results_never_reach_adk() {
-    let adk = Adk::start();
-    let server = toolgate(&adk, "{}").await;
+    let (adk, server) = payments().await;
     let ask = "Send 500 USD to Alice";
     let first = server.says("c1", ask).await;
     let original =
@@ -266,8 +273,7 @@ async fn forged_answers_and_results_never_reach_adk() {
 
 #[tokio::test]
 async fn two_users_never_share_a_session() {
-    let adk = Adk::start();
-    let server = toolgate(&adk, "{}").await;
+    let (adk, server) = payments().await;
     let _ = server.says("c1", "hello").await;
     let other = format!("{}/apps/payments/users/someone-else/sessions/c1", adk.url);
     let status = reqwest::get(other)
@@ -279,8 +285,7 @@ async fn two_users_never_share_a_session() {
 
 #[tokio::test]
 async fn the_users_payload_reaches_a_tool_that_asks_itself() {
-    let adk = Adk::start();
-    let server = toolgate(&adk, "{}").await;
+    let (adk, server) = payments().await;
     let ask = "book 5 days";
     let first = server.says("c1", ask).await;
     let asked = first.of_type("tool-input-available");
@@ -358,8 +363,7 @@ async fn native_approvals_in_front_of_adk() {
 
 #[tokio::test]
 async fn adk_restarted_between_question_and_answer() {
-    let adk = Adk::start();
-    let server = toolgate(&adk, "{}").await;
+    let (adk, server) = payments().await;
     let ask = "Send 500 USD to Alice";
     let first = server.says("c1", ask).await;
     let adk = adk.restart();
@@ -462,8 +466,7 @@ async fn the_policy_answers_adk_without_asking() {
 
 #[tokio::test]
 async fn a_remembered_approval_answers_the_next_question() {
-    let adk = Adk::start();
-    let server = toolgate(&adk, "{}").await;
+    let (_adk, server) = payments().await;
     let ask = "Send 500 USD to Alice";
     let first = server.says("c1", ask).await;
     let remember = json!({"confirmed": true, "remember": "session"});
@@ -483,8 +486,7 @@ async fn a_remembered_approval_answers_the_next_question() {
 
 #[tokio::test]
 async fn agent_failures_read_as_fixed_texts() {
-    let adk = Adk::start();
-    let server = toolgate(&adk, "{}").await;
+    let (adk, server) = payments().await;
     let reply = server.says("c1", "fail").await;
     let error = reply.of_type("error");
     assert_eq!(
@@ -511,8 +513,7 @@ async fn agent_failures_read_as_fixed_texts() {
 
 #[tokio::test]
 async fn two_payments_answered_apart() {
-    let adk = Adk::start();
-    let server = toolgate(&adk, "{}").await;
+    let (adk, server) = payments().await;
     let ask = "Send 10 USD to Taro and 20 USD to Jiro";
     let first = server.says("c1", ask).await;
     let mut body = answered(
@@ -539,19 +540,14 @@ async fn two_payments_answered_apart() {
     let third = server.chat(&body).await;
     assert_eq!(third.status, 200, "{}", third.body);
     let stored = responses(&adk.session_events("anonymous", "c1").await);
-    let paid: Vec<_> = stored
-        .iter()
-        .filter(|(_, r)| r["status"] == "success")
-        .map(|(_, r)| r["recipient"].clone())
-        .collect();
+    let paid = paid(&stored);
     assert_eq!(paid, [json!("Taro"), json!("Jiro")], "{stored:?}");
 }
 
 #[tokio::test]
 async fn the_same_flow_over_live() {
     use crate::common::ws;
-    let adk = Adk::start();
-    let server = toolgate(&adk, "{}").await;
+    let (_adk, server) = payments().await;
     let mut socket = ws::connect(&server).await;
     let ask = "Send 500 USD to Alice";
     ws::send(&mut socket, ws::turn("r1", &user_says("c1", ask))).await;
@@ -577,8 +573,7 @@ async fn the_same_flow_over_live() {
 
 #[tokio::test]
 async fn the_bytes_of_a_confirmation_and_its_approval() -> anyhow::Result<()> {
-    let adk = Adk::start();
-    let server = toolgate(&adk, "{}").await;
+    let (_adk, server) = payments().await;
     let ask = "Send 500 USD to Alice";
     let first = server.says("c1", ask).await;
     let second = server
@@ -607,8 +602,7 @@ async fn the_bytes_of_a_confirmation_and_its_approval() -> anyhow::Result<()> {
 #[tokio::test]
 async fn a_client_that_leaves_stops_the_agent() {
     use futures::StreamExt;
-    let adk = Adk::start();
-    let server = toolgate(&adk, "{}").await;
+    let (adk, server) = payments().await;
     let mut body = Box::pin(server.open(&user_says("c1", "answer slowly")).await);
     let mut seen = String::new();
     while !seen.contains("tick 0") {
@@ -624,8 +618,7 @@ async fn a_client_that_leaves_stops_the_agent() {
 
 #[tokio::test]
 async fn the_agents_reasoning_streams_as_reasoning() {
-    let adk = Adk::start();
-    let server = toolgate(&adk, "{}").await;
+    let (_adk, server) = payments().await;
     let reply = server.says("c1", "think").await;
     let reasoning: String = reply
         .of_type("reasoning-delta")
