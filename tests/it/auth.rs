@@ -14,6 +14,12 @@ async fn server() -> Server {
     Server::from_yaml(&api_keys(&[("alice", "alice-key"), ("bob", "bob-key")])).await
 }
 
+/// Alice, with her key, asks to pay Hanako in `chat-pay`: the status and body.
+async fn alice_pays(server: &Server) -> (u16, String) {
+    let body = user_says("chat-pay", "Send 50 USD to Hanako");
+    call(server, Some("alice-key"), "POST", "/stream", Some(body)).await
+}
+
 async fn call(
     server: &Server,
     key: Option<&str>,
@@ -84,14 +90,7 @@ async fn every_route_but_healthz_needs_a_valid_key() {
 #[tokio::test]
 async fn a_key_acts_for_its_principal_only() {
     let server = server().await;
-    let (status, _) = call(
-        &server,
-        Some("alice-key"),
-        "POST",
-        "/stream",
-        Some(user_says("chat-pay", "Send 50 USD to Hanako")),
-    )
-    .await;
+    let (status, _) = alice_pays(&server).await;
     assert_eq!(status, 200);
     let (_, theirs) = call(
         &server,
@@ -260,14 +259,7 @@ async fn an_operator_reads_and_revokes_for_everyone_others_get_403() -> anyhow::
         hashed("ops-key")
     );
     let server = Server::with_config(Config::from_yaml(&yaml)?).await;
-    call(
-        &server,
-        Some("alice-key"),
-        "POST",
-        "/stream",
-        Some(user_says("chat-pay", "Send 50 USD to Hanako")),
-    )
-    .await;
+    alice_pays(&server).await;
     let mut remember = fixture("pay_hanako_approved.json");
     remember["messages"][1]["parts"][1]["output"] =
         json!({"confirmed": true, "remember": "global"});
