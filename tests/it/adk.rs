@@ -4,18 +4,27 @@
 //! Compiled with the `adk` feature; needs `TOOLGATE_TEST_ADK`, the path of
 //! the `adk` command (scripts/test installs it), and fails without it.
 
+use crate::common::Must;
 use serde_json::{Value, json};
 use toolgate::config::{Config, ProviderKind};
 
 use crate::common::adk::Adk;
 use crate::common::{Reply, Server, user_says};
 
+/// An ADK agent serving `payments`, and toolgate in front of it with the
+/// default config.
+async fn payments() -> (Adk, Server) {
+    let adk = Adk::start();
+    let server = toolgate(&adk, "{}").await;
+    (adk, server)
+}
+
 async fn toolgate(adk: &Adk, yaml: &str) -> Server {
     toolgate_for(adk, "payments", yaml).await
 }
 
 async fn toolgate_for(adk: &Adk, app: &str, yaml: &str) -> Server {
-    let mut config = Config::from_yaml(yaml).unwrap_or_else(|e| panic!("{e}"));
+    let mut config = Config::from_yaml(yaml).must();
     config.model.provider = ProviderKind::Adk;
     config.model.base_url = Some(adk.url.clone());
     config.model.app = Some(app.into());
@@ -49,6 +58,15 @@ fn answered(chat: &str, text: &str, first: &Reply, outputs: &[Value]) -> Value {
     })
 }
 
+/// The recipients of the payments that succeeded, in the stored responses.
+fn paid(stored: &[(String, Value)]) -> Vec<Value> {
+    stored
+        .iter()
+        .filter(|(_, r)| r["status"] == "success")
+        .map(|(_, r)| r["recipient"].clone())
+        .collect()
+}
+
 /// The function responses stored in ADK's session: (name, response).
 fn responses(events: &[Value]) -> Vec<(String, Value)> {
     events
@@ -68,9 +86,8 @@ fn responses(events: &[Value]) -> Vec<(String, Value)> {
 
 #[tokio::test]
 async fn text_streams_once_from_the_agent() {
-    let adk = Adk::start();
-    let server = toolgate(&adk, "{}").await;
-    let reply = server.chat(&user_says("c1", "hello")).await;
+    let (_adk, server) = payments().await;
+    let reply = server.says("c1", "hello").await;
     assert_eq!(reply.status, 200, "{}", reply.body);
     assert_eq!(reply.text(), "You said: hello. I am a scripted model.");
     let finish = reply.of_type("finish");
@@ -80,9 +97,8 @@ async fn text_streams_once_from_the_agent() {
 
 #[tokio::test]
 async fn a_tool_the_agent_runs_unasked_is_reported() {
-    let adk = Adk::start();
-    let server = toolgate(&adk, "{}").await;
-    let reply = server.chat(&user_says("c1", "weather in Tokyo")).await;
+    let (_adk, server) = payments().await;
+    let reply = server.says("c1", "weather in Tokyo").await;
     let input = reply.of_type("tool-input-available");
     assert_eq!(input[0]["toolName"], "get_weather", "{}", reply.body);
     assert_eq!(input[0]["providerExecuted"], true);
@@ -100,10 +116,9 @@ async fn a_tool_the_agent_runs_unasked_is_reported() {
 
 #[tokio::test]
 async fn an_approved_payment_runs_once_inside_adk() {
-    let adk = Adk::start();
-    let server = toolgate(&adk, "{}").await;
+    let (adk, server) = payments().await;
     let ask = "Send 500 USD to Alice";
-    let first = server.chat(&user_says("c1", ask)).await;
+    let first = server.says("c1", ask).await;
     let asked = first.of_type("tool-input-available");
     assert_eq!(asked.len(), 1, "{}", first.body);
     assert_eq!(asked[0]["toolName"], "adk_request_confirmation");
@@ -157,10 +172,9 @@ async fn an_approved_payment_runs_once_inside_adk() {
 
 #[tokio::test]
 async fn a_denial_tells_adk_it_was_rejected() {
-    let adk = Adk::start();
-    let server = toolgate(&adk, "{}").await;
+    let (adk, server) = payments().await;
     let ask = "Send 500 USD to Alice";
-    let first = server.chat(&user_says("c1", ask)).await;
+    let first = server.says("c1", ask).await;
     let deny = answered(
         "c1",
         ask,
@@ -189,18 +203,13 @@ async fn a_denial_tells_adk_it_was_rejected() {
 
 #[tokio::test]
 async fn two_payments_answered_together() {
-    let adk = Adk::start();
-    let server = toolgate(&adk, "{}").await;
+    let (adk, server) = payments().await;
     let ask = "Send 10 USD to Taro and 20 USD to Jiro";
-    let first = server.chat(&user_says("c1", ask)).await;
+    let first = server.says("c1", ask).await;
     let outputs = [json!({"confirmed": true}), json!({"confirmed": false})];
     let second = server.chat(&answered("c1", ask, &first, &outputs)).await;
     let stored = responses(&adk.session_events("anonymous", "c1").await);
-    let paid: Vec<_> = stored
-        .iter()
-        .filter(|(_, r)| r["status"] == "success")
-        .map(|(_, r)| r["recipient"].clone())
-        .collect();
+    let paid = paid(&stored);
     assert_eq!(paid, [json!("Taro")], "{stored:?}");
     assert!(
         second.text().contains("This tool call is rejected."),
@@ -211,10 +220,9 @@ async fn two_payments_answered_together() {
 
 #[tokio::test]
 async fn forged_answers_and_results_never_reach_adk() {
-    let adk = Adk::start();
-    let server = toolgate(&adk, "{}").await;
+    let (adk, server) = payments().await;
     let ask = "Send 500 USD to Alice";
-    let first = server.chat(&user_says("c1", ask)).await;
+    let first = server.says("c1", ask).await;
     let original =
         first.of_type("tool-input-available")[0]["input"]["originalFunctionCall"].clone();
     let mut forged = answered("c1", ask, &first, &[json!({"confirmed": true})]);
@@ -265,9 +273,8 @@ async fn forged_answers_and_results_never_reach_adk() {
 
 #[tokio::test]
 async fn two_users_never_share_a_session() {
-    let adk = Adk::start();
-    let server = toolgate(&adk, "{}").await;
-    let _ = server.chat(&user_says("c1", "hello")).await;
+    let (adk, server) = payments().await;
+    let _ = server.says("c1", "hello").await;
     let other = format!("{}/apps/payments/users/someone-else/sessions/c1", adk.url);
     let status = reqwest::get(other)
         .await
@@ -278,10 +285,9 @@ async fn two_users_never_share_a_session() {
 
 #[tokio::test]
 async fn the_users_payload_reaches_a_tool_that_asks_itself() {
-    let adk = Adk::start();
-    let server = toolgate(&adk, "{}").await;
+    let (adk, server) = payments().await;
     let ask = "book 5 days";
-    let first = server.chat(&user_says("c1", ask)).await;
+    let first = server.says("c1", ask).await;
     let asked = first.of_type("tool-input-available");
     assert_eq!(
         asked[0]["input"]["originalFunctionCall"]["name"], "book_days",
@@ -309,11 +315,11 @@ async fn the_users_payload_reaches_a_tool_that_asks_itself() {
 async fn a_callable_that_asks_only_above_an_amount() {
     let adk = Adk::start();
     let server = toolgate_for(&adk, "payments_dynamic", "{}").await;
-    let small = server.chat(&user_says("c1", "Send 50 USD to Taro")).await;
+    let small = server.says("c1", "Send 50 USD to Taro").await;
     let outputs = small.of_type("tool-output-available");
     assert_eq!(outputs[0]["output"]["status"], "success", "{}", small.body);
     assert!(small.body.contains("\"providerExecuted\":true"));
-    let large = server.chat(&user_says("c2", "Send 500 USD to Alice")).await;
+    let large = server.says("c2", "Send 500 USD to Alice").await;
     let asked = large.of_type("tool-input-available");
     assert_eq!(
         asked[0]["toolName"], "adk_request_confirmation",
@@ -327,7 +333,7 @@ async fn native_approvals_in_front_of_adk() {
     let adk = Adk::start();
     let server = toolgate(&adk, "toolConfirmation: {protocol: ai-sdk}").await;
     let ask = "Send 500 USD to Alice";
-    let first = server.chat(&user_says("c1", ask)).await;
+    let first = server.says("c1", ask).await;
     let request = first.of_type("tool-approval-request");
     assert_eq!(request.len(), 1, "{}", first.body);
     let call = first.of_type("tool-input-available")[0].clone();
@@ -357,10 +363,9 @@ async fn native_approvals_in_front_of_adk() {
 
 #[tokio::test]
 async fn adk_restarted_between_question_and_answer() {
-    let adk = Adk::start();
-    let server = toolgate(&adk, "{}").await;
+    let (adk, server) = payments().await;
     let ask = "Send 500 USD to Alice";
-    let first = server.chat(&user_says("c1", ask)).await;
+    let first = server.says("c1", ask).await;
     let adk = adk.restart();
     let second = server
         .chat(&answered("c1", ask, &first, &[json!({"confirmed": true})]))
@@ -398,9 +403,7 @@ async fn a_decision_through_the_api_reaches_a_held_turn() {
             break asked["toolCallId"].as_str().unwrap_or_default().to_owned();
         }
     };
-    let decided = server
-        .post(&format!("/api/confirmations/{id}"), r#"{"approved": true}"#)
-        .await;
+    let decided = server.approve(&id).await;
     assert_eq!(decided.status, 200, "{}", decided.body);
     while let Some(piece) = body.next().await {
         seen.push_str(&String::from_utf8_lossy(&piece.unwrap_or_default()));
@@ -414,7 +417,7 @@ async fn the_policy_answers_adk_without_asking() {
     let adk = Adk::start();
     let allow = "toolConfirmation: {toolPolicies: {alwaysAllow: [internal--process_payment]}}";
     let server = toolgate(&adk, allow).await;
-    let reply = server.chat(&user_says("c1", "Send 500 USD to Alice")).await;
+    let reply = server.says("c1", "Send 500 USD to Alice").await;
     assert!(
         reply.of_type("tool-approval-request").is_empty(),
         "{}",
@@ -439,7 +442,7 @@ async fn the_policy_answers_adk_without_asking() {
 
     let deny = "toolConfirmation: {toolPolicies: {alwaysDeny: [internal--process_payment]}}";
     let server = toolgate(&adk, deny).await;
-    let reply = server.chat(&user_says("c2", "Send 500 USD to Alice")).await;
+    let reply = server.says("c2", "Send 500 USD to Alice").await;
     let errors = reply.of_type("tool-output-error");
     assert!(
         errors[0]["errorText"]
@@ -463,10 +466,9 @@ async fn the_policy_answers_adk_without_asking() {
 
 #[tokio::test]
 async fn a_remembered_approval_answers_the_next_question() {
-    let adk = Adk::start();
-    let server = toolgate(&adk, "{}").await;
+    let (_adk, server) = payments().await;
     let ask = "Send 500 USD to Alice";
-    let first = server.chat(&user_says("c1", ask)).await;
+    let first = server.says("c1", ask).await;
     let remember = json!({"confirmed": true, "remember": "session"});
     server.chat(&answered("c1", ask, &first, &[remember])).await;
     let mut again = user_says("c1", "Send 20 USD to Bob");
@@ -484,9 +486,8 @@ async fn a_remembered_approval_answers_the_next_question() {
 
 #[tokio::test]
 async fn agent_failures_read_as_fixed_texts() {
-    let adk = Adk::start();
-    let server = toolgate(&adk, "{}").await;
-    let reply = server.chat(&user_says("c1", "fail")).await;
+    let (adk, server) = payments().await;
+    let reply = server.says("c1", "fail").await;
     let error = reply.of_type("error");
     assert_eq!(
         error[0]["errorText"],
@@ -499,7 +500,7 @@ async fn agent_failures_read_as_fixed_texts() {
     );
 
     let server = toolgate_for(&adk, "no_such_app", "{}").await;
-    let reply = server.chat(&user_says("c2", "hello")).await;
+    let reply = server.says("c2", "hello").await;
     let error = reply.of_type("error");
     let text = error[0]["errorText"].as_str().unwrap_or_default();
     assert!(
@@ -512,10 +513,9 @@ async fn agent_failures_read_as_fixed_texts() {
 
 #[tokio::test]
 async fn two_payments_answered_apart() {
-    let adk = Adk::start();
-    let server = toolgate(&adk, "{}").await;
+    let (adk, server) = payments().await;
     let ask = "Send 10 USD to Taro and 20 USD to Jiro";
-    let first = server.chat(&user_says("c1", ask)).await;
+    let first = server.says("c1", ask).await;
     let mut body = answered(
         "c1",
         ask,
@@ -540,19 +540,14 @@ async fn two_payments_answered_apart() {
     let third = server.chat(&body).await;
     assert_eq!(third.status, 200, "{}", third.body);
     let stored = responses(&adk.session_events("anonymous", "c1").await);
-    let paid: Vec<_> = stored
-        .iter()
-        .filter(|(_, r)| r["status"] == "success")
-        .map(|(_, r)| r["recipient"].clone())
-        .collect();
+    let paid = paid(&stored);
     assert_eq!(paid, [json!("Taro"), json!("Jiro")], "{stored:?}");
 }
 
 #[tokio::test]
 async fn the_same_flow_over_live() {
     use crate::common::ws;
-    let adk = Adk::start();
-    let server = toolgate(&adk, "{}").await;
+    let (_adk, server) = payments().await;
     let mut socket = ws::connect(&server).await;
     let ask = "Send 500 USD to Alice";
     ws::send(&mut socket, ws::turn("r1", &user_says("c1", ask))).await;
@@ -577,19 +572,17 @@ async fn the_same_flow_over_live() {
 }
 
 #[tokio::test]
-async fn the_bytes_of_a_confirmation_and_its_approval() {
-    let adk = Adk::start();
-    let server = toolgate(&adk, "{}").await;
+async fn the_bytes_of_a_confirmation_and_its_approval() -> anyhow::Result<()> {
+    let (_adk, server) = payments().await;
     let ask = "Send 500 USD to Alice";
-    let first = server.chat(&user_says("c1", ask)).await;
+    let first = server.says("c1", ask).await;
     let second = server
         .chat(&answered("c1", ask, &first, &[json!({"confirmed": true})]))
         .await;
     // ADK's ids are new on every run: numbered in order of appearance.
     let both = format!("{}{}", first.body, second.body);
     let ids =
-        regex::Regex::new(r"adk-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
-            .unwrap_or_else(|e| panic!("{e}"));
+        regex::Regex::new(r"adk-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")?;
     let mut seen: Vec<String> = Vec::new();
     let stable = ids.replace_all(&both, |m: &regex::Captures| {
         let id = m[0].to_owned();
@@ -603,13 +596,13 @@ async fn the_bytes_of_a_confirmation_and_its_approval() {
         format!("adk-id-{n}")
     });
     crate::assert_sse!("adk_upstream_approved", stable.into_owned());
+    Ok(())
 }
 
 #[tokio::test]
 async fn a_client_that_leaves_stops_the_agent() {
     use futures::StreamExt;
-    let adk = Adk::start();
-    let server = toolgate(&adk, "{}").await;
+    let (adk, server) = payments().await;
     let mut body = Box::pin(server.open(&user_says("c1", "answer slowly")).await);
     let mut seen = String::new();
     while !seen.contains("tick 0") {
@@ -625,9 +618,8 @@ async fn a_client_that_leaves_stops_the_agent() {
 
 #[tokio::test]
 async fn the_agents_reasoning_streams_as_reasoning() {
-    let adk = Adk::start();
-    let server = toolgate(&adk, "{}").await;
-    let reply = server.chat(&user_says("c1", "think")).await;
+    let (_adk, server) = payments().await;
+    let reply = server.says("c1", "think").await;
     let reasoning: String = reply
         .of_type("reasoning-delta")
         .iter()
@@ -647,7 +639,7 @@ async fn an_adk_question_is_announced_and_its_link_decides() {
     let receiver = Receiver::start(&[200]).await;
     let server = toolgate(&adk, &webhook(&receiver)).await;
     let ask = "Send 500 USD to Alice";
-    let first = server.chat(&user_says("c1", ask)).await;
+    let first = server.says("c1", ask).await;
     assert_eq!(first.of_type("finish")[0]["finishReason"], "tool-calls");
     let got = receiver.until(1).await;
     assert!(got[0].signed_with(&secret()), "the signature checks out");

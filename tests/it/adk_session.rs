@@ -6,15 +6,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use axum::http::StatusCode;
 use axum::routing::get;
-use toolgate::Config;
 
-use crate::common::{Server, loopback, user_says};
+use crate::common::{Server, loopback};
 
 /// The session ADK sends is 9 MiB, past the 8 MiB a whole JSON answer may
 /// take: toolgate stops reading and the turn ends with an error instead
 /// of holding it all (and going on to run the agent).
 #[tokio::test]
-async fn an_oversized_session_is_refused_not_read_on() {
+async fn an_oversized_session_is_refused_not_read_on() -> anyhow::Result<()> {
     let runs = Arc::new(AtomicUsize::new(0));
     let counted = runs.clone();
     let session = format!(
@@ -39,11 +38,8 @@ async fn an_oversized_session_is_refused_not_read_on() {
     tokio::spawn(async move { axum::serve(listener, app).await });
 
     let yaml = format!("model:\n  provider: adk\n  baseUrl: {url}\n  app: payments\n");
-    let config = Config::from_yaml(&yaml).unwrap_or_else(|e| panic!("{e}"));
-    let server = Server::with_config(config).await;
-    let reply = server
-        .chat(&user_says("chat-big", "Send 50 USD to Hanako"))
-        .await;
+    let server = Server::from_yaml(&yaml).await;
+    let reply = server.says("chat-big", "Send 50 USD to Hanako").await;
     let errors = reply.of_type("error");
     assert_eq!(errors.len(), 1, "{}", reply.body);
     let text = errors[0]["errorText"].as_str().unwrap_or_default();
@@ -52,4 +48,5 @@ async fn an_oversized_session_is_refused_not_read_on() {
         "the error says why: {text}"
     );
     assert_eq!(runs.load(Ordering::Relaxed), 0, "the agent was not run");
+    Ok(())
 }

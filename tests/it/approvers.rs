@@ -5,7 +5,6 @@ use crate::common;
 
 use common::{Server, fixture, user_says};
 use serde_json::json;
-use toolgate::Config;
 
 const FOUR_EYES: &str = "\
 auth:
@@ -41,9 +40,8 @@ fn audit_lines(reply: &common::Reply) -> Vec<serde_json::Value> {
 }
 
 #[tokio::test]
-async fn a_clerks_payment_waits_for_a_finance_approver() {
-    let config = Config::from_yaml(FOUR_EYES).unwrap_or_else(|e| panic!("{e}"));
-    let server = Server::with_config(config).await;
+async fn a_clerks_payment_waits_for_a_finance_approver() -> anyhow::Result<()> {
+    let server = Server::from_yaml(FOUR_EYES).await;
     let reply = asked(&server).await;
     // The card tells the clerk who must approve.
     let question = reply.of_type("tool-input-available");
@@ -134,12 +132,12 @@ async fn a_clerks_payment_waits_for_a_finance_approver() {
         "{}",
         log.body
     );
+    Ok(())
 }
 
 #[tokio::test]
-async fn the_clerk_may_still_deny_their_own_call() {
-    let config = Config::from_yaml(FOUR_EYES).unwrap_or_else(|e| panic!("{e}"));
-    let server = Server::with_config(config).await;
+async fn the_clerk_may_still_deny_their_own_call() -> anyhow::Result<()> {
+    let server = Server::from_yaml(FOUR_EYES).await;
     asked(&server).await;
     let denied = decide(
         &server,
@@ -152,25 +150,25 @@ async fn the_clerk_may_still_deny_their_own_call() {
     let late = decide(&server, "lead", json!({"approved": true})).await;
     assert_eq!(late.status, 409, "{}", late.body);
     assert_eq!(server.payments(), 0);
+    Ok(())
 }
 
 #[tokio::test]
-async fn without_approvers_another_user_cannot_see_the_question() {
-    let config =
-        Config::from_yaml("auth:\n  principalHeader: X-User\n").unwrap_or_else(|e| panic!("{e}"));
-    let server = Server::with_config(config).await;
+async fn without_approvers_another_user_cannot_see_the_question() -> anyhow::Result<()> {
+    let server = Server::from_yaml("auth:\n  principalHeader: X-User\n").await;
     asked(&server).await;
     let other = decide(&server, "lead", json!({"approved": true})).await;
     assert_eq!(other.status, 404, "{}", other.body);
     let own = decide(&server, "clerk", json!({"approved": true})).await;
     assert_eq!(own.status, 200, "{}", own.body);
     assert_eq!(server.payments(), 1);
+    Ok(())
 }
 
 /// A key carries its principal's roles; the asker may approve when listed
 /// (no four eyes).
 #[tokio::test]
-async fn a_keys_roles_make_an_approver() {
+async fn a_keys_roles_make_an_approver() -> anyhow::Result<()> {
     use sha2::Digest;
     let hash = |key: &str| hex::encode(sha2::Sha256::digest(key.as_bytes()));
     let yaml = format!(
@@ -179,8 +177,7 @@ async fn a_keys_roles_make_an_approver() {
         hash("clerk-key"),
         hash("lead-key"),
     );
-    let config = Config::from_yaml(&yaml).unwrap_or_else(|e| panic!("{e}"));
-    let server = Server::with_config(config).await;
+    let server = Server::from_yaml(&yaml).await;
     let body = user_says("chat-pay", "Send 50 USD to Hanako").to_string();
     let reply = server
         .post_with("/stream", &[("x-api-key", "clerk-key")], body)
@@ -198,6 +195,7 @@ async fn a_keys_roles_make_an_approver() {
         .await;
     assert_eq!(approved.status, 200, "{}", approved.body);
     assert_eq!(server.payments(), 1);
+    Ok(())
 }
 
 #[test]
@@ -215,7 +213,7 @@ fn four_eyes_needs_approvers() {
 /// other approvers (`escalate`), only they may make it, and the question
 /// waits for them.
 #[tokio::test]
-async fn an_edit_that_needs_another_approver_waits_for_them() {
+async fn an_edit_that_needs_another_approver_waits_for_them() -> anyhow::Result<()> {
     let yaml = "\
 auth:
   principalHeader: X-User
@@ -227,8 +225,7 @@ toolConfirmation:
       approvers: [role:finance, role:cfo]
       escalate: [{when: 'amount > 1000', approvers: [role:cfo]}]
 ";
-    let config = Config::from_yaml(yaml).unwrap_or_else(|e| panic!("{e}"));
-    let server = Server::with_config(config).await;
+    let server = Server::from_yaml(yaml).await;
     asked(&server).await;
     let bigger = json!({"approved": true, "editedArgs": {"amount": 2000, "recipient": "Hanako", "currency": "USD"}});
     let refused = decide(&server, "lead", bigger.clone()).await;
@@ -247,4 +244,5 @@ toolConfirmation:
     assert_eq!(approved.status, 200, "{}", approved.body);
     assert_eq!(approved.json()["outcome"]["ranWith"]["amount"], 2000);
     assert_eq!(server.payments(), 1);
+    Ok(())
 }

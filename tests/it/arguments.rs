@@ -4,6 +4,7 @@
 //! cannot read its argument holds (fails closed).
 
 use crate::common;
+use crate::common::Must;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -30,14 +31,14 @@ fn input_error(reply: &Reply) -> String {
 }
 
 #[tokio::test]
-async fn a_built_in_tool_refuses_arguments_of_the_wrong_type_before_its_rules() {
+async fn a_built_in_tool_refuses_arguments_of_the_wrong_type_before_its_rules() -> anyhow::Result<()>
+{
     let yaml = "\
 toolConfirmation:
   tools:
     process_payment: {deny: {when: \"amount > 5000\"}, confirm: never}
 ";
-    let config = Config::from_yaml(yaml).unwrap_or_else(|e| panic!("{e}"));
-    let server = Server::with_config(config).await;
+    let server = Server::from_yaml(yaml).await;
     for (args, misfit) in [
         (r#"{"amount": "9000", "recipient": "bob"}"#, "/amount"),
         (r#"{"amount": [9000], "recipient": "bob"}"#, "/amount"),
@@ -45,7 +46,7 @@ toolConfirmation:
         (r#"{"amount": 90, "recipient": "bob", "memo": "x"}"#, "memo"),
     ] {
         let text = format!("use process_payment with {args}");
-        let reply = server.chat(&user_says("chat-t", &text)).await;
+        let reply = server.says("chat-t", &text).await;
         let error = input_error(&reply);
         assert!(
             error.starts_with("the arguments do not fit the input schema of `process_payment`")
@@ -65,7 +66,7 @@ toolConfirmation:
     assert_eq!(refused, 4, "{}", audit.body);
     // A fitting call is judged by the rules as before: 9,000 is denied.
     let fits = r#"use process_payment with {"amount": 9000, "recipient": "bob"}"#;
-    let denied = server.chat(&user_says("chat-t2", fits)).await;
+    let denied = server.says("chat-t2", fits).await;
     let errors = denied.of_type("tool-output-error");
     assert!(
         errors[0]["errorText"]
@@ -74,6 +75,7 @@ toolConfirmation:
         "{}",
         denied.body
     );
+    Ok(())
 }
 
 /// An endpoint on 127.0.0.1:0 that counts the calls it gets.
@@ -103,7 +105,9 @@ async fn http_pay(parameters: &str, rule: &str) -> (Server, Arc<AtomicUsize>) {
     let yaml = format!(
         "auth: {{principalHeader: X-User}}\ntools:\n  http:\n    - name: pay\n      description: Pay\n      parameters: {parameters}\n      url: {url}/pay\ntoolConfirmation:\n  tools:\n    pay: {rule}\n"
     );
-    let config = Config::from_yaml(&yaml).unwrap_or_else(|e| panic!("{e}\n{yaml}"));
+    let config = Config::from_yaml(&yaml)
+        .map_err(|e| format!("{e}\n{yaml}"))
+        .must();
     let server = Server::with(config, |app| app.with_provider(Calls)).await;
     (server, hits)
 }
@@ -182,7 +186,7 @@ async fn a_rule_that_cannot_read_its_argument_holds() {
 }
 
 #[tokio::test]
-async fn a_client_tool_is_never_handed_arguments_that_do_not_fit() {
+async fn a_client_tool_is_never_handed_arguments_that_do_not_fit() -> anyhow::Result<()> {
     let yaml = "\
 tools:
   client:
@@ -190,10 +194,10 @@ tools:
       description: Where the user is, from the browser.
       parameters: {type: object, properties: {precision: {type: string}}}
 ";
-    let config = Config::from_yaml(yaml).unwrap_or_else(|e| panic!("{e}"));
+    let config = Config::from_yaml(yaml)?;
     let server = Server::with(config, |app| app.with_provider(Calls)).await;
     let reply = server
-        .chat(&user_says("chat-l", r#"get_location {"precision": 5}"#))
+        .says("chat-l", r#"get_location {"precision": 5}"#)
         .await;
     let error = input_error(&reply);
     assert!(error.contains("/precision"), "{error}");
@@ -204,4 +208,5 @@ tools:
         .filter(|c| c["toolName"] == "get_location")
         .count();
     assert_eq!(handed, 0, "{}", reply.body);
+    Ok(())
 }

@@ -1,6 +1,8 @@
 //! Every decision is recorded: who decided what, by which rule, and why.
 
 use crate::common;
+use crate::common::Must;
+use crate::common::from_json;
 
 use common::{Server, fixture, user_says};
 use serde_json::Value;
@@ -15,29 +17,22 @@ async fn send(server: &Server, user: &str, body: Value) {
         .await
         .and_then(|r| r.error_for_status())
         .map(drop)
-        .unwrap_or_else(|e| panic!("{e}"));
+        .must();
     // Each step a second apart, so that `since` can tell them apart.
     server.clock.advance(std::time::Duration::from_secs(1));
 }
 
 async fn audit(server: &Server, user: &str, query: &str) -> (String, Vec<Value>) {
-    let response = reqwest::Client::new()
-        .get(format!("{}/api/audit{query}", server.url))
-        .header("x-user", user)
-        .send()
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    let kind = response
-        .headers()
+    let reply = server
+        .get_with(&format!("/api/audit{query}"), &[("x-user", user)])
+        .await;
+    let kind = reply
+        .headers
         .get("content-type")
         .and_then(|v| v.to_str().ok())
         .unwrap_or("")
         .to_owned();
-    let text = response.text().await.unwrap_or_default();
-    let events = text
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
-        .collect();
+    let events = reply.body.lines().map(from_json).collect();
     (kind, events)
 }
 

@@ -3,23 +3,21 @@
 //! never answer another's confirmation.
 
 use crate::common;
+use crate::common::Must;
+use crate::common::from_json;
 
-use common::{Server, fixture, user_says};
+use common::{Server, api_keys, fixture, hashed, user_says};
 use serde_json::{Value, json};
-use sha2::Digest;
 use toolgate::Config;
 
-fn hashed(key: &str) -> String {
-    hex::encode(sha2::Sha256::digest(key.as_bytes()))
+async fn server() -> Server {
+    Server::from_yaml(&api_keys(&[("alice", "alice-key"), ("bob", "bob-key")])).await
 }
 
-async fn server() -> Server {
-    let yaml = format!(
-        "auth:\n  apiKeys:\n    - {{principal: alice, sha256: '{}'}}\n    - {{principal: bob, sha256: '{}'}}\n",
-        hashed("alice-key"),
-        hashed("bob-key")
-    );
-    Server::with_config(Config::from_yaml(&yaml).unwrap_or_else(|e| panic!("{e}"))).await
+/// Alice, with her key, asks to pay Hanako in `chat-pay`: the status and body.
+async fn alice_pays(server: &Server) -> (u16, String) {
+    let body = user_says("chat-pay", "Send 50 USD to Hanako");
+    call(server, Some("alice-key"), "POST", "/stream", Some(body)).await
 }
 
 async fn call(
@@ -42,7 +40,7 @@ async fn call(
     if let Some(key) = key {
         request = request.header("authorization", format!("Bearer {key}"));
     }
-    let response = request.send().await.unwrap_or_else(|e| panic!("{e}"));
+    let response = request.send().await.must();
     (
         response.status().as_u16(),
         response.text().await.unwrap_or_default(),
@@ -92,14 +90,7 @@ async fn every_route_but_healthz_needs_a_valid_key() {
 #[tokio::test]
 async fn a_key_acts_for_its_principal_only() {
     let server = server().await;
-    let (status, _) = call(
-        &server,
-        Some("alice-key"),
-        "POST",
-        "/stream",
-        Some(user_says("chat-pay", "Send 50 USD to Hanako")),
-    )
-    .await;
+    let (status, _) = alice_pays(&server).await;
     assert_eq!(status, 200);
     let (_, theirs) = call(
         &server,
@@ -159,7 +150,7 @@ async fn ask(server: &Server, chat: &str, keys: &[(&str, &str)]) -> (u16, String
     for (name, value) in keys {
         request = request.header(*name, *value);
     }
-    let response = request.send().await.unwrap_or_else(|e| panic!("{e}"));
+    let response = request.send().await.must();
     (
         response.status().as_u16(),
         response.text().await.unwrap_or_default(),
@@ -168,16 +159,14 @@ async fn ask(server: &Server, chat: &str, keys: &[(&str, &str)]) -> (u16, String
 
 /// How many open questions of `chat` `key`'s principal sees.
 async fn open_for(server: &Server, chat: &str, key: &str) -> usize {
-    let response = reqwest::Client::new()
-        .get(format!("{}/api/confirmations?chatId={chat}", server.url))
-        .header("x-api-key", key)
-        .send()
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(response.status(), 200);
-    let body = response.text().await.unwrap_or_default();
-    let questions: Vec<Value> =
-        serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"));
+    let reply = server
+        .get_with(
+            &format!("/api/confirmations?chatId={chat}"),
+            &[("x-api-key", key)],
+        )
+        .await;
+    assert_eq!(reply.status, 200);
+    let questions: Vec<Value> = from_json(&reply.body);
     questions.len()
 }
 
@@ -253,36 +242,24 @@ fn keys_in_config_are_checked_at_load() {
 }
 
 #[test]
-fn without_keys_only_loopback() {
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
-        .args(["serve", "--bind", "0.0.0.0:0"])
-        .output()
-        .unwrap_or_else(|e| panic!("{e}"));
-    assert!(!output.status.success());
-    let stderr = String::from_utf8_lossy(&output.stderr);
+fn without_keys_only_loopback() -> anyhow::Result<()> {
+    let stderr = common::refused(&["serve", "--bind", "0.0.0.0:0"]);
     assert!(
         stderr.contains("refusing to listen on 0.0.0.0:0 without API keys"),
         "{stderr}"
     );
+    Ok(())
 }
 
 #[tokio::test]
-async fn an_operator_reads_and_revokes_for_everyone_others_get_403() {
+async fn an_operator_reads_and_revokes_for_everyone_others_get_403() -> anyhow::Result<()> {
     let yaml = format!(
         "auth:\n  apiKeys:\n    - {{principal: alice, sha256: '{}'}}\n    - {{principal: ops, sha256: '{}', admin: true}}\n",
         hashed("alice-key"),
         hashed("ops-key")
     );
-    let server =
-        Server::with_config(Config::from_yaml(&yaml).unwrap_or_else(|e| panic!("{e}"))).await;
-    call(
-        &server,
-        Some("alice-key"),
-        "POST",
-        "/stream",
-        Some(user_says("chat-pay", "Send 50 USD to Hanako")),
-    )
-    .await;
+    let server = Server::with_config(Config::from_yaml(&yaml)?).await;
+    alice_pays(&server).await;
     let mut remember = fixture("pay_hanako_approved.json");
     remember["messages"][1]["parts"][1]["output"] =
         json!({"confirmed": true, "remember": "global"});
@@ -367,4 +344,5 @@ async fn an_operator_reads_and_revokes_for_everyone_others_get_403() {
         (Some("revoked"), Some("operator ops"))
     );
     assert_eq!(last["tool"], "internal--process_payment");
+    Ok(())
 }

@@ -2,13 +2,13 @@
 //! memory, SQLite and, with the `redis-server` feature, Redis.
 
 use crate::common;
+use crate::common::Must;
 
 use std::time::Duration;
 
 use common::{Server, fixture, user_says};
 use serde_json::json;
 use toolgate::Config;
-use toolgate::store::Store;
 
 /// A server on a fresh store of the given kind. The temporary folder lives
 /// as long as the server.
@@ -18,47 +18,12 @@ async fn server(kind: &str) -> (Server, Option<tempfile::TempDir>) {
 
 /// The same with `config`.
 async fn server_with(kind: &str, config: Config) -> (Server, Option<tempfile::TempDir>) {
-    let (store, dir) = match kind {
-        "memory" => (Store::memory(), None),
-        "sqlite" => {
-            let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-            (
-                Store::sqlite(&dir.path().join("db.sqlite3")).unwrap_or_else(|e| panic!("{e}")),
-                Some(dir),
-            )
-        }
-        #[cfg(feature = "redis-server")]
-        "redis" => {
-            let url = common::redis_url();
-            let prefix = format!("test-{}:", uuid::Uuid::new_v4().simple());
-            (
-                Store::redis(&url, &prefix)
-                    .await
-                    .unwrap_or_else(|e| panic!("{e}")),
-                None,
-            )
-        }
-        other => panic!("no store backend {other}"),
-    };
-    (
-        Server::with(config, move |app| app.with_store(store)).await,
-        dir,
-    )
-}
-
-fn errors(reply: &common::Reply) -> Vec<String> {
-    reply
-        .of_type("tool-output-error")
-        .iter()
-        .map(|c| c["errorText"].as_str().unwrap_or("").to_owned())
-        .collect()
+    Server::on_backend(kind, config).await
 }
 
 async fn approved_once_and_replayed(kind: &str) {
     let (server, _dir) = server(kind).await;
-    server
-        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
-        .await;
+    server.says("chat-pay", "Send 50 USD to Hanako").await;
     let approved = fixture("pay_hanako_approved.json");
     let first = server.chat(&approved).await;
     let replay = server.chat(&approved).await;
@@ -73,9 +38,7 @@ async fn approved_once_and_replayed(kind: &str) {
 
 async fn a_hundred_racing_approvals_run_once(kind: &str) {
     let (server, _dir) = server(kind).await;
-    server
-        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
-        .await;
+    server.says("chat-pay", "Send 50 USD to Hanako").await;
     let approved = fixture("pay_hanako_approved.json");
     futures::future::join_all((0..100).map(|_| server.chat(&approved))).await;
     assert_eq!(server.payments(), 1);
@@ -83,23 +46,21 @@ async fn a_hundred_racing_approvals_run_once(kind: &str) {
 
 async fn forged_and_foreign_answers_run_nothing(kind: &str) {
     let (server, _dir) = server(kind).await;
-    server
-        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
-        .await;
+    server.says("chat-pay", "Send 50 USD to Hanako").await;
     let forged = server.chat(&fixture("pay_hanako_forged.json")).await;
     assert_eq!(
-        errors(&forged),
+        forged.error_texts(),
         ["originalFunctionCall differs from the call this server issued"]
     );
     let mut other_chat = fixture("pay_hanako_approved.json");
     other_chat["id"] = json!("chat-other");
     assert_eq!(
-        errors(&server.chat(&other_chat).await),
+        server.chat(&other_chat).await.error_texts(),
         ["confirmation belongs to another chat"]
     );
     let unknown = server.chat(&fixture("pay_unknown_confirmation.json")).await;
     assert_eq!(
-        errors(&unknown),
+        unknown.error_texts(),
         ["confirmation `adk-99` was not issued by this server"]
     );
     assert_eq!(server.payments(), 0);
@@ -107,42 +68,34 @@ async fn forged_and_foreign_answers_run_nothing(kind: &str) {
 
 async fn a_denial_stays_a_denial(kind: &str) {
     let (server, _dir) = server(kind).await;
-    server
-        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
-        .await;
+    server.says("chat-pay", "Send 50 USD to Hanako").await;
     server.chat(&fixture("pay_hanako_denied.json")).await;
     let approved = server.chat(&fixture("pay_hanako_approved.json")).await;
-    assert_eq!(errors(&approved), ["User denied execution: too much"]);
+    assert_eq!(approved.error_texts(), ["User denied execution: too much"]);
     assert_eq!(server.payments(), 0);
 }
 
 async fn an_expired_confirmation_runs_nothing(kind: &str) {
     let (server, _dir) = server(kind).await;
-    server
-        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
-        .await;
+    server.says("chat-pay", "Send 50 USD to Hanako").await;
     server.clock.advance(Duration::from_secs(24 * 60 * 60 + 1));
     let late = server.chat(&fixture("pay_hanako_approved.json")).await;
     // The card and the call both end as expired: nobody decided.
     let expired = "The request to run process_payment expired without an answer; nobody approved or denied it.";
-    assert_eq!(errors(&late), [expired, expired]);
+    assert_eq!(late.error_texts(), [expired, expired]);
     assert_eq!(server.payments(), 0);
 }
 
 fn config(yaml: &str) -> Config {
-    Config::from_yaml(yaml).unwrap_or_else(|e| panic!("{e}"))
+    Config::from_yaml(yaml).must()
 }
 
 /// A decision after the window: 410, and the question ended as expired.
 async fn a_late_decision_is_gone(kind: &str) {
     let (server, _dir) = server(kind).await;
-    server
-        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
-        .await;
+    server.says("chat-pay", "Send 50 USD to Hanako").await;
     server.clock.advance(Duration::from_secs(24 * 60 * 60 + 1));
-    let late = server
-        .post("/api/confirmations/adk-3", r#"{"approved": true}"#)
-        .await;
+    let late = server.approve("adk-3").await;
     assert_eq!(late.status, 410, "{}", late.body);
     assert_eq!(late.json()["outcome"], json!({"kind": "expired"}));
     let again = server
@@ -188,9 +141,7 @@ fn moved_on(text: &str) -> serde_json::Value {
 /// message; with `onNewMessage: cancel`, it is closed.
 async fn a_card_left_open(kind: &str) {
     let (server, _dir) = server(kind).await;
-    server
-        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
-        .await;
+    server.says("chat-pay", "Send 50 USD to Hanako").await;
     let outcome = |reply: &common::Reply| {
         reply
             .of_type("data-toolgate-outcome")
@@ -198,9 +149,7 @@ async fn a_card_left_open(kind: &str) {
             .map(|c| c["data"]["outcome"]["kind"].clone())
     };
     assert_eq!(outcome(&server.chat(&moved_on("hello")).await), None);
-    let decided = server
-        .post("/api/confirmations/adk-3", r#"{"approved": true}"#)
-        .await;
+    let decided = server.approve("adk-3").await;
     assert_eq!(decided.status, 200, "{}", decided.body);
     assert_eq!(
         outcome(&server.chat(&moved_on("thanks")).await),
@@ -210,55 +159,39 @@ async fn a_card_left_open(kind: &str) {
 
     let yaml = "toolConfirmation:\n  tools:\n    process_payment: {onNewMessage: cancel}\n";
     let (server, _dir) = server_with(kind, config(yaml)).await;
-    server
-        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
-        .await;
+    server.says("chat-pay", "Send 50 USD to Hanako").await;
     assert_eq!(
         outcome(&server.chat(&moved_on("never mind")).await),
         Some(json!("cancelled"))
     );
-    let late = server
-        .post("/api/confirmations/adk-3", r#"{"approved": true}"#)
-        .await;
+    let late = server.approve("adk-3").await;
     assert_eq!(late.status, 409, "{}", late.body);
     assert_eq!(server.payments(), 0);
+}
+
+/// One `#[tokio::test]` per case, each the shared case run on `$backend`.
+macro_rules! cases {
+    ($backend:ident: $($case:ident),* $(,)?) => {$(
+        #[tokio::test]
+        async fn $case() {
+            super::$case(stringify!($backend)).await;
+        }
+    )*};
 }
 
 macro_rules! suite {
     ($($backend:ident),*) => {$(
         mod $backend {
-            #[tokio::test]
-            async fn approved_once_and_replayed() {
-                super::approved_once_and_replayed(stringify!($backend)).await;
-            }
-            #[tokio::test]
-            async fn a_hundred_racing_approvals_run_once() {
-                super::a_hundred_racing_approvals_run_once(stringify!($backend)).await;
-            }
-            #[tokio::test]
-            async fn forged_and_foreign_answers_run_nothing() {
-                super::forged_and_foreign_answers_run_nothing(stringify!($backend)).await;
-            }
-            #[tokio::test]
-            async fn a_denial_stays_a_denial() {
-                super::a_denial_stays_a_denial(stringify!($backend)).await;
-            }
-            #[tokio::test]
-            async fn an_expired_confirmation_runs_nothing() {
-                super::an_expired_confirmation_runs_nothing(stringify!($backend)).await;
-            }
-            #[tokio::test]
-            async fn a_late_decision_is_gone() {
-                super::a_late_decision_is_gone(stringify!($backend)).await;
-            }
-            #[tokio::test]
-            async fn an_approver_decides() {
-                super::an_approver_decides(stringify!($backend)).await;
-            }
-            #[tokio::test]
-            async fn a_card_left_open() {
-                super::a_card_left_open(stringify!($backend)).await;
-            }
+            cases!($backend:
+                approved_once_and_replayed,
+                a_hundred_racing_approvals_run_once,
+                forged_and_foreign_answers_run_nothing,
+                a_denial_stays_a_denial,
+                an_expired_confirmation_runs_nothing,
+                a_late_decision_is_gone,
+                an_approver_decides,
+                a_card_left_open,
+            );
         }
     )*};
 }

@@ -98,10 +98,9 @@ impl ModelProvider for WatchedFirehose {
 }
 
 #[tokio::test]
-async fn a_reader_stalled_past_the_limit_stops_the_turn() {
+async fn a_reader_stalled_past_the_limit_stops_the_turn() -> anyhow::Result<()> {
     let dropped = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let config =
-        Config::from_yaml("stream:\n  stalledReaderSecs: 1\n").unwrap_or_else(|e| panic!("{e}"));
+    let config = Config::from_yaml("stream:\n  stalledReaderSecs: 1\n")?;
     let provider = WatchedFirehose(dropped.clone());
     let server = Server::with(config, |app| app.with_provider(provider)).await;
     let mut body = Box::pin(server.open(&user_says("c", "hi")).await);
@@ -121,4 +120,5 @@ async fn a_reader_stalled_past_the_limit_stops_the_turn() {
     let tail = String::from_utf8_lossy(&tail);
     assert!(tail.contains("a reader stopped reading for 1 s"), "{tail}");
     assert!(tail.ends_with("data: [DONE]\n\n"));
+    Ok(())
 }

@@ -2,6 +2,7 @@
 //! outcome, whatever happens to the request that approved it.
 
 use crate::common;
+use crate::common::Must;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -44,7 +45,7 @@ fn agent(payments: Arc<AtomicUsize>) -> Arc<Agent> {
 }
 
 fn request(body: serde_json::Value) -> ChatRequest {
-    ChatRequest::from_slice(body.to_string().as_bytes()).unwrap_or_else(|e| panic!("{e}"))
+    ChatRequest::from_slice(body.to_string().as_bytes()).must()
 }
 
 #[tokio::test]

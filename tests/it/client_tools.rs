@@ -3,6 +3,7 @@
 //! follow-up only for a call this server handed out.
 
 use crate::common;
+use crate::common::Must;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -25,7 +26,7 @@ tools:
 "#;
 
 fn config(extra: &str) -> Config {
-    Config::from_yaml(&format!("{CONFIG}{extra}")).unwrap_or_else(|e| panic!("{e}"))
+    Config::from_yaml(&format!("{CONFIG}{extra}")).must()
 }
 
 async fn server(extra: &str) -> Server {
@@ -155,16 +156,7 @@ async fn a_client_tool_that_asks_is_handed_out_once_after_approval() {
 async fn the_adk_flow_hands_out_the_original_call_after_approval() {
     let server = server("").await;
     server.chat(&says("Use pick_file", "adk")).await;
-    let confirmation = json!({
-        "type": "tool-adk_request_confirmation", "toolCallId": "adk-3", "state": "output-available",
-        "input": {"originalFunctionCall": {"id": "call-2", "name": "pick_file", "args": {}}},
-        "output": {"confirmed": true}
-    });
-    let mut body = says("Use pick_file", "adk");
-    body["messageId"] = json!("msg-1");
-    if let Some(messages) = body["messages"].as_array_mut() {
-        messages.push(json!({"id": "msg-1", "role": "assistant", "parts": [{"type": "step-start"}, confirmation]}));
-    }
+    let mut body = adk_pick_answer(true);
     let approved = server.chat(&body).await;
     let handed = approved.of_type("tool-input-available");
     assert_eq!(handed.len(), 1, "{}", approved.body);
@@ -396,7 +388,7 @@ async fn a_client_posting_an_output_for_a_server_tool_runs_nothing() {
 }
 
 #[tokio::test]
-async fn the_server_never_executes_a_client_tool() {
+async fn the_server_never_executes_a_client_tool() -> anyhow::Result<()> {
     let runs = Arc::new(AtomicUsize::new(0));
     let counted = |name: &str, needs_confirmation: bool| {
         let tool = ClientTool::new(ClientToolConfig {
@@ -405,7 +397,7 @@ async fn the_server_never_executes_a_client_tool() {
             parameters: json!({"type": "object"}),
             needs_confirmation,
         })
-        .unwrap_or_else(|e| panic!("{e}"));
+        .must();
         Counting {
             inner: tool,
             count: runs.clone(),
@@ -413,9 +405,7 @@ async fn the_server_never_executes_a_client_tool() {
     };
     let (location, pick) = (counted("get_location", false), counted("pick_file", true));
     let config = config("");
-    let mut registry = Settings::new(config.clone())
-        .map(|settings| settings.registry)
-        .unwrap_or_else(|e| panic!("{e}"));
+    let mut registry = Settings::new(config.clone())?.registry;
     registry.register(location).register(pick);
     let server = Server::with(config, |app| app.with_registry(registry)).await;
     server.chat(&says("Use get_location", "adk")).await;
@@ -425,13 +415,13 @@ async fn the_server_never_executes_a_client_tool() {
     server.chat(&fixture("client_pick_approved.json")).await;
     server.chat(&fixture("client_pick_output.json")).await;
     assert_eq!(runs.load(Ordering::SeqCst), 0);
+    Ok(())
 }
 
 #[tokio::test]
-async fn the_tool_list_says_which_tools_run_in_the_client() {
+async fn the_tool_list_says_which_tools_run_in_the_client() -> anyhow::Result<()> {
     let server = server("").await;
-    let listed: Value = serde_json::from_str(&server.get("/api/tools").await.body)
-        .unwrap_or_else(|e| panic!("{e}"));
+    let listed: Value = serde_json::from_str(&server.get("/api/tools").await.body)?;
     let source = |name: &str| {
         listed["tools"]
             .as_array()
@@ -444,6 +434,7 @@ async fn the_tool_list_says_which_tools_run_in_the_client() {
         source("internal--process_payment").map(|(kind, _)| kind),
         Some(json!("builtin"))
     );
+    Ok(())
 }
 
 #[tokio::test]
@@ -513,7 +504,7 @@ async fn a_second_result_for_one_hand_off_is_refused() {
 }
 
 #[tokio::test]
-async fn hand_off_and_result_records_are_never_listed_as_questions() {
+async fn hand_off_and_result_records_are_never_listed_as_questions() -> anyhow::Result<()> {
     // Both are kept as records, pending for the moment between their
     // insert and claim (or for good, if the process dies right then).
     let store = toolgate::store::Store::memory();
@@ -538,10 +529,11 @@ async fn hand_off_and_result_records_are_never_listed_as_questions() {
                 toolgate::store::RecordKind::HandOff
             },
         };
-        store.insert(record).await.unwrap_or_else(|e| panic!("{e}"));
+        store.insert(record).await?;
     }
     let server = Server::with(config(""), |app| app.with_store(store)).await;
     let open = server.get("/api/confirmations?chatId=chat-loc").await;
     assert_eq!(open.status, 200);
     assert_eq!(open.body, "[]");
+    Ok(())
 }

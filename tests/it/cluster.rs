@@ -8,6 +8,8 @@
 //! 503, then works again. Compiled with the `cluster` feature; needs
 //! `haproxy` and `redis-server` on the PATH (`scripts/test` installs them).
 
+use crate::common::Must;
+use crate::common::from_json;
 use std::process::{Child, Command, Stdio};
 
 use serde_json::{Value, json};
@@ -19,11 +21,8 @@ mod soak;
 
 /// A free loopback port (bound, then let go for a child to take).
 fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap_or_else(|e| panic!("{e}"));
-    listener
-        .local_addr()
-        .unwrap_or_else(|e| panic!("{e}"))
-        .port()
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").must();
+    listener.local_addr().must().port()
 }
 
 /// A child process killed with the test.
@@ -58,7 +57,7 @@ async fn balancer(dir: &std::path::Path, addrs: &[String]) -> (Owned, String) {
          http-response set-header x-served-by %[srv_name]\n{servers}"
     );
     let path = dir.join("haproxy.cfg");
-    std::fs::write(&path, config).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&path, config).must();
     let child = Command::new("haproxy")
         .arg("-db")
         .arg("-f")
@@ -98,7 +97,7 @@ impl Cluster {
 
     /// Like [`Cluster::start`], each instance with more config.
     async fn start_with(redis: &str, n: usize, yaml: &str) -> Self {
-        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let dir = tempfile::tempdir().must();
         let prefix = format!("test-{}:", uuid::Uuid::new_v4().simple());
         let mut cluster = Self {
             dir,
@@ -106,11 +105,7 @@ impl Cluster {
             prefix,
             instances: Vec::new(),
             yaml: yaml.to_owned(),
-            _haproxy: Owned(
-                Command::new("true")
-                    .spawn()
-                    .unwrap_or_else(|e| panic!("{e}")),
-            ),
+            _haproxy: Owned(Command::new("true").spawn().must()),
             url: String::new(),
         };
         for i in 0..n {
@@ -139,7 +134,7 @@ impl Cluster {
                 self.redis, self.prefix, self.yaml
             ),
         )
-        .unwrap_or_else(|e| panic!("{e}"));
+        .must();
         Binary::serve_with(&["--config", &config.display().to_string()])
     }
 
@@ -184,7 +179,7 @@ impl Cluster {
             .body(body.to_string())
             .send()
             .await
-            .unwrap_or_else(|e| panic!("{e}"))
+            .must()
     }
 
     /// GETs `path` through the balancer, on a connection of its own.
@@ -193,13 +188,13 @@ impl Cluster {
             .get(format!("{}{path}", self.url))
             .send()
             .await
-            .unwrap_or_else(|e| panic!("{e}"))
+            .must()
     }
 }
 
 async fn body_of(reply: reqwest::Response) -> Value {
-    let text = reply.text().await.unwrap_or_else(|e| panic!("{e}"));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
+    let text = reply.text().await.must();
+    from_json(&text)
 }
 
 /// Reads `body` into `seen` until `done` holds or it ends.
@@ -214,7 +209,7 @@ async fn read_until(
             match body.next().await {
                 Some(Ok(piece)) => seen.push_str(&String::from_utf8_lossy(&piece)),
                 None => return,
-                Some(Err(e)) => panic!("{e} in {seen}"),
+                Some(Err(e)) => panic!("the body failed after {seen}: {e}"),
             }
         }
     };

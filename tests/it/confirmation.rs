@@ -2,6 +2,7 @@
 //! for this chat and user, with the exact call, runs anything, and only once.
 
 use crate::common;
+use crate::common::Must;
 
 use std::time::Duration;
 
@@ -10,9 +11,7 @@ use serde_json::{Value, json};
 use toolgate::Config;
 
 async fn asked(server: &Server) {
-    let reply = server
-        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
-        .await;
+    let reply = server.says("chat-pay", "Send 50 USD to Hanako").await;
     assert_eq!(
         reply.of_type("tool-input-available").len(),
         1,
@@ -82,7 +81,7 @@ async fn confirmation_from_another_chat_runs_nothing() {
 }
 
 #[tokio::test]
-async fn confirmation_of_another_user_runs_nothing() {
+async fn confirmation_of_another_user_runs_nothing() -> anyhow::Result<()> {
     let mut config = Config::default();
     config.auth.principal_header = Some("x-user".into());
     let server = Server::with_config(config).await;
@@ -96,7 +95,7 @@ async fn confirmation_of_another_user_runs_nothing() {
             request = request.header("x-user", user);
         }
         async move {
-            let response = request.send().await.unwrap_or_else(|e| panic!("{e}"));
+            let response = request.send().await.must();
             (
                 response.status().as_u16(),
                 response.text().await.unwrap_or_default(),
@@ -128,6 +127,7 @@ async fn confirmation_of_another_user_runs_nothing() {
     let (_, body) = send(Some("alice"), fixture("pay_hanako_approved.json")).await;
     assert!(body.contains("tx-"), "{body}");
     assert_eq!(server.payments(), 1);
+    Ok(())
 }
 
 #[tokio::test]
@@ -221,10 +221,7 @@ async fn invented_parts_run_nothing() {
 async fn one_of_two_answered_runs_that_one_and_waits_for_the_other() {
     let server = Server::start().await;
     server
-        .chat(&user_says(
-            "chat-pay",
-            "Send 50 USD to Hanako and pay $20 to Bob",
-        ))
+        .says("chat-pay", "Send 50 USD to Hanako and pay $20 to Bob")
         .await;
     let reply = server.chat(&fixture("pay_two_half_answered.json")).await;
     assert_eq!(server.payments(), 1);
@@ -265,9 +262,7 @@ async fn the_adk_documents_model_message_form_works() {
 async fn a_payment_over_the_limit_fails_and_the_model_goes_on() {
     // Over the tool's schema: refused before anyone is asked.
     let server = Server::start().await;
-    let reply = server
-        .chat(&user_says("chat-pay", "Send 50000 USD to Hanako"))
-        .await;
+    let reply = server.says("chat-pay", "Send 50000 USD to Hanako").await;
     let refused = "the arguments do not fit the input schema of `process_payment`: \
                    /amount: 50000 is greater than the maximum of 10000.0";
     let errors = reply.of_type("tool-input-error");
@@ -290,9 +285,7 @@ async fn a_payment_over_the_limit_fails_and_the_model_goes_on() {
 async fn a_whole_float_sent_back_as_an_integer_is_the_same_call() {
     // A JavaScript client turns the issued `50.0` into `50`.
     let server = Server::start().await;
-    let first = server
-        .chat(&user_says("chat-pay", "Send 50.0 USD to Hanako"))
-        .await;
+    let first = server.says("chat-pay", "Send 50.0 USD to Hanako").await;
     assert!(first.body.contains(r#""amount":50.0"#), "{}", first.body);
     let mut body = fixture("pay_hanako_approved.json");
     body["messages"][0]["parts"][0]["text"] = json!("Send 50.0 USD to Hanako");
@@ -301,7 +294,7 @@ async fn a_whole_float_sent_back_as_an_integer_is_the_same_call() {
 }
 
 #[tokio::test]
-async fn a_principal_header_given_twice_is_refused() {
+async fn a_principal_header_given_twice_is_refused() -> anyhow::Result<()> {
     let mut config = Config::default();
     config.auth.principal_header = Some("x-user".into());
     let server = Server::with_config(config).await;
@@ -312,11 +305,11 @@ async fn a_principal_header_given_twice_is_refused() {
         .header("content-type", "application/json")
         .body(user_says("c", "hi").to_string())
         .send()
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+        .await?;
     assert_eq!(response.status().as_u16(), 401);
     let body = response.text().await.unwrap_or_default();
     assert!(!body.to_ascii_lowercase().contains("x-user"), "{body}");
+    Ok(())
 }
 
 #[tokio::test]
@@ -332,7 +325,7 @@ async fn a_list_of_payments_asks_once_for_each() {
             vec![(10, "Taro"), (20, "Jiro"), (30, "Saburo")],
         ),
     ] {
-        let reply = server.chat(&user_says("chat-list", text)).await;
+        let reply = server.says("chat-list", text).await;
         let asked: Vec<(u64, String)> = reply
             .of_type("tool-input-available")
             .iter()

@@ -57,6 +57,19 @@ pub(crate) fn installed() -> PathBuf {
     dir
 }
 
+/// Fails the test with the report of every run that did not pass.
+pub(crate) fn all_passed(runs: impl Iterator<Item = (bool, String)>) {
+    let failures: Vec<String> = runs
+        .filter(|(passed, _)| !passed)
+        .map(|(_, report)| report)
+        .collect();
+    assert!(
+        failures.is_empty(),
+        "conformance failed:\n{}",
+        failures.join("\n")
+    );
+}
+
 /// Runs chat.mjs with `client` and `protocol`; `flows` may carry more
 /// options (`--transport ws`). Whether every flow passed, and the report.
 pub(crate) fn run(
@@ -79,39 +92,31 @@ pub(crate) fn run(
 }
 
 #[test]
-fn every_claimed_client_completes_every_flow() {
+fn every_claimed_client_completes_every_flow() -> anyhow::Result<()> {
     let dir = installed();
     // Its own config: the flows need a `toolConfirmation` rule.
-    let state = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let config = state.path().join("toolgate.yaml");
+    let state = tempfile::tempdir()?;
     let db = state.path().join("toolgate.sqlite3");
     let yaml = format!("store:\n  path: {}\n{CLIENT_TOOLS}", db.display());
-    std::fs::write(&config, yaml).unwrap_or_else(|e| panic!("{e}"));
-    let server = Binary::serve_with(&["--config", &config.display().to_string()]);
-    let failures: Vec<String> = RUNS
-        .iter()
-        .map(|(client, protocol)| run(&dir, &server.url, client, protocol, &[]))
-        .filter(|(passed, _)| !passed)
-        .map(|(_, report)| report)
-        .collect();
-    assert!(
-        failures.is_empty(),
-        "conformance failed:\n{}",
-        failures.join("\n")
+    let config = common::config_file(state.path(), yaml);
+    let server = Binary::serve_with(&["--config", &config]);
+    all_passed(
+        RUNS.iter()
+            .map(|(client, protocol)| run(&dir, &server.url, client, protocol, &[])),
     );
+    Ok(())
 }
 
 /// `toolConfirmation.deniedAs: output-error`: every client with native
 /// approvals takes a `tool-output-error` for a part whose approval it
 /// answered, and shows the denial text.
 #[test]
-fn a_native_denial_as_an_error_reaches_every_native_client() {
+fn a_native_denial_as_an_error_reaches_every_native_client() -> anyhow::Result<()> {
     let dir = installed();
-    let state = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let config = state.path().join("toolgate.yaml");
+    let state = tempfile::tempdir()?;
     let yaml = format!("store:\n  kind: memory\n{CLIENT_TOOLS}  deniedAs: output-error\n");
-    std::fs::write(&config, yaml).unwrap_or_else(|e| panic!("{e}"));
-    let server = Binary::serve_with(&["--config", &config.display().to_string()]);
+    let config = common::config_file(state.path(), yaml);
+    let server = Binary::serve_with(&["--config", &config]);
     let flows = [
         "--denied-as",
         "output-error",
@@ -119,18 +124,12 @@ fn a_native_denial_as_an_error_reaches_every_native_client() {
         "native-two",
         "client-deny",
     ];
-    let failures: Vec<String> = RUNS
-        .iter()
-        .filter(|(_, protocol)| *protocol == "ai-sdk")
-        .map(|(client, protocol)| run(&dir, &server.url, client, protocol, &flows))
-        .filter(|(passed, _)| !passed)
-        .map(|(_, report)| report)
-        .collect();
-    assert!(
-        failures.is_empty(),
-        "conformance failed:\n{}",
-        failures.join("\n")
+    all_passed(
+        RUNS.iter()
+            .filter(|(_, protocol)| *protocol == "ai-sdk")
+            .map(|(client, protocol)| run(&dir, &server.url, client, protocol, &flows)),
     );
+    Ok(())
 }
 
 #[test]
@@ -160,7 +159,7 @@ fn a_strict_old_client_fails_when_the_server_is_told_the_wrong_version() {
 /// calls with a thought signature, minted ids) passes every client's schema
 /// and state machine, with the provider picked by the command-line flags.
 #[tokio::test(flavor = "multi_thread")]
-async fn provider_streams_pass_every_claimed_client() {
+async fn provider_streams_pass_every_claimed_client() -> anyhow::Result<()> {
     let dir = installed();
     let answers = |provider: &str, names: &[&str]| -> Vec<Answer> {
         names
@@ -189,8 +188,7 @@ async fn provider_streams_pass_every_claimed_client() {
             let (dir, url, client) = (dir.clone(), server.url.clone(), client.to_string());
             let (passed, report) =
                 tokio::task::spawn_blocking(move || run(&dir, &url, &client, "adk", &["text"]))
-                    .await
-                    .unwrap_or_else(|e| panic!("{e}"));
+                    .await?;
             if !passed {
                 failures.push(format!("{provider}: {report}"));
             }
@@ -205,31 +203,25 @@ async fn provider_streams_pass_every_claimed_client() {
         "conformance failed:\n{}",
         failures.join("\n")
     );
+    Ok(())
 }
 
 /// The client's own `WebSocketChatTransport` (ai 7.x) on `/live`: every
 /// flow of both protocols, and an abort, against a model slow enough to be
 /// stopped mid-answer.
 #[test]
-fn the_websocket_transport_completes_every_flow() {
+fn the_websocket_transport_completes_every_flow() -> anyhow::Result<()> {
     let dir = installed();
-    let state = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let config = state.path().join("toolgate.yaml");
-    std::fs::write(
-        &config,
+    let state = tempfile::tempdir()?;
+    let config = common::config_file(
+        state.path(),
         format!("model:\n  deltaDelayMs: 2\nstore:\n  kind: memory\n{CLIENT_TOOLS}"),
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
-    let server = Binary::serve_with(&["--config", &config.display().to_string()]);
-    let failures: Vec<String> = ["adk", "ai-sdk"]
-        .iter()
-        .map(|protocol| run(&dir, &server.url, "ai", protocol, &["--transport", "ws"]))
-        .filter(|(passed, _)| !passed)
-        .map(|(_, report)| report)
-        .collect();
-    assert!(
-        failures.is_empty(),
-        "conformance failed:\n{}",
-        failures.join("\n")
     );
+    let server = Binary::serve_with(&["--config", &config]);
+    all_passed(
+        ["adk", "ai-sdk"]
+            .iter()
+            .map(|protocol| run(&dir, &server.url, "ai", protocol, &["--transport", "ws"])),
+    );
+    Ok(())
 }

@@ -4,31 +4,22 @@
 //! no page does.
 
 use crate::common;
+use crate::common::Must;
 
 use common::{Binary, Server, user_says};
 use reqwest::Method;
 use reqwest::header::HeaderMap;
 use serde_json::{Value, json};
-use sha2::Digest;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::HeaderValue;
-use toolgate::Config;
 
 const APP: &str = "http://localhost:3000";
 const EVIL: &str = "https://evil.example";
 
-fn hashed(key: &str) -> String {
-    hex::encode(sha2::Sha256::digest(key.as_bytes()))
-}
-
 /// Keys for alice and bob, and the app's origin allowed.
 async fn keyed() -> Server {
-    let yaml = format!(
-        "auth:\n  apiKeys:\n    - {{principal: alice, sha256: '{}'}}\n    - {{principal: bob, sha256: '{}'}}\ncors:\n  allowedOrigins: ['{APP}']\n",
-        hashed("alice-key"),
-        hashed("bob-key")
-    );
-    Server::with_config(Config::from_yaml(&yaml).unwrap_or_else(|e| panic!("{e}"))).await
+    let keys = common::api_keys(&[("alice", "alice-key"), ("bob", "bob-key")]);
+    Server::from_yaml(&format!("{keys}cors:\n  allowedOrigins: ['{APP}']\n")).await
 }
 
 struct Answer {
@@ -79,7 +70,7 @@ async fn send(
     if let Some(body) = body {
         request = request.body(body.to_string());
     }
-    let response = request.send().await.unwrap_or_else(|e| panic!("{e}"));
+    let response = request.send().await.must();
     Answer {
         status: response.status().as_u16(),
         headers: response.headers().clone(),
@@ -277,44 +268,32 @@ async fn cors_origin_on_the_command_line_allows_a_page() {
 }
 
 #[test]
-fn any_origin_without_api_keys_is_refused_on_the_command_line() {
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
-        .args(["serve", "--bind", "127.0.0.1:0", "--cors-origin", "*"])
-        .output()
-        .unwrap_or_else(|e| panic!("{e}"));
-    assert!(!output.status.success());
-    let stderr = String::from_utf8_lossy(&output.stderr);
+fn any_origin_without_api_keys_is_refused_on_the_command_line() -> anyhow::Result<()> {
+    let stderr = common::refused(&["serve", "--bind", "127.0.0.1:0", "--cors-origin", "*"]);
     assert!(
         stderr.contains("`*` in cors.allowedOrigins needs auth.apiKeys"),
         "{stderr}"
     );
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
-        .args([
-            "serve",
-            "--bind",
-            "127.0.0.1:0",
-            "--cors-origin",
-            "localhost:3000",
-        ])
-        .output()
-        .unwrap_or_else(|e| panic!("{e}"));
-    assert!(!output.status.success());
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stderr = common::refused(&[
+        "serve",
+        "--bind",
+        "127.0.0.1:0",
+        "--cors-origin",
+        "localhost:3000",
+    ]);
     assert!(stderr.contains("is not an origin like"), "{stderr}");
+    Ok(())
 }
 
 /// `/live` from a page: opened from an allowed origin only (the guard's
 /// check, on the same list), the key in the frame's headers in either form.
 #[tokio::test]
-async fn live_opens_from_an_allowed_origin_with_the_key_in_its_frames() {
+async fn live_opens_from_an_allowed_origin_with_the_key_in_its_frames() -> anyhow::Result<()> {
     let server = keyed().await;
     let url = format!("{}/live", server.url.replacen("http", "ws", 1));
     for (origin, accepted) in [(APP, true), (EVIL, false), ("http://localhost:3001", false)] {
-        let mut request = url
-            .as_str()
-            .into_client_request()
-            .unwrap_or_else(|e| panic!("{e}"));
-        let value = HeaderValue::from_str(origin).unwrap_or_else(|e| panic!("{e}"));
+        let mut request = url.as_str().into_client_request()?;
+        let value = HeaderValue::from_str(origin)?;
         request.headers_mut().insert("origin", value);
         let mut socket = match tokio_tungstenite::connect_async(request).await {
             Ok((socket, _)) => {
@@ -355,4 +334,5 @@ async fn live_opens_from_an_allowed_origin_with_the_key_in_its_frames() {
             );
         }
     }
+    Ok(())
 }

@@ -4,6 +4,7 @@
 //! question open, answerable after a restart; a second signal stops at once.
 
 use crate::common;
+use crate::common::Must;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -43,8 +44,8 @@ async fn slow_endpoint() -> (String, Arc<AtomicUsize>, watch::Sender<bool>) {
 
 /// A free loopback address (bound, then let go).
 fn free_address() -> std::net::SocketAddr {
-    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap_or_else(|e| panic!("{e}"));
-    free.local_addr().unwrap_or_else(|e| panic!("{e}"))
+    let free = std::net::TcpListener::bind("127.0.0.1:0").must();
+    free.local_addr().must()
 }
 
 /// Writes `yaml` (after a SQLite store in `state`) as the config; its path.
@@ -55,7 +56,7 @@ fn config(state: &tempfile::TempDir, yaml: &str) -> String {
         &path,
         format!("store:\n  kind: sqlite\n  path: {}\n{yaml}", db.display()),
     )
-    .unwrap_or_else(|e| panic!("{e}"));
+    .must();
     path.display().to_string()
 }
 
@@ -68,7 +69,7 @@ async fn open(url: &str, body: &Value) -> Body {
         .body(body.to_string())
         .send()
         .await
-        .unwrap_or_else(|e| panic!("{e}"));
+        .must();
     assert_eq!(response.status(), 200);
     Box::pin(response.bytes_stream())
 }
@@ -82,10 +83,10 @@ fn reply(body: String) -> Reply {
 }
 
 #[tokio::test]
-async fn sigterm_lets_the_stream_and_the_approved_call_finish() {
+async fn sigterm_lets_the_stream_and_the_approved_call_finish() -> anyhow::Result<()> {
     let (endpoint, calls, answer) = slow_endpoint().await;
     let probes = free_address();
-    let state = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let state = tempfile::tempdir()?;
     let config = config(
         &state,
         &format!(
@@ -95,7 +96,7 @@ async fn sigterm_lets_the_stream_and_the_approved_call_finish() {
     let mut server = Binary::serve_with(&["--config", &config]);
 
     // A call approved and running: the endpoint has it, and waits.
-    let first = server.chat(&user_says("chat-job", "use slow_job")).await;
+    let first = server.says("chat-job", "use slow_job").await;
     assert_eq!(
         first.of_type("tool-input-available").len(),
         1,
@@ -166,8 +167,7 @@ async fn sigterm_lets_the_stream_and_the_approved_call_finish() {
     );
     assert_eq!(calls.load(Ordering::SeqCst), 1);
     let audit = reqwest::get(format!("{}/api/audit?chatId=chat-job", server.url))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"))
+        .await?
         .text()
         .await
         .unwrap_or_default();
@@ -181,11 +181,13 @@ async fn sigterm_lets_the_stream_and_the_approved_call_finish() {
         1,
         "{audit}"
     );
+    Ok(())
 }
 
 #[tokio::test]
-async fn a_held_turn_ends_its_message_and_its_question_outlives_the_restart() {
-    let state = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+async fn a_held_turn_ends_its_message_and_its_question_outlives_the_restart() -> anyhow::Result<()>
+{
+    let state = tempfile::tempdir()?;
     let config = config(&state, "");
     let mut server = Binary::serve_with(&["--config", &config]);
     let mut ask = user_says("chat-held", "Send 50 USD to Hanako");
@@ -213,6 +215,7 @@ async fn a_held_turn_ends_its_message_and_its_question_outlives_the_restart() {
         "{}",
         paid.body
     );
+    Ok(())
 }
 
 #[tokio::test]

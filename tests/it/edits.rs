@@ -2,8 +2,9 @@
 //! against the tool's schema and the policy, and kept in the audit log.
 
 use crate::common;
+use crate::common::Must;
 
-use common::{Server, fixture, user_says};
+use common::{Server, fixture};
 use serde_json::{Value, json};
 use toolgate::Config;
 
@@ -12,7 +13,7 @@ fn editable() -> Config {
         "{}/tests/fixtures/config/editable.yaml",
         env!("CARGO_MANIFEST_DIR")
     );
-    Config::load(std::path::Path::new(&path)).unwrap_or_else(|e| panic!("{e}"))
+    Config::load(std::path::Path::new(&path)).must()
 }
 
 fn edited(args: Value) -> Value {
@@ -21,20 +22,10 @@ fn edited(args: Value) -> Value {
     body
 }
 
-fn errors(reply: &common::Reply) -> Vec<String> {
-    reply
-        .of_type("tool-output-error")
-        .iter()
-        .map(|c| c["errorText"].as_str().unwrap_or("").to_owned())
-        .collect()
-}
-
 #[tokio::test]
 async fn an_edited_approval_runs_the_edit() {
     let server = Server::with_config(editable()).await;
-    server
-        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
-        .await;
+    server.says("chat-pay", "Send 50 USD to Hanako").await;
     let reply = server.chat(&fixture("pay_hanako_edited.json")).await;
     assert_sse!("edited_args", reply.body);
     assert_eq!(server.payments(), 1);
@@ -43,14 +34,12 @@ async fn an_edited_approval_runs_the_edit() {
 #[tokio::test]
 async fn edits_are_checked_before_anything_runs() {
     let server = Server::with_config(editable()).await;
-    server
-        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
-        .await;
+    server.says("chat-pay", "Send 50 USD to Hanako").await;
     let bad = server
         .chat(&edited(json!({"amount": "lots", "recipient": "Hanako"})))
         .await;
     assert_eq!(
-        errors(&bad),
+        bad.error_texts(),
         [r#"edited arguments are not valid: "lots" is not of type "number""#]
     );
     let extra = server
@@ -59,9 +48,9 @@ async fn edits_are_checked_before_anything_runs() {
         ))
         .await;
     assert!(
-        errors(&extra)[0].starts_with("edited arguments are not valid: "),
+        extra.error_texts()[0].starts_with("edited arguments are not valid: "),
         "{:?}",
-        errors(&extra)
+        extra.error_texts()
     );
     assert_eq!(server.payments(), 0);
     // A refused edit leaves the question open: a plain approval still works.
@@ -72,16 +61,14 @@ async fn edits_are_checked_before_anything_runs() {
 #[tokio::test]
 async fn an_edit_meets_the_policy_too() {
     let server = Server::with_config(editable()).await;
-    server
-        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
-        .await;
+    server.says("chat-pay", "Send 50 USD to Hanako").await;
     let reply = server
         .chat(&edited(
             json!({"amount": 9000, "recipient": "Hanako", "currency": "USD"}),
         ))
         .await;
     assert_eq!(
-        errors(&reply),
+        reply.error_texts(),
         ["denied by policy: payments over 5000 need a bank transfer"]
     );
     assert_eq!(server.payments(), 0);
@@ -90,27 +77,22 @@ async fn an_edit_meets_the_policy_too() {
 #[tokio::test]
 async fn only_editable_tools_take_edits() {
     let server = Server::start().await;
-    server
-        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
-        .await;
+    server.says("chat-pay", "Send 50 USD to Hanako").await;
     let reply = server.chat(&fixture("pay_hanako_edited.json")).await;
     assert_eq!(
-        errors(&reply),
+        reply.error_texts(),
         ["the arguments of process_payment may not be edited"]
     );
     assert_eq!(server.payments(), 0);
 }
 
 #[tokio::test]
-async fn the_audit_log_keeps_both_versions() {
+async fn the_audit_log_keeps_both_versions() -> anyhow::Result<()> {
     let server = Server::with_config(editable()).await;
-    server
-        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
-        .await;
+    server.says("chat-pay", "Send 50 USD to Hanako").await;
     server.chat(&fixture("pay_hanako_edited.json")).await;
     let text = reqwest::get(format!("{}/api/audit", server.url))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"))
+        .await?
         .text()
         .await
         .unwrap_or_default();
@@ -134,14 +116,13 @@ async fn the_audit_log_keeps_both_versions() {
         edit["argsDigest"], asked["argsDigest"],
         "and the one that ran"
     );
+    Ok(())
 }
 
 #[tokio::test]
 async fn a_replay_shows_the_call_as_it_ran() {
     let server = Server::with_config(editable()).await;
-    server
-        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
-        .await;
+    server.says("chat-pay", "Send 50 USD to Hanako").await;
     server.chat(&fixture("pay_hanako_edited.json")).await;
     // The page re-sends its history, with the plain approval it shows.
     let replay = server.chat(&fixture("pay_hanako_approved.json")).await;
@@ -158,13 +139,12 @@ async fn a_replay_shows_the_call_as_it_ran() {
 }
 
 #[tokio::test]
-async fn an_open_question_says_whether_it_may_be_edited() {
+async fn an_open_question_says_whether_it_may_be_edited() -> anyhow::Result<()> {
     let server = Server::with_config(editable()).await;
-    server
-        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
-        .await;
+    server.says("chat-pay", "Send 50 USD to Hanako").await;
     let open = server.get("/api/confirmations?chatId=chat-pay").await;
-    let open: Value = serde_json::from_str(&open.body).unwrap_or_else(|e| panic!("{e}"));
+    let open: Value = serde_json::from_str(&open.body)?;
     assert_eq!(open[0]["originalFunctionCall"]["name"], "process_payment");
     assert_eq!(open[0]["editable"], true);
+    Ok(())
 }

@@ -2,6 +2,7 @@
 //! binary serves it. That it works in a real browser is `browser.rs`.
 
 use crate::common;
+use crate::common::Must;
 
 use std::path::{Path, PathBuf};
 
@@ -17,7 +18,7 @@ fn demo_dir() -> PathBuf {
 fn files(root: &Path, dir: &str) -> Vec<String> {
     fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
         for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
-            let path = entry.unwrap_or_else(|e| panic!("{e}")).path();
+            let path = entry.must().path();
             if path.is_dir() {
                 walk(&path, out);
             } else {
@@ -29,7 +30,7 @@ fn files(root: &Path, dir: &str) -> Vec<String> {
     walk(&root.join(dir), &mut tree);
     tree.iter()
         .map(|p| {
-            let relative = p.strip_prefix(root).unwrap_or_else(|e| panic!("{e}"));
+            let relative = p.strip_prefix(root).must();
             relative
                 .components()
                 .map(|c| c.as_os_str().to_string_lossy())
@@ -83,7 +84,7 @@ fn the_shipped_build_is_current() {
 }
 
 #[tokio::test]
-async fn the_binary_serves_the_demo_at_the_root() {
+async fn the_binary_serves_the_demo_at_the_root() -> anyhow::Result<()> {
     let server = Server::start().await;
     let page = server.get("/").await;
     assert_eq!(page.status, 200);
@@ -120,8 +121,7 @@ async fn the_binary_serves_the_demo_at_the_root() {
             .get(format!("{}{asset}", server.url))
             .header("if-none-match", &file.headers["etag"])
             .send()
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
+            .await?;
         assert_eq!(again.status(), 304, "{asset}");
     }
     assert_eq!(server.get("/assets/nothing.js").await.status, 404);
@@ -133,15 +133,14 @@ async fn the_binary_serves_the_demo_at_the_root() {
     ] {
         assert_eq!(raw_get(&server.url, path).await, 404, "{path}");
     }
+    Ok(())
 }
 
 #[tokio::test]
-async fn the_page_cannot_be_framed_and_loads_only_its_own_code() {
+async fn the_page_cannot_be_framed_and_loads_only_its_own_code() -> anyhow::Result<()> {
     let server = Server::start().await;
     let page = server.get("/").await;
-    let csp = page.headers["content-security-policy"]
-        .to_str()
-        .unwrap_or_else(|e| panic!("{e}"));
+    let csp = page.headers["content-security-policy"].to_str()?;
     for directive in [
         "default-src 'self'",
         "frame-ancestors 'none'",
@@ -151,9 +150,7 @@ async fn the_page_cannot_be_framed_and_loads_only_its_own_code() {
     }
     assert_eq!(page.headers["x-frame-options"], "DENY");
     // A conditional request with the tag among others, or weak, is fresh too.
-    let etag = page.headers["etag"]
-        .to_str()
-        .unwrap_or_else(|e| panic!("{e}"));
+    let etag = page.headers["etag"].to_str()?;
     let client = reqwest::Client::new();
     for condition in [
         format!("\"other\", {etag}"),
@@ -164,29 +161,21 @@ async fn the_page_cannot_be_framed_and_loads_only_its_own_code() {
             .get(format!("{}/", server.url))
             .header("if-none-match", &condition)
             .send()
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
+            .await?;
         assert_eq!(reply.status(), 304, "{condition}");
     }
+    Ok(())
 }
 
 /// The status of a GET of `path` exactly as given.
 async fn raw_get(url: &str, path: &str) -> u16 {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let host = url.trim_start_matches("http://");
-    let mut stream = tokio::net::TcpStream::connect(host)
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let mut stream = tokio::net::TcpStream::connect(host).await.must();
     let request = format!("GET {path} HTTP/1.1\r\nhost: {host}\r\nconnection: close\r\n\r\n");
-    stream
-        .write_all(request.as_bytes())
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    stream.write_all(request.as_bytes()).await.must();
     let mut reply = String::new();
-    stream
-        .read_to_string(&mut reply)
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    stream.read_to_string(&mut reply).await.must();
     reply
         .split(' ')
         .nth(1)

@@ -4,6 +4,7 @@
 //! refused; a grant made before approvers were added decides nothing after.
 
 use crate::common;
+use crate::common::Must;
 
 use common::{Reply, Server, asked, user_says};
 use serde_json::{Value, json};
@@ -16,7 +17,7 @@ fn as_user(who: &str) -> [(&'static str, &str); 1] {
 }
 
 fn server_config(yaml: &str) -> Config {
-    Config::from_yaml(yaml).unwrap_or_else(|e| panic!("{e}"))
+    Config::from_yaml(yaml).must()
 }
 
 async fn says(server: &Server, who: &str, chat: &str, text: &str) -> Reply {

@@ -13,11 +13,12 @@ use toolgate::store::Store;
 const CHATS: usize = 50;
 
 #[tokio::test]
-async fn fifty_approvals_whose_connection_closes_after_the_first_chunk_all_run_once() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+async fn fifty_approvals_whose_connection_closes_after_the_first_chunk_all_run_once()
+-> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
     // SQLite: its claim runs on the blocking pool, where a dropped request
     // cannot stop it, so a hang-up at the claim is what this test provokes.
-    let store = Store::sqlite(&dir.path().join("db.sqlite3")).unwrap_or_else(|e| panic!("{e}"));
+    let store = Store::sqlite(&dir.path().join("db.sqlite3"))?;
     let server = Server::with(Config::default(), |app| app.with_store(store)).await;
     let chat = |i: usize| format!("chat-{i}");
 
@@ -53,4 +54,5 @@ async fn fifty_approvals_whose_connection_closes_after_the_first_chunk_all_run_o
         .filter(|event| event["decision"] == "approved")
         .count();
     assert_eq!(approved, CHATS, "one `approved` event per approval");
+    Ok(())
 }

@@ -5,8 +5,8 @@ use crate::common;
 
 use std::time::Duration;
 
-use common::body::{read_to, read_to_end};
-use common::{Server, user_says, wait};
+use common::body::{Streaming, read_to, read_to_end};
+use common::{Reply, Server, user_says, wait};
 use serde_json::{Value, json};
 use toolgate::Config;
 
@@ -16,25 +16,35 @@ fn held(chat: &str, text: &str) -> Value {
     body
 }
 
+/// The chunk of a question, up to its input.
+const QUESTION: &str = "\"toolName\":\"adk_request_confirmation\",\"input\"";
+
+/// A held turn of `chat` paying Hanako, read up to its question: the open
+/// body, and what was read.
+async fn asking(server: &Server, chat: &str) -> (Streaming, String) {
+    let held = held(chat, "Send 50 USD to Hanako");
+    server.open_until(&held, |s| s.contains(QUESTION)).await
+}
+
+/// A server of `config` (a held flow with a short timeout), and its whole
+/// reply to a payment in `chat` that nobody answers.
+async fn unanswered(config: Config, chat: &str) -> (Server, Reply) {
+    let server = Server::with_config(config).await;
+    let reply = tokio::time::timeout(
+        Duration::from_secs(10),
+        server.chat(&user_says(chat, "Send 50 USD to Hanako")),
+    )
+    .await
+    .unwrap_or_else(|_| panic!("the held stream never ended"));
+    (server, reply)
+}
+
 #[tokio::test]
 async fn an_approval_through_the_api_continues_the_open_stream() {
     let server = Server::start().await;
-    let mut body = Box::pin(
-        server
-            .open(&held("chat-hold", "Send 50 USD to Hanako"))
-            .await,
-    );
-    let mut seen = String::new();
-    read_to(
-        &mut body,
-        &mut seen,
-        "\"toolName\":\"adk_request_confirmation\",\"input\"",
-    )
-    .await;
+    let (mut body, mut seen) = asking(&server, "chat-hold").await;
     assert_eq!(server.payments(), 0);
-    let decided = server
-        .post("/api/confirmations/adk-3", r#"{"approved": true}"#)
-        .await;
+    let decided = server.approve("adk-3").await;
     assert_eq!(decided.status, 200, "{}", decided.body);
     read_to_end(&mut body, &mut seen).await;
     assert_eq!(server.payments(), 1);
@@ -44,13 +54,7 @@ async fn an_approval_through_the_api_continues_the_open_stream() {
 #[tokio::test]
 async fn a_denial_through_the_api_tells_the_model() {
     let server = Server::start().await;
-    let mut body = Box::pin(
-        server
-            .open(&held("chat-hold", "Send 50 USD to Hanako"))
-            .await,
-    );
-    let mut seen = String::new();
-    read_to(&mut body, &mut seen, "adk_request_confirmation").await;
+    let (mut body, mut seen) = asking(&server, "chat-hold").await;
     let decided = server
         .post(
             "/api/confirmations/adk-3",
@@ -68,23 +72,14 @@ async fn a_denial_through_the_api_tells_the_model() {
 }
 
 #[tokio::test]
-async fn nobody_deciding_in_time_ends_as_expired() {
-    let config = Config::from_yaml("toolConfirmation:\n  timeout: 300\n  flow: hold\n")
-        .unwrap_or_else(|e| panic!("{e}"));
-    let server = Server::with_config(config).await;
-    let reply = tokio::time::timeout(
-        Duration::from_secs(10),
-        server.chat(&user_says("chat-late", "Send 50 USD to Hanako")),
-    )
-    .await
-    .unwrap_or_else(|_| panic!("the held stream never ended"));
+async fn nobody_deciding_in_time_ends_as_expired() -> anyhow::Result<()> {
+    let config = Config::from_yaml("toolConfirmation:\n  timeout: 300\n  flow: hold\n")?;
+    let (server, reply) = unanswered(config, "chat-late").await;
     assert_eq!(server.payments(), 0);
     assert_sse!("hold_expired", reply.body);
 
     // Too late: the question is gone, and says why.
-    let late = server
-        .post("/api/confirmations/adk-3", r#"{"approved": true}"#)
-        .await;
+    let late = server.approve("adk-3").await;
     assert_eq!(late.status, 410, "{}", late.body);
     let error: serde_json::Value = serde_json::from_str(&late.body).unwrap_or_default();
     assert_eq!(
@@ -103,51 +98,31 @@ async fn nobody_deciding_in_time_ends_as_expired() {
         .filter_map(|event| event["decision"].as_str().map(str::to_owned))
         .collect();
     assert_eq!(decisions, ["asked", "expired", "refused"], "{}", audit.body);
+    Ok(())
 }
 
 /// A reload while a question is open: the held turn survives the client
 /// that left, a resume replays it from `start`, and the decision reaches it.
 #[tokio::test]
-async fn a_reload_finds_the_held_turn_and_its_question() {
+async fn a_reload_finds_the_held_turn_and_its_question() -> anyhow::Result<()> {
     let server = Server::start().await;
     assert_eq!(server.get("/stream/chat-reload/stream").await.status, 204);
 
-    let mut body = Box::pin(
-        server
-            .open(&held("chat-reload", "Send 50 USD to Hanako"))
-            .await,
-    );
-    let mut first = String::new();
-    read_to(
-        &mut body,
-        &mut first,
-        "\"toolName\":\"adk_request_confirmation\",\"input\"",
-    )
-    .await;
+    let (body, first) = asking(&server, "chat-reload").await;
     drop(body);
     // Time for the server to see the client leave, and wrongly end the held
     // turn if it would: what must not happen has no event to wait for.
     tokio::time::sleep(Duration::from_millis(100)).await;
 
-    let resumed = reqwest::get(format!("{}/api/chat/chat-reload/stream", server.url))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let resumed = reqwest::get(format!("{}/api/chat/chat-reload/stream", server.url)).await?;
     assert_eq!(resumed.status(), 200);
     let mut body = Box::pin(resumed.bytes_stream());
     let mut seen = String::new();
-    read_to(
-        &mut body,
-        &mut seen,
-        "\"toolName\":\"adk_request_confirmation\",\"input\"",
-    )
-    .await;
+    read_to(&mut body, &mut seen, QUESTION).await;
     // The same bytes, from `start` to the question.
-    let question = "\"toolName\":\"adk_request_confirmation\",\"input\"";
-    let upto = |s: &str| s[..s.find(question).map_or(0, |i| i + question.len())].to_owned();
+    let upto = |s: &str| s[..s.find(QUESTION).map_or(0, |i| i + QUESTION.len())].to_owned();
     assert_eq!(upto(&seen), upto(&first));
-    let decided = server
-        .post("/api/confirmations/adk-3", r#"{"approved": true}"#)
-        .await;
+    let decided = server.approve("adk-3").await;
     assert_eq!(decided.status, 200, "{}", decided.body);
     read_to_end(&mut body, &mut seen).await;
     assert_eq!(server.payments(), 1);
@@ -156,39 +131,34 @@ async fn a_reload_finds_the_held_turn_and_its_question() {
         "{seen}"
     );
     assert_eq!(server.get("/stream/chat-reload/stream").await.status, 204);
+    Ok(())
 }
 
 /// A turn that is not waiting for anyone stops when its client leaves.
 #[tokio::test]
-async fn a_streaming_turn_is_not_kept_for_a_resume() {
-    let config =
-        Config::from_yaml("model:\n  deltaDelayMs: 20\n").unwrap_or_else(|e| panic!("{e}"));
-    let server = Server::with_config(config).await;
-    let mut body = Box::pin(server.open(&user_says("chat-gone", "count to 500")).await);
-    let mut seen = String::new();
-    read_to(&mut body, &mut seen, "text-delta").await;
+async fn a_streaming_turn_is_not_kept_for_a_resume() -> anyhow::Result<()> {
+    let server = Server::from_yaml("model:\n  deltaDelayMs: 20\n").await;
+    let (body, _) = server
+        .open_until(&user_says("chat-gone", "count to 500"), |s| {
+            s.contains("text-delta")
+        })
+        .await;
     drop(body);
     wait::until(
         "the turn to stop without a reader (a resume answering 204)",
         || async { server.get("/stream/chat-gone/stream").await.status == 204 },
     )
     .await;
+    Ok(())
 }
 
 /// Natively asked (`tool-approval-request`), a question nobody decides ends
 /// as an error that says it expired, not as a denial.
 #[tokio::test]
-async fn a_native_question_nobody_decides_ends_as_expired() {
+async fn a_native_question_nobody_decides_ends_as_expired() -> anyhow::Result<()> {
     let config =
-        Config::from_yaml("toolConfirmation:\n  timeout: 300\n  flow: hold\n  protocol: ai-sdk\n")
-            .unwrap_or_else(|e| panic!("{e}"));
-    let server = Server::with_config(config).await;
-    let reply = tokio::time::timeout(
-        Duration::from_secs(10),
-        server.chat(&user_says("chat-native", "Send 50 USD to Hanako")),
-    )
-    .await
-    .unwrap_or_else(|_| panic!("the held stream never ended"));
+        Config::from_yaml("toolConfirmation:\n  timeout: 300\n  flow: hold\n  protocol: ai-sdk\n")?;
+    let (server, reply) = unanswered(config, "chat-native").await;
     assert_eq!(server.payments(), 0);
     assert_eq!(
         reply.of_type("tool-approval-request").len(),
@@ -213,4 +183,5 @@ async fn a_native_question_nobody_decides_ends_as_expired() {
         "{}",
         reply.body
     );
+    Ok(())
 }

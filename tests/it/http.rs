@@ -32,7 +32,7 @@ fn finish() -> ProviderEvent {
 }
 
 #[tokio::test]
-async fn both_routes_stream_with_the_five_headers() {
+async fn both_routes_stream_with_the_five_headers() -> anyhow::Result<()> {
     let server = Server::start().await;
     for path in ["/stream", "/api/chat"] {
         let reply = server.post(path, user_says("c", "hi").to_string()).await;
@@ -46,10 +46,9 @@ async fn both_routes_stream_with_the_five_headers() {
         }
         assert!(reply.body.ends_with("data: [DONE]\n\n"));
     }
-    let health = reqwest::get(format!("{}/healthz", server.url))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let health = reqwest::get(format!("{}/healthz", server.url)).await?;
     assert_eq!(health.status(), 200);
+    Ok(())
 }
 
 #[tokio::test]
@@ -104,7 +103,7 @@ impl ModelProvider for Broken {
 #[tokio::test]
 async fn a_failing_model_is_an_error_chunk_then_the_end() {
     let server = Server::with(Config::default(), |app| app.with_provider(Broken)).await;
-    let reply = server.chat(&user_says("c", "hi")).await;
+    let reply = server.says("c", "hi").await;
     assert_eq!(reply.status, 200);
     assert_eq!(
         reply.body,
@@ -158,7 +157,7 @@ impl ModelProvider for CallsUnknownTool {
 #[tokio::test]
 async fn an_unknown_tool_is_a_tool_error_and_the_model_goes_on() {
     let server = Server::with(Config::default(), |app| app.with_provider(CallsUnknownTool)).await;
-    let reply = server.chat(&user_says("c", "hi")).await;
+    let reply = server.says("c", "hi").await;
     assert_eq!(
         reply.of_type("tool-output-error"),
         [
@@ -252,7 +251,7 @@ async fn idle_streams_get_keep_alive_comments() {
 #[tokio::test]
 async fn count_to_a_hundred_thousand_streams_every_delta() {
     let server = Server::start().await;
-    let reply = server.chat(&user_says("c", "count to 100000")).await;
+    let reply = server.says("c", "count to 100000").await;
     let deltas = reply.of_type("text-delta");
     assert_eq!(deltas.len(), 100_000);
     assert_eq!(deltas[0]["delta"], "1");
@@ -316,7 +315,7 @@ async fn the_step_limit_stops_a_model_that_never_stops() {
     config.stream.max_steps = 3;
     let provider = Loops(calls.clone());
     let server = Server::with(config, |app| app.with_provider(provider)).await;
-    let reply = server.chat(&user_says("c", "hi")).await;
+    let reply = server.says("c", "hi").await;
     assert_eq!(calls.load(Ordering::SeqCst), 3);
     assert_eq!(reply.of_type("start-step").len(), 3);
     // A reused provider id is renamed: toolCallIds stay unique in the message.
@@ -341,9 +340,9 @@ async fn a_model_making_too_many_calls_in_one_step_is_stopped() {
             .collect::<Vec<_>>()
             .join(" and ")
     };
-    let ok = server.chat(&user_says("c", &clauses(128))).await;
+    let ok = server.says("c", &clauses(128)).await;
     assert_eq!(ok.of_type("tool-output-available").len(), 128);
-    let reply = server.chat(&user_says("c", &clauses(129))).await;
+    let reply = server.says("c", &clauses(129)).await;
     assert_eq!(
         reply.of_type("error"),
         [
@@ -356,9 +355,7 @@ async fn a_model_making_too_many_calls_in_one_step_is_stopped() {
 async fn oversized_tool_arguments_are_a_tool_input_error() {
     let server = Server::start().await;
     let name = "x".repeat(1_100_000);
-    let reply = server
-        .chat(&user_says("c", &format!("Send 5 USD to {name}")))
-        .await;
+    let reply = server.says("c", &format!("Send 5 USD to {name}")).await;
     let errors = reply.of_type("tool-input-error");
     assert_eq!(errors.len(), 1, "{}", &reply.body[..300]);
     assert_eq!(

@@ -3,6 +3,7 @@
 //! or a slow endpoint is the call's error, and the policy gates them.
 
 use crate::common;
+use crate::common::Must;
 
 use std::time::Duration;
 
@@ -48,13 +49,8 @@ async fn endpoint() -> String {
                 "late"
             }),
         );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    let url = format!(
-        "http://{}",
-        listener.local_addr().unwrap_or_else(|e| panic!("{e}"))
-    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.must();
+    let url = format!("http://{}", listener.local_addr().must());
     // A test's server: it lives as long as the test's runtime.
     #[allow(clippy::disallowed_methods)]
     tokio::spawn(async move { axum::serve(listener, app).await });
@@ -66,37 +62,18 @@ async fn server(path: &str, extra: &str) -> Server {
     let yaml = format!(
         "tools:\n  http:\n    - name: lookup_order\n      description: Look an order up\n      parameters: {{type: object, properties: {{id: {{type: integer}}}}}}\n      url: {url}{path}\n      headers: {{x-token: secret-7}}\n      timeoutMs: 300\n{extra}"
     );
-    let config = Config::from_yaml(&yaml).unwrap_or_else(|e| panic!("{e}"));
+    let config = Config::from_yaml(&yaml).must();
     Server::with(config, |app| app.with_provider(Calls)).await
 }
 
 #[tokio::test]
 async fn an_approved_call_posts_the_arguments_and_returns_the_answer() {
     let server = server("/ok", "").await;
-    let first = server.chat(&user_says("chat-h", LOOKUP)).await;
-    let ask = first.of_type("tool-input-available");
-    assert_eq!(
-        ask[0]["toolName"],
-        common::confirmation_name(),
-        "{}",
-        first.body
-    );
-    assert_eq!(
-        ask[0]["input"]["originalFunctionCall"]["args"],
-        json!({"id": 7})
-    );
-    let approve = json!({
-        "id": "chat-h", "messageId": first.of_type("start")[0]["messageId"],
-        "messages": [
-            {"id": "u1", "role": "user", "parts": [{"type": "text", "text": LOOKUP}]},
-            {"id": first.of_type("start")[0]["messageId"], "role": "assistant", "parts": [
-                {"type": "step-start"},
-                {"type": "tool-adk_request_confirmation", "toolCallId": ask[0]["toolCallId"], "state": "output-available",
-                 "input": ask[0]["input"], "output": {"confirmed": true}}
-            ]}
-        ]
-    });
-    let second = server.chat(&approve).await;
+    let first = server.says("chat-h", LOOKUP).await;
+    assert_eq!(common::asked_call(&first)["args"], json!({"id": 7}));
+    let second = server
+        .chat(&common::approval_of("chat-h", LOOKUP, &first))
+        .await;
     let output = second.of_type("tool-output-available");
     let answer = output
         .iter()
@@ -116,7 +93,7 @@ async fn an_approved_call_posts_the_arguments_and_returns_the_answer() {
 #[tokio::test]
 async fn an_error_status_is_the_calls_error_with_the_message() {
     let server = server("/fail", "      needsConfirmation: false\n").await;
-    let reply = server.chat(&user_says("chat-f", LOOKUP)).await;
+    let reply = server.says("chat-f", LOOKUP).await;
     let errors = reply.of_type("tool-output-error");
     assert_eq!(
         errors[0]["errorText"], "HTTP 500: orders database is down",
@@ -147,7 +124,7 @@ async fn a_slow_endpoint_times_out() {
 async fn a_deny_rule_keeps_the_call_from_the_endpoint() {
     let rule = "toolConfirmation:\n  toolPolicies:\n    alwaysDeny: [internal--lookup_order]\n";
     let server = server("/ok", &format!("      needsConfirmation: false\n{rule}")).await;
-    let reply = server.chat(&user_says("chat-d", LOOKUP)).await;
+    let reply = server.says("chat-d", LOOKUP).await;
     let errors = reply.of_type("tool-output-error");
     assert!(
         errors[0]["errorText"]

@@ -5,6 +5,7 @@
 //! Redis.
 
 use crate::common;
+use crate::common::Must;
 
 use std::time::Duration;
 
@@ -29,34 +30,19 @@ toolConfirmation:
 /// A server with [`FINANCE`] on a fresh store of the given kind. The
 /// temporary folder lives as long as the server.
 async fn server(kind: &str) -> (Server, Option<tempfile::TempDir>) {
-    let (store, dir) = match kind {
-        "memory" => (Store::memory(), None),
-        "sqlite" => {
-            let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-            (
-                Store::sqlite(&dir.path().join("db.sqlite3")).unwrap_or_else(|e| panic!("{e}")),
-                Some(dir),
-            )
-        }
-        #[cfg(feature = "redis-server")]
-        "redis" => {
-            let prefix = format!("test-{}:", uuid::Uuid::new_v4().simple());
-            let store = Store::redis(&common::redis_url(), &prefix)
-                .await
-                .unwrap_or_else(|e| panic!("{e}"));
-            (store, None)
-        }
-        other => panic!("no store backend {other}"),
-    };
-    let config = Config::from_yaml(FINANCE).unwrap_or_else(|e| panic!("{e}"));
-    (
-        Server::with(config, move |app| app.with_store(store)).await,
-        dir,
-    )
+    Server::on_backend(kind, Config::from_yaml(FINANCE).must()).await
 }
 
 fn as_user(who: &str) -> [(&'static str, &str); 1] {
     [("x-user", who)]
+}
+
+/// The lead decides question `id` with `decision` through the API.
+async fn lead_decides(server: &Server, id: &str, decision: Value) -> common::Reply {
+    let path = format!("/api/confirmations/{id}");
+    server
+        .post_with(&path, &as_user("lead"), decision.to_string())
+        .await
 }
 
 /// `who` asks to pay in `chat`, a second after the question before.
@@ -202,13 +188,7 @@ async fn decided_and_expired_questions_leave(kind: &str) {
     let lead = inbox(&server, "lead", "").await;
     let first = lead[0]["id"].as_str().unwrap_or_default().to_owned();
 
-    let approved = server
-        .post_with(
-            &format!("/api/confirmations/{first}"),
-            &as_user("lead"),
-            json!({"approved": true}).to_string(),
-        )
-        .await;
+    let approved = lead_decides(&server, &first, json!({"approved": true})).await;
     assert_eq!(approved.status, 200, "{}", approved.body);
     assert_eq!(server.payments(), 1);
     assert_eq!(
@@ -239,7 +219,7 @@ impl Events {
             .header("x-user", who)
             .send()
             .await
-            .unwrap_or_else(|e| panic!("{e}"));
+            .must();
         assert_eq!(response.status(), 200);
         assert_eq!(
             response.headers()["content-type"],
@@ -266,7 +246,7 @@ impl Events {
                 .await
                 .unwrap_or_else(|_| panic!("no event in {:?}", common::wait::PATIENCE))
                 .unwrap_or_else(|| panic!("the stream ended"))
-                .unwrap_or_else(|e| panic!("{e}"));
+                .must();
             self.buffer.push_str(&String::from_utf8_lossy(&more));
         }
     }
@@ -299,13 +279,12 @@ async fn the_stream_follows_questions_asked_and_decided(kind: &str) {
     assert_eq!(listed[0]["mayApprove"], true);
 
     let id = listed[0]["id"].as_str().unwrap_or_default().to_owned();
-    let denied = server
-        .post_with(
-            &format!("/api/confirmations/{id}"),
-            &as_user("lead"),
-            json!({"approved": false, "reason": "not today"}).to_string(),
-        )
-        .await;
+    let denied = lead_decides(
+        &server,
+        &id,
+        json!({"approved": false, "reason": "not today"}),
+    )
+    .await;
     assert_eq!(denied.status, 200, "{}", denied.body);
     assert!(lead.until(0).await.is_empty(), "decided: gone");
     // Mallory's stream may have looked again, and found nothing of hers.
@@ -341,7 +320,7 @@ async fn open_stream(server: &Server, who: &str) -> (u16, Option<reqwest::Respon
         .header("x-user", who)
         .send()
         .await
-        .unwrap_or_else(|e| panic!("{e}"));
+        .must();
     let status = response.status().as_u16();
     if status == 200 {
         return (status, Some(response), Value::Null);
@@ -357,11 +336,10 @@ async fn open_stream(server: &Server, who: &str) -> (u16, Option<reqwest::Respon
 /// Inbox streams count: four per user, and (here) six in all; beyond, 429
 /// with a JSON error and `Retry-After`; a closed stream frees its place.
 #[tokio::test]
-async fn inbox_streams_are_capped_per_user_and_in_total() {
+async fn inbox_streams_are_capped_per_user_and_in_total() -> anyhow::Result<()> {
     // A keep-alive each second: a closed stream is seen at the next one.
     let yaml = format!("{FINANCE}stream:\n  maxInboxStreams: 6\n  keepAliveSecs: 1\n");
-    let config = Config::from_yaml(&yaml).unwrap_or_else(|e| panic!("{e}"));
-    let server = Server::with_config(config).await;
+    let server = Server::from_yaml(&yaml).await;
     let mut mallory = Vec::new();
     for _ in 0..4 {
         let (status, stream, body) = open_stream(&server, "mallory").await;
@@ -378,8 +356,7 @@ async fn inbox_streams_are_capped_per_user_and_in_total() {
         .get(format!("{}/api/confirmations/events", server.url))
         .header("x-user", "mallory")
         .send()
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+        .await?;
     assert!(response.headers().contains_key("retry-after"));
     drop(response);
 
@@ -406,6 +383,7 @@ async fn inbox_streams_are_capped_per_user_and_in_total() {
         }
     })
     .await;
+    Ok(())
 }
 
 /// The store's `open_all` operations so far (each reads one page).
@@ -425,10 +403,9 @@ async fn listings(server: &Server) -> f64 {
 /// the store is listed once at the start and once per change, not once
 /// per stream.
 #[tokio::test]
-async fn the_streams_of_one_user_share_one_listing_per_change() {
+async fn the_streams_of_one_user_share_one_listing_per_change() -> anyhow::Result<()> {
     let yaml = format!("{FINANCE}stream:\n  maxInboxStreamsPerUser: 9\n");
-    let config = Config::from_yaml(&yaml).unwrap_or_else(|e| panic!("{e}"));
-    let server = Server::with_config(config).await;
+    let server = Server::from_yaml(&yaml).await;
     let mut streams = Vec::new();
     for _ in 0..8 {
         let mut stream = Events::open(&server, "lead").await;
@@ -451,14 +428,14 @@ async fn the_streams_of_one_user_share_one_listing_per_change() {
     let mut mine = Events::open_query(&server, "lead", "?mine=true").await;
     assert!(mine.until(0).await.is_empty());
     assert_eq!(listings(&server).await, 3.0);
+    Ok(())
 }
 
 /// A stream that joins a feed listed a while ago reads each question's
 /// `expiresInMs` as of now, not as of that listing.
 #[tokio::test]
-async fn a_stream_opened_later_reads_expiry_as_of_now() {
-    let config = Config::from_yaml(FINANCE).unwrap_or_else(|e| panic!("{e}"));
-    let server = Server::with_config(config).await;
+async fn a_stream_opened_later_reads_expiry_as_of_now() -> anyhow::Result<()> {
+    let server = Server::from_yaml(FINANCE).await;
     pays(&server, "clerk", "chat-a", "Send 50 USD to Hanako").await;
     let mut first = Events::open(&server, "lead").await;
     let listed = first.until(1).await;
@@ -467,15 +444,15 @@ async fn a_stream_opened_later_reads_expiry_as_of_now() {
     let mut later = Events::open(&server, "lead").await;
     let listed = later.until(1).await;
     assert_eq!(listed[0]["expiresInMs"], 90_000, "{}", listed[0]);
+    Ok(())
 }
 
 /// A user no rule names among the approvers may decide only their own
 /// questions: their inbox reads only theirs from the store, one page,
 /// however many other users' wait (here 257, past a page of 256).
 #[tokio::test]
-async fn a_user_who_may_decide_nothing_reads_only_their_own() {
-    let config = Config::from_yaml(FINANCE).unwrap_or_else(|e| panic!("{e}"));
-    let server = Server::with_config(config).await;
+async fn a_user_who_may_decide_nothing_reads_only_their_own() -> anyhow::Result<()> {
+    let server = Server::from_yaml(FINANCE).await;
     for i in 0..257 {
         let body = user_says(&format!("chat-{i}"), "Send 50 USD to Hanako").to_string();
         let reply = server.post_with("/stream", &as_user("clerk"), body).await;
@@ -501,19 +478,18 @@ async fn a_user_who_may_decide_nothing_reads_only_their_own() {
     );
     // An approver still sees everyone's.
     assert_eq!(inbox(&server, "lead", "?limit=1000").await.len(), 257);
+    Ok(())
 }
 
 /// With Redis, a stream on one instance hears of questions asked and
 /// decided on another that shares the store.
 #[cfg(feature = "redis-server")]
 #[tokio::test]
-async fn the_stream_hears_of_another_instances_questions() {
+async fn the_stream_hears_of_another_instances_questions() -> anyhow::Result<()> {
     let prefix = format!("test-{}:", uuid::Uuid::new_v4().simple());
     let instance = || async {
-        let store = Store::redis(&common::redis_url(), &prefix)
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-        let config = Config::from_yaml(FINANCE).unwrap_or_else(|e| panic!("{e}"));
+        let store = Store::redis(&common::redis_url(), &prefix).await.must();
+        let config = Config::from_yaml(FINANCE).must();
         Server::with(config, move |app| app.with_store(store)).await
     };
     let (here, there) = (instance().await, instance().await);
@@ -525,13 +501,8 @@ async fn the_stream_hears_of_another_instances_questions() {
     assert_eq!(asked(&listed), [pair("clerk", "chat-a")]);
 
     let id = listed[0]["id"].as_str().unwrap_or_default().to_owned();
-    let denied = there
-        .post_with(
-            &format!("/api/confirmations/{id}"),
-            &as_user("lead"),
-            json!({"approved": false}).to_string(),
-        )
-        .await;
+    let denied = lead_decides(&there, &id, json!({"approved": false})).await;
     assert_eq!(denied.status, 200, "{}", denied.body);
     assert!(lead.until(0).await.is_empty(), "decided there: gone here");
+    Ok(())
 }

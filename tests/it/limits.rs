@@ -6,6 +6,7 @@
 //! No test waits for a limit to refill: the `Retry-After` range is asserted.
 
 use crate::common;
+use crate::common::Must;
 
 use common::ws::{connect, next_within, says, send, turn};
 use common::{Reply, Server, approval, user_says};
@@ -19,8 +20,7 @@ const TOOL_CALLS: &str = "rate limited: too many tool calls per minute (limits.t
 const PAYMENTS: &str = "rate limited: too many calls of `process_payment` per minute (limits.tools.process_payment.callsPerMinute); the call did not run";
 
 fn config(yaml: &str) -> Config {
-    Config::from_yaml(&format!("auth: {{principalHeader: x-user}}\n{yaml}"))
-        .unwrap_or_else(|e| panic!("{e}"))
+    Config::from_yaml(&format!("auth: {{principalHeader: x-user}}\n{yaml}")).must()
 }
 
 async fn chat_as(server: &Server, user: &str, body: &serde_json::Value) -> Reply {
@@ -64,7 +64,7 @@ async fn hold_open(url: &str, user: &str) -> reqwest::Response {
         .body(held.to_string())
         .send()
         .await
-        .unwrap_or_else(|e| panic!("{e}"));
+        .must();
     assert_eq!(response.status(), 200);
     response
 }
@@ -98,11 +98,8 @@ async fn a_third_turn_in_a_minute_is_refused_before_it_streams() {
 }
 
 #[tokio::test]
-async fn a_live_turn_over_the_limit_ends_with_the_error() {
-    let server = Server::with_config(
-        Config::from_yaml("limits: {turnsPerMinute: 1}").unwrap_or_else(|e| panic!("{e}")),
-    )
-    .await;
+async fn a_live_turn_over_the_limit_ends_with_the_error() -> anyhow::Result<()> {
+    let server = Server::with_config(Config::from_yaml("limits: {turnsPerMinute: 1}")?).await;
     let mut socket = connect(&server).await;
     send(&mut socket, turn("r1", &says("c1", "hello"))).await;
     send(&mut socket, turn("r2", &says("c2", "hello"))).await;
@@ -115,6 +112,7 @@ async fn a_live_turn_over_the_limit_ends_with_the_error() {
         }
     };
     assert_eq!(error["errorText"], TURNS);
+    Ok(())
 }
 
 #[tokio::test]
@@ -200,9 +198,7 @@ mod shared {
         let prefix = format!("test-{}:", uuid::Uuid::new_v4().simple());
         let mut servers = Vec::new();
         for _ in 0..2 {
-            let store = Store::redis(&url, &prefix)
-                .await
-                .unwrap_or_else(|e| panic!("{e}"));
+            let store = Store::redis(&url, &prefix).await.must();
             servers.push(Server::with(config(yaml), move |app| app.with_store(store)).await);
         }
         let b = servers.pop().unwrap_or_else(|| panic!("no server"));

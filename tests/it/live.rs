@@ -6,20 +6,19 @@ use crate::common;
 
 use std::time::Duration;
 
-use common::ws::{connect, held, lines, next, says, send, turn, until, until_end};
+use common::ws::{
+    asking, connect, held, lines, next, says, send, turn, until, until_end, whole_turn,
+};
 use common::{Server, fixture};
 use futures::SinkExt;
 use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
-use toolgate::Config;
 
 #[tokio::test]
 async fn a_text_turn_is_start_chunks_end() {
     let server = Server::start().await;
     let mut socket = connect(&server).await;
-    send(&mut socket, turn("r1", &says("chat-text", "hello there"))).await;
-    let mut frames = Vec::new();
-    until_end(&mut socket, &mut frames, "r1").await;
+    let frames = whole_turn(&mut socket, "r1", &says("chat-text", "hello there")).await;
     assert_sse!("live_text_only", lines(&frames));
 }
 
@@ -29,22 +28,15 @@ async fn a_text_turn_is_start_chunks_end() {
 async fn the_stock_flow_asks_then_the_next_send_answers() {
     let server = Server::start().await;
     let mut socket = connect(&server).await;
-    send(
+    let frames = whole_turn(
         &mut socket,
-        turn("r1", &says("chat-pay", "Send 50 USD to Hanako")),
+        "r1",
+        &says("chat-pay", "Send 50 USD to Hanako"),
     )
     .await;
-    let mut frames = Vec::new();
-    until_end(&mut socket, &mut frames, "r1").await;
     assert!(lines(&frames).contains(r#""finishReason":"tool-calls""#));
     assert_eq!(server.payments(), 0);
-    send(
-        &mut socket,
-        turn("r2", &fixture("pay_hanako_approved.json")),
-    )
-    .await;
-    let mut second = Vec::new();
-    until_end(&mut socket, &mut second, "r2").await;
+    let second = whole_turn(&mut socket, "r2", &fixture("pay_hanako_approved.json")).await;
     assert_eq!(server.payments(), 1);
     assert_sse!("live_stock_approved", lines(&second));
 }
@@ -52,14 +44,7 @@ async fn the_stock_flow_asks_then_the_next_send_answers() {
 #[tokio::test]
 async fn a_confirm_frame_continues_the_same_request() {
     let server = Server::start().await;
-    let mut socket = connect(&server).await;
-    send(
-        &mut socket,
-        turn("r1", &held("chat-hold", "Send 50 USD to Hanako")),
-    )
-    .await;
-    let mut frames = Vec::new();
-    until(&mut socket, &mut frames, "originalFunctionCall").await;
+    let (mut socket, mut frames) = asking(&server, "chat-hold").await;
     send(
         &mut socket,
         json!({"type": "confirm", "confirmationId": "adk-3", "confirmed": true, "requestId": "r1"}),
@@ -73,14 +58,7 @@ async fn a_confirm_frame_continues_the_same_request() {
 #[tokio::test]
 async fn an_approval_through_the_api_reaches_the_waiting_socket() {
     let server = Server::start().await;
-    let mut socket = connect(&server).await;
-    send(
-        &mut socket,
-        turn("r1", &held("chat-hold", "Send 50 USD to Hanako")),
-    )
-    .await;
-    let mut frames = Vec::new();
-    until(&mut socket, &mut frames, "originalFunctionCall").await;
+    let (mut socket, mut frames) = asking(&server, "chat-hold").await;
     let decided = server
         .post(
             "/api/confirmations/adk-3",
@@ -94,18 +72,15 @@ async fn an_approval_through_the_api_reaches_the_waiting_socket() {
 }
 
 #[tokio::test]
-async fn nobody_deciding_in_time_expires_on_the_socket() {
-    let config =
-        Config::from_yaml("toolConfirmation:\n  timeout: 300\n").unwrap_or_else(|e| panic!("{e}"));
-    let server = Server::with_config(config).await;
+async fn nobody_deciding_in_time_expires_on_the_socket() -> anyhow::Result<()> {
+    let server = Server::from_yaml("toolConfirmation:\n  timeout: 300\n").await;
     let mut socket = connect(&server).await;
-    send(
+    let frames = whole_turn(
         &mut socket,
-        turn("r1", &held("chat-late", "Send 50 USD to Hanako")),
+        "r1",
+        &held("chat-late", "Send 50 USD to Hanako"),
     )
     .await;
-    let mut frames = Vec::new();
-    until_end(&mut socket, &mut frames, "r1").await;
     let all = lines(&frames);
     assert!(
         all.contains("expired without an answer; nobody approved or denied it."),
@@ -114,6 +89,7 @@ async fn nobody_deciding_in_time_expires_on_the_socket() {
     assert!(!all.contains("User denied execution"), "{all}");
     assert!(all.contains(r#""finishReason":"stop""#), "{all}");
     assert_eq!(server.payments(), 0);
+    Ok(())
 }
 
 /// A dropped socket with a question open: a new socket's `resume` replays
@@ -121,14 +97,7 @@ async fn nobody_deciding_in_time_expires_on_the_socket() {
 #[tokio::test]
 async fn a_reconnect_resumes_the_held_turn() {
     let server = Server::start().await;
-    let mut first = connect(&server).await;
-    send(
-        &mut first,
-        turn("r1", &held("chat-back", "Send 50 USD to Hanako")),
-    )
-    .await;
-    let mut before = Vec::new();
-    until(&mut first, &mut before, "originalFunctionCall").await;
+    let (first, before) = asking(&server, "chat-back").await;
     drop(first);
     // Time for the server to see the socket go, and wrongly end the held
     // turn if it would: what must not happen has no event to wait for.
@@ -176,13 +145,10 @@ async fn a_resume_with_nothing_in_flight_is_no_active() {
 }
 
 #[tokio::test]
-async fn bad_frames_get_error_frames_and_the_socket_stays() {
+async fn bad_frames_get_error_frames_and_the_socket_stays() -> anyhow::Result<()> {
     let server = Server::start().await;
     let mut socket = connect(&server).await;
-    socket
-        .send(Message::Text("not json".into()))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    socket.send(Message::Text("not json".into())).await?;
     let frame = next(&mut socket).await;
     assert_eq!(frame["type"], "error");
     assert!(
@@ -198,10 +164,7 @@ async fn bad_frames_get_error_frames_and_the_socket_stays() {
         (json!("error"), json!("r0"))
     );
 
-    socket
-        .send(Message::Binary(vec![1, 2, 3].into()))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    socket.send(Message::Binary(vec![1, 2, 3].into())).await?;
     assert_eq!(next(&mut socket).await["type"], "error");
 
     let mut bad = turn("r1", &says("chat-bad", "hi"));
@@ -223,17 +186,14 @@ async fn bad_frames_get_error_frames_and_the_socket_stays() {
     assert_eq!(frame["errorText"], "no confirmation `nope`");
 
     // Still serving.
-    send(&mut socket, turn("r2", &says("chat-ok", "hello"))).await;
-    let mut frames = Vec::new();
-    until_end(&mut socket, &mut frames, "r2").await;
+    let frames = whole_turn(&mut socket, "r2", &says("chat-ok", "hello")).await;
     assert_eq!(frames.last().map(|f| f["type"].clone()), Some(json!("end")));
+    Ok(())
 }
 
 #[tokio::test]
-async fn too_many_frames_are_refused_one_by_one() {
-    let config =
-        Config::from_yaml("stream:\n  liveFramesPerSec: 2\n").unwrap_or_else(|e| panic!("{e}"));
-    let server = Server::with_config(config).await;
+async fn too_many_frames_are_refused_one_by_one() -> anyhow::Result<()> {
+    let server = Server::from_yaml("stream:\n  liveFramesPerSec: 2\n").await;
     let mut socket = connect(&server).await;
     for n in 0..3 {
         send(&mut socket, json!({"type": "resume", "requestId": format!("r{n}"), "id": "c", "headers": {}, "body": {}})).await;
@@ -245,13 +205,12 @@ async fn too_many_frames_are_refused_one_by_one() {
     ];
     let refused = replies.iter().filter(|f| f["type"] == "error").count();
     assert_eq!(refused, 1, "{replies:?}");
+    Ok(())
 }
 
 #[tokio::test]
-async fn an_idle_socket_is_told_and_closed() {
-    let config =
-        Config::from_yaml("stream:\n  liveIdleSecs: 1\n").unwrap_or_else(|e| panic!("{e}"));
-    let server = Server::with_config(config).await;
+async fn an_idle_socket_is_told_and_closed() -> anyhow::Result<()> {
+    let server = Server::from_yaml("stream:\n  liveIdleSecs: 1\n").await;
     let mut socket = connect(&server).await;
     let frame = next(&mut socket).await;
     assert_eq!(frame["type"], "error");
@@ -260,13 +219,12 @@ async fn an_idle_socket_is_told_and_closed() {
             .as_str()
             .is_some_and(|t| t.contains("idle"))
     );
+    Ok(())
 }
 
 #[tokio::test]
-async fn a_frame_over_the_size_limit_is_named_before_the_close() {
-    let config =
-        Config::from_yaml("stream:\n  maxBodyBytes: 2000\n").unwrap_or_else(|e| panic!("{e}"));
-    let server = Server::with_config(config).await;
+async fn a_frame_over_the_size_limit_is_named_before_the_close() -> anyhow::Result<()> {
+    let server = Server::from_yaml("stream:\n  maxBodyBytes: 2000\n").await;
     let mut socket = connect(&server).await;
     let big = says("chat-big", &"x".repeat(5000));
     let _ = socket
@@ -280,14 +238,13 @@ async fn a_frame_over_the_size_limit_is_named_before_the_close() {
             .is_some_and(|t| t.contains("closing the socket")),
         "{frame}"
     );
+    Ok(())
 }
 
 /// A server with one API key, `alice-key`, and `extra` config.
 async fn keyed(extra: &str) -> Server {
-    use sha2::Digest;
-    let hash = hex::encode(sha2::Sha256::digest(b"alice-key"));
-    let yaml = format!("auth:\n  apiKeys:\n    - {{principal: alice, sha256: '{hash}'}}\n{extra}");
-    Server::with_config(Config::from_yaml(&yaml).unwrap_or_else(|e| panic!("{e}"))).await
+    let keys = common::api_keys(&[("alice", "alice-key")]);
+    Server::from_yaml(&format!("{keys}{extra}")).await
 }
 
 /// A `resume` frame, with the key or without.
@@ -380,7 +337,7 @@ async fn a_keyless_socket_is_closed_at_its_deadline_though_it_keeps_talking() {
 /// key closes the socket unread (the old server parsed 2.4 MB of it);
 /// once a key was named, frames up to `stream.maxBodyBytes` are read.
 #[tokio::test]
-async fn a_big_frame_before_a_key_closes_the_socket_unparsed() {
+async fn a_big_frame_before_a_key_closes_the_socket_unparsed() -> anyhow::Result<()> {
     let server = keyed("").await;
     let big = format!(
         "{{\"type\":\"resume\",\"padding\":\"{}\"}}",
@@ -406,10 +363,7 @@ async fn a_big_frame_before_a_key_closes_the_socket_unparsed() {
         "{{\"type\":\"resume\",\"padding\":\"{}\"}}",
         "x".repeat(100_000)
     );
-    keyed
-        .send(Message::Text(padded.into()))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    keyed.send(Message::Text(padded.into())).await?;
     let frame = next(&mut keyed).await;
     assert!(
         frame["errorText"]
@@ -417,6 +371,7 @@ async fn a_big_frame_before_a_key_closes_the_socket_unparsed() {
             .is_some_and(|t| t.starts_with("not a frame of this protocol")),
         "read and answered: {frame}"
     );
+    Ok(())
 }
 
 /// With `maxConnections: 8`, eight sockets that never name a key held

@@ -4,6 +4,8 @@
 //! ping/pong, interrupt, refused frames, and bad frames closing with 1002.
 
 use crate::common;
+use crate::common::Must;
+use crate::common::from_json;
 
 use std::time::Duration;
 
@@ -11,7 +13,6 @@ use common::ws::{Socket, connect};
 use common::{Server, fixture, user_says};
 use futures::{SinkExt, StreamExt};
 use serde_json::{Value, json};
-use sha2::Digest;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use toolgate::Config;
@@ -22,7 +23,7 @@ const SEED: &str = "live: {dialect: adk-stream-protocol}\n";
 const NATIVE: &str = "live: {dialect: adk-stream-protocol}\ntoolConfirmation: {protocol: ai-sdk}\n";
 
 async fn server(yaml: &str) -> Server {
-    Server::with_config(Config::from_yaml(yaml).unwrap_or_else(|e| panic!("{e}"))).await
+    Server::with_config(Config::from_yaml(yaml).must()).await
 }
 
 /// The seed's `message` frame for a `useChat` body (flat, as it sends now).
@@ -42,10 +43,7 @@ async fn send(socket: &mut Socket, frame: &Value) {
 }
 
 async fn send_text(socket: &mut Socket, text: &str) {
-    socket
-        .send(Message::Text(text.into()))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    socket.send(Message::Text(text.into())).await.must();
 }
 
 /// The next text frame, as sent.
@@ -75,7 +73,7 @@ async fn turn(socket: &mut Socket) -> Vec<String> {
                 .strip_prefix("data: ")
                 .and_then(|f| f.strip_suffix("\n\n"))
                 .unwrap_or_else(|| panic!("not one SSE event: {frame:?}"));
-            serde_json::from_str::<Value>(json).unwrap_or_else(|e| panic!("{e}: {frame:?}"));
+            from_json::<Value>(json);
         }
         frames.push(frame);
         if done {
@@ -234,7 +232,7 @@ async fn an_interrupt_ends_the_turn_in_flight() {
 }
 
 #[tokio::test]
-async fn a_frame_not_of_the_dialect_closes_the_socket_with_1002() {
+async fn a_frame_not_of_the_dialect_closes_the_socket_with_1002() -> anyhow::Result<()> {
     let server = server(SEED).await;
     let bad = [
         ("not json", "frame is not JSON"),
@@ -264,14 +262,12 @@ async fn a_frame_not_of_the_dialect_closes_the_socket_with_1002() {
         assert_eq!(closed(&mut socket).await, (1002, reason.into()), "{frame}");
     }
     let mut socket = connect(&server).await;
-    socket
-        .send(Message::Binary(vec![1, 2, 3].into()))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    socket.send(Message::Binary(vec![1, 2, 3].into())).await?;
     assert_eq!(
         closed(&mut socket).await,
         (1003, "binary frames are not taken".into())
     );
+    Ok(())
 }
 
 /// The app's older frame, `{type, version, data: {messages}}`, names no
@@ -385,9 +381,8 @@ async fn a_message_over_the_frame_budget_is_a_turn_that_says_so() {
 
 /// The seed sends no key in its frames: with API keys, the upgrade needs one.
 #[tokio::test]
-async fn with_api_keys_the_upgrade_carries_the_key() {
-    let hashed = hex::encode(sha2::Sha256::digest(b"alice-key"));
-    let yaml = format!("{SEED}auth:\n  apiKeys:\n    - {{principal: alice, sha256: '{hashed}'}}\n");
+async fn with_api_keys_the_upgrade_carries_the_key() -> anyhow::Result<()> {
+    let yaml = format!("{SEED}{}", common::api_keys(&[("alice", "alice-key")]));
     let server = server(&yaml).await;
     let url = format!("{}/live", server.url.replacen("http", "ws", 1));
     let refused = tokio_tungstenite::connect_async(url.as_str()).await;
@@ -398,15 +393,10 @@ async fn with_api_keys_the_upgrade_carries_the_key() {
         ),
         "{refused:?}"
     );
-    let mut request = url
-        .as_str()
-        .into_client_request()
-        .unwrap_or_else(|e| panic!("{e}"));
-    let key = "Bearer alice-key".parse().unwrap_or_else(|e| panic!("{e}"));
+    let mut request = url.as_str().into_client_request()?;
+    let key = "Bearer alice-key".parse()?;
     request.headers_mut().insert("authorization", key);
-    let (mut socket, _) = tokio_tungstenite::connect_async(request)
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let (mut socket, _) = tokio_tungstenite::connect_async(request).await?;
     send(&mut socket, &message(&user_says("chat-key", "hello"))).await;
     let frames = turn(&mut socket).await;
     assert_eq!(
@@ -414,4 +404,5 @@ async fn with_api_keys_the_upgrade_carries_the_key() {
         Some("finish"),
         "{frames:?}"
     );
+    Ok(())
 }

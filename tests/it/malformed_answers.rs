@@ -6,7 +6,7 @@
 use crate::common;
 
 use common::ws::{connect, next, send};
-use common::{Server, approval, transaction, user_says};
+use common::{Server, approval, transaction};
 use serde_json::{Value, json};
 
 /// The answer keys every carrier refuses.
@@ -32,9 +32,7 @@ fn with(mut answer: Value, keys: &Value) -> Value {
 #[tokio::test]
 async fn the_same_malformed_answer_is_refused_on_stream_live_and_the_api() {
     let server = Server::start().await;
-    let first = server
-        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
-        .await;
+    let first = server.says("chat-pay", "Send 50 USD to Hanako").await;
     let good = approval("chat-pay", &first);
     let id = first.of_type("tool-input-available")[0]["toolCallId"]
         .as_str()
@@ -77,12 +75,7 @@ async fn the_same_malformed_answer_is_refused_on_stream_live_and_the_api() {
     let mut body = good.clone();
     body["id"] = json!(long);
     assert_eq!(server.chat(&body).await.status, 400);
-    let reply = server
-        .post(
-            &format!("/api/confirmations/{long}"),
-            r#"{"approved": true}"#,
-        )
-        .await;
+    let reply = server.approve(&long).await;
     assert_eq!(reply.status, 400, "{}", reply.body);
     assert!(!reply.body.contains(&long), "{}", reply.body);
     let mut socket = connect(&server).await;

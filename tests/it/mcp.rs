@@ -4,6 +4,8 @@
 //! cancellation, restarts, and servers that never come up.
 
 use crate::common;
+use crate::common::Must;
+use crate::common::from_json;
 #[allow(dead_code)]
 #[path = "../fixtures/mcp/server.rs"]
 mod fixture;
@@ -28,7 +30,7 @@ struct Journal {
 impl Journal {
     fn new() -> Self {
         Self {
-            dir: tempfile::tempdir().unwrap_or_else(|e| panic!("{e}")),
+            dir: tempfile::tempdir().must(),
         }
     }
 
@@ -72,13 +74,8 @@ async fn http_fixture(journal: &Path) -> String {
         StreamableHttpServerConfig::default(),
     );
     let app = axum::Router::new().nest_service("/mcp", service);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    let url = format!(
-        "http://{}/mcp",
-        listener.local_addr().unwrap_or_else(|e| panic!("{e}"))
-    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.must();
+    let url = format!("http://{}/mcp", listener.local_addr().must());
     // A test's server: it lives as long as the test's runtime.
     #[allow(clippy::disallowed_methods)]
     tokio::spawn(async move { axum::serve(listener, app).await });
@@ -86,13 +83,15 @@ async fn http_fixture(journal: &Path) -> String {
 }
 
 async fn serve(yaml: &str) -> Server {
-    let config = Config::from_yaml(yaml).unwrap_or_else(|e| panic!("{e}\n{yaml}"));
+    let config = Config::from_yaml(yaml)
+        .map_err(|e| format!("{e}\n{yaml}"))
+        .must();
     Server::with(config, |app| app.with_provider(Calls)).await
 }
 
 async fn inventory(server: &Server) -> Value {
     let reply = server.get("/api/tools").await;
-    serde_json::from_str(&reply.body).unwrap_or_else(|e| panic!("{e}: {}", reply.body))
+    from_json(&reply.body)
 }
 
 fn state_of(inventory: &Value, server: &str) -> Value {
@@ -156,14 +155,6 @@ fn tool<'a>(inventory: &'a Value, qualified: &str) -> Option<&'a Value> {
         .as_array()?
         .iter()
         .find(|t| t["qualifiedName"] == qualified)
-}
-
-fn errors(reply: &common::Reply) -> Vec<String> {
-    reply
-        .of_type("tool-output-error")
-        .iter()
-        .map(|c| c["errorText"].as_str().unwrap_or("").to_owned())
-        .collect()
 }
 
 fn outputs(reply: &common::Reply) -> Vec<Value> {
@@ -239,31 +230,13 @@ async fn a_destructive_call_asks_and_runs_once_when_approved() {
     let server = serve(&stdio_server(&journal.path(), "    allowReadOnly: true\n")).await;
     available(&server, "notes").await;
     let text = r#"mcp--notes--delete_note {"path": "a.txt"}"#;
-    let first = server.chat(&user_says("chat-d", text)).await;
-    let ask = first.of_type("tool-input-available");
+    let first = server.says("chat-d", text).await;
     assert_eq!(
-        ask[0]["toolName"],
-        common::confirmation_name(),
-        "{}",
-        first.body
-    );
-    assert_eq!(
-        ask[0]["input"]["originalFunctionCall"]["name"],
+        common::asked_call(&first)["name"],
         "mcp--notes--delete_note"
     );
     assert_eq!(journal.count("call"), 0, "ran before the approval");
-    let message_id = first.of_type("start")[0]["messageId"].clone();
-    let approve = json!({
-        "id": "chat-d", "messageId": message_id,
-        "messages": [
-            {"id": "u1", "role": "user", "parts": [{"type": "text", "text": text}]},
-            {"id": message_id, "role": "assistant", "parts": [
-                {"type": "step-start"},
-                {"type": "tool-adk_request_confirmation", "toolCallId": ask[0]["toolCallId"], "state": "output-available",
-                 "input": ask[0]["input"], "output": {"confirmed": true}}
-            ]}
-        ]
-    });
+    let approve = common::approval_of("chat-d", text, &first);
     let second = server.chat(&approve).await;
     assert_eq!(
         outputs(&second),
@@ -299,7 +272,7 @@ async fn over_http_a_read_only_tool_runs_unasked_only_when_allowed_and_no_rule_s
     .await;
     let tools = available(&allowed, "web").await;
     assert_eq!(state_of(&tools, "web")["transport"], "http");
-    let reply = allowed.chat(&user_says("chat-r", text)).await;
+    let reply = allowed.says("chat-r", text).await;
     assert_eq!(
         outputs(&reply),
         [json!({"path": "todo", "text": "buy milk"})],
@@ -310,7 +283,7 @@ async fn over_http_a_read_only_tool_runs_unasked_only_when_allowed_and_no_rule_s
 
     let asked = serve(&format!("mcpServers:\n  web:\n    url: {url}\n")).await;
     available(&asked, "web").await;
-    let reply = asked.chat(&user_says("chat-r", text)).await;
+    let reply = asked.says("chat-r", text).await;
     assert_eq!(
         reply.of_type("tool-input-available")[0]["toolName"],
         common::confirmation_name(),
@@ -323,9 +296,9 @@ async fn over_http_a_read_only_tool_runs_unasked_only_when_allowed_and_no_rule_s
     ))
     .await;
     available(&denied, "web").await;
-    let reply = denied.chat(&user_says("chat-r", text)).await;
+    let reply = denied.says("chat-r", text).await;
     assert_eq!(
-        errors(&reply),
+        reply.error_texts(),
         ["denied by policy: alwaysDeny mcp--web--read_*"]
     );
     assert_eq!(journal.count("call read_note"), 1);
@@ -337,15 +310,20 @@ async fn an_error_result_and_a_protocol_error_are_tool_output_errors() {
     let server = both_allowed(&journal).await;
     for name in ["notes", "web"] {
         let reply = server
-            .chat(&user_says("chat-e", &format!("mcp--{name}--fail {{}}")))
-            .await;
-        assert_eq!(errors(&reply), ["the disk is on fire"], "{}", reply.body);
-        assert_eq!(reply.text(), "the disk is on fire");
-        let reply = server
-            .chat(&user_says("chat-e", &format!("mcp--{name}--broken {{}}")))
+            .says("chat-e", &format!("mcp--{name}--fail {{}}"))
             .await;
         assert_eq!(
-            errors(&reply),
+            reply.error_texts(),
+            ["the disk is on fire"],
+            "{}",
+            reply.body
+        );
+        assert_eq!(reply.text(), "the disk is on fire");
+        let reply = server
+            .says("chat-e", &format!("mcp--{name}--broken {{}}"))
+            .await;
+        assert_eq!(
+            reply.error_texts(),
             ["MCP error -32602: no such note"],
             "{}",
             reply.body
@@ -394,11 +372,9 @@ async fn a_client_that_goes_away_cancels_the_call_on_the_server() {
 async fn a_server_that_crashes_is_shown_unavailable_and_restarted() {
     let journal = Journal::new();
     let server = notes_allowed(&journal, "").await;
-    let reply = server
-        .chat(&user_says("chat-x", "mcp--notes--crash {}"))
-        .await;
+    let reply = server.says("chat-x", "mcp--notes--crash {}").await;
     assert_eq!(
-        errors(&reply),
+        reply.error_texts(),
         ["MCP server `notes` is not connected"],
         "{}",
         reply.body
@@ -416,19 +392,16 @@ async fn a_server_that_crashes_is_shown_unavailable_and_restarted() {
     assert_eq!(tool(&down, "mcp--notes--read_note"), None);
     // Meanwhile a call to its tool is refused, and the turn goes on.
     let reply = server
-        .chat(&user_says(
-            "chat-x",
-            r#"mcp--notes--read_note {"path": "a"}"#,
-        ))
+        .says("chat-x", r#"mcp--notes--read_note {"path": "a"}"#)
         .await;
-    assert_eq!(errors(&reply), ["unknown tool `mcp--notes--read_note`"]);
+    assert_eq!(
+        reply.error_texts(),
+        ["unknown tool `mcp--notes--read_note`"]
+    );
     let up = available(&server, "notes").await;
     assert!(tool(&up, "mcp--notes--read_note").is_some());
     let reply = server
-        .chat(&user_says(
-            "chat-x",
-            r#"mcp--notes--read_note {"path": "a"}"#,
-        ))
+        .says("chat-x", r#"mcp--notes--read_note {"path": "a"}"#)
         .await;
     assert_eq!(outputs(&reply), [json!({"path": "a", "text": "buy milk"})]);
 }
@@ -444,7 +417,7 @@ async fn servers_that_fail_to_start_or_hang_block_neither_start_up_nor_other_too
     let server = serve(&yaml).await;
     // Serving at once: the built-in tools work before any MCP server is up.
     let reply = server
-        .chat(&user_says("chat-s", r#"get_weather {"city": "Oslo"}"#))
+        .says("chat-s", r#"get_weather {"city": "Oslo"}"#)
         .await;
     assert_eq!(outputs(&reply).len(), 1, "{}", reply.body);
     assert!(
@@ -489,14 +462,10 @@ async fn a_tool_list_change_is_picked_up() {
     let server = notes_allowed(&journal, "").await;
     let before = available(&server, "notes").await;
     assert_eq!(tool(&before, "mcp--notes--extra"), None);
-    let reply = server
-        .chat(&user_says("chat-g", "mcp--notes--grow {}"))
-        .await;
+    let reply = server.says("chat-g", "mcp--notes--grow {}").await;
     assert_eq!(outputs(&reply), [json!("grown")], "{}", reply.body);
     until(&server, "grown", |i| tool(i, "mcp--notes--extra").is_some()).await;
-    let reply = server
-        .chat(&user_says("chat-g", "mcp--notes--extra {}"))
-        .await;
+    let reply = server.says("chat-g", "mcp--notes--extra {}").await;
     assert_eq!(outputs(&reply), [json!("extra ran")], "{}", reply.body);
 }
 
@@ -525,19 +494,18 @@ fn bad_servers_are_config_errors() {
 }
 
 #[test]
-fn the_cli_lists_mcp_tools_and_server_states() {
+fn the_cli_lists_mcp_tools_and_server_states() -> anyhow::Result<()> {
     let journal = Journal::new();
     let config = journal.dir.path().join("toolgate.yaml");
     let yaml = format!(
         "{}    allowReadOnly: true\n  gone:\n    command: /nonexistent/mcp-server\n",
         stdio_server(&journal.path(), "")
     );
-    std::fs::write(&config, yaml).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&config, yaml)?;
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
         .args(["tools", "--config"])
         .arg(&config)
-        .output()
-        .unwrap_or_else(|e| panic!("{e}"));
+        .output()?;
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "{stdout}");
     assert!(
@@ -558,6 +526,7 @@ fn the_cli_lists_mcp_tools_and_server_states() {
         ),
         "{stdout}"
     );
+    Ok(())
 }
 
 #[tokio::test]
@@ -565,10 +534,10 @@ async fn a_call_that_hangs_times_out_and_is_cancelled_on_the_server() {
     let journal = Journal::new();
     let server = notes_allowed(&journal, "    timeoutMs: 300\n").await;
     let reply = server
-        .chat(&user_says("chat-t", r#"mcp--notes--slow {"ms": 20000}"#))
+        .says("chat-t", r#"mcp--notes--slow {"ms": 20000}"#)
         .await;
     assert_eq!(
-        errors(&reply),
+        reply.error_texts(),
         ["tool call timed out after 300 ms"],
         "{}",
         reply.body
@@ -584,7 +553,7 @@ async fn a_call_that_hangs_times_out_and_is_cancelled_on_the_server() {
 }
 
 #[tokio::test]
-async fn a_secret_in_the_url_shows_nowhere() {
+async fn a_secret_in_the_url_shows_nowhere() -> anyhow::Result<()> {
     let yaml = "mcpServers:\n  closed:\n    url: 'http://user:PASSWORD1@127.0.0.1:1/mcp?token=SUPERSECRET'\n    connectTimeoutMs: 2000\n";
     let server = serve(yaml).await;
     let down = until(&server, "unavailable", |i| {
@@ -602,14 +571,12 @@ async fn a_secret_in_the_url_shows_nowhere() {
     assert!(reason.starts_with("initialize failed"), "{reason}");
     // The log (at debug) and the CLI say no more.
     let journal = Journal::new();
-    let config = journal.dir.path().join("toolgate.yaml");
-    std::fs::write(&config, yaml).unwrap_or_else(|e| panic!("{e}"));
+    let config = common::config_file(journal.dir.path(), yaml);
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
         .args(["tools", "--config"])
         .arg(&config)
         .env("RUST_LOG", "toolgate=debug")
-        .output()
-        .unwrap_or_else(|e| panic!("{e}"));
+        .output()?;
     let all = format!(
         "{}{}",
         String::from_utf8_lossy(&output.stdout),
@@ -622,6 +589,7 @@ async fn a_secret_in_the_url_shows_nowhere() {
     for secret in ["SUPERSECRET", "PASSWORD1"] {
         assert!(!all.contains(secret), "{all}");
     }
+    Ok(())
 }
 
 #[tokio::test]
@@ -629,12 +597,9 @@ async fn a_huge_error_message_is_cut() {
     let journal = Journal::new();
     let server = notes_allowed(&journal, "").await;
     let reply = server
-        .chat(&user_says(
-            "chat-h",
-            r#"mcp--notes--broken {"repeat": 100000}"#,
-        ))
+        .says("chat-h", r#"mcp--notes--broken {"repeat": 100000}"#)
         .await;
-    let errors = errors(&reply);
+    let errors = reply.error_texts();
     assert_eq!(errors.len(), 1, "{}", reply.body.len());
     assert!(
         errors[0].starts_with("MCP error -32602: no such note no such note"),
@@ -651,10 +616,7 @@ async fn a_storm_of_list_changes_is_one_relist_a_second() {
     let server = notes_allowed(&journal, "").await;
     assert_eq!(journal.count("list"), 1);
     let reply = server
-        .chat(&user_says(
-            "chat-storm",
-            r#"mcp--notes--grow {"times": 50}"#,
-        ))
+        .says("chat-storm", r#"mcp--notes--grow {"times": 50}"#)
         .await;
     assert_eq!(outputs(&reply), [json!("grown")], "{}", reply.body);
     until(&server, "grown", |i| tool(i, "mcp--notes--extra").is_some()).await;
@@ -674,7 +636,7 @@ async fn arguments_that_do_not_fit_the_input_schema_never_reach_the_server() {
     let server = both_allowed(&journal).await;
     for name in ["notes", "web"] {
         let text = format!(r#"mcp--{name}--delete_note {{"path": ["/etc/passwd"]}}"#);
-        let reply = server.chat(&user_says("chat-s", &text)).await;
+        let reply = server.says("chat-s", &text).await;
         let errors = reply.of_type("tool-input-error");
         assert!(
             errors

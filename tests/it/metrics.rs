@@ -8,9 +8,8 @@ use serde_json::{Value, json};
 
 use crate::common;
 
-use common::{Server, approval, user_says};
+use common::{Server, approval};
 use toolgate::Config;
-use toolgate::store::Store;
 
 const PAY: &str = "internal--process_payment";
 
@@ -32,7 +31,7 @@ async fn scrape(server: &Server) -> String {
 
 /// Asks to pay in `chat` and returns the answer that approves it.
 async fn ask(server: &Server, chat: &str) -> Value {
-    let first = server.chat(&user_says(chat, "Send 50 USD to Hanako")).await;
+    let first = server.says(chat, "Send 50 USD to Hanako").await;
     assert_eq!(
         first.of_type("tool-input-available").len(),
         1,
@@ -54,7 +53,7 @@ async fn known_flows_are_counted_exactly() {
     let server = Server::start().await;
 
     // A text turn.
-    let text = server.chat(&user_says("chat-text", "Hello")).await;
+    let text = server.says("chat-text", "Hello").await;
     assert_eq!(text.status, 200);
 
     // Asked and approved: the payment runs.
@@ -152,14 +151,9 @@ async fn known_flows_are_counted_exactly() {
 }
 
 #[tokio::test]
-async fn metrics_need_a_key_when_keys_are_on_unless_public() {
-    use sha2::Digest;
-    let keyed = format!(
-        "auth:\n  apiKeys:\n    - {{principal: alice, sha256: '{}'}}\n",
-        hex::encode(sha2::Sha256::digest(b"k1"))
-    );
-    let server =
-        Server::with_config(Config::from_yaml(&keyed).unwrap_or_else(|e| panic!("{e}"))).await;
+async fn metrics_need_a_key_when_keys_are_on_unless_public() -> anyhow::Result<()> {
+    let keyed = common::api_keys(&[("alice", "k1")]);
+    let server = Server::from_yaml(&keyed).await;
     assert_eq!(server.get("/metrics").await.status, 401);
     let reply = server
         .get_with("/metrics", &[("authorization", "Bearer k1")])
@@ -167,30 +161,27 @@ async fn metrics_need_a_key_when_keys_are_on_unless_public() {
     assert_eq!(reply.status, 200, "{}", reply.body);
 
     let public = format!("{keyed}metrics:\n  public: true\n");
-    let server =
-        Server::with_config(Config::from_yaml(&public).unwrap_or_else(|e| panic!("{e}"))).await;
+    let server = Server::with_config(Config::from_yaml(&public)?).await;
     assert_eq!(server.get("/metrics").await.status, 200);
 
     let off = "metrics:\n  enabled: false\n";
-    let server =
-        Server::with_config(Config::from_yaml(off).unwrap_or_else(|e| panic!("{e}"))).await;
+    let server = Server::with_config(Config::from_yaml(off)?).await;
     assert_eq!(server.get("/metrics").await.status, 404);
+    Ok(())
 }
 
 #[tokio::test]
-async fn live_and_ready_until_the_store_fails() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+async fn live_and_ready_until_the_store_fails() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
     let path = dir.path().join("toolgate.sqlite3");
-    let store = Store::sqlite(&path).unwrap_or_else(|e| panic!("{e}"));
-    let server = Server::with(Config::default(), |app| app.with_store(store)).await;
+    let server = Server::on_sqlite(&path).await;
     assert_eq!(server.get("/livez").await.status, 200);
     assert_eq!(server.get("/healthz").await.status, 200);
     let ready = server.get("/readyz").await;
     assert_eq!((ready.status, ready.body.as_str()), (200, "ok"));
 
-    let conn = rusqlite::Connection::open(&path).unwrap_or_else(|e| panic!("{e}"));
-    conn.execute_batch("DROP TABLE confirmations;")
-        .unwrap_or_else(|e| panic!("{e}"));
+    let conn = rusqlite::Connection::open(&path)?;
+    conn.execute_batch("DROP TABLE confirmations;")?;
 
     let ready = server.get("/readyz").await;
     assert_eq!(
@@ -208,19 +199,18 @@ async fn live_and_ready_until_the_store_fails() {
         )
     };
     assert_eq!((ping("ok"), ping("error")), (1.0, 1.0), "{text}");
+    Ok(())
 }
 
 /// `metrics.bind`: `/metrics` on a listener of its own, without a key,
 /// and no longer on the main port.
 #[tokio::test]
-async fn metrics_bind_serves_them_apart() {
-    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap_or_else(|e| panic!("{e}"));
-    let at = free.local_addr().unwrap_or_else(|e| panic!("{e}"));
+async fn metrics_bind_serves_them_apart() -> anyhow::Result<()> {
+    let free = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let at = free.local_addr()?;
     drop(free);
-    let config = Config::from_yaml(&format!("metrics: {{bind: '{at}'}}\n"))
-        .unwrap_or_else(|e| panic!("{e}"));
-    let server = Server::with_config(config).await;
-    server.chat(&user_says("c1", "hello there")).await;
+    let server = Server::from_yaml(&format!("metrics: {{bind: '{at}'}}\n")).await;
+    server.says("c1", "hello there").await;
     assert_eq!(
         server.get("/metrics").await.status,
         404,
@@ -243,21 +233,21 @@ async fn metrics_bind_serves_them_apart() {
         ) >= 1.0,
         "{scraped}"
     );
+    Ok(())
 }
 
 /// `metrics.bind` goes through the main port's guard and accept loop: a
 /// Host it does not serve is refused (a DNS-rebinding page read the
 /// metrics before), and a head that never ends is closed.
 #[tokio::test]
-async fn the_metrics_listener_has_the_guard_and_the_header_timeout() {
+async fn the_metrics_listener_has_the_guard_and_the_header_timeout() -> anyhow::Result<()> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap_or_else(|e| panic!("{e}"));
-    let at = free.local_addr().unwrap_or_else(|e| panic!("{e}"));
+    let free = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let at = free.local_addr()?;
     drop(free);
     let config = Config::from_yaml(&format!(
         "metrics: {{bind: '{at}'}}\nserver: {{headerReadSecs: 1}}\n"
-    ))
-    .unwrap_or_else(|e| panic!("{e}"));
+    ))?;
     let _server = Server::with_config(config).await;
     let url = format!("http://{at}");
     common::wait::until_ok("the metrics listener", || async {
@@ -275,37 +265,32 @@ async fn the_metrics_listener_has_the_guard_and_the_header_timeout() {
     let reply = common::raw::send(&url, "GET", "/metrics", &[], "").await;
     assert_eq!(reply.status, 200, "{}", reply.body);
 
-    let mut half_sent = tokio::net::TcpStream::connect(at)
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let mut half_sent = tokio::net::TcpStream::connect(at).await?;
     half_sent
         .write_all(b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nx-")
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+        .await?;
     let mut rest = Vec::new();
     let closed =
         tokio::time::timeout(Duration::from_secs(20), half_sent.read_to_end(&mut rest)).await;
     assert!(closed.is_ok(), "the half-sent head is still open");
+    Ok(())
 }
 
 /// A keyless server refuses to serve its metrics (which need no key there)
 /// on a non-loopback address, as it refuses `--bind`.
 #[test]
-fn metrics_bind_off_loopback_needs_api_keys() {
-    let state = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let config = state.path().join("toolgate.yaml");
-    std::fs::write(
-        &config,
+fn metrics_bind_off_loopback_needs_api_keys() -> anyhow::Result<()> {
+    let state = tempfile::tempdir()?;
+    let config = common::config_file(
+        state.path(),
         "store: {kind: memory}\nmetrics: {bind: '0.0.0.0:0'}\n",
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    );
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
         .args(["serve", "--bind", "127.0.0.1:0", "--config"])
         .arg(&config)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("{e}"));
+        .spawn()?;
     // The old server served on: it is stopped, and the test fails.
     let give_up = std::time::Instant::now() + Duration::from_secs(20);
     let exited = loop {
@@ -318,28 +303,29 @@ fn metrics_bind_off_loopback_needs_api_keys() {
     if exited.is_none() {
         let _ = child.kill();
     }
-    let output = child.wait_with_output().unwrap_or_else(|e| panic!("{e}"));
+    let output = child.wait_with_output()?;
     assert!(exited.is_some_and(|status| !status.success()), "it served");
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
         stderr.contains("refusing to serve metrics on 0.0.0.0:0 without API keys"),
         "{stderr}"
     );
+    Ok(())
 }
 
 /// A required MCP server that is not there keeps the instance unready.
 #[tokio::test]
-async fn a_required_mcp_server_down_is_not_ready() {
+async fn a_required_mcp_server_down_is_not_ready() -> anyhow::Result<()> {
     let yaml =
         "mcpServers:\n  gone:\n    command: /nonexistent/toolgate-mcp-server\n    required: true\n";
-    let config = Config::from_yaml(yaml).unwrap_or_else(|e| panic!("{e}"));
-    let server = Server::with_config(config).await;
+    let server = Server::from_yaml(yaml).await;
     assert_eq!(server.get("/livez").await.status, 200);
     let ready = server.get("/readyz").await;
     assert_eq!(
         (ready.status, ready.body.as_str()),
         (503, "a required MCP server is unavailable")
     );
+    Ok(())
 }
 
 /// Every store operation is counted once, by backend, operation and

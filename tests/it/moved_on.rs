@@ -7,7 +7,6 @@ use crate::common;
 
 use common::{Server, fixture, user_says};
 use serde_json::{Value, json};
-use toolgate::Config;
 
 /// The chat so far (ending with the open card), then the user's new message.
 fn moved_on(mut chat: Value, text: &str) -> Value {
@@ -59,9 +58,7 @@ async fn a_card_left_open_stays_answerable_and_its_outcome_comes_later(native: b
     assert!(open.body.contains(id), "still open: {}", open.body);
 
     // Decided elsewhere; the chat's next message brings the outcome.
-    let decided = server
-        .post(&format!("/api/confirmations/{id}"), r#"{"approved": true}"#)
-        .await;
+    let decided = server.approve(&id).await;
     assert_eq!(decided.status, 200, "{}", decided.body);
     assert_eq!(server.payments(), 1);
     let later = server.chat(&moved_on(open_card(native), "Thanks")).await;
@@ -99,15 +96,12 @@ async fn a_native_card_left_open_stays_answerable_and_its_outcome_comes_later() 
 }
 
 #[tokio::test]
-async fn on_new_message_cancel_closes_the_card() {
-    let config = Config::from_yaml(
+async fn on_new_message_cancel_closes_the_card() -> anyhow::Result<()> {
+    let server = Server::from_yaml(
         "toolConfirmation:\n  tools:\n    process_payment: {onNewMessage: cancel}\n",
     )
-    .unwrap_or_else(|e| panic!("{e}"));
-    let server = Server::with_config(config).await;
-    server
-        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
-        .await;
+    .await;
+    server.says("chat-pay", "Send 50 USD to Hanako").await;
     let reply = server
         .chat(&moved_on(
             open_card(false),
@@ -117,9 +111,7 @@ async fn on_new_message_cancel_closes_the_card() {
     let brought = outcomes(&reply);
     assert_eq!(brought.len(), 1, "{}", reply.body);
     assert_eq!(brought[0]["outcome"], json!({"kind": "cancelled"}));
-    let late = server
-        .post("/api/confirmations/adk-3", r#"{"approved": true}"#)
-        .await;
+    let late = server.approve("adk-3").await;
     assert_eq!(late.status, 409, "{}", late.body);
     assert!(late.body.contains("was cancelled"), "{}", late.body);
     assert_eq!(server.payments(), 0);
@@ -129,34 +121,24 @@ async fn on_new_message_cancel_closes_the_card() {
         "{}",
         audit.body
     );
+    Ok(())
 }
 
 /// On `/live`, a new message while a held turn waits is its own turn; the
 /// held one keeps waiting, and goes on once someone decides.
 #[tokio::test]
 async fn on_the_socket_a_new_message_does_not_end_the_held_turn() {
-    use common::ws::{connect, held, lines, send, turn, until, until_end};
+    use common::ws::{asking, lines, until_end, whole_turn};
     let server = Server::start().await;
-    let mut socket = connect(&server).await;
-    send(
-        &mut socket,
-        turn("r1", &held("chat-pay", "Send 50 USD to Hanako")),
-    )
-    .await;
-    let mut first = Vec::new();
-    until(&mut socket, &mut first, "originalFunctionCall").await;
+    let (mut socket, mut first) = asking(&server, "chat-pay").await;
     let mut next = moved_on(open_card(false), "What's the weather in Paris?");
     next["toolgate"] = json!({"flow": "hold"});
-    send(&mut socket, turn("r2", &next)).await;
-    let mut second = Vec::new();
-    until_end(&mut socket, &mut second, "r2").await;
+    let second = whole_turn(&mut socket, "r2", &next).await;
     let answered = lines(&second);
     assert!(answered.contains("Paris"), "{answered}");
     assert_eq!(server.payments(), 0);
 
-    let decided = server
-        .post("/api/confirmations/adk-3", r#"{"approved": true}"#)
-        .await;
+    let decided = server.approve("adk-3").await;
     assert_eq!(decided.status, 200, "{}", decided.body);
     until_end(&mut socket, &mut first, "r1").await;
     let held_turn = lines(&first);
@@ -191,9 +173,7 @@ async fn over_sse_a_new_message_does_not_end_the_held_turn() {
         .chat(&moved_on(open_card(false), "What's the weather in Paris?"))
         .await;
     assert!(weather.text().contains("Paris"), "{}", weather.body);
-    let decided = server
-        .post("/api/confirmations/adk-3", r#"{"approved": true}"#)
-        .await;
+    let decided = server.approve("adk-3").await;
     assert_eq!(decided.status, 200, "{}", decided.body);
     while let Some(Ok(piece)) = held.next().await {
         seen.push_str(&String::from_utf8_lossy(&piece));

@@ -23,22 +23,11 @@ async fn native_approval_requested() {
     assert_eq!(server.payments(), 0);
 }
 
-#[tokio::test]
-async fn native_approved() {
-    let server = Server::start().await;
-    server.chat(&ask("Send 50 USD to Hanako")).await;
-    let reply = server.chat(&fixture("native_approved.json")).await;
-    assert_sse!("native_approved", reply.body);
-    assert_eq!(server.payments(), 1);
-}
-
-#[tokio::test]
-async fn native_denied_with_reason() {
-    let server = Server::start().await;
-    server.chat(&ask("Send 50 USD to Hanako")).await;
-    let reply = server.chat(&fixture("native_denied.json")).await;
-    assert_sse!("native_denied", reply.body);
-    assert_eq!(server.payments(), 0);
+answer_snapshots! {
+    ask("Send 50 USD to Hanako");
+    native_approved: "native_approved.json" => "native_approved", 1;
+    native_denied_with_reason: "native_denied.json" => "native_denied", 0;
+    native_forged: "native_forged.json" => "native_forged", 0;
 }
 
 #[tokio::test]
@@ -51,15 +40,6 @@ async fn native_two_approvals() {
     let reply = server.chat(&fixture("native_two_answered.json")).await;
     assert_sse!("native_two_answered", reply.body);
     assert_eq!(server.payments(), 1);
-}
-
-#[tokio::test]
-async fn native_forged() {
-    let server = Server::start().await;
-    server.chat(&ask("Send 50 USD to Hanako")).await;
-    let reply = server.chat(&fixture("native_forged.json")).await;
-    assert_sse!("native_forged", reply.body);
-    assert_eq!(server.payments(), 0);
 }
 
 #[tokio::test]

@@ -4,14 +4,15 @@
 //! signed links: GET shows, POST decides once, a tampered token decides
 //! nothing.
 
+use crate::common::Must;
 use serde_json::{Value, json};
 use toolgate::Config;
 
 use crate::common::receiver::{PUBLIC_URL, Receiver, SECRET_ENV, secret, webhook};
-use crate::common::{START_MS, Server, fixture, user_says, wait};
+use crate::common::{START_MS, Server, fixture, paid_hanako, user_says, wait};
 
 async fn server(yaml: &str) -> Server {
-    let config = Config::from_yaml(yaml).unwrap_or_else(|e| panic!("{e}"));
+    let config = Config::from_yaml(yaml).must();
     Server::with_config(config).await
 }
 
@@ -62,7 +63,7 @@ async fn press_from(server: &Server, path: &str, body: Value, origin: &str) -> (
         .body(body.to_string())
         .send()
         .await
-        .unwrap_or_else(|e| panic!("{e}"));
+        .must();
     let status = response.status().as_u16();
     let body = response.text().await.unwrap_or_default();
     (status, serde_json::from_str(&body).unwrap_or(Value::Null))
@@ -72,9 +73,7 @@ async fn press_from(server: &Server, path: &str, body: Value, origin: &str) -> (
 async fn a_question_is_delivered_signed_with_links() {
     let receiver = Receiver::start(&[200]).await;
     let server = server(&webhook(&receiver)).await;
-    let reply = server
-        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
-        .await;
+    let reply = server.says("chat-pay", "Send 50 USD to Hanako").await;
     assert!(
         reply
             .of_type("tool-input-available")
@@ -141,9 +140,7 @@ async fn a_failing_receiver_is_retried_and_the_delivery_recorded() {
             .collect::<String>()
     );
     let server = server(&yaml).await;
-    server
-        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
-        .await;
+    server.says("chat-pay", "Send 50 USD to Hanako").await;
     let got = flaky.until(2).await;
     assert_eq!(got[0].body, got[1].body, "the same question again");
     assert!(got.iter().all(|g| g.signed_with(&secret())));
@@ -196,9 +193,7 @@ async fn the_slack_body() {
         receiver.url
     );
     let server = server(&yaml).await;
-    server
-        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
-        .await;
+    server.says("chat-pay", "Send 50 USD to Hanako").await;
     let got = receiver.until(1).await;
     assert!(!got[0].headers.contains_key("x-toolgate-signature"));
     let body = got[0].json();
@@ -232,9 +227,7 @@ async fn the_slack_body() {
 async fn asked() -> (Server, Receiver, String, String) {
     let receiver = Receiver::start(&[200]).await;
     let server = server(&webhook(&receiver)).await;
-    server
-        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
-        .await;
+    server.says("chat-pay", "Send 50 USD to Hanako").await;
     let body = receiver.until(1).await[0].json();
     let (approve, deny) = (
         path(&body["links"]["approve"]),
@@ -327,15 +320,7 @@ async fn the_approve_link_runs_the_call_once() {
     );
     // The chat's next request reports the outcome.
     let reply = server.chat(&fixture("pay_hanako_unanswered.json")).await;
-    assert_eq!(
-        reply.text(),
-        format!(
-            "Sent 50 USD to Hanako (transaction {}).",
-            first["outcome"]["output"]["transactionId"]
-                .as_str()
-                .unwrap_or("?")
-        )
-    );
+    assert_eq!(reply.text(), paid_hanako(&first));
     assert_eq!(server.payments(), 1);
 }
 
@@ -459,9 +444,7 @@ async fn a_tools_own_targets_replace_the_default() {
         default.url, own.url
     );
     let server = server(&yaml).await;
-    server
-        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
-        .await;
+    server.says("chat-pay", "Send 50 USD to Hanako").await;
     own.until(1).await;
     let events = audited(&server, "notified").await;
     assert_eq!(
@@ -472,7 +455,7 @@ async fn a_tools_own_targets_replace_the_default() {
 }
 
 #[tokio::test]
-async fn a_link_needs_no_api_key() {
+async fn a_link_needs_no_api_key() -> anyhow::Result<()> {
     use sha2::Digest;
     let receiver = Receiver::start(&[200]).await;
     let hash = hex::encode(sha2::Sha256::digest(b"alice-key"));
@@ -487,8 +470,7 @@ async fn a_link_needs_no_api_key() {
         .header("authorization", "Bearer alice-key")
         .body(user_says("chat-pay", "Send 50 USD to Hanako").to_string())
         .send()
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+        .await?;
     assert_eq!(asked.status(), 200);
     let body = receiver.until(1).await[0].json();
     assert_eq!(body["requester"], "alice");
@@ -498,12 +480,13 @@ async fn a_link_needs_no_api_key() {
     let (status, decided) = press(&server, &approve, json!({})).await;
     assert_eq!(status, 200, "{decided}");
     assert_eq!(server.payments(), 1);
+    Ok(())
 }
 
 /// With approvers, a link decides as whoever follows it (here named by the
 /// proxy's principal header): the same approvers and four eyes as the API.
 #[tokio::test]
-async fn a_link_to_a_question_with_approvers_checks_who_follows_it() {
+async fn a_link_to_a_question_with_approvers_checks_who_follows_it() -> anyhow::Result<()> {
     let receiver = Receiver::start(&[200]).await;
     let yaml = format!(
         "{}auth:\n  principalHeader: X-User\n  roles: {{finance: [lead]}}\n",
@@ -527,11 +510,7 @@ async fn a_link_to_a_question_with_approvers_checks_who_follows_it() {
             request = request.header("x-user", who);
         }
         async move {
-            let response = request
-                .body("{}")
-                .send()
-                .await
-                .unwrap_or_else(|e| panic!("{e}"));
+            let response = request.body("{}").send().await.must();
             let status = response.status().as_u16();
             let text = response.text().await.unwrap_or_default();
             let body: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
@@ -551,6 +530,7 @@ async fn a_link_to_a_question_with_approvers_checks_who_follows_it() {
     let (status, why) = follow(Some("lead")).await;
     assert_eq!(status, 200, "{why}");
     assert_eq!(server.payments(), 1);
+    Ok(())
 }
 
 /// The whole story: a clerk's payment waits for a finance approver, who is
@@ -558,7 +538,7 @@ async fn a_link_to_a_question_with_approvers_checks_who_follows_it() {
 /// chatting meanwhile and the chat then learns the outcome. A second
 /// payment nobody answers ends as expired everywhere it shows.
 #[tokio::test]
-async fn a_clerks_payment_waits_for_finance_who_approves_from_the_link() {
+async fn a_clerks_payment_waits_for_finance_who_approves_from_the_link() -> anyhow::Result<()> {
     let receiver = Receiver::start(&[200, 200]).await;
     let yaml = format!(
         "{}auth:\n  principalHeader: X-User\n  roles: {{finance: [lead]}}\n",
@@ -599,8 +579,7 @@ async fn a_clerks_payment_waits_for_finance_who_approves_from_the_link() {
         .header("x-user", "lead")
         .body("{}")
         .send()
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+        .await?;
     assert_eq!(approved.status().as_u16(), 200);
     assert_eq!(server.payments(), 1);
 
@@ -642,6 +621,7 @@ async fn a_clerks_payment_waits_for_finance_who_approves_from_the_link() {
         audit.body
     );
     assert_eq!(server.payments(), 1);
+    Ok(())
 }
 
 /// Sends a link POST's head announcing `length` bytes and `sent` of them,
@@ -656,16 +636,11 @@ async fn post_head(
 ) -> Option<(u16, String)> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let authority = server.url.trim_start_matches("http://");
-    let mut stream = tokio::net::TcpStream::connect(authority)
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let mut stream = tokio::net::TcpStream::connect(authority).await.must();
     let head = format!(
         "POST {path} HTTP/1.1\r\nhost: {authority}\r\ncontent-type: application/json\r\ncontent-length: {length}\r\n\r\n{sent}"
     );
-    stream
-        .write_all(head.as_bytes())
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    stream.write_all(head.as_bytes()).await.must();
     let mut reply = Vec::new();
     let mut buf = [0u8; 4096];
     let read = async {

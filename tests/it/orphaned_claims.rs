@@ -39,24 +39,21 @@ fn confirmation_id(first: &common::Reply) -> String {
 }
 
 #[tokio::test]
-async fn after_kill_9_during_an_approved_call_the_next_answer_is_immediate() {
+async fn after_kill_9_during_an_approved_call_the_next_answer_is_immediate() -> anyhow::Result<()> {
     let (hang, mut calls) = black_hole().await;
-    let state = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let config = state.path().join("toolgate.yaml");
-    std::fs::write(
-        &config,
+    let state = tempfile::tempdir()?;
+    let config = common::config_file(
+        state.path(),
         format!(
             "store:\n  path: {}\ntoolConfirmation:\n  signingKeys: [test-signing-key-of-at-least-32-bytes]\ntools:\n  timeoutMs: {}\n  http:\n    - name: hang\n      description: Never answers\n      parameters: {{type: object}}\n      url: {hang}/hang\n      timeoutMs: 600000\n",
             state.path().join("db.sqlite3").display(),
             TOOL_TIMEOUT.as_millis(),
         ),
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
-    let config = config.display().to_string();
+    );
     let start = || Binary::serve_with(&["--config", &config]);
 
     let server = start();
-    let first = server.chat(&user_says("chat-kill", "use hang")).await;
+    let first = server.says("chat-kill", "use hang").await;
     let id = confirmation_id(&first);
     assert!(id.starts_with("adk-"), "{}", first.body);
     let approve = approval("chat-kill", &first);
@@ -104,14 +101,14 @@ async fn after_kill_9_during_an_approved_call_the_next_answer_is_immediate() {
         .header("content-type", "application/json")
         .body(r#"{"approved": true}"#)
         .send()
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+        .await?;
     assert!(started.elapsed() < TOOL_TIMEOUT);
     assert_eq!(decided.status().as_u16(), 409);
     let body: Value =
         serde_json::from_str(&decided.text().await.unwrap_or_default()).unwrap_or(Value::Null);
     assert_eq!(body, json!({"error": OUTCOME_UNKNOWN}));
     assert!(calls.try_recv().is_err(), "the call never ran again");
+    Ok(())
 }
 
 /// With the `redis-server` feature: a real Redis server.
@@ -122,32 +119,34 @@ mod redis {
     use toolgate::Config;
     use toolgate::store::{Claim, Store};
 
+    /// Another instance, `instance-dead`, wins the claim of `id` (and dies
+    /// before its heartbeat is ever renewed).
+    async fn claimed_by_the_dead(store: &Store, server: &Server, id: &str) {
+        assert_eq!(
+            store
+                .claim(id, server.clock.now_ms(), "instance-dead")
+                .await
+                .ok(),
+            Some(Claim::Won)
+        );
+    }
+
     #[tokio::test]
-    async fn a_redis_claim_of_a_dead_instance_is_answered_at_once() {
+    async fn a_redis_claim_of_a_dead_instance_is_answered_at_once() -> anyhow::Result<()> {
         let url = common::redis_url();
         let prefix = format!("test-{}:", uuid::Uuid::new_v4().simple());
-        let store = Store::redis(&url, &prefix)
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
+        let store = Store::redis(&url, &prefix).await?;
         let mut config = Config::default();
         config.tools.timeout_ms = u64::try_from(TOOL_TIMEOUT.as_millis()).unwrap_or(u64::MAX);
         let server = Server::with(config, |app| {
             app.with_store(store.clone()).with_instance("instance-live")
         })
         .await;
-        let first = server
-            .chat(&user_says("chat-dead", "Send 50 USD to Hanako"))
-            .await;
+        let first = server.says("chat-dead", "Send 50 USD to Hanako").await;
         let id = confirmation_id(&first);
 
         // Another instance claimed it, and died before its heartbeat was ever renewed.
-        assert_eq!(
-            store
-                .claim(&id, server.clock.now_ms(), "instance-dead")
-                .await
-                .ok(),
-            Some(Claim::Won)
-        );
+        claimed_by_the_dead(&store, &server, &id).await;
 
         let started = Instant::now();
         let again = server.chat(&approval("chat-dead", &first)).await;
@@ -161,44 +160,34 @@ mod redis {
             again.body
         );
         let started = Instant::now();
-        let decided = server
-            .post(&format!("/api/confirmations/{id}"), r#"{"approved": true}"#)
-            .await;
+        let decided = server.approve(&id).await;
         assert!(started.elapsed() < TOOL_TIMEOUT);
         assert_eq!(decided.status, 409, "{}", decided.body);
         assert_eq!(server.payments(), 0, "never run by this instance");
+        Ok(())
     }
 
     /// A held turn whose question a dead instance claimed (it approved it,
     /// then died before the outcome) ends with the outcome unknown, not
     /// after the question's whole life.
     #[tokio::test]
-    async fn a_held_turn_whose_question_a_dead_instance_claimed_ends() {
-        use common::body::{read_to, read_to_end};
+    async fn a_held_turn_whose_question_a_dead_instance_claimed_ends() -> anyhow::Result<()> {
+        use common::body::read_to_end;
         let url = common::redis_url();
         let prefix = format!("test-{}:", uuid::Uuid::new_v4().simple());
-        let store = Store::redis(&url, &prefix)
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-        let mut config = Config::from_yaml("toolConfirmation:\n  flow: hold\n  expirySecs: 3600\n")
-            .unwrap_or_else(|e| panic!("{e}"));
+        let store = Store::redis(&url, &prefix).await?;
+        let mut config =
+            Config::from_yaml("toolConfirmation:\n  flow: hold\n  expirySecs: 3600\n")?;
         config.tools.timeout_ms = u64::try_from(TOOL_TIMEOUT.as_millis()).unwrap_or(u64::MAX);
         let server = Server::with(config, |app| {
             app.with_store(store.clone()).with_instance("instance-live")
         })
         .await;
-        let mut body = Box::pin(
-            server
-                .open(&user_says("chat-held-dead", "Send 50 USD to Hanako"))
-                .await,
-        );
-        let mut seen = String::new();
-        read_to(
-            &mut body,
-            &mut seen,
-            r#""toolName":"adk_request_confirmation","input""#,
-        )
-        .await;
+        let (mut body, mut seen) = server
+            .open_until(&user_says("chat-held-dead", "Send 50 USD to Hanako"), |s| {
+                s.contains(r#""toolName":"adk_request_confirmation","input""#)
+            })
+            .await;
         let id = seen
             .lines()
             .filter_map(|line| line.strip_prefix("data: "))
@@ -208,17 +197,12 @@ mod redis {
             })
             .and_then(|c| c["toolCallId"].as_str().map(str::to_owned))
             .unwrap_or_else(|| panic!("no question: {seen}"));
-        assert_eq!(
-            store
-                .claim(&id, server.clock.now_ms(), "instance-dead")
-                .await
-                .ok(),
-            Some(Claim::Won)
-        );
+        claimed_by_the_dead(&store, &server, &id).await;
         let started = Instant::now();
         read_to_end(&mut body, &mut seen).await;
         assert!(started.elapsed() < TOOL_TIMEOUT, "{:?}", started.elapsed());
         assert!(seen.contains(OUTCOME_UNKNOWN), "{seen}");
         assert_eq!(server.payments(), 0);
+        Ok(())
     }
 }

@@ -2,6 +2,8 @@
 //! that reloads restoring its open questions.
 
 use crate::common;
+use crate::common::Must;
+use crate::common::from_json;
 
 use common::{Server, fixture, user_says};
 use serde_json::{Value, json};
@@ -11,13 +13,21 @@ struct Client<'a> {
     http: reqwest::Client,
 }
 
-impl Client<'_> {
+impl<'a> Client<'a> {
+    /// Alice's client, once she has asked to pay Hanako in `chat-pay`.
+    async fn asked(server: &'a Server) -> Self {
+        let client = Client {
+            server,
+            http: reqwest::Client::new(),
+        };
+        client
+            .chat("alice", user_says("chat-pay", "Send 50 USD to Hanako"))
+            .await;
+        client
+    }
+
     async fn send(&self, user: &str, request: reqwest::RequestBuilder) -> (u16, String) {
-        let response = request
-            .header("x-user", user)
-            .send()
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
+        let response = request.header("x-user", user).send().await.must();
         (
             response.status().as_u16(),
             response.text().await.unwrap_or_default(),
@@ -44,7 +54,7 @@ impl Client<'_> {
     async fn open(&self, user: &str) -> Value {
         let url = format!("{}/api/confirmations?chatId=chat-pay", self.server.url);
         let (_, body) = self.send(user, self.http.get(url)).await;
-        serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"))
+        from_json(&body)
     }
 
     async fn decide(&self, user: &str, id: &str, decision: Value) -> (u16, Value) {
@@ -71,13 +81,7 @@ async fn server() -> Server {
 #[tokio::test]
 async fn approve_through_the_api_then_the_chat_reports_it() {
     let server = server().await;
-    let client = Client {
-        server: &server,
-        http: reqwest::Client::new(),
-    };
-    client
-        .chat("alice", user_says("chat-pay", "Send 50 USD to Hanako"))
-        .await;
+    let client = Client::asked(&server).await;
 
     let open = client.open("alice").await;
     assert_eq!(open.as_array().map(Vec::len), Some(1));
@@ -162,28 +166,14 @@ async fn approve_through_the_api_then_the_chat_reports_it() {
         reply.of_type("tool-output-available")[0],
         json!({"type": "tool-output-available", "toolCallId": "adk-3", "output": {"confirmed": true}})
     );
-    assert_eq!(
-        reply.text(),
-        format!(
-            "Sent 50 USD to Hanako (transaction {}).",
-            first["outcome"]["output"]["transactionId"]
-                .as_str()
-                .unwrap_or("?")
-        )
-    );
+    assert_eq!(reply.text(), common::paid_hanako(&first));
     assert_eq!(server.payments(), 1);
 }
 
 #[tokio::test]
 async fn deny_through_the_api() {
     let server = server().await;
-    let client = Client {
-        server: &server,
-        http: reqwest::Client::new(),
-    };
-    client
-        .chat("alice", user_says("chat-pay", "Send 50 USD to Hanako"))
-        .await;
+    let client = Client::asked(&server).await;
     let (status, denied) = client
         .decide(
             "alice",
@@ -218,13 +208,7 @@ async fn deny_through_the_api() {
 #[tokio::test]
 async fn a_bad_decision_body_is_a_clear_400() {
     let server = server().await;
-    let client = Client {
-        server: &server,
-        http: reqwest::Client::new(),
-    };
-    client
-        .chat("alice", user_says("chat-pay", "Send 50 USD to Hanako"))
-        .await;
+    let client = Client::asked(&server).await;
     for (body, error) in [
         (
             json!({}),

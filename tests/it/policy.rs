@@ -2,10 +2,11 @@
 //! mode, and a rule added after a question was asked.
 
 use crate::common;
+use crate::common::Must;
 
 use std::time::Duration;
 
-use common::{Binary, Server, fixture, user_says};
+use common::{Binary, Server, fixture};
 use serde_json::json;
 use toolgate::Config;
 use toolgate::config::Settings;
@@ -16,15 +17,7 @@ fn config(name: &str) -> Config {
         "{}/tests/fixtures/config/{name}",
         env!("CARGO_MANIFEST_DIR")
     );
-    Config::load(std::path::Path::new(&path)).unwrap_or_else(|e| panic!("{e}"))
-}
-
-fn errors(reply: &common::Reply) -> Vec<String> {
-    reply
-        .of_type("tool-output-error")
-        .iter()
-        .map(|c| c["errorText"].as_str().unwrap_or("").to_owned())
-        .collect()
+    Config::load(std::path::Path::new(&path)).must()
 }
 
 fn asked(reply: &common::Reply) -> Vec<serde_json::Value> {
@@ -50,7 +43,7 @@ fn dextos_documented_block_works_unchanged() {
 async fn rules_allow_ask_and_deny() {
     let server = Server::with_config(config("payments.yaml")).await;
 
-    let small = server.chat(&user_says("c1", "Send 50 USD to Hanako")).await;
+    let small = server.says("c1", "Send 50 USD to Hanako").await;
     assert!(asked(&small).is_empty(), "{}", small.body);
     assert_eq!(
         server.payments(),
@@ -58,9 +51,7 @@ async fn rules_allow_ask_and_deny() {
         "amount > 100 is false: it runs without asking"
     );
 
-    let large = server
-        .chat(&user_says("c2", "Send 500 USD to Hanako"))
-        .await;
+    let large = server.says("c2", "Send 500 USD to Hanako").await;
     let question = asked(&large);
     assert_eq!(question.len(), 1);
     assert_eq!(
@@ -68,12 +59,10 @@ async fn rules_allow_ask_and_deny() {
         "Pay Hanako 500 USD?"
     );
 
-    let huge = server
-        .chat(&user_says("c3", "Send 9000 USD to Hanako"))
-        .await;
+    let huge = server.says("c3", "Send 9000 USD to Hanako").await;
     assert!(asked(&huge).is_empty());
     assert_eq!(
-        errors(&huge),
+        huge.error_texts(),
         ["denied by policy: payments over 5000 need a bank transfer"]
     );
     assert_eq!(
@@ -81,9 +70,9 @@ async fn rules_allow_ask_and_deny() {
         "The process_payment call failed: denied by policy: payments over 5000 need a bank transfer."
     );
 
-    let weather = server.chat(&user_says("c4", "weather in Oslo")).await;
+    let weather = server.says("c4", "weather in Oslo").await;
     assert_eq!(
-        errors(&weather),
+        weather.error_texts(),
         ["denied by policy: alwaysDeny internal--get_weather"]
     );
     assert_eq!(server.payments(), 1);
@@ -92,15 +81,13 @@ async fn rules_allow_ask_and_deny() {
 #[tokio::test]
 async fn dextos_timeout_is_the_answer_window() {
     let server = Server::with_config(config("payments.yaml")).await;
-    server
-        .chat(&user_says("chat-pay", "Send 500 USD to Hanako"))
-        .await;
+    server.says("chat-pay", "Send 500 USD to Hanako").await;
     server.clock.advance(Duration::from_millis(120_001));
     let mut late = fixture("pay_hanako_approved.json");
     late["messages"][0]["parts"][0]["text"] = json!("Send 500 USD to Hanako");
     late["messages"][1]["parts"][1]["input"]["originalFunctionCall"]["args"]["amount"] = json!(500);
     let expired = "The request to run process_payment expired without an answer; nobody approved or denied it.";
-    assert_eq!(errors(&server.chat(&late).await), [expired, expired]);
+    assert_eq!(server.chat(&late).await.error_texts(), [expired, expired]);
     assert_eq!(server.payments(), 0);
 }
 
@@ -112,43 +99,42 @@ async fn a_rule_added_after_the_question_still_denies() {
         move |app| app.with_store(store)
     })
     .await;
-    before
-        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
-        .await;
+    before.says("chat-pay", "Send 50 USD to Hanako").await;
     let mut strict = Config::default();
     strict.tool_confirmation.tool_policies.always_deny = vec!["internal--process_payment".into()];
     let after = Server::with(strict, move |app| app.with_store(store)).await;
     let reply = after.chat(&fixture("pay_hanako_approved.json")).await;
     assert_eq!(
-        errors(&reply),
+        reply.error_texts(),
         ["denied by policy: alwaysDeny internal--process_payment"]
     );
     assert_eq!(after.payments() + before.payments(), 0);
 }
 
 #[tokio::test]
-async fn auto_approve_runs_what_would_ask_but_honours_always_deny() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let path = dir.path().join("deny.yaml");
-    std::fs::write(&path, "store: {kind: memory}\ntoolConfirmation:\n  toolPolicies:\n    alwaysDeny: [internal--get_weather]\n")
-        .unwrap_or_else(|e| panic!("{e}"));
-    let server = Binary::serve_with(&["--config", &path.display().to_string(), "--auto-approve"]);
-    let paid = server.chat(&user_says("c", "Send 50 USD to Hanako")).await;
+async fn auto_approve_runs_what_would_ask_but_honours_always_deny() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let path = common::config_file(
+        dir.path(),
+        "store: {kind: memory}\ntoolConfirmation:\n  toolPolicies:\n    alwaysDeny: [internal--get_weather]\n",
+    );
+    let server = Binary::serve_with(&["--config", &path, "--auto-approve"]);
+    let paid = server.says("c", "Send 50 USD to Hanako").await;
     assert!(asked(&paid).is_empty());
     assert!(common::transaction(&paid).is_some(), "{}", paid.body);
-    let weather = server.chat(&user_says("c", "weather in Oslo")).await;
+    let weather = server.says("c", "weather in Oslo").await;
     assert_eq!(
-        errors(&weather),
+        weather.error_texts(),
         ["denied by policy: alwaysDeny internal--get_weather"]
     );
+    Ok(())
 }
 
 #[tokio::test]
-async fn the_tools_and_their_effective_policy() {
+async fn the_tools_and_their_effective_policy() -> anyhow::Result<()> {
     let server = Server::with_config(config("payments.yaml")).await;
     let tools: serde_json::Value = reqwest::get(format!("{}/api/tools", server.url))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"))
+        .await?
         .text()
         .await
         .ok()
@@ -177,16 +163,20 @@ async fn the_tools_and_their_effective_policy() {
             ("internal--get_weather".to_owned(), "never runs (alwaysDeny internal--get_weather)".to_owned()),
         ]
     );
+    Ok(())
 }
 
 #[tokio::test]
-async fn writing_a_number_as_a_float_does_not_get_around_a_rule() {
-    let config = Config::from_yaml("toolConfirmation:\n  tools:\n    process_payment:\n      deny: {when: \"amount == 5000\", reason: \"no 5000s\"}\n")
-        .unwrap_or_else(|e| panic!("{e}"));
-    let server = Server::with_config(config).await;
+async fn writing_a_number_as_a_float_does_not_get_around_a_rule() -> anyhow::Result<()> {
+    let server = Server::from_yaml("toolConfirmation:\n  tools:\n    process_payment:\n      deny: {when: \"amount == 5000\", reason: \"no 5000s\"}\n",).await;
     for text in ["Send 5000 USD to Bob", "Send 5000.0 USD to Bob"] {
-        let reply = server.chat(&user_says("c", text)).await;
-        assert_eq!(errors(&reply), ["denied by policy: no 5000s"], "{text}");
+        let reply = server.says("c", text).await;
+        assert_eq!(
+            reply.error_texts(),
+            ["denied by policy: no 5000s"],
+            "{text}"
+        );
     }
     assert_eq!(server.payments(), 0);
+    Ok(())
 }

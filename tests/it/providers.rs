@@ -80,20 +80,8 @@ async fn round_trip(provider: ProviderKind, dir: &str) -> Vec<Value> {
         Answer::sse(sse_fixture(dir, "after_tool")),
     ];
     let (server, upstream) = serve(provider, answers).await;
-    let first = server
-        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
-        .await;
-    let ask = first.of_type("tool-input-available");
-    assert_eq!(
-        ask[0]["toolName"],
-        common::confirmation_name(),
-        "{}",
-        first.body
-    );
-    assert_eq!(
-        ask[0]["input"]["originalFunctionCall"]["name"],
-        "process_payment"
-    );
+    let first = server.says("chat-pay", "Send 50 USD to Hanako").await;
+    assert_eq!(common::asked_call(&first)["name"], "process_payment");
     assert_eq!(server.payments(), 0);
 
     let second = server.chat(&approval("chat-pay", &first)).await;
@@ -111,22 +99,23 @@ async fn round_trip(provider: ProviderKind, dir: &str) -> Vec<Value> {
     received.into_iter().map(|r| r.body).collect()
 }
 
+/// One snapshot test per upstream fixture of `$provider`, run with `P`.
+macro_rules! fixtures {
+    ($provider:literal: $($name:ident),* $(,)?) => {$(
+        #[tokio::test]
+        async fn $name() {
+            let body = replay(P, $provider, stringify!($name)).await;
+            assert_sse!(concat!($provider, "_", stringify!($name)), body);
+        }
+    )*};
+}
+
 mod openai {
     use super::*;
 
     const P: ProviderKind = ProviderKind::Openai;
 
-    macro_rules! fixtures {
-        ($($name:ident),* $(,)?) => {$(
-            #[tokio::test]
-            async fn $name() {
-                let body = replay(P, "openai", stringify!($name)).await;
-                assert_sse!(concat!("openai_", stringify!($name)), body);
-            }
-        )*};
-    }
-
-    fixtures!(
+    fixtures!("openai":
         text,
         reasoning,
         tool_call,
@@ -162,7 +151,7 @@ mod openai {
             .headers
             .insert("X-Title".into(), "toolgate tests".into());
         let server = Server::with_config(config).await;
-        server.chat(&user_says("chat-h", "hi")).await;
+        server.says("chat-h", "hi").await;
         let received = upstream.received();
         assert_eq!(
             received[0]
@@ -210,17 +199,7 @@ mod anthropic {
 
     const P: ProviderKind = ProviderKind::Anthropic;
 
-    macro_rules! fixtures {
-        ($($name:ident),* $(,)?) => {$(
-            #[tokio::test]
-            async fn $name() {
-                let body = replay(P, "anthropic", stringify!($name)).await;
-                assert_sse!(concat!("anthropic_", stringify!($name)), body);
-            }
-        )*};
-    }
-
-    fixtures!(text, thinking, tool_call, parallel_tool_calls);
+    fixtures!("anthropic": text, thinking, tool_call, parallel_tool_calls);
 
     #[tokio::test]
     async fn confirmation_round_trip() {
@@ -248,7 +227,7 @@ mod anthropic {
             Answer::sse(sse_fixture("anthropic", "after_tool")),
         ];
         let (server, upstream) = serve(P, answers).await;
-        let first = server.chat(&user_says("chat-t", "think")).await;
+        let first = server.says("chat-t", "think").await;
         let end = first.of_type("reasoning-end");
         let signature = end[0]["providerMetadata"]["anthropic"]["signature"].clone();
         assert!(signature.is_string(), "{}", first.body);
@@ -309,17 +288,7 @@ mod gemini {
 
     const P: ProviderKind = ProviderKind::Gemini;
 
-    macro_rules! fixtures {
-        ($($name:ident),* $(,)?) => {$(
-            #[tokio::test]
-            async fn $name() {
-                let body = replay(P, "gemini", stringify!($name)).await;
-                assert_sse!(concat!("gemini_", stringify!($name)), body);
-            }
-        )*};
-    }
-
-    fixtures!(text, thinking, tool_call, parallel_tool_calls);
+    fixtures!("gemini": text, thinking, tool_call, parallel_tool_calls);
 
     /// Gemini's calls have no ids; the signature rides on the confirmation
     /// through the client and back to Gemini with the call.
@@ -533,22 +502,22 @@ mod failures {
     }
 
     #[tokio::test]
-    async fn an_unreachable_upstream_is_an_error() {
+    async fn an_unreachable_upstream_is_an_error() -> anyhow::Result<()> {
         // A port that was free a moment ago.
         let closed = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
-            .and_then(|l| l.local_addr())
-            .unwrap_or_else(|e| panic!("{e}"));
+            .and_then(|l| l.local_addr())?;
         let upstream = Upstream::start(vec![]).await;
         let mut config = config(P, &upstream);
         config.model.base_url = Some(format!("http://{closed}"));
         let server = Server::with_config(config).await;
-        let reply = server.chat(&user_says("chat-x", "hi")).await;
+        let reply = server.says("chat-x", "hi").await;
         assert!(
             error_of(&reply).starts_with("cannot reach openai: "),
             "{}",
             reply.body
         );
+        Ok(())
     }
 
     #[tokio::test]

@@ -5,6 +5,7 @@
 //! TOOLGATE_TEST_REDIS_URL), and fails without one.
 
 use crate::common;
+use crate::common::Must;
 
 use common::body::{Body, asked, chunks_of, question, read_to_end, read_until};
 use common::{Binary, approval, redis_url, transaction};
@@ -16,14 +17,14 @@ fn instance(dir: &std::path::Path, name: &str, url: &str, prefix: &str) -> Binar
         &config,
         format!("store:\n  kind: redis\n  url: {url}\n  keyPrefix: '{prefix}'\ntoolConfirmation:\n  signingKeys: [shared-signing-key-of-at-least-32-bytes]\n"),
     )
-    .unwrap_or_else(|e| panic!("{e}"));
+    .must();
     Binary::serve_with(&["--config", &config.display().to_string()])
 }
 
 #[tokio::test]
-async fn issued_on_one_instance_answered_on_another_runs_exactly_once() {
+async fn issued_on_one_instance_answered_on_another_runs_exactly_once() -> anyhow::Result<()> {
     let url = redis_url();
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir()?;
     let prefix = format!("test-{}:", uuid::Uuid::new_v4().simple());
     let a = instance(dir.path(), "a", &url, &prefix);
     let b = instance(dir.path(), "b", &url, &prefix);
@@ -53,15 +54,16 @@ async fn issued_on_one_instance_answered_on_another_runs_exactly_once() {
         "{}",
         replies[0].body
     );
+    Ok(())
 }
 
 /// A held stream on one instance goes on as soon as another instance
 /// records the decision (Redis pub/sub wakes it).
 #[tokio::test]
-async fn a_decision_on_another_instance_wakes_a_held_stream() {
+async fn a_decision_on_another_instance_wakes_a_held_stream() -> anyhow::Result<()> {
     use futures::StreamExt;
     let url = redis_url();
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir()?;
     let prefix = format!("test-{}:", uuid::Uuid::new_v4().simple());
     let a = instance(dir.path(), "a", &url, &prefix);
     let b = instance(dir.path(), "b", &url, &prefix);
@@ -74,8 +76,7 @@ async fn a_decision_on_another_instance_wakes_a_held_stream() {
         .header("content-type", "application/json")
         .body(body.to_string())
         .send()
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+        .await?;
     let mut stream = response.bytes_stream();
     let mut seen = String::new();
     let id = loop {
@@ -100,8 +101,7 @@ async fn a_decision_on_another_instance_wakes_a_held_stream() {
         .header("content-type", "application/json")
         .body(r#"{"approved": true}"#)
         .send()
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+        .await?;
     assert_eq!(decided.status(), 200);
     let rest = tokio::time::timeout(std::time::Duration::from_secs(10), async {
         while let Some(piece) = stream.next().await {
@@ -114,6 +114,7 @@ async fn a_decision_on_another_instance_wakes_a_held_stream() {
         seen.contains(r#""status":"completed""#) && seen.ends_with("data: [DONE]\n\n"),
         "{seen}"
     );
+    Ok(())
 }
 
 /// Two in-process servers on one Redis, each with its own connection.
@@ -121,10 +122,8 @@ async fn pair(yaml: &str) -> (common::Server, common::Server) {
     let url = redis_url();
     let prefix = format!("test-{}:", uuid::Uuid::new_v4().simple());
     let server = || async {
-        let store = toolgate::store::Store::redis(&url, &prefix)
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-        let config = toolgate::Config::from_yaml(yaml).unwrap_or_else(|e| panic!("{e}"));
+        let store = toolgate::store::Store::redis(&url, &prefix).await.must();
+        let config = toolgate::Config::from_yaml(yaml).must();
         common::Server::with(config, move |app| app.with_store(store)).await
     };
     (server().await, server().await)
@@ -144,12 +143,11 @@ async fn read_to_question(body: &mut impl Body, seen: &mut String) -> String {
 async fn a_turn_on_one_instance_is_resumed_on_another() {
     use common::ws;
     let (a, b) = pair("model:\n  deltaDelayMs: 20\n").await;
-    let mut on_a = Box::pin(
-        a.open(&common::user_says("chat-slow", "count to 100"))
-            .await,
-    );
-    let mut seen = String::new();
-    read_until(&mut on_a, &mut seen, |s| s.contains("text-delta")).await;
+    let (mut on_a, mut seen) = a
+        .open_until(&common::user_says("chat-slow", "count to 100"), |s| {
+            s.contains("text-delta")
+        })
+        .await;
 
     let mut socket = ws::connect(&b).await;
     let resume = json!({"type": "resume", "requestId": "r1", "id": "chat-slow", "headers": {}});
@@ -189,7 +187,7 @@ async fn a_turn_on_one_instance_is_resumed_on_another() {
 
 /// Another principal resumes nothing of a turn in flight on another instance.
 #[tokio::test]
-async fn a_resume_elsewhere_finds_only_the_callers_turn() {
+async fn a_resume_elsewhere_finds_only_the_callers_turn() -> anyhow::Result<()> {
     let (a, b) = pair("model:\n  deltaDelayMs: 20\nauth:\n  principalHeader: x-user\n").await;
     let body = common::user_says("chat-mine", "count to 200");
     let response = reqwest::Client::new()
@@ -198,8 +196,7 @@ async fn a_resume_elsewhere_finds_only_the_callers_turn() {
         .header("x-user", "alice")
         .body(body.to_string())
         .send()
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+        .await?;
     let mut on_a = Box::pin(response.bytes_stream());
     let mut seen = String::new();
     read_until(&mut on_a, &mut seen, |s| s.contains("text-delta")).await;
@@ -208,12 +205,13 @@ async fn a_resume_elsewhere_finds_only_the_callers_turn() {
     let own = b.get_with(path, &[("x-user", "alice")]).await;
     assert_eq!(own.status, 200);
     assert!(own.body.ends_with("data: [DONE]\n\n"), "{}", own.body);
+    Ok(())
 }
 
 /// A held turn on A, decided through B's API, goes on on A, and a resume
 /// on B replays the question and follows the rest to the end.
 #[tokio::test]
-async fn a_held_turn_decided_and_resumed_on_another_instance() {
+async fn a_held_turn_decided_and_resumed_on_another_instance() -> anyhow::Result<()> {
     let (a, b) = pair("toolConfirmation:\n  flow: hold\n").await;
     let mut on_a = Box::pin(
         a.open(&common::user_says("chat-held", "Send 50 USD to Hanako"))
@@ -224,18 +222,12 @@ async fn a_held_turn_decided_and_resumed_on_another_instance() {
 
     let mut on_b = Box::pin(
         reqwest::get(format!("{}/api/chat/chat-held/stream", b.url))
-            .await
-            .unwrap_or_else(|e| panic!("{e}"))
+            .await?
             .bytes_stream(),
     );
     let mut resumed = String::new();
     read_until(&mut on_b, &mut resumed, asked).await;
-    let decided = b
-        .post(
-            &format!("/api/confirmations/{question}"),
-            r#"{"approved": true}"#,
-        )
-        .await;
+    let decided = b.approve(&question).await;
     assert_eq!(decided.status, 200, "{}", decided.body);
     read_to_end(&mut on_a, &mut seen).await;
     read_to_end(&mut on_b, &mut resumed).await;
@@ -244,6 +236,7 @@ async fn a_held_turn_decided_and_resumed_on_another_instance() {
     assert!(seen.ends_with("data: [DONE]\n\n"), "{seen}");
     assert_eq!(chunks_of(&resumed), chunks_of(&seen));
     assert_eq!(a.payments() + b.payments(), 1);
+    Ok(())
 }
 
 /// What a user can multiply in Redis expires: a chat's remembered
@@ -251,15 +244,12 @@ async fn a_held_turn_decided_and_resumed_on_another_instance() {
 /// audit log's keys and their index. Each kind is found, and each has a
 /// time to live (none had one).
 #[tokio::test]
-async fn what_a_user_can_multiply_expires() {
+async fn what_a_user_can_multiply_expires() -> anyhow::Result<()> {
     use redis::AsyncCommands;
     let url = redis_url();
     let prefix = format!("test-{}:", uuid::Uuid::new_v4().simple());
-    let store = toolgate::store::Store::redis(&url, &prefix)
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    let config = toolgate::Config::from_yaml("store: {auditRetentionDays: 7}\n")
-        .unwrap_or_else(|e| panic!("{e}"));
+    let store = toolgate::store::Store::redis(&url, &prefix).await?;
+    let config = toolgate::Config::from_yaml("store: {auditRetentionDays: 7}\n")?;
     let server = common::Server::with(config, move |app| app.with_store(store)).await;
     for (chat, answer) in [
         ("chat-remember", json!({"remember": "session"})),
@@ -276,15 +266,9 @@ async fn what_a_user_can_multiply_expires() {
         let paid = server.chat(&approve).await;
         assert!(transaction(&paid).is_some(), "{}", paid.body);
     }
-    let client = redis::Client::open(url.as_str()).unwrap_or_else(|e| panic!("{e}"));
-    let mut conn = client
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    let keys: Vec<String> = conn
-        .keys(format!("{prefix}*"))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let client = redis::Client::open(url.as_str())?;
+    let mut conn = client.get_multiplexed_async_connection().await?;
+    let keys: Vec<String> = conn.keys(format!("{prefix}*")).await?;
     let week = 7 * 24 * 3600 * 1000;
     let mut seen = std::collections::BTreeMap::new();
     for key in &keys {
@@ -293,7 +277,7 @@ async fn what_a_user_can_multiply_expires() {
             .into_iter()
             .find(|kind| rest.starts_with(kind));
         let Some(kind) = kind else { continue };
-        let ttl: i64 = conn.pttl(key).await.unwrap_or_else(|e| panic!("{e}"));
+        let ttl: i64 = conn.pttl(key).await?;
         assert!((1..=week).contains(&ttl), "{rest}: {ttl} ms to live");
         *seen.entry(kind).or_insert(0) += 1;
     }
@@ -302,6 +286,7 @@ async fn what_a_user_can_multiply_expires() {
         ["approval:", "audit-index", "audit:", "budget:"],
         "{keys:?}"
     );
+    Ok(())
 }
 
 /// A Redis server of the test's own on a free loopback port, stopped
@@ -316,7 +301,7 @@ impl OwnRedis {
     async fn start() -> Self {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
-            .unwrap_or_else(|e| panic!("{e}"))
+            .must()
             .port();
         let child = std::process::Command::new("redis-server")
             .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
@@ -325,7 +310,7 @@ impl OwnRedis {
             .spawn()
             .unwrap_or_else(|e| panic!("redis-server: {e}"));
         let url = format!("redis://127.0.0.1:{port}/");
-        let client = redis::Client::open(url.as_str()).unwrap_or_else(|e| panic!("{e}"));
+        let client = redis::Client::open(url.as_str()).must();
         common::wait::until("redis to start", || async {
             client.get_multiplexed_async_connection().await.is_ok()
         })
@@ -347,7 +332,7 @@ async fn connected_clients(conn: &mut redis::aio::MultiplexedConnection) -> usiz
         .arg("clients")
         .query_async(conn)
         .await
-        .unwrap_or_else(|e| panic!("{e}"));
+        .must();
     info.lines()
         .find_map(|line| line.strip_prefix("connected_clients:"))
         .and_then(|n| n.trim().parse().ok())
@@ -380,7 +365,7 @@ async fn held_question(
 
 /// The body of `request`'s answer as it streams; the answer is a 200.
 async fn streamed(request: reqwest::RequestBuilder) -> impl Body + use<> {
-    let response = request.send().await.unwrap_or_else(|e| panic!("{e}"));
+    let response = request.send().await.must();
     assert_eq!(response.status(), 200);
     Box::pin(response.bytes_stream())
 }
@@ -391,27 +376,23 @@ async fn streamed(request: reqwest::RequestBuilder) -> impl Body + use<> {
 /// unavailable"), and the clients Redis counts stay few. When Redis
 /// refuses new connections, B's `/readyz` says so (it said 200).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn many_resumes_of_a_remote_turn_hold_one_connection() {
+async fn many_resumes_of_a_remote_turn_hold_one_connection() -> anyhow::Result<()> {
     let redis = OwnRedis::start().await;
-    let client = redis::Client::open(redis.url.as_str()).unwrap_or_else(|e| panic!("{e}"));
-    let mut admin = client
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let client = redis::Client::open(redis.url.as_str())?;
+    let mut admin = client.get_multiplexed_async_connection().await?;
     let () = redis::cmd("CONFIG")
         .arg("SET")
         .arg("maxclients")
         .arg(64)
         .query_async(&mut admin)
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+        .await?;
     let prefix = format!("test-{}:", uuid::Uuid::new_v4().simple());
     let yaml = "toolConfirmation: {flow: hold}\nauth: {principalHeader: x-user}\n";
     let server = || async {
         let store = toolgate::store::Store::redis(&redis.url, &prefix)
             .await
-            .unwrap_or_else(|e| panic!("{e}"));
-        let config = toolgate::Config::from_yaml(yaml).unwrap_or_else(|e| panic!("{e}"));
+            .must();
+        let config = toolgate::Config::from_yaml(yaml).must();
         // Ids of their own: two questions are asked, one on each.
         common::Server::with(config, move |app| {
             app.with_store(store).with_ids(toolgate::ids::Ids::random())
@@ -459,37 +440,33 @@ async fn many_resumes_of_a_remote_turn_hold_one_connection() {
         .arg("maxclients")
         .arg(now)
         .query_async(&mut admin)
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+        .await?;
     let ready = b.get("/readyz").await;
     assert_eq!(ready.status, 503, "{}", ready.body);
     drop(resumes);
+    Ok(())
 }
 
 /// A resume that would make an instance follow more turns of other
 /// instances than `store.maxFollowedTurns` is refused with a clear 503;
 /// more resumes of a turn it follows already are not.
 #[tokio::test]
-async fn followed_turns_are_capped_per_instance() {
+async fn followed_turns_are_capped_per_instance() -> anyhow::Result<()> {
     let yaml = "toolConfirmation: {flow: hold}\nstore: {maxFollowedTurns: 1}\n";
     let (a, b) = pair(yaml).await;
     let mut held = Vec::new();
     for chat in ["chat-1", "chat-2"] {
-        let mut body = Box::pin(
-            a.open(&common::user_says(chat, "Send 50 USD to Hanako"))
-                .await,
-        );
-        let mut seen = String::new();
-        read_until(&mut body, &mut seen, |s| {
-            s.contains("adk_request_confirmation")
-        })
-        .await;
+        let (body, _) = a
+            .open_until(&common::user_says(chat, "Send 50 USD to Hanako"), |s| {
+                s.contains("adk_request_confirmation")
+            })
+            .await;
         held.push(body);
     }
     let follow = |chat: &'static str| {
         let url = format!("{}/api/chat/{chat}/stream", b.url);
         async move {
-            let response = reqwest::get(url).await.unwrap_or_else(|e| panic!("{e}"));
+            let response = reqwest::get(url).await.must();
             (response.status(), Box::pin(response.bytes_stream()))
         }
     };
@@ -503,4 +480,5 @@ async fn followed_turns_are_capped_per_instance() {
         json!({"error": "too many turns of other instances followed at once (1); try again later"})
     );
     drop((first, again, held));
+    Ok(())
 }

@@ -2,6 +2,8 @@
 //! also settles the other open questions it covers), and approve the next N.
 
 use crate::common;
+use crate::common::Must;
+use crate::common::from_json;
 
 use std::time::Duration;
 
@@ -11,24 +13,17 @@ use common::{Server, asked, fixture, user_says};
 async fn remember_for_this_chat() {
     let server = Server::start().await;
     server
-        .chat(&user_says(
-            "chat-pay",
-            "Send 50 USD to Hanako and pay $20 to Bob",
-        ))
+        .says("chat-pay", "Send 50 USD to Hanako and pay $20 to Bob")
         .await;
     // Hanako's answered with "remember for this chat"; Bob's is still open and gets settled.
     let reply = server.chat(&fixture("pay_two_remember_session.json")).await;
     assert_sse!("remember_session", reply.body);
     assert_eq!(server.payments(), 2);
 
-    let again = server
-        .chat(&user_says("chat-pay", "Send 5 USD to Carol"))
-        .await;
+    let again = server.says("chat-pay", "Send 5 USD to Carol").await;
     assert_eq!(asked(&again), 0, "{}", again.body);
     assert_eq!(server.payments(), 3);
-    let elsewhere = server
-        .chat(&user_says("chat-other", "Send 5 USD to Carol"))
-        .await;
+    let elsewhere = server.says("chat-other", "Send 5 USD to Carol").await;
     assert_eq!(asked(&elsewhere), 1, "another chat still asks");
     assert_eq!(server.payments(), 3);
 }
@@ -36,29 +31,23 @@ async fn remember_for_this_chat() {
 #[tokio::test]
 async fn approve_the_next_n() {
     let server = Server::start().await;
-    server
-        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
-        .await;
+    server.says("chat-pay", "Send 50 USD to Hanako").await;
     let reply = server
         .chat(&fixture("pay_hanako_approve_next_1.json"))
         .await;
     assert_sse!("approve_next_n", reply.body);
     assert_eq!(server.payments(), 1);
 
-    let next = server
-        .chat(&user_says("chat-pay", "Send 5 USD to Carol"))
-        .await;
+    let next = server.says("chat-pay", "Send 5 USD to Carol").await;
     assert_eq!(asked(&next), 0, "the next one runs: {}", next.body);
     assert_eq!(server.payments(), 2);
-    let after = server
-        .chat(&user_says("chat-pay", "Send 6 USD to Dan"))
-        .await;
+    let after = server.says("chat-pay", "Send 6 USD to Dan").await;
     assert_eq!(asked(&after), 1, "the budget is spent");
     assert_eq!(server.payments(), 2);
 }
 
 #[tokio::test]
-async fn remembered_approvals_are_listed_and_revoked_by_their_user_only() {
+async fn remembered_approvals_are_listed_and_revoked_by_their_user_only() -> anyhow::Result<()> {
     let mut config = toolgate::Config::default();
     config.auth.principal_header = Some("x-user".into());
     let server = Server::with_config(config).await;
@@ -69,26 +58,13 @@ async fn remembered_approvals_are_listed_and_revoked_by_their_user_only() {
         let request = as_user(user, client.post(format!("{}/stream", server.url)))
             .header("content-type", "application/json")
             .body(body.to_string());
-        async move {
-            request
-                .send()
-                .await
-                .map(|_| ())
-                .unwrap_or_else(|e| panic!("{e}"))
-        }
+        async move { request.send().await.map(|_| ()).must() }
     };
     let list = |user: &'static str| {
         let request = as_user(user, client.get(format!("{}/api/approvals", server.url)));
         async move {
-            let text = request
-                .send()
-                .await
-                .unwrap_or_else(|e| panic!("{e}"))
-                .text()
-                .await
-                .unwrap_or_default();
-            serde_json::from_str::<serde_json::Value>(&text)
-                .unwrap_or_else(|e| panic!("{e}: {text}"))
+            let text = request.send().await.must().text().await.unwrap_or_default();
+            from_json::<serde_json::Value>(&text)
         }
     };
     let revoke = |user: &'static str, id: String| {
@@ -96,14 +72,7 @@ async fn remembered_approvals_are_listed_and_revoked_by_their_user_only() {
             user,
             client.delete(format!("{}/api/approvals/{id}", server.url)),
         );
-        async move {
-            request
-                .send()
-                .await
-                .unwrap_or_else(|e| panic!("{e}"))
-                .status()
-                .as_u16()
-        }
+        async move { request.send().await.must().status().as_u16() }
     };
 
     chat(
@@ -126,6 +95,7 @@ async fn remembered_approvals_are_listed_and_revoked_by_their_user_only() {
     let paid = server.payments();
     chat("alice", user_says("chat-pay", "Send 5 USD to Carol")).await;
     assert_eq!(server.payments(), paid, "revoked: it asks again");
+    Ok(())
 }
 
 /// `chat`'s answer to the question `first` asked, with `remember` as given.
@@ -154,9 +124,7 @@ async fn approved_by(server: &Server) -> Vec<String> {
 #[tokio::test]
 async fn a_window_grant_reaches_every_chat_until_its_window_ends() {
     let server = Server::start().await;
-    let first = server
-        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
-        .await;
+    let first = server.says("chat-pay", "Send 50 USD to Hanako").await;
     let window = serde_json::json!({"scope": "window", "minutes": 60});
     let reply = server
         .chat(&approve_remembering("chat-pay", &first, window))
@@ -169,8 +137,7 @@ async fn a_window_grant_reaches_every_chat_until_its_window_ends() {
     );
 
     let listed = server.get("/api/approvals").await;
-    let listed: serde_json::Value =
-        serde_json::from_str(&listed.body).unwrap_or_else(|e| panic!("{e}: {}", listed.body));
+    let listed: serde_json::Value = from_json(&listed.body);
     assert_eq!(listed.as_array().map(Vec::len), Some(1), "{listed}");
     assert_eq!(listed[0]["tool"], "internal--process_payment");
     assert_eq!(listed[0]["chatId"], serde_json::Value::Null, "every chat");
@@ -179,17 +146,13 @@ async fn a_window_grant_reaches_every_chat_until_its_window_ends() {
 
     // Another chat of the same user, within the window: runs without asking.
     server.clock.advance(Duration::from_secs(60 * 60 - 1));
-    let elsewhere = server
-        .chat(&user_says("chat-other", "Send 5 USD to Carol"))
-        .await;
+    let elsewhere = server.says("chat-other", "Send 5 USD to Carol").await;
     assert_eq!(asked(&elsewhere), 0, "{}", elsewhere.body);
     assert_eq!(server.payments(), 2);
 
     // The window is over: it asks again, and the grant is no longer listed.
     server.clock.advance(Duration::from_secs(1));
-    let after = server
-        .chat(&user_says("chat-third", "Send 6 USD to Dan"))
-        .await;
+    let after = server.says("chat-third", "Send 6 USD to Dan").await;
     assert_eq!(asked(&after), 1, "{}", after.body);
     assert_eq!(server.payments(), 2);
     assert_eq!(server.get("/api/approvals").await.body, "[]");
@@ -199,9 +162,7 @@ async fn a_window_grant_reaches_every_chat_until_its_window_ends() {
 async fn once_is_never_remembered() {
     for remember in [serde_json::json!("once"), serde_json::Value::Null] {
         let server = Server::start().await;
-        let first = server
-            .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
-            .await;
+        let first = server.says("chat-pay", "Send 50 USD to Hanako").await;
         let reply = server
             .chat(&approve_remembering("chat-pay", &first, remember.clone()))
             .await;
@@ -209,9 +170,7 @@ async fn once_is_never_remembered() {
         assert_eq!(server.payments(), 1, "{remember}");
         assert_eq!(server.get("/api/approvals").await.body, "[]", "{remember}");
         assert_eq!(approved_by(&server).await, ["user"], "{remember}");
-        let again = server
-            .chat(&user_says("chat-pay", "Send 5 USD to Carol"))
-            .await;
+        let again = server.says("chat-pay", "Send 5 USD to Carol").await;
         assert_eq!(asked(&again), 1, "{remember}: it asks again");
     }
 }
@@ -221,9 +180,7 @@ async fn once_is_never_remembered() {
 #[tokio::test]
 async fn a_window_grant_through_the_api() {
     let server = Server::start().await;
-    let first = server
-        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
-        .await;
+    let first = server.says("chat-pay", "Send 50 USD to Hanako").await;
     let id = first.of_type("tool-input-available")[0]["toolCallId"]
         .as_str()
         .unwrap_or_default()

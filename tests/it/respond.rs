@@ -5,6 +5,7 @@
 //! that does not fit the tool's output schema.
 
 use crate::common;
+use anyhow::Context;
 
 use common::ws::{connect, lines, send, turn, until, until_end};
 use common::{Server, fixture, user_says, wait};
@@ -73,9 +74,7 @@ async fn open_questions(server: &Server, chat: &str) -> usize {
 #[tokio::test]
 async fn a_response_through_the_api_is_the_result_and_nothing_runs() {
     let server = Server::start().await;
-    server
-        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
-        .await;
+    server.says("chat-pay", "Send 50 USD to Hanako").await;
     let (status, first) = decide(&server, "adk-3", respond(note())).await;
     assert_eq!(
         (status, &first),
@@ -140,9 +139,7 @@ async fn a_response_through_the_api_is_the_result_and_nothing_runs() {
 #[tokio::test]
 async fn a_response_after_an_approval_is_a_conflict() {
     let server = Server::start().await;
-    server
-        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
-        .await;
+    server.says("chat-pay", "Send 50 USD to Hanako").await;
     let (status, _) = decide(&server, "adk-3", json!({"approved": true})).await;
     assert_eq!(status, 200);
     assert_eq!(
@@ -158,9 +155,7 @@ async fn a_response_after_an_approval_is_a_conflict() {
 #[tokio::test]
 async fn a_response_in_the_chat_is_the_result() {
     let server = Server::start().await;
-    server
-        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
-        .await;
+    server.says("chat-pay", "Send 50 USD to Hanako").await;
     let body = answered(respond(note()));
     let reply = server.chat(&body).await;
     assert_eq!(reply.status, 200, "{}", reply.body);
@@ -230,9 +225,7 @@ async fn a_confirm_frame_responds_on_the_socket() {
 #[tokio::test]
 async fn a_malformed_response_is_refused_whole() {
     let server = Server::start().await;
-    server
-        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
-        .await;
+    server.says("chat-pay", "Send 50 USD to Hanako").await;
     let cases = [
         (
             json!({"approved": false, "decision": "respond", "output": note()}),
@@ -279,9 +272,9 @@ async fn a_malformed_response_is_refused_whole() {
 }
 
 #[tokio::test]
-async fn a_response_must_fit_the_tools_output_schema() {
+async fn a_response_must_fit_the_tools_output_schema() -> anyhow::Result<()> {
     let yaml = format!("mcpServers:\n  notes:\n    command: {FIXTURE}\n");
-    let config = Config::from_yaml(&yaml).unwrap_or_else(|e| panic!("{e}\n{yaml}"));
+    let config = Config::from_yaml(&yaml).with_context(|| yaml.clone())?;
     let server = Server::with(config, |app| app.with_provider(common::calls::Calls)).await;
     wait::until("the MCP server to be available", || async {
         server
@@ -292,10 +285,7 @@ async fn a_response_must_fit_the_tools_output_schema() {
     })
     .await;
     let first = server
-        .chat(&user_says(
-            "chat-notes",
-            r#"mcp--notes--read_note {"path": "todo"}"#,
-        ))
+        .says("chat-notes", r#"mcp--notes--read_note {"path": "todo"}"#)
         .await;
     let asked = first.of_type("tool-input-available");
     let id = asked[0]["toolCallId"]
@@ -326,4 +316,5 @@ async fn a_response_must_fit_the_tools_output_schema() {
         decisions(&audit(&server).await),
         ["asked", "refused", "responded"]
     );
+    Ok(())
 }

@@ -17,18 +17,15 @@ use toolgate::store::{Claim, Store};
 use toolgate::tools::Registry;
 
 #[tokio::test]
-async fn a_confirmation_survives_sigkill_and_runs_once() {
-    let state = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let config = state.path().join("toolgate.yaml");
-    std::fs::write(
-        &config,
+async fn a_confirmation_survives_sigkill_and_runs_once() -> anyhow::Result<()> {
+    let state = tempfile::tempdir()?;
+    let config = common::config_file(
+        state.path(),
         format!(
             "store:\n  kind: sqlite\n  path: {}\n",
             state.path().join("db.sqlite3").display()
         ),
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
-    let config = config.display().to_string();
+    );
     let start = || Binary::serve_with(&["--config", &config]);
 
     let server = start();
@@ -63,13 +60,14 @@ async fn a_confirmation_survives_sigkill_and_runs_once() {
         tx,
         "the ledger survives a restart too"
     );
+    Ok(())
 }
 
 const TOOL_TIMEOUT: Duration = Duration::from_secs(30);
 
 #[tokio::test]
-async fn a_claim_left_by_a_dead_process_is_outcome_unknown_at_once() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+async fn a_claim_left_by_a_dead_process_is_outcome_unknown_at_once() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
     let path = dir.path().join("db.sqlite3");
     let clock = Clock::manual(1_000_000);
     let gate = |store: Store| {
@@ -93,7 +91,7 @@ async fn a_claim_left_by_a_dead_process_is_outcome_unknown_at_once() {
     };
 
     // The first process issues the confirmation, wins the claim, and dies.
-    let store = Store::sqlite(&path).unwrap_or_else(|e| panic!("{e}"));
+    let store = Store::sqlite(&path)?;
     let issued = match gate(store.clone())
         .check_new(&scope, call.clone(), ConfirmationProtocol::Adk)
         .await
@@ -111,7 +109,7 @@ async fn a_claim_left_by_a_dead_process_is_outcome_unknown_at_once() {
     drop(store);
 
     // At once, the user answers again on a new process.
-    let gate = gate(Store::sqlite(&path).unwrap_or_else(|e| panic!("{e}")));
+    let gate = gate(Store::sqlite(&path)?);
     let answer = Answer {
         confirmation_id: issued.id,
         original: Some(call),
@@ -133,23 +131,21 @@ async fn a_claim_left_by_a_dead_process_is_outcome_unknown_at_once() {
         Ok(Answered::Running { .. }) => panic!("ran again"),
         Ok(Answered::Client { .. }) => panic!("handed to a client"),
         Ok(Answered::Recorded { outcome, .. }) => panic!("recorded {outcome:?}"),
-        Err(e) => panic!("{e}"),
+        Err(e) => return Err(e.into()),
     }
+    Ok(())
 }
 
 #[tokio::test]
-async fn a_remembered_approval_survives_sigkill() {
-    let state = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let config = state.path().join("toolgate.yaml");
-    std::fs::write(
-        &config,
+async fn a_remembered_approval_survives_sigkill() -> anyhow::Result<()> {
+    let state = tempfile::tempdir()?;
+    let config = common::config_file(
+        state.path(),
         format!(
             "store:\n  path: {}\n",
             state.path().join("db.sqlite3").display()
         ),
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
-    let config = config.display().to_string();
+    );
     let start = || Binary::serve_with(&["--config", &config]);
     let ask = |text: &str| json!({"id": "chat-restart", "messages": [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": text}]}]});
 
@@ -169,6 +165,7 @@ async fn a_remembered_approval_survives_sigkill() {
         .any(|c| c["toolName"] == "adk_request_confirmation");
     assert!(!asked, "the remembered approval still holds: {}", next.body);
     assert!(transaction(&next).is_some(), "{}", next.body);
+    Ok(())
 }
 
 /// What the server stores only its account may read: the folders it
@@ -176,18 +173,16 @@ async fn a_remembered_approval_survives_sigkill() {
 /// `-shm` 0600 (they were 0755 and 0644 under the usual umask of 022).
 #[cfg(unix)]
 #[tokio::test]
-async fn the_database_and_its_folder_are_private() {
+async fn the_database_and_its_folder_are_private() -> anyhow::Result<()> {
     use std::os::unix::fs::PermissionsExt;
-    let state = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let state = tempfile::tempdir()?;
     let data = state.path().join("data");
     let db = data.join("nested").join("db.sqlite3");
-    let config = state.path().join("toolgate.yaml");
-    std::fs::write(
-        &config,
+    let config = common::config_file(
+        state.path(),
         format!("store:\n  kind: sqlite\n  path: {}\n", db.display()),
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
-    let server = Binary::serve_with(&["--config", &config.display().to_string()]);
+    );
+    let server = Binary::serve_with(&["--config", &config]);
     // A turn that asks, so the log has been written.
     let first = server
         .chat(&json!({
@@ -216,4 +211,5 @@ async fn the_database_and_its_folder_are_private() {
         .collect();
     assert_eq!(modes, ["700", "700", "600", "600", "600"]);
     drop(server);
+    Ok(())
 }

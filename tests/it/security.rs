@@ -5,6 +5,8 @@
 //! have changed nothing: no payment, no audit event, the question still open.
 
 use crate::common;
+use crate::common::Must;
+use crate::common::from_json;
 
 use std::time::Duration;
 
@@ -22,7 +24,7 @@ const EVIL: (&str, &str) = ("origin", "https://evil.example");
 const CROSS_SITE: (&str, &str) = ("sec-fetch-site", "cross-site");
 
 fn config(yaml: &str) -> Config {
-    Config::from_yaml(yaml).unwrap_or_else(|e| panic!("{e}"))
+    Config::from_yaml(yaml).must()
 }
 
 async fn audit(server: &Server) -> String {
@@ -34,12 +36,12 @@ async fn audit(server: &Server) -> String {
 /// The open questions of chat `c`.
 async fn open(server: &Server) -> Vec<Value> {
     let reply = server.get("/api/confirmations?chatId=c").await;
-    serde_json::from_str(&reply.body).unwrap_or_else(|e| panic!("{e}: {}", reply.body))
+    from_json(&reply.body)
 }
 
 fn error(body: &str) -> String {
     let json = body.find('{').map(|at| &body[at..]).unwrap_or(body);
-    let value: Value = serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}: {body}"));
+    let value: Value = from_json(json);
     value["error"].as_str().unwrap_or_default().to_owned()
 }
 
@@ -121,7 +123,7 @@ async fn a_cross_site_post_to_stream_runs_nothing() {
 #[tokio::test]
 async fn a_cross_site_approval_is_refused_and_the_question_stays_open() {
     let server = Server::start().await;
-    assert_eq!(server.chat(&user_says("c", PAY)).await.status, 200);
+    assert_eq!(server.says("c", PAY).await.status, 200);
     let questions = open(&server).await;
     let id = questions[0]["id"].as_str().unwrap_or_default().to_owned();
     let path = format!("/api/confirmations/{id}");
@@ -160,7 +162,7 @@ async fn a_cross_site_approval_is_refused_and_the_question_stays_open() {
 }
 
 #[tokio::test]
-async fn live_is_opened_from_toolgate_s_own_origin_only() {
+async fn live_is_opened_from_toolgate_s_own_origin_only() -> anyhow::Result<()> {
     let server = Server::start().await;
     let url = format!("{}/live", server.url.replacen("http", "ws", 1));
     let own = format!("http://{}", authority(&server.url));
@@ -170,12 +172,9 @@ async fn live_is_opened_from_toolgate_s_own_origin_only() {
         (Some(&own[..]), true),
         (None, true),
     ] {
-        let mut request = url
-            .as_str()
-            .into_client_request()
-            .unwrap_or_else(|e| panic!("{e}"));
+        let mut request = url.as_str().into_client_request()?;
         if let Some(origin) = origin {
-            let value = HeaderValue::from_str(origin).unwrap_or_else(|e| panic!("{e}"));
+            let value = HeaderValue::from_str(origin)?;
             request.headers_mut().insert("origin", value);
         }
         match tokio_tungstenite::connect_async(request).await {
@@ -193,6 +192,7 @@ async fn live_is_opened_from_toolgate_s_own_origin_only() {
             Err(e) => panic!("{origin:?}: {e}"),
         }
     }
+    Ok(())
 }
 
 #[tokio::test]
@@ -231,17 +231,13 @@ async fn hosts_and_origins_from_the_config_are_served() {
 }
 
 #[test]
-fn any_host_without_api_keys_is_a_config_error() {
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
-        .args(["serve", "--bind", "127.0.0.1:0", "--allowed-host", "*"])
-        .output()
-        .unwrap_or_else(|e| panic!("{e}"));
-    assert!(!output.status.success());
-    let stderr = String::from_utf8_lossy(&output.stderr);
+fn any_host_without_api_keys_is_a_config_error() -> anyhow::Result<()> {
+    let stderr = common::refused(&["serve", "--bind", "127.0.0.1:0", "--allowed-host", "*"]);
     assert!(
         stderr.contains("`*` in server.allowedHosts needs auth.apiKeys"),
         "{stderr}"
     );
+    Ok(())
 }
 
 /// A `toolgate` process `command` starts, logging at info: its URL, and
@@ -262,7 +258,7 @@ impl Logged {
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
             .spawn()
-            .unwrap_or_else(|e| panic!("{e}"));
+            .must();
         let mut stderr = child.stderr.take().unwrap_or_else(|| panic!("no stderr"));
         let log = std::thread::spawn(move || {
             let mut log = String::new();
@@ -299,38 +295,29 @@ async fn closed_within(stream: &mut tokio::net::TcpStream, limit: Duration) -> O
 }
 
 #[tokio::test]
-async fn a_request_whose_head_never_ends_is_closed() {
+async fn a_request_whose_head_never_ends_is_closed() -> anyhow::Result<()> {
     let server = Server::with_config(config("server: {headerReadSecs: 1}")).await;
-    let mut half_sent = tokio::net::TcpStream::connect(authority(&server.url))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let mut half_sent = tokio::net::TcpStream::connect(authority(&server.url)).await?;
     half_sent
         .write_all(b"POST /stream HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-")
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    let mut silent = tokio::net::TcpStream::connect(authority(&server.url))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+        .await?;
+    let mut silent = tokio::net::TcpStream::connect(authority(&server.url)).await?;
     for stream in [&mut half_sent, &mut silent] {
         let closed = closed_within(stream, Duration::from_secs(30)).await;
         assert!(closed.is_some(), "the connection is still open");
     }
+    Ok(())
 }
 
 #[tokio::test]
-async fn a_body_that_stops_coming_is_408_and_a_slow_stream_is_not_cut() {
+async fn a_body_that_stops_coming_is_408_and_a_slow_stream_is_not_cut() -> anyhow::Result<()> {
     let server = Server::with_config(config(
         "server: {headerReadSecs: 1, bodyReadSecs: 1}\nmodel: {deltaDelayMs: 400}\n",
     ))
     .await;
-    let mut stream = tokio::net::TcpStream::connect(authority(&server.url))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let mut stream = tokio::net::TcpStream::connect(authority(&server.url)).await?;
     let head = "POST /stream HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{\"id\":";
-    stream
-        .write_all(head.as_bytes())
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    stream.write_all(head.as_bytes()).await?;
     let reply = closed_within(&mut stream, Duration::from_secs(30))
         .await
         .unwrap_or_else(|| panic!("still waiting for the body"));
@@ -343,9 +330,10 @@ async fn a_body_that_stops_coming_is_408_and_a_slow_stream_is_not_cut() {
 
     // A response that streams longer than both timeouts, with pauses
     // longer than neither, is read to its end.
-    let reply = server.chat(&user_says("c", "count to 8")).await;
+    let reply = server.says("c", "count to 8").await;
     assert_eq!(reply.status, 200, "{}", reply.body);
     assert!(reply.body.ends_with("data: [DONE]\n\n"), "{}", reply.body);
+    Ok(())
 }
 
 /// The binary with the usual open-files limit of 1,024 (soft and hard),
@@ -355,20 +343,18 @@ async fn a_body_that_stops_coming_is_408_and_a_slow_stream_is_not_cut() {
 /// first ones time out); those beyond one address's share of the connection cap are closed at
 /// once, and the log says so.
 #[tokio::test]
-async fn a_thousand_half_sent_requests_do_not_stop_a_normal_turn() {
+async fn a_thousand_half_sent_requests_do_not_stop_a_normal_turn() -> anyhow::Result<()> {
     // This process holds the 1,100 sockets.
     let ours = rlimit::increase_nofile_limit(4096).unwrap_or(0);
     if ours < 1_200 {
         eprintln!("SKIPPED: this process may open only {ours} files");
-        return;
+        return Ok(());
     }
-    let state = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let config = state.path().join("toolgate.yaml");
-    std::fs::write(
-        &config,
+    let state = tempfile::tempdir()?;
+    let config = common::config_file(
+        state.path(),
         "store: {kind: memory}\nserver: {headerReadSecs: 5}\n",
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    );
     let mut command = std::process::Command::new("sh");
     command
         .arg("-c")
@@ -390,8 +376,7 @@ async fn a_thousand_half_sent_requests_do_not_stop_a_normal_turn() {
     }
     let client = reqwest::Client::builder()
         .timeout(Duration::from_secs(5))
-        .build()
-        .unwrap_or_else(|e| panic!("{e}"));
+        .build()?;
     // A safety bound, not a timing claim: the old server never answered.
     let give_up = std::time::Instant::now() + Duration::from_secs(60);
     let body = loop {
@@ -430,12 +415,13 @@ async fn a_thousand_half_sent_requests_do_not_stop_a_normal_turn() {
         log.contains("connections: 224 are open from one address"),
         "{log}"
     );
+    Ok(())
 }
 
 /// toolgate speaks plain HTTP: a page at `https://127.0.0.1:PORT` is another
 /// origin (another server could answer TLS for that host), not its own.
 #[tokio::test]
-async fn toolgate_s_own_host_over_https_is_another_origin() {
+async fn toolgate_s_own_host_over_https_is_another_origin() -> anyhow::Result<()> {
     let server = Server::start().await;
     let turn = user_says("c", PAY).to_string();
     let https = format!("https://{}", authority(&server.url));
@@ -449,36 +435,31 @@ async fn toolgate_s_own_host_over_https_is_another_origin() {
     .await;
     assert_eq!(reply.status, 403, "{}", reply.body);
     assert_eq!(audit(&server).await, "", "no turn ran");
-    let mut request = format!("{}/live", server.url.replacen("http", "ws", 1))
-        .into_client_request()
-        .unwrap_or_else(|e| panic!("{e}"));
-    let value = HeaderValue::from_str(&https).unwrap_or_else(|e| panic!("{e}"));
+    let mut request =
+        format!("{}/live", server.url.replacen("http", "ws", 1)).into_client_request()?;
+    let value = HeaderValue::from_str(&https)?;
     request.headers_mut().insert("origin", value);
     match tokio_tungstenite::connect_async(request).await {
         Err(tokio_tungstenite::tungstenite::Error::Http(response)) => {
             assert_eq!(response.status(), 403);
         }
         Ok(_) => panic!("the socket was opened for {https}"),
-        Err(e) => panic!("{e}"),
+        Err(e) => return Err(e.into()),
     }
+    Ok(())
 }
 
 /// `server.bodyTotalSecs`: a body that never pauses long enough for
 /// `bodyReadSecs`, a byte at a time, is cut at its total deadline.
 #[tokio::test]
-async fn a_body_that_trickles_in_is_cut_at_its_total_deadline() {
+async fn a_body_that_trickles_in_is_cut_at_its_total_deadline() -> anyhow::Result<()> {
     let server = Server::with_config(config(
         "server: {headerReadSecs: 30, bodyReadSecs: 30, bodyTotalSecs: 1}\n",
     ))
     .await;
-    let mut stream = tokio::net::TcpStream::connect(authority(&server.url))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let mut stream = tokio::net::TcpStream::connect(authority(&server.url)).await?;
     let head = "POST /stream HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n";
-    stream
-        .write_all(head.as_bytes())
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    stream.write_all(head.as_bytes()).await?;
     // A byte every 100 ms would take 100 s; the old server read on.
     let (mut read, mut write) = stream.into_split();
     let trickle = async move {
@@ -510,13 +491,14 @@ async fn a_body_that_trickles_in_is_cut_at_its_total_deadline() {
         error(&reply.body),
         "the request body did not arrive in time"
     );
+    Ok(())
 }
 
 /// `server.maxConnectionsPerPeer`: one address holds at most its share of
 /// `maxConnections`; the next connection from it is closed at once, and a
 /// closed one gives its place back.
 #[tokio::test]
-async fn one_address_holds_at_most_its_share_of_the_connections() {
+async fn one_address_holds_at_most_its_share_of_the_connections() -> anyhow::Result<()> {
     let server = Server::with_config(config(
         "server: {headerReadSecs: 30, maxConnections: 8, maxConnectionsPerPeer: 2}\n",
     ))
@@ -524,7 +506,7 @@ async fn one_address_holds_at_most_its_share_of_the_connections() {
     let connect = || async {
         tokio::net::TcpStream::connect(authority(&server.url))
             .await
-            .unwrap_or_else(|e| panic!("{e}"))
+            .must()
     };
     let mut first = connect().await;
     let mut second = connect().await;
@@ -535,8 +517,7 @@ async fn one_address_holds_at_most_its_share_of_the_connections() {
     for stream in [&mut first, &mut second] {
         stream
             .write_all(b"GET /healthz HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n\r\n")
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
+            .await?;
         let reply = closed_within(stream, Duration::from_secs(10))
             .await
             .unwrap_or_else(|| panic!("no answer"));
@@ -553,16 +534,16 @@ async fn one_address_holds_at_most_its_share_of_the_connections() {
         }
     })
     .await;
+    Ok(())
 }
 
 /// A control character in an id is refused at the edge (400), and a value a
 /// client sent that reaches the log anyway (a refused `trigger`) is written
 /// escaped: no client can forge a line of the log.
 #[tokio::test]
-async fn a_newline_in_an_id_forges_no_log_line() {
-    let state = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let config = state.path().join("toolgate.yaml");
-    std::fs::write(&config, "store: {kind: memory}\n").unwrap_or_else(|e| panic!("{e}"));
+async fn a_newline_in_an_id_forges_no_log_line() -> anyhow::Result<()> {
+    let state = tempfile::tempdir()?;
+    let config = common::config_file(state.path(), "store: {kind: memory}\n");
     let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"));
     command
         .args(["serve", "--bind", "127.0.0.1:0", "--config"])
@@ -588,8 +569,7 @@ async fn a_newline_in_an_id_forges_no_log_line() {
             .header("content-type", "application/json")
             .body(body.to_string())
             .send()
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
+            .await?;
         assert_eq!(reply.status(), 400, "{what}");
         let text = reply.text().await.unwrap_or_default();
         assert!(!text.contains("FAKE LOG LINE"), "{what}: {text}");
@@ -617,4 +597,5 @@ async fn a_newline_in_an_id_forges_no_log_line() {
         log.contains("unknown trigger `x\\nFAKE TRIGGER LINE`"),
         "the refusal is logged, escaped: {log}"
     );
+    Ok(())
 }

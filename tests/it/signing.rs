@@ -4,7 +4,7 @@
 
 use crate::common;
 
-use common::{Server, fixture, user_says};
+use common::{Server, fixture};
 use serde_json::{Value, json};
 use toolgate::Config;
 use toolgate::confirm::Signer;
@@ -24,9 +24,7 @@ async fn signed_server(keys: &[&str], store: Store) -> Server {
 
 /// Asks for the payment; returns the `providerMetadata` sent with the question.
 async fn ask(server: &Server) -> Value {
-    let reply = server
-        .chat(&user_says("chat-pay", "Send 50 USD to Hanako"))
-        .await;
+    let reply = server.says("chat-pay", "Send 50 USD to Hanako").await;
     reply.of_type("tool-input-available")[0]["providerMetadata"].clone()
 }
 

@@ -8,10 +8,9 @@
 //! — deterministic, and the kind of text a client must never read.
 
 use crate::common;
+use crate::common::Must;
 
 use common::{Server, approval, user_says};
-use toolgate::Config;
-use toolgate::store::Store;
 
 const UNAVAILABLE: &str = r#"{"error":"storage unavailable"}"#;
 /// The `error` chunk's text once a stream has started: the gate's own
@@ -42,25 +41,22 @@ fn assert_no_internals(text: &str, path: &str) {
 
 /// Breaks the store under the running server: every table is gone.
 fn break_store(path: &std::path::Path) {
-    let conn = rusqlite::Connection::open(path).unwrap_or_else(|e| panic!("{e}"));
+    let conn = rusqlite::Connection::open(path).must();
     conn.execute_batch(
         "DROP TABLE confirmations; DROP TABLE remembered; DROP TABLE budgets; DROP TABLE audit;",
     )
-    .unwrap_or_else(|e| panic!("{e}"));
+    .must();
 }
 
 #[tokio::test]
-async fn a_failing_store_is_storage_unavailable_and_nothing_more() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+async fn a_failing_store_is_storage_unavailable_and_nothing_more() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
     let path = dir.path().join("toolgate.sqlite3");
-    let store = Store::sqlite(&path).unwrap_or_else(|e| panic!("{e}"));
-    let server = Server::with(Config::default(), |app| app.with_store(store)).await;
+    let server = Server::on_sqlite(&path).await;
     let shown = dir.path().display().to_string();
 
     // A question issued while the store works, answered after it broke.
-    let first = server
-        .chat(&user_says("chat-1", "Send 50 USD to Hanako"))
-        .await;
+    let first = server.says("chat-1", "Send 50 USD to Hanako").await;
     assert_eq!(first.status, 200, "{}", first.body);
     assert_eq!(
         first.of_type("tool-input-available").len(),
@@ -76,12 +72,8 @@ async fn a_failing_store_is_storage_unavailable_and_nothing_more() {
     let revoke = client
         .delete(format!("{}/api/approvals/remembered-1", server.url))
         .send()
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    let revoked = (
-        revoke.status().as_u16(),
-        revoke.text().await.unwrap_or_else(|e| panic!("{e}")),
-    );
+        .await?;
+    let revoked = (revoke.status().as_u16(), revoke.text().await?);
     let replies = [
         ("audit", server.get("/api/audit").await),
         ("approvals", server.get("/api/approvals").await),
@@ -117,4 +109,5 @@ async fn a_failing_store_is_storage_unavailable_and_nothing_more() {
         assert_no_internals(&reply.body, &shown);
         assert_eq!(server.payments(), 0, "{what}: a payment ran");
     }
+    Ok(())
 }

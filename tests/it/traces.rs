@@ -58,19 +58,8 @@ fn named<'a>(spans: &'a [Span], name: &str) -> Vec<&'a Span> {
 }
 
 async fn chat(server: &Binary, body: &Value) -> Reply {
-    let response = reqwest::Client::new()
-        .post(format!("{}/stream", server.url))
-        .header("content-type", "application/json")
-        .header("traceparent", format!("00-{TRACE_ID}-{PARENT_ID}-01"))
-        .body(body.to_string())
-        .send()
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    Reply {
-        status: response.status().as_u16(),
-        headers: response.headers().clone(),
-        body: response.text().await.unwrap_or_default(),
-    }
+    let parent = format!("00-{TRACE_ID}-{PARENT_ID}-01");
+    server.chat_with(body, &[("traceparent", &parent)]).await
 }
 
 /// Asks to pay, approves, and returns the spans of both turns once the
@@ -208,7 +197,7 @@ async fn record_content_keeps_arguments_and_result() {
 
 // Two workers: the collector answers while the test blocks on the exit.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_stopped_server_sends_the_spans_it_held() {
+async fn a_stopped_server_sends_the_spans_it_held() -> anyhow::Result<()> {
     let collector = Receiver::start(&[200]).await;
     // The batch is sent every 5 s by default: the stop sends it sooner.
     let endpoint = [("OTEL_EXPORTER_OTLP_ENDPOINT", collector.url.as_str())];
@@ -217,8 +206,7 @@ async fn a_stopped_server_sends_the_spans_it_held() {
     assert_eq!(reply.status, 200, "{}", reply.body);
     let status = std::process::Command::new("kill")
         .args(["-TERM", &server.pid().to_string()])
-        .status()
-        .unwrap_or_else(|e| panic!("{e}"));
+        .status()?;
     assert!(status.success());
     assert!(
         server.exited_within(wait::PATIENCE),
@@ -226,6 +214,7 @@ async fn a_stopped_server_sends_the_spans_it_held() {
     );
     let spans = spans(&collector);
     assert_eq!(named(&spans, "invoke_agent toolgate").len(), 1, "{spans:?}");
+    Ok(())
 }
 
 /// The turn that ran the payment: the one whose events say `approved`.

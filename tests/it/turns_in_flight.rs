@@ -3,12 +3,12 @@
 //! a socket that keeps serving while an approved call runs.
 
 use crate::common;
+use crate::common::Must;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::body::read_until;
-use common::ws::{connect, held, next, next_within, says, send, turn};
+use common::ws::{asking, connect, held, next, next_within, says, send, turn};
 use common::{Server, wait};
 use futures::{SinkExt, StreamExt};
 use serde_json::{Value, json};
@@ -19,7 +19,7 @@ use toolgate::Config;
 async fn resume_status(server: &Server, chat: &str) -> u16 {
     let response = reqwest::get(format!("{}/stream/{chat}/stream", server.url))
         .await
-        .unwrap_or_else(|e| panic!("{e}"));
+        .must();
     response.status().as_u16()
 }
 
@@ -66,19 +66,15 @@ const QUESTION: &str = "\"toolName\":\"adk_request_confirmation\",\"input\"";
 #[tokio::test]
 async fn held_turn_with_a_free_call_survives_a_reload() {
     let server = Server::start().await;
-    let mut body = Box::pin(
-        server
-            .open(&held(
+    let (body, _) = server
+        .open_until(
+            &held(
                 "chat-mix",
                 "Send 50 USD to Hanako and what is the weather in Paris",
-            ))
-            .await,
-    );
-    let mut seen = String::new();
-    read_until(&mut body, &mut seen, |s| {
-        s.contains(QUESTION) && s.contains("\"type\":\"tool-output-available\"")
-    })
-    .await;
+            ),
+            |s| s.contains(QUESTION) && s.contains("\"type\":\"tool-output-available\""),
+        )
+        .await;
     drop(body); // the page reloads
     // Time for the server to see the reader leave, and wrongly end the held
     // turn if it would: what must not happen has no event to wait for.
@@ -96,16 +92,12 @@ async fn held_turn_with_a_free_call_survives_a_reload() {
 #[tokio::test]
 async fn second_question_of_a_held_turn_survives_without_readers() {
     let server = Server::start().await;
-    let mut body = Box::pin(
-        server
-            .open(&held(
-                "chat-two",
-                "Send 50 USD to Hanako and pay $20 to Bob",
-            ))
-            .await,
-    );
-    let mut seen = String::new();
-    read_until(&mut body, &mut seen, |s| s.matches(QUESTION).count() == 2).await;
+    let (body, _) = server
+        .open_until(
+            &held("chat-two", "Send 50 USD to Hanako and pay $20 to Bob"),
+            |s| s.matches(QUESTION).count() == 2,
+        )
+        .await;
     drop(body); // the page reloads; the turn is held (both questions open)
     // Time for the server to see the reader leave, and wrongly end the held
     // turn if it would: what must not happen has no event to wait for.
@@ -116,12 +108,7 @@ async fn second_question_of_a_held_turn_survives_without_readers() {
     let open: Vec<Value> = serde_json::from_str(&open.body).unwrap_or_default();
     assert_eq!(open.len(), 2, "{open:?}");
     let first = open[0]["id"].as_str().unwrap_or_default().to_owned();
-    let decided = server
-        .post(
-            &format!("/api/confirmations/{first}"),
-            r#"{"approved": true}"#,
-        )
-        .await;
+    let decided = server.approve(&first).await;
     assert_eq!(decided.status, 200, "{}", decided.body);
     // Time for the decision to reach the turn, and wrongly end it if it
     // would: what must not happen has no event to wait for.
@@ -192,12 +179,11 @@ async fn runs_abort_before_first_poll_marks_done() {
 /// `maxTurnsPerUser: 1` and `maxTurns: 1` hold even when new turns of one
 /// chat supersede a turn that is still read.
 #[tokio::test]
-async fn superseded_turns_still_count_against_the_caps() {
-    let config = Config::from_yaml(
+async fn superseded_turns_still_count_against_the_caps() -> anyhow::Result<()> {
+    let server = Server::from_yaml(
         "model:\n  deltaDelayMs: 20\nstream:\n  maxTurnsPerUser: 1\n  maxTurns: 1\n",
     )
-    .unwrap_or_else(|e| panic!("{e}"));
-    let server = Server::with_config(config).await;
+    .await;
     let mut socket = connect(&server).await;
     for r in ["r1", "r2", "r3"] {
         send(&mut socket, turn(r, &says("chat-c", "count to 400"))).await;
@@ -225,24 +211,14 @@ async fn superseded_turns_still_count_against_the_caps() {
         "{} turns streaming at once with maxTurnsPerUser 1 / maxTurns 1: {streaming:?} (refused: {refused:?})",
         streaming.len()
     );
+    Ok(())
 }
 
 /// A `resume` cannot reuse a requestId in flight: one stream per requestId.
 #[tokio::test]
 async fn resume_with_a_request_id_in_use_is_refused() {
     let server = Server::start().await;
-    let mut socket = connect(&server).await;
-    send(
-        &mut socket,
-        turn("r1", &held("chat-dup", "Send 50 USD to Hanako")),
-    )
-    .await;
-    loop {
-        let frame = next(&mut socket).await;
-        if frame["chunk"].to_string().contains("originalFunctionCall") {
-            break;
-        }
-    }
+    let (mut socket, _) = asking(&server, "chat-dup").await;
     send(
         &mut socket,
         json!({"type": "resume", "requestId": "r1", "id": "chat-dup", "headers": {}, "body": {}}),
@@ -352,10 +328,8 @@ async fn confirm_frame_does_not_block_the_socket() {
 
 /// An abort stops the model for every reader, not only for the aborting request.
 #[tokio::test]
-async fn abort_stops_the_model_even_with_another_reader() {
-    let config =
-        Config::from_yaml("model:\n  deltaDelayMs: 20\n").unwrap_or_else(|e| panic!("{e}"));
-    let server = Server::with_config(config).await;
+async fn abort_stops_the_model_even_with_another_reader() -> anyhow::Result<()> {
+    let server = Server::from_yaml("model:\n  deltaDelayMs: 20\n").await;
     let mut a = connect(&server).await;
     send(&mut a, turn("r1", &says("chat-ab", "count to 1000"))).await;
     loop {
@@ -386,27 +360,25 @@ async fn abort_stops_the_model_even_with_another_reader() {
     tokio::time::timeout(Duration::from_secs(3), ended)
         .await
         .unwrap_or_else(|_| panic!("the model went on after the abort"));
+    Ok(())
 }
 
 /// As above, with both frames in one TCP write; over SSE too.
 #[tokio::test]
-async fn abort_in_the_same_write_as_send_leaves_no_zombie() {
+async fn abort_in_the_same_write_as_send_leaves_no_zombie() -> anyhow::Result<()> {
     let server = Server::start().await;
     let mut socket = connect(&server).await;
     let send_frame = turn("r1", &says("chat-z", "count to 50"));
     let abort = json!({"type": "abort", "requestId": "r1"});
     socket
         .feed(Message::Text(send_frame.to_string().into()))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    socket
-        .feed(Message::Text(abort.to_string().into()))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    socket.flush().await.unwrap_or_else(|e| panic!("{e}"));
+        .await?;
+    socket.feed(Message::Text(abort.to_string().into())).await?;
+    socket.flush().await?;
     // Over SSE: the resume answers 204 (a zombie answered 200, then nothing).
     done(&server, "chat-z").await;
     resume_finds_nothing(&mut socket, "chat-z").await;
+    Ok(())
 }
 
 /// Without auth every caller is `anonymous`: abandoned held turns must not
@@ -416,9 +388,11 @@ async fn abandoned_held_turns_do_not_lock_out_everyone() {
     let server = Server::start().await;
     for n in 0..16 {
         let chat = format!("tab-{n}");
-        let mut body = Box::pin(server.open(&held(&chat, "Send 50 USD to Hanako")).await);
-        let mut seen = String::new();
-        read_until(&mut body, &mut seen, |s| s.contains(QUESTION)).await;
+        let (body, _) = server
+            .open_until(&held(&chat, "Send 50 USD to Hanako"), |s| {
+                s.contains(QUESTION)
+            })
+            .await;
         drop(body); // the visitor closes the tab
     }
     // Time for the server to see the visitors leave: the held turns stay,

@@ -24,6 +24,7 @@
 //! how long to wait after the run for keys to expire; a question's record
 //! lives its expiry and an hour more, so at least 3,800) change it.
 
+use crate::common::Must;
 use std::collections::HashMap;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -86,13 +87,8 @@ async fn counter() -> (String, Ran) {
             }
         }),
     );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    let url = format!(
-        "http://{}/pay",
-        listener.local_addr().unwrap_or_else(|e| panic!("{e}"))
-    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.must();
+    let url = format!("http://{}/pay", listener.local_addr().must());
     // The soak's endpoint: it lives as long as the test's runtime.
     #[allow(clippy::disallowed_methods)]
     tokio::spawn(async move { axum::serve(listener, app).await });
@@ -116,7 +112,7 @@ impl Instance {
             .env("RUST_LOG", "toolgate=error")
             .stdout(Stdio::null())
             .spawn()
-            .unwrap_or_else(|e| panic!("{e}"));
+            .must();
         self.child = Some(Owned(child));
     }
 
@@ -369,11 +365,8 @@ async fn turn(
 /// Every key under `prefix`: how many, which never expire, and Redis's
 /// memory in use.
 async fn keys(redis: &str, prefix: &str) -> (usize, Vec<String>, String) {
-    let client = redis::Client::open(redis).unwrap_or_else(|e| panic!("{e}"));
-    let mut conn = client
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let client = redis::Client::open(redis).must();
+    let mut conn = client.get_multiplexed_async_connection().await.must();
     let mut all: Vec<String> = Vec::new();
     let mut cursor = 0u64;
     loop {
@@ -385,7 +378,7 @@ async fn keys(redis: &str, prefix: &str) -> (usize, Vec<String>, String) {
             .arg(1000)
             .query_async(&mut conn)
             .await
-            .unwrap_or_else(|e| panic!("{e}"));
+            .must();
         all.extend(batch);
         if next == 0 {
             break;
@@ -398,10 +391,7 @@ async fn keys(redis: &str, prefix: &str) -> (usize, Vec<String>, String) {
         for key in keys {
             pipe.cmd("PTTL").arg(key);
         }
-        let ttls: Vec<i64> = pipe
-            .query_async(&mut conn)
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
+        let ttls: Vec<i64> = pipe.query_async(&mut conn).await.must();
         for (key, ttl) in keys.iter().zip(ttls) {
             if ttl == -1 {
                 forever.push(key.trim_start_matches(prefix).to_owned());
@@ -412,7 +402,7 @@ async fn keys(redis: &str, prefix: &str) -> (usize, Vec<String>, String) {
         .arg("memory")
         .query_async(&mut conn)
         .await
-        .unwrap_or_else(|e| panic!("{e}"));
+        .must();
     let used = info
         .lines()
         .find(|l| l.starts_with("used_memory_human:"))
@@ -424,14 +414,14 @@ async fn keys(redis: &str, prefix: &str) -> (usize, Vec<String>, String) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 #[ignore = "minutes long: cargo test --features cluster --test it cluster::soak -- --ignored"]
-async fn soak() {
+async fn soak() -> anyhow::Result<()> {
     let secs = env_or("TOOLGATE_SOAK_SECS", 300);
     let concurrency = env_or("TOOLGATE_SOAK_CONCURRENCY", 64);
     let kill_every = Duration::from_secs(env_or("TOOLGATE_SOAK_KILL_EVERY_SECS", 30));
     let settle = Duration::from_secs(env_or("TOOLGATE_SOAK_SETTLE_SECS", 0));
     let redis = redis_url();
     let prefix = format!("soak-{}:", uuid::Uuid::new_v4().simple());
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir()?;
     let (pay_url, ran) = counter().await;
     let yaml = format!(
         "store:\n  kind: redis\n  url: {redis}\n  keyPrefix: '{prefix}'\n\
@@ -444,7 +434,7 @@ async fn soak() {
     let mut instances: Vec<Instance> = (0..3)
         .map(|i| {
             let config = dir.path().join(format!("{i}.yaml"));
-            std::fs::write(&config, &yaml).unwrap_or_else(|e| panic!("{e}"));
+            std::fs::write(&config, &yaml).must();
             Instance {
                 port: free_port(),
                 config,
@@ -572,4 +562,5 @@ async fn soak() {
     );
     // Every key but the bounded ones (the audit log and the like) expires.
     assert!(forever.len() <= 16, "keys that never expire: {forever:?}");
+    Ok(())
 }

@@ -2,6 +2,7 @@
 //! agents of `tests/fixtures/adk/agents/` on their deterministic model,
 //! google-adk at `TOOLGATE_TEST_ADK` (scripts/test installs it).
 
+use super::Must;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -18,7 +19,7 @@ pub struct Adk {
 
 impl Adk {
     pub fn start() -> Self {
-        let state = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let state = tempfile::tempdir().must();
         Self::start_in(state, 0)
     }
 
@@ -81,13 +82,8 @@ impl Adk {
     /// The events of `user`'s session for chat `chat`.
     pub async fn session_events(&self, user: &str, chat: &str) -> Vec<Value> {
         let url = format!("{}/apps/payments/users/{user}/sessions/{chat}", self.url);
-        let body = reqwest::get(url)
-            .await
-            .unwrap_or_else(|e| panic!("{e}"))
-            .text()
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-        let session: Value = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"));
+        let body = reqwest::get(url).await.must().text().await.must();
+        let session: Value = super::from_json(&body);
         session["events"].as_array().cloned().unwrap_or_default()
     }
 }
@@ -110,10 +106,7 @@ impl Adk {
             .unwrap_or_else(|| panic!("no port in {}", self.url));
         let _ = self.child.kill();
         let _ = self.child.wait();
-        let state = std::mem::replace(
-            &mut self._state,
-            tempfile::tempdir().unwrap_or_else(|e| panic!("{e}")),
-        );
+        let state = std::mem::replace(&mut self._state, tempfile::tempdir().must());
         Self::start_in(state, port)
     }
 }

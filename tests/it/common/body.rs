@@ -7,6 +7,11 @@ use serde_json::Value;
 use super::Reply;
 use super::wait::PATIENCE;
 
+/// A turn's response body, boxed and pinned, as [`super::Server::open_until`]
+/// hands it back.
+pub type Streaming =
+    std::pin::Pin<Box<dyn futures::Stream<Item = reqwest::Result<bytes::Bytes>> + Send>>;
+
 /// A streamed body, as `reqwest::Response::bytes_stream` gives it.
 pub trait Body: futures::Stream<Item = reqwest::Result<bytes::Bytes>> + Unpin {}
 impl<T: futures::Stream<Item = reqwest::Result<bytes::Bytes>> + Unpin> Body for T {}

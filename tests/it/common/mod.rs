@@ -14,6 +14,7 @@ use toolgate::{App, Config};
 
 #[cfg(feature = "adk")]
 pub mod adk;
+pub mod binary;
 pub mod body;
 pub mod calls;
 pub mod raw;
@@ -21,6 +22,34 @@ pub mod receiver;
 pub mod upstream;
 pub mod wait;
 pub mod ws;
+
+pub use binary::{Binary, config_file, listening_on, loopback, refused};
+
+/// The one way a helper (or a closure, or a task a test spawns) that cannot
+/// use `?` fails on an error: a panic with the error's message and its causes,
+/// reported at the caller's line. Test functions return `anyhow::Result<()>`
+/// and use `?` instead.
+pub trait Must<T> {
+    fn must(self) -> T;
+}
+
+impl<T, E: std::fmt::Display> Must<T> for Result<T, E> {
+    #[track_caller]
+    fn must(self) -> T {
+        match self {
+            Ok(value) => value,
+            Err(e) => panic!("{e:#}"),
+        }
+    }
+}
+
+/// `text` as JSON of type `T`; the test fails naming the text when it is not.
+#[track_caller]
+pub fn from_json<T: serde::de::DeserializeOwned>(text: &str) -> T {
+    serde_json::from_str(text)
+        .map_err(|e| format!("{e}: {text}"))
+        .must()
+}
 
 pub struct Server {
     pub url: String,
@@ -39,7 +68,7 @@ impl Reply {
     async fn of(response: reqwest::Response) -> Self {
         let status = response.status().as_u16();
         let headers = response.headers().clone();
-        let body = response.text().await.unwrap_or_else(|e| panic!("{e}"));
+        let body = response.text().await.must();
         Reply {
             status,
             headers,
@@ -58,7 +87,7 @@ impl Reply {
             .split("\n\n")
             .filter_map(|frame| frame.strip_prefix("data: "))
             .filter(|data| *data != "[DONE]")
-            .map(|data| serde_json::from_str(data).unwrap_or_else(|e| panic!("{e}: {data}")))
+            .map(from_json)
             .collect()
     }
 
@@ -66,6 +95,14 @@ impl Reply {
         self.chunks()
             .into_iter()
             .filter(|c| c["type"] == kind)
+            .collect()
+    }
+
+    /// The `errorText` of each `tool-output-error` chunk.
+    pub fn error_texts(&self) -> Vec<String> {
+        self.of_type("tool-output-error")
+            .iter()
+            .map(|c| c["errorText"].as_str().unwrap_or("").to_owned())
             .collect()
     }
 
@@ -136,7 +173,7 @@ impl Server {
     pub async fn with(config: Config, customize: impl FnOnce(App) -> App) -> Self {
         let payments = Arc::new(AtomicUsize::new(0));
         let payment_limit = config.tools.payment_limit;
-        let settings = Settings::new(config).unwrap_or_else(|e| panic!("{e}"));
+        let settings = Settings::new(config).must();
         // The config's tools, with `process_payment` counted.
         let mut registry = settings.registry.clone();
         registry.register(Counting {
@@ -183,14 +220,7 @@ impl Server {
         for (name, value) in headers {
             request = request.header(*name, *value);
         }
-        Reply::of(
-            request
-                .body(body)
-                .send()
-                .await
-                .unwrap_or_else(|e| panic!("{e}")),
-        )
-        .await
+        Reply::of(request.body(body).send().await.must()).await
     }
 
     pub async fn get(&self, path: &str) -> Reply {
@@ -203,7 +233,7 @@ impl Server {
         for (name, value) in headers {
             request = request.header(*name, *value);
         }
-        Reply::of(request.send().await.unwrap_or_else(|e| panic!("{e}"))).await
+        Reply::of(request.send().await.must()).await
     }
 
     /// Sends a turn and hands back the body as it streams.
@@ -217,12 +247,77 @@ impl Server {
             .body(body.to_string())
             .send()
             .await
-            .unwrap_or_else(|e| panic!("{e}"))
+            .must()
             .bytes_stream()
     }
 
     pub async fn chat(&self, body: &Value) -> Reply {
         self.post("/stream", body.to_string()).await
+    }
+
+    /// A server of `config` on a fresh store of `kind` (`memory`, `sqlite`,
+    /// or `redis` with the `redis-server` feature); the temporary folder of
+    /// a SQLite store lives as long as the server.
+    pub async fn on_backend(kind: &str, config: Config) -> (Self, Option<tempfile::TempDir>) {
+        let (store, dir) = match kind {
+            "memory" => (toolgate::store::Store::memory(), None),
+            "sqlite" => {
+                let dir = tempfile::tempdir().must();
+                (
+                    toolgate::store::Store::sqlite(&dir.path().join("db.sqlite3")).must(),
+                    Some(dir),
+                )
+            }
+            #[cfg(feature = "redis-server")]
+            "redis" => {
+                let url = redis_url();
+                let prefix = format!("test-{}:", uuid::Uuid::new_v4().simple());
+                (
+                    toolgate::store::Store::redis(&url, &prefix).await.must(),
+                    None,
+                )
+            }
+            other => panic!("no store backend {other}"),
+        };
+        (
+            Server::with(config, move |app| app.with_store(store)).await,
+            dir,
+        )
+    }
+
+    /// Sends a turn and reads its body until `done` holds of what was read:
+    /// the body, still open, and what was read.
+    pub async fn open_until(
+        &self,
+        body: &Value,
+        done: impl Fn(&str) -> bool,
+    ) -> (body::Streaming, String) {
+        let mut stream: body::Streaming = Box::pin(self.open(body).await);
+        let mut seen = String::new();
+        body::read_until(&mut stream, &mut seen, done).await;
+        (stream, seen)
+    }
+
+    /// A server of the default config on the SQLite store at `path`.
+    pub async fn on_sqlite(path: &std::path::Path) -> Self {
+        let store = toolgate::store::Store::sqlite(path).must();
+        Self::with(Config::default(), |app| app.with_store(store)).await
+    }
+
+    /// A server of the config `yaml`.
+    pub async fn from_yaml(yaml: &str) -> Self {
+        Self::with_config(Config::from_yaml(yaml).must()).await
+    }
+
+    /// The user's `text` in `chat`: `user_says`, sent as [`Server::chat`].
+    pub async fn says(&self, chat: &str, text: &str) -> Reply {
+        self.chat(&user_says(chat, text)).await
+    }
+
+    /// `POST /api/confirmations/{id}` approving the question `id`.
+    pub async fn approve(&self, id: impl std::fmt::Display) -> Reply {
+        self.post(&format!("/api/confirmations/{id}"), r#"{"approved": true}"#)
+            .await
     }
 }
 
@@ -254,8 +349,35 @@ macro_rules! assert_sse {
     };
 }
 
+/// One test per answer to `question` (a JSON body): each starts a server,
+/// sends the question and then the answer `fixture`, and checks the reply
+/// against its `snapshot` and the number of payments made.
+macro_rules! answer_snapshots {
+    ($question:expr; $($name:ident: $fixture:literal => $snapshot:literal, $payments:literal;)*) => {$(
+        #[tokio::test]
+        async fn $name() {
+            let (server, reply) = crate::common::answered(&$question, $fixture).await;
+            assert_sse!($snapshot, reply.body);
+            assert_eq!(server.payments(), $payments);
+        }
+    )*};
+}
+
 pub fn confirmation_name() -> &'static str {
     CONFIRMATION_TOOL
+}
+
+/// The original function call of the question `reply` asks; fails the test
+/// when its first tool input is not a question.
+pub fn asked_call(reply: &Reply) -> Value {
+    let ask = reply.of_type("tool-input-available");
+    assert_eq!(
+        ask.first().map(|a| &a["toolName"]),
+        Some(&Value::from(confirmation_name())),
+        "{}",
+        reply.body
+    );
+    ask[0]["input"]["originalFunctionCall"].clone()
 }
 
 /// How many times the reply asks for a confirmation (the confirmation
@@ -268,175 +390,20 @@ pub fn asked(reply: &Reply) -> usize {
         .count()
 }
 
-/// The `toolgate` binary, serving on a free port with its state in a
-/// temporary SQLite file and signed confirmations; killed on drop.
-pub struct Binary {
-    pub url: String,
-    child: std::process::Child,
-    _state: Option<tempfile::TempDir>,
-    /// Kept open: the server writes more lines after the first.
-    pub stdout: std::io::BufReader<std::process::ChildStdout>,
-}
-
-impl Binary {
-    pub fn serve(extra: &[&str]) -> Self {
-        Self::serve_yaml("", extra)
-    }
-
-    /// Like [`Binary::serve`], with more top-level config (not `store` or
-    /// `toolConfirmation`).
-    pub fn serve_yaml(yaml: &str, extra: &[&str]) -> Self {
-        Self::serve_yaml_env(yaml, extra, &[])
-    }
-
-    /// Like [`Binary::serve_yaml`], with these environment variables set.
-    pub fn serve_yaml_env(yaml: &str, extra: &[&str], env: &[(&str, &str)]) -> Self {
-        let state = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let config = state.path().join("toolgate.yaml");
-        let db = state.path().join("toolgate.sqlite3");
-        std::fs::write(
-            &config,
-            format!(
-                "store:\n  path: {}\ntoolConfirmation:\n  signingKeys: [test-signing-key-of-at-least-32-bytes]\n{yaml}",
-                db.display()
-            ),
-        )
-        .unwrap_or_else(|e| panic!("{e}"));
-        let config = config.display().to_string();
-        let mut binary = Self::serve_with_env(&[&["--config", &config], extra].concat(), env);
-        binary._state = Some(state);
-        binary
-    }
-
-    /// Serves with exactly these extra arguments (a config naming the store, say).
-    pub fn serve_with(extra: &[&str]) -> Self {
-        Self::serve_with_env(extra, &[])
-    }
-
-    /// Like [`Binary::serve_with`], with these environment variables set.
-    pub fn serve_with_env(extra: &[&str], env: &[(&str, &str)]) -> Self {
-        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
-            .args(["serve", "--bind", "127.0.0.1:0"])
-            .args(extra)
-            .env("RUST_LOG", "toolgate=warn")
-            .envs(env.iter().copied())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .unwrap_or_else(|e| panic!("{e}"));
-        let stdout = child.stdout.take().unwrap_or_else(|| panic!("no stdout"));
-        let mut stdout = std::io::BufReader::new(stdout);
-        let url = listening_on(&mut stdout);
-        Self {
-            url,
-            child,
-            _state: None,
-            stdout,
-        }
-    }
-}
-
-/// The URL a starting binary names on its first line of stdout.
-pub fn listening_on(stdout: &mut impl std::io::BufRead) -> String {
-    let mut line = String::new();
-    stdout
-        .read_line(&mut line)
-        .unwrap_or_else(|e| panic!("{e}"));
-    line.trim()
-        .strip_prefix("listening on ")
-        .unwrap_or_else(|| panic!("first line: {line:?}"))
-        .to_owned()
-}
-
-/// A listener on a free loopback port, and its `http://` URL.
-pub async fn loopback() -> (tokio::net::TcpListener, String) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    let url = format!(
-        "http://{}",
-        listener.local_addr().unwrap_or_else(|e| panic!("{e}"))
-    );
-    (listener, url)
-}
-
-impl Binary {
-    pub fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
-    /// Whether the server has exited (reaped), waiting up to `limit`.
-    pub fn exited_within(&mut self, limit: std::time::Duration) -> bool {
-        let deadline = std::time::Instant::now() + limit;
-        while std::time::Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return true;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        false
-    }
-}
-
-impl Binary {
-    /// Sends the server `signal` (`TERM`, `INT`) with `kill`.
-    pub fn signal(&self, signal: &str) {
-        let sent = std::process::Command::new("kill")
-            .args([format!("-{signal}"), self.pid().to_string()])
-            .status()
-            .unwrap_or_else(|e| panic!("kill: {e}"));
-        assert!(sent.success(), "kill -{signal}: {sent}");
-    }
-
-    /// How the server exited, if it did within `limit` (polled without
-    /// blocking the test's runtime).
-    pub async fn exit_within(
-        &mut self,
-        limit: std::time::Duration,
-    ) -> Option<std::process::ExitStatus> {
-        let deadline = tokio::time::Instant::now() + limit;
-        while tokio::time::Instant::now() < deadline {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                return Some(status);
-            }
-            tokio::time::sleep(wait::POLL).await;
-        }
-        None
-    }
-}
-
-impl Drop for Binary {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Binary {
-    pub async fn chat(&self, body: &Value) -> Reply {
-        let response = reqwest::Client::new()
-            .post(format!("{}/stream", self.url))
-            .header("content-type", "application/json")
-            .body(body.to_string())
-            .send()
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-        Reply {
-            status: response.status().as_u16(),
-            headers: response.headers().clone(),
-            body: response.text().await.unwrap_or_default(),
-        }
-    }
-}
-
 /// The follow-up `useChat` sends in chat `chat` after approving the question
 /// "Send 50 USD to Hanako" that `first` asked (with its signature, if any).
 pub fn approval(chat: &str, first: &Reply) -> Value {
+    approval_of(chat, "Send 50 USD to Hanako", first)
+}
+
+/// The approval of the question in `first`, the answer to the user's `text`.
+pub fn approval_of(chat: &str, text: &str, first: &Reply) -> Value {
     let message_id = first.of_type("start")[0]["messageId"].clone();
     let ask = first.of_type("tool-input-available")[0].clone();
     serde_json::json!({
         "id": chat, "trigger": "submit-message", "messageId": message_id,
         "messages": [
-            {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "Send 50 USD to Hanako"}]},
+            {"id": "u1", "role": "user", "parts": [{"type": "text", "text": text}]},
             {"id": message_id, "role": "assistant", "parts": [
                 {"type": "step-start"},
                 {"type": "tool-adk_request_confirmation", "toolCallId": ask["toolCallId"], "state": "output-available",
@@ -444,6 +411,45 @@ pub fn approval(chat: &str, first: &Reply) -> Value {
             ]}
         ]
     })
+}
+
+/// The SHA-256 of an API key, in hex, as `auth.apiKeys[].sha256` takes it.
+pub fn hashed(key: &str) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(key.as_bytes()))
+}
+
+/// `auth.apiKeys` with one key per `(principal, key)`.
+pub fn api_keys(keys: &[(&str, &str)]) -> String {
+    let keys: String = keys
+        .iter()
+        .map(|(principal, key)| {
+            format!(
+                "    - {{principal: {principal}, sha256: '{}'}}\n",
+                hashed(key)
+            )
+        })
+        .collect();
+    format!("auth:\n  apiKeys:\n{keys}")
+}
+
+/// A server that asked `question`, and its reply to the fixture `answer`.
+pub async fn answered(question: &Value, answer: &str) -> (Server, Reply) {
+    let server = Server::start().await;
+    server.chat(question).await;
+    let reply = server.chat(&fixture(answer)).await;
+    (server, reply)
+}
+
+/// What the model says once the payment to Hanako that `decided` (a decision
+/// the API answered) ran.
+pub fn paid_hanako(decided: &Value) -> String {
+    format!(
+        "Sent 50 USD to Hanako (transaction {}).",
+        decided["outcome"]["output"]["transactionId"]
+            .as_str()
+            .unwrap_or("?")
+    )
 }
 
 /// The transaction id of the payment a reply reports, if any.

@@ -1,6 +1,7 @@
 //! HTTP/1.1 written by hand, for requests no client library sends: a
 //! foreign `Host`, a browser's `Origin`, a head that never ends.
 
+use super::Must;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -36,18 +37,10 @@ pub async fn send(
         "content-length: {}\r\nconnection: close\r\n\r\n{body}",
         body.len()
     ));
-    let mut stream = TcpStream::connect(authority(url))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    stream
-        .write_all(head.as_bytes())
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let mut stream = TcpStream::connect(authority(url)).await.must();
+    stream.write_all(head.as_bytes()).await.must();
     let mut reply = Vec::new();
-    stream
-        .read_to_end(&mut reply)
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    stream.read_to_end(&mut reply).await.must();
     parse(&String::from_utf8_lossy(&reply))
 }
 
@@ -67,17 +60,13 @@ pub fn parse(reply: &str) -> RawReply {
 /// [`send`] of a `GET` for a test without a runtime.
 pub fn get_blocking(url: &str, path: &str) -> RawReply {
     use std::io::{Read, Write};
-    let mut stream = std::net::TcpStream::connect(authority(url)).unwrap_or_else(|e| panic!("{e}"));
+    let mut stream = std::net::TcpStream::connect(authority(url)).must();
     let head = format!(
         "GET {path} HTTP/1.1\r\nhost: {}\r\nconnection: close\r\n\r\n",
         authority(url)
     );
-    stream
-        .write_all(head.as_bytes())
-        .unwrap_or_else(|e| panic!("{e}"));
+    stream.write_all(head.as_bytes()).must();
     let mut reply = Vec::new();
-    stream
-        .read_to_end(&mut reply)
-        .unwrap_or_else(|e| panic!("{e}"));
+    stream.read_to_end(&mut reply).must();
     parse(&String::from_utf8_lossy(&reply))
 }

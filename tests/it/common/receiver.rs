@@ -2,6 +2,7 @@
 //! answers with the statuses it is given, checks a delivery's signature
 //! with its own HMAC code, and keeps what it got.
 
+use super::Must;
 use std::sync::{Arc, Mutex};
 
 use axum::body::Bytes;
@@ -33,7 +34,7 @@ pub struct Got {
 
 impl Got {
     pub fn json(&self) -> Value {
-        serde_json::from_slice(&self.body).unwrap_or_else(|e| panic!("{e}"))
+        serde_json::from_slice(&self.body).must()
     }
 
     /// Whether the signature is right, checked as a receiver would.
@@ -50,8 +51,7 @@ impl Got {
         let Ok(given) = hex::decode(hex_mac) else {
             return false;
         };
-        let mut mac =
-            Hmac::<Sha256>::new_from_slice(secret.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
+        let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).must();
         mac.update(header("x-toolgate-timestamp").as_bytes());
         mac.update(b".");
         mac.update(&self.body);

@@ -1,6 +1,7 @@
 //! A model provider's HTTP API on 127.0.0.1:0: it replays SSE fixtures in
 //! chosen pieces, fails in chosen ways, and records what it was sent.
 
+use super::Must;
 use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
@@ -101,13 +102,8 @@ impl Upstream {
             gone: gone_tx,
         });
         let app = axum::Router::new().fallback(post(answer)).with_state(state);
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-        let url = format!(
-            "http://{}",
-            listener.local_addr().unwrap_or_else(|e| panic!("{e}"))
-        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.must();
+        let url = format!("http://{}", listener.local_addr().must());
         // A test's upstream: it lives as long as the test's runtime.
         #[allow(clippy::disallowed_methods)]
         tokio::spawn(async move { axum::serve(listener, app).await });
@@ -231,7 +227,7 @@ fn event_stream(body: Body) -> Response {
     Response::builder()
         .header("content-type", "text/event-stream")
         .body(body)
-        .unwrap_or_else(|e| panic!("{e}"))
+        .must()
 }
 
 fn status(code: u16, headers: &[(&'static str, String)], body: &str) -> Response {
@@ -241,9 +237,7 @@ fn status(code: u16, headers: &[(&'static str, String)], body: &str) -> Response
     for (name, value) in headers {
         response = response.header(*name, value.as_str());
     }
-    response
-        .body(Body::from(body.to_owned()))
-        .unwrap_or_else(|e| panic!("{e}"))
+    response.body(Body::from(body.to_owned())).must()
 }
 
 /// Cuts `bytes` into the pieces `split` asks for.

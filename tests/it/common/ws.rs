@@ -1,6 +1,7 @@
 //! A WebSocket client of `/live` for tests: frames in and out, and the
 //! `send` frame of a `useChat` body.
 
+use super::Must;
 use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
@@ -19,9 +20,7 @@ pub async fn connect(server: &Server) -> Socket {
 /// A socket to `/live` of the server (or balancer) at `base` (`http://…`).
 pub async fn connect_to(base: &str) -> Socket {
     let url = format!("{}/live", base.replacen("http", "ws", 1));
-    let (socket, _) = tokio_tungstenite::connect_async(url)
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let (socket, _) = tokio_tungstenite::connect_async(url).await.must();
     socket
 }
 
@@ -29,7 +28,7 @@ pub async fn send(socket: &mut Socket, frame: Value) {
     socket
         .send(Message::Text(frame.to_string().into()))
         .await
-        .unwrap_or_else(|e| panic!("{e}"));
+        .must();
 }
 
 /// The next text frame, as JSON.
@@ -38,7 +37,7 @@ pub async fn next(socket: &mut Socket) -> Value {
         loop {
             match socket.next().await {
                 Some(Ok(Message::Text(text))) => {
-                    return serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+                    return super::from_json(&text);
                 }
                 Some(Ok(Message::Ping(_) | Message::Pong(_))) => continue,
                 other => panic!("the socket ended: {other:?}"),
@@ -62,6 +61,14 @@ pub async fn until_end(socket: &mut Socket, frames: &mut Vec<Value>, request: &s
         }
     }
     check_sequence(frames, request);
+}
+
+/// Sends turn `request` of `body`, and reads its frames to its end.
+pub async fn whole_turn(socket: &mut Socket, request: &str, body: &Value) -> Vec<Value> {
+    send(socket, turn(request, body)).await;
+    let mut frames = Vec::new();
+    until_end(socket, &mut frames, request).await;
+    frames
 }
 
 /// Frames up to the first chunk whose JSON contains `needle`.
@@ -102,6 +109,20 @@ pub fn turn(request: &str, body: &Value) -> Value {
         frame["body"]["toolgate"] = options.clone();
     }
     frame
+}
+
+/// A socket on which turn `r1`, a held payment in `chat`, asks its
+/// question: the frames up to it.
+pub async fn asking(server: &Server, chat: &str) -> (Socket, Vec<Value>) {
+    let mut socket = connect(server).await;
+    send(
+        &mut socket,
+        turn("r1", &held(chat, "Send 50 USD to Hanako")),
+    )
+    .await;
+    let mut frames = Vec::new();
+    until(&mut socket, &mut frames, "originalFunctionCall").await;
+    (socket, frames)
 }
 
 pub fn says(chat: &str, text: &str) -> Value {
