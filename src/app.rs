@@ -322,14 +322,14 @@ impl App {
             })
             .with_tasks(tasks.clone())
             .with_turn_logs(turn_logs)
-            .with_takeover(crate::transport::continue_held(
+            .with_takeover(crate::run::continue_held(
                 agent.clone(),
                 client_version,
                 metrics.clone(),
             )),
         );
         let state = HttpState {
-            agent,
+            agent: agent.clone(),
             keep_alive: self.config.keep_alive(),
             max_body_bytes: self.config.stream.max_body_bytes,
             principal_header: self.config.auth.principal_header.clone(),
@@ -342,8 +342,16 @@ impl App {
                     admin: false,
                 }]
             })),
-            protocol: self.config.tool_confirmation.protocol,
-            flow: self.config.tool_confirmation.flow,
+            turns: Arc::new(crate::run::Turns {
+                agent: agent.clone(),
+                runs: runs.clone(),
+                limiter: limiter.clone(),
+                metrics: metrics.clone(),
+                protocol: self.config.tool_confirmation.protocol,
+                flow: self.config.tool_confirmation.flow,
+                client_version,
+                trust_traceparent: self.config.telemetry.trust_traceparent,
+            }),
             live: crate::transport::LiveLimits {
                 idle: Duration::from_secs(self.config.stream.live_idle_secs.max(1)),
                 frames_per_sec: self.config.stream.live_frames_per_sec,
@@ -351,10 +359,6 @@ impl App {
                 key_deadline: Duration::from_secs(self.config.live.key_deadline_secs.max(1)),
                 keyless_frame_bytes: self.config.live.keyless_frame_bytes,
             },
-            trust_traceparent: self.config.telemetry.trust_traceparent,
-            runs: runs.clone(),
-            limiter: limiter.clone(),
-            client_version,
             tasks: tasks.clone(),
             links,
             metrics: metrics.clone(),

@@ -28,11 +28,13 @@
 //! out. A shared reader does not hold the turn back, nor keep it alive:
 //! only this instance's readers and a question waiting for a human do.
 
+mod api;
 mod driver;
 mod log;
 mod registry;
 mod takeover;
 
+pub use api::{Asker, TurnError, Turns, continue_held};
 pub use driver::Run;
 pub use log::Subscription;
 pub use registry::{Continue, Limits, Owner, RunError, Runs};

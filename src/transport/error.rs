@@ -7,6 +7,7 @@ use serde_json::json;
 use crate::confirm::GateError;
 use crate::notify::LinkError;
 use crate::protocol::RequestError;
+use crate::run::TurnError;
 use crate::store::{Limited, StoreError};
 
 /// A request body that did not arrive by its deadline
@@ -75,6 +76,18 @@ pub enum ApiError {
     /// A confirmation link's token that is forged, altered or expired.
     #[error(transparent)]
     Link(#[from] LinkError),
+}
+
+/// The run API's refusals, each as the edge says it (the one place).
+impl From<TurnError> for ApiError {
+    fn from(e: TurnError) -> Self {
+        match e {
+            TurnError::Request(e) => ApiError::Request(e),
+            TurnError::Busy(e) => ApiError::Busy(e),
+            TurnError::Limited(limited) => ApiError::Limited(limited),
+            TurnError::Gate(e) => ApiError::Gate(e),
+        }
+    }
 }
 
 impl ApiError {
