@@ -63,7 +63,7 @@ pub struct HttpState {
     pub tasks: TaskTracker,
     /// The key of the notification links; `None` (no notifier): no link is valid.
     pub links: Option<Links>,
-    /// The app's metrics: turns count here.
+    /// The app's metrics (`/metrics`; turns count through [`Turns`]).
     pub metrics: Metrics,
     /// Whether and how `/metrics` is on this router.
     pub metrics_route: MetricsRoute,
