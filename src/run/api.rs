@@ -9,7 +9,8 @@
 //!   (an answer inside a chat message reaches it through the turn);
 //! - [`Turns::resume`]: the chat's turn in flight, from its start;
 //! - abort: [`Run::abort`] on the run `start` or `resume` gave;
-//! - follow: the chunks of the [`Subscription`] or [`Reader`] they gave.
+//! - follow: the chunks of the [`Subscription`] or [`super::Reader`] they
+//!   gave.
 //!
 //! What a turn needs beyond the registry lives here once: the limits that
 //! admit it, its span, its chunks fitted to the client and counted, and
