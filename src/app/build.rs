@@ -140,7 +140,7 @@ impl App {
             })
             .with_tasks(tasks.clone())
             .with_turn_logs(turn_logs)
-            .with_takeover(crate::transport::continue_held(
+            .with_takeover(crate::run::continue_held(
                 agent.clone(),
                 client_version,
                 metrics.clone(),
@@ -148,13 +148,21 @@ impl App {
         );
         let live = settings.live;
         let state = HttpState {
-            agent,
+            agent: agent.clone(),
             keep_alive: stream.keep_alive,
             max_body_bytes: stream.max_body_bytes,
             principal_header: settings.auth.principal_header,
             api_keys: Arc::new(settings.auth.api_keys),
-            protocol: settings.confirmation.protocol,
-            flow: settings.confirmation.flow,
+            turns: Arc::new(crate::run::Turns {
+                agent: agent.clone(),
+                runs: runs.clone(),
+                limiter: limiter.clone(),
+                metrics: metrics.clone(),
+                protocol: settings.confirmation.protocol,
+                flow: settings.confirmation.flow,
+                client_version,
+                trust_traceparent: settings.telemetry.trust_traceparent,
+            }),
             live: crate::transport::LiveLimits {
                 idle: live.idle,
                 frames_per_sec: live.frames_per_sec,
@@ -162,10 +170,6 @@ impl App {
                 key_deadline: live.key_deadline,
                 keyless_frame_bytes: live.keyless_frame_bytes,
             },
-            trust_traceparent: settings.telemetry.trust_traceparent,
-            runs: runs.clone(),
-            limiter: limiter.clone(),
-            client_version,
             tasks: tasks.clone(),
             links,
             metrics: metrics.clone(),

@@ -1,14 +1,19 @@
-//! Turns in flight, by chat: the one run API every face (SSE, `/live` in
-//! each dialect, the decisions API) uses. A face starts a turn
-//! ([`Runs::start`], after [`Runs::has_room`]), follows it
-//! ([`Subscription::chunks`], [`Reader::chunks`]), resumes it
-//! ([`Runs::resume`]) and aborts it ([`Run::abort`]); answers reach the
-//! turn through the decision pipeline, which the turn waits on.
+//! Turns in flight, by chat, and the one run API every face (SSE, `/live`
+//! in each dialect, the decisions API) adapts its wire to: [`Turns`]
+//! ([`api`]) starts a turn once the limits admit it, answers an open
+//! question through the gate, resumes a chat's turn; a face aborts a turn
+//! with [`Run::abort`] and follows it through [`Subscription::chunks`] or
+//! [`Reader::chunks`]. Its refusals are a [`TurnError`]; answers inside a
+//! chat message reach the turn through the decision pipeline, which the
+//! turn waits on.
 //!
 //! Each turn appends its chunks (as SSE events) to a log; subscribers read
 //! the log at their own pace: the request that started the turn, and any
 //! resume, which replays from the `start` chunk. By concern:
 //!
+//! - [`api`]: the run API above (the limits that admit a turn, its span,
+//!   its chunks fitted to the client and counted), and how a held turn
+//!   taken over goes on ([`continue_held`]);
 //! - [`registry`]: at most one resumable turn per (principal, chat), the
 //!   limits, and the start of a turn;
 //! - [`log`]: the log, its readers, and its backpressure: the reader
@@ -28,11 +33,13 @@
 //! out. A shared reader does not hold the turn back, nor keep it alive:
 //! only this instance's readers and a question waiting for a human do.
 
+mod api;
 mod driver;
 mod log;
 mod registry;
 mod takeover;
 
+pub use api::{Asker, TurnError, Turns, continue_held};
 pub use driver::Run;
 pub use log::Subscription;
 pub use registry::{Continue, Limits, Owner, RunError, Runs};

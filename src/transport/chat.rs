@@ -1,5 +1,5 @@
 //! `POST /stream` and `POST /api/chat` (a turn, streamed as SSE), and their
-//! `GET …/{chatId}/stream` resumes: the SSE face over [`super::turns`].
+//! `GET …/{chatId}/stream` resumes: the SSE face over [`crate::run::Turns`].
 
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
@@ -7,9 +7,10 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
+use opentelemetry_http::HeaderExtractor;
 
 use super::auth::Caller;
-use super::{ApiError, HttpState, sse, turns};
+use super::{ApiError, HttpState, sse};
 use crate::metrics::Transport;
 use crate::protocol::ChatRequest;
 
@@ -22,8 +23,11 @@ pub(super) async fn stream(
     let body =
         body.map_err(|rejection| ApiError::from_body_rejection(rejection, state.max_body_bytes))?;
     let request = ChatRequest::from_slice(&body)?;
-    let (_, reader) =
-        turns::start(&state, request, &caller.principal, Transport::Sse, &headers).await?;
+    let asker = state.asker(&caller.principal);
+    let trace = HeaderExtractor(&headers);
+    let (_, reader) = (state.turns)
+        .start(request, asker, Transport::Sse, &trace)
+        .await?;
     let chunks = reader.chunks().map(|(_, event)| event);
     Ok(sse::response(chunks, state.keep_alive).into_response())
 }
@@ -37,7 +41,10 @@ pub(super) async fn resume(
     Path(chat_id): Path<String>,
 ) -> Result<Response, ApiError> {
     crate::protocol::message::check_id("the chat id", &chat_id)?;
-    match turns::resume(&state, &caller.principal, &chat_id, Transport::Sse).await? {
+    match (state.turns)
+        .resume(&caller.principal, &chat_id, Transport::Sse)
+        .await?
+    {
         Some(resumed) => {
             let chunks = resumed.reader.chunks().map(|(_, event)| event);
             Ok(sse::response(chunks, state.keep_alive).into_response())

@@ -39,12 +39,7 @@ pub(super) async fn decide(
     let body =
         body.map_err(|rejection| ApiError::from_body_rejection(rejection, state.max_body_bytes))?;
     let decision = decision(&body)?;
-    match state
-        .agent
-        .gate
-        .decide_out_of_band(&caller.principal, &id, decision)
-        .await?
-    {
+    match state.turns.answer(&caller.principal, &id, decision).await? {
         OutOfBand::Decided(outcome) => {
             Ok(axum::Json(serde_json::json!({"id": id, "outcome": outcome})).into_response())
         }

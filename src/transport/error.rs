@@ -7,6 +7,7 @@ use serde_json::json;
 use crate::confirm::GateError;
 use crate::notify::LinkError;
 use crate::protocol::RequestError;
+use crate::run::TurnError;
 use crate::store::{Limited, StoreError};
 
 /// A request body that did not arrive by its deadline
@@ -75,6 +76,18 @@ pub enum ApiError {
     /// A confirmation link's token that is forged, altered or expired.
     #[error(transparent)]
     Link(#[from] LinkError),
+}
+
+/// The run API's refusals, each as the edge says it (the one place).
+impl From<TurnError> for ApiError {
+    fn from(e: TurnError) -> Self {
+        match e {
+            TurnError::Request(e) => ApiError::Request(e),
+            TurnError::Busy(e) => ApiError::Busy(e),
+            TurnError::Limited(limited) => ApiError::Limited(limited),
+            TurnError::Gate(e) => ApiError::Gate(e),
+        }
+    }
 }
 
 impl ApiError {
@@ -223,5 +236,22 @@ mod tests {
             full.to_string(),
             "too many open confirmations (8); try again later"
         );
+    }
+
+    #[test]
+    fn the_run_apis_refusals_keep_their_statuses_and_texts() {
+        let busy = ApiError::from(TurnError::Busy(crate::run::RunError::Total(3)));
+        assert_eq!(busy.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(busy.retry_after(), Some(BUSY_RETRY_SECS));
+        assert_eq!(busy.to_string(), "too many turns in flight (at most 3)");
+        let limited = ApiError::from(TurnError::Limited(Limited::streams()));
+        assert_eq!(limited.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(limited.to_string(), Limited::streams().to_string());
+        let invalid = ApiError::from(TurnError::Request(RequestError::Invalid("no".into())));
+        assert_eq!(invalid.status(), StatusCode::BAD_REQUEST);
+        let store = StoreError::Backend(BackendError::Config("secret".into()));
+        let failed = ApiError::from(TurnError::from(store));
+        assert_eq!(failed.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(failed.to_string(), STORAGE_UNAVAILABLE);
     }
 }

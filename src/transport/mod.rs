@@ -1,6 +1,6 @@
-//! HTTP: the router and its shared state. One module per HTTP concept:
-//! `turns` (the run API as every face uses it: start, resume), `chat` (the
-//! SSE face: turns and resumes), `confirmations` (decisions and remembered
+//! HTTP: the router and its shared state. One module per HTTP concept;
+//! every face is a thin adapter over the run API ([`crate::run::Turns`]):
+//! `chat` (the SSE face: turns and resumes), `confirmations` (decisions and remembered
 //! approvals), `health` (liveness, readiness, `/metrics`), `inbox` (open questions: a chat's, and all a user may
 //! decide, live),
 //! `links` (the page of a notification's signed link), `records` (tools,
@@ -22,16 +22,13 @@ mod links;
 mod live;
 mod protect;
 mod records;
-
 mod sse;
-mod turns;
 
 pub use auth::{ApiKey, Caller};
 pub use error::ApiError;
 pub use health::{MetricsRoute, metrics_routes};
 pub use live::{LiveDialect, LiveLimits};
 pub use protect::{BodyTimes, protect};
-pub use turns::continue_held;
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -45,8 +42,7 @@ use tokio_util::task::TaskTracker;
 use crate::agent::Agent;
 use crate::metrics::Metrics;
 use crate::notify::Links;
-use crate::protocol::{ClientVersion, ConfirmationFlow, ConfirmationProtocol};
-use crate::store::Limiter;
+use crate::run::{Asker, Turns};
 
 /// The principal when no principal header is configured.
 pub const ANONYMOUS: &str = "anonymous";
@@ -59,22 +55,15 @@ pub struct HttpState {
     pub principal_header: Option<String>,
     /// Empty when keys are off.
     pub api_keys: Arc<Vec<ApiKey>>,
-    pub protocol: ConfirmationProtocol,
-    pub flow: ConfirmationFlow,
-    pub client_version: ClientVersion,
-    pub runs: Arc<crate::run::Runs>,
-    /// `limits`: turns per minute and streams at once are checked before a
-    /// turn starts.
-    pub limiter: Limiter,
+    /// The run API every face adapts its wire to.
+    pub turns: Arc<Turns>,
     pub live: LiveLimits,
-    /// `telemetry.trustTraceparent`: a request's `traceparent` is continued.
-    pub trust_traceparent: bool,
     /// The server's tasks beyond the requests (a socket's writer and
     /// forwarders, out-of-band decisions); shutdown waits for them.
     pub tasks: TaskTracker,
     /// The key of the notification links; `None` (no notifier): no link is valid.
     pub links: Option<Links>,
-    /// The app's metrics: turns count here.
+    /// The app's metrics (`/metrics`; turns count through [`Turns`]).
     pub metrics: Metrics,
     /// Whether and how `/metrics` is on this router.
     pub metrics_route: MetricsRoute,
@@ -95,6 +84,14 @@ impl HttpState {
     /// then every principal, `anonymous` included, has the per-user caps.
     pub fn identifies_callers(&self) -> bool {
         !self.api_keys.is_empty() || self.principal_header.is_some()
+    }
+
+    /// `principal` asking the run API for a turn.
+    pub fn asker<'a>(&self, principal: &'a str) -> Asker<'a> {
+        Asker {
+            principal,
+            told_apart: self.identifies_callers(),
+        }
     }
 }
 

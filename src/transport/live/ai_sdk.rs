@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use axum::extract::ws::Message;
 use futures::{Stream, StreamExt};
+use opentelemetry_http::HeaderExtractor;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
@@ -179,15 +180,11 @@ async fn frame(
             let bytes =
                 serde_json::to_vec(&body).map_err(|e| (request_id.clone(), e.to_string()))?;
             let request = ChatRequest::from_slice(&bytes).map_err(|e| fail(e.into()))?;
-            let (run, reader) = crate::transport::turns::start(
-                state,
-                request,
-                &principal,
-                Transport::Live,
-                &socket.upgrade,
-            )
-            .await
-            .map_err(fail)?;
+            let trace = HeaderExtractor(&socket.upgrade);
+            let (run, reader) = (state.turns)
+                .start(request, state.asker(&principal), Transport::Live, &trace)
+                .await
+                .map_err(|e| fail(e.into()))?;
             let task =
                 state
                     .tasks
@@ -202,10 +199,10 @@ async fn frame(
             check_request(requests, &request_id)?;
             let principal = socket.principal(&headers).map_err(fail)?;
             check_id("id (the chat)", &chat_id).map_err(|e| fail(e.into()))?;
-            let resumed =
-                crate::transport::turns::resume(state, &principal, &chat_id, Transport::Live)
-                    .await
-                    .map_err(fail)?;
+            let resumed = (state.turns)
+                .resume(&principal, &chat_id, Transport::Live)
+                .await
+                .map_err(|e| fail(e.into()))?;
             match resumed {
                 Some(resumed) => {
                     let reader = resumed.reader.chunks();
@@ -243,12 +240,9 @@ async fn frame(
             let principal = socket.principal(&headers).map_err(fail)?;
             let decision = Decision::new(confirmed, answer).map_err(|e| fail(e.into()))?;
             // An approval runs the call: the socket keeps serving meanwhile.
-            let (gate, outbox) = (state.agent.gate.clone(), outbox.clone());
+            let (turns, outbox) = (state.turns.clone(), outbox.clone());
             state.tasks.spawn(async move {
-                let why = match gate
-                    .decide_out_of_band(&principal, &confirmation_id, decision)
-                    .await
-                {
+                let why = match turns.answer(&principal, &confirmation_id, decision).await {
                     // A held turn shows the outcome on its own stream.
                     Ok(OutOfBand::Decided(_)) => return,
                     Ok(

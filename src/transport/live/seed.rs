@@ -17,6 +17,7 @@ use std::sync::Arc;
 use axum::extract::ws::{Message, Utf8Bytes, close_code};
 use bytes::Bytes;
 use futures::StreamExt;
+use opentelemetry_http::HeaderExtractor;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
@@ -263,14 +264,11 @@ async fn start(
     let bytes = serde_json::to_vec(body).map_err(|e| RequestError::Json(e.to_string()))?;
     let request = ChatRequest::from_slice(&bytes)?;
     // A turn continues the trace of the socket's upgrade request.
-    crate::transport::turns::start(
-        &socket.state,
-        request,
-        &principal,
-        Transport::Live,
-        &socket.upgrade,
-    )
-    .await
+    let trace = HeaderExtractor(&socket.upgrade);
+    let asker = socket.state.asker(&principal);
+    Ok((socket.state.turns)
+        .start(request, asker, Transport::Live, &trace)
+        .await?)
 }
 
 /// A turn refused before it started: its error chunk, then `[DONE]`.
