@@ -84,6 +84,12 @@ fn a_short_signing_key_is_an_error_naming_it() {
             .args(["serve", "--bind", "127.0.0.1:0", "--config"])
             .arg(&path)
             .env("TOOLGATE_TEST_KEY", key)
+            // The cases that start serve open the default store: a file of
+            // this test's own, not the user's.
+            .env(
+                "XDG_DATA_HOME",
+                std::env::temp_dir().join(format!("toolgate-cli-data-{}", std::process::id())),
+            )
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
