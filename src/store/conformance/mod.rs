@@ -227,44 +227,32 @@ pub async fn remembers_and_budgets(store: Store) {
         expires_at_ms: None,
     };
     let ok = |r: Result<(), StoreError>| r.unwrap_or_else(|e| panic!("{e}"));
+    let found = |who: &'static str, chat: &'static str, tool: &'static str| {
+        let store = store.clone();
+        async move {
+            store
+                .remembered(who, chat, tool, 2)
+                .await
+                .unwrap_or_else(|e| panic!("{e}"))
+                .map(|r| r.id)
+        }
+    };
     ok(store.remember(approval("r1", None, "internal--pay")).await);
     ok(store
         .remember(approval("r2", Some("chat"), "internal--pay"))
         .await);
-    assert_eq!(
-        store
-            .remembered("alice", "chat", "internal--pay", 2)
-            .await
-            .ok()
-            .flatten()
-            .map(|r| r.id),
-        Some("r2".into())
-    );
-    assert_eq!(
-        store
-            .remembered("alice", "other", "internal--pay", 2)
-            .await
-            .ok()
-            .flatten()
-            .map(|r| r.id),
-        Some("r1".into())
-    );
-    assert_eq!(
-        store
-            .remembered("bob", "chat", "internal--pay", 2)
-            .await
-            .ok()
-            .flatten(),
-        None
-    );
-    assert_eq!(
-        store
-            .remembered("alice", "chat", "internal--weather", 2)
-            .await
-            .ok()
-            .flatten(),
-        None
-    );
+    for (who, chat, tool, want) in [
+        ("alice", "chat", "internal--pay", Some("r2")),
+        ("alice", "other", "internal--pay", Some("r1")),
+        ("bob", "chat", "internal--pay", None),
+        ("alice", "chat", "internal--weather", None),
+    ] {
+        assert_eq!(
+            found(who, chat, tool).await.as_deref(),
+            want,
+            "{who} {chat} {tool}"
+        );
+    }
     // The same scope again replaces, and keeps one entry.
     ok(store
         .remember(approval("r3", Some("chat"), "internal--pay"))
@@ -286,53 +274,29 @@ pub async fn remembers_and_budgets(store: Store) {
     assert_eq!(store.revoke("alice", "r3").await.ok(), Some(true));
     assert_eq!(store.revoke("alice", "r3").await.ok(), Some(false));
     assert_eq!(
-        store
-            .remembered("alice", "chat", "internal--pay", 2)
-            .await
-            .ok()
-            .flatten()
-            .map(|r| r.id),
-        Some("r1".into())
+        found("alice", "chat", "internal--pay").await.as_deref(),
+        Some("r1")
     );
 
-    assert_eq!(
-        store
-            .take_budget("alice", "chat", "internal--pay")
-            .await
-            .ok(),
-        Some(false)
-    );
+    let take = |chat: &'static str| {
+        let store = store.clone();
+        async move { store.take_budget("alice", chat, "internal--pay").await.ok() }
+    };
+    assert_eq!(take("chat").await, Some(false));
     ok(store
         .grant_budget("alice", "chat", "internal--pay", 2)
         .await);
-    assert_eq!(
-        store
-            .take_budget("alice", "other", "internal--pay")
-            .await
-            .ok(),
-        Some(false)
-    );
-    assert_eq!(
-        store
-            .take_budget("alice", "chat", "internal--pay")
-            .await
-            .ok(),
-        Some(true)
-    );
-    assert_eq!(
-        store
-            .take_budget("alice", "chat", "internal--pay")
-            .await
-            .ok(),
-        Some(true)
-    );
-    assert_eq!(
-        store
-            .take_budget("alice", "chat", "internal--pay")
-            .await
-            .ok(),
-        Some(false)
-    );
+    for (n, (chat, want)) in [
+        ("other", false),
+        ("chat", true),
+        ("chat", true),
+        ("chat", false),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        assert_eq!(take(chat).await, Some(want), "take {n} in {chat}");
+    }
 }
 
 /// Alice's approval of `internal--pay` (`chat` `None`: every chat), made
@@ -462,43 +426,30 @@ pub async fn keeps_an_audit_log(store: Store) {
             .await
             .unwrap_or_else(|e| panic!("{e}"));
     }
-    let times = |events: Vec<AuditEvent>| events.into_iter().map(|e| e.at_ms).collect::<Vec<_>>();
-    assert_eq!(
-        times(
+    let times = |chat: Option<&'static str>, since: u64, most: usize| {
+        let store = store.clone();
+        async move {
             store
-                .audit_log("alice", None, 0, 100)
+                .audit_log("alice", chat, since, most)
                 .await
                 .unwrap_or_default()
-        ),
-        [10, 30, 40]
-    );
-    assert_eq!(
-        times(
-            store
-                .audit_log("alice", Some("a"), 0, 100)
-                .await
-                .unwrap_or_default()
-        ),
-        [10, 40]
-    );
-    assert_eq!(
-        times(
-            store
-                .audit_log("alice", None, 30, 100)
-                .await
-                .unwrap_or_default()
-        ),
-        [30, 40]
-    );
-    assert_eq!(
-        times(
-            store
-                .audit_log("alice", None, 0, 2)
-                .await
-                .unwrap_or_default()
-        ),
-        [10, 30]
-    );
+                .into_iter()
+                .map(|e| e.at_ms)
+                .collect::<Vec<_>>()
+        }
+    };
+    for (chat, since, most, want) in [
+        (None, 0, 100, vec![10, 30, 40]),
+        (Some("a"), 0, 100, vec![10, 40]),
+        (None, 30, 100, vec![30, 40]),
+        (None, 0, 2, vec![10, 30]),
+    ] {
+        assert_eq!(
+            times(chat, since, most).await,
+            want,
+            "{chat:?} {since} {most}"
+        );
+    }
     assert_eq!(
         store
             .audit_log("alice", None, 0, 100)
@@ -507,13 +458,5 @@ pub async fn keeps_an_audit_log(store: Store) {
         event(10, "alice", "a")
     );
     assert_eq!(store.prune_audit(30).await.ok(), Some(2));
-    assert_eq!(
-        times(
-            store
-                .audit_log("alice", None, 0, 100)
-                .await
-                .unwrap_or_default()
-        ),
-        [30, 40]
-    );
+    assert_eq!(times(None, 0, 100).await, [30, 40]);
 }

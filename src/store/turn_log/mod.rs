@@ -155,15 +155,7 @@ impl TurnLogs {
             .query_async(&mut conn)
             .await
             .map_err(backend)?;
-        Ok(TurnLogWriter {
-            logs: self.clone(),
-            stream,
-            chat,
-            next: 0,
-            entries: VecDeque::new(),
-            bytes: 0,
-            max_bytes,
-        })
+        Ok(TurnLogWriter::new(self.clone(), stream, chat).with_max_bytes(max_bytes))
     }
 
     /// `principal`'s turn in flight in `chat_id`, from whichever instance
@@ -332,15 +324,7 @@ impl TurnLogs {
             .await
             .map_err(backend)?;
         let mut adopted = Adopted::default();
-        let mut writer = TurnLogWriter {
-            logs: self.clone(),
-            stream,
-            chat,
-            next: 0,
-            entries: VecDeque::new(),
-            bytes: 0,
-            max_bytes: 0,
-        };
+        let mut writer = TurnLogWriter::new(self.clone(), stream, chat);
         for (id, fields) in entries {
             if fields.first().map(Vec::as_slice) == Some(b"open") {
                 continue;
@@ -409,6 +393,19 @@ pub struct TurnLogWriter {
 }
 
 impl TurnLogWriter {
+    /// A writer at the start of an empty log, with no byte cap.
+    fn new(logs: TurnLogs, stream: String, chat: String) -> Self {
+        Self {
+            logs,
+            stream,
+            chat,
+            next: 0,
+            entries: VecDeque::new(),
+            bytes: 0,
+            max_bytes: 0,
+        }
+    }
+
     /// Keeps at most `max_bytes` of chunks from now on.
     pub fn with_max_bytes(mut self, max_bytes: usize) -> Self {
         self.max_bytes = max_bytes;
