@@ -52,6 +52,32 @@ macro_rules! suite {
 }
 pub(crate) use suite;
 
+/// What a claim of a call already running since `since_ms` finds.
+pub fn in_flight(since_ms: u64, orphaned: bool) -> Option<Claim> {
+    Some(Claim::InFlight { since_ms, orphaned })
+}
+
+/// Inserts `issued(id)` for each of `ids`.
+pub async fn insert_all(store: &Store, ids: &[&str]) {
+    for id in ids {
+        store
+            .insert(issued(id))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+}
+
+/// The ids of alice's approvals that last at `now_ms`, in the store's order.
+async fn remembered_ids(store: &Store, now_ms: u64) -> Vec<String> {
+    store
+        .list_remembered("alice", now_ms)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+        .into_iter()
+        .map(|r| r.id)
+        .collect()
+}
+
 /// The instance the suite claims as.
 pub const ME: &str = "instance-me";
 
@@ -85,13 +111,7 @@ pub async fn claims_exactly_once(store: Store) {
     assert_eq!(store.get("a").await.ok().flatten(), Some(issued("a")));
     assert_eq!(store.get("b").await.ok().flatten(), None);
     assert_eq!(store.claim("a", 5, ME).await.ok(), Some(Claim::Won));
-    assert_eq!(
-        store.claim("a", 5, ME).await.ok(),
-        Some(Claim::InFlight {
-            since_ms: 5,
-            orphaned: false
-        })
-    );
+    assert_eq!(store.claim("a", 5, ME).await.ok(), in_flight(5, false));
     let outcome = Outcome::Output {
         output: json!(1),
         ran_with: None,
@@ -152,20 +172,12 @@ pub async fn claims_exactly_once(store: Store) {
 /// A claim held by this instance is alive (its call runs here); one held
 /// by an instance that is gone is orphaned, at once.
 pub async fn knows_orphaned_claims(store: Store) {
-    for id in ["mine", "theirs"] {
-        store
-            .insert(issued(id))
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-    }
+    insert_all(&store, &["mine", "theirs"]).await;
     store.heartbeat(ME).await.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(store.claim("mine", 5, ME).await.ok(), Some(Claim::Won));
     assert_eq!(
         store.claim("mine", 6, ME).await.ok(),
-        Some(Claim::InFlight {
-            since_ms: 5,
-            orphaned: false
-        }),
+        in_flight(5, false),
         "this instance's own claim is running here"
     );
     // Claimed by an instance that never beat (or crashed): orphaned for everyone.
@@ -173,13 +185,7 @@ pub async fn knows_orphaned_claims(store: Store) {
         store.claim("theirs", 5, "instance-gone").await.ok(),
         Some(Claim::Won)
     );
-    assert_eq!(
-        store.claim("theirs", 6, ME).await.ok(),
-        Some(Claim::InFlight {
-            since_ms: 5,
-            orphaned: true
-        })
-    );
+    assert_eq!(store.claim("theirs", 6, ME).await.ok(), in_flight(5, true));
     // Its outcome, if one ever comes, still counts.
     let outcome = Outcome::Denied { reason: None };
     store
@@ -194,12 +200,7 @@ pub async fn knows_orphaned_claims(store: Store) {
 
 /// `issued()` expires at 10 ms.
 pub async fn purges_what_expired_unless_running(store: Store) {
-    for id in ["pending", "running", "done"] {
-        store
-            .insert(issued(id))
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-    }
+    insert_all(&store, &["pending", "running", "done"]).await;
     for id in ["running", "done"] {
         assert_eq!(store.claim(id, 5, ME).await.ok(), Some(Claim::Won));
     }
@@ -257,13 +258,7 @@ pub async fn remembers_and_budgets(store: Store) {
     ok(store
         .remember(approval("r3", Some("chat"), "internal--pay"))
         .await);
-    let mut ids: Vec<String> = store
-        .list_remembered("alice", 2)
-        .await
-        .unwrap_or_default()
-        .into_iter()
-        .map(|r| r.id)
-        .collect();
+    let mut ids = remembered_ids(&store, 2).await;
     ids.sort();
     assert_eq!(ids, ["r1", "r3"]);
     assert_eq!(
@@ -370,8 +365,7 @@ pub async fn remembers_windows(store: Store) {
     ok(store.remember(grant("g1", None, 3_000, None)).await);
     assert_eq!(found("b", 61_000).await.as_deref(), Some("g1"), "no end");
     ok(store.remember(grant("w2", None, 4_000, Some(64_000))).await);
-    let ids: Vec<String> = listed(4_000).await.into_iter().map(|r| r.id).collect();
-    assert_eq!(ids, ["c1", "w2"]);
+    assert_eq!(remembered_ids(&store, 4_000).await, ["c1", "w2"]);
     assert_eq!(found("b", 63_999).await.as_deref(), Some("w2"));
     assert_eq!(found("b", 64_000).await, None);
     assert_eq!(found("a", 64_000).await.as_deref(), Some("c1"));
@@ -391,14 +385,7 @@ pub async fn purges_lapsed_windows(store: Store) {
     assert_eq!(store.purge_expired(1_999).await.ok(), Some(0));
     assert_eq!(store.purge_expired(2_000).await.ok(), Some(1));
     // Listed as of before its end: forgotten, not only filtered.
-    let ids: Vec<String> = store
-        .list_remembered("alice", 1_500)
-        .await
-        .unwrap_or_default()
-        .into_iter()
-        .map(|r| r.id)
-        .collect();
-    assert_eq!(ids, ["c1"]);
+    assert_eq!(remembered_ids(&store, 1_500).await, ["c1"]);
 }
 
 pub async fn keeps_an_audit_log(store: Store) {

@@ -212,10 +212,7 @@ async fn a_claim_is_orphaned_when_its_instance_stops_beating() {
     let seen = || store.claim("shared", 6, conformance::ME);
     assert_eq!(
         seen().await.ok(),
-        Some(Claim::InFlight {
-            since_ms: 5,
-            orphaned: false
-        }),
+        conformance::in_flight(5, false),
         "alive: its call may still record an outcome"
     );
     // Its heartbeat lapses (deleted here, as its TTL would).
@@ -227,13 +224,7 @@ async fn a_claim_is_orphaned_when_its_instance_stops_beating() {
         .del(redis.heartbeat_key("instance-other"))
         .await
         .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(
-        seen().await.ok(),
-        Some(Claim::InFlight {
-            since_ms: 5,
-            orphaned: true
-        })
-    );
+    assert_eq!(seen().await.ok(), conformance::in_flight(5, true));
 }
 
 /// A window grant's record expires itself with its window; one

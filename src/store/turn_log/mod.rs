@@ -167,13 +167,8 @@ impl TurnLogs {
         chat_id: &str,
     ) -> Result<Option<TurnLogReader>, StoreError> {
         let mut conn = self.store.conn();
-        let stream: Option<String> = redis::cmd("HGET")
-            .arg(self.chat_key(principal, chat_id))
-            .arg("stream")
-            .query_async(&mut conn)
-            .await
-            .map_err(backend)?;
-        let Some(stream) = stream else {
+        let chat = self.chat_key(principal, chat_id);
+        let Some(stream) = stream_of(&mut conn, &chat).await? else {
             return Ok(None);
         };
         let first: Vec<(String, Vec<Vec<u8>>)> = redis::cmd("XRANGE")
@@ -215,13 +210,7 @@ impl TurnLogs {
         let mut conn = self.store.conn();
         let chat = self.chat_key(principal, chat_id);
         for _ in 0..LOOKS {
-            let stream: Option<String> = redis::cmd("HGET")
-                .arg(&chat)
-                .arg("stream")
-                .query_async(&mut conn)
-                .await
-                .map_err(backend)?;
-            let Some(stream) = stream else {
+            let Some(stream) = stream_of(&mut conn, &chat).await? else {
                 return Ok(false);
             };
             let saved: i64 = self
@@ -496,6 +485,19 @@ impl TurnLogReader {
     pub fn reads(self) -> impl Stream<Item = Read> + Send + 'static {
         self.feed.reads()
     }
+}
+
+/// The stream the chat's hash at `chat` names: its turn's log, if any.
+async fn stream_of(
+    conn: &mut redis::aio::ConnectionManager,
+    chat: &str,
+) -> Result<Option<String>, StoreError> {
+    redis::cmd("HGET")
+        .arg(chat)
+        .arg("stream")
+        .query_async(conn)
+        .await
+        .map_err(backend)
 }
 
 /// The id of the entry whose first chunk is number `n` (ids start above `0-1`).
