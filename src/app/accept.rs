@@ -47,6 +47,15 @@ pub(super) struct Limits {
     pub per_peer: usize,
 }
 
+/// Closes a connection beyond a cap (`open` connections are, `over` says
+/// which) at once, and says so now and then.
+fn refuse(stream: TcpStream, throttle: &mut Throttle, open: usize, over: &str) {
+    drop(stream);
+    if let Some(times) = throttle.hit(Instant::now()) {
+        tracing::warn!("refused {times} connections: {open} are open {over}");
+    }
+}
+
 /// Serves `router` on `listener` until `shutdown` completes; then takes no
 /// new connections, lets open ones finish their requests for up to `drain`,
 /// and closes the rest.
@@ -91,23 +100,17 @@ pub(super) async fn serve(
         let (stream, peer) = stream;
         // Its peer's share first: a peer at its cap takes no slot of the others'.
         let Some(peer) = peers.enter(peer) else {
-            drop(stream);
-            if let Some(times) = crowded.hit(Instant::now()) {
-                tracing::warn!(
-                    "refused {times} connections: {} are open from one address (server.maxConnectionsPerPeer)",
-                    limits.per_peer
-                );
-            }
+            let over = "from one address (server.maxConnectionsPerPeer)";
+            refuse(stream, &mut crowded, limits.per_peer, over);
             continue;
         };
         let Ok(slot) = slots.clone().try_acquire_owned() else {
-            drop(stream);
-            if let Some(times) = refused.hit(Instant::now()) {
-                tracing::warn!(
-                    "refused {times} connections: {} are open (server.maxConnections)",
-                    limits.max_connections
-                );
-            }
+            refuse(
+                stream,
+                &mut refused,
+                limits.max_connections,
+                "(server.maxConnections)",
+            );
             continue;
         };
         if let Err(e) = stream.set_nodelay(true) {

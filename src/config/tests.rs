@@ -89,9 +89,13 @@ fn denials_end_as_configured() {
     );
 }
 
+/// The error the config `yaml` makes, if any.
+fn error(yaml: &str) -> Option<String> {
+    Settings::from_yaml(yaml).err().map(|e| e.to_string())
+}
+
 #[test]
 fn a_model_needs_a_name_and_sane_timeouts() {
-    let error = |yaml: &str| Settings::from_yaml(yaml).err().map(|e| e.to_string());
     assert_eq!(
         error("model: {provider: openai}"),
         Some("invalid config: model.model: provider openai needs a model name".into())
@@ -117,7 +121,6 @@ fn a_model_needs_a_name_and_sane_timeouts() {
 
 #[test]
 fn any_host_or_origin_needs_api_keys() {
-    let error = |yaml: &str| Settings::from_yaml(yaml).err().map(|e| e.to_string());
     assert_eq!(
         error("server: {allowedHosts: ['*']}"),
         Some("invalid config: `*` in server.allowedHosts needs auth.apiKeys: without keys, any web page could act through toolgate".into())

@@ -9,8 +9,62 @@
 use std::time::Duration;
 
 use futures::stream::BoxStream;
+use tokio::sync::watch;
 
 use super::{AuditEvent, Claim, Cursor, Issued, Outcome, Remembered, Result, Status};
+
+/// Bumped whenever this process records an outcome, to wake its waiters.
+#[derive(Debug, Clone)]
+pub(crate) struct Recorded(watch::Sender<u64>);
+
+impl Default for Recorded {
+    fn default() -> Self {
+        Self(watch::Sender::new(0))
+    }
+}
+
+impl Recorded {
+    /// An outcome was recorded: every waiter looks again.
+    pub(crate) fn bump(&self) {
+        self.0.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
+    /// The outcome `look` finds, for at most `timeout`: it looks again
+    /// each time one is recorded here and, with `poll`, at least that often
+    /// (for outcomes another process records).
+    pub(crate) async fn wait<F, Fut>(
+        &self,
+        timeout: Duration,
+        poll: Option<Duration>,
+        mut look: F,
+    ) -> Result<Option<Outcome>>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<Option<Outcome>>>,
+    {
+        let mut changes = self.0.subscribe();
+        let wait = async {
+            loop {
+                if let Some(outcome) = look().await? {
+                    return Ok(Some(outcome));
+                }
+                match poll {
+                    Some(poll) => {
+                        let _ = tokio::time::timeout(poll, changes.changed()).await;
+                    }
+                    None => {
+                        if changes.changed().await.is_err() {
+                            return Ok(None);
+                        }
+                    }
+                }
+            }
+        };
+        tokio::time::timeout(timeout, wait)
+            .await
+            .unwrap_or(Ok(None))
+    }
+}
 
 /// A page of every chat's open questions: unexpired at `now_ms`, just
 /// after `after`, at most `limit`, only `asker`'s if given.

@@ -5,9 +5,7 @@ use std::collections::hash_map::Entry;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use tokio::sync::watch;
-
-use super::backend::{Approvals, AuditLog, Calls, Confirmations, Page, StoreBackend};
+use super::backend::{Approvals, AuditLog, Calls, Confirmations, Page, Recorded, StoreBackend};
 use super::{AuditEvent, Claim, Issued, Outcome, Remembered, Result, Status, StoreError};
 
 /// Most audit events kept in memory per principal; the oldest go first.
@@ -30,8 +28,7 @@ pub struct MemoryStore {
     /// events each, so one principal cannot push out another's.
     audit: Arc<Mutex<HashMap<String, std::collections::VecDeque<AuditEvent>>>>,
     capacity: usize,
-    /// Bumped whenever an outcome is recorded, to wake waiters.
-    recorded: watch::Sender<u64>,
+    recorded: Recorded,
     /// Test-only: audit writes never finish, to show what a stalled store
     /// must not hold up.
     #[cfg(test)]
@@ -75,7 +72,7 @@ impl MemoryStore {
             budgets: Arc::default(),
             audit: Arc::default(),
             capacity,
-            recorded: watch::Sender::new(0),
+            recorded: Recorded::default(),
             #[cfg(test)]
             stall_audit: Arc::default(),
         }
@@ -227,23 +224,13 @@ impl Confirmations for MemoryStore {
                 _ => return Err(StoreError::NotClaimed(id.to_owned())),
             }
         }
-        self.recorded.send_modify(|n| *n = n.wrapping_add(1));
+        self.recorded.bump();
         Ok(())
     }
 
     async fn wait_outcome(&self, id: &str, timeout: Duration) -> Result<Option<Outcome>> {
-        let mut changes = self.recorded.subscribe();
-        let wait = async {
-            loop {
-                if let Some(outcome) = self.outcome(id) {
-                    return Some(outcome);
-                }
-                if changes.changed().await.is_err() {
-                    return None;
-                }
-            }
-        };
-        Ok(tokio::time::timeout(timeout, wait).await.ok().flatten())
+        let look = || std::future::ready(Ok(self.outcome(id)));
+        self.recorded.wait(timeout, None, look).await
     }
 }
 

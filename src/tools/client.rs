@@ -23,16 +23,12 @@ pub struct ClientToolConfig {
     pub name: String,
     pub description: String,
     /// The JSON schema of the arguments.
-    #[serde(default = "object_schema")]
+    #[serde(default = "super::object_schema")]
     pub parameters: Value,
     /// Whether a call asks a human before it is handed to the client
     /// (default false); policy rules win.
     #[serde(default)]
     pub needs_confirmation: bool,
-}
-
-fn object_schema() -> Value {
-    serde_json::json!({"type": "object"})
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -66,25 +62,7 @@ impl ClientTool {
 
 #[async_trait::async_trait]
 impl Tool for ClientTool {
-    fn name(&self) -> &str {
-        &self.config.name
-    }
-
-    fn description(&self) -> &str {
-        &self.config.description
-    }
-
-    fn parameters(&self) -> Value {
-        self.config.parameters.clone()
-    }
-
-    fn needs_confirmation(&self, _: &Value) -> bool {
-        self.config.needs_confirmation
-    }
-
-    fn may_need_confirmation(&self) -> bool {
-        self.config.needs_confirmation
-    }
+    super::declared_in_config!();
 
     fn runs_on_client(&self) -> bool {
         true
@@ -108,6 +86,7 @@ impl Tool for ClientTool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tools::object_schema;
     use tokio_util::sync::CancellationToken;
 
     fn tool(name: &str) -> Result<ClientTool, ClientToolError> {

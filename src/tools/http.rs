@@ -19,7 +19,7 @@ pub struct HttpToolConfig {
     pub name: String,
     pub description: String,
     /// The JSON schema of the arguments.
-    #[serde(default = "object_schema")]
+    #[serde(default = "super::object_schema")]
     pub parameters: Value,
     pub url: String,
     /// `POST` (the default), `PUT` or `PATCH`.
@@ -42,10 +42,6 @@ pub enum HttpMethod {
     Post,
     Put,
     Patch,
-}
-
-fn object_schema() -> Value {
-    serde_json::json!({"type": "object"})
 }
 
 fn yes() -> bool {
@@ -139,25 +135,7 @@ impl Tool for HttpTool {
         super::ToolSource::Http
     }
 
-    fn name(&self) -> &str {
-        &self.config.name
-    }
-
-    fn description(&self) -> &str {
-        &self.config.description
-    }
-
-    fn parameters(&self) -> Value {
-        self.config.parameters.clone()
-    }
-
-    fn needs_confirmation(&self, _: &Value) -> bool {
-        self.config.needs_confirmation
-    }
-
-    fn may_need_confirmation(&self) -> bool {
-        self.config.needs_confirmation
-    }
+    super::declared_in_config!();
 
     fn confirmation_hint(&self, args: &Value) -> String {
         format!("Call {} with {args}?", self.config.name)

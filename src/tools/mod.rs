@@ -249,3 +249,36 @@ pub(crate) fn secret(value: &str) -> Result<String, String> {
         None => Ok(value.to_owned()),
     }
 }
+
+/// The [`Tool`] methods of a tool declared in the config, read from the
+/// `config` field of the tool: `name`, `description`, `parameters`,
+/// `needs_confirmation` (whatever the arguments).
+macro_rules! declared_in_config {
+    () => {
+        fn name(&self) -> &str {
+            &self.config.name
+        }
+
+        fn description(&self) -> &str {
+            &self.config.description
+        }
+
+        fn parameters(&self) -> Value {
+            self.config.parameters.clone()
+        }
+
+        fn needs_confirmation(&self, _: &Value) -> bool {
+            self.config.needs_confirmation
+        }
+
+        fn may_need_confirmation(&self) -> bool {
+            self.config.needs_confirmation
+        }
+    };
+}
+use declared_in_config;
+
+/// The `parameters` of a declared tool that names none: any object.
+fn object_schema() -> Value {
+    serde_json::json!({"type": "object"})
+}

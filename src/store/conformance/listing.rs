@@ -1,7 +1,7 @@
 //! The suite's cases that list: a chat's open questions, every chat's,
 //! the expired ones, and each record's kind as listed.
 
-use super::{ME, issued};
+use super::{ME, insert_all, issued};
 use crate::store::{Claim, Cursor, Issued, Outcome, RecordKind, Status, Store, StoreError};
 
 pub async fn lists_open_confirmations(store: Store) {
@@ -132,12 +132,7 @@ pub async fn lists_open_confirmations_everywhere(store: Store) {
 
 /// `issued()` expires at 10 ms.
 pub async fn lists_unanswered_expired_until_decided(store: Store) {
-    for id in ["unanswered", "answered", "later"] {
-        store
-            .insert(issued(id))
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-    }
+    insert_all(&store, &["unanswered", "answered", "later"]).await;
     assert_eq!(store.claim("answered", 5, ME).await.ok(), Some(Claim::Won));
     let ids = |v: Result<Vec<Issued>, StoreError>| {
         let mut ids: Vec<String> = v.unwrap_or_default().into_iter().map(|i| i.id).collect();

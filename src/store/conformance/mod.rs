@@ -52,6 +52,32 @@ macro_rules! suite {
 }
 pub(crate) use suite;
 
+/// What a claim of a call already running since `since_ms` finds.
+pub fn in_flight(since_ms: u64, orphaned: bool) -> Option<Claim> {
+    Some(Claim::InFlight { since_ms, orphaned })
+}
+
+/// Inserts `issued(id)` for each of `ids`.
+pub async fn insert_all(store: &Store, ids: &[&str]) {
+    for id in ids {
+        store
+            .insert(issued(id))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+}
+
+/// The ids of alice's approvals that last at `now_ms`, in the store's order.
+async fn remembered_ids(store: &Store, now_ms: u64) -> Vec<String> {
+    store
+        .list_remembered("alice", now_ms)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+        .into_iter()
+        .map(|r| r.id)
+        .collect()
+}
+
 /// The instance the suite claims as.
 pub const ME: &str = "instance-me";
 
@@ -85,13 +111,7 @@ pub async fn claims_exactly_once(store: Store) {
     assert_eq!(store.get("a").await.ok().flatten(), Some(issued("a")));
     assert_eq!(store.get("b").await.ok().flatten(), None);
     assert_eq!(store.claim("a", 5, ME).await.ok(), Some(Claim::Won));
-    assert_eq!(
-        store.claim("a", 5, ME).await.ok(),
-        Some(Claim::InFlight {
-            since_ms: 5,
-            orphaned: false
-        })
-    );
+    assert_eq!(store.claim("a", 5, ME).await.ok(), in_flight(5, false));
     let outcome = Outcome::Output {
         output: json!(1),
         ran_with: None,
@@ -152,20 +172,12 @@ pub async fn claims_exactly_once(store: Store) {
 /// A claim held by this instance is alive (its call runs here); one held
 /// by an instance that is gone is orphaned, at once.
 pub async fn knows_orphaned_claims(store: Store) {
-    for id in ["mine", "theirs"] {
-        store
-            .insert(issued(id))
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-    }
+    insert_all(&store, &["mine", "theirs"]).await;
     store.heartbeat(ME).await.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(store.claim("mine", 5, ME).await.ok(), Some(Claim::Won));
     assert_eq!(
         store.claim("mine", 6, ME).await.ok(),
-        Some(Claim::InFlight {
-            since_ms: 5,
-            orphaned: false
-        }),
+        in_flight(5, false),
         "this instance's own claim is running here"
     );
     // Claimed by an instance that never beat (or crashed): orphaned for everyone.
@@ -173,13 +185,7 @@ pub async fn knows_orphaned_claims(store: Store) {
         store.claim("theirs", 5, "instance-gone").await.ok(),
         Some(Claim::Won)
     );
-    assert_eq!(
-        store.claim("theirs", 6, ME).await.ok(),
-        Some(Claim::InFlight {
-            since_ms: 5,
-            orphaned: true
-        })
-    );
+    assert_eq!(store.claim("theirs", 6, ME).await.ok(), in_flight(5, true));
     // Its outcome, if one ever comes, still counts.
     let outcome = Outcome::Denied { reason: None };
     store
@@ -194,12 +200,7 @@ pub async fn knows_orphaned_claims(store: Store) {
 
 /// `issued()` expires at 10 ms.
 pub async fn purges_what_expired_unless_running(store: Store) {
-    for id in ["pending", "running", "done"] {
-        store
-            .insert(issued(id))
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-    }
+    insert_all(&store, &["pending", "running", "done"]).await;
     for id in ["running", "done"] {
         assert_eq!(store.claim(id, 5, ME).await.ok(), Some(Claim::Won));
     }
@@ -227,55 +228,37 @@ pub async fn remembers_and_budgets(store: Store) {
         expires_at_ms: None,
     };
     let ok = |r: Result<(), StoreError>| r.unwrap_or_else(|e| panic!("{e}"));
+    let found = |who: &'static str, chat: &'static str, tool: &'static str| {
+        let store = store.clone();
+        async move {
+            store
+                .remembered(who, chat, tool, 2)
+                .await
+                .unwrap_or_else(|e| panic!("{e}"))
+                .map(|r| r.id)
+        }
+    };
     ok(store.remember(approval("r1", None, "internal--pay")).await);
     ok(store
         .remember(approval("r2", Some("chat"), "internal--pay"))
         .await);
-    assert_eq!(
-        store
-            .remembered("alice", "chat", "internal--pay", 2)
-            .await
-            .ok()
-            .flatten()
-            .map(|r| r.id),
-        Some("r2".into())
-    );
-    assert_eq!(
-        store
-            .remembered("alice", "other", "internal--pay", 2)
-            .await
-            .ok()
-            .flatten()
-            .map(|r| r.id),
-        Some("r1".into())
-    );
-    assert_eq!(
-        store
-            .remembered("bob", "chat", "internal--pay", 2)
-            .await
-            .ok()
-            .flatten(),
-        None
-    );
-    assert_eq!(
-        store
-            .remembered("alice", "chat", "internal--weather", 2)
-            .await
-            .ok()
-            .flatten(),
-        None
-    );
+    for (who, chat, tool, want) in [
+        ("alice", "chat", "internal--pay", Some("r2")),
+        ("alice", "other", "internal--pay", Some("r1")),
+        ("bob", "chat", "internal--pay", None),
+        ("alice", "chat", "internal--weather", None),
+    ] {
+        assert_eq!(
+            found(who, chat, tool).await.as_deref(),
+            want,
+            "{who} {chat} {tool}"
+        );
+    }
     // The same scope again replaces, and keeps one entry.
     ok(store
         .remember(approval("r3", Some("chat"), "internal--pay"))
         .await);
-    let mut ids: Vec<String> = store
-        .list_remembered("alice", 2)
-        .await
-        .unwrap_or_default()
-        .into_iter()
-        .map(|r| r.id)
-        .collect();
+    let mut ids = remembered_ids(&store, 2).await;
     ids.sort();
     assert_eq!(ids, ["r1", "r3"]);
     assert_eq!(
@@ -286,53 +269,29 @@ pub async fn remembers_and_budgets(store: Store) {
     assert_eq!(store.revoke("alice", "r3").await.ok(), Some(true));
     assert_eq!(store.revoke("alice", "r3").await.ok(), Some(false));
     assert_eq!(
-        store
-            .remembered("alice", "chat", "internal--pay", 2)
-            .await
-            .ok()
-            .flatten()
-            .map(|r| r.id),
-        Some("r1".into())
+        found("alice", "chat", "internal--pay").await.as_deref(),
+        Some("r1")
     );
 
-    assert_eq!(
-        store
-            .take_budget("alice", "chat", "internal--pay")
-            .await
-            .ok(),
-        Some(false)
-    );
+    let take = |chat: &'static str| {
+        let store = store.clone();
+        async move { store.take_budget("alice", chat, "internal--pay").await.ok() }
+    };
+    assert_eq!(take("chat").await, Some(false));
     ok(store
         .grant_budget("alice", "chat", "internal--pay", 2)
         .await);
-    assert_eq!(
-        store
-            .take_budget("alice", "other", "internal--pay")
-            .await
-            .ok(),
-        Some(false)
-    );
-    assert_eq!(
-        store
-            .take_budget("alice", "chat", "internal--pay")
-            .await
-            .ok(),
-        Some(true)
-    );
-    assert_eq!(
-        store
-            .take_budget("alice", "chat", "internal--pay")
-            .await
-            .ok(),
-        Some(true)
-    );
-    assert_eq!(
-        store
-            .take_budget("alice", "chat", "internal--pay")
-            .await
-            .ok(),
-        Some(false)
-    );
+    for (n, (chat, want)) in [
+        ("other", false),
+        ("chat", true),
+        ("chat", true),
+        ("chat", false),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        assert_eq!(take(chat).await, Some(want), "take {n} in {chat}");
+    }
 }
 
 /// Alice's approval of `internal--pay` (`chat` `None`: every chat), made
@@ -406,8 +365,7 @@ pub async fn remembers_windows(store: Store) {
     ok(store.remember(grant("g1", None, 3_000, None)).await);
     assert_eq!(found("b", 61_000).await.as_deref(), Some("g1"), "no end");
     ok(store.remember(grant("w2", None, 4_000, Some(64_000))).await);
-    let ids: Vec<String> = listed(4_000).await.into_iter().map(|r| r.id).collect();
-    assert_eq!(ids, ["c1", "w2"]);
+    assert_eq!(remembered_ids(&store, 4_000).await, ["c1", "w2"]);
     assert_eq!(found("b", 63_999).await.as_deref(), Some("w2"));
     assert_eq!(found("b", 64_000).await, None);
     assert_eq!(found("a", 64_000).await.as_deref(), Some("c1"));
@@ -427,14 +385,7 @@ pub async fn purges_lapsed_windows(store: Store) {
     assert_eq!(store.purge_expired(1_999).await.ok(), Some(0));
     assert_eq!(store.purge_expired(2_000).await.ok(), Some(1));
     // Listed as of before its end: forgotten, not only filtered.
-    let ids: Vec<String> = store
-        .list_remembered("alice", 1_500)
-        .await
-        .unwrap_or_default()
-        .into_iter()
-        .map(|r| r.id)
-        .collect();
-    assert_eq!(ids, ["c1"]);
+    assert_eq!(remembered_ids(&store, 1_500).await, ["c1"]);
 }
 
 pub async fn keeps_an_audit_log(store: Store) {
@@ -462,43 +413,30 @@ pub async fn keeps_an_audit_log(store: Store) {
             .await
             .unwrap_or_else(|e| panic!("{e}"));
     }
-    let times = |events: Vec<AuditEvent>| events.into_iter().map(|e| e.at_ms).collect::<Vec<_>>();
-    assert_eq!(
-        times(
+    let times = |chat: Option<&'static str>, since: u64, most: usize| {
+        let store = store.clone();
+        async move {
             store
-                .audit_log("alice", None, 0, 100)
+                .audit_log("alice", chat, since, most)
                 .await
                 .unwrap_or_default()
-        ),
-        [10, 30, 40]
-    );
-    assert_eq!(
-        times(
-            store
-                .audit_log("alice", Some("a"), 0, 100)
-                .await
-                .unwrap_or_default()
-        ),
-        [10, 40]
-    );
-    assert_eq!(
-        times(
-            store
-                .audit_log("alice", None, 30, 100)
-                .await
-                .unwrap_or_default()
-        ),
-        [30, 40]
-    );
-    assert_eq!(
-        times(
-            store
-                .audit_log("alice", None, 0, 2)
-                .await
-                .unwrap_or_default()
-        ),
-        [10, 30]
-    );
+                .into_iter()
+                .map(|e| e.at_ms)
+                .collect::<Vec<_>>()
+        }
+    };
+    for (chat, since, most, want) in [
+        (None, 0, 100, vec![10, 30, 40]),
+        (Some("a"), 0, 100, vec![10, 40]),
+        (None, 30, 100, vec![30, 40]),
+        (None, 0, 2, vec![10, 30]),
+    ] {
+        assert_eq!(
+            times(chat, since, most).await,
+            want,
+            "{chat:?} {since} {most}"
+        );
+    }
     assert_eq!(
         store
             .audit_log("alice", None, 0, 100)
@@ -507,13 +445,5 @@ pub async fn keeps_an_audit_log(store: Store) {
         event(10, "alice", "a")
     );
     assert_eq!(store.prune_audit(30).await.ok(), Some(2));
-    assert_eq!(
-        times(
-            store
-                .audit_log("alice", None, 0, 100)
-                .await
-                .unwrap_or_default()
-        ),
-        [30, 40]
-    );
+    assert_eq!(times(None, 0, 100).await, [30, 40]);
 }

@@ -14,12 +14,7 @@ pub fn url() -> String {
 
 /// A Redis store of its own key prefix on the test server.
 pub async fn redis_store() -> std::sync::Arc<super::RedisStore> {
-    let prefix = format!("test-{}:", uuid::Uuid::new_v4().simple());
-    let Backend::Redis(store) = Store::redis(&url(), &prefix)
-        .await
-        .unwrap_or_else(|e| panic!("{e}"))
-        .backend
-    else {
+    let Backend::Redis(store) = open(&fresh_prefix()).await.backend else {
         panic!("not redis")
     };
     store
@@ -27,9 +22,20 @@ pub async fn redis_store() -> std::sync::Arc<super::RedisStore> {
 
 /// Keys of its own on the test server, for each case of the suite.
 async fn fresh() -> ((), Store) {
-    let prefix = format!("test-{}:", uuid::Uuid::new_v4().simple());
-    let store = Store::redis(&url(), &prefix).await;
-    ((), store.unwrap_or_else(|e| panic!("{e}")))
+    ((), open(&fresh_prefix()).await)
+}
+
+/// A key prefix no other case uses.
+fn fresh_prefix() -> String {
+    format!("test-{}:", uuid::Uuid::new_v4().simple())
+}
+
+/// A store on the test server under `prefix`: opened twice with the same
+/// prefix, two instances sharing their records.
+async fn open(prefix: &str) -> Store {
+    Store::redis(&url(), prefix)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
 }
 
 conformance::suite!(fresh);
@@ -40,14 +46,8 @@ conformance::suite!(fresh);
 #[tokio::test]
 async fn another_instance_outcome_wakes_a_waiter_at_once() {
     use crate::store::Outcome;
-    let url = url();
-    let prefix = format!("test-{}:", uuid::Uuid::new_v4().simple());
-    let open = || async {
-        Store::redis(&url, &prefix)
-            .await
-            .unwrap_or_else(|e| panic!("{e}"))
-    };
-    let (waiter, other) = (open().await, open().await);
+    let prefix = fresh_prefix();
+    let (waiter, other) = (open(&prefix).await, open(&prefix).await);
     for n in 0..5 {
         let id = format!("wake-{n}");
         waiter
@@ -89,11 +89,7 @@ async fn another_instance_outcome_wakes_a_waiter_at_once() {
 #[tokio::test]
 async fn waiters_share_one_subscription() {
     use crate::store::Outcome;
-    let url = url();
-    let prefix = format!("test-{}:", uuid::Uuid::new_v4().simple());
-    let store = Store::redis(&url, &prefix)
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let store = open(&fresh_prefix()).await;
     let Backend::Redis(redis) = &store.backend else {
         panic!("not redis")
     };
@@ -163,14 +159,8 @@ async fn waiters_share_one_subscription() {
 async fn another_instance_hears_of_questions_asked_and_taken() {
     use futures::StreamExt;
     use redis::AsyncCommands;
-    let url = url();
-    let prefix = format!("test-{}:", uuid::Uuid::new_v4().simple());
-    let open = || async {
-        Store::redis(&url, &prefix)
-            .await
-            .unwrap_or_else(|e| panic!("{e}"))
-    };
-    let (one, other) = (open().await, open().await);
+    let prefix = fresh_prefix();
+    let (one, other) = (open(&prefix).await, open(&prefix).await);
     let mut changes = other
         .changes()
         .await
@@ -206,11 +196,7 @@ async fn another_instance_hears_of_questions_asked_and_taken() {
 async fn a_claim_is_orphaned_when_its_instance_stops_beating() {
     use crate::store::Claim;
     use redis::AsyncCommands;
-    let url = url();
-    let prefix = format!("test-{}:", uuid::Uuid::new_v4().simple());
-    let store = Store::redis(&url, &prefix)
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let store = open(&fresh_prefix()).await;
     store
         .insert(conformance::issued("shared"))
         .await
@@ -226,10 +212,7 @@ async fn a_claim_is_orphaned_when_its_instance_stops_beating() {
     let seen = || store.claim("shared", 6, conformance::ME);
     assert_eq!(
         seen().await.ok(),
-        Some(Claim::InFlight {
-            since_ms: 5,
-            orphaned: false
-        }),
+        conformance::in_flight(5, false),
         "alive: its call may still record an outcome"
     );
     // Its heartbeat lapses (deleted here, as its TTL would).
@@ -241,13 +224,7 @@ async fn a_claim_is_orphaned_when_its_instance_stops_beating() {
         .del(redis.heartbeat_key("instance-other"))
         .await
         .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(
-        seen().await.ok(),
-        Some(Claim::InFlight {
-            since_ms: 5,
-            orphaned: true
-        })
-    );
+    assert_eq!(seen().await.ok(), conformance::in_flight(5, true));
 }
 
 /// A window grant's record expires itself with its window; one

@@ -238,25 +238,19 @@ impl Confirmations for SqliteStore {
             Ok(())
         })
         .await?;
-        self.recorded.send_modify(|n| *n = n.wrapping_add(1));
+        self.recorded.bump();
         Ok(())
     }
 
     async fn wait_outcome(&self, id: &str, timeout: Duration) -> Result<Option<Outcome>> {
-        let mut changes = self.recorded.subscribe();
-        let wait = async {
-            loop {
-                if let Some(Status::Done(outcome)) = self.status(id).await? {
-                    return Ok(Some(outcome));
-                }
-                // Woken by this process, or polling for another one.
-                let _ = tokio::time::timeout(POLL, changes.changed()).await;
-            }
+        let look = || async move {
+            Ok(match self.status(id).await? {
+                Some(Status::Done(outcome)) => Some(outcome),
+                _ => None,
+            })
         };
-        match tokio::time::timeout(timeout, wait).await {
-            Ok(result) => result,
-            Err(_elapsed) => Ok(None),
-        }
+        // Woken by this process, or polling for another one.
+        self.recorded.wait(timeout, Some(POLL), look).await
     }
 }
 

@@ -14,9 +14,8 @@ use std::time::Duration;
 
 use rusqlite::{CachedStatement, Connection, Params};
 use rusqlite_migration::{M, Migrations};
-use tokio::sync::watch;
 
-use super::backend::StoreBackend;
+use super::backend::{Recorded, StoreBackend};
 use super::{BackendError, Outcome, Result, StoreError};
 
 const MIGRATIONS: &[M<'static>] = &[
@@ -43,8 +42,7 @@ pub struct SqliteStore {
     /// A second connection, for checkpoints only: the copy of the log into
     /// the file, and its fsync, run beside the store's calls, not inside one.
     checkpoints: Arc<Mutex<Connection>>,
-    /// Bumped when this process records an outcome, to wake its waiters.
-    recorded: watch::Sender<u64>,
+    recorded: Recorded,
 }
 
 /// Creates `dir` and the folders above it that are missing, each 0700.
@@ -118,7 +116,7 @@ impl SqliteStore {
         Ok(Self {
             conn: Arc::new(Mutex::new(conn)),
             checkpoints: Arc::new(Mutex::new(checkpoints)),
-            recorded: watch::Sender::new(0),
+            recorded: Recorded::default(),
         })
     }
 

@@ -155,15 +155,7 @@ impl TurnLogs {
             .query_async(&mut conn)
             .await
             .map_err(backend)?;
-        Ok(TurnLogWriter {
-            logs: self.clone(),
-            stream,
-            chat,
-            next: 0,
-            entries: VecDeque::new(),
-            bytes: 0,
-            max_bytes,
-        })
+        Ok(TurnLogWriter::new(self.clone(), stream, chat).with_max_bytes(max_bytes))
     }
 
     /// `principal`'s turn in flight in `chat_id`, from whichever instance
@@ -175,13 +167,8 @@ impl TurnLogs {
         chat_id: &str,
     ) -> Result<Option<TurnLogReader>, StoreError> {
         let mut conn = self.store.conn();
-        let stream: Option<String> = redis::cmd("HGET")
-            .arg(self.chat_key(principal, chat_id))
-            .arg("stream")
-            .query_async(&mut conn)
-            .await
-            .map_err(backend)?;
-        let Some(stream) = stream else {
+        let chat = self.chat_key(principal, chat_id);
+        let Some(stream) = stream_of(&mut conn, &chat).await? else {
             return Ok(None);
         };
         let first: Vec<(String, Vec<Vec<u8>>)> = redis::cmd("XRANGE")
@@ -223,13 +210,7 @@ impl TurnLogs {
         let mut conn = self.store.conn();
         let chat = self.chat_key(principal, chat_id);
         for _ in 0..LOOKS {
-            let stream: Option<String> = redis::cmd("HGET")
-                .arg(&chat)
-                .arg("stream")
-                .query_async(&mut conn)
-                .await
-                .map_err(backend)?;
-            let Some(stream) = stream else {
+            let Some(stream) = stream_of(&mut conn, &chat).await? else {
                 return Ok(false);
             };
             let saved: i64 = self
@@ -332,15 +313,7 @@ impl TurnLogs {
             .await
             .map_err(backend)?;
         let mut adopted = Adopted::default();
-        let mut writer = TurnLogWriter {
-            logs: self.clone(),
-            stream,
-            chat,
-            next: 0,
-            entries: VecDeque::new(),
-            bytes: 0,
-            max_bytes: 0,
-        };
+        let mut writer = TurnLogWriter::new(self.clone(), stream, chat);
         for (id, fields) in entries {
             if fields.first().map(Vec::as_slice) == Some(b"open") {
                 continue;
@@ -409,6 +382,19 @@ pub struct TurnLogWriter {
 }
 
 impl TurnLogWriter {
+    /// A writer at the start of an empty log, with no byte cap.
+    fn new(logs: TurnLogs, stream: String, chat: String) -> Self {
+        Self {
+            logs,
+            stream,
+            chat,
+            next: 0,
+            entries: VecDeque::new(),
+            bytes: 0,
+            max_bytes: 0,
+        }
+    }
+
     /// Keeps at most `max_bytes` of chunks from now on.
     pub fn with_max_bytes(mut self, max_bytes: usize) -> Self {
         self.max_bytes = max_bytes;
@@ -499,6 +485,19 @@ impl TurnLogReader {
     pub fn reads(self) -> impl Stream<Item = Read> + Send + 'static {
         self.feed.reads()
     }
+}
+
+/// The stream the chat's hash at `chat` names: its turn's log, if any.
+async fn stream_of(
+    conn: &mut redis::aio::ConnectionManager,
+    chat: &str,
+) -> Result<Option<String>, StoreError> {
+    redis::cmd("HGET")
+        .arg(chat)
+        .arg("stream")
+        .query_async(conn)
+        .await
+        .map_err(backend)
 }
 
 /// The id of the entry whose first chunk is number `n` (ids start above `0-1`).
