@@ -1,5 +1,4 @@
 use super::*;
-use crate::call::ToolSpec;
 use crate::provider::http;
 use crate::provider::http::testing::{decode_data, decode_sse, fixture};
 
@@ -263,11 +262,7 @@ fn fixtures_decode() {
 
 #[test]
 fn history_becomes_contents() {
-    let call = ToolCall {
-        id: "call-7".into(),
-        name: "get_weather".into(),
-        args: json!({"city": "Paris"}),
-    };
+    let call = http::testing::weather_call("call-7");
     let request = ModelRequest {
         messages: vec![
             ModelMessage::System("be brief".into()),
@@ -294,21 +289,10 @@ fn history_becomes_contents() {
                     metadata: Some(json!({"google": {"thoughtSignature": "c2ln"}})),
                 },
             ]),
-            ModelMessage::Tool(vec![ToolResult {
-                call_id: "call-7".into(),
-                tool_name: "get_weather".into(),
-                outcome: ResultContent::Denied {
-                    reason: Some("not now".into()),
-                },
-            }]),
+            http::testing::weather_denied("call-7"),
             ModelMessage::User(vec![UserContent::Text("ok then".into())]),
         ],
-        tools: vec![ToolSpec {
-            name: "get_weather".into(),
-            description: "Weather".into(),
-            parameters: json!({"type": "object"}),
-        }]
-        .into(),
+        tools: http::testing::weather_tools(),
     };
     let options = ModelOptions {
         model: "gemini-2.5-flash".into(),
