@@ -1,6 +1,6 @@
 use super::*;
 use crate::provider::http;
-use crate::provider::http::testing::{decode_data, decode_sse, fixture};
+use crate::provider::http::testing::{decode_data, decode_sse, finish, fixture};
 
 fn decode(events: &[&str]) -> Result<Vec<ProviderEvent>, ProviderError> {
     decode_data(Decode::new(Ids::sequential()), events)
@@ -32,13 +32,7 @@ fn text_parts_stream_as_text() {
         [
             ProviderEvent::TextDelta("Hel".into()),
             ProviderEvent::TextDelta("lo".into()),
-            ProviderEvent::Finish {
-                reason: StopReason::Stop,
-                usage: Usage {
-                    input_tokens: 4,
-                    output_tokens: 2
-                },
-            },
+            finish(StopReason::Stop, 4, 2),
         ]
     );
 }
@@ -50,13 +44,7 @@ fn token_counts_at_the_limit_saturate() {
     ]);
     assert_eq!(
         events.unwrap_or_default(),
-        [ProviderEvent::Finish {
-            reason: StopReason::Stop,
-            usage: Usage {
-                input_tokens: 0,
-                output_tokens: u64::MAX
-            },
-        }]
+        [finish(StopReason::Stop, 0, u64::MAX)]
     );
 }
 
@@ -71,13 +59,7 @@ fn thought_parts_are_reasoning() {
         [
             ProviderEvent::ReasoningDelta("Let me think.".into()),
             ProviderEvent::TextDelta("Yes.".into()),
-            ProviderEvent::Finish {
-                reason: StopReason::Stop,
-                usage: Usage {
-                    input_tokens: 3,
-                    output_tokens: 7
-                },
-            },
+            finish(StopReason::Stop, 3, 7),
         ]
     );
 }

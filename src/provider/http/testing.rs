@@ -96,3 +96,18 @@ pub fn weather_tools() -> std::sync::Arc<[crate::call::ToolSpec]> {
     }]
     .into()
 }
+
+/// The `Finish` event with these token counts.
+pub fn finish(
+    reason: crate::provider::StopReason,
+    input_tokens: u64,
+    output_tokens: u64,
+) -> crate::provider::ProviderEvent {
+    crate::provider::ProviderEvent::Finish {
+        reason,
+        usage: crate::provider::Usage {
+            input_tokens,
+            output_tokens,
+        },
+    }
+}
