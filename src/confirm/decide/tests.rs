@@ -64,10 +64,7 @@ fn grant(id: &str, chat: Option<&str>, expires: Option<u64>) -> Remembered {
 }
 
 fn scope(chat: &str) -> Scope {
-    Scope {
-        chat_id: chat.into(),
-        principal: "alice".into(),
-    }
+    Scope::alice(chat)
 }
 
 fn pay(amount: u64) -> ToolCall {
