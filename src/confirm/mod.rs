@@ -117,6 +117,17 @@ pub struct Scope {
     pub principal: String,
 }
 
+#[cfg(test)]
+impl Scope {
+    /// Alice in `chat`: the scope the unit tests ask in.
+    pub(crate) fn alice(chat: &str) -> Self {
+        Self {
+            chat_id: chat.into(),
+            principal: "alice".into(),
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Gate {
     /// The tools now; MCP servers change them at run time.

@@ -182,10 +182,7 @@ mod tests {
             Duration::from_secs(60),
             Duration::from_secs(5),
         );
-        let scope = Scope {
-            chat_id: "chat".into(),
-            principal: "alice".into(),
-        };
+        let scope = Scope::alice("chat");
         let call = ToolCall {
             id: "call-1".into(),
             name: "process_payment".into(),

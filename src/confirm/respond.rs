@@ -89,10 +89,7 @@ mod tests {
 
     /// Alice's call of `lookup`, asked; the question's id.
     async fn ask(gate: &Gate) -> String {
-        let scope = Scope {
-            chat_id: "chat".into(),
-            principal: "alice".into(),
-        };
+        let scope = Scope::alice("chat");
         let call = ToolCall {
             id: "call-1".into(),
             name: "lookup".into(),

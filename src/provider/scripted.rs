@@ -502,31 +502,26 @@ mod tests {
             ]
         );
         // A tool that is not offered, or arguments that are not JSON, are just text.
-        assert_eq!(
-            plan_for_text("use rm_rf", OFFERED),
-            Plan::Text("You said: use rm_rf".into())
-        );
-        assert_eq!(
-            plan_for_text("use get_location with {oops}", OFFERED),
-            Plan::Text("You said: use get_location with {oops}".into())
-        );
+        for text in ["use rm_rf", "use get_location with {oops}"] {
+            let echo = Plan::Text(format!("You said: {text}"));
+            assert_eq!(plan_for_text(text, OFFERED), echo, "{text}");
+        }
     }
 
     #[test]
     fn count_echo_and_limits() {
-        assert_eq!(plan_for_text("count to 3", OFFERED), Plan::Count(3));
-        assert_eq!(
-            plan_for_text("Count to 100000", OFFERED),
-            Plan::Count(100_000)
-        );
-        assert_eq!(
-            plan_for_text("count to 100001", OFFERED),
-            Plan::Text("I can count from 1 to 100000.".into())
-        );
-        assert_eq!(
-            plan_for_text("hello there", OFFERED),
-            Plan::Text("You said: hello there".into())
-        );
+        let cases = [
+            ("count to 3", Plan::Count(3)),
+            ("Count to 100000", Plan::Count(100_000)),
+            (
+                "count to 100001",
+                Plan::Text("I can count from 1 to 100000.".into()),
+            ),
+            ("hello there", Plan::Text("You said: hello there".into())),
+        ];
+        for (text, plan) in cases {
+            assert_eq!(plan_for_text(text, OFFERED), plan, "{text}");
+        }
     }
 
     #[test]

@@ -14,11 +14,25 @@ fn tool(id: &str, name: &str, input: Value, state: ToolState) -> Part {
 }
 
 fn user(text: &str) -> UiMessage {
+    message("u", Role::User, vec![Part::Text(text.into())])
+}
+
+fn message(id: &str, role: Role, parts: Vec<Part>) -> UiMessage {
     UiMessage {
-        id: "u".into(),
-        role: Role::User,
-        parts: vec![Part::Text(text.into())],
+        id: id.into(),
+        role,
+        parts,
     }
+}
+
+/// The ADK confirmation card that asks for `pay` 50 as `call-1`.
+fn pay_card(state: ToolState) -> Part {
+    tool(
+        "adk-1",
+        CONFIRMATION_TOOL,
+        json!({"originalFunctionCall": {"id": "call-1", "name": "pay", "args": {"amount": 50}}}),
+        state,
+    )
 }
 
 #[test]
@@ -41,17 +55,17 @@ fn the_model_sees_the_original_call_not_the_wrapper() {
             error_text: "User denied execution: too much".into(),
         },
     );
-    let assistant = UiMessage {
-        id: "a".into(),
-        role: Role::Assistant,
-        parts: vec![
+    let assistant = message(
+        "a",
+        Role::Assistant,
+        vec![
             Part::StepStart,
             confirmation,
             original,
             Part::StepStart,
             Part::Text("ok".into()),
         ],
-    };
+    );
     let call = ToolCall {
         id: "call-1".into(),
         name: "process_payment".into(),
@@ -87,10 +101,10 @@ fn unanswered_and_rejected_confirmations_still_get_a_result() {
             state,
         )
     };
-    let assistant = UiMessage {
-        id: "a".into(),
-        role: Role::Assistant,
-        parts: vec![
+    let assistant = message(
+        "a",
+        Role::Assistant,
+        vec![
             wrapper("1", ToolState::InputAvailable),
             wrapper(
                 "2",
@@ -99,7 +113,7 @@ fn unanswered_and_rejected_confirmations_still_get_a_result() {
                 },
             ),
         ],
-    };
+    );
     let messages = to_model_messages(&[assistant, user("next")]);
     let Some(ModelMessage::Tool(results)) = messages.get(1) else {
         panic!("{messages:?}")
@@ -116,15 +130,10 @@ fn unanswered_and_rejected_confirmations_still_get_a_result() {
 
 #[test]
 fn an_edited_call_is_shown_as_it_ran() {
-    let card = tool(
-        "adk-1",
-        CONFIRMATION_TOOL,
-        json!({"originalFunctionCall": {"id": "call-1", "name": "pay", "args": {"amount": 50}}}),
-        ToolState::OutputAvailable {
-            output: json!({"confirmed": true, "editedArgs": {"amount": 40}}),
-            preliminary: false,
-        },
-    );
+    let card = pay_card(ToolState::OutputAvailable {
+        output: json!({"confirmed": true, "editedArgs": {"amount": 40}}),
+        preliminary: false,
+    });
     let ran = tool(
         "call-1",
         "pay",
@@ -134,11 +143,7 @@ fn an_edited_call_is_shown_as_it_ran() {
             preliminary: false,
         },
     );
-    let assistant = UiMessage {
-        id: "a".into(),
-        role: Role::Assistant,
-        parts: vec![card, ran],
-    };
+    let assistant = message("a", Role::Assistant, vec![card, ran]);
     let messages = to_model_messages(&[user("pay"), assistant]);
     let Some(ModelMessage::Assistant(content)) = messages.get(1) else {
         panic!("{messages:?}")
@@ -155,26 +160,17 @@ fn an_edited_call_is_shown_as_it_ran() {
 
 #[test]
 fn a_later_outcome_answers_a_card_left_open() {
-    let card = tool(
-        "adk-1",
-        CONFIRMATION_TOOL,
-        json!({"originalFunctionCall": {"id": "call-1", "name": "pay", "args": {"amount": 50}}}),
-        ToolState::InputAvailable,
-    );
-    let asked = UiMessage {
-        id: "a".into(),
-        role: Role::Assistant,
-        parts: vec![card],
-    };
-    let later = UiMessage {
-        id: "b".into(),
-        role: Role::Assistant,
-        parts: vec![Part::Data {
+    let card = pay_card(ToolState::InputAvailable);
+    let asked = message("a", Role::Assistant, vec![card]);
+    let later = message(
+        "b",
+        Role::Assistant,
+        vec![Part::Data {
             name: MOVED_ON.into(),
             data: json!({"confirmationId": "adk-1", "toolCallId": "call-1", "toolName": "pay",
                          "outcome": {"kind": "output", "output": {"paid": 50}}}),
         }],
-    };
+    );
     let history = [user("pay"), asked, user("hi"), later, user("and?")];
     let messages = to_model_messages(&history);
     let Some(ModelMessage::Tool(results)) = messages.get(2) else {

@@ -36,10 +36,7 @@ fn call(args: Value) -> ToolCall {
 }
 
 fn scope() -> Scope {
-    Scope {
-        chat_id: "chat".into(),
-        principal: "alice".into(),
-    }
+    Scope::alice("chat")
 }
 
 fn approve(edited: Option<Value>) -> Decision {

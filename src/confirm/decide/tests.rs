@@ -64,10 +64,7 @@ fn grant(id: &str, chat: Option<&str>, expires: Option<u64>) -> Remembered {
 }
 
 fn scope(chat: &str) -> Scope {
-    Scope {
-        chat_id: chat.into(),
-        principal: "alice".into(),
-    }
+    Scope::alice(chat)
 }
 
 fn pay(amount: u64) -> ToolCall {
@@ -82,6 +79,17 @@ async fn decide(gate: &Gate, chat: &str, call: &ToolCall) -> Option<Verdict> {
     gate.decide(&scope(chat), call)
         .await
         .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Alice approves `call` in chat "chat", remembered as `remember` says.
+async fn approve(gate: &Gate, call: &ToolCall, remember: Option<Remember>) {
+    gate.extend(&scope("chat"), &call.name, remember, None)
+        .await;
+}
+
+/// What alice has remembered.
+async fn remembered(gate: &Gate) -> Vec<Remembered> {
+    gate.remembered("alice").await.unwrap_or_default()
 }
 
 fn matches(verdict: Option<&Verdict>, expect: &Expect) -> bool {
@@ -202,18 +210,12 @@ process_payment:
 async fn an_approval_remembered_for_a_window() {
     let (gate, _store, clock) = gate(&[], "");
     let call = pay(50);
-    gate.extend(&scope("chat"), &call.name, None, None).await;
-    let listed = gate.remembered("alice").await.unwrap_or_default();
+    approve(&gate, &call, None).await;
+    let listed = remembered(&gate).await;
     assert!(listed.is_empty(), "once is never stored: {listed:?}");
 
-    gate.extend(
-        &scope("chat"),
-        &call.name,
-        Some(Remember::Window { minutes: 60 }),
-        None,
-    )
-    .await;
-    let listed = gate.remembered("alice").await.unwrap_or_default();
+    approve(&gate, &call, Some(Remember::Window { minutes: 60 })).await;
+    let listed = remembered(&gate).await;
     assert_eq!(listed.len(), 1, "{listed:?}");
     assert_eq!(listed[0].chat_id, None, "every chat");
     assert_eq!(listed[0].expires_at_ms, Some(START + HOUR));
@@ -225,7 +227,7 @@ async fn an_approval_remembered_for_a_window() {
 
     clock.advance(Duration::from_millis(HOUR));
     assert_eq!(decide(&gate, "other", &call).await, Some(Verdict::Ask));
-    let listed = gate.remembered("alice").await.unwrap_or_default();
+    let listed = remembered(&gate).await;
     assert!(listed.is_empty(), "no longer listed: {listed:?}");
 }
 
@@ -238,22 +240,12 @@ async fn the_newest_grant_for_every_chat_wins() {
     let reach = |listed: Vec<Remembered>| -> Vec<Option<u64>> {
         listed.into_iter().map(|r| r.expires_at_ms).collect()
     };
-    gate.extend(&scope("chat"), &call.name, Some(Remember::Everywhere), None)
-        .await;
-    gate.extend(
-        &scope("chat"),
-        &call.name,
-        Some(Remember::Window { minutes: 1 }),
-        None,
-    )
-    .await;
-    let listed = gate.remembered("alice").await.unwrap_or_default();
-    assert_eq!(reach(listed), [Some(START + 60_000)]);
-    gate.extend(&scope("chat"), &call.name, Some(Remember::Everywhere), None)
-        .await;
+    approve(&gate, &call, Some(Remember::Everywhere)).await;
+    approve(&gate, &call, Some(Remember::Window { minutes: 1 })).await;
+    assert_eq!(reach(remembered(&gate).await), [Some(START + 60_000)]);
+    approve(&gate, &call, Some(Remember::Everywhere)).await;
     clock.advance(Duration::from_millis(HOUR));
-    let listed = gate.remembered("alice").await.unwrap_or_default();
-    assert_eq!(reach(listed), [None]);
+    assert_eq!(reach(remembered(&gate).await), [None]);
 }
 
 /// A lapsed window settles no open question; a live one does.

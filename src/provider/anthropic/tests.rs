@@ -1,10 +1,12 @@
 use super::*;
-use crate::call::{ToolCall, ToolSpec};
 use sse_stream::Sse;
 
 use crate::provider::http::Decoder;
-use crate::provider::http::{self, testing::decode_sse};
-use crate::provider::{ResultContent, StopReason, Usage};
+use crate::provider::http::{
+    self,
+    testing::{decode_sse, finish},
+};
+use crate::provider::{ResultContent, StopReason};
 
 fn run(text: &str) -> (Vec<ProviderEvent>, Option<ProviderError>) {
     decode_sse(Decode::new(Ids::sequential()), text.as_bytes())
@@ -23,16 +25,6 @@ fn fixture(name: &str) -> String {
 
 fn text(delta: &str) -> ProviderEvent {
     ProviderEvent::TextDelta(delta.into())
-}
-
-fn finish(reason: StopReason, input_tokens: u64, output_tokens: u64) -> ProviderEvent {
-    ProviderEvent::Finish {
-        reason,
-        usage: Usage {
-            input_tokens,
-            output_tokens,
-        },
-    }
 }
 
 fn start(id: &str) -> ProviderEvent {
@@ -252,11 +244,7 @@ fn broken_events_are_stream_errors() {
 
 #[test]
 fn history_becomes_alternating_messages() {
-    let call = ToolCall {
-        id: "toolu_01A".into(),
-        name: "get_weather".into(),
-        args: json!({"city": "Paris"}),
-    };
+    let call = http::testing::weather_call("toolu_01A");
     let request = ModelRequest {
         messages: vec![
             ModelMessage::System("Be brief.".into()),
@@ -281,25 +269,14 @@ fn history_becomes_alternating_messages() {
                     metadata: None,
                 },
             ]),
-            ModelMessage::Tool(vec![ToolResult {
-                call_id: "toolu_01A".into(),
-                tool_name: "get_weather".into(),
-                outcome: ResultContent::Denied {
-                    reason: Some("not now".into()),
-                },
-            }]),
+            http::testing::weather_denied("toolu_01A"),
             ModelMessage::User(vec![UserContent::Text("Then guess.".into())]),
             ModelMessage::Assistant(vec![AssistantContent::Reasoning {
                 text: "dropped".into(),
                 metadata: None,
             }]),
         ],
-        tools: vec![ToolSpec {
-            name: "get_weather".into(),
-            description: "Weather".into(),
-            parameters: json!({"type": "object"}),
-        }]
-        .into(),
+        tools: http::testing::weather_tools(),
     };
     let options = ModelOptions {
         model: "claude-sonnet-4-5".into(),

@@ -1,7 +1,6 @@
 use super::*;
-use crate::call::ToolSpec;
 use crate::provider::http;
-use crate::provider::http::testing::{decode_data, decode_sse, fixture};
+use crate::provider::http::testing::{decode_data, decode_sse, finish, fixture};
 
 fn decode(events: &[&str]) -> Result<Vec<ProviderEvent>, ProviderError> {
     decode_data(Decode::new(Ids::sequential()), events)
@@ -33,13 +32,7 @@ fn text_parts_stream_as_text() {
         [
             ProviderEvent::TextDelta("Hel".into()),
             ProviderEvent::TextDelta("lo".into()),
-            ProviderEvent::Finish {
-                reason: StopReason::Stop,
-                usage: Usage {
-                    input_tokens: 4,
-                    output_tokens: 2
-                },
-            },
+            finish(StopReason::Stop, 4, 2),
         ]
     );
 }
@@ -51,13 +44,7 @@ fn token_counts_at_the_limit_saturate() {
     ]);
     assert_eq!(
         events.unwrap_or_default(),
-        [ProviderEvent::Finish {
-            reason: StopReason::Stop,
-            usage: Usage {
-                input_tokens: 0,
-                output_tokens: u64::MAX
-            },
-        }]
+        [finish(StopReason::Stop, 0, u64::MAX)]
     );
 }
 
@@ -72,13 +59,7 @@ fn thought_parts_are_reasoning() {
         [
             ProviderEvent::ReasoningDelta("Let me think.".into()),
             ProviderEvent::TextDelta("Yes.".into()),
-            ProviderEvent::Finish {
-                reason: StopReason::Stop,
-                usage: Usage {
-                    input_tokens: 3,
-                    output_tokens: 7
-                },
-            },
+            finish(StopReason::Stop, 3, 7),
         ]
     );
 }
@@ -263,11 +244,7 @@ fn fixtures_decode() {
 
 #[test]
 fn history_becomes_contents() {
-    let call = ToolCall {
-        id: "call-7".into(),
-        name: "get_weather".into(),
-        args: json!({"city": "Paris"}),
-    };
+    let call = http::testing::weather_call("call-7");
     let request = ModelRequest {
         messages: vec![
             ModelMessage::System("be brief".into()),
@@ -294,21 +271,10 @@ fn history_becomes_contents() {
                     metadata: Some(json!({"google": {"thoughtSignature": "c2ln"}})),
                 },
             ]),
-            ModelMessage::Tool(vec![ToolResult {
-                call_id: "call-7".into(),
-                tool_name: "get_weather".into(),
-                outcome: ResultContent::Denied {
-                    reason: Some("not now".into()),
-                },
-            }]),
+            http::testing::weather_denied("call-7"),
             ModelMessage::User(vec![UserContent::Text("ok then".into())]),
         ],
-        tools: vec![ToolSpec {
-            name: "get_weather".into(),
-            description: "Weather".into(),
-            parameters: json!({"type": "object"}),
-        }]
-        .into(),
+        tools: http::testing::weather_tools(),
     };
     let options = ModelOptions {
         model: "gemini-2.5-flash".into(),

@@ -66,3 +66,48 @@ pub fn fixture(provider: &str, name: &str) -> Vec<u8> {
     );
     std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
+
+/// The `get_weather` call for Paris the history tests replay.
+pub fn weather_call(id: &str) -> crate::call::ToolCall {
+    crate::call::ToolCall {
+        id: id.into(),
+        name: "get_weather".into(),
+        args: serde_json::json!({"city": "Paris"}),
+    }
+}
+
+/// The tool message that denies that call "not now".
+pub fn weather_denied(call_id: &str) -> crate::provider::ModelMessage {
+    crate::provider::ModelMessage::Tool(vec![crate::provider::ToolResult {
+        call_id: call_id.into(),
+        tool_name: "get_weather".into(),
+        outcome: crate::provider::ResultContent::Denied {
+            reason: Some("not now".into()),
+        },
+    }])
+}
+
+/// The one tool the history tests offer: `get_weather`.
+pub fn weather_tools() -> std::sync::Arc<[crate::call::ToolSpec]> {
+    vec![crate::call::ToolSpec {
+        name: "get_weather".into(),
+        description: "Weather".into(),
+        parameters: serde_json::json!({"type": "object"}),
+    }]
+    .into()
+}
+
+/// The `Finish` event with these token counts.
+pub fn finish(
+    reason: crate::provider::StopReason,
+    input_tokens: u64,
+    output_tokens: u64,
+) -> crate::provider::ProviderEvent {
+    crate::provider::ProviderEvent::Finish {
+        reason,
+        usage: crate::provider::Usage {
+            input_tokens,
+            output_tokens,
+        },
+    }
+}

@@ -1,7 +1,5 @@
 use super::*;
-use crate::call::{ToolCall, ToolSpec};
 use crate::provider::http::{self, testing::decode_data};
-use crate::provider::{ResultContent, ToolResult};
 
 fn decode(events: &[&str]) -> Result<Vec<ProviderEvent>, ProviderError> {
     decode_data(Decode::new(Ids::sequential()), events)
@@ -143,11 +141,7 @@ fn an_end_without_a_finish_is_incomplete() {
 
 #[test]
 fn history_becomes_chat_messages() {
-    let call = ToolCall {
-        id: "c1".into(),
-        name: "get_weather".into(),
-        args: json!({"city": "Paris"}),
-    };
+    let call = http::testing::weather_call("c1");
     let request = ModelRequest {
         messages: vec![
             ModelMessage::System("be brief".into()),
@@ -167,20 +161,9 @@ fn history_becomes_chat_messages() {
                     metadata: None,
                 },
             ]),
-            ModelMessage::Tool(vec![ToolResult {
-                call_id: "c1".into(),
-                tool_name: "get_weather".into(),
-                outcome: ResultContent::Denied {
-                    reason: Some("not now".into()),
-                },
-            }]),
+            http::testing::weather_denied("c1"),
         ],
-        tools: vec![ToolSpec {
-            name: "get_weather".into(),
-            description: "Weather".into(),
-            parameters: json!({"type": "object"}),
-        }]
-        .into(),
+        tools: http::testing::weather_tools(),
     };
     // A model that wants `max_completion_tokens` instead.
     let options = ModelOptions {
