@@ -8,6 +8,7 @@ use std::sync::OnceLock;
 use axum::body::Body;
 use axum::http::Request;
 use libfuzzer_sys::fuzz_target;
+use toolgate::config::Settings;
 use toolgate::ids::{Clock, Ids};
 use toolgate::{App, Config};
 use tower::ServiceExt;
@@ -24,8 +25,9 @@ fn server() -> &'static Server {
             .enable_all()
             .build()
             .unwrap_or_else(|e| panic!("{e}"));
+        let settings = Settings::new(Config::default()).unwrap_or_else(|e| panic!("{e}"));
         let router = runtime.block_on(async {
-            App::new(Config::default())
+            App::new(settings)
                 .with_ids(Ids::sequential())
                 .with_clock(Clock::manual(1_800_000_000_000))
                 .router()
