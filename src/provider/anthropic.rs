@@ -1,13 +1,15 @@
 //! Anthropic Messages, streaming.
 
-use futures::stream::BoxStream;
+use std::borrow::Cow;
+
 use serde_json::{Map, Value, json};
 
-use super::http::Upstream;
+use super::http::{HttpModel, ModelApi};
 use super::{
-    AssistantContent, ModelMessage, ModelOptions, ModelProvider, ModelRequest, ProviderError,
-    ProviderEvent, ToolResult, UserContent, inline_data,
+    AssistantContent, ModelMessage, ModelOptions, ModelRequest, ProviderError, ToolResult,
+    UserContent, inline_data,
 };
+
 use crate::ids::Ids;
 
 const PROVIDER: &str = "anthropic";
@@ -17,99 +19,73 @@ pub const API_VERSION: &str = "2023-06-01";
 /// Anthropic requires `max_tokens`; this when the user set none.
 const DEFAULT_MAX_TOKENS: u64 = 4096;
 
-pub struct Anthropic {
-    upstream: Upstream,
-    options: ModelOptions,
-    ids: Ids,
-}
+/// Anthropic Messages, at `messages`.
+pub type Anthropic = HttpModel<Decode>;
 
-impl Anthropic {
-    pub fn new(upstream: Upstream, options: ModelOptions, ids: Ids) -> Self {
-        Self {
-            upstream,
-            options,
-            ids,
-        }
-    }
-}
-
-impl ModelProvider for Anthropic {
-    fn stream(
-        &self,
-        request: ModelRequest,
-    ) -> BoxStream<'static, Result<ProviderEvent, ProviderError>> {
-        let body = body(&self.options, &request);
-        let url = self.upstream.url("messages");
-        self.upstream
-            .stream(url, body, Decode::new(self.ids.clone()))
-    }
-}
-
-/// The request body for `request`.
-pub fn body(options: &ModelOptions, request: &ModelRequest) -> Result<Vec<u8>, ProviderError> {
-    let mut system: Vec<&str> = Vec::new();
-    // Anthropic wants roles to alternate: consecutive messages of one role
-    // become one message.
-    let mut messages: Vec<(&str, Vec<Value>)> = Vec::new();
-    for message in &request.messages {
-        let (role, blocks) = match message {
-            ModelMessage::System(text) => {
-                if !text.trim().is_empty() {
-                    system.push(text);
+impl ModelApi for Decode {
+    fn body(options: &ModelOptions, request: &ModelRequest) -> Result<Vec<u8>, ProviderError> {
+        let mut system: Vec<&str> = Vec::new();
+        // Anthropic wants roles to alternate: consecutive messages of one role
+        // become one message.
+        let mut messages: Vec<(&str, Vec<Value>)> = Vec::new();
+        for message in &request.messages {
+            let (role, blocks) = match message {
+                ModelMessage::System(text) => {
+                    if !text.trim().is_empty() {
+                        system.push(text);
+                    }
+                    continue;
                 }
+                ModelMessage::User(content) => ("user", user_blocks(content)?),
+                ModelMessage::Assistant(content) => ("assistant", assistant_blocks(content)),
+                ModelMessage::Tool(results) => ("user", results.iter().map(tool_result).collect()),
+            };
+            if blocks.is_empty() {
                 continue;
             }
-            ModelMessage::User(content) => ("user", user_blocks(content)?),
-            ModelMessage::Assistant(content) => ("assistant", assistant_blocks(content)),
-            ModelMessage::Tool(results) => ("user", results.iter().map(tool_result).collect()),
-        };
-        if blocks.is_empty() {
-            continue;
+            match messages.last_mut() {
+                Some((last, into)) if *last == role => into.extend(blocks),
+                _ => messages.push((role, blocks)),
+            }
         }
-        match messages.last_mut() {
-            Some((last, into)) if *last == role => into.extend(blocks),
-            _ => messages.push((role, blocks)),
-        }
-    }
-    let messages = messages
-        .into_iter()
-        .map(|(role, mut content)| {
-            // A user message's tool results come before anything else in it
-            // (the sort is stable).
-            content.sort_by_key(|block| block["type"] != "tool_result");
-            json!({"role": role, "content": content})
-        })
-        .collect();
-
-    let mut body = Map::new();
-    body.insert("model".into(), options.model.clone().into());
-    body.insert(
-        "max_tokens".into(),
-        options.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS).into(),
-    );
-    body.insert("stream".into(), true.into());
-    if let Some(temperature) = options.temperature {
-        body.insert("temperature".into(), temperature.into());
-    }
-    if !system.is_empty() {
-        body.insert("system".into(), system.join("\n\n").into());
-    }
-    if !request.tools.is_empty() {
-        let tools = request
-            .tools
-            .iter()
-            .map(|tool| {
-                json!({
-                    "name": tool.name,
-                    "description": tool.description,
-                    "input_schema": tool.parameters,
-                })
+        let messages = messages
+            .into_iter()
+            .map(|(role, mut content)| {
+                // A user message's tool results come before anything else in it
+                // (the sort is stable).
+                content.sort_by_key(|block| block["type"] != "tool_result");
+                json!({"role": role, "content": content})
             })
             .collect();
-        body.insert("tools".into(), Value::Array(tools));
+
+        let mut body = Map::new();
+        body.insert("model".into(), options.model.clone().into());
+        body.insert(
+            "max_tokens".into(),
+            options.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS).into(),
+        );
+        body.insert("stream".into(), true.into());
+        if let Some(temperature) = options.temperature {
+            body.insert("temperature".into(), temperature.into());
+        }
+        if !system.is_empty() {
+            body.insert("system".into(), system.join("\n\n").into());
+        }
+        if !request.tools.is_empty() {
+            let tools = request.tool_declarations("input_schema");
+            body.insert("tools".into(), Value::Array(tools));
+        }
+        body.insert("messages".into(), Value::Array(messages));
+        options.finish_body(body)
     }
-    body.insert("messages".into(), Value::Array(messages));
-    options.finish_body(body)
+
+    fn path(_: &ModelOptions) -> Cow<'static, str> {
+        "messages".into()
+    }
+
+    fn decoder(ids: Ids) -> Self {
+        Self::new(ids)
+    }
 }
 
 fn user_blocks(content: &[UserContent]) -> Result<Vec<Value>, ProviderError> {

@@ -10,8 +10,8 @@ use super::PROVIDER;
 use crate::call::{MAX_ARGS_BYTES, MAX_CALLS_PER_STEP};
 use crate::ids::Ids;
 use crate::protocol::DeltaText;
-use crate::provider::http::Decoder;
-use crate::provider::{ProviderError, ProviderEvent, StopReason, Usage};
+use crate::provider::http::{Answer, Decoder};
+use crate::provider::{ProviderError, ProviderEvent, StopReason};
 
 /// One event of the stream, by its `type`; everything else in it is ignored.
 #[derive(Deserialize)]
@@ -190,30 +190,26 @@ impl Block {
 }
 
 pub struct Decode {
-    ids: Ids,
+    answer: Answer,
     /// Open blocks by their index.
     blocks: BTreeMap<u64, Block>,
-    reason: Option<StopReason>,
-    usage: Usage,
 }
 
 impl Decode {
     pub fn new(ids: Ids) -> Self {
         Self {
-            ids,
+            answer: Answer::new(ids),
             blocks: BTreeMap::new(),
-            reason: None,
-            usage: Usage::default(),
         }
     }
 
     fn usage(&mut self, usage: Option<EventUsage>) {
         let Some(usage) = usage else { return };
         if let Some(input) = usage.input_tokens {
-            self.usage.input_tokens = input;
+            self.answer.usage.input_tokens = input;
         }
         if let Some(output) = usage.output_tokens {
-            self.usage.output_tokens = output;
+            self.answer.usage.output_tokens = output;
         }
     }
 
@@ -257,7 +253,7 @@ impl Decode {
             }
             StartBlock::ToolUse { id, name, input } => {
                 let id = if id.is_empty() {
-                    self.ids.next("call")
+                    self.answer.ids.next("call")
                 } else {
                     id
                 };
@@ -351,10 +347,7 @@ impl Decode {
         for block in std::mem::take(&mut self.blocks).into_values() {
             block.end(out);
         }
-        out.push(ProviderEvent::Finish {
-            reason: self.reason.unwrap_or(StopReason::Stop),
-            usage: self.usage,
-        });
+        out.push(self.answer.finish());
     }
 }
 
@@ -405,7 +398,7 @@ impl Decoder for Decode {
             Event::ContentBlockStop { index } => self.stop(index, out)?,
             Event::MessageDelta { delta, usage } => {
                 if let Some(reason) = delta.stop_reason {
-                    self.reason = Some(stop_reason(&reason));
+                    self.answer.reason = Some(stop_reason(&reason));
                 }
                 self.usage(usage);
             }
@@ -431,13 +424,9 @@ impl Decoder for Decode {
 
     fn end(&mut self, out: &mut Vec<ProviderEvent>) -> Result<(), ProviderError> {
         // Once the stop reason is out, the answer is whole.
-        match self.reason {
-            Some(_) => {
-                self.finish(out);
-                Ok(())
-            }
-            None => Err(ProviderError::Incomplete { provider: PROVIDER }),
-        }
+        self.answer.stopped(PROVIDER)?;
+        self.finish(out);
+        Ok(())
     }
 }
 

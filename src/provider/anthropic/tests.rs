@@ -1,12 +1,13 @@
 use super::*;
 use sse_stream::Sse;
 
+use crate::ids::Ids;
 use crate::provider::http::Decoder;
 use crate::provider::http::{
     self,
     testing::{decode_sse, finish},
 };
-use crate::provider::{ResultContent, StopReason};
+use crate::provider::{ProviderEvent, ResultContent, StopReason};
 
 fn run(text: &str) -> (Vec<ProviderEvent>, Option<ProviderError>) {
     decode_sse(Decode::new(Ids::sequential()), text.as_bytes())
@@ -287,7 +288,7 @@ fn history_becomes_alternating_messages() {
         )]),
         ..ModelOptions::default()
     };
-    let body = http::testing::body_json(body(&options, &request));
+    let body = http::testing::body_json(Decode::body(&options, &request));
     assert_eq!(
         body,
         json!({
@@ -335,7 +336,7 @@ fn files_are_images_and_documents() {
         tools: Vec::new().into(),
     };
     let content = |media_type: &str, url: &str| {
-        let body = body(&ModelOptions::default(), &request(media_type, url));
+        let body = Decode::body(&ModelOptions::default(), &request(media_type, url));
         body.map(|bytes| {
             let body: Value = serde_json::from_slice(&bytes).unwrap_or_default();
             body["messages"][0]["content"].clone()

@@ -285,7 +285,7 @@ fn history_becomes_contents() {
         )]),
         ..ModelOptions::default()
     };
-    let body = http::testing::body_json(body(&options, &request));
+    let body = http::testing::body_json(Decode::body(&options, &request));
     assert_eq!(
         body,
         json!({
@@ -341,7 +341,7 @@ fn outputs_and_bare_options() {
         model: "m".into(),
         ..ModelOptions::default()
     };
-    let body = http::testing::body_json(body(&options, &request));
+    let body = http::testing::body_json(Decode::body(&options, &request));
     assert_eq!(
         body,
         json!({"contents": [
@@ -383,7 +383,7 @@ fn the_signed_call_goes_first_with_its_answer() {
         tools: Vec::new().into(),
     };
     let options = ModelOptions::default();
-    let body = http::testing::body_json(body(&options, &request));
+    let body = http::testing::body_json(Decode::body(&options, &request));
     assert_eq!(
         body["contents"][1]["parts"],
         json!([

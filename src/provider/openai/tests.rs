@@ -175,7 +175,7 @@ fn history_becomes_chat_messages() {
         ]),
         ..ModelOptions::default()
     };
-    let body = http::testing::body_json(body(&options, &request));
+    let body = http::testing::body_json(Decode::body(&options, &request));
     assert_eq!(
         body,
         json!({
