@@ -89,27 +89,32 @@ impl ModelApi for Decode {
 }
 
 fn user_blocks(content: &[UserContent]) -> Result<Vec<Value>, ProviderError> {
-    let mut blocks = Vec::with_capacity(content.len());
-    for item in content {
-        match item {
-            // Anthropic refuses text blocks with nothing to read.
-            UserContent::Text(text) if text.trim().is_empty() => {}
-            UserContent::Text(text) => blocks.push(json!({"type": "text", "text": text})),
-            UserContent::File { media_type, url } => {
-                let kind = if media_type.starts_with("image/") {
-                    "image"
-                } else if media_type == "application/pdf" {
-                    "document"
-                } else {
-                    return Err(ProviderError::Request(format!(
-                        "{PROVIDER} does not take files of type `{media_type}`"
-                    )));
-                };
-                blocks.push(json!({"type": kind, "source": file_source(media_type, url)?}));
-            }
-        }
-    }
-    Ok(blocks)
+    content
+        .iter()
+        .filter_map(|item| match item {
+            UserContent::Text(text) => text_block(text).map(Ok),
+            UserContent::File { media_type, url } => Some(file_block(media_type, url)),
+        })
+        .collect()
+}
+
+/// A text block: Anthropic refuses one with nothing to read.
+fn text_block(text: &str) -> Option<Value> {
+    (!text.trim().is_empty()).then(|| json!({"type": "text", "text": text}))
+}
+
+/// An image or a PDF.
+fn file_block(media_type: &str, url: &str) -> Result<Value, ProviderError> {
+    let kind = if media_type.starts_with("image/") {
+        "image"
+    } else if media_type == "application/pdf" {
+        "document"
+    } else {
+        return Err(ProviderError::Request(format!(
+            "{PROVIDER} does not take files of type `{media_type}`"
+        )));
+    };
+    Ok(json!({"type": kind, "source": file_source(media_type, url)?}))
 }
 
 /// A file's `source`: the data of a `data:` URL, or an http(s) URL
@@ -128,33 +133,37 @@ fn file_source(media_type: &str, url: &str) -> Result<Value, ProviderError> {
 }
 
 fn assistant_blocks(content: &[AssistantContent]) -> Vec<Value> {
-    let mut blocks = Vec::with_capacity(content.len());
-    for item in content {
-        match item {
-            AssistantContent::Text(text) if text.trim().is_empty() => {}
-            AssistantContent::Text(text) => blocks.push(json!({"type": "text", "text": text})),
+    content
+        .iter()
+        .filter_map(|item| match item {
+            AssistantContent::Text(text) => text_block(text),
             AssistantContent::Reasoning { text, metadata } => {
-                let ours = metadata.as_ref().and_then(|m| m.get(PROVIDER));
-                let field = |name: &str| ours.and_then(|o| o.get(name)).and_then(Value::as_str);
-                if let Some(signature) = field("signature") {
-                    blocks.push(
-                        json!({"type": "thinking", "thinking": text, "signature": signature}),
-                    );
-                } else if let Some(data) = field("redactedData") {
-                    blocks.push(json!({"type": "redacted_thinking", "data": data}));
-                }
-                // Unsigned reasoning (another model's, or cut short) is
-                // refused by Anthropic, so it is left out.
+                thinking_block(text, metadata.as_ref())
             }
-            AssistantContent::ToolCall { call, .. } => blocks.push(json!({
+            AssistantContent::ToolCall { call, .. } => Some(json!({
                 "type": "tool_use",
                 "id": call.id,
                 "name": call.name,
                 "input": tool_input(&call.args),
             })),
+        })
+        .collect()
+}
+
+/// A thinking block Anthropic signed, or one it redacted. Unsigned
+/// reasoning (another model's, or cut short) is refused by Anthropic, so
+/// it is left out.
+fn thinking_block(text: &str, metadata: Option<&Value>) -> Option<Value> {
+    let ours = metadata?.get(PROVIDER)?;
+    let field = |name: &str| ours.get(name).and_then(Value::as_str);
+    match field("signature") {
+        Some(signature) => {
+            Some(json!({"type": "thinking", "thinking": text, "signature": signature}))
+        }
+        None => {
+            field("redactedData").map(|data| json!({"type": "redacted_thinking", "data": data}))
         }
     }
-    blocks
 }
 
 /// A call's arguments as Anthropic's `input`, which must be an object.
