@@ -219,14 +219,16 @@ struct Response {
 struct Candidate {
     #[serde(default)]
     index: u32,
-    content: Option<Content>,
+    content: Option<Content<Part>>,
     finish_reason: Option<String>,
 }
 
+/// A genai `Content`, of Gemini's `Part`s here and of ADK's in its events.
 #[derive(Deserialize)]
-struct Content {
+#[serde(bound(deserialize = "P: Deserialize<'de>"))]
+pub(super) struct Content<P> {
     #[serde(default)]
-    parts: Vec<Part>,
+    pub parts: Vec<P>,
 }
 
 #[derive(Deserialize)]
