@@ -87,6 +87,55 @@ enum StartBlock {
     Other,
 }
 
+impl StartBlock {
+    /// The block it opens, and the events its start says.
+    fn open(self, ids: &Ids, out: &mut Vec<ProviderEvent>) -> Block {
+        match self {
+            StartBlock::Text { text } => {
+                if !text.is_empty() {
+                    out.push(ProviderEvent::TextDelta(text));
+                }
+                Block::Text
+            }
+            StartBlock::Thinking {
+                thinking,
+                signature,
+            } => {
+                if !thinking.is_empty() {
+                    out.push(ProviderEvent::ReasoningDelta(thinking));
+                }
+                Block::Thinking { signature }
+            }
+            StartBlock::RedactedThinking { data } => {
+                out.push(ProviderEvent::ReasoningMetadata(
+                    json!({PROVIDER: {"redactedData": data}}),
+                ));
+                Block::RedactedThinking
+            }
+            StartBlock::ToolUse { id, name, input } => {
+                let id = if id.is_empty() { ids.next("call") } else { id };
+                out.push(ProviderEvent::ToolCallStart {
+                    id: id.clone(),
+                    name,
+                    metadata: None,
+                });
+                let input = match input {
+                    Value::Object(object) if !object.is_empty() => {
+                        Some(Value::Object(object).to_string())
+                    }
+                    _ => None,
+                };
+                Block::ToolUse {
+                    id,
+                    input,
+                    streamed: false,
+                }
+            }
+            StartBlock::Other => Block::Other,
+        }
+    }
+}
+
 #[derive(Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 enum BlockDelta {
@@ -213,12 +262,8 @@ impl Decode {
         }
     }
 
-    fn start(
-        &mut self,
-        index: u64,
-        block: StartBlock,
-        out: &mut Vec<ProviderEvent>,
-    ) -> Result<(), ProviderError> {
+    /// Whether block `index` may open.
+    fn room_for(&self, index: u64) -> Result<(), ProviderError> {
         if self.blocks.contains_key(&index) {
             return Err(ProviderError::Stream(format!(
                 "{PROVIDER} started content block {index} twice"
@@ -229,54 +274,6 @@ impl Decode {
                 "{PROVIDER} kept more than {MAX_CALLS_PER_STEP} content blocks open"
             )));
         }
-        let block = match block {
-            StartBlock::Text { text } => {
-                if !text.is_empty() {
-                    out.push(ProviderEvent::TextDelta(text));
-                }
-                Block::Text
-            }
-            StartBlock::Thinking {
-                thinking,
-                signature,
-            } => {
-                if !thinking.is_empty() {
-                    out.push(ProviderEvent::ReasoningDelta(thinking));
-                }
-                Block::Thinking { signature }
-            }
-            StartBlock::RedactedThinking { data } => {
-                out.push(ProviderEvent::ReasoningMetadata(
-                    json!({PROVIDER: {"redactedData": data}}),
-                ));
-                Block::RedactedThinking
-            }
-            StartBlock::ToolUse { id, name, input } => {
-                let id = if id.is_empty() {
-                    self.answer.ids.next("call")
-                } else {
-                    id
-                };
-                out.push(ProviderEvent::ToolCallStart {
-                    id: id.clone(),
-                    name,
-                    metadata: None,
-                });
-                let input = match input {
-                    Value::Object(object) if !object.is_empty() => {
-                        Some(Value::Object(object).to_string())
-                    }
-                    _ => None,
-                };
-                Block::ToolUse {
-                    id,
-                    input,
-                    streamed: false,
-                }
-            }
-            StartBlock::Other => Block::Other,
-        };
-        self.blocks.insert(index, block);
         Ok(())
     }
 
@@ -393,7 +390,11 @@ impl Decoder for Decode {
             Event::ContentBlockStart {
                 index,
                 content_block,
-            } => self.start(index, content_block, out)?,
+            } => {
+                self.room_for(index)?;
+                let block = content_block.open(&self.answer.ids, out);
+                self.blocks.insert(index, block);
+            }
             Event::ContentBlockDelta { index, delta } => self.delta(index, delta, out)?,
             Event::ContentBlockStop { index } => self.stop(index, out)?,
             Event::MessageDelta { delta, usage } => {
