@@ -10,8 +10,8 @@ use crate::common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::Binary;
 use common::upstream::{Answer, Upstream, sse_fixture};
+use common::{Binary, assert_none};
 
 /// `(npm package alias, confirmation protocol)`: each an installed `ai`
 /// release (or pre-release: 6.0.0-beta.148, which frontends pin).
@@ -63,11 +63,7 @@ pub(crate) fn all_passed(runs: impl Iterator<Item = (bool, String)>) {
         .filter(|(passed, _)| !passed)
         .map(|(_, report)| report)
         .collect();
-    assert!(
-        failures.is_empty(),
-        "conformance failed:\n{}",
-        failures.join("\n")
-    );
+    assert_none("conformance failed", &failures);
 }
 
 /// Runs chat.mjs with `client` and `protocol`; `flows` may carry more
@@ -198,11 +194,7 @@ async fn provider_streams_pass_every_claimed_client() -> anyhow::Result<()> {
             "{provider}: the model was never asked"
         );
     }
-    assert!(
-        failures.is_empty(),
-        "conformance failed:\n{}",
-        failures.join("\n")
-    );
+    assert_none("conformance failed", &failures);
     Ok(())
 }
 

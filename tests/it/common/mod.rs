@@ -51,6 +51,12 @@ pub fn from_json<T: serde::de::DeserializeOwned>(text: &str) -> T {
         .must()
 }
 
+/// Fails listing what was `found`, under the heading `what`, unless nothing was.
+#[track_caller]
+pub fn assert_none(what: &str, found: &[String]) {
+    assert!(found.is_empty(), "{what}:\n{}", found.join("\n"));
+}
+
 pub struct Server {
     pub url: String,
     pub clock: Clock,
