@@ -443,15 +443,8 @@ async fn the_policy_answers_adk_without_asking() {
     let deny = "toolConfirmation: {toolPolicies: {alwaysDeny: [internal--process_payment]}}";
     let server = toolgate(&adk, deny).await;
     let reply = server.says("c2", "Send 500 USD to Alice").await;
-    let errors = reply.of_type("tool-output-error");
-    assert!(
-        errors[0]["errorText"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("denied by policy"),
-        "{}",
-        reply.body
-    );
+    let errors = reply.error_texts();
+    assert!(errors[0].contains("denied by policy"), "{}", reply.body);
     assert!(
         reply.text().contains("This tool call is rejected."),
         "{}",

@@ -31,14 +31,6 @@ async fn decide(server: &Server, who: &str, body: serde_json::Value) -> common::
         .await
 }
 
-fn audit_lines(reply: &common::Reply) -> Vec<serde_json::Value> {
-    reply
-        .body
-        .lines()
-        .filter_map(|line| serde_json::from_str(line).ok())
-        .collect()
-}
-
 #[tokio::test]
 async fn a_clerks_payment_waits_for_a_finance_approver() -> anyhow::Result<()> {
     let server = Server::from_yaml(FOUR_EYES).await;
@@ -109,7 +101,7 @@ async fn a_clerks_payment_waits_for_a_finance_approver() -> anyhow::Result<()> {
     let log = server
         .get_with("/api/audit?chatId=chat-pay", &as_user("clerk"))
         .await;
-    let events = audit_lines(&log);
+    let events = log.json_lines();
     let decisions: Vec<(&str, &str)> = events
         .iter()
         .map(|e| {

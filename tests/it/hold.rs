@@ -92,9 +92,8 @@ async fn nobody_deciding_in_time_ends_as_expired() -> anyhow::Result<()> {
     assert_eq!(open.body, "[]");
     let audit = server.get("/api/audit?chatId=chat-late").await;
     let decisions: Vec<String> = audit
-        .body
-        .lines()
-        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .json_lines()
+        .iter()
         .filter_map(|event| event["decision"].as_str().map(str::to_owned))
         .collect();
     assert_eq!(decisions, ["asked", "expired", "refused"], "{}", audit.body);

@@ -112,9 +112,9 @@ async fn a_slow_endpoint_times_out() {
     )
     .await
     .unwrap_or_else(|_| panic!("the slow endpoint held the turn"));
-    let errors = reply.of_type("tool-output-error");
+    let errors = reply.error_texts();
     assert_eq!(
-        errors[0]["errorText"], "tool call timed out after 300 ms",
+        errors[0], "tool call timed out after 300 ms",
         "{}",
         reply.body
     );
@@ -125,14 +125,8 @@ async fn a_deny_rule_keeps_the_call_from_the_endpoint() {
     let rule = "toolConfirmation:\n  toolPolicies:\n    alwaysDeny: [internal--lookup_order]\n";
     let server = server("/ok", &format!("      needsConfirmation: false\n{rule}")).await;
     let reply = server.says("chat-d", LOOKUP).await;
-    let errors = reply.of_type("tool-output-error");
-    assert!(
-        errors[0]["errorText"]
-            .as_str()
-            .is_some_and(|t| t.starts_with("denied by policy")),
-        "{}",
-        reply.body
-    );
+    let errors = reply.error_texts();
+    assert!(errors[0].starts_with("denied by policy"), "{}", reply.body);
 }
 
 #[test]

@@ -29,9 +29,8 @@ async fn audit(server: &Server, decision: &str) -> Vec<Value> {
     server
         .get("/api/audit")
         .await
-        .body
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .json_lines()
+        .into_iter()
         .filter(|e| e["decision"] == decision)
         .collect()
 }
@@ -751,12 +750,8 @@ async fn a_burst_of_one_user_does_not_keep_anothers_question_untold() {
     wait::until_true("bob's question delivered", || told("bob") == 1).await;
     let bobs = wait::until_ok("bob's delivery recorded", || async {
         let reply = server.get_with("/api/audit", &[("x-user", "bob")]).await;
-        let notified: Vec<Value> = reply
-            .body
-            .lines()
-            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-            .filter(|e| e["decision"] == "notified")
-            .collect();
+        let mut notified = reply.json_lines();
+        notified.retain(|e| e["decision"] == "notified");
         if notified.is_empty() {
             Err(reply.body)
         } else {

@@ -50,11 +50,7 @@ async fn decide(server: &Server, id: &str, body: Value) -> (u16, Value) {
 }
 
 async fn audit(server: &Server) -> Vec<Value> {
-    let log = server.get("/api/audit").await;
-    log.body
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect()
+    server.get("/api/audit").await.json_lines()
 }
 
 fn decisions(events: &[Value]) -> Vec<String> {

@@ -87,6 +87,14 @@ impl Reply {
         serde_json::from_str(&self.body).unwrap_or_default()
     }
 
+    /// The body's lines that are JSON (an audit log's events), in order.
+    pub fn json_lines(&self) -> Vec<Value> {
+        self.body
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    }
+
     /// The JSON chunks of an SSE body, `[DONE]` and comments left out.
     pub fn chunks(&self) -> Vec<Value> {
         self.body
