@@ -100,12 +100,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Workload::MockOpenai => serve(mock_openai()).await,
         Workload::W1 { concurrency } => {
             let server = Target::toolgate(cli.url, "store:\n  kind: memory\n")?;
-            for c in concurrency {
-                let body = say("count to 100");
-                let mut report =
-                    drive(&server.url, c, secs, move |_| Turn::One(body.clone())).await;
-                report.print("w1", c, server.peak_rss_kib());
-            }
+            count_to_100(&server, "w1", concurrency, secs).await;
             Ok(())
         }
         Workload::W2 { concurrency, store } => {
@@ -128,12 +123,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Workload::W5 { concurrency } => {
             let server = Target::spawn_self("baseline")?;
-            for c in concurrency {
-                let body = say("count to 100");
-                let mut report =
-                    drive(&server.url, c, secs, move |_| Turn::One(body.clone())).await;
-                report.print("w5", c, server.peak_rss_kib());
-            }
+            count_to_100(&server, "w5", concurrency, secs).await;
             Ok(())
         }
         Workload::W3 { streams } => {
@@ -518,6 +508,15 @@ async fn w4(streams: usize, secs: Duration) -> anyhow::Result<()> {
         })
     );
     Ok(())
+}
+
+/// One turn each, "count to 100", at each concurrency in turn (W1, W5).
+async fn count_to_100(server: &Target, name: &str, concurrency: Vec<usize>, secs: Duration) {
+    for c in concurrency {
+        let body = say("count to 100");
+        let mut report = drive(&server.url, c, secs, move |_| Turn::One(body.clone())).await;
+        report.print(name, c, server.peak_rss_kib());
+    }
 }
 
 /// Time until the body holds `marker`; the rest is read and dropped.

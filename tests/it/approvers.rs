@@ -2,6 +2,7 @@
 //! roles), and four eyes keeps the user who asked from approving their own.
 
 use crate::common;
+use crate::common::assert_contains;
 
 use common::{Server, fixture, user_says};
 use serde_json::json;
@@ -198,7 +199,7 @@ fn four_eyes_needs_approvers() {
     .err()
     .map(|e| e.to_string())
     .unwrap_or_default();
-    assert!(err.contains("requireDistinctApprover"), "{err}");
+    assert_contains(&err, "requireDistinctApprover");
 }
 
 /// An edit is an approval of the edited call: when its arguments need

@@ -5,6 +5,7 @@
 
 use crate::common;
 use crate::common::Must;
+use crate::common::assert_contains;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -122,7 +123,7 @@ async fn an_http_tool_never_pays_a_string_amount_unasked() {
     for args in [r#"{"amount": "9000"}"#, r#"{"amount": [9000]}"#] {
         let reply = as_alice(&server, &user_says("chat-h", &format!("pay {args}"))).await;
         let error = input_error(&reply);
-        assert!(error.contains("/amount"), "{error}");
+        assert_contains(&error, "/amount");
     }
     assert_eq!(hits.load(Ordering::SeqCst), 0);
     // A fitting small amount runs unasked; a large one asks.
@@ -192,7 +193,7 @@ tools:
         .says("chat-l", r#"get_location {"precision": 5}"#)
         .await;
     let error = input_error(&reply);
-    assert!(error.contains("/precision"), "{error}");
+    assert_contains(&error, "/precision");
     // The client's `onToolCall` sees no call to run.
     let handed = reply
         .of_type("tool-input-available")

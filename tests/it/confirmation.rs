@@ -3,6 +3,7 @@
 
 use crate::common;
 use crate::common::Must;
+use crate::common::assert_contains;
 
 use std::time::Duration;
 
@@ -119,13 +120,10 @@ async fn confirmation_of_another_user_runs_nothing() -> anyhow::Result<()> {
     .await;
     assert_eq!(status, 200);
     let (_, body) = send(Some("mallory"), fixture("pay_hanako_approved.json")).await;
-    assert!(
-        body.contains("confirmation belongs to another user"),
-        "{body}"
-    );
+    assert_contains(&body, "confirmation belongs to another user");
     assert_eq!(server.payments(), 0);
     let (_, body) = send(Some("alice"), fixture("pay_hanako_approved.json")).await;
-    assert!(body.contains("tx-"), "{body}");
+    assert_contains(&body, "tx-");
     assert_eq!(server.payments(), 1);
     Ok(())
 }

@@ -2,6 +2,7 @@
 //! elsewhere (the approvals API) or the timeout lets the model go on.
 
 use crate::common;
+use crate::common::assert_contains;
 
 use std::time::Duration;
 
@@ -64,11 +65,8 @@ async fn a_denial_through_the_api_tells_the_model() {
     assert_eq!(decided.status, 200, "{}", decided.body);
     read_to_end(&mut body, &mut seen).await;
     assert_eq!(server.payments(), 0);
-    assert!(
-        seen.contains(r#""errorText":"User denied execution: not today""#),
-        "{seen}"
-    );
-    assert!(seen.contains(r#""finishReason":"stop""#), "{seen}");
+    assert_contains(&seen, r#""errorText":"User denied execution: not today""#);
+    assert_contains(&seen, r#""finishReason":"stop""#);
 }
 
 #[tokio::test]

@@ -4,6 +4,7 @@
 
 use crate::common;
 use crate::common::Must;
+use crate::common::assert_contains;
 
 use std::time::Duration;
 
@@ -136,5 +137,5 @@ fn a_secret_header_from_an_unset_variable_is_a_config_error() {
         .err()
         .map(|e| e.to_string())
         .unwrap_or_default();
-    assert!(error.contains("TOOLGATE_SURELY_UNSET"), "{error}");
+    assert_contains(&error, "TOOLGATE_SURELY_UNSET");
 }

@@ -3,6 +3,7 @@
 //! reconnect; aborts; bad frames answered with `error` frames.
 
 use crate::common;
+use crate::common::assert_contains;
 
 use std::time::Duration;
 
@@ -82,12 +83,12 @@ async fn nobody_deciding_in_time_expires_on_the_socket() -> anyhow::Result<()> {
     )
     .await;
     let all = lines(&frames);
-    assert!(
-        all.contains("expired without an answer; nobody approved or denied it."),
-        "{all}"
+    assert_contains(
+        &all,
+        "expired without an answer; nobody approved or denied it.",
     );
     assert!(!all.contains("User denied execution"), "{all}");
-    assert!(all.contains(r#""finishReason":"stop""#), "{all}");
+    assert_contains(&all, r#""finishReason":"stop""#);
     assert_eq!(server.payments(), 0);
     Ok(())
 }

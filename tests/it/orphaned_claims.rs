@@ -201,7 +201,7 @@ mod redis {
         let started = Instant::now();
         read_to_end(&mut body, &mut seen).await;
         assert!(started.elapsed() < TOOL_TIMEOUT, "{:?}", started.elapsed());
-        assert!(seen.contains(OUTCOME_UNKNOWN), "{seen}");
+        common::assert_contains(&seen, OUTCOME_UNKNOWN);
         assert_eq!(server.payments(), 0);
         Ok(())
     }

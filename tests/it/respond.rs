@@ -5,6 +5,7 @@
 //! that does not fit the tool's output schema.
 
 use crate::common;
+use crate::common::assert_contains;
 use anyhow::Context;
 
 use common::ws::{connect, lines, send, turn, until, until_end};
@@ -210,11 +211,11 @@ async fn a_confirm_frame_responds_on_the_socket() {
     .await;
     until_end(&mut socket, &mut frames, "r1").await;
     let seen = lines(&frames);
-    assert!(
-        seen.contains(r#""toolCallId":"call-2","output":{"note":"paid by cheque"}"#),
-        "{seen}"
+    assert_contains(
+        &seen,
+        r#""toolCallId":"call-2","output":{"note":"paid by cheque"}"#,
     );
-    assert!(seen.contains(r#""finishReason":"stop""#), "{seen}");
+    assert_contains(&seen, r#""finishReason":"stop""#);
     assert_eq!(server.payments(), 0);
 }
 

@@ -57,6 +57,27 @@ pub fn assert_none(what: &str, found: &[String]) {
     assert!(found.is_empty(), "{what}:\n{}", found.join("\n"));
 }
 
+/// `principal`'s call of `process_payment` (5 to Bo) in chat `c`, as the
+/// gate is asked about it.
+pub fn payment_to_bo(principal: &str) -> (toolgate::confirm::Scope, toolgate::call::ToolCall) {
+    let scope = toolgate::confirm::Scope {
+        chat_id: "c".into(),
+        principal: principal.into(),
+    };
+    let call = toolgate::call::ToolCall {
+        id: "call-1".into(),
+        name: "process_payment".into(),
+        args: serde_json::json!({"amount": 5, "recipient": "Bo"}),
+    };
+    (scope, call)
+}
+
+/// Fails showing `text` unless it holds `part`.
+#[track_caller]
+pub fn assert_contains(text: &str, part: &str) {
+    assert!(text.contains(part), "{text}");
+}
+
 pub struct Server {
     pub url: String,
     pub clock: Clock,
@@ -330,7 +351,17 @@ impl Server {
 
     /// `POST /api/confirmations/{id}` approving the question `id`.
     pub async fn approve(&self, id: impl std::fmt::Display) -> Reply {
-        self.post(&format!("/api/confirmations/{id}"), r#"{"approved": true}"#)
+        self.approve_with(id, &[]).await
+    }
+
+    /// [`Server::approve`] with these headers too (`X-User: lead`).
+    pub async fn approve_with(
+        &self,
+        id: impl std::fmt::Display,
+        headers: &[(&str, &str)],
+    ) -> Reply {
+        let path = format!("/api/confirmations/{id}");
+        self.post_with(&path, headers, r#"{"approved": true}"#)
             .await
     }
 }
