@@ -64,10 +64,7 @@ fn config(state: &tempfile::TempDir, yaml: &str) -> String {
 type Body = std::pin::Pin<Box<dyn futures::Stream<Item = reqwest::Result<bytes::Bytes>> + Send>>;
 
 async fn open(url: &str, body: &Value) -> Body {
-    let response = reqwest::Client::new()
-        .post(format!("{url}/stream"))
-        .header("content-type", "application/json")
-        .body(body.to_string())
+    let response = common::post_json(format!("{url}/stream"), body)
         .send()
         .await
         .must();

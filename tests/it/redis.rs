@@ -75,10 +75,7 @@ async fn a_decision_on_another_instance_wakes_a_held_stream() -> anyhow::Result<
         "id": "chat-held", "toolgate": {"flow": "hold"},
         "messages": [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": "Send 50 USD to Hanako"}]}]
     });
-    let response = reqwest::Client::new()
-        .post(format!("{}/stream", a.url))
-        .header("content-type", "application/json")
-        .body(body.to_string())
+    let response = common::post_json(format!("{}/stream", a.url), body)
         .send()
         .await?;
     let mut stream = response.bytes_stream();
@@ -100,10 +97,7 @@ async fn a_decision_on_another_instance_wakes_a_held_stream() -> anyhow::Result<
             break id;
         }
     };
-    let decided = reqwest::Client::new()
-        .post(format!("{}/api/confirmations/{id}", b.url))
-        .header("content-type", "application/json")
-        .body(r#"{"approved": true}"#)
+    let decided = common::post_json(format!("{}/api/confirmations/{id}", b.url), common::APPROVE)
         .send()
         .await?;
     assert_eq!(decided.status(), 200);

@@ -50,11 +50,7 @@ const VERSION: &str = "1.0";
 
 /// A client's frame, once its `type` is known to be one of [`TYPES`].
 #[derive(Deserialize)]
-#[serde(
-    tag = "type",
-    rename_all = "snake_case",
-    rename_all_fields = "camelCase"
-)]
+#[serde(tag = "type", rename_all = "snake_case")]
 enum Frame {
     Message {
         /// The older form: the body under `data`.

@@ -72,6 +72,17 @@ pub fn payment_to_bo(principal: &str) -> (toolgate::confirm::Scope, toolgate::ca
     (scope, call)
 }
 
+/// The body of a decision that approves.
+pub const APPROVE: &str = r#"{"approved": true}"#;
+
+/// A POST of `body` as JSON to `url`, on a connection of its own.
+pub fn post_json(url: String, body: impl ToString) -> reqwest::RequestBuilder {
+    reqwest::Client::new()
+        .post(url)
+        .header("content-type", "application/json")
+        .body(body.to_string())
+}
+
 /// Fails showing `text` unless it holds `part`.
 #[track_caller]
 pub fn assert_contains(text: &str, part: &str) {
@@ -361,8 +372,7 @@ impl Server {
         headers: &[(&str, &str)],
     ) -> Reply {
         let path = format!("/api/confirmations/{id}");
-        self.post_with(&path, headers, r#"{"approved": true}"#)
-            .await
+        self.post_with(&path, headers, APPROVE).await
     }
 }
 
