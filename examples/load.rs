@@ -175,14 +175,19 @@ struct Seen {
 /// What a tool's result arrives in.
 const OUTPUT: &[u8] = b"\"type\":\"tool-output-available\"";
 
+/// POSTs `body` as JSON.
+async fn send_json(
+    client: &reqwest::Client,
+    url: &str,
+    body: &Value,
+) -> reqwest::Result<reqwest::Response> {
+    let request = client.post(url).header("content-type", "application/json");
+    request.body(body.to_string()).send().await
+}
+
 async fn post(client: &reqwest::Client, url: &str, body: &Value) -> anyhow::Result<Seen> {
     let start = Instant::now();
-    let response = client
-        .post(url)
-        .header("content-type", "application/json")
-        .body(body.to_string())
-        .send()
-        .await?;
+    let response = send_json(client, url, body).await?;
     if !response.status().is_success() {
         bail!("HTTP {}", response.status());
     }
@@ -396,13 +401,7 @@ async fn held_streams(server: &Target, n: usize, path: &str) -> anyhow::Result<f
         holders.push(tokio::spawn(async move {
             let mut body = say("count to 100000");
             body["id"] = json!(format!("held-{i}"));
-            let Ok(response) = client
-                .post(&url)
-                .header("content-type", "application/json")
-                .body(body.to_string())
-                .send()
-                .await
-            else {
+            let Ok(response) = send_json(&client, &url, &body).await else {
                 let _ = opened.send(false).await;
                 return;
             };
@@ -527,12 +526,7 @@ async fn first_text(
     marker: &[u8],
 ) -> anyhow::Result<Duration> {
     let start = Instant::now();
-    let response = client
-        .post(url)
-        .header("content-type", "application/json")
-        .body(body.to_string())
-        .send()
-        .await?;
+    let response = send_json(client, url, body).await?;
     let mut stream = response.bytes_stream();
     let mut seen = Vec::new();
     let mut at = None;
