@@ -56,12 +56,8 @@ async fn an_approval_through_the_api_continues_the_open_stream() {
 async fn a_denial_through_the_api_tells_the_model() {
     let server = Server::start().await;
     let (mut body, mut seen) = asking(&server, "chat-hold").await;
-    let decided = server
-        .post(
-            "/api/confirmations/adk-3",
-            r#"{"approved": false, "reason": "not today"}"#,
-        )
-        .await;
+    let denied = r#"{"approved": false, "reason": "not today"}"#;
+    let decided = server.decide("adk-3", denied).await;
     assert_eq!(decided.status, 200, "{}", decided.body);
     read_to_end(&mut body, &mut seen).await;
     assert_eq!(server.payments(), 0);

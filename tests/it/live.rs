@@ -60,12 +60,8 @@ async fn a_confirm_frame_continues_the_same_request() {
 async fn an_approval_through_the_api_reaches_the_waiting_socket() {
     let server = Server::start().await;
     let (mut socket, mut frames) = asking(&server, "chat-hold").await;
-    let decided = server
-        .post(
-            "/api/confirmations/adk-3",
-            r#"{"approved": false, "reason": "no"}"#,
-        )
-        .await;
+    let denied = r#"{"approved": false, "reason": "no"}"#;
+    let decided = server.decide("adk-3", denied).await;
     assert_eq!(decided.status, 200, "{}", decided.body);
     until_end(&mut socket, &mut frames, "r1").await;
     assert_eq!(server.payments(), 0);

@@ -44,9 +44,7 @@ fn output_of(reply: &common::Reply, id: &str) -> Value {
 }
 
 async fn decide(server: &Server, id: &str, body: Value) -> (u16, Value) {
-    let reply = server
-        .post(&format!("/api/confirmations/{id}"), body.to_string())
-        .await;
+    let reply = server.decide(id, body.to_string()).await;
     (reply.status, reply.json())
 }
 

@@ -365,6 +365,12 @@ impl Server {
         self.approve_with(id, &[]).await
     }
 
+    /// `POST /api/confirmations/{id}` with this decision.
+    pub async fn decide(&self, id: &str, decision: impl Into<reqwest::Body>) -> Reply {
+        self.post(&format!("/api/confirmations/{id}"), decision)
+            .await
+    }
+
     /// [`Server::approve`] with these headers too (`X-User: lead`).
     pub async fn approve_with(
         &self,
