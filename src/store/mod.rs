@@ -298,11 +298,7 @@ impl Store {
                 each!(self, s => s.list_remembered(principal, now_ms).await)
             })
             .await?;
-        list.sort_by(|a, b| {
-            a.created_at_ms
-                .cmp(&b.created_at_ms)
-                .then_with(|| a.id.cmp(&b.id))
-        });
+        list.sort_by(|a, b| (a.created_at_ms, &a.id).cmp(&(b.created_at_ms, &b.id)));
         Ok(list)
     }
 
@@ -344,11 +340,7 @@ impl Store {
                 each!(self, s => s.open(principal, chat_id, now_ms).await)
             })
             .await?;
-        open.sort_by(|a, b| {
-            a.issued_at_ms
-                .cmp(&b.issued_at_ms)
-                .then_with(|| a.id.cmp(&b.id))
-        });
+        open.sort_by(|a, b| (a.issued_at_ms, &a.id).cmp(&(b.issued_at_ms, &b.id)));
         Ok(open)
     }
 
