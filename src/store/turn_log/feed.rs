@@ -51,14 +51,6 @@ pub(super) struct Feeds {
     tasks: TaskTracker,
 }
 
-impl std::fmt::Debug for Feeds {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Feeds")
-            .field("max", &self.max)
-            .finish_non_exhaustive()
-    }
-}
-
 impl Feeds {
     /// At most `max` turns followed (connections held) at once; the
     /// readers run on `tasks`.
