@@ -28,7 +28,8 @@ pub use error::{BackendError, StoreError};
 pub use limits::{Limit, LimitError, Limited, Limiter, Rates};
 pub use memory::MemoryStore;
 pub use record::{
-    AuditDecision, AuditEvent, Claim, Cursor, Issued, Outcome, RecordKind, Remembered, Status,
+    AuditDecision, AuditEvent, AuditPage, Claim, Cursor, Issued, Outcome, RecordKind, Remembered,
+    Status,
 };
 pub use redis::RedisStore;
 pub use sqlite::SqliteStore;
@@ -383,24 +384,17 @@ impl Store {
             .await
     }
 
-    /// `principal`'s audit log from `since_ms` on, oldest first, at most
-    /// `limit` events, optionally of one chat.
-    pub async fn audit_log(
-        &self,
-        principal: &str,
-        chat_id: Option<&str>,
-        since_ms: u64,
-        limit: usize,
-    ) -> Result<Vec<AuditEvent>> {
+    /// The events of the audit log `page` names.
+    pub async fn audit_log(&self, page: AuditPage<'_>) -> Result<Vec<AuditEvent>> {
         let events = self
             .counted(Op::AuditLog, async {
-                each!(self, s => s.audit_log(principal, since_ms).await)
+                each!(self, s => s.audit_log(page.principal, page.since_ms).await)
             })
             .await?;
         Ok(events
             .into_iter()
-            .filter(|e| chat_id.is_none_or(|c| e.chat_id == c))
-            .take(limit)
+            .filter(|e| page.chat_id.is_none_or(|c| e.chat_id == c))
+            .take(page.limit)
             .collect())
     }
 

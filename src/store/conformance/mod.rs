@@ -417,7 +417,12 @@ pub async fn keeps_an_audit_log(store: Store) {
         let store = store.clone();
         async move {
             store
-                .audit_log("alice", chat, since, most)
+                .audit_log(AuditPage {
+                    principal: "alice",
+                    chat_id: chat,
+                    since_ms: since,
+                    limit: most,
+                })
                 .await
                 .unwrap_or_default()
                 .into_iter()
@@ -439,7 +444,12 @@ pub async fn keeps_an_audit_log(store: Store) {
     }
     assert_eq!(
         store
-            .audit_log("alice", None, 0, 100)
+            .audit_log(AuditPage {
+                principal: "alice",
+                chat_id: None,
+                since_ms: 0,
+                limit: 100,
+            })
             .await
             .unwrap_or_default()[0],
         event(10, "alice", "a")
