@@ -44,6 +44,7 @@ const TAKE: usize = 256;
 pub const FOLLOWED: usize = 32;
 
 /// The feeds of this instance, by stream, and the connections they hold.
+#[derive(Debug)]
 pub(super) struct Feeds {
     by_stream: Mutex<HashMap<String, Weak<Feed>>>,
     connections: Arc<Semaphore>,
