@@ -21,7 +21,8 @@ use std::time::Duration;
 use futures::stream::BoxStream;
 use tokio_util::task::TaskTracker;
 
-use backend::{Approvals, AuditLog, Calls, Confirmations, Page, StoreBackend};
+use backend::{Approvals, AuditLog, Confirmations, StoreBackend};
+pub use backend::{Calls, Page};
 use error::Result;
 pub use error::{BackendError, StoreError};
 
@@ -270,22 +271,11 @@ impl Store {
         .await
     }
 
-    /// The approval that covers `tool` for `principal` in `chat_id` at
-    /// `now_ms`: one for this chat first, then one for all their chats;
-    /// never one whose window is over.
-    pub async fn remembered(
-        &self,
-        principal: &str,
-        chat_id: &str,
-        tool: &str,
-        now_ms: u64,
-    ) -> Result<Option<Remembered>> {
+    /// The approval that covers `calls` at `now_ms`: one for their chat
+    /// first, then one for all the principal's chats; never one whose
+    /// window is over.
+    pub async fn remembered(&self, calls: Calls<'_>, now_ms: u64) -> Result<Option<Remembered>> {
         self.counted(Op::Remembered, async {
-            let calls = Calls {
-                principal,
-                chat_id,
-                tool,
-            };
             each!(self, s => s.remembered(calls, now_ms).await)
         })
         .await
@@ -345,25 +335,13 @@ impl Store {
         Ok(open)
     }
 
-    /// Every principal's confirmations in every chat (only `asker`'s, if
-    /// given) that nobody decided yet and that have not expired at
-    /// `now_ms`, oldest first (by issue time, then id), from just after
-    /// `after` on, at most `limit`: an inbox pages through them without
-    /// reading them all at once.
-    pub async fn open_all(
-        &self,
-        now_ms: u64,
-        after: Option<&Cursor>,
-        limit: usize,
-        asker: Option<&str>,
-    ) -> Result<Vec<Issued>> {
+    /// Every principal's confirmations in every chat (only the page's
+    /// `asker`'s, if given) that nobody decided yet and that have not
+    /// expired at its `now_ms`, oldest first (by issue time, then id), from
+    /// just after its `after` on, at most its `limit`: an inbox pages
+    /// through them without reading them all at once.
+    pub async fn open_all(&self, page: Page<'_>) -> Result<Vec<Issued>> {
         self.counted(Op::OpenAll, async {
-            let page = Page {
-                now_ms,
-                after,
-                limit,
-                asker,
-            };
             each!(self, s => s.open_all(page).await)
         })
         .await

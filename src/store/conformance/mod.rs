@@ -232,7 +232,14 @@ pub async fn remembers_and_budgets(store: Store) {
         let store = store.clone();
         async move {
             store
-                .remembered(who, chat, tool, 2)
+                .remembered(
+                    Calls {
+                        principal: who,
+                        chat_id: chat,
+                        tool,
+                    },
+                    2,
+                )
                 .await
                 .unwrap_or_else(|e| panic!("{e}"))
                 .map(|r| r.id)
@@ -316,7 +323,14 @@ pub async fn remembers_windows(store: Store) {
         let store = store.clone();
         async move {
             store
-                .remembered("alice", chat, "internal--pay", now)
+                .remembered(
+                    Calls {
+                        principal: "alice",
+                        chat_id: chat,
+                        tool: "internal--pay",
+                    },
+                    now,
+                )
                 .await
                 .unwrap_or_else(|e| panic!("{e}"))
                 .map(|r| r.id)
