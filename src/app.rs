@@ -3,12 +3,14 @@
 //! - `app.rs`: [`App`], what an embedding application replaces.
 //! - `build.rs`: the gate, the model, the store's jobs and the routes, made
 //!   from the [`Settings`].
-//! - `serve.rs`: serving them, the drain and stop, the background chores,
-//!   and opening the configured store.
+//! - `serve.rs`: serving them, the drain and stop, and opening the
+//!   configured store.
+//! - `chores.rs`: the store's background chores (purging, checkpoints).
 //! - `accept.rs`: the accept loop (header timeout, connection caps).
 
 mod accept;
 mod build;
+mod chores;
 mod serve;
 
 use std::sync::Arc;

@@ -9,12 +9,13 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::encoding::{EncodeLabelSet, EncodeMetric, MetricEncoder};
+use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
-use prometheus_client::registry::Registry;
+use prometheus_client::registry::{Metric, Registry};
 
 /// The content type of [`Metrics::encode`]'s text.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -148,6 +149,24 @@ fn overhead() -> Histogram {
     ])
 }
 
+/// A family of any kind, as the registry takes it.
+#[derive(Debug)]
+struct Any(Box<dyn Metric>);
+
+impl EncodeMetric for Any {
+    fn encode(&self, encoder: MetricEncoder<'_>) -> Result<(), std::fmt::Error> {
+        self.0.encode(encoder)
+    }
+
+    fn metric_type(&self) -> MetricType {
+        self.0.metric_type()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
 /// Every family toolgate exports, and the registry that encodes them.
 #[derive(Clone)]
 pub struct Metrics {
@@ -190,117 +209,57 @@ pub const MCP_STATES: [&str; 4] = ["connecting", "available", "unavailable", "re
 
 impl Metrics {
     pub fn new() -> Self {
-        let mut registry = Registry::default();
-        let turns = Family::<TurnLabels, Counter>::default();
-        registry.register(
-            "toolgate_turns",
-            "Turns, by transport and how they ended",
-            turns.clone(),
-        );
-        let turn_duration = latency();
-        registry.register(
-            "toolgate_turn_duration_seconds",
-            "A turn from its request to its end",
-            turn_duration.clone(),
-        );
         let streams = Family::<TransportLabel, Gauge>::default();
-        registry.register(
-            "toolgate_streams_open",
-            "Turns streaming now",
-            streams.clone(),
-        );
-        let open = [Transport::Sse, Transport::Live].map(|t| {
-            streams.get_or_create_owned(&TransportLabel {
-                transport: t.as_str(),
-            })
-        });
-        let first_chunk = latency();
-        registry.register(
-            "toolgate_time_to_first_chunk_seconds",
-            "From a turn's request to its first chunk of content",
-            first_chunk.clone(),
-        );
-        let overhead = overhead();
-        registry.register(
-            "toolgate_overhead_seconds",
-            "Toolgate's own share of the first chunk: from a turn's request to its first model request",
-            overhead.clone(),
-        );
-        let confirmations = Family::<ConfirmationLabels, Counter>::default();
-        registry.register(
-            "toolgate_confirmations",
-            "Gated calls' decisions, by tool and outcome",
-            confirmations.clone(),
-        );
-        let confirmation_wait = human();
-        registry.register(
-            "toolgate_confirmation_wait_seconds",
-            "From a question to its decision",
-            confirmation_wait.clone(),
-        );
-        let tool_calls = Family::<ToolCallLabels, Counter>::default();
-        registry.register(
-            "toolgate_tool_calls",
-            "Tool calls run, by tool, source and outcome",
-            tool_calls.clone(),
-        );
-        let tool_duration: Histograms<ToolLabel> = Family::new_with_constructor(latency);
-        registry.register(
-            "toolgate_tool_duration_seconds",
-            "A tool call's run",
-            tool_duration.clone(),
-        );
-        let model_requests = Family::<ModelLabels, Counter>::default();
-        registry.register(
-            "toolgate_model_requests",
-            "Model requests, by provider and status (ok, an HTTP status, connect, timeout, error, cancelled)",
-            model_requests.clone(),
-        );
-        let model_duration: Histograms<ProviderLabel> = Family::new_with_constructor(latency);
-        registry.register(
-            "toolgate_model_duration_seconds",
-            "A model request from its start to its stream's end",
-            model_duration.clone(),
-        );
-        let store_ops = Family::<StoreLabels, Counter>::default();
-        registry.register(
-            "toolgate_store_operations",
-            "Store operations, by backend, operation and outcome",
-            store_ops.clone(),
-        );
-        let mcp_servers = Family::<StateLabel, Gauge>::default();
-        registry.register(
-            "toolgate_mcp_servers",
-            "MCP servers, by state",
-            mcp_servers.clone(),
-        );
-        let rate_limited = Family::<LimitLabel, Counter>::default();
-        registry.register(
-            "toolgate_rate_limited",
-            "Turns, streams and tool calls refused by a limit (`limits`), by limit",
-            rate_limited.clone(),
-        );
+        let mut inner = Inner {
+            registry: Registry::default(),
+            turns: Family::default(),
+            turn_duration: latency(),
+            open: [Transport::Sse, Transport::Live].map(|t| {
+                streams.get_or_create_owned(&TransportLabel {
+                    transport: t.as_str(),
+                })
+            }),
+            first_chunk: latency(),
+            overhead: overhead(),
+            confirmations: Family::default(),
+            confirmation_wait: human(),
+            tool_calls: Family::default(),
+            tool_duration: Family::new_with_constructor(latency),
+            model_requests: Family::default(),
+            model_duration: Family::new_with_constructor(latency),
+            store_ops: Family::default(),
+            mcp_servers: Family::default(),
+            rate_limited: Family::default(),
+        };
         for state in MCP_STATES {
-            mcp_servers.get_or_create(&StateLabel { state }).set(0);
+            inner
+                .mcp_servers
+                .get_or_create(&StateLabel { state })
+                .set(0);
+        }
+        // Each family's name and help, in the order the text lists them.
+        #[rustfmt::skip]
+        let families: [(&str, &str, Box<dyn Metric>); 14] = [
+            ("toolgate_turns", "Turns, by transport and how they ended", Box::new(inner.turns.clone())),
+            ("toolgate_turn_duration_seconds", "A turn from its request to its end", Box::new(inner.turn_duration.clone())),
+            ("toolgate_streams_open", "Turns streaming now", Box::new(streams)),
+            ("toolgate_time_to_first_chunk_seconds", "From a turn's request to its first chunk of content", Box::new(inner.first_chunk.clone())),
+            ("toolgate_overhead_seconds", "Toolgate's own share of the first chunk: from a turn's request to its first model request", Box::new(inner.overhead.clone())),
+            ("toolgate_confirmations", "Gated calls' decisions, by tool and outcome", Box::new(inner.confirmations.clone())),
+            ("toolgate_confirmation_wait_seconds", "From a question to its decision", Box::new(inner.confirmation_wait.clone())),
+            ("toolgate_tool_calls", "Tool calls run, by tool, source and outcome", Box::new(inner.tool_calls.clone())),
+            ("toolgate_tool_duration_seconds", "A tool call's run", Box::new(inner.tool_duration.clone())),
+            ("toolgate_model_requests", "Model requests, by provider and status (ok, an HTTP status, connect, timeout, error, cancelled)", Box::new(inner.model_requests.clone())),
+            ("toolgate_model_duration_seconds", "A model request from its start to its stream's end", Box::new(inner.model_duration.clone())),
+            ("toolgate_store_operations", "Store operations, by backend, operation and outcome", Box::new(inner.store_ops.clone())),
+            ("toolgate_mcp_servers", "MCP servers, by state", Box::new(inner.mcp_servers.clone())),
+            ("toolgate_rate_limited", "Turns, streams and tool calls refused by a limit (`limits`), by limit", Box::new(inner.rate_limited.clone())),
+        ];
+        for (name, help, family) in families {
+            inner.registry.register(name, help, Any(family));
         }
         Self {
-            inner: Arc::new(Inner {
-                registry,
-                turns,
-                turn_duration,
-                open,
-                first_chunk,
-                overhead,
-                confirmations,
-                confirmation_wait,
-                tool_calls,
-                tool_duration,
-                model_requests,
-                model_duration,
-                store_ops,
-                mcp_servers,
-                rate_limited,
-            }),
+            inner: Arc::new(inner),
         }
     }
 
@@ -490,31 +449,35 @@ impl Drop for TurnWatch {
 mod tests {
     use super::*;
 
+    /// Asserts that `metrics`' text holds each of `lines`.
+    fn exports(metrics: &Metrics, lines: &[&str]) {
+        let text = metrics.encode().unwrap_or_default();
+        for line in lines {
+            assert!(text.contains(line), "{line} in {text}");
+        }
+    }
+
     #[test]
     fn a_turn_is_open_until_dropped_then_counted() {
         let metrics = Metrics::new();
         let mut turn = metrics.turn(Transport::Sse);
         turn.content();
         turn.content();
-        let text = metrics.encode().unwrap_or_default();
-        assert!(
-            text.contains("toolgate_streams_open{transport=\"sse\"} 1\n"),
-            "{text}"
-        );
-        assert!(
-            text.contains("toolgate_time_to_first_chunk_seconds_count 1\n"),
-            "{text}"
+        exports(
+            &metrics,
+            &[
+                "toolgate_streams_open{transport=\"sse\"} 1\n",
+                "toolgate_time_to_first_chunk_seconds_count 1\n",
+            ],
         );
         turn.ended("finished");
         drop(turn);
-        let text = metrics.encode().unwrap_or_default();
-        assert!(
-            text.contains("toolgate_streams_open{transport=\"sse\"} 0\n"),
-            "{text}"
-        );
-        assert!(
-            text.contains("toolgate_turns_total{transport=\"sse\",outcome=\"finished\"} 1\n"),
-            "{text}"
+        exports(
+            &metrics,
+            &[
+                "toolgate_streams_open{transport=\"sse\"} 0\n",
+                "toolgate_turns_total{transport=\"sse\",outcome=\"finished\"} 1\n",
+            ],
         );
     }
 
@@ -526,27 +489,27 @@ mod tests {
         counters.count(1, false);
         counters.count(1, true);
         counters.count(7, true);
-        let text = metrics.encode().unwrap_or_default();
-        for line in [
-            "toolgate_store_operations_total{store=\"memory\",op=\"get\",outcome=\"ok\"} 0\n",
-            "toolgate_store_operations_total{store=\"memory\",op=\"claim\",outcome=\"ok\"} 2\n",
-            "toolgate_store_operations_total{store=\"memory\",op=\"claim\",outcome=\"error\"} 1\n",
-        ] {
-            assert!(text.contains(line), "{line} in {text}");
-        }
+        exports(
+            &metrics,
+            &[
+                "toolgate_store_operations_total{store=\"memory\",op=\"get\",outcome=\"ok\"} 0\n",
+                "toolgate_store_operations_total{store=\"memory\",op=\"claim\",outcome=\"ok\"} 2\n",
+                "toolgate_store_operations_total{store=\"memory\",op=\"claim\",outcome=\"error\"} 1\n",
+            ],
+        );
     }
 
     #[test]
     fn every_mcp_state_is_reported() {
         let metrics = Metrics::new();
         metrics.mcp_servers([0, 2, 1, 0]);
-        let text = metrics.encode().unwrap_or_default();
-        for line in [
-            "toolgate_mcp_servers{state=\"connecting\"} 0\n",
-            "toolgate_mcp_servers{state=\"available\"} 2\n",
-            "toolgate_mcp_servers{state=\"unavailable\"} 1\n",
-        ] {
-            assert!(text.contains(line), "{line} in {text}");
-        }
+        exports(
+            &metrics,
+            &[
+                "toolgate_mcp_servers{state=\"connecting\"} 0\n",
+                "toolgate_mcp_servers{state=\"available\"} 2\n",
+                "toolgate_mcp_servers{state=\"unavailable\"} 1\n",
+            ],
+        );
     }
 }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use axum::Router;
+use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 use tokio_util::task::TaskTracker;
 
@@ -23,30 +24,27 @@ use crate::provider::measured::Measured;
 use crate::provider::openai::OpenAi;
 use crate::provider::{ModelProvider, ModelRequest, ProviderError, ProviderEvent, ScriptedModel};
 use crate::run::{Limits as RunLimits, Runs};
-use crate::store::{Limiter, Store};
+use crate::store::Store;
 use crate::tools::Toolbox;
 use crate::tools::mcp;
 use crate::transport::{HttpState, router};
 
-use super::App;
+use super::{App, chores};
 
 /// The routes, and what serving them runs.
 pub(super) struct Built {
     pub router: Router,
-    /// `/metrics`, `/livez` and `/readyz` alone, for `metrics.bind`.
-    pub metrics_routes: Router,
-    /// The Host and Origin checks for `metrics.bind`, given its address.
-    pub metrics_guard: crate::transport::guard::Guard,
-    pub body: crate::transport::BodyTimes,
+    /// `/metrics`, `/livez` and `/readyz` alone, for `metrics.bind`: behind
+    /// the Host and Origin checks of the address they are served at.
+    pub metrics_routes: Box<dyn FnOnce(IpAddr) -> Router + Send>,
+    /// The store's background chores ([`chores::run`]), until aborted.
+    pub chores: BoxFuture<'static, ()>,
     pub gate: Gate,
-    /// The gate's store, counted in the app's metrics.
-    pub store: Store,
-    /// The turns', sockets' and purge tasks.
+    /// The turns', sockets' and chores' tasks.
     pub tasks: TaskTracker,
     pub runs: Arc<Runs>,
     /// Set when serving starts to stop.
     pub draining: Arc<AtomicBool>,
-    pub limiter: Limiter,
 }
 
 impl App {
@@ -90,7 +88,7 @@ impl App {
         let gate = Gate::new(
             toolbox,
             store.clone(),
-            self.clock,
+            self.clock.clone(),
             self.ids.clone(),
             settings.confirmation.window,
             settings.tool_timeout,
@@ -202,17 +200,23 @@ impl App {
             total: settings.server.body_total,
         };
         let router = crate::transport::protect(router, guard, body);
+        let chores = chores::run(
+            gate.clone(),
+            store,
+            self.clock,
+            settings.store.audit_retention,
+            limiter,
+        );
         Built {
             router,
-            metrics_routes,
-            metrics_guard,
-            body,
+            metrics_routes: Box::new(move |at| {
+                crate::transport::protect(metrics_routes, metrics_guard.with_bind(at), body)
+            }),
+            chores: Box::pin(chores),
             gate,
-            store,
             tasks,
             runs,
             draining,
-            limiter,
         }
     }
 }

@@ -1,6 +1,5 @@
-//! Serving the routes: the accept loops, the drain and stop, and the
-//! background chores (purging, checkpoints); and opening the store the
-//! settings name.
+//! Serving the routes: the accept loops, the drain and stop, running the
+//! background chores; and opening the store the settings name.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -10,11 +9,8 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{StoreBackend, StoreSettings};
-use crate::confirm::Gate;
-use crate::ids::Clock;
-use crate::store::{Limiter, Store, StoreError};
+use crate::store::{Store, StoreError};
 
-use super::build::Built;
 use super::{App, accept};
 
 /// How long a stopping server waits, once its connections are closed, for
@@ -42,9 +38,10 @@ impl App {
     ///    in flight to end on their own; then every connection and turn
     ///    left is closed.
     /// 3. Up to [`STOP`] for the server's tasks (sockets' writers); then
-    ///    [`Gate::shutdown`] waits for the calls claimed after an approval to
-    ///    record their outcomes (at most the tool timeout and a grace), and
-    ///    every MCP server is closed (stdio servers' processes ended).
+    ///    [`Gate::shutdown`](crate::confirm::Gate::shutdown) waits for the
+    ///    calls claimed after an approval to record their outcomes (at most
+    ///    the tool timeout and a grace), and every MCP server is closed
+    ///    (stdio servers' processes ended).
     ///
     /// Request heads must arrive within `server.headerReadSecs`; at most
     /// `server.maxConnections` are open.
@@ -71,31 +68,11 @@ impl App {
             limits.max_connections,
             limits.per_peer
         );
-        let retention = self.settings.store.audit_retention;
         let drain = self.settings.server.drain;
-        let clock = self.clock.clone();
         let metrics_bind = self.settings.metrics.bind;
-        let Built {
-            router,
-            metrics_routes,
-            metrics_guard,
-            body,
-            gate,
-            store,
-            tasks,
-            runs,
-            draining,
-            limiter,
-        } = self.build(Some(bind));
-        let toolbox = gate.toolbox().clone();
-        let purge = tasks.spawn(purge_expired(
-            gate.clone(),
-            store.clone(),
-            clock,
-            retention,
-            limiter,
-        ));
-        let checkpoints = tasks.spawn(checkpoint(store));
+        let built = self.build(Some(bind));
+        let tasks = built.tasks;
+        let chores = tasks.spawn(built.chores);
         // Scraped until the main port has drained.
         let scraping = CancellationToken::new();
         if let Some(at) = metrics_bind {
@@ -105,11 +82,7 @@ impl App {
             // The main port's Host and Origin checks and accept loop: the
             // header timeout and a connection cap of its own (a scraper
             // needs few).
-            let routes = crate::transport::protect(
-                metrics_routes,
-                metrics_guard.with_bind(local.ip()),
-                body,
-            );
+            let routes = (built.metrics_routes)(local.ip());
             let max_connections = METRICS_CONNECTIONS.min(limits.max_connections);
             let limits = accept::Limits {
                 header_read: limits.header_read,
@@ -125,7 +98,7 @@ impl App {
                 Duration::from_secs(1),
             ));
         }
-        let held = gate.clone();
+        let (held, draining) = (built.gate.clone(), built.draining);
         let began = Arc::new(std::sync::OnceLock::new());
         let begin = began.clone();
         let shutdown = async move {
@@ -141,21 +114,20 @@ impl App {
             // messages with the question open, kept in the store.
             held.release_held();
         };
-        accept::serve(listener, router, limits, shutdown, drain).await;
+        accept::serve(listener, built.router, limits, shutdown, drain).await;
         // What is left of the window goes to the turns no connection
         // waited for: a socket's.
         let end = began.get().map(|at| *at + drain);
         let left = end.map_or(Duration::ZERO, |end| {
             end.saturating_duration_since(tokio::time::Instant::now())
         });
-        if tokio::time::timeout(left, runs.idle()).await.is_err() {
+        if tokio::time::timeout(left, built.runs.idle()).await.is_err() {
             tracing::warn!("turns still running after {} s: stopped", drain.as_secs());
         }
         scraping.cancel();
         // No connection is left to read a turn or resume a held one.
-        purge.abort();
-        checkpoints.abort();
-        runs.stop();
+        chores.abort();
+        built.runs.stop();
         tasks.close();
         if tokio::time::timeout(STOP, tasks.wait()).await.is_err() {
             tracing::warn!(
@@ -164,53 +136,9 @@ impl App {
                 STOP.as_secs()
             );
         }
-        gate.shutdown().await;
-        toolbox.shutdown().await;
+        built.gate.shutdown().await;
+        built.gate.toolbox().shutdown().await;
         Ok(())
-    }
-}
-
-/// Moves the store's write-ahead log into its file once a second, so that
-/// no request waits for it (SQLite otherwise does it in the write that
-/// fills the log).
-async fn checkpoint(store: Store) {
-    let mut every = tokio::time::interval(Duration::from_secs(1));
-    loop {
-        every.tick().await;
-        if let Err(e) = store.checkpoint().await {
-            tracing::warn!("checkpointing the store failed: {e}");
-        }
-    }
-}
-
-/// Forgets expired confirmations and remembered approvals whose window is
-/// over, audit events past `retention`, and the limits of principals idle
-/// for a minute, once a minute.
-async fn purge_expired(
-    gate: Gate,
-    store: Store,
-    clock: Clock,
-    retention: Duration,
-    limiter: Limiter,
-) {
-    let mut every = tokio::time::interval(Duration::from_secs(60));
-    loop {
-        every.tick().await;
-        limiter.prune();
-        if let Err(e) = gate.sweep().await {
-            tracing::warn!("logging timed-out confirmations failed: {e}");
-        }
-        match store.purge_expired(clock.now_ms()).await {
-            Ok(0) => {}
-            Ok(n) => tracing::debug!("forgot {n} expired confirmations and approval windows"),
-            Err(e) => tracing::warn!("purging expired confirmations failed: {e}"),
-        }
-        let cutoff = clock
-            .now_ms()
-            .saturating_sub(u64::try_from(retention.as_millis()).unwrap_or(u64::MAX));
-        if let Err(e) = store.prune_audit(cutoff).await {
-            tracing::warn!("pruning the audit log failed: {e}");
-        }
     }
 }
 

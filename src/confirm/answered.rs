@@ -6,26 +6,23 @@ use super::{Answer, Answered, Gate, GateError, Scope};
 
 impl Gate {
     /// Checks a user's answer against what this server issued, and records
-    /// the decision in the audit log.
+    /// the decision in the audit log: through the decision pipeline, run to
+    /// its end whatever happens to the caller.
     pub async fn check_answer(
         &self,
         scope: &Scope,
         answer: &Answer,
     ) -> Result<Answered, GateError> {
-        let (gate, scope, answer) = (self.clone(), scope.clone(), answer.clone());
-        self.to_the_end(async move { gate.answer(&scope, &answer).await })
-            .await
-    }
-
-    /// An answer in the chat, through the decision pipeline.
-    pub(super) async fn answer(
-        &self,
-        scope: &Scope,
-        answer: &Answer,
-    ) -> Result<Answered, GateError> {
-        let form = Form::Chat { scope, answer };
+        let (gate, scope, owned) = (self.clone(), scope.clone(), answer.clone());
         let reached = self
-            .decide_question(form, &answer.confirmation_id, &answer.decision)
+            .to_the_end(async move {
+                let form = Form::Chat {
+                    scope: &scope,
+                    answer: &owned,
+                };
+                gate.decide_question(form, &owned.confirmation_id, &owned.decision)
+                    .await
+            })
             .await?;
         Ok(match reached {
             Reached::Won { answered, .. } => answered,

@@ -9,7 +9,7 @@ use super::{Gate, GateError, Scope, signing};
 use crate::call::QualifiedName;
 use crate::call::ToolCall;
 use crate::metrics::Confirmation;
-use crate::store::{AuditDecision, AuditEvent, Outcome};
+use crate::store::{AuditDecision, AuditEvent, AuditPage, Outcome};
 use crate::telemetry::DECISIONS;
 
 /// An audit event in the making: what was decided about which call, for
@@ -130,18 +130,9 @@ impl Gate {
         self.metrics.confirmation(tool, outcome);
     }
 
-    /// `principal`'s audit log.
-    pub async fn audit_log(
-        &self,
-        principal: &str,
-        chat_id: Option<&str>,
-        since_ms: u64,
-        limit: usize,
-    ) -> Result<Vec<AuditEvent>, GateError> {
-        Ok(self
-            .store
-            .audit_log(principal, chat_id, since_ms, limit)
-            .await?)
+    /// The events of the audit log `page` names.
+    pub async fn audit_log(&self, page: AuditPage<'_>) -> Result<Vec<AuditEvent>, GateError> {
+        Ok(self.store.audit_log(page).await?)
     }
 }
 

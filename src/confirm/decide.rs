@@ -43,7 +43,7 @@ impl Gate {
         let now = self.clock.now_ms();
         if let Some(approval) = self
             .remembered
-            .remembered(&scope.principal, &scope.chat_id, qualified, now)
+            .remembered(scope.calls(qualified), now)
             .await?
         {
             let reach = match (&approval.chat_id, approval.expires_at_ms) {

@@ -12,7 +12,7 @@ use tokio::sync::watch;
 use super::records::asks;
 use super::{Gate, GateError};
 use crate::call::QualifiedName;
-use crate::store::{Cursor, Issued};
+use crate::store::{Cursor, Issued, Page};
 
 /// Open questions read from the store at once.
 const PAGE: usize = 256;
@@ -62,10 +62,13 @@ impl Gate {
         let mut after = None;
         let mut read = 0;
         while found.len() < filter.limit && read < MOST_READ {
-            let page = self
-                .store
-                .open_all(now, after.as_ref(), PAGE, asker)
-                .await?;
+            let page = Page {
+                now_ms: now,
+                after: after.as_ref(),
+                limit: PAGE,
+                asker,
+            };
+            let page = self.store.open_all(page).await?;
             read += page.len();
             let more = page.len() == PAGE;
             after = page.last().map(Cursor::after);

@@ -86,7 +86,7 @@ use crate::ids::{Clock, Ids};
 use crate::metrics::Metrics;
 use crate::notify::Notifier;
 use crate::policy::Policy;
-use crate::store::{Issued, Limiter, Store};
+use crate::store::{Calls, Issued, Limiter, Store};
 use crate::tools::Toolbox;
 
 /// What a replay is told when the claimed call never reported an outcome
@@ -115,6 +115,17 @@ pub use crate::protocol::message::CONFIRMATION_TOOL;
 pub struct Scope {
     pub chat_id: String,
     pub principal: String,
+}
+
+impl Scope {
+    /// This principal's calls of `tool` (qualified) in this chat.
+    pub fn calls<'a>(&'a self, tool: &'a str) -> Calls<'a> {
+        Calls {
+            principal: &self.principal,
+            chat_id: &self.chat_id,
+            tool,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -131,7 +131,7 @@ impl Gate {
         let qualified = QualifiedName::of(&issued.call.name);
         if self
             .remembered
-            .remembered(&scope.principal, &scope.chat_id, &qualified, now)
+            .remembered(scope.calls(&qualified), now)
             .await?
             .is_none()
         {

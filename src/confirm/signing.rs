@@ -4,26 +4,17 @@
 //! `providerMetadata` (returned as the part's `callProviderMetadata`).
 //! Answers are verified before any store lookup, so forged ones cost nothing.
 
-use hmac::{Hmac, Mac};
 use serde_json::Value;
 use sha2::Sha256;
 
 use crate::call::ToolCall;
+use crate::notify::Keys;
 pub use crate::protocol::answer::Seal;
 
-type HmacSha256 = Hmac<Sha256>;
-
 /// Signs with the first key; accepts any, so keys can be rotated.
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub struct Signer {
-    /// One keyed MAC per key, cloned for each use.
-    keys: Vec<HmacSha256>,
-}
-
-impl std::fmt::Debug for Signer {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Signer({} keys)", self.keys.len())
-    }
+    keys: Keys,
 }
 
 /// What a seal covers.
@@ -38,16 +29,12 @@ pub struct Subject<'a> {
 impl Signer {
     /// `None` without keys: signing is off.
     pub fn new(keys: impl IntoIterator<Item = String>) -> Option<Self> {
-        let keys = crate::notify::hmac_keys(keys);
-        (!keys.is_empty()).then_some(Self { keys })
+        Keys::new(keys).map(|keys| Self { keys })
     }
 
     pub fn seal(&self, subject: &Subject<'_>) -> Seal {
-        let signature = self.keys.first().map_or_else(String::new, |key| {
-            hex::encode(mac(key, subject).finalize().into_bytes())
-        });
         Seal {
-            signature,
+            signature: hex::encode(self.keys.sign(&[message(subject).as_bytes()])),
             expires_at_ms: subject.expires_at_ms,
         }
     }
@@ -58,15 +45,12 @@ impl Signer {
             return false;
         };
         seal.expires_at_ms == subject.expires_at_ms
-            && self
-                .keys
-                .iter()
-                .any(|key| mac(key, subject).verify_slice(&signature).is_ok())
+            && self.keys.verify(&[message(subject).as_bytes()], &signature)
     }
 }
 
-fn mac(key: &HmacSha256, subject: &Subject<'_>) -> HmacSha256 {
-    let mut mac = key.clone();
+/// What a seal's MAC covers.
+fn message(subject: &Subject<'_>) -> String {
     let mut message = String::with_capacity(256);
     for field in [
         "toolgate-confirmation-v1",
@@ -84,8 +68,7 @@ fn mac(key: &HmacSha256, subject: &Subject<'_>) -> HmacSha256 {
     canonical(&subject.call.args, &mut message);
     message.push('|');
     message.push_str(&subject.expires_at_ms.to_string());
-    mac.update(message.as_bytes());
-    mac
+    message
 }
 
 /// SHA-256 (hex) of the canonical arguments: what the audit log keeps.

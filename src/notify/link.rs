@@ -7,14 +7,9 @@
 //! MAC in unpadded URL-safe base64: only `A-Z a-z 0-9 - _ .`, nothing a URL
 //! path must escape.
 
+use super::{Keys, NotifyError};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
-use hmac::{Hmac, Mac};
-use sha2::Sha256;
-
-use super::NotifyError;
-
-type HmacSha256 = Hmac<Sha256>;
 
 /// Keeps a link's MAC apart from every other MAC made with the same key
 /// (a confirmation's seal, `confirm/signing.rs`).
@@ -66,42 +61,22 @@ pub enum LinkError {
 
 /// The key links are signed with: the first of `toolConfirmation.signingKeys`
 /// (every one verifies, for rotation), or a random one made at start.
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub struct Links {
-    keys: Vec<HmacSha256>,
-}
-
-impl std::fmt::Debug for Links {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Links({} keys)", self.keys.len())
-    }
-}
-
-/// The HMAC keys of configured secrets, in order; an empty one is no
-/// secret and is left out. Links and confirmation seals read keys alike.
-pub fn hmac_keys(keys: impl IntoIterator<Item = String>) -> Vec<Hmac<Sha256>> {
-    keys.into_iter()
-        .filter(|k| !k.is_empty())
-        .filter_map(|k| HmacSha256::new_from_slice(k.as_bytes()).ok())
-        .collect()
+    keys: Keys,
 }
 
 impl Links {
     /// Signs with the first non-empty key; `None` without one.
     pub fn new(keys: impl IntoIterator<Item = String>) -> Option<Self> {
-        let keys = hmac_keys(keys);
-        (!keys.is_empty()).then_some(Self { keys })
+        Keys::new(keys).map(|keys| Self { keys })
     }
 
     /// A key of 32 random bytes from the operating system: links then die
     /// with the process.
     pub fn random() -> Result<Self, NotifyError> {
-        let mut key = [0u8; 32];
-        getrandom::fill(&mut key).map_err(|e| NotifyError::Random(e.to_string()))?;
-        // HMAC takes a key of any length: this cannot fail.
-        let key =
-            HmacSha256::new_from_slice(&key).map_err(|e| NotifyError::Random(e.to_string()))?;
-        Ok(Self { keys: vec![key] })
+        let keys = Keys::random().map_err(NotifyError::Random)?;
+        Ok(Self { keys })
     }
 
     /// The token for `link`.
@@ -113,9 +88,7 @@ impl Links {
             link.expires_at_ms,
             B64.encode(&link.target),
         );
-        let mac = self.keys.first().map_or_else(Vec::new, |key| {
-            mac(key, &payload).finalize().into_bytes().to_vec()
-        });
+        let mac = self.keys.sign(&[DOMAIN, payload.as_bytes()]);
         format!("{payload}.{}", B64.encode(mac))
     }
 
@@ -124,11 +97,7 @@ impl Links {
     pub fn verify(&self, token: &str, now_ms: u64) -> Result<Link, LinkError> {
         let (payload, mac_text) = token.rsplit_once('.').ok_or(LinkError::Invalid)?;
         let given = B64.decode(mac_text).map_err(|_| LinkError::Invalid)?;
-        if !self
-            .keys
-            .iter()
-            .any(|key| mac(key, payload).verify_slice(&given).is_ok())
-        {
+        if !self.keys.verify(&[DOMAIN, payload.as_bytes()], &given) {
             return Err(LinkError::Invalid);
         }
         // Made by a key of ours: what follows cannot fail but for a bug.
@@ -138,13 +107,6 @@ impl Links {
         }
         Ok(link)
     }
-}
-
-fn mac(key: &HmacSha256, payload: &str) -> HmacSha256 {
-    let mut mac = key.clone();
-    mac.update(DOMAIN);
-    mac.update(payload.as_bytes());
-    mac
 }
 
 fn parse(payload: &str) -> Option<Link> {

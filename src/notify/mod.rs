@@ -16,12 +16,14 @@
 mod body;
 mod deliver;
 mod fair;
+mod keys;
 mod link;
 
 pub use body::Pair;
 pub use deliver::{Delivery, SIGNATURE_HEADER, TIMESTAMP_HEADER};
 pub use fair::{Job, MAX_IN_FLIGHT, PER_PRINCIPAL, Pushed, QUEUE_PER_PRINCIPAL};
-pub use link::{Link, LinkDecision, LinkError, Links, hmac_keys};
+pub use keys::Keys;
+pub use link::{Link, LinkDecision, LinkError, Links};
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};

@@ -92,7 +92,23 @@ pub struct Approvers<'a> {
     pub distinct: bool,
 }
 
-impl Approvers<'_> {
+impl<'a> Approvers<'a> {
+    /// `listed` decide; the user who asked only if listed.
+    pub fn listed(listed: &'a [String]) -> Self {
+        Self {
+            listed,
+            distinct: false,
+        }
+    }
+
+    /// `listed` decide, and never the user who asked (four eyes).
+    pub fn four_eyes(listed: &'a [String]) -> Self {
+        Self {
+            listed,
+            distinct: true,
+        }
+    }
+
     /// Whether `principal`, holding `roles`, may approve a call that
     /// `requester` asked for.
     pub fn may_approve(&self, requester: &str, principal: &str, roles: &[String]) -> bool {

@@ -20,6 +20,15 @@ fn policy_from(rules: &str) -> Policy {
     policy(Mode::EventBased, &[], &[], rules)
 }
 
+/// The demo's `process_payment`, which asks.
+fn payment() -> ToolInfo<'static> {
+    ToolInfo {
+        name: "process_payment",
+        qualified: "internal--process_payment",
+        tool_may_ask: true,
+    }
+}
+
 fn decide(policy: &Policy, qualified: &str, tool_asks: bool, args: Value) -> Verdict {
     let name = qualified.rsplit("--").next().unwrap_or(qualified);
     let tool = ToolInfo {
@@ -57,171 +66,27 @@ fn the_decision_order() {
     use Mode::*;
     let pay = "internal--process_payment";
     let small = || json!({"amount": 50, "recipient": "Hanako"});
+    #[rustfmt::skip]
     let cases: Vec<(&str, Policy, &str, bool, Value, Verdict)> = vec![
-        (
-            "no rule: the tool asks, the mode asks",
-            policy(EventBased, &[], &[], ""),
-            pay,
-            true,
-            small(),
-            Verdict::Ask,
-        ),
-        (
-            "no rule: a tool that does not ask runs",
-            policy(EventBased, &[], &[], ""),
-            "internal--get_weather",
-            false,
-            json!({}),
-            allow("get_weather does not ask for these arguments"),
-        ),
-        (
-            "alwaysDeny beats alwaysAllow",
-            policy(EventBased, &["internal--*"], &[pay], ""),
-            pay,
-            true,
-            small(),
-            deny("alwaysDeny internal--process_payment"),
-        ),
-        (
-            "alwaysDeny beats confirm never",
-            policy(
-                EventBased,
-                &[],
-                &["internal--*"],
-                "process_payment: {confirm: never}",
-            ),
-            pay,
-            false,
-            small(),
-            deny("alwaysDeny internal--*"),
-        ),
-        (
-            "alwaysDeny beats auto-approve",
-            policy(AutoApprove, &[], &[pay], ""),
-            pay,
-            true,
-            small(),
-            deny("alwaysDeny internal--process_payment"),
-        ),
-        (
-            "a per-tool deny beats alwaysAllow",
-            policy(EventBased, &[pay], &[], PAYMENT_RULES),
-            pay,
-            true,
-            json!({"amount": 9000}),
-            deny("payments over 5000 are not allowed"),
-        ),
-        (
-            "a per-tool deny that does not hold passes to alwaysAllow",
-            policy(EventBased, &[pay], &[], PAYMENT_RULES),
-            pay,
-            true,
-            json!({"amount": 900}),
-            allow("alwaysAllow internal--process_payment"),
-        ),
-        (
-            "alwaysAllow beats a tool that asks",
-            policy(EventBased, &["internal--*"], &[], ""),
-            pay,
-            true,
-            small(),
-            allow("alwaysAllow internal--*"),
-        ),
-        (
-            "globs match qualified names",
-            policy(EventBased, &["mcp--filesystem--*"], &[], ""),
-            "mcp--filesystem--read",
-            true,
-            json!({}),
-            allow("alwaysAllow mcp--filesystem--*"),
-        ),
-        (
-            "globs do not match other servers",
-            policy(EventBased, &["mcp--filesystem--*"], &[], ""),
-            "mcp--github--read",
-            true,
-            json!({}),
-            Verdict::Ask,
-        ),
-        (
-            "confirm never beats the tool",
-            policy(EventBased, &[], &[], "process_payment: {confirm: never}"),
-            pay,
-            true,
-            small(),
-            allow("tools.process_payment.confirm: never"),
-        ),
-        (
-            "a confirm condition that is false runs",
-            policy(EventBased, &[], &[], PAYMENT_RULES),
-            pay,
-            true,
-            small(),
-            allow(
-                r#"tools.process_payment.confirm: amount > 100 or recipient not in ["Hanako"] is false"#,
-            ),
-        ),
-        (
-            "a confirm condition that holds asks",
-            policy(EventBased, &[], &[], PAYMENT_RULES),
-            pay,
-            true,
-            json!({"amount": 150, "recipient": "Hanako"}),
-            Verdict::Ask,
-        ),
-        (
-            "any condition of a list is enough",
-            policy(EventBased, &[], &[], PAYMENT_RULES),
-            pay,
-            true,
-            json!({"amount": 5, "recipient": "Bob"}),
-            Verdict::Ask,
-        ),
-        (
-            "confirm always asks a tool that would not",
-            policy(EventBased, &[], &[], "get_weather: {confirm: always}"),
-            "internal--get_weather",
-            false,
-            json!({}),
-            Verdict::Ask,
-        ),
-        (
-            "rules may name the qualified tool",
-            policy(
-                EventBased,
-                &[],
-                &[],
-                "internal--process_payment: {confirm: never}",
-            ),
-            pay,
-            true,
-            small(),
-            allow("tools.process_payment.confirm: never"),
-        ),
-        (
-            "auto-approve approves what would ask",
-            policy(AutoApprove, &[], &[], ""),
-            pay,
-            true,
-            small(),
-            allow("mode auto-approve"),
-        ),
-        (
-            "auto-deny denies what would ask",
-            policy(AutoDeny, &[], &[], ""),
-            pay,
-            true,
-            small(),
-            deny("mode auto-deny"),
-        ),
-        (
-            "auto-deny leaves a tool that never asks alone",
-            policy(AutoDeny, &[], &[], ""),
-            "internal--get_weather",
-            false,
-            json!({}),
-            allow("get_weather does not ask for these arguments"),
-        ),
+        ("no rule: the tool asks, the mode asks", policy(EventBased, &[], &[], ""), pay, true, small(), Verdict::Ask),
+        ("no rule: a tool that does not ask runs", policy(EventBased, &[], &[], ""), "internal--get_weather", false, json!({}), allow("get_weather does not ask for these arguments")),
+        ("alwaysDeny beats alwaysAllow", policy(EventBased, &["internal--*"], &[pay], ""), pay, true, small(), deny("alwaysDeny internal--process_payment")),
+        ("alwaysDeny beats confirm never", policy(EventBased, &[], &["internal--*"], "process_payment: {confirm: never}"), pay, false, small(), deny("alwaysDeny internal--*")),
+        ("alwaysDeny beats auto-approve", policy(AutoApprove, &[], &[pay], ""), pay, true, small(), deny("alwaysDeny internal--process_payment")),
+        ("a per-tool deny beats alwaysAllow", policy(EventBased, &[pay], &[], PAYMENT_RULES), pay, true, json!({"amount": 9000}), deny("payments over 5000 are not allowed")),
+        ("a per-tool deny that does not hold passes to alwaysAllow", policy(EventBased, &[pay], &[], PAYMENT_RULES), pay, true, json!({"amount": 900}), allow("alwaysAllow internal--process_payment")),
+        ("alwaysAllow beats a tool that asks", policy(EventBased, &["internal--*"], &[], ""), pay, true, small(), allow("alwaysAllow internal--*")),
+        ("globs match qualified names", policy(EventBased, &["mcp--filesystem--*"], &[], ""), "mcp--filesystem--read", true, json!({}), allow("alwaysAllow mcp--filesystem--*")),
+        ("globs do not match other servers", policy(EventBased, &["mcp--filesystem--*"], &[], ""), "mcp--github--read", true, json!({}), Verdict::Ask),
+        ("confirm never beats the tool", policy(EventBased, &[], &[], "process_payment: {confirm: never}"), pay, true, small(), allow("tools.process_payment.confirm: never")),
+        ("a confirm condition that is false runs", policy(EventBased, &[], &[], PAYMENT_RULES), pay, true, small(), allow(r#"tools.process_payment.confirm: amount > 100 or recipient not in ["Hanako"] is false"#)),
+        ("a confirm condition that holds asks", policy(EventBased, &[], &[], PAYMENT_RULES), pay, true, json!({"amount": 150, "recipient": "Hanako"}), Verdict::Ask),
+        ("any condition of a list is enough", policy(EventBased, &[], &[], PAYMENT_RULES), pay, true, json!({"amount": 5, "recipient": "Bob"}), Verdict::Ask),
+        ("confirm always asks a tool that would not", policy(EventBased, &[], &[], "get_weather: {confirm: always}"), "internal--get_weather", false, json!({}), Verdict::Ask),
+        ("rules may name the qualified tool", policy(EventBased, &[], &[], "internal--process_payment: {confirm: never}"), pay, true, small(), allow("tools.process_payment.confirm: never")),
+        ("auto-approve approves what would ask", policy(AutoApprove, &[], &[], ""), pay, true, small(), allow("mode auto-approve")),
+        ("auto-deny denies what would ask", policy(AutoDeny, &[], &[], ""), pay, true, small(), deny("mode auto-deny")),
+        ("auto-deny leaves a tool that never asks alone", policy(AutoDeny, &[], &[], ""), "internal--get_weather", false, json!({}), allow("get_weather does not ask for these arguments")),
     ];
     for (what, policy, tool, asks, args, expected) in cases {
         assert_eq!(decide(&policy, tool, asks, args), expected, "{what}");
@@ -260,11 +125,7 @@ fn application_deciders_take_their_place_in_the_chain() {
 
 #[test]
 fn may_ask_and_describe() {
-    let pay = ToolInfo {
-        name: "process_payment",
-        qualified: "internal--process_payment",
-        tool_may_ask: true,
-    };
+    let pay = payment();
     let weather = ToolInfo {
         name: "get_weather",
         qualified: "internal--get_weather",
@@ -289,17 +150,8 @@ fn may_ask_and_describe() {
 
 #[test]
 fn hints_fill_in_arguments() {
-    let rules = policy(
-        Mode::EventBased,
-        &[],
-        &[],
-        "process_payment: {hint: 'Pay {recipient} {amount} {currency}?'}",
-    );
-    let pay = ToolInfo {
-        name: "process_payment",
-        qualified: "internal--process_payment",
-        tool_may_ask: true,
-    };
+    let rules = policy_from("process_payment: {hint: 'Pay {recipient} {amount} {currency}?'}");
+    let pay = payment();
     let args = json!({"amount": 50, "recipient": "花子", "currency": "USD"});
     assert_eq!(rules.hint(&pay, &args).as_deref(), Some("Pay 花子 50 USD?"));
     assert_eq!(
@@ -348,14 +200,8 @@ fn who_may_approve() {
     let listed = ["carol".to_owned(), "role:finance".to_owned()];
     let only_finance = ["role:finance".to_owned()];
     let anyone = Approvers::default();
-    let named = Approvers {
-        listed: &listed,
-        distinct: false,
-    };
-    let finance_four_eyes = Approvers {
-        listed: &only_finance,
-        distinct: true,
-    };
+    let named = Approvers::listed(&listed);
+    let finance_four_eyes = Approvers::four_eyes(&only_finance);
     #[rustfmt::skip]
     let cases: &[(&Approvers<'_>, &str, &[String], bool)] = &[
         // No rule: the user who asked, nobody else.
@@ -385,17 +231,9 @@ fn who_may_approve() {
 
 #[test]
 fn approvers_come_from_the_tool_rule() {
-    let policy = policy(
-        Mode::EventBased,
-        &[],
-        &[],
-        "process_payment: {approvers: [role:finance], requireDistinctApprover: true}",
-    );
-    let info = ToolInfo {
-        name: "process_payment",
-        qualified: "internal--process_payment",
-        tool_may_ask: true,
-    };
+    let policy =
+        policy_from("process_payment: {approvers: [role:finance], requireDistinctApprover: true}");
+    let info = payment();
     let approvers = policy.approvers(&info, &json!({"amount": 5}));
     assert_eq!(approvers.listed, ["role:finance".to_owned()]);
     assert!(approvers.distinct);

@@ -69,11 +69,11 @@ impl Recorded {
 /// A page of every chat's open questions: unexpired at `now_ms`, just
 /// after `after`, at most `limit`, only `asker`'s if given.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Page<'a> {
-    pub(crate) now_ms: u64,
-    pub(crate) after: Option<&'a Cursor>,
-    pub(crate) limit: usize,
-    pub(crate) asker: Option<&'a str>,
+pub struct Page<'a> {
+    pub now_ms: u64,
+    pub after: Option<&'a Cursor>,
+    pub limit: usize,
+    pub asker: Option<&'a str>,
 }
 
 impl<'a> Page<'a> {
@@ -85,11 +85,11 @@ impl<'a> Page<'a> {
 
 /// A principal's calls of a tool in a chat: what a remembered approval covers.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Calls<'a> {
-    pub(crate) principal: &'a str,
-    pub(crate) chat_id: &'a str,
+pub struct Calls<'a> {
+    pub principal: &'a str,
+    pub chat_id: &'a str,
     /// The qualified tool name.
-    pub(crate) tool: &'a str,
+    pub tool: &'a str,
 }
 
 impl<'a> Calls<'a> {

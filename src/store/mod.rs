@@ -21,14 +21,16 @@ use std::time::Duration;
 use futures::stream::BoxStream;
 use tokio_util::task::TaskTracker;
 
-use backend::{Approvals, AuditLog, Calls, Confirmations, Page, StoreBackend};
+use backend::{Approvals, AuditLog, Confirmations, StoreBackend};
+pub use backend::{Calls, Page};
 use error::Result;
 pub use error::{BackendError, StoreError};
 
 pub use limits::{Limit, LimitError, Limited, Limiter, Rates};
 pub use memory::MemoryStore;
 pub use record::{
-    AuditDecision, AuditEvent, Claim, Cursor, Issued, Outcome, RecordKind, Remembered, Status,
+    AuditDecision, AuditEvent, AuditPage, Claim, Cursor, Issued, Outcome, RecordKind, Remembered,
+    Status,
 };
 pub use redis::RedisStore;
 pub use sqlite::SqliteStore;
@@ -269,22 +271,11 @@ impl Store {
         .await
     }
 
-    /// The approval that covers `tool` for `principal` in `chat_id` at
-    /// `now_ms`: one for this chat first, then one for all their chats;
-    /// never one whose window is over.
-    pub async fn remembered(
-        &self,
-        principal: &str,
-        chat_id: &str,
-        tool: &str,
-        now_ms: u64,
-    ) -> Result<Option<Remembered>> {
+    /// The approval that covers `calls` at `now_ms`: one for their chat
+    /// first, then one for all the principal's chats; never one whose
+    /// window is over.
+    pub async fn remembered(&self, calls: Calls<'_>, now_ms: u64) -> Result<Option<Remembered>> {
         self.counted(Op::Remembered, async {
-            let calls = Calls {
-                principal,
-                chat_id,
-                tool,
-            };
             each!(self, s => s.remembered(calls, now_ms).await)
         })
         .await
@@ -298,11 +289,7 @@ impl Store {
                 each!(self, s => s.list_remembered(principal, now_ms).await)
             })
             .await?;
-        list.sort_by(|a, b| {
-            a.created_at_ms
-                .cmp(&b.created_at_ms)
-                .then_with(|| a.id.cmp(&b.id))
-        });
+        list.sort_by(|a, b| (a.created_at_ms, &a.id).cmp(&(b.created_at_ms, &b.id)));
         Ok(list)
     }
 
@@ -344,33 +331,17 @@ impl Store {
                 each!(self, s => s.open(principal, chat_id, now_ms).await)
             })
             .await?;
-        open.sort_by(|a, b| {
-            a.issued_at_ms
-                .cmp(&b.issued_at_ms)
-                .then_with(|| a.id.cmp(&b.id))
-        });
+        open.sort_by(|a, b| (a.issued_at_ms, &a.id).cmp(&(b.issued_at_ms, &b.id)));
         Ok(open)
     }
 
-    /// Every principal's confirmations in every chat (only `asker`'s, if
-    /// given) that nobody decided yet and that have not expired at
-    /// `now_ms`, oldest first (by issue time, then id), from just after
-    /// `after` on, at most `limit`: an inbox pages through them without
-    /// reading them all at once.
-    pub async fn open_all(
-        &self,
-        now_ms: u64,
-        after: Option<&Cursor>,
-        limit: usize,
-        asker: Option<&str>,
-    ) -> Result<Vec<Issued>> {
+    /// Every principal's confirmations in every chat (only the page's
+    /// `asker`'s, if given) that nobody decided yet and that have not
+    /// expired at its `now_ms`, oldest first (by issue time, then id), from
+    /// just after its `after` on, at most its `limit`: an inbox pages
+    /// through them without reading them all at once.
+    pub async fn open_all(&self, page: Page<'_>) -> Result<Vec<Issued>> {
         self.counted(Op::OpenAll, async {
-            let page = Page {
-                now_ms,
-                after,
-                limit,
-                asker,
-            };
             each!(self, s => s.open_all(page).await)
         })
         .await
@@ -391,24 +362,17 @@ impl Store {
             .await
     }
 
-    /// `principal`'s audit log from `since_ms` on, oldest first, at most
-    /// `limit` events, optionally of one chat.
-    pub async fn audit_log(
-        &self,
-        principal: &str,
-        chat_id: Option<&str>,
-        since_ms: u64,
-        limit: usize,
-    ) -> Result<Vec<AuditEvent>> {
+    /// The events of the audit log `page` names.
+    pub async fn audit_log(&self, page: AuditPage<'_>) -> Result<Vec<AuditEvent>> {
         let events = self
             .counted(Op::AuditLog, async {
-                each!(self, s => s.audit_log(principal, since_ms).await)
+                each!(self, s => s.audit_log(page.principal, page.since_ms).await)
             })
             .await?;
         Ok(events
             .into_iter()
-            .filter(|e| chat_id.is_none_or(|c| e.chat_id == c))
-            .take(limit)
+            .filter(|e| page.chat_id.is_none_or(|c| e.chat_id == c))
+            .take(page.limit)
             .collect())
     }
 

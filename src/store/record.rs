@@ -146,6 +146,16 @@ impl Remembered {
     }
 }
 
+/// Which of the audit log to read: `principal`'s events from `since_ms`
+/// on, oldest first, at most `limit`, only of `chat_id` if given.
+#[derive(Debug, Clone, Copy)]
+pub struct AuditPage<'a> {
+    pub principal: &'a str,
+    pub chat_id: Option<&'a str>,
+    pub since_ms: u64,
+    pub limit: usize,
+}
+
 /// One decision about a tool call, as the audit log keeps it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

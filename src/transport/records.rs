@@ -7,6 +7,7 @@ use axum::response::{IntoResponse, Response};
 
 use super::auth::Caller;
 use super::{ApiError, HttpState};
+use crate::store::AuditPage;
 
 /// Most audit events one request returns; page on with `since`.
 const AUDIT_PAGE: usize = 10_000;
@@ -36,12 +37,12 @@ pub(super) async fn audit(
     let events = state
         .agent
         .gate
-        .audit_log(
-            &principal,
-            query.chat_id.as_deref(),
-            query.since,
-            AUDIT_PAGE,
-        )
+        .audit_log(AuditPage {
+            principal: &principal,
+            chat_id: query.chat_id.as_deref(),
+            since_ms: query.since,
+            limit: AUDIT_PAGE,
+        })
         .await?;
     let mut lines = String::new();
     for event in events {

@@ -143,7 +143,12 @@ async fn a_question_nobody_answers_ends_as_expired() {
     assert_eq!(gate.sweep().await.ok(), Some(1));
     assert_eq!(gate.sweep().await.ok(), Some(0), "ended once");
     let log = gate
-        .audit_log("alice", None, 0, 10)
+        .audit_log(toolgate::store::AuditPage {
+            principal: "alice",
+            chat_id: None,
+            since_ms: 0,
+            limit: 10,
+        })
         .await
         .unwrap_or_default();
     let decisions: Vec<String> = log

@@ -2,7 +2,7 @@
 //! the expired ones, and each record's kind as listed.
 
 use super::{ME, insert_all, issued};
-use crate::store::{Claim, Cursor, Issued, Outcome, RecordKind, Status, Store, StoreError};
+use crate::store::{Claim, Cursor, Issued, Outcome, Page, RecordKind, Status, Store, StoreError};
 
 pub async fn lists_open_confirmations(store: Store) {
     let with = |id: &str, chat: &str, principal: &str| Issued {
@@ -73,26 +73,22 @@ pub async fn lists_open_confirmations_everywhere(store: Store) {
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     let ids = |v: Vec<Issued>| v.into_iter().map(|i| i.id).collect::<Vec<_>>();
-    let page = |after: Option<Cursor>, limit| {
+    let listed = |asker: Option<&'static str>, after: Option<Cursor>, limit| {
         let store = store.clone();
         async move {
-            store
-                .open_all(5, after.as_ref(), limit, None)
-                .await
-                .unwrap_or_else(|e| panic!("{e}"))
+            let page = Page {
+                now_ms: 5,
+                after: after.as_ref(),
+                limit,
+                asker,
+            };
+            store.open_all(page).await.unwrap_or_else(|e| panic!("{e}"))
         }
     };
+    let page = |after, limit| listed(None, after, limit);
     assert_eq!(ids(page(None, 10).await), ["e1", "e2", "e3", "e5"]);
     // Only one user's: paged the same way, over theirs alone.
-    let of = |asker: &'static str, after: Option<Cursor>, limit| {
-        let store = store.clone();
-        async move {
-            store
-                .open_all(5, after.as_ref(), limit, Some(asker))
-                .await
-                .unwrap_or_else(|e| panic!("{e}"))
-        }
-    };
+    let of = |asker, after, limit| listed(Some(asker), after, limit);
     assert_eq!(ids(of("anonymous", None, 10).await), ["e3", "e5"]);
     let first = of("anonymous", None, 1).await;
     let after = first.last().map(Cursor::after);
@@ -121,10 +117,7 @@ pub async fn lists_open_confirmations_everywhere(store: Store) {
         "still there, only not open"
     );
     assert_eq!(
-        ids(store
-            .open_all(101, None, 10, None)
-            .await
-            .unwrap_or_default()),
+        ids(store.open_all(all(101)).await.unwrap_or_default()),
         Vec::<String>::new(),
         "all expired at 100"
     );
@@ -192,8 +185,18 @@ pub async fn keeps_each_records_kind(store: Store) {
     }
     let open = store.open("anonymous", "chat", 0).await;
     assert_eq!(of(open.unwrap_or_else(|e| panic!("{e}"))), expected);
-    let everywhere = store.open_all(0, None, 10, None).await;
+    let everywhere = store.open_all(all(0)).await;
     assert_eq!(of(everywhere.unwrap_or_else(|e| panic!("{e}"))), expected);
     let expired = store.expired(11, 10).await;
     assert_eq!(of(expired.unwrap_or_else(|e| panic!("{e}"))), expected);
+}
+
+/// The first 10 open at `now_ms`, whoever asked.
+fn all(now_ms: u64) -> Page<'static> {
+    Page {
+        now_ms,
+        after: None,
+        limit: 10,
+        asker: None,
+    }
 }

@@ -232,7 +232,14 @@ pub async fn remembers_and_budgets(store: Store) {
         let store = store.clone();
         async move {
             store
-                .remembered(who, chat, tool, 2)
+                .remembered(
+                    Calls {
+                        principal: who,
+                        chat_id: chat,
+                        tool,
+                    },
+                    2,
+                )
                 .await
                 .unwrap_or_else(|e| panic!("{e}"))
                 .map(|r| r.id)
@@ -316,7 +323,14 @@ pub async fn remembers_windows(store: Store) {
         let store = store.clone();
         async move {
             store
-                .remembered("alice", chat, "internal--pay", now)
+                .remembered(
+                    Calls {
+                        principal: "alice",
+                        chat_id: chat,
+                        tool: "internal--pay",
+                    },
+                    now,
+                )
                 .await
                 .unwrap_or_else(|e| panic!("{e}"))
                 .map(|r| r.id)
@@ -417,7 +431,12 @@ pub async fn keeps_an_audit_log(store: Store) {
         let store = store.clone();
         async move {
             store
-                .audit_log("alice", chat, since, most)
+                .audit_log(AuditPage {
+                    principal: "alice",
+                    chat_id: chat,
+                    since_ms: since,
+                    limit: most,
+                })
                 .await
                 .unwrap_or_default()
                 .into_iter()
@@ -439,7 +458,12 @@ pub async fn keeps_an_audit_log(store: Store) {
     }
     assert_eq!(
         store
-            .audit_log("alice", None, 0, 100)
+            .audit_log(AuditPage {
+                principal: "alice",
+                chat_id: None,
+                since_ms: 0,
+                limit: 100,
+            })
             .await
             .unwrap_or_default()[0],
         event(10, "alice", "a")

@@ -51,16 +51,12 @@ impl Approvals for SqliteStore {
     async fn list_remembered(&self, principal: &str, now_ms: u64) -> Result<Vec<Remembered>> {
         let principal = principal.to_owned();
         self.with(move |conn| {
-            let mut statement = conn
-                .prepare(
-                    "SELECT id, principal, chat_id, tool, created_at_ms, expires_at_ms FROM remembered
-                     WHERE principal = ?1 AND (expires_at_ms IS NULL OR expires_at_ms > ?2)",
-                )
-                .map_err(backend)?;
-            let rows = statement
-                .query_map(params![principal, millis(now_ms)], remembered_row)
-                .map_err(backend)?;
-            rows.collect::<Result<Vec<_>, _>>().map_err(backend)
+            conn.query(
+                "SELECT id, principal, chat_id, tool, created_at_ms, expires_at_ms FROM remembered
+                 WHERE principal = ?1 AND (expires_at_ms IS NULL OR expires_at_ms > ?2)",
+                params![principal, millis(now_ms)],
+                remembered_row,
+            )
         })
         .await
     }

@@ -24,15 +24,18 @@ impl AuditLog for SqliteStore {
     async fn audit_log(&self, principal: &str, since_ms: u64) -> Result<Vec<AuditEvent>> {
         let principal = principal.to_owned();
         self.with(move |conn| {
-            let mut statement = conn
-                .prepare("SELECT event FROM audit WHERE principal = ?1 AND at_ms >= ?2 ORDER BY at_ms, seq")
-                .map_err(backend)?;
-            let rows = statement.query_map(params![principal, millis(since_ms)], |row| row.get::<_, String>(0)).map_err(backend)?;
-            rows.map(|text| {
-                let text = text.map_err(backend)?;
-                serde_json::from_str(&text).map_err(BackendError::json("stored audit event is corrupt"))
-            })
-            .collect()
+            let texts = conn.query(
+                "SELECT event FROM audit WHERE principal = ?1 AND at_ms >= ?2 ORDER BY at_ms, seq",
+                params![principal, millis(since_ms)],
+                |row| row.get::<_, String>(0),
+            )?;
+            texts
+                .iter()
+                .map(|text| {
+                    serde_json::from_str(text)
+                        .map_err(BackendError::json("stored audit event is corrupt"))
+                })
+                .collect()
         })
         .await
     }

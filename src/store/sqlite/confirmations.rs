@@ -108,21 +108,17 @@ impl Confirmations for SqliteStore {
     }
 
     async fn expired(&self, now_ms: u64, limit: usize) -> Result<Vec<Issued>> {
-        let ids: Vec<String> = self
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let ids = self
             .with(move |conn| {
-                let mut statement = conn
-                    .prepare("SELECT id FROM confirmations WHERE expires_at_ms < ?1 AND claimed_at_ms IS NULL AND outcome IS NULL ORDER BY expires_at_ms LIMIT ?2")
-                    .map_err(backend)?;
-                let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-                let rows = statement.query_map(params![millis(now_ms), limit], |row| row.get(0)).map_err(backend)?;
-                rows.collect::<Result<Vec<String>, _>>().map_err(backend)
+                conn.query(
+                    "SELECT id FROM confirmations WHERE expires_at_ms < ?1 AND claimed_at_ms IS NULL AND outcome IS NULL ORDER BY expires_at_ms LIMIT ?2",
+                    params![millis(now_ms), limit],
+                    |row| row.get(0),
+                )
             })
             .await?;
-        let mut expired = Vec::with_capacity(ids.len());
-        for id in ids {
-            expired.extend(self.get(&id).await?);
-        }
-        Ok(expired)
+        self.each_issued(ids).await
     }
 
     /// Confirmations that expired before `before`, windows over at `now_ms`.
@@ -147,23 +143,17 @@ impl Confirmations for SqliteStore {
 
     async fn open(&self, principal: &str, chat_id: &str, now_ms: u64) -> Result<Vec<Issued>> {
         let (principal, chat_id) = (principal.to_owned(), chat_id.to_owned());
-        let ids: Vec<String> = self
+        let ids = self
             .with(move |conn| {
-                let mut statement = conn
-                    .prepare(
-                        "SELECT id FROM confirmations WHERE principal = ?1 AND chat_id = ?2 AND expires_at_ms >= ?3
-                         AND claimed_at_ms IS NULL AND outcome IS NULL",
-                    )
-                    .map_err(backend)?;
-                let rows = statement.query_map(params![principal, chat_id, millis(now_ms)], |row| row.get(0)).map_err(backend)?;
-                rows.collect::<Result<Vec<String>, _>>().map_err(backend)
+                conn.query(
+                    "SELECT id FROM confirmations WHERE principal = ?1 AND chat_id = ?2 AND expires_at_ms >= ?3
+                     AND claimed_at_ms IS NULL AND outcome IS NULL",
+                    params![principal, chat_id, millis(now_ms)],
+                    |row| row.get(0),
+                )
             })
             .await?;
-        let mut open = Vec::with_capacity(ids.len());
-        for id in ids {
-            open.extend(self.get(&id).await?);
-        }
-        Ok(open)
+        self.each_issued(ids).await
     }
 
     async fn open_all(&self, page: Page<'_>) -> Result<Vec<Issued>> {
@@ -175,15 +165,12 @@ impl Confirmations for SqliteStore {
         });
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         self.with(move |conn| {
-            let mut statement = conn.prepare(OPEN_ALL).map_err(backend)?;
-            let rows = statement
-                .query_map(
-                    params![after_ms, after_id, millis(now_ms), limit, asker],
-                    issued_row,
-                )
-                .map_err(backend)?;
-            rows.map(|row| row.map_err(backend).and_then(Row::issued))
-                .collect()
+            let rows = conn.query(
+                OPEN_ALL,
+                params![after_ms, after_id, millis(now_ms), limit, asker],
+                issued_row,
+            )?;
+            rows.into_iter().map(Row::issued).collect()
         })
         .await
     }
@@ -251,6 +238,17 @@ impl Confirmations for SqliteStore {
         };
         // Woken by this process, or polling for another one.
         self.recorded.wait(timeout, Some(POLL), look).await
+    }
+}
+
+impl SqliteStore {
+    /// The confirmations `ids` name that are still there, in that order.
+    async fn each_issued(&self, ids: Vec<String>) -> Result<Vec<Issued>> {
+        let mut issued = Vec::with_capacity(ids.len());
+        for id in ids {
+            issued.extend(self.get(&id).await?);
+        }
+        Ok(issued)
     }
 }
 

@@ -178,6 +178,18 @@ impl Db<'_> {
         self.prepare(sql)?.execute(params)
     }
 
+    /// Every row `sql` returns, each read by `f`.
+    fn query<T>(
+        &self,
+        sql: &str,
+        params: impl Params,
+        f: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+    ) -> Result<Vec<T>> {
+        let mut statement = self.prepare(sql).map_err(backend)?;
+        let rows = statement.query_map(params, f).map_err(backend)?;
+        rows.collect::<rusqlite::Result<_>>().map_err(backend)
+    }
+
     fn query_row<T>(
         &self,
         sql: &str,

@@ -44,19 +44,12 @@ const TAKE: usize = 256;
 pub const FOLLOWED: usize = 32;
 
 /// The feeds of this instance, by stream, and the connections they hold.
+#[derive(Debug)]
 pub(super) struct Feeds {
     by_stream: Mutex<HashMap<String, Weak<Feed>>>,
     connections: Arc<Semaphore>,
     max: usize,
     tasks: TaskTracker,
-}
-
-impl std::fmt::Debug for Feeds {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Feeds")
-            .field("max", &self.max)
-            .finish_non_exhaustive()
-    }
 }
 
 impl Feeds {

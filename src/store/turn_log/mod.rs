@@ -15,6 +15,7 @@
 //! an ended stream is kept [`KEPT_AFTER_END`] for readers still on it.
 
 use std::collections::VecDeque;
+use std::sync::LazyLock;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -60,25 +61,28 @@ const LOOKS: usize = 4;
 /// Ends a turn's log: `redis/lua/turn_log_end.lua` (KEYS and ARGV in its header).
 pub(super) const END: &str = include_str!("../redis/lua/turn_log_end.lua");
 
-/// The turn logs of a Redis store, written and read by `instance`.
-#[derive(Clone)]
-pub struct TurnLogs {
-    store: std::sync::Arc<RedisStore>,
-    instance: String,
-    /// What this instance follows of other instances' turns.
-    feeds: std::sync::Arc<Feeds>,
+/// The scripts above, hashed once for every store.
+struct Scripts {
     append: redis::Script,
     end: redis::Script,
     hold: redis::Script,
     take_over: redis::Script,
 }
 
-impl std::fmt::Debug for TurnLogs {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TurnLogs")
-            .field("instance", &self.instance)
-            .finish_non_exhaustive()
-    }
+static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
+    append: redis::Script::new(APPEND),
+    end: redis::Script::new(END),
+    hold: redis::Script::new(HOLD),
+    take_over: redis::Script::new(TAKE_OVER),
+});
+
+/// The turn logs of a Redis store, written and read by `instance`.
+#[derive(Debug, Clone)]
+pub struct TurnLogs {
+    store: std::sync::Arc<RedisStore>,
+    instance: String,
+    /// What this instance follows of other instances' turns.
+    feeds: std::sync::Arc<Feeds>,
 }
 
 impl TurnLogs {
@@ -87,10 +91,6 @@ impl TurnLogs {
             store,
             instance: instance.to_owned(),
             feeds: std::sync::Arc::new(Feeds::new(TaskTracker::new(), FOLLOWED)),
-            append: redis::Script::new(APPEND),
-            end: redis::Script::new(END),
-            hold: redis::Script::new(HOLD),
-            take_over: redis::Script::new(TAKE_OVER),
         }
     }
 
@@ -213,7 +213,7 @@ impl TurnLogs {
             let Some(stream) = stream_of(&mut conn, &chat).await? else {
                 return Ok(false);
             };
-            let saved: i64 = self
+            let saved: i64 = SCRIPTS
                 .hold
                 .key(&chat)
                 .key(&stream)
@@ -260,7 +260,7 @@ impl TurnLogs {
             let Some(stream) = stream else {
                 return Ok(TakeOver::None);
             };
-            reply = self
+            reply = SCRIPTS
                 .take_over
                 .key(&chat)
                 .key(&stream)
@@ -417,7 +417,7 @@ impl TurnLogWriter {
             }
             trim = self.entries.front().map(|(n, _)| entry_id(*n));
         }
-        let mut invocation = self.logs.append.key(&self.stream);
+        let mut invocation = SCRIPTS.append.key(&self.stream);
         invocation
             .key(&self.chat)
             .arg(entry_id(first))
@@ -445,8 +445,7 @@ impl TurnLogWriter {
     /// [`REPLAYED_AFTER_END`] more, then no longer.
     pub async fn end(self) -> Result<(), StoreError> {
         let mut conn = self.logs.store.conn();
-        let _: i64 = self
-            .logs
+        let _: i64 = SCRIPTS
             .end
             .key(&self.stream)
             .key(&self.chat)

@@ -126,14 +126,8 @@ fn numbers_compare_by_value_exactly() {
 fn who_may_decide() {
     let listed = ["role:finance".to_owned()];
     let finance = ["finance".to_owned()];
-    let four_eyes = Approvers {
-        listed: &listed,
-        distinct: true,
-    };
-    let finance_or_asker = Approvers {
-        listed: &listed,
-        distinct: false,
-    };
+    let four_eyes = Approvers::four_eyes(&listed);
+    let finance_or_asker = Approvers::listed(&listed);
     let waiting =
         "the user who asked may not approve this call themselves; waiting for role:finance";
     /// Who, with which roles, approving or not, and the verdict.
@@ -174,14 +168,8 @@ fn a_grant_only_where_the_asker_decides_alone() {
     let finance = ["role:finance".to_owned()];
     let cfo = ["cfo".to_owned()];
     let alone = Approvers::default();
-    let four_eyes = Approvers {
-        listed: &finance,
-        distinct: true,
-    };
-    let listed = Approvers {
-        listed: &cfo,
-        distinct: false,
-    };
+    let four_eyes = Approvers::four_eyes(&finance);
+    let listed = Approvers::listed(&cfo);
     let approve = |remember: Option<Remember>, approve_next: Option<u32>| Decision::Approve {
         payload: None,
         remember,
