@@ -38,11 +38,9 @@ pub struct BodyTimes {
 /// origin), with request bodies read under `body`'s two clocks.
 pub fn protect(router: Router, guard: Guard, body: BodyTimes) -> Router {
     let guard = Arc::new(guard);
-    let router = router
-        .layer(tower_http::timeout::RequestBodyTimeoutLayer::new(
-            body.silence,
-        ))
-        .layer(axum::middleware::from_fn_with_state(body.total, deadline));
+    let router = router.layer(tower_http::timeout::RequestBodyTimeoutLayer::new(
+        body.silence,
+    ));
     // Inside the guard: the Host check comes first; a preflight (an OPTIONS,
     // no body) passes the guard's other checks and is answered here.
     let router = match Cors::new(guard.clone()) {
@@ -52,20 +50,27 @@ pub fn protect(router: Router, guard: Guard, body: BodyTimes) -> Router {
         )),
         None => router,
     };
-    router.layer(axum::middleware::from_fn_with_state(guard, check))
+    router.layer(axum::middleware::from_fn_with_state(
+        (guard, body.total),
+        check,
+    ))
 }
 
-async fn check(State(guard): State<Arc<Guard>>, request: Request, next: Next) -> Response {
+/// The guard's check; a request it lets in has its body put under the
+/// deadline `total` from now (here, not in a layer of its own: a layer
+/// costs every request a clone of the routes behind it).
+async fn check(
+    State((guard, total)): State<(Arc<Guard>, Duration)>,
+    request: Request,
+    next: Next,
+) -> Response {
     match guard.check(&Facts::of(&request)) {
-        Ok(()) => next.run(request).await,
+        Ok(()) => {
+            let request = request.map(|body| Body::new(Deadlined::new(body, total)));
+            next.run(request).await
+        }
         Err(refused) => ApiError::from(refused).into_response(),
     }
-}
-
-/// Puts the request's body under a deadline `total` from now.
-async fn deadline(State(total): State<Duration>, request: Request, next: Next) -> Response {
-    let request = request.map(|body| Body::new(Deadlined::new(body, total)));
-    next.run(request).await
 }
 
 /// A body that fails once its deadline has passed. Its timer is made when
