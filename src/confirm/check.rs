@@ -95,21 +95,26 @@ pub fn decider(
 /// standing approval; it never stands in for another approver, who would
 /// otherwise see one call and approve many, nor lets four eyes be two.
 pub fn grant(decision: &Decision, approvers: &[Approvers<'_>]) -> Result<(), Refusal> {
-    let grants = match decision {
+    match approvers.iter().find(|a| !a.asker_alone()) {
+        Some(others) if grants(decision) => Err(Refusal::NoGrant(match others.listed {
+            [] => "an approver other than the user who asked".to_owned(),
+            _ if others.distinct => format!("{}, not the user who asked", others.describe()),
+            _ => others.describe(),
+        })),
+        _ => Ok(()),
+    }
+}
+
+/// Whether `decision` grants beyond its own call (`remember`, a positive
+/// `approveNext`).
+pub fn grants(decision: &Decision) -> bool {
+    match decision {
         Decision::Approve {
             remember,
             approve_next,
             ..
         } => remember.is_some() || approve_next.is_some_and(|n| n > 0),
         Decision::Deny { .. } | Decision::Respond { .. } => false,
-    };
-    match approvers.iter().find(|a| !a.asker_alone()) {
-        Some(others) if grants => Err(Refusal::NoGrant(match others.listed {
-            [] => "an approver other than the user who asked".to_owned(),
-            _ if others.distinct => format!("{}, not the user who asked", others.describe()),
-            _ => others.describe(),
-        })),
-        _ => Ok(()),
     }
 }
 
