@@ -55,8 +55,7 @@ async fn endpoint() -> (String, Ran) {
             axum::Json(json!({"transaction": SENT, "amount": got["amount"]}))
         }),
     );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.must();
-    let url = format!("http://{}", listener.local_addr().must());
+    let (listener, url) = crate::common::loopback().await;
     // A test's server: it lives as long as the test's runtime.
     #[allow(clippy::disallowed_methods)]
     tokio::spawn(async move { axum::serve(listener, app).await });
