@@ -51,6 +51,7 @@ mod live;
 mod live_seed;
 mod malformed_answers;
 mod mcp;
+mod mcp_face;
 mod metrics;
 mod moved_on;
 mod native_snapshots;
