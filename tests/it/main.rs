@@ -52,6 +52,7 @@ mod live_seed;
 mod malformed_answers;
 mod mcp;
 mod mcp_face;
+mod mcp_sessions;
 mod metrics;
 mod moved_on;
 mod native_snapshots;

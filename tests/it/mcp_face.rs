@@ -8,21 +8,26 @@ use serde_json::{Value, json};
 use crate::common::{Must, Server, api_keys};
 
 /// The newest protocol: stateless, MRTR.
-const NEW: &str = "2026-07-28";
+pub const NEW: &str = "2026-07-28";
 
-/// An MCP client by hand: the server, its headers, its capabilities.
-struct Client<'a> {
-    server: &'a Server,
+/// An MCP client by hand: where, its headers, its capabilities.
+pub struct Client {
+    pub url: String,
     headers: Vec<(String, String)>,
     elicits: bool,
-    session: Option<String>,
+    pub session: Option<String>,
     next_id: std::cell::Cell<u64>,
 }
 
-impl<'a> Client<'a> {
-    fn new(server: &'a Server) -> Self {
+impl Client {
+    pub fn new(server: &Server) -> Self {
+        Self::at(&server.url)
+    }
+
+    /// A client of the toolgate at `url`.
+    pub fn at(url: &str) -> Self {
         Self {
-            server,
+            url: url.to_owned(),
             headers: Vec::new(),
             elicits: true,
             session: None,
@@ -30,17 +35,24 @@ impl<'a> Client<'a> {
         }
     }
 
-    fn without_elicitation(mut self) -> Self {
+    /// The next request id.
+    pub fn next(&self) -> u64 {
+        let id = self.next_id.get() + 1;
+        self.next_id.set(id);
+        id
+    }
+
+    pub fn without_elicitation(mut self) -> Self {
         self.elicits = false;
         self
     }
 
-    fn with_header(mut self, name: &str, value: &str) -> Self {
+    pub fn with_header(mut self, name: &str, value: &str) -> Self {
         self.headers.push((name.into(), value.into()));
         self
     }
 
-    fn capabilities(&self) -> Value {
+    pub fn capabilities(&self) -> Value {
         match self.elicits {
             true => json!({"elicitation": {"form": {}}}),
             false => json!({}),
@@ -56,14 +68,10 @@ impl<'a> Client<'a> {
         })
     }
 
-    /// POSTs one JSON-RPC message; the response (JSON or SSE), with its status.
-    async fn post(
-        &self,
-        version: &str,
-        message: &Value,
-    ) -> (u16, Vec<Value>, reqwest::header::HeaderMap) {
+    /// The request of one JSON-RPC message, headers set.
+    pub fn request(&self, version: &str, message: &Value) -> reqwest::RequestBuilder {
         let mut request = reqwest::Client::new()
-            .post(format!("{}/mcp", self.server.url))
+            .post(format!("{}/mcp", self.url))
             .header("content-type", "application/json")
             .header("accept", "application/json, text/event-stream")
             .header("mcp-protocol-version", version);
@@ -82,7 +90,16 @@ impl<'a> Client<'a> {
         if let Some(session) = &self.session {
             request = request.header("mcp-session-id", session);
         }
-        let response = request.body(message.to_string()).send().await.must();
+        request.body(message.to_string())
+    }
+
+    /// POSTs one JSON-RPC message; the response (JSON or SSE), with its status.
+    pub async fn post(
+        &self,
+        version: &str,
+        message: &Value,
+    ) -> (u16, Vec<Value>, reqwest::header::HeaderMap) {
+        let response = self.request(version, message).send().await.must();
         let status = response.status().as_u16();
         let headers = response.headers().clone();
         let text = response.text().await.must();
@@ -90,9 +107,8 @@ impl<'a> Client<'a> {
     }
 
     /// A 2026-07-28 `tools/call`; its result.
-    async fn call(&self, tool: &str, args: Value, extra: Value) -> Value {
-        let id = self.next_id.get() + 1;
-        self.next_id.set(id);
+    pub async fn call(&self, tool: &str, args: Value, extra: Value) -> Value {
+        let id = self.next();
         let mut params = json!({"name": tool, "arguments": args, "_meta": self.meta()});
         if let (Some(params), Some(extra)) = (params.as_object_mut(), extra.as_object()) {
             params.extend(extra.clone());
@@ -103,9 +119,8 @@ impl<'a> Client<'a> {
         response(&messages, id)
     }
 
-    async fn list(&self) -> Vec<String> {
-        let id = self.next_id.get() + 1;
-        self.next_id.set(id);
+    pub async fn list(&self) -> Vec<String> {
+        let id = self.next();
         let message = json!({"jsonrpc": "2.0", "id": id, "method": "tools/list", "params": {"_meta": self.meta()}});
         let (status, messages, _) = self.post(NEW, &message).await;
         assert_eq!(status, 200, "{messages:?}");
@@ -122,7 +137,7 @@ impl<'a> Client<'a> {
 }
 
 /// `Option::unwrap` that says what is missing (unwrap is denied).
-trait Present<T> {
+pub trait Present<T> {
     fn present(self) -> T;
 }
 
@@ -137,7 +152,7 @@ impl<T> Present<T> for Option<T> {
 }
 
 /// The JSON-RPC messages of a body: one JSON value, or SSE `data:` lines.
-fn messages(text: &str) -> Vec<Value> {
+pub fn messages(text: &str) -> Vec<Value> {
     if let Ok(value) = serde_json::from_str::<Value>(text) {
         return vec![value];
     }
@@ -148,7 +163,7 @@ fn messages(text: &str) -> Vec<Value> {
 }
 
 /// The response to request `id` among `messages`.
-fn response(messages: &[Value], id: u64) -> Value {
+pub fn response(messages: &[Value], id: u64) -> Value {
     messages
         .iter()
         .find(|m| m["id"] == json!(id) && (m.get("result").is_some() || m.get("error").is_some()))
@@ -156,18 +171,18 @@ fn response(messages: &[Value], id: u64) -> Value {
         .unwrap_or_else(|| panic!("no response {id} in {messages:?}"))
 }
 
-fn text_of(response: &Value) -> String {
+pub fn text_of(response: &Value) -> String {
     response["result"]["content"][0]["text"]
         .as_str()
         .unwrap_or_default()
         .to_owned()
 }
 
-fn is_error(response: &Value) -> bool {
+pub fn is_error(response: &Value) -> bool {
     response["result"]["isError"] == json!(true)
 }
 
-fn pay(amount: u32) -> Value {
+pub fn pay(amount: u32) -> Value {
     json!({"amount": amount, "recipient": "花子", "currency": "USD"})
 }
 
