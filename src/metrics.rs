@@ -26,6 +26,8 @@ pub enum Transport {
     Sse,
     /// `/live`: the WebSocket.
     Live,
+    /// `/mcp` and `toolgate mcp`: each `tools/call` of an MCP client.
+    Mcp,
 }
 
 impl Transport {
@@ -33,6 +35,7 @@ impl Transport {
         match self {
             Transport::Sse => "sse",
             Transport::Live => "live",
+            Transport::Mcp => "mcp",
         }
     }
 }
@@ -159,7 +162,7 @@ struct Inner {
     turns: Family<TurnLabels, Counter>,
     turn_duration: Histogram,
     /// One gauge per transport, made once.
-    open: [Gauge; 2],
+    open: [Gauge; 3],
     first_chunk: Histogram,
     overhead: Histogram,
     confirmations: Family<ConfirmationLabels, Counter>,
@@ -209,7 +212,7 @@ impl Metrics {
             "Turns streaming now",
             streams.clone(),
         );
-        let open = [Transport::Sse, Transport::Live].map(|t| {
+        let open = [Transport::Sse, Transport::Live, Transport::Mcp].map(|t| {
             streams.get_or_create_owned(&TransportLabel {
                 transport: t.as_str(),
             })

@@ -86,6 +86,7 @@ impl App {
             runs,
             draining,
             limiter,
+            ..
         } = self.build(Some(bind));
         let toolbox = gate.toolbox().clone();
         let purge = tasks.spawn(purge_expired(

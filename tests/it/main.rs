@@ -55,6 +55,8 @@ mod malformed_answers;
 mod mcp;
 #[cfg(feature = "mcp-clients")]
 mod mcp_clients;
+mod mcp_face;
+mod mcp_sessions;
 mod metrics;
 mod moved_on;
 mod native_snapshots;
