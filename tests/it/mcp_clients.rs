@@ -108,8 +108,10 @@ mcp:
     }
 }
 
-/// The qualified name toolgate lists `transfer` under.
-const TOOL: &str = "internal--transfer";
+/// The name toolgate lists `transfer` under, and its qualified name (the
+/// policy's and the audit log's).
+const TOOL: &str = "transfer";
+const QUALIFIED: &str = "internal--transfer";
 
 /// The arguments of a transfer of `amount` to Hanako.
 fn args(amount: u64) -> String {
@@ -193,7 +195,7 @@ impl Gate {
         let events = self.audit().await;
         events
             .into_iter()
-            .filter(|e| e["decision"] == decision && e["tool"] == TOOL)
+            .filter(|e| e["decision"] == decision && e["tool"] == QUALIFIED)
             .collect()
     }
 }
