@@ -100,12 +100,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Workload::MockOpenai => serve(mock_openai()).await,
         Workload::W1 { concurrency } => {
             let server = Target::toolgate(cli.url, "store:\n  kind: memory\n")?;
-            for c in concurrency {
-                let body = say("count to 100");
-                let mut report =
-                    drive(&server.url, c, secs, move |_| Turn::One(body.clone())).await;
-                report.print("w1", c, server.peak_rss_kib());
-            }
+            count_to_100(&server, "w1", concurrency, secs).await;
             Ok(())
         }
         Workload::W2 { concurrency, store } => {
@@ -128,12 +123,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Workload::W5 { concurrency } => {
             let server = Target::spawn_self("baseline")?;
-            for c in concurrency {
-                let body = say("count to 100");
-                let mut report =
-                    drive(&server.url, c, secs, move |_| Turn::One(body.clone())).await;
-                report.print("w5", c, server.peak_rss_kib());
-            }
+            count_to_100(&server, "w5", concurrency, secs).await;
             Ok(())
         }
         Workload::W3 { streams } => {
@@ -185,14 +175,19 @@ struct Seen {
 /// What a tool's result arrives in.
 const OUTPUT: &[u8] = b"\"type\":\"tool-output-available\"";
 
+/// POSTs `body` as JSON.
+async fn send_json(
+    client: &reqwest::Client,
+    url: &str,
+    body: &Value,
+) -> reqwest::Result<reqwest::Response> {
+    let request = client.post(url).header("content-type", "application/json");
+    request.body(body.to_string()).send().await
+}
+
 async fn post(client: &reqwest::Client, url: &str, body: &Value) -> anyhow::Result<Seen> {
     let start = Instant::now();
-    let response = client
-        .post(url)
-        .header("content-type", "application/json")
-        .body(body.to_string())
-        .send()
-        .await?;
+    let response = send_json(client, url, body).await?;
     if !response.status().is_success() {
         bail!("HTTP {}", response.status());
     }
@@ -406,13 +401,7 @@ async fn held_streams(server: &Target, n: usize, path: &str) -> anyhow::Result<f
         holders.push(tokio::spawn(async move {
             let mut body = say("count to 100000");
             body["id"] = json!(format!("held-{i}"));
-            let Ok(response) = client
-                .post(&url)
-                .header("content-type", "application/json")
-                .body(body.to_string())
-                .send()
-                .await
-            else {
+            let Ok(response) = send_json(&client, &url, &body).await else {
                 let _ = opened.send(false).await;
                 return;
             };
@@ -520,6 +509,15 @@ async fn w4(streams: usize, secs: Duration) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// One turn each, "count to 100", at each concurrency in turn (W1, W5).
+async fn count_to_100(server: &Target, name: &str, concurrency: Vec<usize>, secs: Duration) {
+    for c in concurrency {
+        let body = say("count to 100");
+        let mut report = drive(&server.url, c, secs, move |_| Turn::One(body.clone())).await;
+        report.print(name, c, server.peak_rss_kib());
+    }
+}
+
 /// Time until the body holds `marker`; the rest is read and dropped.
 async fn first_text(
     client: &reqwest::Client,
@@ -528,12 +526,7 @@ async fn first_text(
     marker: &[u8],
 ) -> anyhow::Result<Duration> {
     let start = Instant::now();
-    let response = client
-        .post(url)
-        .header("content-type", "application/json")
-        .body(body.to_string())
-        .send()
-        .await?;
+    let response = send_json(client, url, body).await?;
     let mut stream = response.bytes_stream();
     let mut seen = Vec::new();
     let mut at = None;

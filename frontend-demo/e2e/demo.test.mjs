@@ -8,8 +8,8 @@
 import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, before, test } from 'node:test';
-import { CHROMIUM, launchChromium } from './harness.mjs';
+import { after, before } from 'node:test';
+import { CHROMIUM, launchChromium, watchedFlow } from './harness.mjs';
 
 const URL = process.env.TOOLGATE_URL;
 assert.ok(URL, 'set TOOLGATE_URL to a running toolgate');
@@ -27,27 +27,8 @@ after(async () => {
   await browser?.close();
 });
 
-/**
- * A browser flow: `body` gets `open` for its pages. An uncaught exception
- * in a page or a console.error fails the flow at once with its message,
- * rather than leaving it to wait for something that will never show.
- */
-function flow(name, body) {
-  test(name, async (t) => {
-    let fail;
-    const failed = new Promise((_, reject) => {
-      fail = reject;
-    });
-    const problem = (context, what) => {
-      const error = new Error(what);
-      error.stack = what; // where the flow noticed says nothing; `what` has the page's own
-      fail(error);
-      // Ends what the flow still waits for (the reason in each error).
-      void context.close({ reason: what });
-    };
-    await Promise.race([body((options) => open(t, problem, options)), failed]);
-  });
-}
+/** A browser flow: `body` gets `open(options)` for its pages. */
+const flow = (name, body) => watchedFlow(name, open, body);
 
 /**
  * A fresh profile (so a fresh chat) with the page open and watched;

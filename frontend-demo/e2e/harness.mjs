@@ -7,6 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { test } from 'node:test';
 import { chromium } from 'playwright-core';
 
 export const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
@@ -58,4 +59,28 @@ export async function serveToolgate(config, { args = [], env = {} } = {}) {
     stop();
     throw error;
   }
+}
+
+/**
+ * A browser flow: `body` gets `open` for its pages, `opener` with the
+ * test and the flow's `problem` first. An uncaught exception in a page or
+ * a console.error (reported through `problem`) fails the flow at once with
+ * its message, rather than leaving it to wait for something that will
+ * never show.
+ */
+export function watchedFlow(name, opener, body) {
+  test(name, async (t) => {
+    let fail;
+    const failed = new Promise((_, reject) => {
+      fail = reject;
+    });
+    const problem = (context, what) => {
+      const error = new Error(what);
+      error.stack = what; // where the flow noticed says nothing; `what` has the page's own
+      fail(error);
+      // Ends what the flow still waits for (the reason in each error).
+      void context.close({ reason: what });
+    };
+    await Promise.race([body((...args) => opener(t, problem, ...args)), failed]);
+  });
 }

@@ -8,8 +8,8 @@
 import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, before, test } from 'node:test';
-import { launchChromium, serveToolgate } from './harness.mjs';
+import { after, before } from 'node:test';
+import { launchChromium, serveToolgate, watchedFlow } from './harness.mjs';
 
 const ARTIFACTS = process.env.TOOLGATE_E2E_ARTIFACTS ?? join(import.meta.dirname, 'artifacts');
 mkdirSync(ARTIFACTS, { recursive: true });
@@ -56,22 +56,8 @@ async function open(t, problem, user, path) {
   return page;
 }
 
-/** A flow whose page errors fail it at once rather than leave it waiting. */
-function flow(name, body) {
-  test(name, async (t) => {
-    let fail;
-    const failed = new Promise((_, reject) => {
-      fail = reject;
-    });
-    const problem = (context, what) => {
-      const error = new Error(what);
-      error.stack = what;
-      fail(error);
-      void context.close({ reason: what });
-    };
-    await Promise.race([body((user, path) => open(t, problem, user, path)), failed]);
-  });
-}
+/** A flow whose page errors fail it at once: `body` gets `open(user, path)`. */
+const flow = (name, body) => watchedFlow(name, open, body);
 
 const shot = (page, name) => page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
 

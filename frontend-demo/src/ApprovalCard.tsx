@@ -1,6 +1,7 @@
 import { useEffect, useId, useLayoutEffect, useRef, useState, type FormEvent } from 'react';
 import type { Ended, JsonSchema } from './api';
 import { Args } from './Args';
+import { Alert, TextField } from './Field';
 import { saidOf } from './outcome';
 
 /** The user's answer to one question. */
@@ -76,6 +77,18 @@ export function ApprovalCard({ toolName, args, hint, protocol, details, onDecide
     const text = reason.trim();
     decide({ approved: false, ...(text ? { reason: text } : {}) });
   };
+  // Offered whether or not the user may approve.
+  const denyButton = (
+    <button
+      type="button"
+      className="deny"
+      onClick={() => {
+        setMode('deny');
+      }}
+    >
+      Deny…
+    </button>
+  );
 
   return (
     <section className="card" aria-labelledby={titleId} data-testid="approval-card" ref={section}>
@@ -101,15 +114,7 @@ export function ApprovalCard({ toolName, args, hint, protocol, details, onDecide
           <p className="waiting" role="note">
             Waiting for approval by {details.waitingFor}
           </p>
-          <button
-            type="button"
-            className="deny"
-            onClick={() => {
-              setMode('deny');
-            }}
-          >
-            Deny…
-          </button>
+          {denyButton}
         </div>
       )}
       {mode === 'ask' && details?.waitingFor === undefined && (
@@ -151,29 +156,12 @@ export function ApprovalCard({ toolName, args, hint, protocol, details, onDecide
               Edit…
             </button>
           )}
-          <button
-            type="button"
-            className="deny"
-            onClick={() => {
-              setMode('deny');
-            }}
-          >
-            Deny…
-          </button>
+          {denyButton}
         </div>
       )}
       {mode === 'deny' && (
         <form className="actions" onSubmit={deny}>
-          <label>
-            Reason (optional, the model sees it)
-            <input
-              value={reason}
-              onChange={(e) => {
-                setReason(e.target.value);
-              }}
-              autoFocus
-            />
-          </label>
+          <TextField label="Reason (optional, the model sees it)" value={reason} onChange={setReason} autoFocus />
           <button type="submit" className="deny">
             Deny
           </button>
@@ -375,11 +363,7 @@ function EditForm({
           )}
         </label>
       ))}
-      {error && (
-        <p className="error" role="alert">
-          {error}
-        </p>
-      )}
+      <Alert text={error} />
       <div className="actions">
         <button type="submit" className="approve" disabled={disabled}>
           Approve with these arguments

@@ -62,6 +62,14 @@ function server(answers: Record<string, { status: number; body: unknown }> = {})
   };
 }
 
+/** The inbox, with no API key, once the server listed `listed`. */
+async function shown(listed: InboxItem, answers?: Parameters<typeof server>[0]) {
+  const inbox = server(answers);
+  render(<Approvals apiKey="" />);
+  await inbox.list(listed);
+  return inbox;
+}
+
 const item = () => screen.getByTestId('inbox-item');
 const button = (name: string) => within(item()).getByRole('button', { name });
 
@@ -111,9 +119,7 @@ describe('Approvals', () => {
   });
 
   it('approves with a reason and a payload, then says so', async () => {
-    const inbox = server();
-    render(<Approvals apiKey="" />);
-    await inbox.list(question());
+    const inbox = await shown(question());
     fireEvent.change(within(item()).getByLabelText(/Reason/), { target: { value: ' checked ' } });
     fireEvent.change(within(item()).getByLabelText(/Payload/), { target: { value: '{"ticket": 7}' } });
     fireEvent.click(button('Approve'));
@@ -129,9 +135,7 @@ describe('Approvals', () => {
   });
 
   it('denies with the reason typed', async () => {
-    const inbox = server();
-    render(<Approvals apiKey="" />);
-    await inbox.list(question());
+    const inbox = await shown(question());
     fireEvent.change(within(item()).getByLabelText(/Reason/), { target: { value: 'wrong person' } });
     fireEvent.click(button('Deny'));
     await within(item()).findByText('Denied.');
@@ -139,9 +143,7 @@ describe('Approvals', () => {
   });
 
   it('approves with edited arguments where the tool allows edits', async () => {
-    const inbox = server();
-    render(<Approvals apiKey="" />);
-    await inbox.list(question());
+    const inbox = await shown(question());
     fireEvent.click(within(item()).getByLabelText('Edit the arguments'));
     fireEvent.change(within(item()).getByLabelText('Arguments (JSON)'), {
       target: { value: '{"amount": 25, "recipient": "Hanako", "currency": "USD"}' },
@@ -154,27 +156,21 @@ describe('Approvals', () => {
   });
 
   it('offers no edit where the tool allows none', async () => {
-    const inbox = server();
-    render(<Approvals apiKey="" />);
-    await inbox.list(question({ editable: false }));
+    await shown(question({ editable: false }));
     expect(within(item()).queryByLabelText('Edit the arguments')).toBeNull();
   });
 
   it("shows the server's words when it refuses a decision, and lets the user try again", async () => {
-    const inbox = server({
+    await shown(question(), {
       '/api/confirmations/adk-3': { status: 403, body: { error: 'only role:finance may approve this call' } },
     });
-    render(<Approvals apiKey="" />);
-    await inbox.list(question());
     fireEvent.click(button('Approve'));
     expect((await within(item()).findByRole('alert')).textContent).toBe('only role:finance may approve this call');
     expect((button('Approve') as HTMLButtonElement).disabled).toBe(false);
   });
 
   it('refuses a payload that is not JSON before sending anything', async () => {
-    const inbox = server();
-    render(<Approvals apiKey="" />);
-    await inbox.list(question());
+    const inbox = await shown(question());
     fireEvent.change(within(item()).getByLabelText(/Payload/), { target: { value: '{oops' } });
     fireEvent.click(button('Approve'));
     expect(within(item()).getByRole('alert').textContent).toBe('the payload is not JSON');
@@ -182,9 +178,7 @@ describe('Approvals', () => {
   });
 
   it("the asker's own question waits for the approvers: deny only", async () => {
-    const inbox = server();
-    render(<Approvals apiKey="" />);
-    await inbox.list(question({ mayApprove: false }));
+    const inbox = await shown(question({ mayApprove: false }));
     expect(within(item()).getByRole('note').textContent).toBe('Waiting for approval by role:finance');
     expect(within(item()).queryByRole('button', { name: 'Approve' })).toBeNull();
     expect(within(item()).queryByLabelText(/Payload/)).toBeNull();
@@ -195,9 +189,7 @@ describe('Approvals', () => {
 
   it('counts down, and refuses to approve once expired', async () => {
     vi.useFakeTimers({ toFake: ['Date', 'setInterval', 'clearInterval'] });
-    const inbox = server();
-    render(<Approvals apiKey="" />);
-    await inbox.list(question({ expiresInMs: 2_000 }));
+    await shown(question({ expiresInMs: 2_000 }));
     expect(within(item()).getByRole('timer').textContent).toBe('Decide within 0:02');
     act(() => {
       vi.advanceTimersByTime(2_000);

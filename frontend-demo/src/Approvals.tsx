@@ -9,6 +9,7 @@ import {
 } from './api';
 import { formatDuration, useRemaining } from './ApprovalCard';
 import { Args } from './Args';
+import { Alert, TextField } from './Field';
 
 /**
  * The approvals inbox: every open question this user may decide, in any
@@ -104,15 +105,7 @@ function Question({ item, deadline, apiKey }: { item: InboxItem; deadline: numbe
           e.preventDefault();
         }}
       >
-        <label>
-          Reason (optional, the model sees it)
-          <input
-            value={reason}
-            onChange={(e) => {
-              setReason(e.target.value);
-            }}
-          />
-        </label>
+        <TextField label="Reason (optional, the model sees it)" value={reason} onChange={setReason} />
         {item.mayApprove && item.editable && (
           <label className="toggle">
             <input
@@ -126,34 +119,12 @@ function Question({ item, deadline, apiKey }: { item: InboxItem; deadline: numbe
           </label>
         )}
         {item.mayApprove && editing && (
-          <label>
-            Arguments (JSON)
-            <textarea
-              rows={4}
-              value={args}
-              onChange={(e) => {
-                setArgs(e.target.value);
-              }}
-            />
-          </label>
+          <TextField label="Arguments (JSON)" rows={4} value={args} onChange={setArgs} />
         )}
         {item.mayApprove && (
-          <label>
-            Payload (optional JSON, for the tool)
-            <textarea
-              rows={2}
-              value={payload}
-              onChange={(e) => {
-                setPayload(e.target.value);
-              }}
-            />
-          </label>
+          <TextField label="Payload (optional JSON, for the tool)" rows={2} value={payload} onChange={setPayload} />
         )}
-        {sending.state === 'refused' && (
-          <p className="error" role="alert">
-            {sending.why}
-          </p>
-        )}
+        <Alert text={sending.state === 'refused' ? sending.why : undefined} />
         <div className="actions">
           {item.mayApprove ? (
             <button

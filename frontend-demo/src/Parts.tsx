@@ -3,6 +3,7 @@ import { useState, type FormEvent } from 'react';
 import { ApprovalCard, type CardDetails, type Decision } from './ApprovalCard';
 import type { Ended } from './api';
 import { Args } from './Args';
+import { Alert, TextField } from './Field';
 import { saidOf, type Later } from './outcome';
 
 type ToolPart = ToolUIPart | DynamicToolUIPart;
@@ -220,21 +221,8 @@ function ClientTool({ name, part, answerers }: { name: string; part: ToolPart; a
         <code>{name}</code> runs in your browser
       </h3>
       <Args toolName={name} args={part.input} />
-      <label>
-        Result (JSON)
-        <textarea
-          rows={2}
-          value={text}
-          onChange={(e) => {
-            setText(e.target.value);
-          }}
-        />
-      </label>
-      {error && (
-        <p className="error" role="alert">
-          {error}
-        </p>
-      )}
+      <TextField label="Result (JSON)" rows={2} value={text} onChange={setText} />
+      <Alert text={error} />
       <div className="actions">
         <button type="submit" className="approve">
           Send result

@@ -8,7 +8,7 @@ use serde_json::Value;
 mod parts;
 
 use super::blocks::Blocks;
-use super::event::AgentEvent;
+use super::event::{AgentEvent, Asked};
 use super::history::MOVED_ON;
 use crate::call::ToolCall;
 use crate::confirm::{CONFIRMATION_TOOL, confirmation_input, with_handoff};
@@ -168,53 +168,7 @@ impl TurnEncoder {
                 metadata,
                 streamed,
             } => input_chunks(&call, !streamed, metadata, None, out),
-            AgentEvent::Asked {
-                issued,
-                seal,
-                metadata,
-                streamed,
-                client_side,
-            } => {
-                let metadata = merge(seal, metadata);
-                match issued.protocol {
-                    ConfirmationProtocol::Adk => {
-                        let input = confirmation_input(&issued);
-                        out.push(UiChunk::tool_input_start(&issued.id, CONFIRMATION_TOOL));
-                        let mut available = UiChunk::tool_input_available(
-                            &issued.id,
-                            CONFIRMATION_TOOL,
-                            input.clone(),
-                        );
-                        set_extras(&mut available, metadata.clone(), None);
-                        out.push(available);
-                        let state = ToolState::InputAvailable;
-                        let part = tool_part(
-                            issued.id,
-                            CONFIRMATION_TOOL.to_owned(),
-                            input,
-                            state,
-                            metadata,
-                        );
-                        message.parts.push(part);
-                    }
-                    ConfirmationProtocol::AiSdk => {
-                        // A client-side tool's call is the server's to hold until
-                        // approved: `onToolCall` skips what is provider-executed.
-                        let call = issued.call;
-                        let held = client_side.then_some(true);
-                        input_chunks(&call, !streamed, metadata.clone(), held, out);
-                        out.push(UiChunk::ToolApprovalRequest {
-                            approval_id: issued.id.clone(),
-                            tool_call_id: call.id.clone(),
-                        });
-                        let state = ToolState::ApprovalRequested {
-                            approval_id: issued.id,
-                        };
-                        let part = tool_part(call.id, call.name, call.args, state, metadata);
-                        message.parts.push(part);
-                    }
-                }
-            }
+            AgentEvent::Asked(asked) => ask(asked, message, out),
             AgentEvent::Refused {
                 call,
                 reason,
@@ -253,6 +207,48 @@ impl TurnEncoder {
             AgentEvent::StepFinish => out.push(UiChunk::FinishStep),
             AgentEvent::Error(error_text) => out.push(UiChunk::Error { error_text }),
             AgentEvent::Finish(reason) => out.push(UiChunk::finish(reason)),
+        }
+    }
+}
+
+/// A question's chunks and its part: ADK's confirmation call, or a native
+/// approval request on the call itself.
+fn ask(asked: Asked, message: &mut UiMessage, out: &mut Vec<UiChunk>) {
+    let metadata = merge(asked.seal, asked.metadata);
+    let issued = asked.issued;
+    match issued.protocol {
+        ConfirmationProtocol::Adk => {
+            let input = confirmation_input(&issued);
+            out.push(UiChunk::tool_input_start(&issued.id, CONFIRMATION_TOOL));
+            let mut available =
+                UiChunk::tool_input_available(&issued.id, CONFIRMATION_TOOL, input.clone());
+            set_extras(&mut available, metadata.clone(), None);
+            out.push(available);
+            let state = ToolState::InputAvailable;
+            let part = tool_part(
+                issued.id,
+                CONFIRMATION_TOOL.to_owned(),
+                input,
+                state,
+                metadata,
+            );
+            message.parts.push(part);
+        }
+        ConfirmationProtocol::AiSdk => {
+            // A client-side tool's call is the server's to hold until
+            // approved: `onToolCall` skips what is provider-executed.
+            let call = issued.call;
+            let held = asked.client_side.then_some(true);
+            input_chunks(&call, !asked.streamed, metadata.clone(), held, out);
+            out.push(UiChunk::ToolApprovalRequest {
+                approval_id: issued.id.clone(),
+                tool_call_id: call.id.clone(),
+            });
+            let state = ToolState::ApprovalRequested {
+                approval_id: issued.id,
+            };
+            let part = tool_part(call.id, call.name, call.args, state, metadata);
+            message.parts.push(part);
         }
     }
 }

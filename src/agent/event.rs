@@ -79,17 +79,8 @@ pub enum AgentEvent {
         metadata: Option<Value>,
         streamed: bool,
     },
-    /// A call needs a human: the question, asked in `issued.protocol`.
-    Asked {
-        issued: Issued,
-        /// The seal of the question, when answers are signed.
-        seal: Option<Value>,
-        /// The provider's metadata of the call.
-        metadata: Option<Value>,
-        streamed: bool,
-        /// A client-side tool: the server holds its call until approved.
-        client_side: bool,
-    },
+    /// A call needs a human.
+    Asked(Asked),
     /// The call cannot run anywhere (e.g. an unknown tool).
     Refused {
         call: ToolCall,
@@ -124,4 +115,17 @@ pub enum AgentEvent {
     Error(String),
     /// The turn ended.
     Finish(FinishReason),
+}
+
+/// A question about a call, asked in `issued.protocol`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Asked {
+    pub issued: Issued,
+    /// The seal of the question, when answers are signed.
+    pub seal: Option<Value>,
+    /// The provider's metadata of the call.
+    pub metadata: Option<Value>,
+    pub streamed: bool,
+    /// A client-side tool: the server holds its call until approved.
+    pub client_side: bool,
 }

@@ -7,7 +7,7 @@ use futures::future::FutureExt;
 use futures::stream::{BoxStream, FuturesOrdered};
 use serde_json::Value;
 
-use super::event::AgentEvent;
+use super::event::{AgentEvent, Asked};
 use super::{Phase, Turn, card_settled, decided_answer};
 use crate::call::{MAX_ARGS_BYTES, MAX_CALLS_PER_STEP, ToolCall};
 use crate::confirm::{NewCall, Permit};
@@ -259,13 +259,13 @@ impl Turn {
                     ConfirmationProtocol::Adk => false,
                     ConfirmationProtocol::AiSdk => gate.runs_on_client(&issued.call.name),
                 };
-                AgentEvent::Asked {
+                AgentEvent::Asked(Asked {
                     issued,
                     seal,
                     metadata,
                     streamed,
                     client_side,
-                }
+                })
             }
             Ok(NewCall::Refused(reason)) => AgentEvent::Refused {
                 call,

@@ -1,13 +1,15 @@
 //! Anthropic Messages, streaming.
 
-use futures::stream::BoxStream;
+use std::borrow::Cow;
+
 use serde_json::{Map, Value, json};
 
-use super::http::Upstream;
+use super::http::{HttpModel, ModelApi};
 use super::{
-    AssistantContent, ModelMessage, ModelOptions, ModelProvider, ModelRequest, ProviderError,
-    ProviderEvent, ToolResult, UserContent, inline_data,
+    AssistantContent, ModelMessage, ModelOptions, ModelRequest, ProviderError, ToolResult,
+    UserContent, inline_data,
 };
+
 use crate::ids::Ids;
 
 const PROVIDER: &str = "anthropic";
@@ -17,123 +19,102 @@ pub const API_VERSION: &str = "2023-06-01";
 /// Anthropic requires `max_tokens`; this when the user set none.
 const DEFAULT_MAX_TOKENS: u64 = 4096;
 
-pub struct Anthropic {
-    upstream: Upstream,
-    options: ModelOptions,
-    ids: Ids,
-}
+/// Anthropic Messages, at `messages`.
+pub type Anthropic = HttpModel<Decode>;
 
-impl Anthropic {
-    pub fn new(upstream: Upstream, options: ModelOptions, ids: Ids) -> Self {
-        Self {
-            upstream,
-            options,
-            ids,
-        }
-    }
-}
-
-impl ModelProvider for Anthropic {
-    fn stream(
-        &self,
-        request: ModelRequest,
-    ) -> BoxStream<'static, Result<ProviderEvent, ProviderError>> {
-        let body = body(&self.options, &request);
-        let url = self.upstream.url("messages");
-        self.upstream
-            .stream(url, body, Decode::new(self.ids.clone()))
-    }
-}
-
-/// The request body for `request`.
-pub fn body(options: &ModelOptions, request: &ModelRequest) -> Result<Vec<u8>, ProviderError> {
-    let mut system: Vec<&str> = Vec::new();
-    // Anthropic wants roles to alternate: consecutive messages of one role
-    // become one message.
-    let mut messages: Vec<(&str, Vec<Value>)> = Vec::new();
-    for message in &request.messages {
-        let (role, blocks) = match message {
-            ModelMessage::System(text) => {
-                if !text.trim().is_empty() {
-                    system.push(text);
+impl ModelApi for Decode {
+    fn body(options: &ModelOptions, request: &ModelRequest) -> Result<Vec<u8>, ProviderError> {
+        let mut system: Vec<&str> = Vec::new();
+        // Anthropic wants roles to alternate: consecutive messages of one role
+        // become one message.
+        let mut messages: Vec<(&str, Vec<Value>)> = Vec::new();
+        for message in &request.messages {
+            let (role, blocks) = match message {
+                ModelMessage::System(text) => {
+                    if !text.trim().is_empty() {
+                        system.push(text);
+                    }
+                    continue;
                 }
+                ModelMessage::User(content) => ("user", user_blocks(content)?),
+                ModelMessage::Assistant(content) => ("assistant", assistant_blocks(content)),
+                ModelMessage::Tool(results) => ("user", results.iter().map(tool_result).collect()),
+            };
+            if blocks.is_empty() {
                 continue;
             }
-            ModelMessage::User(content) => ("user", user_blocks(content)?),
-            ModelMessage::Assistant(content) => ("assistant", assistant_blocks(content)),
-            ModelMessage::Tool(results) => ("user", results.iter().map(tool_result).collect()),
-        };
-        if blocks.is_empty() {
-            continue;
+            match messages.last_mut() {
+                Some((last, into)) if *last == role => into.extend(blocks),
+                _ => messages.push((role, blocks)),
+            }
         }
-        match messages.last_mut() {
-            Some((last, into)) if *last == role => into.extend(blocks),
-            _ => messages.push((role, blocks)),
-        }
-    }
-    let messages = messages
-        .into_iter()
-        .map(|(role, mut content)| {
-            // A user message's tool results come before anything else in it
-            // (the sort is stable).
-            content.sort_by_key(|block| block["type"] != "tool_result");
-            json!({"role": role, "content": content})
-        })
-        .collect();
-
-    let mut body = Map::new();
-    body.insert("model".into(), options.model.clone().into());
-    body.insert(
-        "max_tokens".into(),
-        options.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS).into(),
-    );
-    body.insert("stream".into(), true.into());
-    if let Some(temperature) = options.temperature {
-        body.insert("temperature".into(), temperature.into());
-    }
-    if !system.is_empty() {
-        body.insert("system".into(), system.join("\n\n").into());
-    }
-    if !request.tools.is_empty() {
-        let tools = request
-            .tools
-            .iter()
-            .map(|tool| {
-                json!({
-                    "name": tool.name,
-                    "description": tool.description,
-                    "input_schema": tool.parameters,
-                })
+        let messages = messages
+            .into_iter()
+            .map(|(role, mut content)| {
+                // A user message's tool results come before anything else in it
+                // (the sort is stable).
+                content.sort_by_key(|block| block["type"] != "tool_result");
+                json!({"role": role, "content": content})
             })
             .collect();
-        body.insert("tools".into(), Value::Array(tools));
+
+        let mut body = Map::new();
+        body.insert("model".into(), options.model.clone().into());
+        body.insert(
+            "max_tokens".into(),
+            options.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS).into(),
+        );
+        body.insert("stream".into(), true.into());
+        if let Some(temperature) = options.temperature {
+            body.insert("temperature".into(), temperature.into());
+        }
+        if !system.is_empty() {
+            body.insert("system".into(), system.join("\n\n").into());
+        }
+        if !request.tools.is_empty() {
+            let tools = request.tool_declarations("input_schema");
+            body.insert("tools".into(), Value::Array(tools));
+        }
+        body.insert("messages".into(), Value::Array(messages));
+        options.finish_body(body)
     }
-    body.insert("messages".into(), Value::Array(messages));
-    options.finish_body(body)
+
+    fn path(_: &ModelOptions) -> Cow<'static, str> {
+        "messages".into()
+    }
+
+    fn decoder(ids: Ids) -> Self {
+        Self::new(ids)
+    }
 }
 
 fn user_blocks(content: &[UserContent]) -> Result<Vec<Value>, ProviderError> {
-    let mut blocks = Vec::with_capacity(content.len());
-    for item in content {
-        match item {
-            // Anthropic refuses text blocks with nothing to read.
-            UserContent::Text(text) if text.trim().is_empty() => {}
-            UserContent::Text(text) => blocks.push(json!({"type": "text", "text": text})),
-            UserContent::File { media_type, url } => {
-                let kind = if media_type.starts_with("image/") {
-                    "image"
-                } else if media_type == "application/pdf" {
-                    "document"
-                } else {
-                    return Err(ProviderError::Request(format!(
-                        "{PROVIDER} does not take files of type `{media_type}`"
-                    )));
-                };
-                blocks.push(json!({"type": kind, "source": file_source(media_type, url)?}));
-            }
-        }
-    }
-    Ok(blocks)
+    content
+        .iter()
+        .filter_map(|item| match item {
+            UserContent::Text(text) => text_block(text).map(Ok),
+            UserContent::File { media_type, url } => Some(file_block(media_type, url)),
+        })
+        .collect()
+}
+
+/// A text block: Anthropic refuses one with nothing to read.
+fn text_block(text: &str) -> Option<Value> {
+    (!text.trim().is_empty()).then(|| json!({"type": "text", "text": text}))
+}
+
+/// An image or a PDF.
+fn file_block(media_type: &str, url: &str) -> Result<Value, ProviderError> {
+    let kind = if media_type.starts_with("image/") {
+        "image"
+    } else if media_type == "application/pdf" {
+        "document"
+    } else {
+        return Err(ProviderError::Request(format!(
+            "{PROVIDER} does not take files of type `{media_type}`"
+        )));
+    };
+    Ok(json!({"type": kind, "source": file_source(media_type, url)?}))
 }
 
 /// A file's `source`: the data of a `data:` URL, or an http(s) URL
@@ -152,33 +133,37 @@ fn file_source(media_type: &str, url: &str) -> Result<Value, ProviderError> {
 }
 
 fn assistant_blocks(content: &[AssistantContent]) -> Vec<Value> {
-    let mut blocks = Vec::with_capacity(content.len());
-    for item in content {
-        match item {
-            AssistantContent::Text(text) if text.trim().is_empty() => {}
-            AssistantContent::Text(text) => blocks.push(json!({"type": "text", "text": text})),
+    content
+        .iter()
+        .filter_map(|item| match item {
+            AssistantContent::Text(text) => text_block(text),
             AssistantContent::Reasoning { text, metadata } => {
-                let ours = metadata.as_ref().and_then(|m| m.get(PROVIDER));
-                let field = |name: &str| ours.and_then(|o| o.get(name)).and_then(Value::as_str);
-                if let Some(signature) = field("signature") {
-                    blocks.push(
-                        json!({"type": "thinking", "thinking": text, "signature": signature}),
-                    );
-                } else if let Some(data) = field("redactedData") {
-                    blocks.push(json!({"type": "redacted_thinking", "data": data}));
-                }
-                // Unsigned reasoning (another model's, or cut short) is
-                // refused by Anthropic, so it is left out.
+                thinking_block(text, metadata.as_ref())
             }
-            AssistantContent::ToolCall { call, .. } => blocks.push(json!({
+            AssistantContent::ToolCall { call, .. } => Some(json!({
                 "type": "tool_use",
                 "id": call.id,
                 "name": call.name,
                 "input": tool_input(&call.args),
             })),
+        })
+        .collect()
+}
+
+/// A thinking block Anthropic signed, or one it redacted. Unsigned
+/// reasoning (another model's, or cut short) is refused by Anthropic, so
+/// it is left out.
+fn thinking_block(text: &str, metadata: Option<&Value>) -> Option<Value> {
+    let ours = metadata?.get(PROVIDER)?;
+    let field = |name: &str| ours.get(name).and_then(Value::as_str);
+    match field("signature") {
+        Some(signature) => {
+            Some(json!({"type": "thinking", "thinking": text, "signature": signature}))
+        }
+        None => {
+            field("redactedData").map(|data| json!({"type": "redacted_thinking", "data": data}))
         }
     }
-    blocks
 }
 
 /// A call's arguments as Anthropic's `input`, which must be an object.

@@ -3,16 +3,16 @@
 //! Gemini sends every call whole in one part, matches results to calls by
 //! name and order, and needs a call's `thoughtSignature` back beside it.
 
-use futures::stream::BoxStream;
+use std::borrow::Cow;
+
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use sse_stream::Sse;
 
-use super::http::{Decoder, Upstream};
+use super::http::{Answer, Decoder, HttpModel, ModelApi, read_json};
 use super::{
-    AssistantContent, ModelMessage, ModelOptions, ModelProvider, ModelRequest, ProviderError,
-    ProviderEvent, ResultContent, StopReason, ToolCall, ToolResult, Usage, UserContent,
-    inline_data,
+    AssistantContent, ModelMessage, ModelOptions, ModelRequest, ProviderError, ProviderEvent,
+    ResultContent, StopReason, ToolCall, ToolResult, Usage, UserContent, inline_data,
 };
 use crate::ids::Ids;
 use crate::protocol::DeltaText;
@@ -20,114 +20,85 @@ use crate::protocol::DeltaText;
 const PROVIDER: &str = "gemini";
 pub const DEFAULT_BASE_URL: &str = "https://generativelanguage.googleapis.com/v1beta";
 
-pub struct Gemini {
-    upstream: Upstream,
-    options: ModelOptions,
-    ids: Ids,
-}
+/// Gemini, at `models/{model}:streamGenerateContent`.
+pub type Gemini = HttpModel<Decode>;
 
-impl Gemini {
-    pub fn new(upstream: Upstream, options: ModelOptions, ids: Ids) -> Self {
-        Self {
-            upstream,
-            options,
-            ids,
-        }
-    }
-}
-
-impl ModelProvider for Gemini {
-    fn stream(
-        &self,
-        request: ModelRequest,
-    ) -> BoxStream<'static, Result<ProviderEvent, ProviderError>> {
-        let body = body(&self.options, &request);
-        let url = self.upstream.url(&format!(
-            "models/{}:streamGenerateContent?alt=sse",
-            self.options.model
-        ));
-        self.upstream
-            .stream(url, body, Decode::new(self.ids.clone()))
-    }
-}
-
-/// The request body for `request`.
-pub fn body(options: &ModelOptions, request: &ModelRequest) -> Result<Vec<u8>, ProviderError> {
-    let mut system = Vec::new();
-    let mut contents = Contents::default();
-    let mut order: Vec<&str> = Vec::new();
-    for message in &request.messages {
-        match message {
-            ModelMessage::System(text) if !text.is_empty() => system.push(text.as_str()),
-            ModelMessage::System(_) => {}
-            ModelMessage::User(content) => {
-                let parts = content.iter().map(user_part).collect::<Result<_, _>>()?;
-                contents.push("user", parts);
-            }
-            ModelMessage::Assistant(content) => {
-                order = call_order(content);
-                let mut ordered: Vec<&AssistantContent> = content.iter().collect();
-                ordered.sort_by_key(|item| match item {
-                    AssistantContent::ToolCall { call, .. } => order
-                        .iter()
-                        .position(|id| *id == call.id.as_str())
-                        .map_or(usize::MAX, |i| i + 1),
-                    _ => 0,
-                });
-                contents.push(
-                    "model",
-                    ordered.into_iter().filter_map(model_part).collect(),
-                )
-            }
-            ModelMessage::Tool(results) => {
-                // In the order of the calls they answer.
-                let mut ordered: Vec<&ToolResult> = results.iter().collect();
-                ordered.sort_by_key(|r| {
-                    order
-                        .iter()
-                        .position(|id| *id == r.call_id.as_str())
-                        .unwrap_or(usize::MAX)
-                });
-                contents.push("user", ordered.into_iter().map(function_response).collect())
+impl ModelApi for Decode {
+    fn body(options: &ModelOptions, request: &ModelRequest) -> Result<Vec<u8>, ProviderError> {
+        let mut system = Vec::new();
+        let mut contents = Contents::default();
+        let mut order: Vec<&str> = Vec::new();
+        for message in &request.messages {
+            match message {
+                ModelMessage::System(text) if !text.is_empty() => system.push(text.as_str()),
+                ModelMessage::System(_) => {}
+                ModelMessage::User(content) => {
+                    let parts = content.iter().map(user_part).collect::<Result<_, _>>()?;
+                    contents.push("user", parts);
+                }
+                ModelMessage::Assistant(content) => {
+                    order = call_order(content);
+                    let mut ordered: Vec<&AssistantContent> = content.iter().collect();
+                    ordered.sort_by_key(|item| match item {
+                        AssistantContent::ToolCall { call, .. } => order
+                            .iter()
+                            .position(|id| *id == call.id.as_str())
+                            .map_or(usize::MAX, |i| i + 1),
+                        _ => 0,
+                    });
+                    contents.push(
+                        "model",
+                        ordered.into_iter().filter_map(model_part).collect(),
+                    )
+                }
+                ModelMessage::Tool(results) => {
+                    // In the order of the calls they answer.
+                    let mut ordered: Vec<&ToolResult> = results.iter().collect();
+                    ordered.sort_by_key(|r| {
+                        order
+                            .iter()
+                            .position(|id| *id == r.call_id.as_str())
+                            .unwrap_or(usize::MAX)
+                    });
+                    contents.push("user", ordered.into_iter().map(function_response).collect())
+                }
             }
         }
+        let mut body = Map::new();
+        body.insert("contents".into(), contents.into_json());
+        if !system.is_empty() {
+            body.insert(
+                "systemInstruction".into(),
+                json!({"parts": [{"text": system.join("\n\n")}]}),
+            );
+        }
+        if !request.tools.is_empty() {
+            let declarations = request.tool_declarations("parametersJsonSchema");
+            body.insert(
+                "tools".into(),
+                json!([{"functionDeclarations": declarations}]),
+            );
+        }
+        let mut config = Map::new();
+        if let Some(temperature) = options.temperature {
+            config.insert("temperature".into(), temperature.into());
+        }
+        if let Some(max_tokens) = options.max_tokens {
+            config.insert("maxOutputTokens".into(), max_tokens.into());
+        }
+        if !config.is_empty() {
+            body.insert("generationConfig".into(), Value::Object(config));
+        }
+        options.finish_body(body)
     }
-    let mut body = Map::new();
-    body.insert("contents".into(), contents.into_json());
-    if !system.is_empty() {
-        body.insert(
-            "systemInstruction".into(),
-            json!({"parts": [{"text": system.join("\n\n")}]}),
-        );
+
+    fn path(options: &ModelOptions) -> Cow<'static, str> {
+        format!("models/{}:streamGenerateContent?alt=sse", options.model).into()
     }
-    if !request.tools.is_empty() {
-        let declarations: Vec<Value> = request
-            .tools
-            .iter()
-            .map(|tool| {
-                json!({
-                    "name": tool.name,
-                    "description": tool.description,
-                    "parametersJsonSchema": tool.parameters,
-                })
-            })
-            .collect();
-        body.insert(
-            "tools".into(),
-            json!([{"functionDeclarations": declarations}]),
-        );
+
+    fn decoder(ids: Ids) -> Self {
+        Self::new(ids)
     }
-    let mut config = Map::new();
-    if let Some(temperature) = options.temperature {
-        config.insert("temperature".into(), temperature.into());
-    }
-    if let Some(max_tokens) = options.max_tokens {
-        config.insert("maxOutputTokens".into(), max_tokens.into());
-    }
-    if !config.is_empty() {
-        body.insert("generationConfig".into(), Value::Object(config));
-    }
-    options.finish_body(body)
 }
 
 /// Contents in order, consecutive ones of a role merged: Gemini wants the
@@ -248,14 +219,16 @@ struct Response {
 struct Candidate {
     #[serde(default)]
     index: u32,
-    content: Option<Content>,
+    content: Option<Content<Part>>,
     finish_reason: Option<String>,
 }
 
+/// A genai `Content`, of Gemini's `Part`s here and of ADK's in its events.
 #[derive(Deserialize)]
-struct Content {
+#[serde(bound(deserialize = "P: Deserialize<'de>"))]
+pub(super) struct Content<P> {
     #[serde(default)]
-    parts: Vec<Part>,
+    pub parts: Vec<P>,
 }
 
 #[derive(Deserialize)]
@@ -293,21 +266,53 @@ struct PromptFeedback {
 }
 
 pub struct Decode {
-    ids: Ids,
+    answer: Answer,
     /// A function call came in this answer.
     called: bool,
-    reason: Option<StopReason>,
-    usage: Usage,
 }
 
 impl Decode {
     pub fn new(ids: Ids) -> Self {
         Self {
-            ids,
+            answer: Answer::new(ids),
             called: false,
-            reason: None,
-            usage: Usage::default(),
         }
+    }
+
+    fn response(
+        &mut self,
+        response: Response,
+        out: &mut Vec<ProviderEvent>,
+    ) -> Result<(), ProviderError> {
+        if let Some(error) = response.error {
+            return Err(ProviderError::in_stream(PROVIDER, &error));
+        }
+        if let Some(usage) = response.usage_metadata {
+            self.answer.usage = Usage {
+                input_tokens: usage.prompt_token_count,
+                // Thinking is output too, as other providers count it. The
+                // counts are the upstream's word: a sum past u64 saturates.
+                output_tokens: usage
+                    .candidates_token_count
+                    .saturating_add(usage.thoughts_token_count),
+            };
+        }
+        if response.candidates.is_empty() {
+            let blocked = response.prompt_feedback.and_then(|f| f.block_reason);
+            if blocked.is_some() {
+                self.answer.reason = Some(StopReason::ContentFilter);
+            }
+        }
+        // One answer is asked for; other candidates are not this conversation.
+        for candidate in response.candidates.into_iter().filter(|c| c.index == 0) {
+            for part in candidate.content.map(|c| c.parts).unwrap_or_default() {
+                self.part(part, out)?;
+            }
+            if let Some(reason) = candidate.finish_reason {
+                self.answer.reason = Some(stop_reason(&reason));
+            }
+        }
+        Ok(())
     }
 
     fn part(&mut self, part: Part, out: &mut Vec<ProviderEvent>) -> Result<(), ProviderError> {
@@ -319,7 +324,7 @@ impl Decode {
             }
             let id = match call.id {
                 Some(id) if !id.is_empty() => id,
-                _ => self.ids.next("call"),
+                _ => self.answer.ids.next("call"),
             };
             let metadata = part
                 .thought_signature
@@ -358,59 +363,18 @@ impl Decoder for Decode {
     type Event = ProviderEvent;
 
     fn event(&mut self, event: Sse, out: &mut Vec<ProviderEvent>) -> Result<bool, ProviderError> {
-        let Some(data) = event.data else {
-            return Ok(false);
-        };
-        if data.trim().is_empty() {
-            return Ok(false);
-        }
-        let response: Response = serde_json::from_str(&data).map_err(|e| {
-            ProviderError::Stream(format!(
-                "{PROVIDER} sent an event that is not a GenerateContentResponse: {e}"
-            ))
-        })?;
-        if let Some(error) = response.error {
-            return Err(ProviderError::in_stream(PROVIDER, &error));
-        }
-        if let Some(usage) = response.usage_metadata {
-            self.usage = Usage {
-                input_tokens: usage.prompt_token_count,
-                // Thinking is output too, as other providers count it. The
-                // counts are the upstream's word: a sum past u64 saturates.
-                output_tokens: usage
-                    .candidates_token_count
-                    .saturating_add(usage.thoughts_token_count),
-            };
-        }
-        if response.candidates.is_empty() {
-            let blocked = response.prompt_feedback.and_then(|f| f.block_reason);
-            if blocked.is_some() {
-                self.reason = Some(StopReason::ContentFilter);
-            }
-        }
-        // One answer is asked for; other candidates are not this conversation.
-        for candidate in response.candidates.into_iter().filter(|c| c.index == 0) {
-            for part in candidate.content.map(|c| c.parts).unwrap_or_default() {
-                self.part(part, out)?;
-            }
-            if let Some(reason) = candidate.finish_reason {
-                self.reason = Some(stop_reason(&reason));
-            }
+        if let Some(data) = event.data.as_deref().filter(|data| !data.trim().is_empty()) {
+            self.response(read_json(PROVIDER, "GenerateContentResponse", data)?, out)?;
         }
         // No end marker: usage may still follow the finish reason.
         Ok(false)
     }
 
     fn end(&mut self, out: &mut Vec<ProviderEvent>) -> Result<(), ProviderError> {
-        let reason = match self.reason {
-            Some(StopReason::Stop) if self.called => StopReason::ToolCalls,
-            Some(reason) => reason,
-            None => return Err(ProviderError::Incomplete { provider: PROVIDER }),
-        };
-        out.push(ProviderEvent::Finish {
-            reason,
-            usage: self.usage,
-        });
+        if self.answer.stopped(PROVIDER)? == StopReason::Stop && self.called {
+            self.answer.reason = Some(StopReason::ToolCalls);
+        }
+        out.push(self.answer.finish());
         Ok(())
     }
 }

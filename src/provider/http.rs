@@ -15,6 +15,9 @@ use sse_stream::{Sse, SseByteStream};
 
 use super::{ProviderError, ProviderEvent};
 
+mod model;
+pub use model::{Answer, HttpModel, ModelApi, read_json};
+
 /// The most bytes one SSE event may take: a 1 MiB argument text, escaped.
 const MAX_EVENT_BYTES: usize = 8 << 20;
 /// The most of an error body read for its message.

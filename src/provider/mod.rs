@@ -107,6 +107,23 @@ pub struct ModelRequest {
     pub tools: std::sync::Arc<[ToolSpec]>,
 }
 
+impl ModelRequest {
+    /// Each tool as `{"name", "description", <schema>: parameters}`: every
+    /// API declares a tool so, each with its own name for the schema.
+    fn tool_declarations(&self, schema: &str) -> Vec<Value> {
+        self.tools
+            .iter()
+            .map(|tool| {
+                serde_json::json!({
+                    "name": tool.name,
+                    "description": tool.description,
+                    schema: tool.parameters,
+                })
+            })
+            .collect()
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum StopReason {
     Stop,

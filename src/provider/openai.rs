@@ -1,15 +1,16 @@
 //! OpenAI Chat Completions, streaming; any server that speaks it (OpenAI,
 //! Azure-style gateways, OpenRouter, Groq, vLLM, llama.cpp, Ollama, LM Studio).
 
-use futures::stream::BoxStream;
+use std::borrow::Cow;
+
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use sse_stream::Sse;
 
-use super::http::{Decoder, Upstream};
+use super::http::{Answer, Decoder, HttpModel, ModelApi, read_json};
 use super::{
-    AssistantContent, ModelMessage, ModelOptions, ModelProvider, ModelRequest, ProviderError,
-    ProviderEvent, StopReason, Usage, UserContent, inline_data,
+    AssistantContent, ModelMessage, ModelOptions, ModelRequest, ProviderError, ProviderEvent,
+    StopReason, Usage, UserContent, inline_data,
 };
 use crate::call::{MAX_ARGS_BYTES, MAX_CALLS_PER_STEP};
 use crate::ids::Ids;
@@ -18,106 +19,86 @@ use crate::protocol::DeltaText;
 const PROVIDER: &str = "openai";
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 
-pub struct OpenAi {
-    upstream: Upstream,
-    options: ModelOptions,
-    ids: Ids,
-}
+/// Chat Completions, at `chat/completions`.
+pub type OpenAi = HttpModel<Decode>;
 
-impl OpenAi {
-    pub fn new(upstream: Upstream, options: ModelOptions, ids: Ids) -> Self {
-        Self {
-            upstream,
-            options,
-            ids,
-        }
-    }
-}
-
-impl ModelProvider for OpenAi {
-    fn stream(
-        &self,
-        request: ModelRequest,
-    ) -> BoxStream<'static, Result<ProviderEvent, ProviderError>> {
-        let body = body(&self.options, &request);
-        let url = self.upstream.url("chat/completions");
-        self.upstream
-            .stream(url, body, Decode::new(self.ids.clone()))
-    }
-}
-
-/// The request body for `request`.
-pub fn body(options: &ModelOptions, request: &ModelRequest) -> Result<Vec<u8>, ProviderError> {
-    let mut messages = Vec::with_capacity(request.messages.len());
-    for message in &request.messages {
-        match message {
-            ModelMessage::System(text) => messages.push(json!({"role": "system", "content": text})),
-            ModelMessage::User(content) => {
-                messages.push(json!({"role": "user", "content": user_content(content)?}))
-            }
-            ModelMessage::Assistant(content) => {
-                let mut text = String::new();
-                let mut calls = Vec::new();
-                for item in content {
-                    match item {
-                        AssistantContent::Text(t) => text.push_str(t),
-                        // Chat Completions takes no reasoning back.
-                        AssistantContent::Reasoning { .. } => {}
-                        AssistantContent::ToolCall { call, .. } => calls.push(json!({
-                            "id": call.id,
-                            "type": "function",
-                            "function": {"name": call.name, "arguments": call.args.to_string()},
-                        })),
+impl ModelApi for Decode {
+    fn body(options: &ModelOptions, request: &ModelRequest) -> Result<Vec<u8>, ProviderError> {
+        let mut messages = Vec::with_capacity(request.messages.len());
+        for message in &request.messages {
+            match message {
+                ModelMessage::System(text) => {
+                    messages.push(json!({"role": "system", "content": text}))
+                }
+                ModelMessage::User(content) => {
+                    messages.push(json!({"role": "user", "content": user_content(content)?}))
+                }
+                ModelMessage::Assistant(content) => {
+                    let mut text = String::new();
+                    let mut calls = Vec::new();
+                    for item in content {
+                        match item {
+                            AssistantContent::Text(t) => text.push_str(t),
+                            // Chat Completions takes no reasoning back.
+                            AssistantContent::Reasoning { .. } => {}
+                            AssistantContent::ToolCall { call, .. } => calls.push(json!({
+                                "id": call.id,
+                                "type": "function",
+                                "function": {"name": call.name, "arguments": call.args.to_string()},
+                            })),
+                        }
+                    }
+                    // A step of reasoning only has nothing this API takes back.
+                    if text.is_empty() && calls.is_empty() {
+                        continue;
+                    }
+                    let mut message =
+                        json!({"role": "assistant", "content": (!text.is_empty()).then_some(text)});
+                    if !calls.is_empty() {
+                        message["tool_calls"] = Value::Array(calls);
+                    }
+                    messages.push(message);
+                }
+                ModelMessage::Tool(results) => {
+                    for result in results {
+                        messages.push(json!({
+                            "role": "tool",
+                            "tool_call_id": result.call_id,
+                            "content": result.outcome.text(),
+                        }));
                     }
                 }
-                // A step of reasoning only has nothing this API takes back.
-                if text.is_empty() && calls.is_empty() {
-                    continue;
-                }
-                let mut message =
-                    json!({"role": "assistant", "content": (!text.is_empty()).then_some(text)});
-                if !calls.is_empty() {
-                    message["tool_calls"] = Value::Array(calls);
-                }
-                messages.push(message);
-            }
-            ModelMessage::Tool(results) => {
-                for result in results {
-                    messages.push(json!({
-                        "role": "tool",
-                        "tool_call_id": result.call_id,
-                        "content": result.outcome.text(),
-                    }));
-                }
             }
         }
+        let mut body = Map::new();
+        body.insert("model".into(), options.model.clone().into());
+        body.insert("messages".into(), Value::Array(messages));
+        body.insert("stream".into(), true.into());
+        body.insert("stream_options".into(), json!({"include_usage": true}));
+        if !request.tools.is_empty() {
+            let tools = request
+                .tool_declarations("parameters")
+                .into_iter()
+                .map(|function| json!({"type": "function", "function": function}))
+                .collect();
+            body.insert("tools".into(), Value::Array(tools));
+        }
+        if let Some(temperature) = options.temperature {
+            body.insert("temperature".into(), temperature.into());
+        }
+        if let Some(max_tokens) = options.max_tokens {
+            body.insert("max_tokens".into(), max_tokens.into());
+        }
+        options.finish_body(body)
     }
-    let mut body = Map::new();
-    body.insert("model".into(), options.model.clone().into());
-    body.insert("messages".into(), Value::Array(messages));
-    body.insert("stream".into(), true.into());
-    body.insert("stream_options".into(), json!({"include_usage": true}));
-    if !request.tools.is_empty() {
-        let tools = request
-            .tools
-            .iter()
-            .map(|tool| {
-                json!({"type": "function", "function": {
-                    "name": tool.name,
-                    "description": tool.description,
-                    "parameters": tool.parameters,
-                }})
-            })
-            .collect();
-        body.insert("tools".into(), Value::Array(tools));
+
+    fn path(_: &ModelOptions) -> Cow<'static, str> {
+        "chat/completions".into()
     }
-    if let Some(temperature) = options.temperature {
-        body.insert("temperature".into(), temperature.into());
+
+    fn decoder(ids: Ids) -> Self {
+        Self::new(ids)
     }
-    if let Some(max_tokens) = options.max_tokens {
-        body.insert("max_tokens".into(), max_tokens.into());
-    }
-    options.finish_body(body)
 }
 
 fn user_content(content: &[UserContent]) -> Result<Value, ProviderError> {
@@ -208,19 +189,15 @@ struct Call {
 }
 
 pub struct Decode {
-    ids: Ids,
+    answer: Answer,
     calls: Vec<Call>,
-    reason: Option<StopReason>,
-    usage: Usage,
 }
 
 impl Decode {
     pub fn new(ids: Ids) -> Self {
         Self {
-            ids,
+            answer: Answer::new(ids),
             calls: Vec::new(),
-            reason: None,
-            usage: Usage::default(),
         }
     }
 
@@ -252,7 +229,7 @@ impl Decode {
         }
         let id = match id {
             Some(id) => id.to_owned(),
-            None => self.ids.next("call"),
+            None => self.answer.ids.next("call"),
         };
         self.calls.push(Call {
             index: delta.index,
@@ -309,43 +286,12 @@ impl Decode {
         Ok(())
     }
 
-    fn finish(&mut self, out: &mut Vec<ProviderEvent>) -> Result<(), ProviderError> {
-        for call in self.calls.drain(..) {
-            if call.name.is_none() {
-                return Err(ProviderError::Stream(format!(
-                    "{PROVIDER} sent tool call `{}` without a name",
-                    call.id
-                )));
-            }
-            out.push(ProviderEvent::ToolCallEnd { id: call.id });
-        }
-        out.push(ProviderEvent::Finish {
-            reason: self.reason.unwrap_or(StopReason::Stop),
-            usage: self.usage,
-        });
-        Ok(())
-    }
-}
-
-impl Decoder for Decode {
-    type Event = ProviderEvent;
-
-    fn event(&mut self, event: Sse, out: &mut Vec<ProviderEvent>) -> Result<bool, ProviderError> {
-        let Some(data) = event.data else {
-            return Ok(false);
-        };
-        if data.trim() == "[DONE]" {
-            self.finish(out)?;
-            return Ok(true);
-        }
-        let chunk: Chunk = serde_json::from_str(&data).map_err(|e| {
-            ProviderError::Stream(format!("{PROVIDER} sent an event that is not a chunk: {e}"))
-        })?;
+    fn chunk(&mut self, chunk: Chunk, out: &mut Vec<ProviderEvent>) -> Result<(), ProviderError> {
         if let Some(error) = chunk.error {
             return Err(ProviderError::in_stream(PROVIDER, &error));
         }
         if let Some(usage) = chunk.usage {
-            self.usage = Usage {
+            self.answer.usage = Usage {
                 input_tokens: usage.prompt_tokens,
                 output_tokens: usage.completion_tokens,
             };
@@ -368,18 +314,48 @@ impl Decoder for Decode {
                 self.tool_calls(calls, out)?;
             }
             if let Some(reason) = choice.finish_reason {
-                self.reason = Some(stop_reason(&reason));
+                self.answer.reason = Some(stop_reason(&reason));
             }
         }
-        Ok(false)
+        Ok(())
+    }
+
+    fn finish(&mut self, out: &mut Vec<ProviderEvent>) -> Result<(), ProviderError> {
+        for call in self.calls.drain(..) {
+            if call.name.is_none() {
+                return Err(ProviderError::Stream(format!(
+                    "{PROVIDER} sent tool call `{}` without a name",
+                    call.id
+                )));
+            }
+            out.push(ProviderEvent::ToolCallEnd { id: call.id });
+        }
+        out.push(self.answer.finish());
+        Ok(())
+    }
+}
+
+impl Decoder for Decode {
+    type Event = ProviderEvent;
+
+    fn event(&mut self, event: Sse, out: &mut Vec<ProviderEvent>) -> Result<bool, ProviderError> {
+        match event.data.as_deref() {
+            None => Ok(false),
+            Some(data) if data.trim() == "[DONE]" => {
+                self.finish(out)?;
+                Ok(true)
+            }
+            Some(data) => {
+                self.chunk(read_json(PROVIDER, "chunk", data)?, out)?;
+                Ok(false)
+            }
+        }
     }
 
     fn end(&mut self, out: &mut Vec<ProviderEvent>) -> Result<(), ProviderError> {
         // Some servers close without `[DONE]` once the finish reason is out.
-        match self.reason {
-            Some(_) => self.finish(out),
-            None => Err(ProviderError::Incomplete { provider: PROVIDER }),
-        }
+        self.answer.stopped(PROVIDER)?;
+        self.finish(out)
     }
 }
 

@@ -8,15 +8,14 @@ use std::sync::Arc;
 use bytes::Bytes;
 use futures::stream::BoxStream;
 use futures::{Stream, StreamExt};
-use tokio::sync::watch;
 
 use super::driver::Run;
 use super::log::{MAX_LOG_BYTES, Subscription};
-use super::registry::{Opening, Owner, RunError, Runs};
+use super::registry::{Opening, Owner, Runs};
 use crate::metrics::Transport;
 use crate::protocol::UiChunk;
 use crate::protocol::sse::Event;
-use crate::store::{Adopted, Read, StoreError, TakeOver, TurnLogReader, TurnLogWriter};
+use crate::store::{Read, StoreError, TakeOver, TurnLogReader};
 
 /// What the reader of a turn whose instance died while it was not waiting
 /// for a human reads last: nobody runs that turn's model step any more,
@@ -24,21 +23,6 @@ use crate::store::{Adopted, Read, StoreError, TakeOver, TurnLogReader, TurnLogWr
 pub const OWNER_DIED: &str = "the server running this turn stopped; send your message again";
 
 impl Runs {
-    /// Runs a held turn taken over from a dead instance, its log begun with
-    /// the chunks it had, its shared log written on by `writer`. Admitted
-    /// whatever the limits: it was admitted once.
-    pub(super) fn adopt(
-        self: &Arc<Self>,
-        owner: Owner<'_>,
-        chunks: BoxStream<'static, UiChunk>,
-        waiting: watch::Receiver<bool>,
-        adopted: Adopted,
-        writer: TurnLogWriter,
-    ) -> Result<(Arc<Run>, Subscription), RunError> {
-        let writer = writer.with_max_bytes(MAX_LOG_BYTES);
-        self.launch(owner, chunks, waiting, Opening::Adopted(adopted, writer))
-    }
-
     /// The turn in flight in `chat_id` for `principal`, read from its
     /// start: this instance's, or else (with a shared store) the one
     /// another instance runs, taken over first if that instance died while
@@ -118,9 +102,12 @@ impl Runs {
                     chat_id,
                     capped: true,
                 };
-                // An adopted turn skips the limits: this cannot fail.
-                let Ok((run, subscription)) = self.adopt(owner, turn, waiting, chunks, *writer)
-                else {
+                // Run with its log begun with the chunks it had, on its
+                // shared log. An adopted turn skips the limits (it was
+                // admitted once): this cannot fail.
+                let writer = writer.with_max_bytes(MAX_LOG_BYTES);
+                let opening = Opening::Adopted(chunks, writer);
+                let Ok((run, subscription)) = self.launch(owner, turn, waiting, opening) else {
                     return Ok(Found::None);
                 };
                 tracing::info!(chat = %chat_id, "took over a held turn whose instance died");

@@ -5,6 +5,7 @@
 //! the `adk` command (scripts/test installs it), and fails without it.
 
 use crate::common::Must;
+use crate::common::assert_contains;
 use serde_json::{Value, json};
 use toolgate::config::{Config, ProviderKind};
 
@@ -408,7 +409,7 @@ async fn a_decision_through_the_api_reaches_a_held_turn() {
     while let Some(piece) = body.next().await {
         seen.push_str(&String::from_utf8_lossy(&piece.unwrap_or_default()));
     }
-    assert!(seen.contains("txn-alice-500"), "{seen}");
+    assert_contains(&seen, "txn-alice-500");
     assert!(seen.ends_with("data: [DONE]\n\n"), "{seen}");
 }
 
@@ -443,15 +444,8 @@ async fn the_policy_answers_adk_without_asking() {
     let deny = "toolConfirmation: {toolPolicies: {alwaysDeny: [internal--process_payment]}}";
     let server = toolgate(&adk, deny).await;
     let reply = server.says("c2", "Send 500 USD to Alice").await;
-    let errors = reply.of_type("tool-output-error");
-    assert!(
-        errors[0]["errorText"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("denied by policy"),
-        "{}",
-        reply.body
-    );
+    let errors = reply.error_texts();
+    assert!(errors[0].contains("denied by policy"), "{}", reply.body);
     assert!(
         reply.text().contains("This tool call is rejected."),
         "{}",
@@ -568,7 +562,7 @@ async fn the_same_flow_over_live() {
     let mut frames = Vec::new();
     ws::until_end(&mut socket, &mut frames, "r2").await;
     let lines = ws::lines(&frames);
-    assert!(lines.contains("txn-alice-500"), "{lines}");
+    assert_contains(&lines, "txn-alice-500");
 }
 
 #[tokio::test]

@@ -2,6 +2,7 @@
 //! roles), and four eyes keeps the user who asked from approving their own.
 
 use crate::common;
+use crate::common::assert_contains;
 
 use common::{Server, fixture, user_says};
 use serde_json::json;
@@ -29,14 +30,6 @@ async fn decide(server: &Server, who: &str, body: serde_json::Value) -> common::
     server
         .post_with(path, &as_user(who), body.to_string())
         .await
-}
-
-fn audit_lines(reply: &common::Reply) -> Vec<serde_json::Value> {
-    reply
-        .body
-        .lines()
-        .filter_map(|line| serde_json::from_str(line).ok())
-        .collect()
 }
 
 #[tokio::test]
@@ -109,7 +102,7 @@ async fn a_clerks_payment_waits_for_a_finance_approver() -> anyhow::Result<()> {
     let log = server
         .get_with("/api/audit?chatId=chat-pay", &as_user("clerk"))
         .await;
-    let events = audit_lines(&log);
+    let events = log.json_lines();
     let decisions: Vec<(&str, &str)> = events
         .iter()
         .map(|e| {
@@ -206,7 +199,7 @@ fn four_eyes_needs_approvers() {
     .err()
     .map(|e| e.to_string())
     .unwrap_or_default();
-    assert!(err.contains("requireDistinctApprover"), "{err}");
+    assert_contains(&err, "requireDistinctApprover");
 }
 
 /// An edit is an approval of the edited call: when its arguments need

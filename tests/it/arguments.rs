@@ -5,6 +5,7 @@
 
 use crate::common;
 use crate::common::Must;
+use crate::common::assert_contains;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -58,23 +59,16 @@ toolConfirmation:
     // The audit log says why, and that nobody was asked.
     let audit = server.get("/api/audit?chatId=chat-t").await;
     let refused = audit
-        .body
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .json_lines()
+        .iter()
         .filter(|e| e["decision"] == "refused" && e["by"] == "schema")
         .count();
     assert_eq!(refused, 4, "{}", audit.body);
     // A fitting call is judged by the rules as before: 9,000 is denied.
     let fits = r#"use process_payment with {"amount": 9000, "recipient": "bob"}"#;
     let denied = server.says("chat-t2", fits).await;
-    let errors = denied.of_type("tool-output-error");
-    assert!(
-        errors[0]["errorText"]
-            .as_str()
-            .is_some_and(|t| t.starts_with("denied by policy")),
-        "{}",
-        denied.body
-    );
+    let errors = denied.error_texts();
+    assert!(errors[0].starts_with("denied by policy"), "{}", denied.body);
     Ok(())
 }
 
@@ -129,7 +123,7 @@ async fn an_http_tool_never_pays_a_string_amount_unasked() {
     for args in [r#"{"amount": "9000"}"#, r#"{"amount": [9000]}"#] {
         let reply = as_alice(&server, &user_says("chat-h", &format!("pay {args}"))).await;
         let error = input_error(&reply);
-        assert!(error.contains("/amount"), "{error}");
+        assert_contains(&error, "/amount");
     }
     assert_eq!(hits.load(Ordering::SeqCst), 0);
     // A fitting small amount runs unasked; a large one asks.
@@ -151,11 +145,10 @@ async fn a_rule_that_cannot_read_its_argument_holds() {
     .await;
     for args in [r#"{"amount": "9000"}"#, r#"{"amount": [9000]}"#, "{}"] {
         let reply = as_alice(&server, &user_says("chat-d", &format!("pay {args}"))).await;
-        let errors = reply.of_type("tool-output-error");
+        let errors = reply.error_texts();
         assert!(
             errors
                 .first()
-                .and_then(|e| e["errorText"].as_str())
                 .is_some_and(|t| t.starts_with("denied by policy")),
             "{args}: {}",
             reply.body
@@ -200,7 +193,7 @@ tools:
         .says("chat-l", r#"get_location {"precision": 5}"#)
         .await;
     let error = input_error(&reply);
-    assert!(error.contains("/precision"), "{error}");
+    assert_contains(&error, "/precision");
     // The client's `onToolCall` sees no call to run.
     let handed = reply
         .of_type("tool-input-available")

@@ -117,8 +117,7 @@ async fn who_decided_what() {
 #[tokio::test]
 async fn a_question_nobody_answers_ends_as_expired() {
     use std::time::Duration;
-    use toolgate::call::ToolCall;
-    use toolgate::confirm::{Gate, NewCall, Scope};
+    use toolgate::confirm::{Gate, NewCall};
     use toolgate::ids::{Clock, Ids};
     use toolgate::protocol::ConfirmationProtocol;
     use toolgate::store::Store;
@@ -133,15 +132,7 @@ async fn a_question_nobody_answers_ends_as_expired() {
         Duration::from_secs(60),
         Duration::from_secs(5),
     );
-    let scope = Scope {
-        chat_id: "c".into(),
-        principal: "alice".into(),
-    };
-    let call = ToolCall {
-        id: "call-1".into(),
-        name: "process_payment".into(),
-        args: serde_json::json!({"amount": 5, "recipient": "Bo"}),
-    };
+    let (scope, call) = common::payment_to_bo("alice");
     assert!(matches!(
         gate.check_new(&scope, call, ConfirmationProtocol::Adk)
             .await,

@@ -4,6 +4,7 @@
 
 use crate::common;
 use crate::common::Must;
+use crate::common::assert_contains;
 use crate::common::from_json;
 
 use common::{Server, api_keys, fixture, hashed, user_says};
@@ -113,32 +114,16 @@ async fn a_key_acts_for_its_principal_only() {
         .0,
         404
     );
-    let (_, bobs_answer) = call(
-        &server,
-        Some("bob-key"),
-        "POST",
-        "/stream",
-        Some(fixture("pay_hanako_approved.json")),
-    )
-    .await;
-    assert!(
-        bobs_answer.contains("confirmation belongs to another user"),
-        "{bobs_answer}"
-    );
-    assert_eq!(server.payments(), 0);
-    let (_, alices_answer) = call(
-        &server,
-        Some("alice-key"),
-        "POST",
-        "/stream",
-        Some(fixture("pay_hanako_approved.json")),
-    )
-    .await;
-    assert!(
-        alices_answer.contains(r#""status":"completed""#),
-        "{alices_answer}"
-    );
-    assert_eq!(server.payments(), 1);
+    // The approval in the chat: bob's is refused, then alice's runs.
+    for (key, answered, payments) in [
+        ("bob-key", "confirmation belongs to another user", 0),
+        ("alice-key", r#""status":"completed""#, 1),
+    ] {
+        let approved = Some(fixture("pay_hanako_approved.json"));
+        let (_, answer) = call(&server, Some(key), "POST", "/stream", approved).await;
+        assert_contains(&answer, answered);
+        assert_eq!(server.payments(), payments);
+    }
 }
 
 /// A turn that asks in `chat`, sent with these key headers.
@@ -175,7 +160,7 @@ async fn x_api_key_is_a_key_like_the_bearer_one() {
     let server = server().await;
     let (status, body) = ask(&server, "c1", &[("x-api-key", "alice-key")]).await;
     assert_eq!(status, 200, "{body}");
-    assert!(body.contains("adk_request_confirmation"), "{body}");
+    assert_contains(&body, "adk_request_confirmation");
     // The same principal, whichever header carries the key.
     let (status, questions) = call(
         &server,
@@ -186,7 +171,7 @@ async fn x_api_key_is_a_key_like_the_bearer_one() {
     )
     .await;
     assert_eq!(status, 200);
-    assert!(questions.contains("process_payment"), "{questions}");
+    assert_contains(&questions, "process_payment");
     assert_eq!(open_for(&server, "c1", "alice-key").await, 1);
     assert_eq!(open_for(&server, "c1", "bob-key").await, 0);
 
@@ -244,10 +229,7 @@ fn keys_in_config_are_checked_at_load() {
 #[test]
 fn without_keys_only_loopback() -> anyhow::Result<()> {
     let stderr = common::refused(&["serve", "--bind", "0.0.0.0:0"]);
-    assert!(
-        stderr.contains("refusing to listen on 0.0.0.0:0 without API keys"),
-        "{stderr}"
-    );
+    assert_contains(&stderr, "refusing to listen on 0.0.0.0:0 without API keys");
     Ok(())
 }
 

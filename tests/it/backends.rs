@@ -98,9 +98,7 @@ async fn a_late_decision_is_gone(kind: &str) {
     let late = server.approve("adk-3").await;
     assert_eq!(late.status, 410, "{}", late.body);
     assert_eq!(late.json()["outcome"], json!({"kind": "expired"}));
-    let again = server
-        .post("/api/confirmations/adk-3", r#"{"approved": false}"#)
-        .await;
+    let again = server.decide("adk-3", r#"{"approved": false}"#).await;
     assert_eq!(again.status, 410, "{}", again.body);
     assert_eq!(server.payments(), 0);
 }

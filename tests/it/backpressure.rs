@@ -3,6 +3,7 @@
 //! buffers are full.
 
 use crate::common;
+use crate::common::assert_contains;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -118,7 +119,7 @@ async fn a_reader_stalled_past_the_limit_stops_the_turn() -> anyhow::Result<()> 
         }
     }
     let tail = String::from_utf8_lossy(&tail);
-    assert!(tail.contains("a reader stopped reading for 1 s"), "{tail}");
+    assert_contains(&tail, "a reader stopped reading for 1 s");
     assert!(tail.ends_with("data: [DONE]\n\n"));
     Ok(())
 }

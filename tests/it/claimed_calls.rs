@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use common::{Counting, fixture};
 use futures::StreamExt;
+use futures::stream::BoxStream;
 use toolgate::agent::Agent;
 use toolgate::confirm::Gate;
 use toolgate::ids::{Clock, Ids};
@@ -44,6 +45,17 @@ fn agent(payments: Arc<AtomicUsize>) -> Arc<Agent> {
     })
 }
 
+/// `anonymous`'s turn for `request`, in ADK's protocol and the finish flow.
+fn turn(agent: &Arc<Agent>, request: ChatRequest) -> BoxStream<'static, UiChunk> {
+    agent.clone().turn(
+        request,
+        "anonymous".into(),
+        ConfirmationProtocol::Adk,
+        ConfirmationFlow::Finish,
+        tokio::sync::watch::channel(false).0,
+    )
+}
+
 fn request(body: serde_json::Value) -> ChatRequest {
     ChatRequest::from_slice(body.to_string().as_bytes()).must()
 }
@@ -52,30 +64,19 @@ fn request(body: serde_json::Value) -> ChatRequest {
 async fn dropping_the_stream_right_after_the_claim_still_runs_the_call_once() {
     let payments = Arc::new(AtomicUsize::new(0));
     let agent = agent(payments.clone());
-    let first = agent
-        .clone()
-        .turn(
-            request(common::user_says("chat-pay", "Send 50 USD to Hanako")),
-            "anonymous".into(),
-            ConfirmationProtocol::Adk,
-            ConfirmationFlow::Finish,
-            tokio::sync::watch::channel(false).0,
-        )
-        .collect::<Vec<_>>()
-        .await;
+    let first = turn(
+        &agent,
+        request(common::user_says("chat-pay", "Send 50 USD to Hanako")),
+    )
+    .collect::<Vec<_>>()
+    .await;
     assert!(first.iter().any(
         |c| matches!(c, UiChunk::ToolInputAvailable { tool_call_id, .. } if tool_call_id == "adk-3")
     ));
 
     // Read up to the echo of the answer (the first chunk after the claim), then go away.
     let approved = request(fixture("pay_hanako_approved.json"));
-    let mut stream = agent.clone().turn(
-        approved.clone(),
-        "anonymous".into(),
-        ConfirmationProtocol::Adk,
-        ConfirmationFlow::Finish,
-        tokio::sync::watch::channel(false).0,
-    );
+    let mut stream = turn(&agent, approved.clone());
     assert!(matches!(stream.next().await, Some(UiChunk::Start { .. })));
     assert!(matches!(
         stream.next().await,
@@ -84,16 +85,7 @@ async fn dropping_the_stream_right_after_the_claim_still_runs_the_call_once() {
     drop(stream);
 
     // The call ran anyway, and a retry reports its outcome instead of running it again.
-    let replay = agent
-        .turn(
-            approved,
-            "anonymous".into(),
-            ConfirmationProtocol::Adk,
-            ConfirmationFlow::Finish,
-            tokio::sync::watch::channel(false).0,
-        )
-        .collect::<Vec<_>>()
-        .await;
+    let replay = turn(&agent, approved).collect::<Vec<_>>().await;
     assert_eq!(payments.load(Ordering::SeqCst), 1);
     let paid = replay.iter().any(|c| {
         matches!(c, UiChunk::ToolOutputAvailable { tool_call_id, output, .. }

@@ -1,6 +1,7 @@
 //! The `toolgate` binary as a user runs it.
 
 use crate::common;
+use crate::common::assert_contains;
 
 use std::process::Command;
 
@@ -32,14 +33,8 @@ async fn serve_prints_the_real_address_and_answers() {
         .text()
         .await
         .unwrap_or_default();
-    assert!(
-        body.contains(r#""toolName":"adk_request_confirmation""#),
-        "{body}"
-    );
-    assert!(
-        body.contains(r#""hint":"Send 50 USD to Hanako?""#),
-        "{body}"
-    );
+    assert_contains(&body, r#""toolName":"adk_request_confirmation""#);
+    assert_contains(&body, r#""hint":"Send 50 USD to Hanako?""#);
 }
 
 #[test]
@@ -55,7 +50,7 @@ fn an_unknown_config_key_is_an_error_naming_it() {
     let _ = std::fs::remove_file(&path);
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("unknown field `bufferSize`"), "{stderr}");
+    assert_contains(&stderr, "unknown field `bufferSize`");
 }
 
 /// A signing key shorter than 32 bytes stops the binary at start, with an

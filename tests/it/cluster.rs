@@ -173,10 +173,7 @@ impl Cluster {
 
     /// POSTs `body` through the balancer, on a connection of its own.
     async fn post(&self, path: &str, body: &Value) -> reqwest::Response {
-        reqwest::Client::new()
-            .post(format!("{}{path}", self.url))
-            .header("content-type", "application/json")
-            .body(body.to_string())
+        common::post_json(format!("{}{path}", self.url), body)
             .send()
             .await
             .must()

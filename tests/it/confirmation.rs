@@ -3,6 +3,7 @@
 
 use crate::common;
 use crate::common::Must;
+use crate::common::assert_contains;
 
 use std::time::Duration;
 
@@ -20,14 +21,17 @@ async fn asked(server: &Server) {
     );
 }
 
-fn errors(reply: &common::Reply) -> Vec<(String, String)> {
+/// Each `tool-output-error` chunk, as `toolCallId: errorText`.
+fn errors(reply: &common::Reply) -> Vec<String> {
     reply
         .of_type("tool-output-error")
         .iter()
         .map(|c| {
-            (
-                c["toolCallId"].as_str().unwrap_or("").to_owned(),
-                c["errorText"].as_str().unwrap_or("").to_owned(),
+            let (id, text) = (&c["toolCallId"], &c["errorText"]);
+            format!(
+                "{}: {}",
+                id.as_str().unwrap_or(""),
+                text.as_str().unwrap_or("")
             )
         })
         .collect()
@@ -43,10 +47,7 @@ async fn expired_confirmation_runs_nothing() {
     let expired = "The request to run process_payment expired without an answer; nobody approved or denied it.";
     assert_eq!(
         errors(&reply),
-        [
-            ("adk-3".to_owned(), expired.to_owned()),
-            ("call-2".to_owned(), expired.to_owned())
-        ]
+        [format!("adk-3: {expired}"), format!("call-2: {expired}")]
     );
     assert_eq!(server.payments(), 0);
     // And it stays expired: a later answer does not run it either.
@@ -72,10 +73,7 @@ async fn confirmation_from_another_chat_runs_nothing() {
     let reply = server.chat(&body).await;
     assert_eq!(
         errors(&reply),
-        [(
-            "adk-3".to_owned(),
-            "confirmation belongs to another chat".to_owned()
-        )]
+        ["adk-3: confirmation belongs to another chat"]
     );
     assert_eq!(server.payments(), 0);
 }
@@ -119,13 +117,10 @@ async fn confirmation_of_another_user_runs_nothing() -> anyhow::Result<()> {
     .await;
     assert_eq!(status, 200);
     let (_, body) = send(Some("mallory"), fixture("pay_hanako_approved.json")).await;
-    assert!(
-        body.contains("confirmation belongs to another user"),
-        "{body}"
-    );
+    assert_contains(&body, "confirmation belongs to another user");
     assert_eq!(server.payments(), 0);
     let (_, body) = send(Some("alice"), fixture("pay_hanako_approved.json")).await;
-    assert!(body.contains("tx-"), "{body}");
+    assert_contains(&body, "tx-");
     assert_eq!(server.payments(), 1);
     Ok(())
 }
@@ -147,10 +142,7 @@ async fn forged_call_name_or_id_runs_nothing() {
         let reply = server.chat(&body).await;
         assert_eq!(
             errors(&reply),
-            [(
-                "adk-3".to_owned(),
-                "originalFunctionCall differs from the call this server issued".to_owned()
-            )]
+            ["adk-3: originalFunctionCall differs from the call this server issued"]
         );
     }
     assert_eq!(server.payments(), 0);
@@ -189,13 +181,7 @@ async fn a_denial_then_a_replayed_approval_stays_denied() {
     asked(&server).await;
     server.chat(&fixture("pay_hanako_denied.json")).await;
     let reply = server.chat(&fixture("pay_hanako_approved.json")).await;
-    assert_eq!(
-        errors(&reply),
-        [(
-            "call-2".to_owned(),
-            "User denied execution: too much".to_owned()
-        )]
-    );
+    assert_eq!(errors(&reply), ["call-2: User denied execution: too much"]);
     assert_eq!(server.payments(), 0);
 }
 

@@ -6,12 +6,13 @@
 //! (scripts/test does both), and fails without them.
 
 use crate::common;
+use crate::common::assert_contains;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::Binary;
 use common::upstream::{Answer, Upstream, sse_fixture};
+use common::{Binary, assert_none};
 
 /// `(npm package alias, confirmation protocol)`: each an installed `ai`
 /// release (or pre-release: 6.0.0-beta.148, which frontends pin).
@@ -63,11 +64,7 @@ pub(crate) fn all_passed(runs: impl Iterator<Item = (bool, String)>) {
         .filter(|(passed, _)| !passed)
         .map(|(_, report)| report)
         .collect();
-    assert!(
-        failures.is_empty(),
-        "conformance failed:\n{}",
-        failures.join("\n")
-    );
+    assert_none("conformance failed", &failures);
 }
 
 /// Runs chat.mjs with `client` and `protocol`; `flows` may carry more
@@ -152,7 +149,7 @@ fn a_strict_old_client_fails_when_the_server_is_told_the_wrong_version() {
         .unwrap_or_else(|e| panic!("cannot run node: {e}"));
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(!output.status.success(), "{stdout}");
-    assert!(stdout.contains("0 passed, 1 failed"), "{stdout}");
+    assert_contains(&stdout, "0 passed, 1 failed");
 }
 
 /// What the real providers add to the stream (reasoning with a signature,
@@ -198,11 +195,7 @@ async fn provider_streams_pass_every_claimed_client() -> anyhow::Result<()> {
             "{provider}: the model was never asked"
         );
     }
-    assert!(
-        failures.is_empty(),
-        "conformance failed:\n{}",
-        failures.join("\n")
-    );
+    assert_none("conformance failed", &failures);
     Ok(())
 }
 

@@ -10,6 +10,8 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
+use crate::common::assert_none;
+
 /// The documents whose links are checked, relative to the repository.
 const DOCUMENTS: &[&str] = &["README.md", "ARCHITECTURE.md", "BENCHMARKS.md"];
 
@@ -23,11 +25,7 @@ fn every_relative_link_in_the_documents_resolves() -> io::Result<()> {
         "docs/ holds no Markdown file"
     );
     let broken = broken_links(root, &documents)?;
-    assert!(
-        broken.is_empty(),
-        "links that point nowhere:\n{}",
-        broken.join("\n")
-    );
+    assert_none("links that point nowhere", &broken);
     Ok(())
 }
 
@@ -78,11 +76,7 @@ fn the_index_of_docs_links_every_page() -> io::Result<()> {
         .filter(|page| **page != index && !linked.contains(*page))
         .map(|page| page.display().to_string())
         .collect();
-    assert!(
-        missing.is_empty(),
-        "pages docs/README.md does not link:\n{}",
-        missing.join("\n")
-    );
+    assert_none("pages docs/README.md does not link", &missing);
     Ok(())
 }
 

@@ -5,6 +5,7 @@
 
 use crate::common;
 use crate::common::Must;
+use crate::common::assert_contains;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -63,10 +64,7 @@ fn config(state: &tempfile::TempDir, yaml: &str) -> String {
 type Body = std::pin::Pin<Box<dyn futures::Stream<Item = reqwest::Result<bytes::Bytes>> + Send>>;
 
 async fn open(url: &str, body: &Value) -> Body {
-    let response = reqwest::Client::new()
-        .post(format!("{url}/stream"))
-        .header("content-type", "application/json")
-        .body(body.to_string())
+    let response = common::post_json(format!("{url}/stream"), body)
         .send()
         .await
         .must();
@@ -137,7 +135,7 @@ async fn sigterm_lets_the_stream_and_the_approved_call_finish() -> anyhow::Resul
     answer.send_replace(true);
     let mut ran = String::new();
     assert!(read_to_end(&mut job, &mut ran).await, "cut off: {ran}");
-    assert!(ran.contains(r#""output":{"job":"done"}"#), "{ran}");
+    assert_contains(&ran, r#""output":{"job":"done"}"#);
     assert!(
         ran.contains(r#""type":"finish""#) && ran.ends_with("data: [DONE]\n\n"),
         "{ran}"
@@ -203,7 +201,7 @@ async fn a_held_turn_ends_its_message_and_its_question_outlives_the_restart() ->
 
     server.signal("TERM");
     assert!(read_to_end(&mut held, &mut seen).await, "cut off: {seen}");
-    assert!(seen.contains(r#""finishReason":"tool-calls""#), "{seen}");
+    assert_contains(&seen, r#""finishReason":"tool-calls""#);
     assert!(seen.ends_with("data: [DONE]\n\n"), "{seen}");
     let exit = server.exit_within(PROMPTLY).await;
     assert!(exit.is_some_and(|e| e.success()), "{exit:?}");

@@ -91,23 +91,16 @@ async fn the_audit_log_keeps_both_versions() -> anyhow::Result<()> {
     let server = Server::with_config(editable()).await;
     server.says("chat-pay", "Send 50 USD to Hanako").await;
     server.chat(&fixture("pay_hanako_edited.json")).await;
-    let text = reqwest::get(format!("{}/api/audit", server.url))
-        .await?
-        .text()
-        .await
-        .unwrap_or_default();
-    let events: Vec<Value> = text
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect();
+    let audit = server.get("/api/audit").await;
+    let events = audit.json_lines();
     let edit = events
         .iter()
         .find(|e| e["decision"] == "edited")
-        .unwrap_or_else(|| panic!("{text}"));
+        .unwrap_or_else(|| panic!("{}", audit.body));
     let asked = events
         .iter()
         .find(|e| e["decision"] == "asked")
-        .unwrap_or_else(|| panic!("{text}"));
+        .unwrap_or_else(|| panic!("{}", audit.body));
     assert_eq!(
         edit["issuedArgsDigest"], asked["argsDigest"],
         "the issued version"

@@ -3,6 +3,7 @@
 
 use crate::common;
 use crate::common::Must;
+use crate::common::assert_contains;
 
 use std::path::{Path, PathBuf};
 
@@ -146,7 +147,7 @@ async fn the_page_cannot_be_framed_and_loads_only_its_own_code() -> anyhow::Resu
         "frame-ancestors 'none'",
         "script-src 'self'",
     ] {
-        assert!(csp.contains(directive), "{csp}");
+        assert_contains(csp, directive);
     }
     assert_eq!(page.headers["x-frame-options"], "DENY");
     // A conditional request with the tag among others, or weak, is fresh too.

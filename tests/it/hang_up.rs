@@ -48,9 +48,8 @@ async fn fifty_approvals_whose_connection_closes_after_the_first_chunk_all_run_o
 
     let audit = server.get("/api/audit").await;
     let approved = audit
-        .body
-        .lines()
-        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .json_lines()
+        .iter()
         .filter(|event| event["decision"] == "approved")
         .count();
     assert_eq!(approved, CHATS, "one `approved` event per approval");

@@ -2,6 +2,7 @@
 //! elsewhere (the approvals API) or the timeout lets the model go on.
 
 use crate::common;
+use crate::common::assert_contains;
 
 use std::time::Duration;
 
@@ -55,20 +56,13 @@ async fn an_approval_through_the_api_continues_the_open_stream() {
 async fn a_denial_through_the_api_tells_the_model() {
     let server = Server::start().await;
     let (mut body, mut seen) = asking(&server, "chat-hold").await;
-    let decided = server
-        .post(
-            "/api/confirmations/adk-3",
-            r#"{"approved": false, "reason": "not today"}"#,
-        )
-        .await;
+    let denied = r#"{"approved": false, "reason": "not today"}"#;
+    let decided = server.decide("adk-3", denied).await;
     assert_eq!(decided.status, 200, "{}", decided.body);
     read_to_end(&mut body, &mut seen).await;
     assert_eq!(server.payments(), 0);
-    assert!(
-        seen.contains(r#""errorText":"User denied execution: not today""#),
-        "{seen}"
-    );
-    assert!(seen.contains(r#""finishReason":"stop""#), "{seen}");
+    assert_contains(&seen, r#""errorText":"User denied execution: not today""#);
+    assert_contains(&seen, r#""finishReason":"stop""#);
 }
 
 #[tokio::test]
@@ -92,9 +86,8 @@ async fn nobody_deciding_in_time_ends_as_expired() -> anyhow::Result<()> {
     assert_eq!(open.body, "[]");
     let audit = server.get("/api/audit?chatId=chat-late").await;
     let decisions: Vec<String> = audit
-        .body
-        .lines()
-        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .json_lines()
+        .iter()
         .filter_map(|event| event["decision"].as_str().map(str::to_owned))
         .collect();
     assert_eq!(decisions, ["asked", "expired", "refused"], "{}", audit.body);

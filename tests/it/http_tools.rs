@@ -4,6 +4,7 @@
 
 use crate::common;
 use crate::common::Must;
+use crate::common::assert_contains;
 
 use std::time::Duration;
 
@@ -112,9 +113,9 @@ async fn a_slow_endpoint_times_out() {
     )
     .await
     .unwrap_or_else(|_| panic!("the slow endpoint held the turn"));
-    let errors = reply.of_type("tool-output-error");
+    let errors = reply.error_texts();
     assert_eq!(
-        errors[0]["errorText"], "tool call timed out after 300 ms",
+        errors[0], "tool call timed out after 300 ms",
         "{}",
         reply.body
     );
@@ -125,14 +126,8 @@ async fn a_deny_rule_keeps_the_call_from_the_endpoint() {
     let rule = "toolConfirmation:\n  toolPolicies:\n    alwaysDeny: [internal--lookup_order]\n";
     let server = server("/ok", &format!("      needsConfirmation: false\n{rule}")).await;
     let reply = server.says("chat-d", LOOKUP).await;
-    let errors = reply.of_type("tool-output-error");
-    assert!(
-        errors[0]["errorText"]
-            .as_str()
-            .is_some_and(|t| t.starts_with("denied by policy")),
-        "{}",
-        reply.body
-    );
+    let errors = reply.error_texts();
+    assert!(errors[0].starts_with("denied by policy"), "{}", reply.body);
 }
 
 #[test]
@@ -142,5 +137,5 @@ fn a_secret_header_from_an_unset_variable_is_a_config_error() {
         .err()
         .map(|e| e.to_string())
         .unwrap_or_default();
-    assert!(error.contains("TOOLGATE_SURELY_UNSET"), "{error}");
+    assert_contains(&error, "TOOLGATE_SURELY_UNSET");
 }

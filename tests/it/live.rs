@@ -3,6 +3,7 @@
 //! reconnect; aborts; bad frames answered with `error` frames.
 
 use crate::common;
+use crate::common::assert_contains;
 
 use std::time::Duration;
 
@@ -59,12 +60,8 @@ async fn a_confirm_frame_continues_the_same_request() {
 async fn an_approval_through_the_api_reaches_the_waiting_socket() {
     let server = Server::start().await;
     let (mut socket, mut frames) = asking(&server, "chat-hold").await;
-    let decided = server
-        .post(
-            "/api/confirmations/adk-3",
-            r#"{"approved": false, "reason": "no"}"#,
-        )
-        .await;
+    let denied = r#"{"approved": false, "reason": "no"}"#;
+    let decided = server.decide("adk-3", denied).await;
     assert_eq!(decided.status, 200, "{}", decided.body);
     until_end(&mut socket, &mut frames, "r1").await;
     assert_eq!(server.payments(), 0);
@@ -82,12 +79,12 @@ async fn nobody_deciding_in_time_expires_on_the_socket() -> anyhow::Result<()> {
     )
     .await;
     let all = lines(&frames);
-    assert!(
-        all.contains("expired without an answer; nobody approved or denied it."),
-        "{all}"
+    assert_contains(
+        &all,
+        "expired without an answer; nobody approved or denied it.",
     );
     assert!(!all.contains("User denied execution"), "{all}");
-    assert!(all.contains(r#""finishReason":"stop""#), "{all}");
+    assert_contains(&all, r#""finishReason":"stop""#);
     assert_eq!(server.payments(), 0);
     Ok(())
 }

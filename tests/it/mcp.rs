@@ -5,6 +5,7 @@
 
 use crate::common;
 use crate::common::Must;
+use crate::common::assert_contains;
 use crate::common::from_json;
 #[allow(dead_code)]
 #[path = "../fixtures/mcp/server.rs"]
@@ -508,18 +509,12 @@ fn the_cli_lists_mcp_tools_and_server_states() -> anyhow::Result<()> {
         .output()?;
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "{stdout}");
-    assert!(
-        stdout.contains("mcp--notes--read_note\t(mcp server notes) Read a note\n    runs (mcp--notes--read_note never asks)"),
-        "{stdout}"
+    assert_contains(
+        &stdout,
+        "mcp--notes--read_note\t(mcp server notes) Read a note\n    runs (mcp--notes--read_note never asks)",
     );
-    assert!(
-        stdout.contains("internal--get_weather\t(built-in)"),
-        "{stdout}"
-    );
-    assert!(
-        stdout.contains("mcp server notes (stdio): available, 7 tools"),
-        "{stdout}"
-    );
+    assert_contains(&stdout, "internal--get_weather\t(built-in)");
+    assert_contains(&stdout, "mcp server notes (stdio): available, 7 tools");
     assert!(
         stdout.contains(
             "mcp server gone (stdio): unavailable: cannot start `/nonexistent/mcp-server`"
@@ -582,10 +577,7 @@ async fn a_secret_in_the_url_shows_nowhere() -> anyhow::Result<()> {
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
-    assert!(
-        all.contains("mcp server closed (http): unavailable"),
-        "{all}"
-    );
+    assert_contains(&all, "mcp server closed (http): unavailable");
     for secret in ["SUPERSECRET", "PASSWORD1"] {
         assert!(!all.contains(secret), "{all}");
     }

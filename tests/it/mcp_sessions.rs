@@ -292,3 +292,38 @@ async fn toolgate_mcp_serves_the_same_over_stdio() {
     .must();
     assert!(text_of(&reply).contains("Lima"), "{reply}");
 }
+
+/// Two instances on one Redis: the retry lands on the other instance,
+/// which takes the answer and runs the call once; a replay on the first
+/// reports the same outcome.
+#[cfg(feature = "redis-server")]
+#[tokio::test]
+async fn the_retry_may_land_on_another_instance() {
+    let url = crate::common::redis_url();
+    let dir = tempfile::tempdir().must();
+    let prefix = format!("test-{}:", uuid::Uuid::new_v4().simple());
+    let config = crate::common::config_file(
+        dir.path(),
+        format!(
+            "store:\n  kind: redis\n  url: {url}\n  keyPrefix: '{prefix}'\ntoolConfirmation:\n  signingKeys: [shared-signing-key-of-at-least-32-bytes]\n"
+        ),
+    );
+    let a = Binary::serve_with(&["--config", &config]);
+    let b = Binary::serve_with(&["--config", &config]);
+    let first = Client::at(&a.url)
+        .call("process_payment", pay(6), json!({}))
+        .await;
+    let state = first["result"]["requestState"]
+        .as_str()
+        .present()
+        .to_owned();
+    let answer = json!({"requestState": state, "inputResponses": {"approval": approve()}});
+    let paid = Client::at(&b.url)
+        .call("process_payment", pay(6), answer.clone())
+        .await;
+    assert!(text_of(&paid).contains("completed"), "{paid}");
+    let replay = Client::at(&a.url)
+        .call("process_payment", pay(6), answer)
+        .await;
+    assert_eq!(text_of(&replay), text_of(&paid));
+}

@@ -7,6 +7,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::common;
+use crate::common::assert_contains;
 
 use common::{Server, approval};
 use toolgate::Config;
@@ -135,10 +136,7 @@ async fn known_flows_are_counted_exactly() {
         ) >= 1.0,
         "{text}"
     );
-    assert!(
-        text.contains("toolgate_mcp_servers{state=\"available\"} 0"),
-        "{text}"
-    );
+    assert_contains(&text, "toolgate_mcp_servers{state=\"available\"} 0");
 
     // Another server counts apart.
     let other = Server::start().await;
@@ -306,9 +304,9 @@ fn metrics_bind_off_loopback_needs_api_keys() -> anyhow::Result<()> {
     let output = child.wait_with_output()?;
     assert!(exited.is_some_and(|status| !status.success()), "it served");
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        stderr.contains("refusing to serve metrics on 0.0.0.0:0 without API keys"),
-        "{stderr}"
+    assert_contains(
+        &stderr,
+        "refusing to serve metrics on 0.0.0.0:0 without API keys",
     );
     Ok(())
 }

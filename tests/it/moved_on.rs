@@ -4,6 +4,7 @@
 //! cancel`, the card is closed as cancelled.
 
 use crate::common;
+use crate::common::assert_contains;
 
 use common::{Server, fixture, user_says};
 use serde_json::{Value, json};
@@ -135,21 +136,15 @@ async fn on_the_socket_a_new_message_does_not_end_the_held_turn() {
     next["toolgate"] = json!({"flow": "hold"});
     let second = whole_turn(&mut socket, "r2", &next).await;
     let answered = lines(&second);
-    assert!(answered.contains("Paris"), "{answered}");
+    assert_contains(&answered, "Paris");
     assert_eq!(server.payments(), 0);
 
     let decided = server.approve("adk-3").await;
     assert_eq!(decided.status, 200, "{}", decided.body);
     until_end(&mut socket, &mut first, "r1").await;
     let held_turn = lines(&first);
-    assert!(
-        held_turn.contains(r#""type":"tool-output-available""#),
-        "{held_turn}"
-    );
-    assert!(
-        held_turn.contains(r#""finishReason":"stop""#),
-        "{held_turn}"
-    );
+    assert_contains(&held_turn, r#""type":"tool-output-available""#);
+    assert_contains(&held_turn, r#""finishReason":"stop""#);
     assert_eq!(server.payments(), 1);
 }
 
@@ -178,7 +173,7 @@ async fn over_sse_a_new_message_does_not_end_the_held_turn() {
     while let Some(Ok(piece)) = held.next().await {
         seen.push_str(&String::from_utf8_lossy(&piece));
     }
-    assert!(seen.contains(r#""type":"tool-output-available""#), "{seen}");
-    assert!(seen.contains("[DONE]"), "{seen}");
+    assert_contains(&seen, r#""type":"tool-output-available""#);
+    assert_contains(&seen, "[DONE]");
     assert_eq!(server.payments(), 1);
 }

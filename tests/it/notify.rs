@@ -5,6 +5,7 @@
 //! nothing.
 
 use crate::common::Must;
+use crate::common::assert_contains;
 use serde_json::{Value, json};
 use toolgate::Config;
 
@@ -29,9 +30,8 @@ async fn audit(server: &Server, decision: &str) -> Vec<Value> {
     server
         .get("/api/audit")
         .await
-        .body
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .json_lines()
+        .into_iter()
         .filter(|e| e["decision"] == decision)
         .collect()
 }
@@ -426,7 +426,7 @@ async fn notification_settings_are_checked() {
     let unknown =
         error("toolConfirmation:\n  notify: [{slack: 'https://s.example', channel: x}]\n")
             .unwrap_or_default();
-    assert!(unknown.contains("unknown field `channel`"), "{unknown}");
+    assert_contains(&unknown, "unknown field `channel`");
     assert_eq!(
         error(&format!(
             "toolConfirmation:\n  publicUrl: {PUBLIC_URL}\n  notify: [{{slack: 'https://s.example/SECRET'}}]\n"
@@ -519,13 +519,10 @@ async fn a_link_to_a_question_with_approvers_checks_who_follows_it() -> anyhow::
     };
     let (status, why) = follow(None).await;
     assert_eq!(status, 403, "{why}");
-    assert!(why.contains("sign in to decide through a link"), "{why}");
+    assert_contains(&why, "sign in to decide through a link");
     let (status, why) = follow(Some("clerk")).await;
     assert_eq!(status, 403, "{why}");
-    assert!(
-        why.contains("may not approve this call themselves"),
-        "{why}"
-    );
+    assert_contains(&why, "may not approve this call themselves");
     assert_eq!(server.payments(), 0);
     let (status, why) = follow(Some("lead")).await;
     assert_eq!(status, 200, "{why}");
@@ -596,13 +593,7 @@ async fn a_clerks_payment_waits_for_finance_who_approves_from_the_link() -> anyh
     let second = receiver.until(2).await[1].json();
     let id = second["id"].as_str().unwrap_or_default().to_owned();
     server.clock.advance(std::time::Duration::from_secs(61));
-    let late = server
-        .post_with(
-            &format!("/api/confirmations/{id}"),
-            &[("x-user", "lead")],
-            r#"{"approved": true}"#,
-        )
-        .await;
+    let late = server.approve_with(id, &[("x-user", "lead")]).await;
     assert_eq!(late.status, 410, "{}", late.body);
     let page = server.get(&path(&second["links"]["approve"])).await;
     assert!(
@@ -751,12 +742,8 @@ async fn a_burst_of_one_user_does_not_keep_anothers_question_untold() {
     wait::until_true("bob's question delivered", || told("bob") == 1).await;
     let bobs = wait::until_ok("bob's delivery recorded", || async {
         let reply = server.get_with("/api/audit", &[("x-user", "bob")]).await;
-        let notified: Vec<Value> = reply
-            .body
-            .lines()
-            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-            .filter(|e| e["decision"] == "notified")
-            .collect();
+        let mut notified = reply.json_lines();
+        notified.retain(|e| e["decision"] == "notified");
         if notified.is_empty() {
             Err(reply.body)
         } else {

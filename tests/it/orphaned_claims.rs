@@ -65,10 +65,7 @@ async fn after_kill_9_during_an_approved_call_the_next_answer_is_immediate() -> 
     // A test's client: it lives until the test ends.
     #[allow(clippy::disallowed_methods)]
     let _approving = tokio::spawn(async move {
-        if let Ok(response) = reqwest::Client::new()
-            .post(format!("{url}/stream"))
-            .header("content-type", "application/json")
-            .body(body)
+        if let Ok(response) = common::post_json(format!("{url}/stream"), body)
             .send()
             .await
         {
@@ -96,12 +93,12 @@ async fn after_kill_9_during_an_approved_call_the_next_answer_is_immediate() -> 
     );
 
     let started = Instant::now();
-    let decided = reqwest::Client::new()
-        .post(format!("{}/api/confirmations/{id}", server.url))
-        .header("content-type", "application/json")
-        .body(r#"{"approved": true}"#)
-        .send()
-        .await?;
+    let decided = common::post_json(
+        format!("{}/api/confirmations/{id}", server.url),
+        common::APPROVE,
+    )
+    .send()
+    .await?;
     assert!(started.elapsed() < TOOL_TIMEOUT);
     assert_eq!(decided.status().as_u16(), 409);
     let body: Value =
@@ -201,7 +198,7 @@ mod redis {
         let started = Instant::now();
         read_to_end(&mut body, &mut seen).await;
         assert!(started.elapsed() < TOOL_TIMEOUT, "{:?}", started.elapsed());
-        assert!(seen.contains(OUTCOME_UNKNOWN), "{seen}");
+        common::assert_contains(&seen, OUTCOME_UNKNOWN);
         assert_eq!(server.payments(), 0);
         Ok(())
     }

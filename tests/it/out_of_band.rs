@@ -3,6 +3,7 @@
 
 use crate::common;
 use crate::common::Must;
+use crate::common::assert_contains;
 use crate::common::from_json;
 
 use common::{Server, fixture, user_says};
@@ -100,13 +101,10 @@ async fn approve_through_the_api_then_the_chat_reports_it() {
         json!([]),
         "another user sees nothing"
     );
-    assert_eq!(
-        client
-            .decide("mallory", "adk-3", json!({"approved": true}))
-            .await
-            .0,
-        404
-    );
+    let (status, _) = client
+        .decide("mallory", "adk-3", json!({"approved": true}))
+        .await;
+    assert_eq!(status, 404);
 
     let (status, first) = client
         .decide("alice", "adk-3", json!({"approved": true}))
@@ -153,9 +151,9 @@ async fn approve_through_the_api_then_the_chat_reports_it() {
             client.http.get(format!("{}/api/audit", server.url)),
         )
         .await;
-    assert!(
-        theirs.contains(r#""reason":"no confirmation `adk-3` for this user""#),
-        "{theirs}"
+    assert_contains(
+        &theirs,
+        r#""reason":"no confirmation `adk-3` for this user""#,
     );
 
     // The page still shows the question; its next request learns the outcome.
@@ -188,13 +186,10 @@ async fn deny_through_the_api() {
             json!({"id": "adk-3", "outcome": {"kind": "denied", "reason": "not today"}})
         )
     );
-    assert_eq!(
-        client
-            .decide("alice", "adk-3", json!({"approved": true}))
-            .await
-            .0,
-        409
-    );
+    let (status, _) = client
+        .decide("alice", "adk-3", json!({"approved": true}))
+        .await;
+    assert_eq!(status, 409);
     let reply = client
         .chat("alice", fixture("pay_hanako_unanswered.json"))
         .await;

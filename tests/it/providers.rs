@@ -3,6 +3,7 @@
 //! works unchanged, and every failure ends the stream with a clear error.
 
 use crate::common;
+use crate::common::assert_contains;
 
 use std::time::Duration;
 
@@ -93,9 +94,9 @@ async fn round_trip(provider: ProviderKind, dir: &str) -> Vec<Value> {
     assert_eq!(received.len(), 2);
     let sent = received[1].body.to_string();
     assert!(!sent.contains(common::confirmation_name()), "{sent}");
-    assert!(sent.contains("process_payment"), "{sent}");
-    assert!(sent.contains("Hanako"), "{sent}");
-    assert!(sent.contains("transactionId"), "{sent}");
+    assert_contains(&sent, "process_payment");
+    assert_contains(&sent, "Hanako");
+    assert_contains(&sent, "transactionId");
     received.into_iter().map(|r| r.body).collect()
 }
 

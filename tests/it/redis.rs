@@ -6,6 +6,7 @@
 
 use crate::common;
 use crate::common::Must;
+use crate::common::assert_contains;
 
 use common::body::{Body, asked, chunks_of, question, read_to_end, read_until};
 use common::{Binary, approval, redis_url, transaction};
@@ -21,13 +22,19 @@ fn instance(dir: &std::path::Path, name: &str, url: &str, prefix: &str) -> Binar
     Binary::serve_with(&["--config", &config.display().to_string()])
 }
 
+/// Two instances, `a` and `b`, on the test Redis under a fresh key prefix,
+/// their configs in `dir`.
+fn two_instances(dir: &std::path::Path) -> (Binary, Binary) {
+    let url = redis_url();
+    let prefix = format!("test-{}:", uuid::Uuid::new_v4().simple());
+    let a = instance(dir, "a", &url, &prefix);
+    (a, instance(dir, "b", &url, &prefix))
+}
+
 #[tokio::test]
 async fn issued_on_one_instance_answered_on_another_runs_exactly_once() -> anyhow::Result<()> {
-    let url = redis_url();
     let dir = tempfile::tempdir()?;
-    let prefix = format!("test-{}:", uuid::Uuid::new_v4().simple());
-    let a = instance(dir.path(), "a", &url, &prefix);
-    let b = instance(dir.path(), "b", &url, &prefix);
+    let (a, b) = two_instances(dir.path());
 
     let first = a.chat( &json!({
         "id": "chat-shared",
@@ -62,19 +69,13 @@ async fn issued_on_one_instance_answered_on_another_runs_exactly_once() -> anyho
 #[tokio::test]
 async fn a_decision_on_another_instance_wakes_a_held_stream() -> anyhow::Result<()> {
     use futures::StreamExt;
-    let url = redis_url();
     let dir = tempfile::tempdir()?;
-    let prefix = format!("test-{}:", uuid::Uuid::new_v4().simple());
-    let a = instance(dir.path(), "a", &url, &prefix);
-    let b = instance(dir.path(), "b", &url, &prefix);
+    let (a, b) = two_instances(dir.path());
     let body = json!({
         "id": "chat-held", "toolgate": {"flow": "hold"},
         "messages": [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": "Send 50 USD to Hanako"}]}]
     });
-    let response = reqwest::Client::new()
-        .post(format!("{}/stream", a.url))
-        .header("content-type", "application/json")
-        .body(body.to_string())
+    let response = common::post_json(format!("{}/stream", a.url), body)
         .send()
         .await?;
     let mut stream = response.bytes_stream();
@@ -96,10 +97,7 @@ async fn a_decision_on_another_instance_wakes_a_held_stream() -> anyhow::Result<
             break id;
         }
     };
-    let decided = reqwest::Client::new()
-        .post(format!("{}/api/confirmations/{id}", b.url))
-        .header("content-type", "application/json")
-        .body(r#"{"approved": true}"#)
+    let decided = common::post_json(format!("{}/api/confirmations/{id}", b.url), common::APPROVE)
         .send()
         .await?;
     assert_eq!(decided.status(), 200);
@@ -232,7 +230,7 @@ async fn a_held_turn_decided_and_resumed_on_another_instance() -> anyhow::Result
     read_to_end(&mut on_a, &mut seen).await;
     read_to_end(&mut on_b, &mut resumed).await;
 
-    assert!(seen.contains(r#""status":"completed""#), "{seen}");
+    assert_contains(&seen, r#""status":"completed""#);
     assert!(seen.ends_with("data: [DONE]\n\n"), "{seen}");
     assert_eq!(chunks_of(&resumed), chunks_of(&seen));
     assert_eq!(a.payments() + b.payments(), 1);
@@ -421,16 +419,10 @@ async fn many_resumes_of_a_remote_turn_hold_one_connection() -> anyhow::Result<(
     // Bob's turn on B waits for his answer, given on A, and goes on.
     let (bob, id, mut seen) = held_question(&b, "bob", "chat-bob").await;
     let mut bob = Box::pin(bob);
-    let decided = a
-        .post_with(
-            &format!("/api/confirmations/{id}"),
-            &[("x-user", "bob")],
-            r#"{"approved": true}"#,
-        )
-        .await;
+    let decided = a.approve_with(id, &[("x-user", "bob")]).await;
     assert_eq!(decided.status, 200, "{}", decided.body);
     read_to_end(&mut bob, &mut seen).await;
-    assert!(seen.contains(r#""status":"completed""#), "{seen}");
+    assert_contains(&seen, r#""status":"completed""#);
     assert_eq!(b.get("/readyz").await.status, 200);
 
     // Redis refuses every new connection: B is not ready.

@@ -113,9 +113,8 @@ fn approve_remembering(
 async fn approved_by(server: &Server) -> Vec<String> {
     let audit = server.get("/api/audit").await;
     audit
-        .body
-        .lines()
-        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .json_lines()
+        .into_iter()
         .filter(|event| event["decision"] == "approved")
         .filter_map(|event| event["by"].as_str().map(str::to_owned))
         .collect()

@@ -5,6 +5,7 @@
 //! that does not fit the tool's output schema.
 
 use crate::common;
+use crate::common::assert_contains;
 use anyhow::Context;
 
 use common::ws::{connect, lines, send, turn, until, until_end};
@@ -43,18 +44,12 @@ fn output_of(reply: &common::Reply, id: &str) -> Value {
 }
 
 async fn decide(server: &Server, id: &str, body: Value) -> (u16, Value) {
-    let reply = server
-        .post(&format!("/api/confirmations/{id}"), body.to_string())
-        .await;
+    let reply = server.decide(id, body.to_string()).await;
     (reply.status, reply.json())
 }
 
 async fn audit(server: &Server) -> Vec<Value> {
-    let log = server.get("/api/audit").await;
-    log.body
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect()
+    server.get("/api/audit").await.json_lines()
 }
 
 fn decisions(events: &[Value]) -> Vec<String> {
@@ -214,11 +209,11 @@ async fn a_confirm_frame_responds_on_the_socket() {
     .await;
     until_end(&mut socket, &mut frames, "r1").await;
     let seen = lines(&frames);
-    assert!(
-        seen.contains(r#""toolCallId":"call-2","output":{"note":"paid by cheque"}"#),
-        "{seen}"
+    assert_contains(
+        &seen,
+        r#""toolCallId":"call-2","output":{"note":"paid by cheque"}"#,
     );
-    assert!(seen.contains(r#""finishReason":"stop""#), "{seen}");
+    assert_contains(&seen, r#""finishReason":"stop""#);
     assert_eq!(server.payments(), 0);
 }
 

@@ -9,8 +9,7 @@ use std::time::Duration;
 
 use common::{Binary, approval, transaction};
 use serde_json::json;
-use toolgate::call::ToolCall;
-use toolgate::confirm::{Answer, Answered, Decision, Gate, OUTCOME_UNKNOWN, Scope};
+use toolgate::confirm::{Answer, Answered, Decision, Gate, OUTCOME_UNKNOWN};
 use toolgate::ids::{Clock, Ids};
 use toolgate::protocol::ConfirmationProtocol;
 use toolgate::store::{Claim, Store};
@@ -80,15 +79,7 @@ async fn a_claim_left_by_a_dead_process_is_outcome_unknown_at_once() -> anyhow::
             TOOL_TIMEOUT,
         )
     };
-    let scope = Scope {
-        chat_id: "c".into(),
-        principal: "anonymous".into(),
-    };
-    let call = ToolCall {
-        id: "call-1".into(),
-        name: "process_payment".into(),
-        args: json!({"amount": 5, "recipient": "Bo"}),
-    };
+    let (scope, call) = common::payment_to_bo("anonymous");
 
     // The first process issues the confirmation, wins the claim, and dies.
     let store = Store::sqlite(&path)?;

@@ -6,6 +6,7 @@
 
 use crate::common;
 use crate::common::Must;
+use crate::common::assert_contains;
 use crate::common::from_json;
 
 use std::time::Duration;
@@ -233,10 +234,7 @@ async fn hosts_and_origins_from_the_config_are_served() {
 #[test]
 fn any_host_without_api_keys_is_a_config_error() -> anyhow::Result<()> {
     let stderr = common::refused(&["serve", "--bind", "127.0.0.1:0", "--allowed-host", "*"]);
-    assert!(
-        stderr.contains("`*` in server.allowedHosts needs auth.apiKeys"),
-        "{stderr}"
-    );
+    assert_contains(&stderr, "`*` in server.allowedHosts needs auth.apiKeys");
     Ok(())
 }
 
@@ -399,22 +397,16 @@ async fn a_thousand_half_sent_requests_do_not_stop_a_normal_turn() -> anyhow::Re
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     };
-    assert!(body.contains("adk_request_confirmation"), "{body}");
+    assert_contains(&body, "adk_request_confirmation");
     drop(half_sent);
     let log = server.stop();
-    assert!(
-        log.contains("open files limit: 1024 (was 1024, hard limit 1024)"),
-        "{log}"
-    );
-    assert!(
-        log.contains("serving at most 896 connections, 224 from one address"),
-        "{log}"
+    assert_contains(&log, "open files limit: 1024 (was 1024, hard limit 1024)");
+    assert_contains(
+        &log,
+        "serving at most 896 connections, 224 from one address",
     );
     // All from one address: its share is what it fills.
-    assert!(
-        log.contains("connections: 224 are open from one address"),
-        "{log}"
-    );
+    assert_contains(&log, "connections: 224 are open from one address");
     Ok(())
 }
 

@@ -5,7 +5,10 @@
 //! Comments and string literals are skipped; std only, so it costs nothing.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
+
+use crate::common::assert_none;
+use crate::tidy_execute::rust_files;
 
 /// The top-level modules from the bottom up. A module may import only
 /// modules on lower rows; modules on one row do not import each other.
@@ -36,21 +39,13 @@ struct Source {
 #[test]
 fn imports_point_down_the_layers() {
     let wrong = upward(&sources());
-    assert!(
-        wrong.is_empty(),
-        "imports that point up or sideways:\n{}",
-        wrong.join("\n")
-    );
+    assert_none("imports that point up or sideways", &wrong);
 }
 
 #[test]
 fn no_module_has_an_import_circle() {
     let circles = circles(&sources());
-    assert!(
-        circles.is_empty(),
-        "import circles:\n{}",
-        circles.join("\n")
-    );
+    assert_none("import circles", &circles);
 }
 
 /// Redis's Lua scripts are `.lua` files (`src/store/redis/lua/`), loaded
@@ -61,7 +56,7 @@ fn no_module_has_an_import_circle() {
 fn no_lua_inside_rust_sources() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut files = Vec::new();
-    collect(&src, &mut files);
+    rust_files(&src, &mut files);
     assert!(!files.is_empty(), "no sources under {}", src.display());
     let exempt = src.join("store").join("lua_keys.rs");
     let lua: Vec<String> = files
@@ -70,11 +65,7 @@ fn no_lua_inside_rust_sources() {
         .filter(|file| std::fs::read_to_string(file).is_ok_and(|text| text.contains("redis.call(")))
         .map(|file| file.display().to_string())
         .collect();
-    assert!(
-        lua.is_empty(),
-        "Lua inside Rust strings:\n{}",
-        lua.join("\n")
-    );
+    assert_none("Lua inside Rust strings", &lua);
 }
 
 /// The checks themselves: each kind of path is read, and what is not a
@@ -411,7 +402,7 @@ fn find_circle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>
 fn sources() -> Vec<Source> {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut files = Vec::new();
-    collect(&src, &mut files);
+    rust_files(&src, &mut files);
     files
         .into_iter()
         .filter(|file| !file.ends_with("main.rs") && !file.starts_with(src.join("bin")))
@@ -434,20 +425,6 @@ fn sources() -> Vec<Source> {
             }
         })
         .collect()
-}
-
-fn collect(dir: &Path, files: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            collect(&path, files);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            files.push(path);
-        }
-    }
 }
 
 /// The source without comments and string or char literals (a path in a
@@ -493,14 +470,7 @@ fn strip(text: &str) -> String {
                     None => false,
                 };
                 if literal {
-                    let mut escaped = false;
-                    for c in chars.by_ref() {
-                        match c {
-                            '\\' if !escaped => escaped = true,
-                            '\'' if !escaped => break,
-                            _ => escaped = false,
-                        }
-                    }
+                    skip_quoted(&mut chars, '\'');
                     out.push_str("' '");
                 } else {
                     out.push(c);
@@ -524,18 +494,24 @@ fn strip(text: &str) -> String {
                 }
             }
             '"' => {
-                let mut escaped = false;
-                for c in chars.by_ref() {
-                    match c {
-                        '\\' if !escaped => escaped = true,
-                        '"' if !escaped => break,
-                        _ => escaped = false,
-                    }
-                }
+                skip_quoted(&mut chars, '"');
                 out.push_str("\"\"");
             }
             _ => out.push(c),
         }
     }
     out
+}
+
+/// Skips a quoted literal's rest, up to its closing `quote` (one not
+/// escaped by a backslash).
+fn skip_quoted(chars: &mut impl Iterator<Item = char>, quote: char) {
+    let mut escaped = false;
+    for c in chars {
+        match c {
+            '\\' if !escaped => escaped = true,
+            c if c == quote && !escaped => break,
+            _ => escaped = false,
+        }
+    }
 }

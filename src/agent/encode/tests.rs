@@ -5,7 +5,7 @@
 use serde_json::{Value, json};
 
 use super::TurnEncoder;
-use crate::agent::event::AgentEvent;
+use crate::agent::event::{AgentEvent, Asked};
 use crate::call::ToolCall;
 use crate::ids::Ids;
 use crate::protocol::{ConfirmationProtocol, DeniedAs, FinishReason, Role, UiMessage};
@@ -43,13 +43,13 @@ fn issued(protocol: ConfirmationProtocol) -> Issued {
 }
 
 fn asked(protocol: ConfirmationProtocol, metadata: Option<Value>) -> AgentEvent {
-    AgentEvent::Asked {
+    AgentEvent::Asked(Asked {
         issued: issued(protocol),
         seal: None,
         metadata,
         streamed: protocol == AiSdk,
         client_side: false,
-    }
+    })
 }
 
 fn confirmed(confirmed: bool) -> AgentEvent {
@@ -177,13 +177,13 @@ fn events_to_chunks() {
                     id: "call-1".into(),
                     delta: "{}".into(),
                 },
-                AgentEvent::Asked {
+                AgentEvent::Asked(Asked {
                     issued: issued(AiSdk),
                     seal: Some(json!({"toolgate": {"seal": "s"}})),
                     metadata: gemini(),
                     streamed: true,
                     client_side: true,
-                },
+                }),
             ],
             r#"{"type":"tool-input-start","toolCallId":"call-1","toolName":"stock"}
 {"type":"tool-input-delta","toolCallId":"call-1","inputTextDelta":"{}"}

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::Upstream;
 use crate::agent::Turn;
-use crate::agent::event::AgentEvent;
+use crate::agent::event::{AgentEvent, Asked};
 use crate::call::ToolCall;
 use crate::confirm::{NewCall, Question};
 use crate::protocol::UiChunk;
@@ -112,13 +112,13 @@ impl Upstream {
             Ok(NewCall::Ask(issued)) => {
                 self.asked.push(issued.id.clone());
                 let seal = gate.seal(&issued).map(|seal| seal.to_metadata());
-                AgentEvent::Asked {
+                AgentEvent::Asked(Asked {
                     issued,
                     seal,
                     metadata: None,
                     streamed: false,
                     client_side: false,
-                }
+                })
             }
             // Allowed by the policy (a remembered approval, approve-next-N…).
             Ok(NewCall::Client { call, handoff }) => {

@@ -60,45 +60,17 @@ fn what_every_client_takes_as_is_is_not_fitted() {
     assert!(!ClientVersion::takes_as_is(&finish));
 }
 
-#[test]
-fn finish_reason_from_5_0_92() {
-    let finish = || UiChunk::finish(FinishReason::ToolCalls);
-    assert_eq!(wire("5.0.0", finish()), [json!({"type": "finish"})]);
-    assert_eq!(wire("5.0.91", finish()), [json!({"type": "finish"})]);
-    for version in ["5.0.92", "5.0.216", "6.0.0", "7.0.0", "7.0.173"] {
-        assert_eq!(
-            wire(version, finish()),
-            [json!({"type": "finish", "finishReason": "tool-calls"})],
-            "{version}"
-        );
+/// What each version gets of `chunk`.
+#[track_caller]
+fn check(chunk: UiChunk, cases: &[(&str, Vec<Value>)]) {
+    for (version, expected) in cases {
+        assert_eq!(&wire(version, chunk.clone()), expected, "{version}");
     }
-    let interrupted = || UiChunk::finish(FinishReason::Interrupted);
-    assert_eq!(
-        wire("7.0.148", interrupted()),
-        [json!({"type": "finish", "finishReason": "other"})]
-    );
-    assert_eq!(
-        wire("7.0.149", interrupted()),
-        [json!({"type": "finish", "finishReason": "interrupted"})]
-    );
 }
 
-#[test]
-fn optional_keys_follow_each_release() {
-    let abort = || UiChunk::Abort {
-        reason: Some("stop".into()),
-    };
-    assert_eq!(wire("5.0.216", abort()), [json!({"type": "abort"})]);
-    assert_eq!(
-        wire("5.0.217", abort()),
-        [json!({"type": "abort", "reason": "stop"})]
-    );
-    assert_eq!(wire("6.0.14", abort()), [json!({"type": "abort"})]);
-    assert_eq!(
-        wire("6.0.15", abort()),
-        [json!({"type": "abort", "reason": "stop"})]
-    );
-    let start = || UiChunk::ToolInputStart {
+/// A `tool-input-start` with a title and provider metadata.
+fn titled_start() -> UiChunk {
+    UiChunk::ToolInputStart {
         tool_call_id: "c".into(),
         tool_name: "t".into(),
         extras: ToolExtras {
@@ -106,132 +78,212 @@ fn optional_keys_follow_each_release() {
             title: Some("T".into()),
             ..ToolExtras::default()
         },
-    };
+    }
+}
 
-    assert_eq!(
-        wire("5.0.216", start()),
-        [json!({"type": "tool-input-start", "toolCallId": "c", "toolName": "t"})]
+#[test]
+fn finish_reason_from_5_0_92() {
+    let without = || vec![json!({"type": "finish"})];
+    let with = || vec![json!({"type": "finish", "finishReason": "tool-calls"})];
+    check(
+        UiChunk::finish(FinishReason::ToolCalls),
+        &[
+            ("5.0.0", without()),
+            ("5.0.91", without()),
+            ("5.0.92", with()),
+            ("5.0.216", with()),
+            ("6.0.0", with()),
+            ("7.0.0", with()),
+            ("7.0.173", with()),
+        ],
     );
-    assert_eq!(
-        wire("6.0.38", start()),
-        [json!({"type": "tool-input-start", "toolCallId": "c", "toolName": "t", "title": "T"})]
+    check(
+        UiChunk::finish(FinishReason::Interrupted),
+        &[
+            (
+                "7.0.148",
+                vec![json!({"type": "finish", "finishReason": "other"})],
+            ),
+            (
+                "7.0.149",
+                vec![json!({"type": "finish", "finishReason": "interrupted"})],
+            ),
+        ],
     );
-    assert_eq!(
-        wire("6.0.39", start()),
-        [
-            json!({"type": "tool-input-start", "toolCallId": "c", "toolName": "t", "providerMetadata": {}, "title": "T"})
-        ]
+}
+
+#[test]
+fn optional_keys_follow_each_release() {
+    let without = || vec![json!({"type": "abort"})];
+    let with = || vec![json!({"type": "abort", "reason": "stop"})];
+    check(
+        UiChunk::Abort {
+            reason: Some("stop".into()),
+        },
+        &[
+            ("5.0.216", without()),
+            ("5.0.217", with()),
+            ("6.0.14", without()),
+            ("6.0.15", with()),
+        ],
     );
-    let output = || UiChunk::ToolOutputAvailable {
-        tool_call_id: "c".into(),
-        output: Box::new(Value::Null),
-        provider_executed: None,
-        provider_metadata: Some(Box::new(json!({}))),
-        dynamic: None,
-        preliminary: Some(true),
-    };
-    assert_eq!(
-        wire("5.0.10", output()),
-        [json!({"type": "tool-output-available", "toolCallId": "c", "output": null})]
+    check(
+        titled_start(),
+        &[
+            (
+                "5.0.216",
+                vec![json!({"type": "tool-input-start", "toolCallId": "c", "toolName": "t"})],
+            ),
+            (
+                "6.0.38",
+                vec![
+                    json!({"type": "tool-input-start", "toolCallId": "c", "toolName": "t", "title": "T"}),
+                ],
+            ),
+            (
+                "6.0.39",
+                vec![
+                    json!({"type": "tool-input-start", "toolCallId": "c", "toolName": "t", "providerMetadata": {}, "title": "T"}),
+                ],
+            ),
+        ],
     );
-    assert_eq!(
-        wire("6.0.119", output()),
-        [
-            json!({"type": "tool-output-available", "toolCallId": "c", "output": null, "preliminary": true})
-        ]
-    );
-    assert_eq!(
-        wire("6.0.120", output()),
-        [
-            json!({"type": "tool-output-available", "toolCallId": "c", "output": null, "providerMetadata": {}, "preliminary": true})
-        ]
+    check(
+        UiChunk::ToolOutputAvailable {
+            tool_call_id: "c".into(),
+            output: Box::new(Value::Null),
+            provider_executed: None,
+            provider_metadata: Some(Box::new(json!({}))),
+            dynamic: None,
+            preliminary: Some(true),
+        },
+        &[
+            (
+                "5.0.10",
+                vec![json!({"type": "tool-output-available", "toolCallId": "c", "output": null})],
+            ),
+            (
+                "6.0.119",
+                vec![
+                    json!({"type": "tool-output-available", "toolCallId": "c", "output": null, "preliminary": true}),
+                ],
+            ),
+            (
+                "6.0.120",
+                vec![
+                    json!({"type": "tool-output-available", "toolCallId": "c", "output": null, "providerMetadata": {}, "preliminary": true}),
+                ],
+            ),
+        ],
     );
 }
 
 #[test]
 fn newer_chunk_types_only_reach_clients_that_know_them() {
-    assert_eq!(wire("7.0.69", UiChunk::ResetStep), Vec::<Value>::new());
-    assert_eq!(
-        wire("7.0.70", UiChunk::ResetStep),
-        [json!({"type": "reset-step"})]
+    check(
+        UiChunk::ResetStep,
+        &[
+            ("7.0.69", vec![]),
+            ("7.0.70", vec![json!({"type": "reset-step"})]),
+        ],
     );
-    let custom = || UiChunk::Custom {
-        kind: "acme.ping".into(),
-        provider_metadata: None,
-    };
-    assert_eq!(wire("6.0.326", custom()), Vec::<Value>::new());
-    assert_eq!(
-        wire("7.0.0", custom()),
-        [json!({"type": "custom", "kind": "acme.ping"})]
+    check(
+        UiChunk::Custom {
+            kind: "acme.ping".into(),
+            provider_metadata: None,
+        },
+        &[
+            ("6.0.326", vec![]),
+            (
+                "7.0.0",
+                vec![json!({"type": "custom", "kind": "acme.ping"})],
+            ),
+        ],
     );
 }
 
 #[test]
 fn tool_input_error_before_5_0_7_is_said_with_older_chunks() {
-    let error = || UiChunk::ToolInputError {
-        tool_call_id: "c".into(),
-        tool_name: "t".into(),
-        input: Box::new(json!("{bad")),
-        error_text: "invalid".into(),
-        extras: ToolExtras::default(),
-    };
-    assert_eq!(
-        wire("5.0.6", error()),
-        [
-            json!({"type": "tool-input-available", "toolCallId": "c", "toolName": "t", "input": "{bad"}),
-            json!({"type": "tool-output-error", "toolCallId": "c", "errorText": "invalid"}),
-        ]
-    );
-    assert_eq!(
-        wire("5.0.7", error()),
-        [
-            json!({"type": "tool-input-error", "toolCallId": "c", "toolName": "t", "input": "{bad", "errorText": "invalid"})
-        ]
+    check(
+        UiChunk::ToolInputError {
+            tool_call_id: "c".into(),
+            tool_name: "t".into(),
+            input: Box::new(json!("{bad")),
+            error_text: "invalid".into(),
+            extras: ToolExtras::default(),
+        },
+        &[
+            (
+                "5.0.6",
+                vec![
+                    json!({"type": "tool-input-available", "toolCallId": "c", "toolName": "t", "input": "{bad"}),
+                    json!({"type": "tool-output-error", "toolCallId": "c", "errorText": "invalid"}),
+                ],
+            ),
+            (
+                "5.0.7",
+                vec![
+                    json!({"type": "tool-input-error", "toolCallId": "c", "toolName": "t", "input": "{bad", "errorText": "invalid"}),
+                ],
+            ),
+        ],
     );
 }
 
 #[test]
 fn versions_parse_and_order() {
     let v = ClientVersion::new;
-    let read: [(&str, Option<ClientVersion>); 34] = [
-        ("7", Some(v(7, 0, 0))),
-        ("v6.0", Some(v(6, 0, 0))),
-        ("5.0.216", Some(v(5, 0, 216))),
-        (" 7.0.173 ", Some(v(7, 0, 173))),
-        // A pre-release or build of X.Y.Z is fitted as X.Y.Z.
-        ("6.0.0-beta.148", Some(v(6, 0, 0))),
-        ("v6.0.0-beta.148", Some(v(6, 0, 0))),
-        ("6.0.0-canary.0", Some(v(6, 0, 0))),
-        ("7.0.0-rc.1+build.5", Some(v(7, 0, 0))),
-        ("7.0.0+20260101", Some(v(7, 0, 0))),
-        ("7.0.0+001", Some(v(7, 0, 0))),
-        ("6.0.0-x-y.1-2", Some(v(6, 0, 0))),
-        ("6.0.0-0", Some(v(6, 0, 0))),
-        ("6.0.0-beta.01", None),
-        ("6.0.0-", None),
-        ("6.0.0-beta..1", None),
-        ("6.0.0-beta.", None),
-        ("6.0.0-beta_1", None),
-        ("6.0.0+", None),
-        ("6.0.0+a+b", None),
-        ("6.0.0-beta.148+", None),
-        ("6.0-beta.1", None),
-        ("6-beta.1", None),
-        ("6.0+b", None),
-        ("6.x", None),
-        ("5.x", None),
-        ("1.2.3.4", None),
-        ("", None),
-        ("v", None),
-        ("6.", None),
-        ("+6.0.0", None),
-        ("6.+1.0", None),
-        ("vv6", None),
-        ("4294967296", None),
-        ("latest", None),
+    // A pre-release or build of X.Y.Z is fitted as X.Y.Z.
+    let read: [(Option<ClientVersion>, &[&str]); 5] = [
+        (Some(v(5, 0, 216)), &["5.0.216"]),
+        (
+            Some(v(6, 0, 0)),
+            &[
+                "v6.0",
+                "6.0.0-beta.148",
+                "v6.0.0-beta.148",
+                "6.0.0-canary.0",
+                "6.0.0-x-y.1-2",
+                "6.0.0-0",
+            ],
+        ),
+        (
+            Some(v(7, 0, 0)),
+            &["7", "7.0.0-rc.1+build.5", "7.0.0+20260101", "7.0.0+001"],
+        ),
+        (Some(v(7, 0, 173)), &[" 7.0.173 "]),
+        (
+            None,
+            &[
+                "6.0.0-beta.01",
+                "6.0.0-",
+                "6.0.0-beta..1",
+                "6.0.0-beta.",
+                "6.0.0-beta_1",
+                "6.0.0+",
+                "6.0.0+a+b",
+                "6.0.0-beta.148+",
+                "6.0-beta.1",
+                "6-beta.1",
+                "6.0+b",
+                "6.x",
+                "5.x",
+                "1.2.3.4",
+                "",
+                "v",
+                "6.",
+                "+6.0.0",
+                "6.+1.0",
+                "vv6",
+                "4294967296",
+                "latest",
+            ],
+        ),
     ];
-    for (text, expected) in read {
-        assert_eq!(text.parse::<ClientVersion>().ok(), expected, "{text}");
+    for (expected, texts) in read {
+        for text in texts {
+            assert_eq!(text.parse::<ClientVersion>().ok(), expected, "{text}");
+        }
     }
     assert_eq!(
         "6.0.0-beta.01".parse::<ClientVersion>(),
@@ -248,15 +300,7 @@ fn a_pre_release_gets_what_its_release_gets() {
             UiChunk::Abort {
                 reason: Some("stop".into()),
             },
-            UiChunk::ToolInputStart {
-                tool_call_id: "c".into(),
-                tool_name: "t".into(),
-                extras: ToolExtras {
-                    provider_metadata: Some(Box::new(json!({}))),
-                    title: Some("T".into()),
-                    ..ToolExtras::default()
-                },
-            },
+            titled_start(),
         ]
     };
     let all = |version: &str| -> Vec<Value> {

@@ -18,6 +18,7 @@ use super::PROVIDER;
 use crate::call::ToolCall;
 use crate::protocol::message::CONFIRMATION_TOOL;
 use crate::provider::ProviderError;
+use crate::provider::gemini::Content;
 use crate::provider::http::{Decoder, Logged};
 
 /// One thing an ADK agent did, in the order its events said it.
@@ -58,7 +59,7 @@ impl Logged for AdkEvent {
 #[serde(rename_all = "camelCase")]
 struct Event {
     id: Option<String>,
-    content: Option<Content>,
+    content: Option<Content<Part>>,
     #[serde(default)]
     partial: bool,
     #[serde(default)]
@@ -75,12 +76,6 @@ struct Event {
 struct Actions {
     #[serde(default)]
     requested_tool_confirmations: Map<String, Value>,
-}
-
-#[derive(Deserialize)]
-struct Content {
-    #[serde(default)]
-    parts: Vec<Part>,
 }
 
 #[derive(Deserialize)]

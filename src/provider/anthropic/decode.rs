@@ -10,8 +10,8 @@ use super::PROVIDER;
 use crate::call::{MAX_ARGS_BYTES, MAX_CALLS_PER_STEP};
 use crate::ids::Ids;
 use crate::protocol::DeltaText;
-use crate::provider::http::Decoder;
-use crate::provider::{ProviderError, ProviderEvent, StopReason, Usage};
+use crate::provider::http::{Answer, Decoder};
+use crate::provider::{ProviderError, ProviderEvent, StopReason};
 
 /// One event of the stream, by its `type`; everything else in it is ignored.
 #[derive(Deserialize)]
@@ -85,6 +85,55 @@ enum StartBlock {
     /// Server tools and their results, and blocks toolgate does not know.
     #[serde(other)]
     Other,
+}
+
+impl StartBlock {
+    /// The block it opens, and the events its start says.
+    fn open(self, ids: &Ids, out: &mut Vec<ProviderEvent>) -> Block {
+        match self {
+            StartBlock::Text { text } => {
+                if !text.is_empty() {
+                    out.push(ProviderEvent::TextDelta(text));
+                }
+                Block::Text
+            }
+            StartBlock::Thinking {
+                thinking,
+                signature,
+            } => {
+                if !thinking.is_empty() {
+                    out.push(ProviderEvent::ReasoningDelta(thinking));
+                }
+                Block::Thinking { signature }
+            }
+            StartBlock::RedactedThinking { data } => {
+                out.push(ProviderEvent::ReasoningMetadata(
+                    json!({PROVIDER: {"redactedData": data}}),
+                ));
+                Block::RedactedThinking
+            }
+            StartBlock::ToolUse { id, name, input } => {
+                let id = if id.is_empty() { ids.next("call") } else { id };
+                out.push(ProviderEvent::ToolCallStart {
+                    id: id.clone(),
+                    name,
+                    metadata: None,
+                });
+                let input = match input {
+                    Value::Object(object) if !object.is_empty() => {
+                        Some(Value::Object(object).to_string())
+                    }
+                    _ => None,
+                };
+                Block::ToolUse {
+                    id,
+                    input,
+                    streamed: false,
+                }
+            }
+            StartBlock::Other => Block::Other,
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -190,39 +239,31 @@ impl Block {
 }
 
 pub struct Decode {
-    ids: Ids,
+    answer: Answer,
     /// Open blocks by their index.
     blocks: BTreeMap<u64, Block>,
-    reason: Option<StopReason>,
-    usage: Usage,
 }
 
 impl Decode {
     pub fn new(ids: Ids) -> Self {
         Self {
-            ids,
+            answer: Answer::new(ids),
             blocks: BTreeMap::new(),
-            reason: None,
-            usage: Usage::default(),
         }
     }
 
     fn usage(&mut self, usage: Option<EventUsage>) {
         let Some(usage) = usage else { return };
         if let Some(input) = usage.input_tokens {
-            self.usage.input_tokens = input;
+            self.answer.usage.input_tokens = input;
         }
         if let Some(output) = usage.output_tokens {
-            self.usage.output_tokens = output;
+            self.answer.usage.output_tokens = output;
         }
     }
 
-    fn start(
-        &mut self,
-        index: u64,
-        block: StartBlock,
-        out: &mut Vec<ProviderEvent>,
-    ) -> Result<(), ProviderError> {
+    /// Whether block `index` may open.
+    fn room_for(&self, index: u64) -> Result<(), ProviderError> {
         if self.blocks.contains_key(&index) {
             return Err(ProviderError::Stream(format!(
                 "{PROVIDER} started content block {index} twice"
@@ -233,54 +274,6 @@ impl Decode {
                 "{PROVIDER} kept more than {MAX_CALLS_PER_STEP} content blocks open"
             )));
         }
-        let block = match block {
-            StartBlock::Text { text } => {
-                if !text.is_empty() {
-                    out.push(ProviderEvent::TextDelta(text));
-                }
-                Block::Text
-            }
-            StartBlock::Thinking {
-                thinking,
-                signature,
-            } => {
-                if !thinking.is_empty() {
-                    out.push(ProviderEvent::ReasoningDelta(thinking));
-                }
-                Block::Thinking { signature }
-            }
-            StartBlock::RedactedThinking { data } => {
-                out.push(ProviderEvent::ReasoningMetadata(
-                    json!({PROVIDER: {"redactedData": data}}),
-                ));
-                Block::RedactedThinking
-            }
-            StartBlock::ToolUse { id, name, input } => {
-                let id = if id.is_empty() {
-                    self.ids.next("call")
-                } else {
-                    id
-                };
-                out.push(ProviderEvent::ToolCallStart {
-                    id: id.clone(),
-                    name,
-                    metadata: None,
-                });
-                let input = match input {
-                    Value::Object(object) if !object.is_empty() => {
-                        Some(Value::Object(object).to_string())
-                    }
-                    _ => None,
-                };
-                Block::ToolUse {
-                    id,
-                    input,
-                    streamed: false,
-                }
-            }
-            StartBlock::Other => Block::Other,
-        };
-        self.blocks.insert(index, block);
         Ok(())
     }
 
@@ -351,10 +344,7 @@ impl Decode {
         for block in std::mem::take(&mut self.blocks).into_values() {
             block.end(out);
         }
-        out.push(ProviderEvent::Finish {
-            reason: self.reason.unwrap_or(StopReason::Stop),
-            usage: self.usage,
-        });
+        out.push(self.answer.finish());
     }
 }
 
@@ -400,12 +390,16 @@ impl Decoder for Decode {
             Event::ContentBlockStart {
                 index,
                 content_block,
-            } => self.start(index, content_block, out)?,
+            } => {
+                self.room_for(index)?;
+                let block = content_block.open(&self.answer.ids, out);
+                self.blocks.insert(index, block);
+            }
             Event::ContentBlockDelta { index, delta } => self.delta(index, delta, out)?,
             Event::ContentBlockStop { index } => self.stop(index, out)?,
             Event::MessageDelta { delta, usage } => {
                 if let Some(reason) = delta.stop_reason {
-                    self.reason = Some(stop_reason(&reason));
+                    self.answer.reason = Some(stop_reason(&reason));
                 }
                 self.usage(usage);
             }
@@ -431,13 +425,9 @@ impl Decoder for Decode {
 
     fn end(&mut self, out: &mut Vec<ProviderEvent>) -> Result<(), ProviderError> {
         // Once the stop reason is out, the answer is whole.
-        match self.reason {
-            Some(_) => {
-                self.finish(out);
-                Ok(())
-            }
-            None => Err(ProviderError::Incomplete { provider: PROVIDER }),
-        }
+        self.answer.stopped(PROVIDER)?;
+        self.finish(out);
+        Ok(())
     }
 }
 

@@ -1,12 +1,13 @@
 use super::*;
 use sse_stream::Sse;
 
+use crate::ids::Ids;
 use crate::provider::http::Decoder;
 use crate::provider::http::{
     self,
     testing::{decode_sse, finish},
 };
-use crate::provider::{ResultContent, StopReason};
+use crate::provider::{ProviderEvent, ResultContent, StopReason};
 
 fn run(text: &str) -> (Vec<ProviderEvent>, Option<ProviderError>) {
     decode_sse(Decode::new(Ids::sequential()), text.as_bytes())
@@ -46,43 +47,77 @@ fn end(id: &str) -> ProviderEvent {
     ProviderEvent::ToolCallEnd { id: id.into() }
 }
 
+/// Text and thinking stream as they come, thinking ends with its
+/// signature, and each tool call keeps its own fragments.
 #[test]
-fn text_streams_as_it_comes() {
-    assert_eq!(
-        decode_text(&fixture("text")).unwrap_or_default(),
-        [
-            text("Bonjour"),
-            text(" from the café "),
-            text("☕"),
-            finish(StopReason::Stop, 25, 12),
-        ]
-    );
-    assert_eq!(
-        decode_text(&fixture("after_tool")).unwrap_or_default(),
-        [
-            text("It is sunny"),
-            text(" in Paris."),
-            finish(StopReason::Stop, 460, 8),
-        ]
-    );
-}
-
-#[test]
-fn thinking_ends_with_its_signature() {
-    assert_eq!(
-        decode_text(&fixture("thinking")).unwrap_or_default(),
-        [
-            ProviderEvent::ReasoningDelta("The user wants the GCD of 1071 and 462.".into()),
-            ProviderEvent::ReasoningDelta(
-                " 1071 = 2·462 + 147; 462 = 3·147 + 21; 147 = 7·21.".into()
-            ),
-            ProviderEvent::ReasoningMetadata(json!({"anthropic": {
-                "signature": "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds"
-            }})),
-            text("The GCD is 21."),
-            finish(StopReason::Stop, 40, 58),
-        ]
-    );
+fn fixtures_stream_as_they_come() {
+    let cases = [
+        (
+            "text",
+            vec![
+                text("Bonjour"),
+                text(" from the café "),
+                text("☕"),
+                finish(StopReason::Stop, 25, 12),
+            ],
+        ),
+        (
+            "after_tool",
+            vec![
+                text("It is sunny"),
+                text(" in Paris."),
+                finish(StopReason::Stop, 460, 8),
+            ],
+        ),
+        (
+            "thinking",
+            vec![
+                ProviderEvent::ReasoningDelta("The user wants the GCD of 1071 and 462.".into()),
+                ProviderEvent::ReasoningDelta(
+                    " 1071 = 2·462 + 147; 462 = 3·147 + 21; 147 = 7·21.".into(),
+                ),
+                ProviderEvent::ReasoningMetadata(json!({"anthropic": {
+                    "signature": "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds"
+                }})),
+                text("The GCD is 21."),
+                finish(StopReason::Stop, 40, 58),
+            ],
+        ),
+        (
+            "tool_call",
+            vec![
+                text("Let me check the weather"),
+                text(" in Paris."),
+                start("toolu_01A"),
+                args("toolu_01A", "{\"ci"),
+                args("toolu_01A", "ty\": \"Pa"),
+                args("toolu_01A", "ris\"}"),
+                end("toolu_01A"),
+                finish(StopReason::ToolCalls, 380, 54),
+            ],
+        ),
+        (
+            "parallel_tool_calls",
+            vec![
+                start("toolu_01A"),
+                args("toolu_01A", "{\"city\": "),
+                args("toolu_01A", "\"Paris\"}"),
+                end("toolu_01A"),
+                start("toolu_01B"),
+                args("toolu_01B", "{\"city\""),
+                args("toolu_01B", ": \"Rome\"}"),
+                end("toolu_01B"),
+                finish(StopReason::ToolCalls, 402, 96),
+            ],
+        ),
+    ];
+    for (name, expected) in cases {
+        assert_eq!(
+            decode_text(&fixture(name)).unwrap_or_default(),
+            expected,
+            "{name}"
+        );
+    }
 }
 
 #[test]
@@ -101,41 +136,6 @@ fn redacted_thinking_is_metadata_alone() {
         [
             ProviderEvent::ReasoningMetadata(json!({"anthropic": {"redactedData": "EmwKAhgB"}})),
             finish(StopReason::Stop, 0, 0),
-        ]
-    );
-}
-
-#[test]
-fn a_tool_call_streams_its_fragments() {
-    assert_eq!(
-        decode_text(&fixture("tool_call")).unwrap_or_default(),
-        [
-            text("Let me check the weather"),
-            text(" in Paris."),
-            start("toolu_01A"),
-            args("toolu_01A", "{\"ci"),
-            args("toolu_01A", "ty\": \"Pa"),
-            args("toolu_01A", "ris\"}"),
-            end("toolu_01A"),
-            finish(StopReason::ToolCalls, 380, 54),
-        ]
-    );
-}
-
-#[test]
-fn parallel_tool_calls_keep_their_own_fragments() {
-    assert_eq!(
-        decode_text(&fixture("parallel_tool_calls")).unwrap_or_default(),
-        [
-            start("toolu_01A"),
-            args("toolu_01A", "{\"city\": "),
-            args("toolu_01A", "\"Paris\"}"),
-            end("toolu_01A"),
-            start("toolu_01B"),
-            args("toolu_01B", "{\"city\""),
-            args("toolu_01B", ": \"Rome\"}"),
-            end("toolu_01B"),
-            finish(StopReason::ToolCalls, 402, 96),
         ]
     );
 }
@@ -244,40 +244,33 @@ fn broken_events_are_stream_errors() {
 
 #[test]
 fn history_becomes_alternating_messages() {
-    let call = http::testing::weather_call("toolu_01A");
-    let request = ModelRequest {
-        messages: vec![
-            ModelMessage::System("Be brief.".into()),
-            ModelMessage::User(vec![UserContent::Text("Weather in Paris?".into())]),
-            ModelMessage::System("Use metric units.".into()),
-            ModelMessage::Assistant(vec![
-                AssistantContent::Reasoning {
-                    text: "I should ask the tool.".into(),
-                    metadata: Some(json!({"anthropic": {"signature": "sig-1"}})),
-                },
-                AssistantContent::Reasoning {
-                    text: "unsigned".into(),
-                    metadata: None,
-                },
-                AssistantContent::Reasoning {
-                    text: String::new(),
-                    metadata: Some(json!({"anthropic": {"redactedData": "EmwK"}})),
-                },
-                AssistantContent::Text("Checking.".into()),
-                AssistantContent::ToolCall {
-                    call,
-                    metadata: None,
-                },
-            ]),
-            http::testing::weather_denied("toolu_01A"),
-            ModelMessage::User(vec![UserContent::Text("Then guess.".into())]),
-            ModelMessage::Assistant(vec![AssistantContent::Reasoning {
-                text: "dropped".into(),
+    let request = http::testing::weather_request(vec![
+        ModelMessage::System("Be brief.".into()),
+        ModelMessage::User(vec![UserContent::Text("Weather in Paris?".into())]),
+        ModelMessage::System("Use metric units.".into()),
+        ModelMessage::Assistant(vec![
+            AssistantContent::Reasoning {
+                text: "I should ask the tool.".into(),
+                metadata: Some(json!({"anthropic": {"signature": "sig-1"}})),
+            },
+            AssistantContent::Reasoning {
+                text: "unsigned".into(),
                 metadata: None,
-            }]),
-        ],
-        tools: http::testing::weather_tools(),
-    };
+            },
+            AssistantContent::Reasoning {
+                text: String::new(),
+                metadata: Some(json!({"anthropic": {"redactedData": "EmwK"}})),
+            },
+            AssistantContent::Text("Checking.".into()),
+            http::testing::weather_call("toolu_01A", None),
+        ]),
+        http::testing::weather_denied("toolu_01A"),
+        ModelMessage::User(vec![UserContent::Text("Then guess.".into())]),
+        ModelMessage::Assistant(vec![AssistantContent::Reasoning {
+            text: "dropped".into(),
+            metadata: None,
+        }]),
+    ]);
     let options = ModelOptions {
         model: "claude-sonnet-4-5".into(),
         temperature: Some(1.0),
@@ -287,9 +280,8 @@ fn history_becomes_alternating_messages() {
         )]),
         ..ModelOptions::default()
     };
-    let body = http::testing::body_json(body(&options, &request));
     assert_eq!(
-        body,
+        http::testing::body_of::<Decode>(&options, &request),
         json!({
             "model": "claude-sonnet-4-5",
             "max_tokens": 4096,
@@ -335,7 +327,7 @@ fn files_are_images_and_documents() {
         tools: Vec::new().into(),
     };
     let content = |media_type: &str, url: &str| {
-        let body = body(&ModelOptions::default(), &request(media_type, url));
+        let body = Decode::body(&ModelOptions::default(), &request(media_type, url));
         body.map(|bytes| {
             let body: Value = serde_json::from_slice(&bytes).unwrap_or_default();
             body["messages"][0]["content"].clone()

@@ -1,6 +1,6 @@
 use super::*;
 use crate::provider::http;
-use crate::provider::http::testing::{decode_data, decode_sse, finish, fixture};
+use crate::provider::http::testing::{decode_data, decode_sse, finish, fixture, lone_call};
 
 fn decode(events: &[&str]) -> Result<Vec<ProviderEvent>, ProviderError> {
     decode_data(Decode::new(Ids::sequential()), events)
@@ -22,90 +22,66 @@ fn text_of(events: &[ProviderEvent]) -> String {
 }
 
 #[test]
-fn text_parts_stream_as_text() {
-    let events = decode(&[
-        r#"{"candidates":[{"content":{"parts":[{"text":"Hel"}],"role":"model"},"index":0}]}"#,
-        r#"{"candidates":[{"content":{"parts":[{"text":"lo","thoughtSignature":"c2ln"}],"role":"model"},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":4,"candidatesTokenCount":2,"totalTokenCount":6}}"#,
-    ]);
-    assert_eq!(
-        events.unwrap_or_default(),
-        [
-            ProviderEvent::TextDelta("Hel".into()),
-            ProviderEvent::TextDelta("lo".into()),
-            finish(StopReason::Stop, 4, 2),
-        ]
-    );
+fn text_thoughts_and_usage() {
+    let text = |delta: &str| ProviderEvent::TextDelta(delta.into());
+    let cases: [(&[&str], Vec<ProviderEvent>); 3] = [
+        // Text parts stream as text; a signature on text is not needed back.
+        (
+            &[
+                r#"{"candidates":[{"content":{"parts":[{"text":"Hel"}],"role":"model"},"index":0}]}"#,
+                r#"{"candidates":[{"content":{"parts":[{"text":"lo","thoughtSignature":"c2ln"}],"role":"model"},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":4,"candidatesTokenCount":2,"totalTokenCount":6}}"#,
+            ],
+            vec![text("Hel"), text("lo"), finish(StopReason::Stop, 4, 2)],
+        ),
+        // Thought parts are reasoning, and their tokens are output.
+        (
+            &[
+                r#"{"candidates":[{"content":{"parts":[{"text":"Let me think.","thought":true}],"role":"model"}}]}"#,
+                r#"{"candidates":[{"content":{"parts":[{"text":"Yes."}],"role":"model"},"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":3,"candidatesTokenCount":2,"thoughtsTokenCount":5}}"#,
+            ],
+            vec![
+                ProviderEvent::ReasoningDelta("Let me think.".into()),
+                text("Yes."),
+                finish(StopReason::Stop, 3, 7),
+            ],
+        ),
+        // Token counts at the limit saturate.
+        (
+            &[
+                r#"{"candidates":[{"finishReason":"STOP"}],"usageMetadata":{"candidatesTokenCount":18446744073709551615,"thoughtsTokenCount":1}}"#,
+            ],
+            vec![finish(StopReason::Stop, 0, u64::MAX)],
+        ),
+    ];
+    for (events, expected) in cases {
+        assert_eq!(decode(events).unwrap_or_default(), expected);
+    }
 }
 
+/// A call without an id gets one; either way its signature rides along.
 #[test]
-fn token_counts_at_the_limit_saturate() {
-    let events = decode(&[
-        r#"{"candidates":[{"finishReason":"STOP"}],"usageMetadata":{"candidatesTokenCount":18446744073709551615,"thoughtsTokenCount":1}}"#,
-    ]);
-    assert_eq!(
-        events.unwrap_or_default(),
-        [finish(StopReason::Stop, 0, u64::MAX)]
-    );
-}
-
-#[test]
-fn thought_parts_are_reasoning() {
-    let events = decode(&[
-        r#"{"candidates":[{"content":{"parts":[{"text":"Let me think.","thought":true}],"role":"model"}}]}"#,
-        r#"{"candidates":[{"content":{"parts":[{"text":"Yes."}],"role":"model"},"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":3,"candidatesTokenCount":2,"thoughtsTokenCount":5}}"#,
-    ]);
-    assert_eq!(
-        events.unwrap_or_default(),
-        [
-            ProviderEvent::ReasoningDelta("Let me think.".into()),
-            ProviderEvent::TextDelta("Yes.".into()),
-            finish(StopReason::Stop, 3, 7),
-        ]
-    );
-}
-
-#[test]
-fn a_call_without_id_gets_one_and_keeps_its_signature() {
-    let events = decode(&[
-        r#"{"candidates":[{"content":{"parts":[{"functionCall":{"name":"get_weather","args":{"city":"Paris"}},"thoughtSignature":"c2ln"}],"role":"model"},"finishReason":"STOP"}]}"#,
-    ]);
-    assert_eq!(
-        events.unwrap_or_default(),
-        [
-            ProviderEvent::ToolCallStart {
-                id: "call-1".into(),
-                name: "get_weather".into(),
-                metadata: Some(json!({"google": {"thoughtSignature": "c2ln"}})),
-            },
-            ProviderEvent::ToolCallDelta {
-                id: "call-1".into(),
-                delta: r#"{"city":"Paris"}"#.into(),
-            },
-            ProviderEvent::ToolCallEnd {
-                id: "call-1".into()
-            },
-            ProviderEvent::Finish {
-                reason: StopReason::ToolCalls,
-                usage: Usage::default(),
-            },
-        ]
-    );
-}
-
-#[test]
-fn a_call_with_id_keeps_it() {
-    let events = decode(&[
-        r#"{"candidates":[{"content":{"parts":[{"functionCall":{"id":"g1","name":"now"}}],"role":"model"},"finishReason":"STOP"}]}"#,
-    ]);
-    assert!(matches!(
-        events.as_deref(),
-        Ok([
-            ProviderEvent::ToolCallStart { id, metadata: None, .. },
-            ProviderEvent::ToolCallDelta { delta, .. },
-            ProviderEvent::ToolCallEnd { .. },
-            ProviderEvent::Finish { reason: StopReason::ToolCalls, .. },
-        ]) if id == "g1" && delta == "{}"
-    ));
+fn a_call_keeps_its_id_or_gets_one() {
+    let signature = json!({"google": {"thoughtSignature": "c2ln"}});
+    let cases = [
+        (
+            r#"{"candidates":[{"content":{"parts":[{"functionCall":{"name":"get_weather","args":{"city":"Paris"}},"thoughtSignature":"c2ln"}],"role":"model"},"finishReason":"STOP"}]}"#,
+            (
+                "call-1",
+                "get_weather",
+                Some(&signature),
+                r#"{"city":"Paris"}"#,
+            ),
+        ),
+        (
+            r#"{"candidates":[{"content":{"parts":[{"functionCall":{"id":"g1","name":"now"}}],"role":"model"},"finishReason":"STOP"}]}"#,
+            ("g1", "now", None, "{}"),
+        ),
+    ];
+    for (event, expected) in cases {
+        let events = decode(&[event]).unwrap_or_default();
+        assert_eq!(lone_call(&events), Some(expected));
+        assert_eq!(events.last(), Some(&finish(StopReason::ToolCalls, 0, 0)));
+    }
 }
 
 #[test]
@@ -167,19 +143,18 @@ fn errors_truncation_and_blocks() {
 
 #[test]
 fn finish_reasons() {
-    for (reason, expected) in [
-        ("MAX_TOKENS", StopReason::Length),
-        ("SAFETY", StopReason::ContentFilter),
-        ("RECITATION", StopReason::ContentFilter),
-        ("SPII", StopReason::ContentFilter),
-        ("MALFORMED_FUNCTION_CALL", StopReason::Other),
-        ("OTHER", StopReason::Other),
+    for (expected, reasons) in [
+        (StopReason::Length, &["MAX_TOKENS"][..]),
+        (StopReason::ContentFilter, &["SAFETY", "RECITATION", "SPII"]),
+        (StopReason::Other, &["MALFORMED_FUNCTION_CALL", "OTHER"]),
     ] {
-        let event = format!(r#"{{"candidates":[{{"finishReason":"{reason}"}}]}}"#);
-        assert!(
-            matches!(decode(&[&event]).as_deref(), Ok([ProviderEvent::Finish { reason, .. }]) if *reason == expected),
-            "{reason}"
-        );
+        for reason in reasons {
+            let event = format!(r#"{{"candidates":[{{"finishReason":"{reason}"}}]}}"#);
+            assert!(
+                matches!(decode(&[&event]).as_deref(), Ok([ProviderEvent::Finish { reason, .. }]) if *reason == expected),
+                "{reason}"
+            );
+        }
     }
 }
 
@@ -204,13 +179,8 @@ fn fixtures_decode() {
     let (events, error) = decode_fixture("tool_call.sse");
     assert!(error.is_none(), "{error:?}");
     assert!(matches!(
-        events.as_slice(),
-        [
-            ProviderEvent::ToolCallStart { id, name, metadata: Some(_) },
-            ProviderEvent::ToolCallDelta { delta, .. },
-            ProviderEvent::ToolCallEnd { .. },
-            ProviderEvent::Finish { reason: StopReason::ToolCalls, .. },
-        ] if id == "call-1" && name == "get_weather" && delta == r#"{"city":"Paris"}"#
+        lone_call(&events),
+        Some(("call-1", "get_weather", Some(_), r#"{"city":"Paris"}"#))
     ));
 
     let (events, error) = decode_fixture("parallel_tool_calls.sse");
@@ -244,38 +214,34 @@ fn fixtures_decode() {
 
 #[test]
 fn history_becomes_contents() {
-    let call = http::testing::weather_call("call-7");
-    let request = ModelRequest {
-        messages: vec![
-            ModelMessage::System("be brief".into()),
-            ModelMessage::System("answer in French".into()),
-            ModelMessage::User(vec![
-                UserContent::Text("weather here?".into()),
-                UserContent::File {
-                    media_type: "image/png".into(),
-                    url: "data:image/png;base64,iVBORw0KGgo=".into(),
-                },
-                UserContent::File {
-                    media_type: "application/pdf".into(),
-                    url: "https://example.com/a.pdf".into(),
-                },
-            ]),
-            ModelMessage::Assistant(vec![
-                AssistantContent::Reasoning {
-                    text: "hm".into(),
-                    metadata: None,
-                },
-                AssistantContent::Text("Let me look.".into()),
-                AssistantContent::ToolCall {
-                    call,
-                    metadata: Some(json!({"google": {"thoughtSignature": "c2ln"}})),
-                },
-            ]),
-            http::testing::weather_denied("call-7"),
-            ModelMessage::User(vec![UserContent::Text("ok then".into())]),
-        ],
-        tools: http::testing::weather_tools(),
-    };
+    let request = http::testing::weather_request(vec![
+        ModelMessage::System("be brief".into()),
+        ModelMessage::System("answer in French".into()),
+        ModelMessage::User(vec![
+            UserContent::Text("weather here?".into()),
+            UserContent::File {
+                media_type: "image/png".into(),
+                url: "data:image/png;base64,iVBORw0KGgo=".into(),
+            },
+            UserContent::File {
+                media_type: "application/pdf".into(),
+                url: "https://example.com/a.pdf".into(),
+            },
+        ]),
+        ModelMessage::Assistant(vec![
+            AssistantContent::Reasoning {
+                text: "hm".into(),
+                metadata: None,
+            },
+            AssistantContent::Text("Let me look.".into()),
+            http::testing::weather_call(
+                "call-7",
+                Some(json!({"google": {"thoughtSignature": "c2ln"}})),
+            ),
+        ]),
+        http::testing::weather_denied("call-7"),
+        ModelMessage::User(vec![UserContent::Text("ok then".into())]),
+    ]);
     let options = ModelOptions {
         model: "gemini-2.5-flash".into(),
         max_tokens: Some(100),
@@ -285,9 +251,8 @@ fn history_becomes_contents() {
         )]),
         ..ModelOptions::default()
     };
-    let body = http::testing::body_json(body(&options, &request));
     assert_eq!(
-        body,
+        http::testing::body_of::<Decode>(&options, &request),
         json!({
             "contents": [
                 {"role": "user", "parts": [
@@ -341,9 +306,8 @@ fn outputs_and_bare_options() {
         model: "m".into(),
         ..ModelOptions::default()
     };
-    let body = http::testing::body_json(body(&options, &request));
     assert_eq!(
-        body,
+        http::testing::body_of::<Decode>(&options, &request),
         json!({"contents": [
             {"role": "user", "parts": [{"inlineData": {"mimeType": "text/plain", "data": "aMOpbGxv"}}]},
             {"role": "model", "parts": [{"functionCall": {"name": "now", "args": {}}}]},
@@ -383,7 +347,7 @@ fn the_signed_call_goes_first_with_its_answer() {
         tools: Vec::new().into(),
     };
     let options = ModelOptions::default();
-    let body = http::testing::body_json(body(&options, &request));
+    let body = http::testing::body_of::<Decode>(&options, &request);
     assert_eq!(
         body["contents"][1]["parts"],
         json!([

@@ -1,12 +1,15 @@
 use futures::StreamExt;
 use sse_stream::{Sse, SseByteStream};
 
-use super::Decoder;
-use crate::provider::ProviderError;
+use super::{Decoder, ModelApi};
+use crate::provider::{
+    AssistantContent, ModelMessage, ModelOptions, ModelRequest, ProviderError, ProviderEvent,
+};
 
-/// A request body as JSON (`null` when it could not be built or read).
-pub fn body_json(body: Result<Vec<u8>, ProviderError>) -> serde_json::Value {
-    serde_json::from_slice(&body.unwrap_or_default()).unwrap_or_default()
+/// The body `A` makes of `request`, as JSON (`null` when it could not be
+/// built or read).
+pub fn body_of<A: ModelApi>(options: &ModelOptions, request: &ModelRequest) -> serde_json::Value {
+    serde_json::from_slice(&A::body(options, request).unwrap_or_default()).unwrap_or_default()
 }
 
 /// `extraBody` from its pairs.
@@ -67,18 +70,22 @@ pub fn fixture(provider: &str, name: &str) -> Vec<u8> {
     std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
-/// The `get_weather` call for Paris the history tests replay.
-pub fn weather_call(id: &str) -> crate::call::ToolCall {
-    crate::call::ToolCall {
-        id: id.into(),
-        name: "get_weather".into(),
-        args: serde_json::json!({"city": "Paris"}),
+/// The `get_weather` call for Paris the history tests replay, with the
+/// metadata its provider attached.
+pub fn weather_call(id: &str, metadata: Option<serde_json::Value>) -> AssistantContent {
+    AssistantContent::ToolCall {
+        call: crate::call::ToolCall {
+            id: id.into(),
+            name: "get_weather".into(),
+            args: serde_json::json!({"city": "Paris"}),
+        },
+        metadata,
     }
 }
 
 /// The tool message that denies that call "not now".
-pub fn weather_denied(call_id: &str) -> crate::provider::ModelMessage {
-    crate::provider::ModelMessage::Tool(vec![crate::provider::ToolResult {
+pub fn weather_denied(call_id: &str) -> ModelMessage {
+    ModelMessage::Tool(vec![crate::provider::ToolResult {
         call_id: call_id.into(),
         tool_name: "get_weather".into(),
         outcome: crate::provider::ResultContent::Denied {
@@ -87,14 +94,18 @@ pub fn weather_denied(call_id: &str) -> crate::provider::ModelMessage {
     }])
 }
 
-/// The one tool the history tests offer: `get_weather`.
-pub fn weather_tools() -> std::sync::Arc<[crate::call::ToolSpec]> {
-    vec![crate::call::ToolSpec {
+/// A request of `messages` that offers the one tool the history tests
+/// know: `get_weather`.
+pub fn weather_request(messages: Vec<ModelMessage>) -> ModelRequest {
+    let tools = vec![crate::call::ToolSpec {
         name: "get_weather".into(),
         description: "Weather".into(),
         parameters: serde_json::json!({"type": "object"}),
-    }]
-    .into()
+    }];
+    ModelRequest {
+        messages,
+        tools: tools.into(),
+    }
 }
 
 /// The `Finish` event with these token counts.
@@ -109,5 +120,24 @@ pub fn finish(
             input_tokens,
             output_tokens,
         },
+    }
+}
+
+/// The one call `events` hold, whole and followed by a finish for tool
+/// calls: its id, name, metadata and arguments.
+pub fn lone_call(
+    events: &[ProviderEvent],
+) -> Option<(&str, &str, Option<&serde_json::Value>, &str)> {
+    match events {
+        [
+            ProviderEvent::ToolCallStart { id, name, metadata },
+            ProviderEvent::ToolCallDelta { id: args_of, delta },
+            ProviderEvent::ToolCallEnd { id: end_of },
+            ProviderEvent::Finish {
+                reason: crate::provider::StopReason::ToolCalls,
+                ..
+            },
+        ] if args_of == id && end_of == id => Some((id, name, metadata.as_ref(), delta)),
+        _ => None,
     }
 }

@@ -1,5 +1,6 @@
 use super::*;
-use crate::provider::http::{self, testing::decode_data};
+use crate::provider::http;
+use crate::provider::http::testing::{decode_data, lone_call};
 
 fn decode(events: &[&str]) -> Result<Vec<ProviderEvent>, ProviderError> {
     decode_data(Decode::new(Ids::sequential()), events)
@@ -105,15 +106,10 @@ fn a_name_that_comes_late_still_starts_the_call() {
         r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{}"}}]}}]}"#,
         r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"name":"x"}}]},"finish_reason":"tool_calls"}]}"#,
     ]);
-    assert!(matches!(
-        events.as_deref(),
-        Ok([
-            ProviderEvent::ToolCallStart { id, .. },
-            ProviderEvent::ToolCallDelta { delta, .. },
-            ProviderEvent::ToolCallEnd { .. },
-            ProviderEvent::Finish { reason: StopReason::ToolCalls, .. },
-        ]) if id == "call-1" && delta == "{}"
-    ));
+    assert_eq!(
+        lone_call(&events.unwrap_or_default()),
+        Some(("call-1", "x", None, "{}"))
+    );
 }
 
 #[test]
@@ -141,30 +137,23 @@ fn an_end_without_a_finish_is_incomplete() {
 
 #[test]
 fn history_becomes_chat_messages() {
-    let call = http::testing::weather_call("c1");
-    let request = ModelRequest {
-        messages: vec![
-            ModelMessage::System("be brief".into()),
-            ModelMessage::User(vec![UserContent::Text("weather?".into())]),
-            // Reasoning alone has nothing Chat Completions takes back.
-            ModelMessage::Assistant(vec![AssistantContent::Reasoning {
-                text: "cut off".into(),
+    let request = http::testing::weather_request(vec![
+        ModelMessage::System("be brief".into()),
+        ModelMessage::User(vec![UserContent::Text("weather?".into())]),
+        // Reasoning alone has nothing Chat Completions takes back.
+        ModelMessage::Assistant(vec![AssistantContent::Reasoning {
+            text: "cut off".into(),
+            metadata: None,
+        }]),
+        ModelMessage::Assistant(vec![
+            AssistantContent::Reasoning {
+                text: "hm".into(),
                 metadata: None,
-            }]),
-            ModelMessage::Assistant(vec![
-                AssistantContent::Reasoning {
-                    text: "hm".into(),
-                    metadata: None,
-                },
-                AssistantContent::ToolCall {
-                    call,
-                    metadata: None,
-                },
-            ]),
-            http::testing::weather_denied("c1"),
-        ],
-        tools: http::testing::weather_tools(),
-    };
+            },
+            http::testing::weather_call("c1", None),
+        ]),
+        http::testing::weather_denied("c1"),
+    ]);
     // A model that wants `max_completion_tokens` instead.
     let options = ModelOptions {
         model: "m".into(),
@@ -175,9 +164,8 @@ fn history_becomes_chat_messages() {
         ]),
         ..ModelOptions::default()
     };
-    let body = http::testing::body_json(body(&options, &request));
     assert_eq!(
-        body,
+        http::testing::body_of::<Decode>(&options, &request),
         json!({
             "model": "m",
             "messages": [

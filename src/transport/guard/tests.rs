@@ -30,40 +30,32 @@ fn hosts() {
     let everywhere = guard(&[], &[]).with_bind(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
     let any = guard(&["*"], &[]);
     let lan_ip: IpAddr = IpAddr::V4(Ipv4Addr::new(192, 168, 1, 20));
+    type Hosts<'a> = &'a [&'a str];
+    // guard, the address the request came in on, hosts served, hosts refused
     #[rustfmt::skip]
-    let cases: &[(&Guard, &str, Option<IpAddr>, bool)] = &[
-        (&default, "localhost:8080", None, true),
-        (&default, "LOCALHOST", None, true),
-        (&default, "127.0.0.1:1", None, true),
-        (&default, "[::1]:8080", None, true),
-        (&default, "[0:0:0:0:0:0:0:1]", None, true),
-        (&default, "evil.example:8080", None, false),
-        (&default, "127.0.0.2:8080", None, false),
-        (&default, "localhost.evil.example", None, false),
-        (&default, "user@localhost", None, false),
-        (&default, "localhost/x", None, false),
-        (&default, "", None, false),
-        (&default, "192.168.1.20:8080", Some(lan_ip), false),
-        (&proxied, "toolgate.example.com", None, true),
-        (&proxied, "TOOLGATE.example.com:443", None, true),
-        (&proxied, "10.0.0.5:9000", None, true),
-        (&proxied, "[fd00:0::1]:9000", None, true),
-        (&proxied, "other.example.com", None, false),
-        (&on_lan, "192.168.1.20:9000", None, true),
-        (&on_lan, "192.168.1.21:9000", None, false),
-        (&everywhere, "192.168.1.20:9000", Some(lan_ip), true),
-        (&everywhere, "192.168.1.21:9000", Some(lan_ip), false),
-        (&everywhere, "lan-name:9000", Some(lan_ip), false),
-        (&any, "anything.example:1", None, true),
+    let cases: &[(&Guard, Option<IpAddr>, Hosts<'_>, Hosts<'_>)] = &[
+        (&default, None,
+            &["localhost:8080", "LOCALHOST", "127.0.0.1:1", "[::1]:8080", "[0:0:0:0:0:0:0:1]"],
+            &["evil.example:8080", "127.0.0.2:8080", "localhost.evil.example", "user@localhost", "localhost/x", ""]),
+        (&default, Some(lan_ip), &[], &["192.168.1.20:8080"]),
+        (&proxied, None,
+            &["toolgate.example.com", "TOOLGATE.example.com:443", "10.0.0.5:9000", "[fd00:0::1]:9000"],
+            &["other.example.com"]),
+        (&on_lan, None, &["192.168.1.20:9000"], &["192.168.1.21:9000"]),
+        (&everywhere, Some(lan_ip), &["192.168.1.20:9000"], &["192.168.1.21:9000", "lan-name:9000"]),
+        (&any, None, &["anything.example:1"], &[]),
     ];
-    for (guard, host, local, served) in cases {
-        let mut request = facts(GET, host);
-        request.local = *local;
-        assert_eq!(
-            guard.check(&request).is_ok(),
-            *served,
-            "{host} {local:?} {guard:?}"
-        );
+    for (guard, local, served, refused) in cases {
+        let hosts = served.iter().map(|h| (h, true));
+        for (host, served) in hosts.chain(refused.iter().map(|h| (h, false))) {
+            let mut request = facts(GET, host);
+            request.local = *local;
+            assert_eq!(
+                guard.check(&request).is_ok(),
+                served,
+                "{host} {local:?} {guard:?}"
+            );
+        }
     }
     let mut no_host = facts(GET, "");
     no_host.host = None;

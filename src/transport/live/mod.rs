@@ -147,6 +147,10 @@ struct Close {
 }
 
 impl Close {
+    const fn new(code: u16, reason: &'static str) -> Self {
+        Close { code, reason }
+    }
+
     fn frame(&self) -> Message {
         Message::Close(Some(CloseFrame {
             code: self.code,

@@ -30,22 +30,10 @@ use crate::protocol::{ChatRequest, RequestError, UiChunk};
 use crate::run::{Run, Subscription};
 use crate::transport::ApiError;
 
-pub(super) const BINARY: Close = Close {
-    code: close_code::UNSUPPORTED,
-    reason: "binary frames are not taken",
-};
-const NOT_JSON: Close = Close {
-    code: close_code::PROTOCOL,
-    reason: "frame is not JSON",
-};
-const UNKNOWN_TYPE: Close = Close {
-    code: close_code::PROTOCOL,
-    reason: "unknown frame type",
-};
-const MALFORMED: Close = Close {
-    code: close_code::PROTOCOL,
-    reason: "malformed frame",
-};
+pub(super) const BINARY: Close = Close::new(close_code::UNSUPPORTED, "binary frames are not taken");
+const NOT_JSON: Close = Close::new(close_code::PROTOCOL, "frame is not JSON");
+const UNKNOWN_TYPE: Close = Close::new(close_code::PROTOCOL, "unknown frame type");
+const MALFORMED: Close = Close::new(close_code::PROTOCOL, "malformed frame");
 
 /// Every frame type of the dialect; any other closes the socket.
 const TYPES: [&str; 6] = [
@@ -62,11 +50,7 @@ const VERSION: &str = "1.0";
 
 /// A client's frame, once its `type` is known to be one of [`TYPES`].
 #[derive(Deserialize)]
-#[serde(
-    tag = "type",
-    rename_all = "snake_case",
-    rename_all_fields = "camelCase"
-)]
+#[serde(tag = "type", rename_all = "snake_case")]
 enum Frame {
     Message {
         /// The older form: the body under `data`.
@@ -316,22 +300,12 @@ fn refusal(why: &str) -> Message {
 /// The close frame of a socket that closes on its own.
 pub(super) fn farewell(why: Farewell) -> Close {
     match why {
-        Farewell::Idle => Close {
-            code: close_code::NORMAL,
-            reason: "idle",
-        },
-        Farewell::Broken => Close {
-            code: close_code::SIZE,
-            reason: "frame too large or broken",
-        },
+        Farewell::Idle => Close::new(close_code::NORMAL, "idle"),
+        Farewell::Broken => Close::new(close_code::SIZE, "frame too large or broken"),
         // The upgrade needed a key here: a socket of this dialect is keyed.
-        Farewell::NoKey => Close {
-            code: close_code::POLICY,
-            reason: "no valid API key",
-        },
-        Farewell::KeylessFrame => Close {
-            code: close_code::SIZE,
-            reason: "frame too large before a valid API key",
-        },
+        Farewell::NoKey => Close::new(close_code::POLICY, "no valid API key"),
+        Farewell::KeylessFrame => {
+            Close::new(close_code::SIZE, "frame too large before a valid API key")
+        }
     }
 }

@@ -50,7 +50,7 @@ pub fn form(issued: &Issued, may_remember: bool) -> Result<ElicitRequestParams, 
         properties.insert(
             "remember".into(),
             json!({"type": "string", "title": "Remember", "enum": REMEMBER, "default": "once",
-                   "description": "once: only this call; chat: calls of this tool with any arguments in this MCP call's chat; always: every call of this tool by you"}),
+                   "description": "once: only this call; chat: this same call (tool and arguments) again without asking; always: every call of this tool by you"}),
         );
     }
     let schema = json!({"type": "object", "properties": properties, "required": ["approve"]});

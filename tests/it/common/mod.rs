@@ -51,6 +51,44 @@ pub fn from_json<T: serde::de::DeserializeOwned>(text: &str) -> T {
         .must()
 }
 
+/// Fails listing what was `found`, under the heading `what`, unless nothing was.
+#[track_caller]
+pub fn assert_none(what: &str, found: &[String]) {
+    assert!(found.is_empty(), "{what}:\n{}", found.join("\n"));
+}
+
+/// `principal`'s call of `process_payment` (5 to Bo) in chat `c`, as the
+/// gate is asked about it.
+pub fn payment_to_bo(principal: &str) -> (toolgate::confirm::Scope, toolgate::call::ToolCall) {
+    let scope = toolgate::confirm::Scope {
+        chat_id: "c".into(),
+        principal: principal.into(),
+    };
+    let call = toolgate::call::ToolCall {
+        id: "call-1".into(),
+        name: "process_payment".into(),
+        args: serde_json::json!({"amount": 5, "recipient": "Bo"}),
+    };
+    (scope, call)
+}
+
+/// The body of a decision that approves.
+pub const APPROVE: &str = r#"{"approved": true}"#;
+
+/// A POST of `body` as JSON to `url`, on a connection of its own.
+pub fn post_json(url: String, body: impl ToString) -> reqwest::RequestBuilder {
+    reqwest::Client::new()
+        .post(url)
+        .header("content-type", "application/json")
+        .body(body.to_string())
+}
+
+/// Fails showing `text` unless it holds `part`.
+#[track_caller]
+pub fn assert_contains(text: &str, part: &str) {
+    assert!(text.contains(part), "{text}");
+}
+
 pub struct Server {
     pub url: String,
     pub clock: Clock,
@@ -79,6 +117,14 @@ impl Reply {
     /// The body as JSON (`null` when it is not).
     pub fn json(&self) -> Value {
         serde_json::from_str(&self.body).unwrap_or_default()
+    }
+
+    /// The body's lines that are JSON (an audit log's events), in order.
+    pub fn json_lines(&self) -> Vec<Value> {
+        self.body
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
     }
 
     /// The JSON chunks of an SSE body, `[DONE]` and comments left out.
@@ -316,8 +362,23 @@ impl Server {
 
     /// `POST /api/confirmations/{id}` approving the question `id`.
     pub async fn approve(&self, id: impl std::fmt::Display) -> Reply {
-        self.post(&format!("/api/confirmations/{id}"), r#"{"approved": true}"#)
+        self.approve_with(id, &[]).await
+    }
+
+    /// `POST /api/confirmations/{id}` with this decision.
+    pub async fn decide(&self, id: &str, decision: impl Into<reqwest::Body>) -> Reply {
+        self.post(&format!("/api/confirmations/{id}"), decision)
             .await
+    }
+
+    /// [`Server::approve`] with these headers too (`X-User: lead`).
+    pub async fn approve_with(
+        &self,
+        id: impl std::fmt::Display,
+        headers: &[(&str, &str)],
+    ) -> Reply {
+        let path = format!("/api/confirmations/{id}");
+        self.post_with(&path, headers, APPROVE).await
     }
 }
 

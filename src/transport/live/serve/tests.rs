@@ -31,10 +31,7 @@ impl Frames for Echo {
 
     async fn text(&mut self, text: &str) -> Result<(), Close> {
         match text {
-            "bye" => Err(Close {
-                code: close_code::NORMAL,
-                reason: "bye",
-            }),
+            "bye" => Err(Close::new(close_code::NORMAL, "bye")),
             _ => {
                 self.keyed |= text == "key";
                 self.say(Message::Text(text.into()));
@@ -44,10 +41,7 @@ impl Frames for Echo {
     }
 
     fn binary(&mut self) -> Result<(), Close> {
-        Err(Close {
-            code: close_code::UNSUPPORTED,
-            reason: "binary",
-        })
+        Err(Close::new(close_code::UNSUPPORTED, "binary"))
     }
 
     async fn over_budget(&mut self, text: &str) {
