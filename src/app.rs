@@ -26,6 +26,8 @@ use crate::provider::ModelProvider;
 use crate::store::Store;
 use crate::tools::mcp::{self, McpServer};
 use crate::tools::{Registry, Toolbox};
+use crate::transport::ANONYMOUS;
+use crate::transport::mcp::{StdioError, serve_stdio};
 
 pub use serve::open_store;
 
@@ -130,6 +132,21 @@ impl App {
     pub fn with_provider(mut self, provider: impl ModelProvider) -> Self {
         self.provider = Some(Arc::new(provider));
         self
+    }
+
+    /// Serves the MCP face over stdin and stdout (`toolgate mcp`) as
+    /// `mcp.principal` (or `TOOLGATE_MCP_PRINCIPAL`, else `anonymous`),
+    /// until the client closes them; a call it claimed runs to its end.
+    pub async fn serve_mcp_stdio(self) -> Result<(), StdioError> {
+        let principal = self.settings.mcp.principal.clone();
+        let principal = principal.unwrap_or_else(|| ANONYMOUS.to_owned());
+        let built = self.build(None);
+        let Some(face) = built.mcp else {
+            return Err(StdioError::Start("no key for MCP's requestState".into()));
+        };
+        let served = serve_stdio(face.as_principal(&principal)).await;
+        built.gate.shutdown().await;
+        served
     }
 
     /// The routes behind the Host and Origin checks; the bind address is

@@ -55,6 +55,15 @@ enum Command {
         #[arg(long = "cors-origin", value_name = "ORIGIN")]
         cors_origins: Vec<String>,
     },
+    /// Serve MCP over stdin and stdout, for MCP clients that launch their
+    /// servers: the same tools, policy and store as `serve` (decide its
+    /// questions from a `serve` on the same store). The principal is
+    /// `mcp.principal`, or TOOLGATE_MCP_PRINCIPAL, else `anonymous`.
+    Mcp {
+        /// YAML config file; every field is optional.
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
     /// List every tool with its qualified name and effective policy.
     Tools {
         /// YAML config file; every field is optional.
@@ -158,6 +167,20 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                     server.name, server.transport
                 )?;
             }
+        }
+        Command::Mcp { config } => {
+            let settings = Settings::new(load(config.as_deref())?)?;
+            let (store, where_) = open_store(&settings.store)
+                .await
+                .context("cannot open the store")?;
+            tracing::info!("MCP over stdio; state: {where_}");
+            let signer = Signer::new(settings.signing_keys.clone());
+            // Boxed: the stdio server's future is deep, and `run` is one future.
+            let serve = App::new(settings)
+                .with_store(store)
+                .with_signer(signer)
+                .serve_mcp_stdio();
+            Box::pin(serve).await?;
         }
         Command::Serve {
             config,

@@ -27,6 +27,8 @@ pub enum Transport {
     Sse,
     /// `/live`: the WebSocket.
     Live,
+    /// `/mcp` and `toolgate mcp`: each `tools/call` of an MCP client.
+    Mcp,
 }
 
 impl Transport {
@@ -34,6 +36,7 @@ impl Transport {
         match self {
             Transport::Sse => "sse",
             Transport::Live => "live",
+            Transport::Mcp => "mcp",
         }
     }
 }
@@ -178,7 +181,7 @@ struct Inner {
     turns: Family<TurnLabels, Counter>,
     turn_duration: Histogram,
     /// One gauge per transport, made once.
-    open: [Gauge; 2],
+    open: [Gauge; 3],
     first_chunk: Histogram,
     overhead: Histogram,
     confirmations: Family<ConfirmationLabels, Counter>,
@@ -214,7 +217,7 @@ impl Metrics {
             registry: Registry::default(),
             turns: Family::default(),
             turn_duration: latency(),
-            open: [Transport::Sse, Transport::Live].map(|t| {
+            open: [Transport::Sse, Transport::Live, Transport::Mcp].map(|t| {
                 streams.get_or_create_owned(&TransportLabel {
                     transport: t.as_str(),
                 })

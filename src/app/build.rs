@@ -13,7 +13,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::agent::Agent;
 use crate::config::{AllowedToolsStorage, ModelSettings, ProviderKind};
-use crate::confirm::Gate;
+use crate::confirm::{Gate, Signer};
 use crate::ids::{Clock, Ids};
 use crate::metrics::Metrics;
 use crate::notify::{Links, Notifier, Plan as NotifyPlan};
@@ -23,10 +23,11 @@ use crate::provider::gemini::Gemini;
 use crate::provider::measured::Measured;
 use crate::provider::openai::OpenAi;
 use crate::provider::{ModelProvider, ModelRequest, ProviderError, ProviderEvent, ScriptedModel};
-use crate::run::{Limits as RunLimits, Runs};
+use crate::run::{Calls, Limits as RunLimits, Runs};
 use crate::store::Store;
 use crate::tools::Toolbox;
 use crate::tools::mcp;
+use crate::transport::mcp::McpFace;
 use crate::transport::{HttpState, router};
 
 use super::{App, chores};
@@ -45,12 +46,21 @@ pub(super) struct Built {
     pub runs: Arc<Runs>,
     /// Set when serving starts to stop.
     pub draining: Arc<AtomicBool>,
+    /// The MCP face (served at `/mcp` when `mcp.enabled`; `toolgate mcp`
+    /// serves it over stdio); `None` only without a key for its states.
+    pub mcp: Option<McpFace>,
 }
 
 impl App {
     /// The routes, and what serving them runs; `bind` is the address served.
     pub(super) fn build(self, bind: Option<IpAddr>) -> Built {
         let settings = self.settings;
+        // Seals MCP's `requestState`: the signing keys, else a key made now.
+        let state_signer = self
+            .signer
+            .clone()
+            .or_else(|| Signer::new(settings.signing_keys.clone()))
+            .or_else(random_signer);
         let notifier = notifier(settings.notify, &settings.signing_keys, &self.clock);
         let links = notifier.as_ref().map(|n| n.links().clone());
         let metrics = Metrics::new();
@@ -182,7 +192,29 @@ impl App {
             )),
         };
         let metrics_routes = crate::transport::metrics_routes(state.clone());
+        let mcp = state_signer.map(|signer| {
+            let calls = Calls {
+                gate: gate.clone(),
+                signer,
+            };
+            McpFace::new(
+                calls,
+                settings.mcp.retry_wait,
+                settings.mcp.hold,
+                metrics.clone(),
+            )
+        });
+        let mcp_routes = match &mcp {
+            Some(face) if settings.mcp.enabled => {
+                Some(crate::transport::mcp::routes(state.clone(), face.clone()))
+            }
+            _ => None,
+        };
         let router = router(state);
+        let router = match mcp_routes {
+            Some(mcp_routes) => router.merge(mcp_routes),
+            None => router,
+        };
         let router = if settings.demo {
             router.merge(crate::transport::demo::routes())
         } else {
@@ -217,8 +249,22 @@ impl App {
             tasks,
             runs,
             draining,
+            mcp,
         }
     }
+}
+
+/// A signer with a random key made now, for MCP's `requestState` when no
+/// signing key is set: states then die with a restart.
+fn random_signer() -> Option<Signer> {
+    let mut key = [0u8; 32];
+    getrandom::fill(&mut key)
+        .inspect_err(|e| tracing::error!("no random key for MCP's requestState, no MCP face: {e}"))
+        .ok()?;
+    tracing::info!(
+        "MCP requestStates are sealed with a key made at start: they stop working when toolgate restarts (set toolConfirmation.signingKeys to keep them)"
+    );
+    Signer::new([hex::encode(key)])
 }
 
 /// Who is told about each question (`toolConfirmation.notify`), its links

@@ -13,7 +13,7 @@ use crate::tools::Registry;
 use crate::tools::client::ClientTool;
 use crate::transport::ApiKey;
 
-use super::{ApiKeyConfig, AuthConfig, Config, ConfigError, LimitsConfig, ToolsConfig};
+use super::{ApiKeyConfig, AuthConfig, Config, ConfigError, LimitsConfig, McpConfig, ToolsConfig};
 
 /// `limits`, each a whole number from 1.
 pub(super) fn rates(limits: &LimitsConfig) -> Result<Rates, ConfigError> {
@@ -171,4 +171,29 @@ pub(super) fn signing_keys(keys: &[String]) -> Result<Vec<String>, ConfigError> 
 /// `store.auditRetentionDays` (default 90).
 pub(super) fn retention(days: Option<u64>) -> Duration {
     Duration::from_secs(days.unwrap_or(90).saturating_mul(24 * 60 * 60))
+}
+
+/// `mcp`: its waits within their bounds; stdio's principal, from `env`
+/// (`TOOLGATE_MCP_PRINCIPAL`) before the file, never empty.
+pub(super) fn mcp(mcp: &McpConfig, env: Option<String>) -> Result<Option<String>, ConfigError> {
+    if mcp.retry_wait_ms > 60_000 {
+        let why = "at most 60000 (a retry is answered within a minute)";
+        return Err(ConfigError::value(
+            "mcp.retryWaitMs",
+            mcp.retry_wait_ms,
+            why,
+        ));
+    }
+    if !(1..=3_600).contains(&mcp.hold_seconds) {
+        let why = "a whole number from 1 to 3600";
+        return Err(ConfigError::value("mcp.holdSeconds", mcp.hold_seconds, why));
+    }
+    let principal = env
+        .filter(|p| !p.is_empty())
+        .or_else(|| mcp.principal.clone());
+    if principal.as_deref().is_some_and(|p| p.trim().is_empty()) {
+        let why = "a principal's name (leave it out for `anonymous`)";
+        return Err(ConfigError::value("mcp.principal", "\"\"", why));
+    }
+    Ok(principal)
 }

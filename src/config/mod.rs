@@ -32,11 +32,11 @@ pub use error::ConfigError;
 pub use model::{ModelConfig, ProviderKind};
 pub use sections::{
     AllowedToolsStorage, ApiKeyConfig, AuthConfig, ConfirmationConfig, CorsConfig, DemoConfig,
-    LimitsConfig, LiveConfig, MetricsConfig, ProtocolConfig, ServerConfig, StoreConfig, StoreKind,
-    StreamConfig, TelemetryConfig, ToolLimitConfig, ToolsConfig,
+    LimitsConfig, LiveConfig, McpConfig, MetricsConfig, ProtocolConfig, ServerConfig, StoreConfig,
+    StoreKind, StreamConfig, TelemetryConfig, ToolLimitConfig, ToolsConfig,
 };
 pub use settings::{
-    AuthSettings, ConfirmationSettings, LiveSettings, MetricsSettings, ModelSettings,
+    AuthSettings, ConfirmationSettings, LiveSettings, McpSettings, MetricsSettings, ModelSettings,
     ServerSettings, Settings, StoreBackend, StoreSettings, StreamSettings,
 };
 
@@ -67,6 +67,7 @@ pub struct Config {
     pub telemetry: TelemetryConfig,
     /// MCP servers whose tools are offered as `mcp--<server>--<tool>`.
     pub mcp_servers: BTreeMap<String, McpServerConfig>,
+    pub mcp: McpConfig,
 }
 
 impl Config {

@@ -168,6 +168,36 @@ impl Default for LiveConfig {
     }
 }
 
+/// `mcp`: toolgate as an MCP server (`/mcp`, `toolgate mcp`).
+#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct McpConfig {
+    /// Serve MCP at `POST`/`GET`/`DELETE /mcp` beside the chat.
+    pub enabled: bool,
+    /// Protocol 2026-07-28: how long (ms) a retry of an undecided call
+    /// waits for the decision before it is told to retry again (at most
+    /// 60000).
+    pub retry_wait_ms: u64,
+    /// Older protocols, a client that cannot be asked: how long (seconds)
+    /// a call is held, with progress notifications, before an error that
+    /// names its question (at least 1, at most 3600).
+    pub hold_seconds: u64,
+    /// `toolgate mcp` (stdio): who is asking. `TOOLGATE_MCP_PRINCIPAL`
+    /// wins; unset, `anonymous`.
+    pub principal: Option<String>,
+}
+
+impl Default for McpConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            retry_wait_ms: 2_000,
+            hold_seconds: 60,
+            principal: None,
+        }
+    }
+}
+
 /// Dexto's `allowedToolsStorage`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema, Default)]
 #[serde(rename_all = "kebab-case")]

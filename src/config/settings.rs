@@ -55,6 +55,17 @@ pub struct Settings {
     pub client_version: ClientVersion,
     /// `demo.enabled`: serve the demo chat at `/`.
     pub demo: bool,
+    pub mcp: McpSettings,
+}
+
+/// `mcp`: toolgate as an MCP server.
+#[derive(Debug, Clone)]
+pub struct McpSettings {
+    pub enabled: bool,
+    pub retry_wait: Duration,
+    pub hold: Duration,
+    /// stdio's principal: `TOOLGATE_MCP_PRINCIPAL`, else `mcp.principal`.
+    pub principal: Option<String>,
 }
 
 /// `model`: what answers a turn.
@@ -222,6 +233,12 @@ impl Settings {
             key_deadline: secs(config.live.key_deadline_secs),
             keyless_frame_bytes: config.live.keyless_frame_bytes,
         };
+        let mcp = McpSettings {
+            principal: checks::mcp(&config.mcp, std::env::var("TOOLGATE_MCP_PRINCIPAL").ok())?,
+            enabled: config.mcp.enabled,
+            retry_wait: Duration::from_millis(config.mcp.retry_wait_ms),
+            hold: Duration::from_secs(config.mcp.hold_seconds),
+        };
         let server = &config.server;
         let server = ServerSettings {
             header_read: secs(server.header_read_secs),
@@ -283,6 +300,7 @@ impl Settings {
             telemetry: config.telemetry.clone(),
             client_version,
             demo: config.demo.enabled,
+            mcp,
         })
     }
 }

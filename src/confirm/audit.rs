@@ -1,6 +1,7 @@
 //! What lands in the audit log, and how an event is made.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use serde_json::Value;
 use tracing::Level;
@@ -11,6 +12,13 @@ use crate::call::ToolCall;
 use crate::metrics::Confirmation;
 use crate::store::{AuditDecision, AuditEvent, AuditPage, Outcome};
 use crate::telemetry::DECISIONS;
+
+tokio::task_local! {
+    /// The MCP client whose call the gate decides now (`name version`):
+    /// every audit event written in its scope names it. Set by
+    /// [`Gate::for_client`]; the gate's own tasks carry it on.
+    pub(super) static CLIENT: Arc<str>;
+}
 
 /// An audit event in the making: what was decided about which call, for
 /// whom; who decided, why, and on which question are added as known.
@@ -99,6 +107,7 @@ impl Gate {
             by: by.into_owned(),
             reason,
             confirmation_id: confirmation_id.map(str::to_owned),
+            client: CLIENT.try_with(|client| client.to_string()).ok(),
         }
     }
 

@@ -48,6 +48,7 @@ mod inbox;
 mod links;
 mod moved_on;
 mod out_of_band;
+mod outside;
 mod pipeline;
 mod records;
 mod remembered;
@@ -61,6 +62,7 @@ pub use error::GateError;
 pub use handoff::{handoff_id, with_handoff};
 pub use inbox::InboxFilter;
 pub use links::{LinkQuestion, Standing};
+pub use outside::Question as OutsideQuestion;
 pub use upstream::Question;
 pub use verdicts::{
     Answered, ClientOutput, Inventory, NewCall, OutOfBand, Permit, Running, ToolView,
@@ -288,10 +290,13 @@ impl Gate {
         work: impl Future<Output = Result<T, GateError>> + Send + 'static,
     ) -> Result<T, GateError> {
         // In the caller's span: the tool it may start is traced in the turn.
-        self.tasks
-            .spawn(work.in_current_span())
-            .await
-            .map_err(|e| GateError::Task(e.to_string()))?
+        // An outside client's name goes on with it, into the audit log.
+        let work = work.in_current_span();
+        let task = match audit::CLIENT.try_with(Arc::clone) {
+            Ok(client) => self.tasks.spawn(audit::CLIENT.scope(client, work)),
+            Err(_) => self.tasks.spawn(work),
+        };
+        task.await.map_err(|e| GateError::Task(e.to_string()))?
     }
 
     /// How long a question stays open.

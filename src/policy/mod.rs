@@ -269,6 +269,16 @@ impl Policy {
         true
     }
 
+    /// Whether `tool` never runs, whatever its arguments: the first
+    /// decider with a stance on it denies.
+    pub fn never_runs(&self, tool: &ToolInfo<'_>) -> bool {
+        let stance = self.deciders.iter().map(|d| d.stance(tool));
+        matches!(
+            stance.into_iter().find(|s| *s != Stance::Pass),
+            Some(Stance::Deny(_))
+        )
+    }
+
     /// The effective policy of `tool`, in words.
     pub fn describe(&self, tool: &ToolInfo<'_>) -> String {
         let mut steps = Vec::new();

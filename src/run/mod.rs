@@ -27,6 +27,10 @@
 //!   it ([`Reader::Shared`]), and a held turn whose instance died is taken
 //!   over by exactly one instance.
 //!
+//! - [`calls`]: one call from an agent outside toolgate (the MCP face),
+//!   without a turn: [`Calls`] decides it through the gate, runs it once,
+//!   and takes the client's answer through the decision pipeline.
+//!
 //! A turn whose subscribers all left is cancelled at once (the model and
 //! its tools stop), unless it is waiting for a human: then it stays, so a
 //! reload or a reconnect finds it, until its question is decided or times
@@ -34,12 +38,14 @@
 //! only this instance's readers and a question waiting for a human do.
 
 mod api;
+mod calls;
 mod driver;
 mod log;
 mod registry;
 mod takeover;
 
 pub use api::{Asker, TurnError, Turns, continue_held};
+pub use calls::{BAD_STATE, Called, Calls};
 pub use driver::Run;
 pub use log::Subscription;
 pub use registry::{Continue, Limits, Owner, RunError, Runs};

@@ -176,6 +176,10 @@ pub struct AuditEvent {
     pub by: String,
     pub reason: Option<String>,
     pub confirmation_id: Option<String>,
+    /// The MCP client whose call it was (`name version`, as it named
+    /// itself), for a call that came through the MCP face.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -5,7 +5,8 @@
 //! decide, live),
 //! `links` (the page of a notification's signed link), `records` (tools,
 //! audit), `auth` (who is asking), `live` (the WebSocket, in two
-//! dialects); `error` is the one place errors become statuses; `guard`,
+//! dialects), `mcp` (toolgate as an MCP server: `/mcp` and stdio); `error`
+//! is the one place errors become statuses; `guard`,
 //! `cors` and `protect` stand before every route.
 
 mod auth;
@@ -20,6 +21,7 @@ mod health;
 mod inbox;
 mod links;
 mod live;
+pub mod mcp;
 mod protect;
 mod records;
 mod sse;

@@ -8,7 +8,9 @@
 //! all of them), and fail, not skip, when that program is missing:
 //! `conformance` (Node.js and the npm `ai` clients), `browser` (Node.js,
 //! the demo's packages and Chromium), `redis-server` (a Redis server at
-//! `TOOLGATE_TEST_REDIS_URL`), `cluster` (that, and `haproxy`).
+//! `TOOLGATE_TEST_REDIS_URL`), `cluster` (that, and `haproxy`),
+//! `mcp-clients` (Node.js, the MCP SDKs of `mcp-clients/`, and a Python
+//! with `mcp` at `TOOLGATE_TEST_MCP_PYTHON`).
 
 // `#[macro_use]`: `assert_sse!` for every group declared after it.
 #[macro_use]
@@ -51,6 +53,10 @@ mod live;
 mod live_seed;
 mod malformed_answers;
 mod mcp;
+#[cfg(feature = "mcp-clients")]
+mod mcp_clients;
+mod mcp_face;
+mod mcp_sessions;
 mod metrics;
 mod moved_on;
 mod native_snapshots;

@@ -415,6 +415,7 @@ pub async fn keeps_an_audit_log(store: Store) {
         by: "mode event-based".into(),
         reason: None,
         confirmation_id: Some("adk-1".into()),
+        client: None,
     };
     for (at, who, chat) in [
         (10, "alice", "a"),
