@@ -13,7 +13,6 @@ use common::{Server, user_says};
 use futures::StreamExt;
 use serde_json::{Value, json};
 use toolgate::Config;
-use toolgate::store::Store;
 
 /// Payments need a finance approver, four eyes; `lead` has the role.
 /// Questions expire after two minutes.
@@ -488,7 +487,9 @@ async fn a_user_who_may_decide_nothing_reads_only_their_own() -> anyhow::Result<
 async fn the_stream_hears_of_another_instances_questions() -> anyhow::Result<()> {
     let prefix = format!("test-{}:", uuid::Uuid::new_v4().simple());
     let instance = || async {
-        let store = Store::redis(&common::redis_url(), &prefix).await.must();
+        let store = toolgate::store::Store::redis(&common::redis_url(), &prefix)
+            .await
+            .must();
         let config = Config::from_yaml(FINANCE).must();
         Server::with(config, move |app| app.with_store(store)).await
     };

@@ -7,7 +7,7 @@ use crate::common;
 
 use std::time::{Duration, Instant};
 
-use common::{Binary, approval, user_says};
+use common::{Binary, approval};
 use serde_json::{Value, json};
 use toolgate::confirm::OUTCOME_UNKNOWN;
 
@@ -181,9 +181,10 @@ mod redis {
         })
         .await;
         let (mut body, mut seen) = server
-            .open_until(&user_says("chat-held-dead", "Send 50 USD to Hanako"), |s| {
-                s.contains(r#""toolName":"adk_request_confirmation","input""#)
-            })
+            .open_until(
+                &common::user_says("chat-held-dead", "Send 50 USD to Hanako"),
+                |s| s.contains(r#""toolName":"adk_request_confirmation","input""#),
+            )
             .await;
         let id = seen
             .lines()

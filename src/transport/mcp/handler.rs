@@ -85,7 +85,9 @@ impl rmcp::ServerHandler for McpFace {
             gen_ai.tool.name = &*request.name,
             toolgate.principal = &*principal,
         );
-        let call = self.call(&principal, request, &ctx);
+        // Boxed: the gate's futures under rmcp's session future would
+        // pass the compiler's type depth limit.
+        let call = Box::pin(self.call(&principal, request, &ctx));
         let response = Gate::for_client(client, call).instrument(span).await;
         watch.ended(match &response {
             Ok(CallToolResponse::Complete(result)) if result.is_error == Some(true) => "refused",
