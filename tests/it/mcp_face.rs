@@ -178,6 +178,14 @@ pub fn text_of(response: &Value) -> String {
         .to_owned()
 }
 
+/// The `requestState` of an `input_required` answer.
+pub fn request_state(response: &Value) -> String {
+    let state = response["result"]["requestState"].as_str();
+    state
+        .unwrap_or_else(|| panic!("no requestState: {response}"))
+        .to_owned()
+}
+
 pub fn is_error(response: &Value) -> bool {
     response["result"]["isError"] == json!(true)
 }
@@ -246,7 +254,7 @@ async fn an_approval_through_elicitation_runs_the_call_once() {
         form["params"]["requestedSchema"]["properties"]["approve"]["type"],
         "boolean"
     );
-    let state = result["requestState"].as_str().present().to_owned();
+    let state = request_state(&first);
     assert_eq!(server.payments(), 0);
     let answer = json!({"requestState": state, "inputResponses": {"approval": {"action": "accept", "content": {"approve": true}}}});
     let second = client.call("process_payment", pay(5), answer.clone()).await;
@@ -286,10 +294,7 @@ async fn a_declined_or_denied_form_runs_nothing() {
         let first = client
             .call("process_payment", args.clone(), json!({}))
             .await;
-        let state = first["result"]["requestState"]
-            .as_str()
-            .present()
-            .to_owned();
+        let state = request_state(&first);
         let extra = json!({"requestState": state, "inputResponses": {"approval": answer}});
         let reply = client.call("process_payment", args, extra).await;
         assert!(is_error(&reply), "{reply}");
@@ -306,7 +311,7 @@ async fn a_client_that_cannot_elicit_waits_for_a_decision_made_elsewhere() {
     let result = &first["result"];
     assert_eq!(result["resultType"], "input_required", "{first}");
     assert!(result.get("inputRequests").is_none(), "{first}");
-    let state = result["requestState"].as_str().present().to_owned();
+    let state = request_state(&first);
     let retry = json!({"requestState": state});
     let again = client.call("process_payment", pay(7), retry.clone()).await;
     assert_eq!(again["result"]["resultType"], "input_required", "{again}");
@@ -325,10 +330,7 @@ async fn a_forged_altered_or_foreign_state_runs_nothing() {
     let server = Server::from_yaml(&keys).await;
     let alice = Client::new(&server).with_header("authorization", "Bearer ka");
     let first = alice.call("process_payment", pay(5), json!({})).await;
-    let state = first["result"]["requestState"]
-        .as_str()
-        .present()
-        .to_owned();
+    let state = request_state(&first);
     let approve = |state: &str| json!({"requestState": state, "inputResponses": {"approval": {"action": "accept", "content": {"approve": true}}}});
     let (head, signature) = state.rsplit_once('.').present();
     let mut flipped = signature.to_owned();

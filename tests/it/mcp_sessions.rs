@@ -9,7 +9,7 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 
 use crate::common::{Binary, Must, Server, raw};
-use crate::mcp_face::{Client, Present, is_error, messages, pay, text_of};
+use crate::mcp_face::{Client, Present, is_error, messages, pay, request_state, text_of};
 
 /// The session generation.
 const OLD: &str = "2025-11-25";
@@ -134,10 +134,7 @@ async fn racing_retries_run_the_call_once() {
     let server = Server::start().await;
     let client = Client::new(&server);
     let first = client.call("process_payment", pay(9), json!({})).await;
-    let state = first["result"]["requestState"]
-        .as_str()
-        .present()
-        .to_owned();
+    let state = request_state(&first);
     let answer = json!({"requestState": state, "inputResponses": {"approval": approve()}});
     let retries = (0..4).map(|_| client.call("process_payment", pay(9), answer.clone()));
     let replies = futures::future::join_all(retries).await;
@@ -156,10 +153,7 @@ async fn an_expired_state_runs_nothing() {
     let server = Server::start().await;
     let client = Client::new(&server);
     let first = client.call("process_payment", pay(4), json!({})).await;
-    let state = first["result"]["requestState"]
-        .as_str()
-        .present()
-        .to_owned();
+    let state = request_state(&first);
     server.clock.advance(Duration::from_secs(25 * 60 * 60));
     let answer = json!({"requestState": state, "inputResponses": {"approval": approve()}});
     let late = client.call("process_payment", pay(4), answer).await;
@@ -183,10 +177,7 @@ async fn a_question_asked_before_a_restart_is_answered_after_it() {
     let first = Client::at(&server.url)
         .call("process_payment", pay(3), json!({}))
         .await;
-    let request_state = first["result"]["requestState"]
-        .as_str()
-        .present()
-        .to_owned();
+    let request_state = request_state(&first);
     drop(server); // SIGKILL
     let server = start();
     let client = Client::at(&server.url);
@@ -313,10 +304,7 @@ async fn the_retry_may_land_on_another_instance() {
     let first = Client::at(&a.url)
         .call("process_payment", pay(6), json!({}))
         .await;
-    let state = first["result"]["requestState"]
-        .as_str()
-        .present()
-        .to_owned();
+    let state = request_state(&first);
     let answer = json!({"requestState": state, "inputResponses": {"approval": approve()}});
     let paid = Client::at(&b.url)
         .call("process_payment", pay(6), answer.clone())
