@@ -1,9 +1,14 @@
 //! The words every layer shares about a tool call: the call as the model
 //! made it, a tool as offered to the model, their size limits, the name
-//! policies use for a tool, and the text of a denied call. Below
-//! everything: it imports nothing of toolgate's.
+//! policies use for a tool, the text of a denied call, and a call's
+//! fingerprint (`fingerprint.rs`). Below everything: it imports nothing of
+//! toolgate's.
+
+pub mod fingerprint;
 
 use std::fmt;
+
+pub use fingerprint::Fingerprint;
 
 use serde_json::Value;
 

@@ -28,6 +28,9 @@ pub(super) struct Known<'a> {
     pub upstream: bool,
     /// The tool's output schema, which a response must fit (`None`: any does).
     pub output_schema: Option<&'a Value>,
+    /// The digest of the tool's definition as offered now (`None`: it is
+    /// not offered), against which an approval's question must be fresh.
+    pub definition: Option<&'a str>,
     /// An answer in the chat and the chat's scope: it names the question's
     /// chat, user, protocol and call, checked before anything else.
     pub chat: Option<(&'a Answer, &'a Scope)>,
@@ -40,13 +43,17 @@ pub(super) enum Plan {
     Claim(ToolCall),
     /// Its window closed: it ends as expired, or as a decision that came first.
     Expired,
+    /// An approval of a question whose tool changed since it was asked: it
+    /// ends without running, as stale, or as a decision that came first.
+    Stale,
 }
 
 /// Every rule a decision passes before it may claim its question, in the
 /// order its face checks them: an answer in the chat is first checked
 /// against the question (and ends it when expired), a decision out of
 /// band first fits its edit or response, then its decider, then its grant,
-/// and only then the clock.
+/// and only then the clock. Last, an approval runs only while the tool is
+/// offered as it was when asked: otherwise the question ends as stale.
 pub(super) fn admit(known: &Known<'_>, decision: &Decision) -> Result<Plan, Refusal> {
     let issued = known.issued;
     let approve = decision.needs_approver();
@@ -74,6 +81,9 @@ pub(super) fn admit(known: &Known<'_>, decision: &Decision) -> Result<Plan, Refu
         if known.now_ms > issued.expires_at_ms {
             return Ok(Plan::Expired);
         }
+        if runs(decision) && check::fresh(issued, known.definition).is_err() {
+            return Ok(Plan::Stale);
+        }
         return Ok(Plan::Claim(run.unwrap_or_else(|| issued.call.clone())));
     };
     let run = match check::check(answer, issued, scope, known.now_ms, known.edits) {
@@ -95,7 +105,16 @@ pub(super) fn admit(known: &Known<'_>, decision: &Decision) -> Result<Plan, Refu
     if let Decision::Respond { output } = decision {
         response(known, output)?;
     }
+    if runs(decision) && check::fresh(issued, known.definition).is_err() {
+        return Ok(Plan::Stale);
+    }
     Ok(Plan::Claim(run))
+}
+
+/// Whether `decision` would run the call (an approval; a denial or a
+/// response runs nothing, so it is taken on a stale question too).
+fn runs(decision: &Decision) -> bool {
+    matches!(decision, Decision::Approve { .. })
 }
 
 /// Whether `output` may stand as the call's result: not for an upstream

@@ -8,7 +8,7 @@ use tracing::Level;
 
 use super::{Gate, GateError, Scope, signing};
 use crate::call::QualifiedName;
-use crate::call::ToolCall;
+use crate::call::{Fingerprint, ToolCall};
 use crate::metrics::Confirmation;
 use crate::store::{AuditDecision, AuditEvent, AuditPage, Outcome};
 use crate::telemetry::DECISIONS;
@@ -32,6 +32,7 @@ pub(super) struct Note<'a> {
     reason: Option<String>,
     confirmation_id: Option<&'a str>,
     issued_args: Option<&'a Value>,
+    fingerprint: Option<&'a Fingerprint>,
 }
 
 impl<'a> Note<'a> {
@@ -46,6 +47,7 @@ impl<'a> Note<'a> {
             reason: None,
             confirmation_id: None,
             issued_args: None,
+            fingerprint: None,
         }
     }
 
@@ -72,6 +74,12 @@ impl<'a> Note<'a> {
         self
     }
 
+    /// The fingerprint of the question it decides, when it has one.
+    pub(super) fn fingerprint(mut self, fingerprint: Option<&'a Fingerprint>) -> Self {
+        self.fingerprint = fingerprint;
+        self
+    }
+
     /// An edit keeps the digest of the arguments as issued too.
     pub(super) fn edited_from(mut self, issued_args: Option<&'a Value>) -> Self {
         self.issued_args = issued_args;
@@ -90,6 +98,7 @@ impl Gate {
             reason,
             confirmation_id,
             issued_args,
+            fingerprint,
         } = note;
         AuditEvent {
             at_ms: self.clock.now_ms(),
@@ -108,6 +117,7 @@ impl Gate {
             reason,
             confirmation_id: confirmation_id.map(str::to_owned),
             client: CLIENT.try_with(|client| client.to_string()).ok(),
+            fingerprint: fingerprint.map(|f| f.call.clone()),
         }
     }
 

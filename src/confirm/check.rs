@@ -54,6 +54,39 @@ pub enum Refusal {
          this call needs {0}: decide it without them"
     )]
     NoGrant(String),
+    /// An approval of a question whose tool is no longer offered as it was
+    /// when it was asked (an MCP server relisted it differently).
+    #[error("{}", stale_text(.0))]
+    Stale(String),
+}
+
+/// What the approver, the audit log and the model read of a stale question.
+pub fn stale_text(tool: &str) -> String {
+    format!(
+        "the definition of {tool} changed since this call was asked (its fingerprint no longer \
+         matches the tool as offered now); it did not run: call it again to be asked again"
+    )
+}
+
+/// Whether the tool of `issued` is still offered as it was when the
+/// question was asked: `definition` is the digest of its definition now
+/// (`None`: no longer offered). A question asked before toolgate kept
+/// fingerprints, or about a tool it does not offer (an upstream agent's),
+/// has none to compare.
+pub fn fresh(issued: &Issued, definition: Option<&str>) -> Result<(), Refusal> {
+    match &issued.fingerprint {
+        Some(asked) if definition != Some(asked.definition.as_str()) => {
+            Err(Refusal::Stale(issued.call.name.clone()))
+        }
+        Some(_) | None => Ok(()),
+    }
+}
+
+/// Whether a grant (a remembered approval) made for the tool definition
+/// `granted` applies to the tool as offered now (`definition`). One made
+/// before toolgate kept digests applies as it did.
+pub fn grant_holds(granted: Option<&str>, definition: Option<&str>) -> bool {
+    granted.is_none_or(|granted| definition == Some(granted))
 }
 
 fn other_call(protocol: ConfirmationProtocol) -> &'static str {

@@ -190,6 +190,7 @@ impl Gate {
             issued_at_ms: now,
             expires_at_ms: now.saturating_add(millis(self.result_retention)),
             kind: RecordKind::ClientResult,
+            fingerprint: None,
         };
         let (gate, taken) = (self.clone(), digest.clone());
         let recorded = self.to_the_end(async move {

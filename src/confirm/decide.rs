@@ -4,9 +4,11 @@
 use serde_json::Value;
 
 use super::audit::Note;
+use super::check;
+use super::remembered::budget_key;
 use super::{Gate, GateError, NewCall, Permit, Scope, millis};
 use crate::call::QualifiedName;
-use crate::call::ToolCall;
+use crate::call::{Fingerprint, ToolCall};
 use crate::policy::{BUDGET, REMEMBERED, ToolInfo, Verdict};
 use crate::protocol::ConfirmationProtocol;
 use crate::store::{AuditDecision, Issued, LimitError, RecordKind};
@@ -41,10 +43,14 @@ impl Gate {
             }));
         }
         let now = self.clock.now_ms();
+        // A grant holds only for the tool as it was offered when granted.
+        let definition = self.definition(&call.name);
+        let holds = |granted: Option<&str>| check::grant_holds(granted, definition.as_deref());
         if let Some(approval) = self
             .remembered
             .remembered(scope.calls(qualified), now)
             .await?
+            .filter(|approval| holds(approval.definition.as_deref()))
         {
             let reach = match (&approval.chat_id, approval.expires_at_ms) {
                 (Some(_), _) => "this chat".to_owned(),
@@ -58,9 +64,10 @@ impl Gate {
         if between != Verdict::Pass {
             return Ok(Some(between));
         }
+        let budget = budget_key(qualified, definition.as_deref());
         if self
             .remembered
-            .take_budget(&scope.principal, &scope.chat_id, qualified)
+            .take_budget(&scope.principal, &scope.chat_id, &budget)
             .await?
         {
             return Ok(Some(Verdict::Allow {
@@ -145,6 +152,8 @@ impl Gate {
             .hint(&tool_info, &call.args)
             .unwrap_or_else(|| tool.confirmation_hint(&call.args));
         let hint = self.for_asker(scope, &call, hint);
+        // What the approver is shown, bound to the tool as offered now.
+        let fingerprint = self.fingerprint(&call);
         let now = self.clock.now_ms();
         let issued = Issued {
             id: self.ids.next(match protocol {
@@ -159,9 +168,11 @@ impl Gate {
             issued_at_ms: now,
             expires_at_ms: now.saturating_add(millis(self.expiry)),
             kind: RecordKind::Question,
+            fingerprint,
         };
         self.store.insert(issued.clone()).await?;
         let note = Note::new(AuditDecision::Asked, scope, &issued.call).by("policy");
+        let note = note.fingerprint(issued.fingerprint.as_ref());
         self.note(note.on(Some(&issued.id))).await;
         self.announce(&issued).await;
         Ok(NewCall::Ask(issued))
@@ -169,6 +180,20 @@ impl Gate {
 }
 
 impl Gate {
+    /// The fingerprint of `call` against its tool as offered now; `None`
+    /// for a tool toolgate does not offer (an upstream agent's own).
+    pub(super) fn fingerprint(&self, call: &ToolCall) -> Option<Fingerprint> {
+        let tools = self.tools.current();
+        let definition = tools.definition(&call.name)?;
+        let qualified = QualifiedName::of(&call.name);
+        Some(Fingerprint::of(&qualified, &call.args, definition))
+    }
+
+    /// The digest of the tool `name`'s definition as offered now.
+    pub(super) fn definition(&self, name: &str) -> Option<String> {
+        self.tools.current().definition(name).map(str::to_owned)
+    }
+
     /// Counts a call against the limits (`limits`); what becomes of it
     /// when it is over one: refused with the limit's text, audited.
     async fn over_limit(&self, scope: &Scope, call: &ToolCall) -> Option<NewCall> {

@@ -28,6 +28,7 @@ impl Gate {
             issued_at_ms: now,
             expires_at_ms: now.saturating_add(millis(self.expiry)),
             kind: RecordKind::HandOff,
+            fingerprint: None,
         };
         let id = issued.id.clone();
         let handed = Outcome::HandedOff { ran_with: None };

@@ -54,7 +54,7 @@ impl Gate {
             Reached::NotFound => OutOfBand::NotFound,
             Reached::Refused { refusal, why } => match refusal {
                 Refusal::NotApprover(_) => OutOfBand::Forbidden(why),
-                Refusal::OutcomeUnknown => OutOfBand::Conflict(why),
+                Refusal::OutcomeUnknown | Refusal::Stale(_) => OutOfBand::Conflict(why),
                 _ => OutOfBand::Invalid(why),
             },
             Reached::Earlier { outcome, .. } => settled(id, &decision, &outcome),

@@ -4,6 +4,7 @@
 use serde_json::Value;
 
 use super::audit::Note;
+use super::check;
 use super::records::as_ran;
 use super::{Answered, Gate, GateError, Remember, Scope};
 use crate::call::QualifiedName;
@@ -55,6 +56,8 @@ impl Gate {
         approve_next: Option<u32>,
     ) {
         let qualified = QualifiedName::of(tool);
+        // Granted for the tool as offered now: a relisting ends it.
+        let definition = self.definition(tool);
         if let Some(remember) = remember {
             let now = self.clock.now_ms();
             let approval = Remembered {
@@ -64,15 +67,17 @@ impl Gate {
                 tool: qualified.to_string(),
                 created_at_ms: now,
                 expires_at_ms: remember.expires_at_ms(now),
+                definition: definition.clone(),
             };
             if let Err(e) = self.remembered.remember(approval).await {
                 tracing::error!(tool = %qualified, "remembering an approval failed: {e}");
             }
         }
+        let budget = budget_key(&qualified, definition.as_deref());
         if let Some(n) = approve_next.filter(|n| *n > 0)
             && let Err(e) = self
                 .remembered
-                .grant_budget(&scope.principal, &scope.chat_id, &qualified, n)
+                .grant_budget(&scope.principal, &scope.chat_id, &budget, n)
                 .await
         {
             tracing::error!(tool = %qualified, "granting the next {n} calls failed: {e}");
@@ -129,12 +134,15 @@ impl Gate {
             return Ok(None);
         }
         let qualified = QualifiedName::of(&issued.call.name);
-        if self
+        // The grant, and the question it settles, both for the tool as
+        // offered now: a stale one waits for a person (who finds it stale).
+        let definition = self.definition(&issued.call.name);
+        let holds = self
             .remembered
             .remembered(scope.calls(&qualified), now)
             .await?
-            .is_none()
-        {
+            .is_some_and(|r| check::grant_holds(r.definition.as_deref(), definition.as_deref()));
+        if !holds || check::fresh(&issued, definition.as_deref()).is_err() {
             return Ok(None);
         }
         // Only what the chain would settle by a remembered approval: a rule
@@ -149,6 +157,16 @@ impl Gate {
             return Ok(None);
         }
         self.approve_remembered(scope, issued, now).await
+    }
+}
+
+/// The key a budget ("approve the next N") is kept under: the qualified
+/// tool and the digest of its definition when granted, so that a tool
+/// listed differently finds no budget (budgets are never listed).
+pub(super) fn budget_key(qualified: &str, definition: Option<&str>) -> String {
+    match definition {
+        Some(definition) => format!("{qualified}\u{1f}{definition}"),
+        None => qualified.to_owned(),
     }
 }
 
@@ -202,6 +220,7 @@ mod tests {
             tool: QualifiedName::of("process_payment").into_string(),
             created_at_ms: 1_000,
             expires_at_ms: None,
+            definition: None,
         };
         if let Err(e) = store.remember(approval).await {
             panic!("{e}");

@@ -92,6 +92,7 @@ impl Gate {
             .or(question.hint)
             .unwrap_or_else(|| format!("Allow {}?", question.call.name));
         let hint = self.for_asker(scope, &question.call, hint);
+        let fingerprint = self.fingerprint(&question.call);
         let issued = Issued {
             id: question.id,
             chat_id: scope.chat_id.clone(),
@@ -102,6 +103,7 @@ impl Gate {
             issued_at_ms: now,
             expires_at_ms: now.saturating_add(millis(self.expiry)),
             kind: RecordKind::Question,
+            fingerprint,
         };
         let id = issued.id.clone();
         let call = issued.call.clone();
@@ -125,6 +127,7 @@ impl Gate {
             Some(Verdict::Ask | Verdict::Pass) | None => {
                 self.store.insert(issued.clone()).await?;
                 let note = Note::new(AuditDecision::Asked, scope, &call).by("policy");
+                let note = note.fingerprint(issued.fingerprint.as_ref());
                 self.note(note.on(Some(&id))).await;
                 self.announce(&issued).await;
                 Ok(NewCall::Ask(issued))

@@ -153,6 +153,7 @@ mod tests {
             issued_at_ms: 1_000,
             expires_at_ms: 2_000,
             kind: crate::store::RecordKind::Question,
+            fingerprint: None,
         }
     }
 

@@ -162,6 +162,7 @@ mod tests {
                 issued_at_ms: 0,
                 expires_at_ms: 1,
                 kind: crate::store::RecordKind::Question,
+                fingerprint: None,
             },
             target: target.clone(),
             more: Vec::new(),

@@ -509,6 +509,7 @@ mod tests {
             issued_at_ms: 0,
             expires_at_ms: 1,
             kind: crate::store::RecordKind::Question,
+            fingerprint: None,
         };
         let mut held = Vec::new();
         for n in 0..MAX_IN_FLIGHT {

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::call::ToolCall;
+use crate::call::{Fingerprint, ToolCall};
 use crate::protocol::ConfirmationProtocol;
 
 /// A confirmation as the server issued it: the authority for what may run.
@@ -23,6 +23,11 @@ pub struct Issued {
     pub expires_at_ms: u64,
     /// What the record is: only a question asks anyone.
     pub kind: RecordKind,
+    /// What the question was asked about (the tool's definition then, and
+    /// the call): an approval runs it only while the tool's definition is
+    /// the same. `None` for a record that asks nobody, or one stored
+    /// before toolgate kept fingerprints.
+    pub fingerprint: Option<Fingerprint>,
 }
 
 /// What a stored record is. Hand-offs and taken client results are kept as
@@ -136,6 +141,11 @@ pub struct Remembered {
     /// The first moment it no longer applies; `None`: until revoked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at_ms: Option<u64>,
+    /// The digest of the tool's definition it was granted for: it applies
+    /// to no call once the tool is listed differently. `None` for one
+    /// granted before toolgate kept digests (it applies as it did).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub definition: Option<String>,
 }
 
 impl Remembered {
@@ -180,6 +190,10 @@ pub struct AuditEvent {
     /// itself), for a call that came through the MCP face.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client: Option<String>,
+    /// The fingerprint of the call decided (`call.rs`'s `fingerprint`):
+    /// the question's, for a decision on one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fingerprint: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

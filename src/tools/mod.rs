@@ -119,6 +119,9 @@ pub struct Registry {
     by_name: HashMap<String, Arc<dyn Tool>>,
     /// Each tool's input schema, compiled as the tool is added.
     inputs: HashMap<String, Arc<InputSchema>>,
+    /// Each tool's definition digest (its description and input schema as
+    /// offered to the model), made as the tool is added.
+    definitions: HashMap<String, Arc<str>>,
     /// What the model is offered, made once: every turn shares it.
     specs: Arc<[ToolSpec]>,
 }
@@ -183,11 +186,14 @@ impl Registry {
             Some(slot) => *slot = tool.clone(),
             None => self.order.push(tool.clone()),
         }
-        let input = InputSchema::compile(&tool.parameters());
+        let parameters = tool.parameters();
+        let input = InputSchema::compile(&parameters);
         if let Some(why) = input.unusable() {
             tracing::warn!(tool = %name, "the tool's input schema is unusable, so no call of it runs: {why}");
         }
         self.inputs.insert(name.clone(), Arc::new(input));
+        let definition = crate::call::fingerprint::definition(tool.description(), &parameters);
+        self.definitions.insert(name.clone(), definition.into());
         self.by_name.insert(name, tool);
     }
 
@@ -214,6 +220,11 @@ impl Registry {
 
     pub fn specs(&self) -> Arc<[ToolSpec]> {
         self.specs.clone()
+    }
+
+    /// The digest of the tool `name`'s definition as offered now.
+    pub fn definition(&self, name: &str) -> Option<&str> {
+        self.definitions.get(name).map(|d| &**d)
     }
 
     /// Whether `args` fit the input schema of the tool `name`.

@@ -79,6 +79,7 @@ pub(super) async fn one(
         "originalFunctionCall": {"id": issued.call.id, "name": issued.call.name, "args": issued.call.args},
         "hint": issued.hint,
         "expiresAtMs": issued.expires_at_ms,
+        "fingerprint": issued.fingerprint,
         "status": status,
     });
     if let Some(outcome) = outcome {

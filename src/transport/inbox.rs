@@ -114,6 +114,9 @@ fn item(gate: &Gate, issued: &Issued, caller: &str, now: u64) -> serde_json::Val
         "approvers": approvers.listed,
         "requireDistinctApprover": approvers.distinct,
         "mayApprove": approvers.may_approve(&issued.principal, caller, roles),
+        // What the approver is shown, as digests an auditor recomputes:
+        // `null` for a question from before toolgate kept them.
+        "fingerprint": issued.fingerprint,
     })
 }
 

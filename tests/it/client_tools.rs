@@ -528,6 +528,7 @@ async fn hand_off_and_result_records_are_never_listed_as_questions() -> anyhow::
             } else {
                 toolgate::store::RecordKind::HandOff
             },
+            fingerprint: None,
         };
         store.insert(record).await?;
     }

@@ -41,6 +41,7 @@ mod cors;
 mod docs;
 mod drain;
 mod edits;
+mod fingerprint;
 mod frontend;
 mod grants;
 mod hang_up;

@@ -24,22 +24,22 @@ use toolgate::Config;
 const FIXTURE: &str = env!("CARGO_BIN_EXE_toolgate-mcp-fixture");
 
 /// A temporary directory with the fixture's journal.
-struct Journal {
+pub(crate) struct Journal {
     dir: tempfile::TempDir,
 }
 
 impl Journal {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             dir: tempfile::tempdir().must(),
         }
     }
 
-    fn path(&self) -> PathBuf {
+    pub(crate) fn path(&self) -> PathBuf {
         self.dir.path().join("journal")
     }
 
-    fn lines(&self) -> Vec<String> {
+    pub(crate) fn lines(&self) -> Vec<String> {
         std::fs::read_to_string(self.path())
             .unwrap_or_default()
             .lines()
@@ -47,7 +47,7 @@ impl Journal {
             .collect()
     }
 
-    fn count(&self, prefix: &str) -> usize {
+    pub(crate) fn count(&self, prefix: &str) -> usize {
         self.lines()
             .iter()
             .filter(|l| l.starts_with(prefix))
@@ -56,7 +56,7 @@ impl Journal {
 }
 
 /// `mcpServers.notes` as the stdio fixture writing to `journal`.
-fn stdio_server(journal: &Path, extra: &str) -> String {
+pub(crate) fn stdio_server(journal: &Path, extra: &str) -> String {
     format!(
         "mcpServers:\n  notes:\n    command: {FIXTURE}\n    env: {{TOOLGATE_FIXTURE_JOURNAL: '{}'}}\n{extra}",
         journal.display()
@@ -106,7 +106,7 @@ fn state_of(inventory: &Value, server: &str) -> Value {
 }
 
 /// Polls `GET /api/tools` until `ready` holds, and returns it.
-async fn until(server: &Server, what: &str, ready: impl Fn(&Value) -> bool) -> Value {
+pub(crate) async fn until(server: &Server, what: &str, ready: impl Fn(&Value) -> bool) -> Value {
     wait::until_ok(&format!("the tools to be {what}"), || async {
         let now = inventory(server).await;
         if ready(&now) {
@@ -144,21 +144,21 @@ async fn both_allowed(journal: &Journal) -> Server {
     server
 }
 
-async fn available(server: &Server, name: &str) -> Value {
+pub(crate) async fn available(server: &Server, name: &str) -> Value {
     until(server, "available", |i| {
         state_of(i, name)["state"] == "available"
     })
     .await
 }
 
-fn tool<'a>(inventory: &'a Value, qualified: &str) -> Option<&'a Value> {
+pub(crate) fn tool<'a>(inventory: &'a Value, qualified: &str) -> Option<&'a Value> {
     inventory["tools"]
         .as_array()?
         .iter()
         .find(|t| t["qualifiedName"] == qualified)
 }
 
-fn outputs(reply: &common::Reply) -> Vec<Value> {
+pub(crate) fn outputs(reply: &common::Reply) -> Vec<Value> {
     reply
         .of_type("tool-output-available")
         .iter()

@@ -39,6 +39,7 @@ fn issued(protocol: ConfirmationProtocol) -> Issued {
         issued_at_ms: 0,
         expires_at_ms: 1,
         kind: crate::store::RecordKind::Question,
+        fingerprint: None,
     }
 }
 

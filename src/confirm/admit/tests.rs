@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use super::{Known, Plan, admit};
-use crate::call::ToolCall;
+use crate::call::{Fingerprint, ToolCall};
 use crate::confirm::check::{Edits, Refusal};
 use crate::confirm::{Answer, Decision, Remember, Scope};
 use crate::policy::{Mode, Policy, ToolPolicies, ToolRule};
@@ -15,6 +15,8 @@ use crate::store::Issued;
 
 const NOW: u64 = 1_000;
 const EXPIRES: u64 = 2_000;
+/// The digest of the tool's definition when it was asked.
+const ASKED: &str = "asked-definition";
 
 /// Alice's question about `tool` with `args`, open until [`EXPIRES`].
 fn asked(tool: &str, args: Value) -> Issued {
@@ -35,6 +37,10 @@ fn asked(tool: &str, args: Value) -> Issued {
         issued_at_ms: 0,
         expires_at_ms: EXPIRES,
         kind: crate::store::RecordKind::Question,
+        fingerprint: Some(Fingerprint {
+            definition: ASKED.into(),
+            call: "call-fingerprint".into(),
+        }),
     }
 }
 
@@ -83,6 +89,8 @@ struct Case {
     editable: bool,
     upstream: bool,
     output_schema: Option<Value>,
+    /// The digest of the tool's definition now (`None`: no longer offered).
+    definition: Option<String>,
     /// An answer in the chat (as `chat`'s user), not a decision out of band.
     chat: Option<(Answer, Scope)>,
     decision: Decision,
@@ -99,6 +107,7 @@ fn case(name: &'static str, decision: Decision, expected: Result<Plan, Refusal>)
         editable: false,
         upstream: false,
         output_schema: None,
+        definition: Some(ASKED.into()),
         chat: None,
         decision,
         expected,
@@ -253,6 +262,79 @@ fn every_rule_a_decision_passes_before_its_claim() {
             "chat",
         )
         .upstream(),
+        // The tool as offered now must be the one asked about.
+        case(
+            "an approval after the tool was relisted",
+            approve(None, None),
+            Ok(Plan::Stale),
+        )
+        .relisted(Some("relisted")),
+        case(
+            "an approval after the tool went away",
+            approve(None, None),
+            Ok(Plan::Stale),
+        )
+        .relisted(None),
+        case(
+            "an edit approved after the tool was relisted",
+            approve(Some(json!({"amount": 40})), None),
+            Ok(Plan::Stale),
+        )
+        .editable()
+        .relisted(Some("relisted")),
+        case(
+            "a denial after the tool was relisted",
+            deny(),
+            issued_call(),
+        )
+        .relisted(Some("relisted")),
+        case(
+            "a response after the tool was relisted",
+            respond(json!({"paid": true})),
+            issued_call(),
+        )
+        .relisted(Some("relisted")),
+        case(
+            "a stranger's approval after the tool was relisted",
+            approve(None, None),
+            Err(Refusal::NotApprover(
+                "only the user who asked may approve this call".into(),
+            )),
+        )
+        .by("bob", &[])
+        .relisted(Some("relisted")),
+        case(
+            "too late, and relisted",
+            approve(None, None),
+            Ok(Plan::Expired),
+        )
+        .at(EXPIRES + 1)
+        .relisted(Some("relisted")),
+        case(
+            "a question from before fingerprints",
+            approve(None, None),
+            issued_call(),
+        )
+        .unfingerprinted()
+        .relisted(Some("relisted")),
+        in_chat(
+            case(
+                "an answer in the chat after the tool was relisted",
+                approve(None, None),
+                Ok(Plan::Stale),
+            ),
+            "chat",
+        )
+        .relisted(Some("relisted")),
+        in_chat(
+            case(
+                "a denial in the chat after the tool was relisted",
+                deny(),
+                issued_call(),
+            ),
+            "chat",
+        )
+        .relisted(Some("relisted")),
     ];
     for case in cases {
         let edits = Edits {
@@ -270,6 +352,7 @@ fn every_rule_a_decision_passes_before_its_claim() {
             edits,
             upstream: case.upstream,
             output_schema: case.output_schema.as_ref(),
+            definition: case.definition.as_deref(),
             chat: case.chat.as_ref().map(|(answer, scope)| (answer, scope)),
         };
         let got = admit(&known, &case.decision);
@@ -323,5 +406,17 @@ impl Case {
 
     fn of_finance(self) -> Self {
         asked_of_finance(self)
+    }
+
+    /// The tool is offered as `definition` now (an MCP server relisted it).
+    fn relisted(mut self, definition: Option<&str>) -> Self {
+        self.definition = definition.map(str::to_owned);
+        self
+    }
+
+    /// Asked before toolgate kept fingerprints.
+    fn unfingerprinted(mut self) -> Self {
+        self.issued.fingerprint = None;
+        self
     }
 }

@@ -60,6 +60,7 @@ fn grant(id: &str, chat: Option<&str>, expires: Option<u64>) -> Remembered {
         tool: PAY.into(),
         created_at_ms: START,
         expires_at_ms: expires,
+        definition: None,
     }
 }
 

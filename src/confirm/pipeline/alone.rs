@@ -2,11 +2,13 @@
 //! a record decided as it is made (a client tool's hand-off, an upstream
 //! agent's question the policy decides, a client's result taken), a
 //! question whose window closed (the sweep, a held turn), one closed by a
-//! new message (`onNewMessage: cancel`), and one a remembered approval
-//! now covers.
+//! new message (`onNewMessage: cancel`), one a remembered approval now
+//! covers, and one whose tool changed since it was asked (stale).
 
 use super::super::audit::Note;
+use super::super::check::stale_text;
 use super::super::{Answered, CANCELLED, EXPIRED, Gate, GateError, OUTCOME_UNKNOWN, Scope};
+use super::Lost;
 use crate::store::{AuditDecision, Claim, Issued, Outcome, StoreError};
 
 impl Gate {
@@ -45,6 +47,7 @@ impl Gate {
                 let waited = self.clock.now_ms().saturating_sub(issued.issued_at_ms);
                 self.metrics.confirmation_waited(waited);
                 let note = Note::new(AuditDecision::Expired, scope, &issued.call);
+                let note = note.fingerprint(issued.fingerprint.as_ref());
                 self.note(note.because(EXPIRED).on(Some(id))).await;
                 Outcome::Expired
             }
@@ -76,6 +79,42 @@ impl Gate {
         })
     }
 
+    /// Ends a question an approval found stale (its tool is no longer
+    /// offered as it was asked about): closed with an error the model
+    /// reads, nothing run. `None` when it ended as stale (now or by an
+    /// earlier approval: each is refused and audited); else how it stands
+    /// (decided first, or being decided).
+    pub(super) async fn end_stale(
+        &self,
+        scope: &Scope,
+        issued: &Issued,
+        now_ms: u64,
+    ) -> Result<Option<Lost>, GateError> {
+        let id = issued.id.as_str();
+        let message = stale_text(&issued.call.name);
+        let stale = Outcome::Error {
+            message: message.clone(),
+            ran_with: None,
+        };
+        match self.claim(id, now_ms).await? {
+            Claim::Won => self.close(id, stale).await?,
+            Claim::Done(outcome) if outcome == stale => {}
+            Claim::Done(outcome) => return Ok(Some(Lost::Earlier(outcome))),
+            Claim::InFlight { since_ms, orphaned } => {
+                return Ok(Some(
+                    match self.claimed_outcome(id, since_ms, orphaned).await? {
+                        Some(outcome) => Lost::Earlier(outcome),
+                        None => Lost::Unknown,
+                    },
+                ));
+            }
+        }
+        let note = Note::new(AuditDecision::Refused, scope, &issued.call);
+        let note = note.fingerprint(issued.fingerprint.as_ref());
+        self.note(note.because(message).on(Some(id))).await;
+        Ok(None)
+    }
+
     /// Closes an open question as cancelled (`onNewMessage: cancel`): its
     /// outcome, or `None` while a decision is being made (or it is gone).
     pub(in crate::confirm) async fn cancel(
@@ -89,6 +128,7 @@ impl Gate {
             Ok(Claim::Won) => {
                 self.close(id, Outcome::Cancelled).await?;
                 let note = Note::new(AuditDecision::Cancelled, scope, &issued.call);
+                let note = note.fingerprint(issued.fingerprint.as_ref());
                 self.note(note.because(CANCELLED).on(Some(id))).await;
                 Outcome::Cancelled
             }
@@ -125,6 +165,7 @@ impl Gate {
                     Answered::Running { call, outcome }
                 };
                 let note = Note::new(AuditDecision::Approved, scope, &issued.call);
+                let note = note.fingerprint(issued.fingerprint.as_ref());
                 self.note(note.by("remembered approval").on(Some(id))).await;
                 Ok(Some(answered))
             }

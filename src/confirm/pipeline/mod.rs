@@ -106,6 +106,7 @@ impl Gate {
             Form::OutOfBand(_) if !edit => (false, Value::Null),
             _ => self.edits(&issued.call.name),
         };
+        let definition = self.definition(&issued.call.name);
         let output_schema = match decision {
             Decision::Respond { .. } => self.output_schema(&issued.call.name),
             Decision::Approve { .. } | Decision::Deny { .. } => None,
@@ -123,6 +124,7 @@ impl Gate {
             },
             upstream: self.upstream,
             output_schema: output_schema.as_ref(),
+            definition: definition.as_deref(),
             chat: match form {
                 Form::Chat { scope, answer } => Some((answer, scope)),
                 Form::OutOfBand(_) => None,
@@ -137,6 +139,15 @@ impl Gate {
                 // An answer in the chat does not wait for a claim in flight.
                 Some(Status::Claimed { .. }) if form.in_chat() => Lost::Unknown,
                 _ => Lost::EndedNow(self.expire(scope, &issued).await?),
+            },
+            // Ended now by this approval, as stale: refused, nothing ran.
+            Ok(Plan::Stale) => match self.end_stale(scope, &issued, now).await? {
+                None => {
+                    let refusal = Refusal::Stale(issued.call.name.clone());
+                    let why = refusal.to_string();
+                    return Ok(Reached::Refused { refusal, why });
+                }
+                Some(lost) => lost,
             },
             Ok(Plan::Claim(run)) => match self.take(id, now).await? {
                 Some(lost) => lost,
@@ -165,12 +176,14 @@ impl Gate {
                     _ => "toolgate",
                 };
                 let note = Note::new(audited, scope, &issued.call).by(by);
+                let note = note.fingerprint(issued.fingerprint.as_ref());
                 self.note(note.reason(why).on(Some(id))).await;
                 outcome
             }
             Lost::Earlier(outcome) => {
                 let call = as_ran(issued.call.clone(), &outcome);
                 let note = Note::new(AuditDecision::Replayed, scope, &call).by("an earlier answer");
+                let note = note.fingerprint(issued.fingerprint.as_ref());
                 self.note(note.reason(outcome_reason(&outcome)).on(Some(id)))
                     .await;
                 return Ok(Reached::Earlier { call, outcome });
@@ -178,6 +191,7 @@ impl Gate {
             Lost::EndedNow(outcome) => {
                 let call = as_ran(issued.call.clone(), &outcome);
                 let note = Note::new(AuditDecision::Refused, scope, &call);
+                let note = note.fingerprint(issued.fingerprint.as_ref());
                 self.note(note.reason(outcome_reason(&outcome)).on(Some(id)))
                     .await;
                 return Ok(Reached::Earlier { call, outcome });
@@ -250,6 +264,7 @@ impl Gate {
         let edited = audited == AuditDecision::Edited;
         let issued_args = edited.then_some(issued_args).flatten();
         let note = Note::new(audited, scope, call).by(by).reason(reason);
+        let note = note.fingerprint(issued.fingerprint.as_ref());
         self.note(note.on(Some(id)).edited_from(issued_args)).await;
         Ok(Reached::Won { answered, edited })
     }

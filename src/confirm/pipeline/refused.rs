@@ -71,6 +71,7 @@ impl Gate {
             _ => ("toolgate".to_owned(), refusal.to_string()),
         };
         let note = Note::new(AuditDecision::Refused, scope, &issued.call).by(by);
+        let note = note.fingerprint(issued.fingerprint.as_ref());
         self.note(note.because(why.clone()).on(Some(&issued.id)))
             .await;
         Reached::Refused { refusal, why }

@@ -11,7 +11,7 @@ pub use listing::{
 };
 
 use super::*;
-use crate::call::ToolCall;
+use crate::call::{Fingerprint, ToolCall};
 use crate::protocol::ConfirmationProtocol;
 
 /// The whole suite against one backend: a test per case, each on a store
@@ -96,6 +96,11 @@ pub fn issued(id: &str) -> Issued {
         issued_at_ms: 0,
         expires_at_ms: 10,
         kind: RecordKind::Question,
+        // Kept as given: every case reads it back.
+        fingerprint: Some(Fingerprint {
+            definition: "d".repeat(64),
+            call: "c".repeat(64),
+        }),
     }
 }
 
@@ -226,6 +231,8 @@ pub async fn remembers_and_budgets(store: Store) {
         tool: tool.into(),
         created_at_ms: 1,
         expires_at_ms: None,
+        // Granted before toolgate kept digests.
+        definition: None,
     };
     let ok = |r: Result<(), StoreError>| r.unwrap_or_else(|e| panic!("{e}"));
     let found = |who: &'static str, chat: &'static str, tool: &'static str| {
@@ -311,6 +318,7 @@ pub fn grant(id: &str, chat: Option<&str>, created: u64, expires: Option<u64>) -
         tool: "internal--pay".into(),
         created_at_ms: created,
         expires_at_ms: expires,
+        definition: Some("d".repeat(64)),
     }
 }
 
@@ -416,6 +424,7 @@ pub async fn keeps_an_audit_log(store: Store) {
         reason: None,
         confirmation_id: Some("adk-1".into()),
         client: None,
+        fingerprint: Some("f".repeat(64)),
     };
     for (at, who, chat) in [
         (10, "alice", "a"),

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::broadcast;
 
 use super::{RedisStore, backend, outcome_from};
-use crate::call::ToolCall;
+use crate::call::{Fingerprint, ToolCall};
 use crate::protocol::ConfirmationProtocol;
 use crate::store::backend::{Confirmations, Page};
 use crate::store::{BackendError, Claim, Issued, Outcome, RecordKind, Result, Status, StoreError};
@@ -41,6 +41,9 @@ struct Record {
     /// Absent for a question (and in a record stored before kinds were).
     #[serde(default, skip_serializing_if = "is_question")]
     kind: RecordKind,
+    /// Absent for a record that asks nobody (and one stored before).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    fingerprint: Option<Fingerprint>,
 }
 
 impl RedisStore {
@@ -73,6 +76,7 @@ impl Confirmations for RedisStore {
             issued_at_ms: issued.issued_at_ms,
             expires_at_ms: issued.expires_at_ms,
             kind: issued.kind,
+            fingerprint: issued.fingerprint,
         };
         let text =
             serde_json::to_string(&record).map_err(BackendError::json("encoding a record"))?;
@@ -362,6 +366,7 @@ fn issued_from(text: &str) -> Result<Issued> {
         issued_at_ms: record.issued_at_ms,
         expires_at_ms: record.expires_at_ms,
         kind: record.kind,
+        fingerprint: record.fingerprint,
     })
 }
 

@@ -10,9 +10,10 @@ impl Approvals for SqliteStore {
     async fn remember(&self, approval: Remembered) -> Result<()> {
         self.with(move |conn| {
             conn.execute(
-                "INSERT INTO remembered (id, principal, chat_id, tool, created_at_ms, expires_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+                "INSERT INTO remembered (id, principal, chat_id, tool, created_at_ms, expires_at_ms, definition) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
                  ON CONFLICT (principal, chat_id, tool) DO UPDATE
-                 SET id = excluded.id, created_at_ms = excluded.created_at_ms, expires_at_ms = excluded.expires_at_ms",
+                 SET id = excluded.id, created_at_ms = excluded.created_at_ms, expires_at_ms = excluded.expires_at_ms,
+                     definition = excluded.definition",
                 params![
                     approval.id,
                     approval.principal,
@@ -20,6 +21,7 @@ impl Approvals for SqliteStore {
                     approval.tool,
                     millis(approval.created_at_ms),
                     approval.expires_at_ms.map(millis),
+                    approval.definition,
                 ],
             )
             .map(drop)
@@ -36,7 +38,7 @@ impl Approvals for SqliteStore {
             // This chat's approval first, then one for every chat; a lapsed
             // window is skipped, so it cannot hide a live one behind it.
             conn.query_row(
-                "SELECT id, principal, chat_id, tool, created_at_ms, expires_at_ms FROM remembered
+                "SELECT id, principal, chat_id, tool, created_at_ms, expires_at_ms, definition FROM remembered
                  WHERE principal = ?1 AND tool = ?3 AND chat_id IN (?2, '') AND (expires_at_ms IS NULL OR expires_at_ms > ?4)
                  ORDER BY chat_id = '' LIMIT 1",
                 params![principal, chat_id, tool, millis(now_ms)],
@@ -52,7 +54,7 @@ impl Approvals for SqliteStore {
         let principal = principal.to_owned();
         self.with(move |conn| {
             conn.query(
-                "SELECT id, principal, chat_id, tool, created_at_ms, expires_at_ms FROM remembered
+                "SELECT id, principal, chat_id, tool, created_at_ms, expires_at_ms, definition FROM remembered
                  WHERE principal = ?1 AND (expires_at_ms IS NULL OR expires_at_ms > ?2)",
                 params![principal, millis(now_ms)],
                 remembered_row,
@@ -115,5 +117,6 @@ fn remembered_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Remembered> {
         expires_at_ms: row
             .get::<_, Option<i64>>(5)?
             .map(|at| u64::try_from(at).unwrap_or(0)),
+        definition: row.get(6)?,
     })
 }

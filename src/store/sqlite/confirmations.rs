@@ -7,7 +7,7 @@ use std::time::Duration;
 use rusqlite::{OptionalExtension, params};
 
 use super::{SqliteStore, backend, json, millis, outcome_from};
-use crate::call::ToolCall;
+use crate::call::{Fingerprint, ToolCall};
 use crate::protocol::ConfirmationProtocol;
 use crate::store::backend::{Confirmations, Page};
 use crate::store::{BackendError, Claim, Issued, Outcome, RecordKind, Result, Status, StoreError};
@@ -15,7 +15,7 @@ use crate::store::{BackendError, Claim, Issued, Outcome, RecordKind, Result, Sta
 /// The columns of an [`Issued`], in the order [`issued_row`] reads them.
 macro_rules! issued_columns {
     () => {
-        "id, chat_id, principal, call_id, tool_name, args, hint, protocol, issued_at_ms, expires_at_ms, kind"
+        "id, chat_id, principal, call_id, tool_name, args, hint, protocol, issued_at_ms, expires_at_ms, kind, definition_digest, fingerprint"
     };
 }
 
@@ -39,8 +39,8 @@ impl Confirmations for SqliteStore {
         self.with(move |conn| {
             let inserted = conn
                 .execute(
-                    "INSERT INTO confirmations (id, chat_id, principal, call_id, tool_name, args, hint, protocol, issued_at_ms, expires_at_ms, kind)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) ON CONFLICT (id) DO NOTHING",
+                    "INSERT INTO confirmations (id, chat_id, principal, call_id, tool_name, args, hint, protocol, issued_at_ms, expires_at_ms, kind, definition_digest, fingerprint)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13) ON CONFLICT (id) DO NOTHING",
                     params![
                         issued.id,
                         issued.chat_id,
@@ -53,6 +53,8 @@ impl Confirmations for SqliteStore {
                         millis(issued.issued_at_ms),
                         millis(issued.expires_at_ms),
                         issued.kind.name(),
+                        issued.fingerprint.as_ref().map(|f| &f.definition),
+                        issued.fingerprint.as_ref().map(|f| &f.call),
                     ],
                 )
                 .map_err(backend)?;
@@ -265,6 +267,8 @@ struct Row {
     issued_at_ms: i64,
     expires_at_ms: i64,
     kind: String,
+    definition_digest: Option<String>,
+    fingerprint: Option<String>,
 }
 
 fn issued_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
@@ -280,6 +284,8 @@ fn issued_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
         issued_at_ms: row.get(8)?,
         expires_at_ms: row.get(9)?,
         kind: row.get(10)?,
+        definition_digest: row.get(11)?,
+        fingerprint: row.get(12)?,
     })
 }
 
@@ -302,6 +308,10 @@ impl Row {
             issued_at_ms: u64::try_from(self.issued_at_ms).unwrap_or(0),
             expires_at_ms: u64::try_from(self.expires_at_ms).unwrap_or(0),
             kind: RecordKind::named(&self.kind),
+            fingerprint: match (self.definition_digest, self.fingerprint) {
+                (Some(definition), Some(call)) => Some(Fingerprint { definition, call }),
+                _ => None,
+            },
         })
     }
 }

@@ -305,26 +305,7 @@ impl Server {
     /// or `redis` with the `redis-server` feature); the temporary folder of
     /// a SQLite store lives as long as the server.
     pub async fn on_backend(kind: &str, config: Config) -> (Self, Option<tempfile::TempDir>) {
-        let (store, dir) = match kind {
-            "memory" => (toolgate::store::Store::memory(), None),
-            "sqlite" => {
-                let dir = tempfile::tempdir().must();
-                (
-                    toolgate::store::Store::sqlite(&dir.path().join("db.sqlite3")).must(),
-                    Some(dir),
-                )
-            }
-            #[cfg(feature = "redis-server")]
-            "redis" => {
-                let url = redis_url();
-                let prefix = format!("test-{}:", uuid::Uuid::new_v4().simple());
-                (
-                    toolgate::store::Store::redis(&url, &prefix).await.must(),
-                    None,
-                )
-            }
-            other => panic!("no store backend {other}"),
-        };
+        let (store, dir) = store_of(kind).await;
         (
             Server::with(config, move |app| app.with_store(store)).await,
             dir,
@@ -535,4 +516,29 @@ pub fn redis_url() -> String {
                  or leave the `redis-server` feature off"
             )
         })
+}
+
+/// A fresh store of `kind` (`memory`, `sqlite`, or `redis` with the
+/// `redis-server` feature) and the temporary folder a SQLite store lives in.
+pub async fn store_of(kind: &str) -> (toolgate::store::Store, Option<tempfile::TempDir>) {
+    match kind {
+        "memory" => (toolgate::store::Store::memory(), None),
+        "sqlite" => {
+            let dir = tempfile::tempdir().must();
+            (
+                toolgate::store::Store::sqlite(&dir.path().join("db.sqlite3")).must(),
+                Some(dir),
+            )
+        }
+        #[cfg(feature = "redis-server")]
+        "redis" => {
+            let url = redis_url();
+            let prefix = format!("test-{}:", uuid::Uuid::new_v4().simple());
+            (
+                toolgate::store::Store::redis(&url, &prefix).await.must(),
+                None,
+            )
+        }
+        other => panic!("no store backend {other}"),
+    }
 }
