@@ -21,6 +21,7 @@ mod adk;
 #[cfg(all(feature = "conformance", feature = "adk"))]
 mod adk_clients;
 mod adk_session;
+mod agui;
 mod approvers;
 mod arguments;
 mod audit;
