@@ -22,6 +22,8 @@ mod adk;
 mod adk_clients;
 mod adk_session;
 mod agui;
+#[cfg(feature = "agui-clients")]
+mod agui_clients;
 mod approvers;
 mod arguments;
 mod audit;
