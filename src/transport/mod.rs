@@ -5,10 +5,11 @@
 //! decide, live),
 //! `links` (the page of a notification's signed link), `records` (tools,
 //! audit), `auth` (who is asking), `live` (the WebSocket, in two
-//! dialects), `mcp` (toolgate as an MCP server: `/mcp` and stdio); `error`
+//! dialects), `mcp` (toolgate as an MCP server: `/mcp` and stdio), `agui` (AG-UI 1.0 runs at `/ag-ui`); `error`
 //! is the one place errors become statuses; `guard`,
 //! `cors` and `protect` stand before every route.
 
+mod agui;
 mod auth;
 mod chat;
 mod confirmations;
@@ -107,6 +108,7 @@ pub fn router(state: HttpState) -> Router {
     router
         .route("/stream", post(chat::stream))
         .route("/api/chat", post(chat::stream))
+        .route("/ag-ui", post(agui::run).get(agui::capabilities))
         .route("/live", get(live::live))
         .route("/stream/{chat_id}/stream", get(chat::resume))
         .route("/api/chat/{chat_id}/stream", get(chat::resume))

@@ -19,6 +19,23 @@ pub fn response(
     chunks: impl Stream<Item = Event> + Send + 'static,
     keep_alive: Duration,
 ) -> Response {
+    framed(chunks, keep_alive, Some(DONE))
+}
+
+/// The same without `[DONE]` (AG-UI's clients read every `data:` line as
+/// an event).
+pub fn response_without_done(
+    events: impl Stream<Item = Event> + Send + 'static,
+    keep_alive: Duration,
+) -> Response {
+    framed(events, keep_alive, None)
+}
+
+fn framed(
+    chunks: impl Stream<Item = Event> + Send + 'static,
+    keep_alive: Duration,
+    end: Option<&'static [u8]>,
+) -> Response {
     let bytes = async_stream::stream! {
         let mut encoder = SseEncoder::new();
         let mut chunks = Box::pin(chunks);
@@ -44,8 +61,10 @@ pub fn response(
             }
             yield Ok::<_, Infallible>(encoder.take());
         }
-        encoder.push_raw(DONE);
-        yield Ok(encoder.take());
+        if let Some(end) = end {
+            encoder.push_raw(end);
+            yield Ok(encoder.take());
+        }
     };
     let mut response = Response::new(Body::from_stream(bytes));
     for (name, value) in HEADERS {

@@ -21,6 +21,9 @@ mod adk;
 #[cfg(all(feature = "conformance", feature = "adk"))]
 mod adk_clients;
 mod adk_session;
+mod agui;
+#[cfg(feature = "agui-clients")]
+mod agui_clients;
 mod approvers;
 mod arguments;
 mod audit;

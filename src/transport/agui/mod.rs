@@ -1,0 +1,155 @@
+//! The AG-UI 1.0 face: `POST /ag-ui` runs a turn from a `RunAgentInput`
+//! and streams it as AG-UI events over SSE; `GET /ag-ui` says what the
+//! agent can do (`humanInTheLoop`). A face only, over the same run API
+//! and gate as `/stream`:
+//!
+//! - `input.rs` reads the request (the thread's messages as the UI history
+//!   a turn takes, the resume entries);
+//! - `resume.rs` checks a resume against the store and decides each answer
+//!   through the gate's one pipeline, as the decisions API does;
+//! - `wire.rs` holds AG-UI's words: the turn's UI chunks as events (read
+//!   from the turn's log, as every reader of a turn reads it), a question
+//!   as a tool-bound interrupt, a payload as a decision.
+//!
+//! A question ends the run (`RUN_FINISHED` with the interrupts, after the
+//! snapshots); the next run on the thread carries `resume`, and the turn
+//! it starts reports each outcome as the call's `TOOL_CALL_RESULT`.
+
+mod input;
+mod resume;
+mod wire;
+
+use std::collections::HashMap;
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::extract::rejection::BytesRejection;
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
+use futures::{Stream, StreamExt};
+use opentelemetry_http::HeaderExtractor;
+use serde_json::Value;
+
+use super::auth::Caller;
+use super::{ApiError, HttpState, sse};
+use crate::confirm::Scope;
+use crate::metrics::Transport;
+use crate::protocol::sse::Event;
+use input::RunAgentInput;
+use resume::{Refused, ResumeError};
+use wire::Translator;
+
+/// `GET /ag-ui`: the agent's capabilities.
+pub(super) async fn capabilities() -> Json<Value> {
+    Json(wire::capabilities())
+}
+
+/// `POST /ag-ui`: one run. A body that is not a `RunAgentInput` is a 400;
+/// once the stream has started every refusal is a `RUN_ERROR`.
+pub(super) async fn run(
+    State(state): State<HttpState>,
+    caller: Caller,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let body =
+        body.map_err(|rejection| ApiError::from_body_rejection(rejection, state.max_body_bytes))?;
+    let input = RunAgentInput::from_slice(&body)?;
+    let keep_alive = state.keep_alive;
+    let events = events(state, caller.principal, headers, input);
+    Ok(sse::response_without_done(events, keep_alive).into_response())
+}
+
+fn frame(event: &Value) -> Event {
+    Event::framing(event.to_string().as_bytes())
+}
+
+/// The run's events: `RUN_STARTED`, the resume's decisions, the turn's
+/// events, then the snapshots and `RUN_FINISHED`, or a `RUN_ERROR`.
+fn events(
+    state: HttpState,
+    principal: String,
+    headers: HeaderMap,
+    input: RunAgentInput,
+) -> impl Stream<Item = Event> + Send + 'static {
+    async_stream::stream! {
+        let (thread, run) = (input.thread_id.clone(), input.run_id.clone());
+        yield frame(&wire::run_started(&thread, &run));
+        let turns = state.turns.clone();
+        let gate = &turns.agent.gate;
+        let scope = Scope { chat_id: thread.clone(), principal: principal.clone() };
+        let asked = match &input.resume {
+            Some(entries) if !entries.is_empty() => resume::resume(&turns, &scope, entries).await,
+            _ => resume::nothing_pending(gate, &scope).await.map(|()| HashMap::new()),
+        };
+        let asked = match asked {
+            Ok(asked) => asked,
+            Err(e) => {
+                yield frame(&refusal(e));
+                return;
+            }
+        };
+        let request = match input.request(&asked) {
+            Ok(request) => request,
+            Err(e) => {
+                yield frame(&refusal_of(ApiError::from(e)));
+                return;
+            }
+        };
+        let trace = HeaderExtractor(&headers);
+        let asker = state.asker(&principal);
+        let started = turns.start(request, asker, Transport::Sse, &trace).await;
+        let reader = match started {
+            Ok((_, reader)) => reader,
+            Err(e) => {
+                yield frame(&refusal_of(ApiError::from(e)));
+                return;
+            }
+        };
+        let mut translator = Translator::new(&run);
+        let mut chunks = std::pin::pin!(reader.chunks());
+        while let Some((_, chunk)) = chunks.next().await {
+            for event in translator.on_chunk(&chunk.json()) {
+                yield frame(&event);
+            }
+            if *translator.ended() == wire::Ended::Failed {
+                return;
+            }
+        }
+        let interrupts = match resume::interrupts(gate, translator.asked()).await {
+            Ok(interrupts) => interrupts,
+            Err(e) => {
+                yield frame(&refusal_of(ApiError::from(e)));
+                return;
+            }
+        };
+        if !interrupts.is_empty() {
+            let made = translator.messages();
+            for snapshot in wire::snapshots(input.state.as_ref(), &input.messages, made) {
+                yield frame(&snapshot);
+            }
+        }
+        yield frame(&wire::run_finished(&thread, &run, translator.ended(), interrupts));
+    }
+}
+
+/// A resume refused, as `RUN_ERROR`.
+fn refusal(e: ResumeError) -> Value {
+    match e {
+        ResumeError::Refused(Refused { code, message }) => wire::run_error(code, &message),
+        ResumeError::Gate(e) => refusal_of(ApiError::from(e)),
+    }
+}
+
+/// An error of the run API as `RUN_ERROR`, in the fixed text its status
+/// would carry (never internals).
+fn refusal_of(e: ApiError) -> Value {
+    e.log();
+    let message = e.to_string();
+    let code = match e.status().as_u16() {
+        400..=499 => wire::REFUSED,
+        _ => wire::TURN_ERROR,
+    };
+    wire::run_error(code, &message)
+}

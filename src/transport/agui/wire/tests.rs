@@ -1,0 +1,293 @@
+use serde_json::{Value, json};
+
+use super::*;
+use crate::call::ToolCall;
+use crate::protocol::ConfirmationProtocol;
+use crate::store::RecordKind;
+
+/// The events of `chunks`, each as `TYPE` or `TYPE:field=value,…` of the
+/// fields that matter.
+fn check(chunks: &[Value], expected: &[Value]) -> Translator {
+    let mut translator = Translator::new("run-1");
+    let mut events = Vec::new();
+    for chunk in chunks {
+        events.extend(translator.on_chunk(chunk.to_string().as_bytes()));
+    }
+    assert_eq!(events, expected);
+    translator
+}
+
+#[test]
+fn text_and_reasoning_are_messages_named_by_the_run() {
+    let translator = check(
+        &[
+            json!({"type": "start", "messageId": "msg-1"}),
+            json!({"type": "start-step"}),
+            json!({"type": "reasoning-start", "id": "r-1"}),
+            json!({"type": "reasoning-delta", "id": "r-1", "delta": "hm"}),
+            json!({"type": "reasoning-end", "id": "r-1"}),
+            json!({"type": "text-start", "id": "t-1"}),
+            json!({"type": "text-delta", "id": "t-1", "delta": "Hi"}),
+            json!({"type": "text-delta", "id": "t-1", "delta": ""}),
+            json!({"type": "text-delta", "id": "t-9", "delta": "unopened"}),
+            json!({"type": "text-end", "id": "t-1"}),
+            json!({"type": "finish-step"}),
+            json!({"type": "finish"}),
+        ],
+        &[
+            json!({"type": "REASONING_START", "messageId": "run-1.r-1"}),
+            json!({"type": "REASONING_MESSAGE_START", "messageId": "run-1.r-1", "role": "reasoning"}),
+            json!({"type": "REASONING_MESSAGE_CONTENT", "messageId": "run-1.r-1", "delta": "hm"}),
+            json!({"type": "REASONING_MESSAGE_END", "messageId": "run-1.r-1"}),
+            json!({"type": "REASONING_END", "messageId": "run-1.r-1"}),
+            json!({"type": "TEXT_MESSAGE_START", "messageId": "run-1.t-1", "role": "assistant"}),
+            json!({"type": "TEXT_MESSAGE_CONTENT", "messageId": "run-1.t-1", "delta": "Hi"}),
+            json!({"type": "TEXT_MESSAGE_END", "messageId": "run-1.t-1"}),
+        ],
+    );
+    assert_eq!(
+        translator.messages(),
+        [
+            json!({"id": "run-1.r-1", "role": "reasoning", "content": "hm"}),
+            json!({"id": "run-1.t-1", "role": "assistant", "content": "Hi"}),
+        ]
+    );
+    assert_eq!(*translator.ended(), Ended::Finished);
+}
+
+#[test]
+fn a_streamed_call_keeps_its_deltas_and_an_asked_one_is_noted() {
+    let translator = check(
+        &[
+            json!({"type": "tool-input-start", "toolCallId": "call-1", "toolName": "pay"}),
+            json!({"type": "tool-input-delta", "toolCallId": "call-1", "inputTextDelta": "{\"a\":"}),
+            json!({"type": "tool-input-delta", "toolCallId": "call-1", "inputTextDelta": "1}"}),
+            json!({"type": "tool-input-available", "toolCallId": "call-1", "toolName": "pay", "input": {"a": 1}}),
+            json!({"type": "tool-approval-request", "approvalId": "approval-2", "toolCallId": "call-1"}),
+            json!({"type": "finish", "finishReason": "tool-calls"}),
+        ],
+        &[
+            json!({"type": "TOOL_CALL_START", "toolCallId": "call-1", "toolCallName": "pay"}),
+            json!({"type": "TOOL_CALL_ARGS", "toolCallId": "call-1", "delta": "{\"a\":"}),
+            json!({"type": "TOOL_CALL_ARGS", "toolCallId": "call-1", "delta": "1}"}),
+            json!({"type": "TOOL_CALL_END", "toolCallId": "call-1"}),
+        ],
+    );
+    assert_eq!(
+        translator.asked(),
+        [("approval-2".to_owned(), "call-1".to_owned())]
+    );
+    assert_eq!(
+        translator.messages()[0]["toolCalls"][0]["function"],
+        json!({"name": "pay", "arguments": "{\"a\":1}"})
+    );
+}
+
+#[test]
+fn a_call_said_whole_gets_its_start_and_arguments_and_each_outcome_a_result() {
+    let result = |id: &str, content: &str| json!({"type": "TOOL_CALL_RESULT", "messageId": format!("run-1.result.{id}"), "toolCallId": id, "content": content, "role": "tool"});
+    check(
+        &[
+            json!({"type": "tool-input-available", "toolCallId": "c1", "toolName": "w", "input": {"city": "Paris"}}),
+            json!({"type": "tool-output-available", "toolCallId": "c1", "output": {"t": 20}, "preliminary": true}),
+            json!({"type": "tool-output-available", "toolCallId": "c1", "output": {"t": 21}}),
+            json!({"type": "tool-output-available", "toolCallId": "c2", "output": "plain"}),
+            json!({"type": "tool-output-error", "toolCallId": "c3", "errorText": "boom"}),
+            json!({"type": "tool-output-denied", "toolCallId": "c4"}),
+            json!({"type": "tool-input-error", "toolCallId": "c5", "toolName": "w", "input": {}, "errorText": "bad"}),
+        ],
+        &[
+            json!({"type": "TOOL_CALL_START", "toolCallId": "c1", "toolCallName": "w"}),
+            json!({"type": "TOOL_CALL_ARGS", "toolCallId": "c1", "delta": "{\"city\":\"Paris\"}"}),
+            json!({"type": "TOOL_CALL_END", "toolCallId": "c1"}),
+            result("c1", "{\"t\":21}"),
+            result("c2", "plain"),
+            result("c3", "boom"),
+            result("c4", DENIED),
+            json!({"type": "TOOL_CALL_START", "toolCallId": "c5", "toolCallName": "w"}),
+            json!({"type": "TOOL_CALL_ARGS", "toolCallId": "c5", "delta": "{}"}),
+            json!({"type": "TOOL_CALL_END", "toolCallId": "c5"}),
+            result("c5", "bad"),
+        ],
+    );
+}
+
+#[test]
+fn an_error_is_a_run_error_and_an_abort_a_cancelled_run() {
+    let failed = check(
+        &[
+            json!({"type": "error", "errorText": "the model failed"}),
+            json!("not a chunk"),
+        ],
+        &[json!({"type": "RUN_ERROR", "message": "the model failed", "code": TURN_ERROR})],
+    );
+    assert_eq!(*failed.ended(), Ended::Failed);
+    let aborted = check(&[json!({"type": "abort"})], &[]);
+    assert_eq!(
+        run_finished("t", "r", aborted.ended(), Vec::new())["outcome"],
+        json!({"type": "cancelled"})
+    );
+    assert_eq!(
+        run_finished("t", "r", &Ended::Finished, vec![json!({"id": "q"})])["outcome"],
+        json!({"type": "interrupt", "interrupts": [{"id": "q"}]})
+    );
+    assert_eq!(
+        run_finished("t", "r", &Ended::Finished, Vec::new())["outcome"],
+        json!({"type": "success"})
+    );
+}
+
+fn issued() -> Issued {
+    Issued {
+        id: "approval-3".into(),
+        chat_id: "thread-1".into(),
+        principal: "alice".into(),
+        call: ToolCall {
+            id: "call-2".into(),
+            name: "process_payment".into(),
+            args: json!({"amount": 50}),
+        },
+        hint: "Send 50 USD?".into(),
+        protocol: ConfirmationProtocol::AiSdk,
+        issued_at_ms: 0,
+        expires_at_ms: 86_400_000,
+        kind: RecordKind::Question,
+    }
+}
+
+const PLAIN: Allowed = Allowed {
+    remember: false,
+    edits: false,
+};
+const ALL: Allowed = Allowed {
+    remember: true,
+    edits: true,
+};
+
+#[test]
+fn a_question_is_a_tool_bound_interrupt() {
+    let parameters = json!({"type": "object", "properties": {"amount": {"type": "number"}}});
+    let interrupt = interrupt(&issued(), ALL, Some(&parameters));
+    assert_eq!(
+        interrupt,
+        json!({
+            "id": "approval-3",
+            "reason": "confirmation",
+            "message": "Approve running `process_payment` with {\"amount\":50}? Send 50 USD?",
+            "toolCallId": "call-2",
+            "responseSchema": {
+                "type": "object",
+                "properties": {
+                    "approved": {"type": "boolean"},
+                    "reason": {"type": "string"},
+                    "remember": {"type": "string", "enum": ["once", "chat", "always"]},
+                    "editedArgs": parameters,
+                },
+                "required": ["approved"],
+                "additionalProperties": false,
+            },
+            "expiresAt": "1970-01-02T00:00:00.000Z",
+        })
+    );
+    let plain = response_schema(PLAIN, None);
+    assert_eq!(
+        plain["properties"].as_object().map(|p| p.len()),
+        Some(2),
+        "{plain}"
+    );
+}
+
+#[test]
+fn payloads_against_the_schema() {
+    let approve = |remember, edited| Decision::Approve {
+        payload: None,
+        remember,
+        approve_next: None,
+        edited,
+    };
+    let cases: Vec<(Value, Allowed, Result<Decision, &str>)> = vec![
+        (json!({"approved": true}), PLAIN, Ok(approve(None, None))),
+        (
+            json!({"approved": false, "reason": "no"}),
+            PLAIN,
+            Ok(Decision::Deny {
+                reason: Some("no".into()),
+            }),
+        ),
+        (
+            json!({"approved": true, "remember": "once"}),
+            ALL,
+            Ok(approve(None, None)),
+        ),
+        (
+            json!({"approved": true, "remember": "chat"}),
+            ALL,
+            Ok(approve(Some(Remember::Chat), None)),
+        ),
+        (
+            json!({"approved": true, "remember": "always"}),
+            ALL,
+            Ok(approve(Some(Remember::Everywhere), None)),
+        ),
+        (
+            json!({"approved": true, "editedArgs": {"amount": 1}}),
+            ALL,
+            Ok(approve(None, Some(json!({"amount": 1})))),
+        ),
+        (
+            json!({"approved": true, "remember": "chat"}),
+            PLAIN,
+            Err("remember"),
+        ),
+        (
+            json!({"approved": true, "editedArgs": {}}),
+            PLAIN,
+            Err("editedArgs"),
+        ),
+        (
+            json!({"approved": true, "remember": "forever"}),
+            ALL,
+            Err("once, chat, always"),
+        ),
+        (
+            json!({"approved": true, "editedArgs": [1]}),
+            ALL,
+            Err("an object"),
+        ),
+        (
+            json!({"approved": false, "editedArgs": {}}),
+            ALL,
+            Err("a denial"),
+        ),
+        (json!({"approved": "true"}), PLAIN, Err("true or false")),
+        (json!({"reason": "why"}), PLAIN, Err("true or false")),
+        (
+            json!({"approved": true, "reason": 1}),
+            PLAIN,
+            Err("a string"),
+        ),
+        (json!({"approved": true, "x": 1}), ALL, Err("`x`")),
+        (json!([true]), PLAIN, Err("an object")),
+    ];
+    for (payload, allowed, expected) in cases {
+        let got = decision(Some(&payload), allowed);
+        match (&got, expected) {
+            (Ok(got), Ok(expected)) => assert_eq!(got, &expected, "{payload}"),
+            (Err(why), Err(part)) => assert!(why.contains(part), "{payload}: {why}"),
+            _ => panic!("{payload}: {got:?}"),
+        }
+    }
+    assert!(decision(None, ALL).is_err());
+}
+
+#[test]
+fn times_are_rfc3339_utc() {
+    for (ms, text) in [
+        (0, "1970-01-01T00:00:00.000Z"),
+        (951_782_400_123, "2000-02-29T00:00:00.123Z"),
+        (1_798_761_599_999, "2026-12-31T23:59:59.999Z"),
+        (4_107_542_400_000, "2100-03-01T00:00:00.000Z"),
+    ] {
+        assert_eq!(rfc3339(ms), text);
+    }
+}

@@ -1,0 +1,340 @@
+//! A turn's UI chunks, as the turn's log holds them, in AG-UI's events:
+//! [`Translator`], one per run, and the messages those events make.
+
+use std::collections::HashMap;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{DENIED, TURN_ERROR, run_error};
+
+/// The chunks of a turn AG-UI has words for; the rest say nothing here.
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "kebab-case")]
+enum Chunk {
+    TextStart {
+        id: String,
+    },
+    TextDelta {
+        id: String,
+        delta: String,
+    },
+    TextEnd {
+        id: String,
+    },
+    ReasoningStart {
+        id: String,
+    },
+    ReasoningDelta {
+        id: String,
+        delta: String,
+    },
+    ReasoningEnd {
+        id: String,
+    },
+    #[serde(rename_all = "camelCase")]
+    ToolInputStart {
+        tool_call_id: String,
+        tool_name: String,
+    },
+    #[serde(rename_all = "camelCase")]
+    ToolInputDelta {
+        tool_call_id: String,
+        input_text_delta: String,
+    },
+    #[serde(rename_all = "camelCase")]
+    ToolInputAvailable {
+        tool_call_id: String,
+        tool_name: String,
+        #[serde(default)]
+        input: Value,
+    },
+    #[serde(rename_all = "camelCase")]
+    ToolInputError {
+        tool_call_id: String,
+        tool_name: String,
+        #[serde(default)]
+        input: Value,
+        error_text: String,
+    },
+    #[serde(rename_all = "camelCase")]
+    ToolApprovalRequest {
+        approval_id: String,
+        tool_call_id: String,
+    },
+    #[serde(rename_all = "camelCase")]
+    ToolOutputAvailable {
+        tool_call_id: String,
+        #[serde(default)]
+        output: Value,
+        #[serde(default)]
+        preliminary: bool,
+    },
+    #[serde(rename_all = "camelCase")]
+    ToolOutputError {
+        tool_call_id: String,
+        error_text: String,
+    },
+    #[serde(rename_all = "camelCase")]
+    ToolOutputDenied {
+        tool_call_id: String,
+    },
+    #[serde(rename_all = "camelCase")]
+    Error {
+        error_text: String,
+    },
+    Abort {},
+    #[serde(other)]
+    Other,
+}
+
+/// How a turn ended, as far as its chunks said.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Ended {
+    /// It finished (or its chunks just stopped).
+    Finished,
+    /// An `error` chunk: `RUN_ERROR` was said already.
+    Failed,
+    /// Stopped (`abort`).
+    Aborted,
+}
+
+/// One run's translation of a turn's UI chunks into AG-UI events, and the
+/// messages they make (for `MESSAGES_SNAPSHOT`).
+#[derive(Debug)]
+pub struct Translator {
+    run_id: String,
+    /// The messages this run made, as a client applying its events holds them.
+    messages: Vec<Value>,
+    /// Where each open text or reasoning block's message is.
+    blocks: HashMap<String, usize>,
+    /// Where each tool call's message is, and whether its arguments streamed.
+    calls: HashMap<String, (usize, bool)>,
+    /// The questions asked, `(question id, tool call id)`, in order.
+    asked: Vec<(String, String)>,
+    ended: Ended,
+}
+
+impl Translator {
+    pub fn new(run_id: &str) -> Self {
+        Self {
+            run_id: run_id.to_owned(),
+            messages: Vec::new(),
+            blocks: HashMap::new(),
+            calls: HashMap::new(),
+            asked: Vec::new(),
+            ended: Ended::Finished,
+        }
+    }
+
+    /// The questions the turn asked, `(question id, tool call id)`.
+    pub fn asked(&self) -> &[(String, String)] {
+        &self.asked
+    }
+
+    pub fn ended(&self) -> &Ended {
+        &self.ended
+    }
+
+    /// The messages this run made.
+    pub fn messages(&self) -> &[Value] {
+        &self.messages
+    }
+
+    /// A block's message id: the run's, so ids never meet across runs.
+    fn message_id(&self, block: &str) -> String {
+        format!("{}.{block}", self.run_id)
+    }
+
+    /// The AG-UI events of one UI chunk (its JSON); none for a chunk
+    /// AG-UI has no words for, or one that does not parse.
+    pub fn on_chunk(&mut self, json: &[u8]) -> Vec<Value> {
+        let Ok(chunk) = serde_json::from_slice::<Chunk>(json) else {
+            return Vec::new();
+        };
+        match chunk {
+            Chunk::TextStart { id } => {
+                let message_id = self.message_id(&id);
+                self.open_block(
+                    id,
+                    json!({"id": message_id, "role": "assistant", "content": ""}),
+                );
+                vec![
+                    json!({"type": "TEXT_MESSAGE_START", "messageId": message_id, "role": "assistant"}),
+                ]
+            }
+            Chunk::TextDelta { id, delta } => match self.append(&id, &delta) {
+                Some(message_id) => {
+                    vec![
+                        json!({"type": "TEXT_MESSAGE_CONTENT", "messageId": message_id, "delta": delta}),
+                    ]
+                }
+                None => Vec::new(),
+            },
+            Chunk::TextEnd { id } => match self.blocks.remove(&id) {
+                Some(_) => {
+                    vec![json!({"type": "TEXT_MESSAGE_END", "messageId": self.message_id(&id)})]
+                }
+                None => Vec::new(),
+            },
+            Chunk::ReasoningStart { id } => {
+                let message_id = self.message_id(&id);
+                self.open_block(
+                    id,
+                    json!({"id": message_id, "role": "reasoning", "content": ""}),
+                );
+                vec![
+                    json!({"type": "REASONING_START", "messageId": message_id}),
+                    json!({"type": "REASONING_MESSAGE_START", "messageId": message_id, "role": "reasoning"}),
+                ]
+            }
+            Chunk::ReasoningDelta { id, delta } => match self.append(&id, &delta) {
+                Some(message_id) => vec![
+                    json!({"type": "REASONING_MESSAGE_CONTENT", "messageId": message_id, "delta": delta}),
+                ],
+                None => Vec::new(),
+            },
+            Chunk::ReasoningEnd { id } => match self.blocks.remove(&id) {
+                Some(_) => {
+                    let message_id = self.message_id(&id);
+                    vec![
+                        json!({"type": "REASONING_MESSAGE_END", "messageId": message_id}),
+                        json!({"type": "REASONING_END", "messageId": message_id}),
+                    ]
+                }
+                None => Vec::new(),
+            },
+            Chunk::ToolInputStart {
+                tool_call_id,
+                tool_name,
+            } => self.start_call(&tool_call_id, &tool_name),
+            Chunk::ToolInputDelta {
+                tool_call_id,
+                input_text_delta,
+            } => {
+                let Some((at, streamed)) = self.calls.get_mut(&tool_call_id) else {
+                    return Vec::new();
+                };
+                *streamed = true;
+                if let Some(Value::String(args)) =
+                    self.messages[*at].pointer_mut("/toolCalls/0/function/arguments")
+                {
+                    args.push_str(&input_text_delta);
+                }
+                vec![
+                    json!({"type": "TOOL_CALL_ARGS", "toolCallId": tool_call_id, "delta": input_text_delta}),
+                ]
+            }
+            Chunk::ToolInputAvailable {
+                tool_call_id,
+                tool_name,
+                input,
+            } => self.end_call(&tool_call_id, &tool_name, &input),
+            Chunk::ToolInputError {
+                tool_call_id,
+                tool_name,
+                input,
+                error_text,
+            } => {
+                let mut events = self.end_call(&tool_call_id, &tool_name, &input);
+                events.push(self.result(&tool_call_id, error_text));
+                events
+            }
+            Chunk::ToolApprovalRequest {
+                approval_id,
+                tool_call_id,
+            } => {
+                self.asked.push((approval_id, tool_call_id));
+                Vec::new()
+            }
+            Chunk::ToolOutputAvailable {
+                preliminary: true, ..
+            } => Vec::new(),
+            Chunk::ToolOutputAvailable {
+                tool_call_id,
+                output,
+                ..
+            } => {
+                let content = match output {
+                    Value::String(text) => text,
+                    other => other.to_string(),
+                };
+                vec![self.result(&tool_call_id, content)]
+            }
+            Chunk::ToolOutputError {
+                tool_call_id,
+                error_text,
+            } => vec![self.result(&tool_call_id, error_text)],
+            Chunk::ToolOutputDenied { tool_call_id } => {
+                vec![self.result(&tool_call_id, DENIED.to_owned())]
+            }
+            Chunk::Error { error_text } => {
+                self.ended = Ended::Failed;
+                vec![run_error(TURN_ERROR, &error_text)]
+            }
+            Chunk::Abort {} => {
+                self.ended = Ended::Aborted;
+                Vec::new()
+            }
+            Chunk::Other => Vec::new(),
+        }
+    }
+
+    fn open_block(&mut self, id: String, message: Value) {
+        self.blocks.insert(id, self.messages.len());
+        self.messages.push(message);
+    }
+
+    /// Appends `delta` to block `id`'s message: its id, if the block is open
+    /// and the delta says something.
+    fn append(&mut self, id: &str, delta: &str) -> Option<String> {
+        let at = *self.blocks.get(id)?;
+        if delta.is_empty() {
+            return None;
+        }
+        if let Some(Value::String(content)) = self.messages[at].get_mut("content") {
+            content.push_str(delta);
+        }
+        Some(self.message_id(id))
+    }
+
+    fn start_call(&mut self, id: &str, name: &str) -> Vec<Value> {
+        if self.calls.contains_key(id) {
+            return Vec::new();
+        }
+        self.calls
+            .insert(id.to_owned(), (self.messages.len(), false));
+        self.messages
+            .push(json!({"id": id, "role": "assistant", "toolCalls": [
+                {"id": id, "type": "function", "function": {"name": name, "arguments": ""}}
+            ]}));
+        vec![json!({"type": "TOOL_CALL_START", "toolCallId": id, "toolCallName": name})]
+    }
+
+    /// The call's end: its start and its whole arguments first if they were
+    /// not streamed.
+    fn end_call(&mut self, id: &str, name: &str, input: &Value) -> Vec<Value> {
+        let mut events = self.start_call(id, name);
+        let Some((at, streamed)) = self.calls.get(id).copied() else {
+            return events;
+        };
+        if !streamed {
+            let args = input.to_string();
+            if let Some(Value::String(slot)) =
+                self.messages[at].pointer_mut("/toolCalls/0/function/arguments")
+            {
+                slot.clone_from(&args);
+            }
+            events.push(json!({"type": "TOOL_CALL_ARGS", "toolCallId": id, "delta": args}));
+        }
+        events.push(json!({"type": "TOOL_CALL_END", "toolCallId": id}));
+        events
+    }
+
+    /// `TOOL_CALL_RESULT` on the call's own id, as a tool message.
+    fn result(&mut self, tool_call_id: &str, content: String) -> Value {
+        let message_id = self.message_id(&format!("result.{tool_call_id}"));
+        self.messages.push(json!({"id": message_id, "role": "tool", "toolCallId": tool_call_id, "content": content}));
+        json!({"type": "TOOL_CALL_RESULT", "messageId": message_id, "toolCallId": tool_call_id, "content": content, "role": "tool"})
+    }
+}
