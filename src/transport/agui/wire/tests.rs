@@ -152,6 +152,7 @@ fn issued() -> Issued {
         issued_at_ms: 0,
         expires_at_ms: 86_400_000,
         kind: RecordKind::Question,
+        fingerprint: None,
     }
 }
 
