@@ -27,7 +27,7 @@ use tokio::sync::watch;
 use tracing::Span;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
-use super::{Owner, Resumed, Run, RunError, Runs, Subscription};
+use super::{Owner, Resumed, Run, RunError, Runs, StartIndex, Subscription};
 use crate::agent::{Agent, HeldTurn};
 use crate::confirm::{Decision, GateError, OutOfBand};
 use crate::metrics::{Metrics, Transport, TurnWatch};
@@ -138,16 +138,19 @@ impl Turns {
         self.runs.start(owner, chunks, waits).await.map_err(busy)
     }
 
-    /// The turn in flight in `chat_id` for `principal`, read from its start
-    /// (on this instance, or with a shared store on any); `None` when there
-    /// is none. `transport` counts a turn taken over.
+    /// The turn in flight in `chat_id` for `principal`, read from the
+    /// chunk `at` names ([`StartIndex::START`]: its start), on this
+    /// instance or with a shared store on any; `None` when there is none,
+    /// or nothing is left of it to read. `transport` counts a turn taken
+    /// over.
     pub async fn resume(
         &self,
         principal: &str,
         chat_id: &str,
+        at: StartIndex,
         transport: Transport,
     ) -> Result<Option<Resumed>, TurnError> {
-        Ok(self.runs.resume(principal, chat_id, transport).await?)
+        Ok(self.runs.resume(principal, chat_id, at, transport).await?)
     }
 
     /// `principal`'s decision on the open question `id`, made through the

@@ -20,11 +20,48 @@ pub(super) const BATCH: usize = 64;
 /// Bytes of log kept for replay; beyond, the turn can no longer be resumed.
 pub(super) const MAX_LOG_BYTES: usize = 16 << 20;
 
+/// Where a resume starts reading a turn: a chunk number (0, the `start`
+/// chunk, unless told otherwise), or, when negative, that many chunks back
+/// from the last one written so far (`WorkflowChatTransport`'s
+/// `startIndex`). Chunk numbers are the turn log's, the same on every
+/// instance.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StartIndex(pub i64);
+
+impl StartIndex {
+    /// The turn's first chunk.
+    pub const START: StartIndex = StartIndex(0);
+
+    /// The chunk number it names in a log of `end` chunks so far; never
+    /// past `end` (a reader cannot start after what was written).
+    pub fn resolve(self, end: usize) -> usize {
+        let back = usize::try_from(self.0.unsigned_abs()).unwrap_or(usize::MAX);
+        match self.0 {
+            n if n < 0 => end.saturating_sub(back),
+            _ => back.min(end),
+        }
+    }
+}
+
 impl Run {
     /// Reads the turn from its first chunk; `None` when the start of the
     /// log is gone (the turn outgrew the replay limit).
     pub fn resume(self: &Arc<Self>) -> Option<Subscription> {
         self.reader(true)
+    }
+
+    /// Reads the turn from the chunk `at` names, with that chunk's number
+    /// and the number of chunks written so far; `None` when that chunk is
+    /// no longer kept. One lock, so the log cannot move in between.
+    pub fn resume_at(self: &Arc<Self>, at: StartIndex) -> Option<(Subscription, usize, usize)> {
+        let mut log = self.lock();
+        let end = log.end();
+        let from = at.resolve(end);
+        if from < log.first {
+            return None;
+        }
+        let reader = self.attach_at(&mut log, from);
+        Some((reader, from, end))
     }
 
     /// A reader of a new turn, from its (empty) start.
@@ -44,10 +81,16 @@ impl Run {
     }
 
     pub(super) fn attach(self: &Arc<Self>, log: &mut Log) -> Subscription {
+        let first = log.first;
+        self.attach_at(log, first)
+    }
+
+    /// A new reader whose next chunk is number `at` (kept in the log, or
+    /// its end).
+    fn attach_at(self: &Arc<Self>, log: &mut Log, at: usize) -> Subscription {
         let id = log.next_reader;
         log.next_reader += 1;
-        let first = log.first;
-        log.cursors.insert(id, first);
+        log.cursors.insert(id, at);
         self.readers.send_modify(|n| *n += 1);
         Subscription {
             run: self.clone(),

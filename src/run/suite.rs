@@ -65,7 +65,7 @@ async fn next(
 }
 
 async fn resume(runs: &Arc<Runs>, principal: &str, chat: &str) -> Option<Reader> {
-    runs.resume(principal, chat, Transport::Sse)
+    runs.resume(principal, chat, super::StartIndex::START, Transport::Sse)
         .await
         .unwrap_or_else(|e| panic!("{e}"))
         .map(|resumed| resumed.reader)

@@ -10,7 +10,7 @@ use futures::stream::BoxStream;
 use futures::{Stream, StreamExt};
 
 use super::driver::Run;
-use super::log::{MAX_LOG_BYTES, Subscription};
+use super::log::{MAX_LOG_BYTES, StartIndex, Subscription};
 use super::registry::{Opening, Owner, Runs};
 use crate::metrics::Transport;
 use crate::protocol::UiChunk;
@@ -23,28 +23,32 @@ use crate::store::{Read, StoreError, TakeOver, TurnLogReader};
 pub const OWNER_DIED: &str = "the server running this turn stopped; send your message again";
 
 impl Runs {
-    /// The turn in flight in `chat_id` for `principal`, read from its
-    /// start: this instance's, or else (with a shared store) the one
+    /// The turn in flight in `chat_id` for `principal`, read from the chunk
+    /// `at` names: this instance's, or else (with a shared store) the one
     /// another instance runs, taken over first if that instance died while
-    /// the turn waited for a human. `None` when there is none, or when its
-    /// start is gone (it outgrew the replay limit). `transport` counts a
-    /// turn taken over.
+    /// the turn waited for a human. `None` when there is none, when that
+    /// chunk is gone (the turn outgrew the replay limit; on another
+    /// instance, when its start is gone), or when the turn is over and
+    /// nothing is left after it. `transport` counts a turn taken over.
     pub async fn resume(
         self: &Arc<Self>,
         principal: &str,
         chat_id: &str,
+        at: StartIndex,
         transport: Transport,
     ) -> Result<Option<Resumed>, StoreError> {
         if let Some(run) = self.get(principal, chat_id) {
-            return Ok(run.resume().map(|reader| Resumed {
+            return Ok(run.resume_at(at).map(|(reader, from, end)| Resumed {
                 run: Some(run),
                 reader: Reader::Local(reader),
+                from,
+                written: Some(end),
             }));
         }
         let Some(logs) = &self.shared else {
             return Ok(None);
         };
-        let remote = |reader| Resumed {
+        let remote = |reader, from, written| Resumed {
             run: None,
             reader: Reader::Shared(Remote {
                 reader,
@@ -53,19 +57,36 @@ impl Runs {
                 chat_id: chat_id.to_owned(),
                 transport,
             }),
+            from,
+            written,
         };
         match self.take_over(principal, chat_id, None, transport).await? {
             Found::None => return Ok(None),
             Found::Live => {}
-            Found::Ended(reader) => return Ok(Some(remote(reader))),
+            // Where its tail is is not known here: from its start, as a
+            // client that got no tail expects.
+            Found::Ended(reader) => {
+                let from = usize::try_from(at.0).unwrap_or(0);
+                return Ok(Some(remote(reader, from, None)));
+            }
             Found::Taken(run, subscription) => {
+                let end = run.lock().end();
                 return Ok(Some(Resumed {
                     run: Some(run),
                     reader: Reader::Local(subscription),
+                    from: at.resolve(end),
+                    written: Some(end),
                 }));
             }
         }
-        Ok(logs.resume(principal, chat_id).await?.map(remote))
+        let Some((reader, window)) = logs.resume(principal, chat_id).await? else {
+            return Ok(None);
+        };
+        let from = at.resolve(window.written);
+        if window.ended && from >= window.written {
+            return Ok(None);
+        }
+        Ok(Some(remote(reader, from, Some(window.written))))
     }
 
     /// The chat's turn, if its instance died (only if it is the stream
@@ -117,11 +138,29 @@ impl Runs {
     }
 }
 
-/// A resumed turn: its run when it is this instance's (to abort it), and
-/// its reader.
+/// A resumed turn: its run when it is this instance's (to abort it), its
+/// reader, the number of the first chunk it reads, and how many chunks the
+/// turn had written when it was resumed, where that is known.
 pub struct Resumed {
     pub run: Option<Arc<Run>>,
     pub reader: Reader,
+    pub from: usize,
+    pub written: Option<usize>,
+}
+
+impl Resumed {
+    /// `(chunk number, chunk)` from chunk [`Resumed::from`] until the turn
+    /// ends.
+    pub fn chunks(self) -> BoxStream<'static, (usize, Event)> {
+        let from = self.from;
+        let chunks = self.reader.chunks();
+        match from {
+            0 => chunks,
+            _ => chunks
+                .filter(move |(n, _)| std::future::ready(*n >= from))
+                .boxed(),
+        }
+    }
 }
 
 /// What [`Runs::take_over`] found of a chat's turn.

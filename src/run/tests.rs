@@ -170,3 +170,23 @@ async fn limits_per_user_and_in_all() {
         Err(RunError::Total(2))
     ));
 }
+
+#[test]
+fn a_start_index_names_a_chunk_never_past_the_tail() {
+    use super::StartIndex;
+    for (at, end, from) in [
+        (0, 0, 0),
+        (0, 7, 0),
+        (3, 7, 3),
+        (7, 7, 7),
+        (9, 7, 7),
+        (-1, 7, 6),
+        (-7, 7, 0),
+        (-8, 7, 0),
+        (i64::MIN, 7, 0),
+        (i64::MAX, 7, 7),
+        (-1, 0, 0),
+    ] {
+        assert_eq!(StartIndex(at).resolve(end), from, "{at} of {end}");
+    }
+}

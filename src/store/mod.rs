@@ -36,7 +36,7 @@ pub use redis::RedisStore;
 pub use sqlite::SqliteStore;
 pub use turn_log::{
     Adopted, FOLLOWED, KEPT_AFTER_END, REFRESH_EVERY, Read, TURN_TTL, TakeOver, TurnLogReader,
-    TurnLogWriter, TurnLogs,
+    TurnLogWriter, TurnLogs, Window,
 };
 
 use crate::metrics::{Metrics, StoreCounters};

@@ -1,18 +1,32 @@
 //! `POST /stream` and `POST /api/chat` (a turn, streamed as SSE), and their
 //! `GET …/{chatId}/stream` resumes: the SSE face over [`crate::run::Turns`].
+//!
+//! The resume is also `WorkflowChatTransport`'s (`@ai-sdk/workflow`): a
+//! turn's response names its run in `x-workflow-run-id` (the chat id: the
+//! transport's own reconnect after a reload asks by chat id at the same
+//! URL, and a chat has one resumable turn at a time), and
+//! `?startIndex=N` reads the turn from chunk N (negative: back from the
+//! tail, which `x-workflow-stream-tail-index` names).
 
 use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
-use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::extract::rejection::{BytesRejection, QueryRejection};
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use opentelemetry_http::HeaderExtractor;
+use serde::Deserialize;
 
 use super::auth::Caller;
 use super::{ApiError, HttpState, sse};
 use crate::metrics::Transport;
-use crate::protocol::ChatRequest;
+use crate::protocol::{ChatRequest, RequestError};
+use crate::run::StartIndex;
+
+/// The run a streamed turn's response belongs to (its chat id).
+const RUN_ID: HeaderName = HeaderName::from_static("x-workflow-run-id");
+/// The number of the last chunk written when a resume began.
+const TAIL_INDEX: HeaderName = HeaderName::from_static("x-workflow-stream-tail-index");
 
 pub(super) async fn stream(
     State(state): State<HttpState>,
@@ -23,31 +37,57 @@ pub(super) async fn stream(
     let body =
         body.map_err(|rejection| ApiError::from_body_rejection(rejection, state.max_body_bytes))?;
     let request = ChatRequest::from_slice(&body)?;
+    // A chat id that is not a header's text (beyond ASCII) names no run.
+    let run_id = HeaderValue::from_str(&request.chat_id).ok();
     let asker = state.asker(&caller.principal);
     let trace = HeaderExtractor(&headers);
     let (_, reader) = (state.turns)
         .start(request, asker, Transport::Sse, &trace)
         .await?;
     let chunks = reader.chunks().map(|(_, event)| event);
-    Ok(sse::response(chunks, state.keep_alive).into_response())
+    let mut response = sse::response(chunks, state.keep_alive);
+    if let Some(run_id) = run_id {
+        response.headers_mut().insert(RUN_ID, run_id);
+    }
+    Ok(response)
+}
+
+/// Where a resume starts: `?startIndex=N`, the turn's start without it.
+#[derive(Deserialize)]
+pub(super) struct ResumeQuery {
+    #[serde(rename = "startIndex")]
+    start_index: Option<i64>,
 }
 
 /// `useChat({resume: true})`: the turn in flight in this chat (on this
 /// instance, or with a shared store on any), replayed from its `start`
-/// chunk; 204 when there is none, as the AI SDK expects.
+/// chunk, or from chunk `startIndex` (`WorkflowChatTransport`); 204 when
+/// there is none or nothing is left of it, as both clients expect.
 pub(super) async fn resume(
     State(state): State<HttpState>,
     caller: Caller,
     Path(chat_id): Path<String>,
+    query: Result<Query<ResumeQuery>, QueryRejection>,
 ) -> Result<Response, ApiError> {
     crate::protocol::message::check_id("the chat id", &chat_id)?;
+    let Query(query) = query.map_err(|_| {
+        RequestError::Invalid("startIndex must be a whole number of chunks".to_owned())
+    })?;
+    let at = query.start_index.map_or(StartIndex::START, StartIndex);
     match (state.turns)
-        .resume(&caller.principal, &chat_id, Transport::Sse)
+        .resume(&caller.principal, &chat_id, at, Transport::Sse)
         .await?
     {
         Some(resumed) => {
-            let chunks = resumed.reader.chunks().map(|(_, event)| event);
-            Ok(sse::response(chunks, state.keep_alive).into_response())
+            let tail = resumed.written.map(|n| n as i64 - 1);
+            let chunks = resumed.chunks().map(|(_, event)| event);
+            let mut response = sse::response(chunks, state.keep_alive);
+            if let Some(tail) = tail {
+                response
+                    .headers_mut()
+                    .insert(TAIL_INDEX, HeaderValue::from(tail));
+            }
+            Ok(response)
         }
         None => Ok(StatusCode::NO_CONTENT.into_response()),
     }

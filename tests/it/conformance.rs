@@ -218,3 +218,24 @@ fn the_websocket_transport_completes_every_flow() -> anyhow::Result<()> {
     );
     Ok(())
 }
+
+/// `@ai-sdk/workflow`'s `WorkflowChatTransport` (`conformance/workflow.mjs`),
+/// unmodified, through a proxy that cuts a held turn's POST after its
+/// question: it reconnects from the chunk it had, the approval completes
+/// on the resumed stream, and it sees every chunk of the turn once.
+#[test]
+fn workflow_chat_transport_reads_a_cut_turn_on_from_where_it_was() {
+    let dir = installed();
+    let server = Binary::serve(&[]);
+    let output = Command::new("node")
+        .arg(dir.join("workflow.mjs"))
+        .arg(&server.url)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run node: {e}"));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success() && stdout.contains("workflow: passed"),
+        "{stdout}\n{stderr}"
+    );
+}

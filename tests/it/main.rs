@@ -83,3 +83,4 @@ mod tidy_execute;
 mod tidy_pipeline;
 mod traces;
 mod turns_in_flight;
+mod workflow;

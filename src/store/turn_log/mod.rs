@@ -159,22 +159,31 @@ impl TurnLogs {
     }
 
     /// `principal`'s turn in flight in `chat_id`, from whichever instance
-    /// runs it, read from its first chunk; `None` when there is none, or
-    /// when its start is gone (it outgrew the byte cap, or expired).
+    /// runs it, read from its first chunk, with what its stream holds now;
+    /// `None` when there is none, or when its start is gone (it outgrew the
+    /// byte cap, or expired).
     pub async fn resume(
         &self,
         principal: &str,
         chat_id: &str,
-    ) -> Result<Option<TurnLogReader>, StoreError> {
+    ) -> Result<Option<(TurnLogReader, Window)>, StoreError> {
         let mut conn = self.store.conn();
         let chat = self.chat_key(principal, chat_id);
         let Some(stream) = stream_of(&mut conn, &chat).await? else {
             return Ok(None);
         };
-        let first: Vec<(String, Vec<Vec<u8>>)> = redis::cmd("XRANGE")
+        type Entries = Vec<(String, Vec<Vec<u8>>)>;
+        let (first, last): (Entries, Entries) = redis::pipe()
+            .cmd("XRANGE")
             .arg(&stream)
             .arg("-")
             .arg("+")
+            .arg("COUNT")
+            .arg(1)
+            .cmd("XREVRANGE")
+            .arg(&stream)
+            .arg("+")
+            .arg("-")
             .arg("COUNT")
             .arg(1)
             .query_async(&mut conn)
@@ -183,10 +192,18 @@ impl TurnLogs {
         let from_start = first
             .first()
             .is_some_and(|(id, _)| id == OPEN_ID || first_chunk(id) == Some(0));
+        let Some(window) = last
+            .first()
+            .and_then(|(id, fields)| Window::after(id, fields))
+        else {
+            return Ok(None);
+        };
         if !from_start {
             return Ok(None);
         }
-        self.reader(stream).await.map(Some)
+        self.reader(stream)
+            .await
+            .map(|reader| Some((reader, window)))
     }
 
     /// A reader of `stream` from its start: on this instance's feed of
@@ -358,6 +375,41 @@ pub enum TakeOver {
     },
     /// It was not waiting for a human: its stream ended, read from its start.
     Ended(TurnLogReader),
+}
+
+/// What a turn's stream holds when a resume looks at it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window {
+    /// The chunks written so far (the next one's number).
+    pub written: usize,
+    /// Its end marker is written: nothing more comes.
+    pub ended: bool,
+}
+
+impl Window {
+    /// From the stream's last entry (its id and fields); `None` for an
+    /// entry no writer makes.
+    fn after(id: &str, fields: &[Vec<u8>]) -> Option<Window> {
+        if id == OPEN_ID {
+            return Some(Window {
+                written: 0,
+                ended: false,
+            });
+        }
+        let first = first_chunk(id)?;
+        Some(match fields.first().map(Vec::as_slice) {
+            // The end marker's id is the number of the chunk after the last.
+            Some(b"end") => Window {
+                written: first,
+                ended: true,
+            },
+            // Fields alternate: `c`, then a chunk.
+            _ => Window {
+                written: first + fields.len() / 2,
+                ended: false,
+            },
+        })
+    }
 }
 
 /// A taken-over turn's chunks so far; `first` is the first one's number

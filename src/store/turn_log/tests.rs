@@ -6,6 +6,22 @@ fn entry_ids_name_their_first_chunk() {
     assert_eq!(first_chunk(OPEN_ID), None);
 }
 
+#[test]
+fn a_window_is_read_from_the_last_entry() {
+    let fields = |f: &[&str]| f.iter().map(|s| s.as_bytes().to_vec()).collect::<Vec<_>>();
+    let window = |written, ended| Some(Window { written, ended });
+    assert_eq!(
+        Window::after(OPEN_ID, &fields(&["open", ""])),
+        window(0, false)
+    );
+    // Chunks 4, 5 and 6.
+    let batch = fields(&["c", "{}", "c", "{}", "c", "{}"]);
+    assert_eq!(Window::after("5-0", &batch), window(7, false));
+    // The end marker's id is the number after the last chunk, plus one.
+    assert_eq!(Window::after("8-0", &fields(&["end", ""])), window(7, true));
+    assert_eq!(Window::after("nonsense", &batch), None);
+}
+
 #[cfg(feature = "redis-server")]
 use crate::store::redis::tests::redis_store;
 

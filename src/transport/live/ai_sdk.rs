@@ -25,7 +25,7 @@ use crate::metrics::Transport;
 use crate::protocol::ChatRequest;
 use crate::protocol::message::check_id;
 use crate::protocol::sse::Event;
-use crate::run::Run;
+use crate::run::{Run, StartIndex};
 use crate::transport::{ApiError, HttpState};
 
 /// Requests (sends and resumes) in flight on one socket.
@@ -200,7 +200,7 @@ async fn frame(
             let principal = socket.principal(&headers).map_err(fail)?;
             check_id("id (the chat)", &chat_id).map_err(|e| fail(e.into()))?;
             let resumed = (state.turns)
-                .resume(&principal, &chat_id, Transport::Live)
+                .resume(&principal, &chat_id, StartIndex::START, Transport::Live)
                 .await
                 .map_err(|e| fail(e.into()))?;
             match resumed {
