@@ -24,6 +24,7 @@ mod adk_session;
 mod approvers;
 mod arguments;
 mod audit;
+mod audit_chain;
 mod auth;
 mod backends;
 mod backpressure;

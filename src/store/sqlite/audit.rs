@@ -16,13 +16,13 @@ impl AuditLog for SqliteStore {
         self.with(move |conn| {
             conn.execute("BEGIN IMMEDIATE", []).map_err(backend)?;
             let appended = append(conn, &event, &text, &sealer);
-            let end = if appended.is_ok() {
-                "COMMIT"
-            } else {
-                "ROLLBACK"
-            };
-            conn.execute(end, []).map_err(backend)?;
-            appended
+            match appended {
+                Ok(()) => conn.execute("COMMIT", []).map(drop).map_err(backend),
+                Err(e) => {
+                    let _ = conn.execute("ROLLBACK", []);
+                    Err(e)
+                }
+            }
         })
         .await
     }
