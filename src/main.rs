@@ -75,6 +75,54 @@ enum Command {
         #[command(subcommand)]
         command: ConfigCommand,
     },
+    /// Export the audit log's hash chain, or verify an export offline.
+    Audit {
+        #[command(subcommand)]
+        command: AuditCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum AuditCommand {
+    /// Write the configured store's audit chain as JSON Lines, one event a
+    /// line with its seq, prev, hash and signature, oldest first.
+    Export {
+        /// YAML config file (its `store` is read).
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// From the first event at or after: RFC 3339
+        /// (2026-11-01T09:00:00Z), a date (2026-11-01, UTC), an age (7d,
+        /// 12h, 30m) or milliseconds since the epoch. Default: all.
+        #[arg(long)]
+        since: Option<String>,
+        /// Write here rather than to standard output.
+        #[arg(long, short)]
+        output: Option<PathBuf>,
+    },
+    /// Check an export: each event after the one before it, its hash, and
+    /// its signature; names the first broken link (then exits with 1).
+    Verify {
+        /// The export (JSON Lines).
+        file: PathBuf,
+        /// A public key the events must be signed with: a PEM file, or
+        /// the key's 32 bytes in base64; repeatable (keys rotated).
+        #[arg(
+            long = "public-key",
+            value_name = "KEY",
+            required_unless_present = "unsigned"
+        )]
+        public_keys: Vec<String>,
+        /// Check the chain only, not signatures: anyone who could write
+        /// the store could have rewritten an unsigned chain whole.
+        #[arg(long, conflicts_with = "public_keys")]
+        unsigned: bool,
+    },
+    /// Print the public key of `audit.signingKey` (PEM), for `verify`.
+    PublicKey {
+        /// YAML config file.
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
 }
 
 #[derive(Subcommand)]
@@ -134,6 +182,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             let settings = Settings::load(&file)?;
             write!(std::io::stdout(), "{settings}")?;
         }
+        Command::Audit { command } => audit(command).await?,
         Command::Tools { config } => {
             let app = App::new(Settings::new(load(config.as_deref())?)?);
             let mut stdout = std::io::stdout();
@@ -243,6 +292,13 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             if signer.is_some() {
                 tracing::info!("confirmations are signed");
             }
+            if store.signs_audit() {
+                tracing::info!("audit events are chained and signed");
+            } else {
+                tracing::warn!(
+                    "audit events are chained but unsigned: set audit.signingKey to sign them"
+                );
+            }
             // The first signal drains; a second one ends the process at once.
             let mut signals = Signals::new();
             let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -334,6 +390,149 @@ impl Signals {
             std::future::pending::<()>().await;
         }
     }
+}
+
+/// `toolgate audit …`.
+async fn audit(command: AuditCommand) -> anyhow::Result<()> {
+    use toolgate::config::StoreBackend;
+    use toolgate::store::chain;
+    match command {
+        AuditCommand::Export {
+            config,
+            since,
+            output,
+        } => {
+            let settings = Settings::new(load(config.as_deref())?)?;
+            if settings.store.backend == StoreBackend::Memory {
+                anyhow::bail!(
+                    "the memory store lives inside its server: there is no audit log to export (set store.kind to sqlite or redis)"
+                );
+            }
+            let since = match since {
+                Some(since) => since_ms(&since)?,
+                None => 0,
+            };
+            let (store, _) = open_store(&settings.store)
+                .await
+                .context("cannot open the store")?;
+            let events = store.audit_chain(since).await?;
+            let mut out: Box<dyn Write> = match &output {
+                Some(path) => Box::new(std::io::BufWriter::new(
+                    std::fs::File::create(path)
+                        .with_context(|| format!("cannot write {}", path.display()))?,
+                )),
+                None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
+            };
+            for event in &events {
+                writeln!(out, "{}", event.line()?)?;
+            }
+            out.flush()?;
+            let signed = events.iter().filter(|e| e.link.sig.is_some()).count();
+            let span = match (events.first(), events.last()) {
+                (Some(a), Some(b)) => format!(", seq {} to {}", a.link.seq, b.link.seq),
+                _ => String::new(),
+            };
+            eprintln!(
+                "{} events{span}; {}",
+                events.len(),
+                match signed {
+                    0 if events.is_empty() => "none to sign".to_owned(),
+                    0 => "unsigned (no audit.signingKey): the chain shows order, not authorship"
+                        .to_owned(),
+                    n if n == events.len() => "all signed".to_owned(),
+                    n => format!("{n} signed, the rest from before a key was set"),
+                }
+            );
+        }
+        AuditCommand::Verify {
+            file,
+            public_keys,
+            unsigned,
+        } => {
+            let keys = public_keys
+                .iter()
+                .map(|key| {
+                    let text = match std::fs::read_to_string(key) {
+                        Ok(text) => text,
+                        Err(_) => key.clone(),
+                    };
+                    chain::parse_public(&text).with_context(|| format!("--public-key {key}"))
+                })
+                .collect::<anyhow::Result<Vec<_>>>()?;
+            let reader = std::io::BufReader::new(
+                std::fs::File::open(&file)
+                    .with_context(|| format!("cannot read {}", file.display()))?,
+            );
+            let checked = (!unsigned).then_some(keys.as_slice());
+            let verified = chain::verify(std::io::BufRead::lines(reader), checked)?;
+            let mut stdout = std::io::stdout();
+            match (verified.first, verified.last_seq) {
+                (Some((first, prev)), Some(last)) => {
+                    let start = if first == 1 {
+                        "from the chain's first event".to_owned()
+                    } else {
+                        format!("from seq {first}, after an event whose hash is {prev}")
+                    };
+                    let signatures = if verified.signatures_checked {
+                        "every signature valid"
+                    } else {
+                        "signatures NOT checked (--unsigned)"
+                    };
+                    writeln!(
+                        stdout,
+                        "intact: {} events, seq {first} to {last} ({start}); {signatures}",
+                        verified.events
+                    )?;
+                }
+                _ => anyhow::bail!("{} holds no audit events", file.display()),
+            }
+        }
+        AuditCommand::PublicKey { config } => {
+            let settings = Settings::new(load(config.as_deref())?)?;
+            let Some(key) = settings.store.audit_key else {
+                anyhow::bail!("no audit.signingKey in the config: the chain is unsigned");
+            };
+            write!(std::io::stdout(), "{}", key.public_pem())?;
+        }
+    }
+    Ok(())
+}
+
+/// `--since`: RFC 3339, a date (UTC), an age (`7d`, `12h`, `30m`) or
+/// milliseconds since the epoch.
+fn since_ms(since: &str) -> anyhow::Result<u64> {
+    let bad = || {
+        anyhow::anyhow!(
+            "--since {since}: expected RFC 3339 (2026-11-01T09:00:00Z), a date (2026-11-01), an age (7d, 12h, 30m) or milliseconds"
+        )
+    };
+    if let Ok(ms) = since.parse::<u64>() {
+        return Ok(ms);
+    }
+    let unit = match since.chars().last() {
+        Some('d') => Some(86_400_000u64),
+        Some('h') => Some(3_600_000),
+        Some('m') => Some(60_000),
+        _ => None,
+    };
+    if let Some(unit) = unit
+        && let Ok(n) = since[..since.len() - 1].parse::<u64>()
+    {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+            .unwrap_or(0);
+        return Ok(now.saturating_sub(n.saturating_mul(unit)));
+    }
+    let at = chrono::DateTime::parse_from_rfc3339(since)
+        .map(|t| t.timestamp_millis())
+        .or_else(|_| {
+            chrono::NaiveDate::parse_from_str(since, "%Y-%m-%d")
+                .map_err(|_| bad())
+                .and_then(|d| d.and_hms_opt(0, 0, 0).ok_or_else(bad))
+                .map(|t| t.and_utc().timestamp_millis())
+        })?;
+    u64::try_from(at).map_err(|_| bad())
 }
 
 fn load(path: Option<&std::path::Path>) -> anyhow::Result<Config> {

@@ -149,5 +149,6 @@ pub async fn open_store(settings: &StoreSettings) -> Result<(Store, String), Sto
         StoreBackend::Sqlite { path } => Store::sqlite(path)?,
         StoreBackend::Redis { url, key_prefix } => Store::redis(url, key_prefix).await?,
     };
+    let store = store.with_audit_key(settings.audit_key.clone());
     Ok((store, settings.backend.describe()))
 }

@@ -168,6 +168,34 @@ pub(super) fn signing_keys(keys: &[String]) -> Result<Vec<String>, ConfigError> 
         .collect()
 }
 
+/// `audit.signingKey`: the key read from its file or environment
+/// variable. An error names where it was looked for, never its value.
+pub(super) fn audit_key(
+    audit: &super::AuditConfig,
+) -> Result<Option<crate::store::chain::AuditKey>, ConfigError> {
+    const KEY: &str = "audit.signingKey";
+    let Some(place) = &audit.signing_key else {
+        return Ok(None);
+    };
+    let (text, from) = match place.strip_prefix("env:") {
+        Some(name) => (
+            std::env::var(name).map_err(|_| {
+                ConfigError::invalid(KEY, format!("environment variable {name} is not set"))
+            })?,
+            format!("environment variable {name}"),
+        ),
+        None => (
+            std::fs::read_to_string(place).map_err(|e| {
+                ConfigError::invalid(KEY, format!("cannot read the file {place}: {e}"))
+            })?,
+            format!("the file {place}"),
+        ),
+    };
+    crate::store::chain::AuditKey::parse(&text)
+        .map(Some)
+        .map_err(|e| ConfigError::invalid(KEY, format!("{from}: {e}")))
+}
+
 /// `store.auditRetentionDays` (default 90).
 pub(super) fn retention(days: Option<u64>) -> Duration {
     Duration::from_secs(days.unwrap_or(90).saturating_mul(24 * 60 * 60))

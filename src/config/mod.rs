@@ -31,9 +31,9 @@ pub use crate::provider::http::Secret;
 pub use error::ConfigError;
 pub use model::{ModelConfig, ProviderKind};
 pub use sections::{
-    AllowedToolsStorage, ApiKeyConfig, AuthConfig, ConfirmationConfig, CorsConfig, DemoConfig,
-    LimitsConfig, LiveConfig, McpConfig, MetricsConfig, ProtocolConfig, ServerConfig, StoreConfig,
-    StoreKind, StreamConfig, TelemetryConfig, ToolLimitConfig, ToolsConfig,
+    AllowedToolsStorage, ApiKeyConfig, AuditConfig, AuthConfig, ConfirmationConfig, CorsConfig,
+    DemoConfig, LimitsConfig, LiveConfig, McpConfig, MetricsConfig, ProtocolConfig, ServerConfig,
+    StoreConfig, StoreKind, StreamConfig, TelemetryConfig, ToolLimitConfig, ToolsConfig,
 };
 pub use settings::{
     AuthSettings, ConfirmationSettings, LiveSettings, McpSettings, MetricsSettings, ModelSettings,
@@ -58,6 +58,7 @@ pub struct Config {
     pub protocol: ProtocolConfig,
     pub auth: AuthConfig,
     pub store: StoreConfig,
+    pub audit: AuditConfig,
     pub demo: DemoConfig,
     pub server: ServerConfig,
     pub cors: CorsConfig,

@@ -240,6 +240,19 @@ pub struct StoreConfig {
     pub max_followed_turns: Option<usize>,
 }
 
+/// `audit`: the audit log's evidence. Every event is chained to the one
+/// before it in the store whatever is set here (docs/guides/audit.md).
+#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct AuditConfig {
+    /// The Ed25519 key that signs every audit event: the path of a file
+    /// holding a PKCS#8 PEM private key (`openssl genpkey -algorithm
+    /// ed25519`) or its 32-byte seed in base64; `env:NAME` reads either
+    /// from the environment variable NAME. Unset: the chain is kept
+    /// unsigned (anyone who can write the store can rewrite it whole).
+    pub signing_key: Option<String>,
+}
+
 #[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct ProtocolConfig {

@@ -149,6 +149,8 @@ pub struct StoreSettings {
     pub audit_retention: Duration,
     /// Redis: turns of other instances followed at once for resumes.
     pub max_followed_turns: usize,
+    /// `audit.signingKey`: what signs the audit chain; `None`: unsigned.
+    pub audit_key: Option<crate::store::chain::AuditKey>,
 }
 
 /// Where the store keeps its state.
@@ -347,5 +349,6 @@ fn store(config: &Config) -> Result<StoreSettings, ConfigError> {
             .max_followed_turns
             .unwrap_or(crate::store::FOLLOWED)
             .max(1),
+        audit_key: checks::audit_key(&config.audit)?,
     })
 }

@@ -108,6 +108,13 @@ impl Display for Settings {
             &(self.store.audit_retention.as_secs() / 86_400),
         )?;
         line("store.maxFollowedTurns", &self.store.max_followed_turns)?;
+        line(
+            "audit.signingKey",
+            &match &self.store.audit_key {
+                Some(key) => format!("Ed25519 key {}", crate::store::chain::key_id(&key.public())),
+                None => "unset: the audit chain is kept unsigned".to_owned(),
+            },
+        )?;
         line("metrics", &format!("{:?}", self.metrics))?;
         line("limits", &format!("{:?}", self.rates))?;
         line("telemetry", &format!("{:?}", self.telemetry))?;

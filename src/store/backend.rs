@@ -11,6 +11,7 @@ use std::time::Duration;
 use futures::stream::BoxStream;
 use tokio::sync::watch;
 
+use super::chain::{Chained, Sealer};
 use super::{AuditEvent, Claim, Cursor, Issued, Outcome, Remembered, Result, Status};
 
 /// Bumped whenever this process records an outcome, to wake its waiters.
@@ -144,9 +145,15 @@ pub(crate) trait Approvals {
     async fn take_budget(&self, principal: &str, chat_id: &str, tool: &str) -> Result<bool>;
 }
 
-/// Who decided what.
+/// Who decided what, each event a link of the store's one chain.
 pub(crate) trait AuditLog {
-    async fn audit(&self, event: AuditEvent) -> Result<()>;
+    /// Appends `event` (`text`, its JSON, is what the chain hashes) after
+    /// the chain's head, sealed by `sealer`: atomic with every other
+    /// append, so the chain never forks.
+    async fn audit(&self, event: AuditEvent, text: String, sealer: &Sealer) -> Result<()>;
+
+    /// The chain from the first event at or after `since_ms`, in order.
+    async fn audit_chain(&self, since_ms: u64) -> Result<Vec<Chained>>;
 
     /// `principal`'s events from `since_ms` on, oldest first.
     async fn audit_log(&self, principal: &str, since_ms: u64) -> Result<Vec<AuditEvent>>;

@@ -61,6 +61,10 @@ pub enum BackendError {
     /// The blocking task that ran the call panicked or was cancelled.
     #[error("store task failed: {0}")]
     Task(#[from] tokio::task::JoinError),
+    /// An append that other writers kept beating, or the shared state it
+    /// reads is not what toolgate wrote.
+    #[error("cannot append: {0}")]
+    Contended(&'static str),
     /// No store can be opened with this config.
     #[error("{0}")]
     Config(String),

@@ -75,6 +75,7 @@ const SCRIPTS: &[(&str, &str)] = &[
     ("forget_grant_entry.lua", redis::FORGET_ENTRY),
     ("revoke_grant.lua", redis::REVOKE),
     ("finish_confirmation.lua", redis::FINISH),
+    ("audit_append.lua", redis::AUDIT_APPEND),
     ("rate_limit_gcra.lua", limits::redis::GCRA),
     ("take_stream_lease.lua", limits::redis::TAKE_LEASE),
     ("renew_stream_lease.lua", limits::redis::RENEW_LEASE),

@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use super::backend::{Approvals, AuditLog, Calls, Confirmations, Page, Recorded, StoreBackend};
+use super::chain::{Chained, Head, Sealer};
 use super::{AuditEvent, Claim, Issued, Outcome, Remembered, Result, Status, StoreError};
 
 /// Most audit events kept in memory per principal; the oldest go first.
@@ -25,14 +26,21 @@ pub struct MemoryStore {
     /// Budgets, by (principal, chat, tool).
     budgets: ByCall<u32>,
     /// The audit log per principal, oldest first; at most [`AUDIT_CAPACITY`]
-    /// events each, so one principal cannot push out another's.
-    audit: Arc<Mutex<HashMap<String, std::collections::VecDeque<AuditEvent>>>>,
+    /// events each, so one principal cannot push out another's (in the
+    /// chain, an event pushed out is a gap), and the chain's head.
+    audit: Arc<Mutex<Audit>>,
     capacity: usize,
     recorded: Recorded,
     /// Test-only: audit writes never finish, to show what a stalled store
     /// must not hold up.
     #[cfg(test)]
     pub(crate) stall_audit: Arc<std::sync::atomic::AtomicBool>,
+}
+
+#[derive(Debug, Default)]
+struct Audit {
+    logs: HashMap<String, std::collections::VecDeque<(AuditEvent, Chained)>>,
+    head: Option<Head>,
 }
 
 #[derive(Debug)]
@@ -306,37 +314,60 @@ impl Approvals for MemoryStore {
 }
 
 impl AuditLog for MemoryStore {
-    async fn audit(&self, event: AuditEvent) -> Result<()> {
+    async fn audit(&self, event: AuditEvent, text: String, sealer: &Sealer) -> Result<()> {
         #[cfg(test)]
         if self.stall_audit.load(std::sync::atomic::Ordering::Acquire) {
             std::future::pending::<()>().await;
         }
-        let mut logs = self.audit.lock().unwrap_or_else(PoisonError::into_inner);
-        let log = logs.entry(event.principal.clone()).or_default();
+        let mut audit = self.audit.lock().unwrap_or_else(PoisonError::into_inner);
+        let link = sealer.seal(audit.head.as_ref(), &text);
+        audit.head = Some(link.head());
+        let log = audit.logs.entry(event.principal.clone()).or_default();
         if log.len() == AUDIT_CAPACITY {
             log.pop_front();
         }
-        log.push_back(event);
+        log.push_back((event, Chained { link, event: text }));
         Ok(())
     }
 
     async fn audit_log(&self, principal: &str, since_ms: u64) -> Result<Vec<AuditEvent>> {
-        let logs = self.audit.lock().unwrap_or_else(PoisonError::into_inner);
-        Ok(logs
+        let audit = self.audit.lock().unwrap_or_else(PoisonError::into_inner);
+        Ok(audit
+            .logs
             .get(principal)
             .into_iter()
             .flatten()
-            .filter(|e| e.at_ms >= since_ms)
-            .cloned()
+            .filter(|(e, _)| e.at_ms >= since_ms)
+            .map(|(e, _)| e.clone())
             .collect())
     }
 
+    async fn audit_chain(&self, since_ms: u64) -> Result<Vec<Chained>> {
+        let audit = self.audit.lock().unwrap_or_else(PoisonError::into_inner);
+        let kept = audit.logs.values().flatten();
+        let Some(from) = kept
+            .clone()
+            .filter(|(e, _)| e.at_ms >= since_ms)
+            .map(|(_, c)| c.link.seq)
+            .min()
+        else {
+            return Ok(Vec::new());
+        };
+        let mut chain: Vec<Chained> = kept
+            .filter(|(_, c)| c.link.seq >= from)
+            .map(|(_, c)| c.clone())
+            .collect();
+        chain.sort_unstable_by_key(|c| c.link.seq);
+        Ok(chain)
+    }
+
     async fn prune_audit(&self, before_ms: u64) -> Result<usize> {
-        let mut logs = self.audit.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut audit = self.audit.lock().unwrap_or_else(PoisonError::into_inner);
+        let logs = &mut audit.logs;
         let mut pruned = 0;
         for log in logs.values_mut() {
             let before = log.len();
-            log.retain(|e| e.at_ms >= before_ms);
+            log.retain(|(e, _)| e.at_ms >= before_ms);
             pruned += before - log.len();
         }
         logs.retain(|_, log| !log.is_empty());
@@ -359,6 +390,12 @@ mod tests {
     }
 
     conformance::suite!(fresh, purges);
+
+    #[tokio::test]
+    async fn chains_appends_made_at_once() {
+        let store = Store::memory();
+        conformance::chains_appends_made_at_once(store.clone(), vec![store]).await;
+    }
 
     #[tokio::test]
     async fn full_means_full_until_something_expires() {

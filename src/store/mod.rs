@@ -6,6 +6,7 @@
 //! that holds it, so a claim whose holder is gone is known as orphaned.
 
 mod backend;
+pub mod chain;
 mod error;
 pub mod limits;
 #[cfg(test)]
@@ -63,6 +64,8 @@ pub struct Store {
     pub(crate) backend: Backend,
     /// `toolgate_store_operations_total`, one counter pair per [`Op`].
     counters: Option<StoreCounters>,
+    /// Links each audit event into the store's chain (`chain/`).
+    sealer: std::sync::Arc<chain::Sealer>,
 }
 
 #[derive(Debug, Clone)]
@@ -77,6 +80,7 @@ impl From<Backend> for Store {
         Store {
             backend,
             counters: None,
+            sealer: std::sync::Arc::default(),
         }
     }
 }
@@ -180,6 +184,18 @@ impl Store {
             self.backend = Backend::Redis(std::sync::Arc::new(redis));
         }
         self
+    }
+
+    /// Signs every audit event it appends with `key` (`audit.signingKey`);
+    /// without one the chain is kept unsigned.
+    pub fn with_audit_key(mut self, key: Option<chain::AuditKey>) -> Self {
+        self.sealer = std::sync::Arc::new(chain::Sealer::new(key));
+        self
+    }
+
+    /// Whether the audit events it appends are signed.
+    pub fn signs_audit(&self) -> bool {
+        self.sealer.signs()
     }
 
     /// Counts every operation in `metrics`'s `toolgate_store_operations_total`
@@ -356,10 +372,22 @@ impl Store {
             .await
     }
 
-    /// Appends to the audit log.
+    /// Appends to the audit log: the event is linked into the store's
+    /// chain, after its head, atomically with the other instances.
     pub async fn audit(&self, event: AuditEvent) -> Result<()> {
-        self.counted(Op::Audit, async { each!(self, s => s.audit(event).await) })
-            .await
+        self.counted(Op::Audit, async {
+            let text =
+                serde_json::to_string(&event).map_err(BackendError::json("encoding a record"))?;
+            each!(self, s => s.audit(event, text, &self.sealer).await)
+        })
+        .await
+    }
+
+    /// The chain from the first event at or after `since_ms` to its head,
+    /// in order (`toolgate audit export`). Events written before the chain
+    /// existed are left out.
+    pub async fn audit_chain(&self, since_ms: u64) -> Result<Vec<chain::Chained>> {
+        each!(self, s => s.audit_chain(since_ms).await)
     }
 
     /// The events of the audit log `page` names.

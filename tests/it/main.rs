@@ -27,6 +27,7 @@ mod agui_clients;
 mod approvers;
 mod arguments;
 mod audit;
+mod audit_chain;
 mod auth;
 mod backends;
 mod backpressure;

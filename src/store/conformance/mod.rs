@@ -1,10 +1,12 @@
 //! The suite every backend passes, run against each with one line:
 //! `conformance::suite!(fresh, purges);` in its tests (see [`suite`]).
 
+mod chain;
 mod listing;
 
 use serde_json::json;
 
+pub use chain::{chains_appends_made_at_once, chains_its_audit_log};
 pub use listing::{
     keeps_each_records_kind, lists_open_confirmations, lists_open_confirmations_everywhere,
     lists_unanswered_expired_until_decided,
@@ -27,6 +29,7 @@ macro_rules! suite {
             remembers_and_budgets,
             remembers_windows,
             keeps_an_audit_log,
+            chains_its_audit_log,
             lists_open_confirmations,
             lists_open_confirmations_everywhere,
             lists_unanswered_expired_until_decided,

@@ -56,6 +56,10 @@ pub(super) const REVOKE: &str = include_str!("lua/revoke_grant.lua");
 /// Records the outcome of a claimed confirmation: `redis/lua/finish_confirmation.lua` (KEYS and ARGV in its header).
 pub(super) const FINISH: &str = include_str!("lua/finish_confirmation.lua");
 
+/// Appends an audit event after the chain's head, if it is still the one
+/// read: `redis/lua/audit_append.lua` (KEYS and ARGV in its header).
+pub(super) const AUDIT_APPEND: &str = include_str!("lua/audit_append.lua");
+
 #[derive(Clone)]
 pub struct RedisStore {
     client: redis::Client,
@@ -72,6 +76,7 @@ pub struct RedisStore {
     take_budget: redis::Script,
     forget_entry: redis::Script,
     revoke: redis::Script,
+    audit_append: redis::Script,
 }
 
 impl std::fmt::Debug for RedisStore {
@@ -100,6 +105,7 @@ impl RedisStore {
             take_budget: redis::Script::new(TAKE_BUDGET),
             forget_entry: redis::Script::new(FORGET_ENTRY),
             revoke: redis::Script::new(REVOKE),
+            audit_append: redis::Script::new(AUDIT_APPEND),
         })
     }
 

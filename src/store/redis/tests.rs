@@ -40,6 +40,18 @@ async fn open(prefix: &str) -> Store {
 
 conformance::suite!(fresh);
 
+/// Three instances on one Redis append to one chain: each append that
+/// another came before reads the head again.
+#[tokio::test]
+async fn instances_append_to_one_chain() {
+    let prefix = fresh_prefix();
+    conformance::chains_appends_made_at_once(
+        open(&prefix).await,
+        vec![open(&prefix).await, open(&prefix).await],
+    )
+    .await;
+}
+
 /// An outcome recorded through another connection (another instance)
 /// wakes a waiter through pub/sub, well before the polling fallback
 /// would: five times in a row under a fifth of [`super::confirmations::POLL`].

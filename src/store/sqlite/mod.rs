@@ -27,6 +27,7 @@ const MIGRATIONS: &[M<'static>] = &[
     M::up(include_str!("migrations/006_open_index.sql")),
     M::up(include_str!("migrations/007_record_kind.sql")),
     M::up(include_str!("migrations/008_fingerprint.sql")),
+    M::up(include_str!("migrations/009_audit_chain.sql")),
 ];
 
 /// Room for every statement this file runs, so each is compiled once.

@@ -20,6 +20,14 @@ async fn fresh() -> (tempfile::TempDir, Store) {
 
 conformance::suite!(fresh, purges);
 
+/// Two stores on one file (`serve` and `toolgate mcp`, say) append to one chain.
+#[tokio::test]
+async fn chains_appends_made_at_once() {
+    let (_dir, path) = file();
+    let open = || Store::sqlite(&path).unwrap_or_else(|e| panic!("{e}"));
+    conformance::chains_appends_made_at_once(open(), vec![open(), open()]).await;
+}
+
 /// Writes stay in the log until a checkpoint moves them into the file:
 /// none runs inside a write (below the bound; 1,000 inserts write more
 /// than SQLite's default of 1,000 pages), and `checkpoint` does.
