@@ -19,6 +19,7 @@ fn event(at_ms: u64, principal: &str) -> AuditEvent {
         reason: None,
         confirmation_id: Some("adk-1".into()),
         client: None,
+        fingerprint: None,
     }
 }
 
