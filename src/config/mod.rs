@@ -32,8 +32,8 @@ pub use error::ConfigError;
 pub use model::{ModelConfig, ProviderKind};
 pub use sections::{
     AllowedToolsStorage, ApiKeyConfig, AuthConfig, ConfirmationConfig, CorsConfig, DemoConfig,
-    LimitsConfig, LiveConfig, McpConfig, MetricsConfig, ProtocolConfig, ServerConfig, StoreConfig,
-    StoreKind, StreamConfig, TelemetryConfig, ToolLimitConfig, ToolsConfig,
+    LimitsConfig, LiveConfig, McpConfig, MetricsConfig, OidcConfig, ProtocolConfig, ServerConfig,
+    StoreConfig, StoreKind, StreamConfig, TelemetryConfig, ToolLimitConfig, ToolsConfig,
 };
 pub use settings::{
     AuthSettings, ConfirmationSettings, LiveSettings, McpSettings, MetricsSettings, ModelSettings,
