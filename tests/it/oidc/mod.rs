@@ -257,3 +257,38 @@ fn config_check_names_a_bad_oidc_key() {
         .unwrap_or_default();
     assert!(error.contains("audiences"), "{error}");
 }
+
+#[tokio::test]
+async fn a_tokens_groups_make_it_an_approver_through_the_api() {
+    let key = Key::ec("k1");
+    let issuer = Issuer::start(&[&key]).await;
+    let rules = "toolConfirmation:\n  tools:\n    process_payment: {approvers: [role:finance]}\n";
+    let server = Server::from_yaml(&format!("{}{rules}", issuer.config(""))).await;
+    let token = |email: &str, groups: &[&str]| key.sign(&issuer.claims(email, groups));
+    let post = |token: String, path: &'static str, body: String| {
+        let server = &server;
+        async move {
+            let headers = bearer(&token);
+            let headers: Vec<_> = headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
+            server.post_with(path, &headers, body).await
+        }
+    };
+    let chat = user_says("chat-pay", "Send 50 USD to Hanako").to_string();
+    let asked = post(token("clerk@example.com", &[]), "/stream", chat).await;
+    assert_eq!(asked.status, 200, "{}", asked.body);
+    let approve = json!({"approved": true}).to_string();
+    let path = "/api/confirmations/adk-3";
+    // Someone whose groups hold no role may not approve.
+    let other = post(token("dave@example.com", &["staff"]), path, approve.clone()).await;
+    assert_eq!(other.status, 403, "{}", other.body);
+    assert_eq!(server.payments(), 0);
+    // A member of the finance group may: the role came with the token.
+    let carol = post(
+        token("carol@example.com", &["fin-approvers"]),
+        path,
+        approve,
+    )
+    .await;
+    assert_eq!(carol.status, 200, "{}", carol.body);
+    assert_eq!(server.payments(), 1);
+}
