@@ -37,6 +37,7 @@ pub mod app;
 pub mod call;
 pub mod config;
 pub mod confirm;
+pub mod identity;
 pub mod ids;
 pub mod json;
 pub mod metrics;

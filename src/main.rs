@@ -255,7 +255,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             config.server.allowed_hosts.extend(allowed_hosts);
             config.cors.allowed_origins.extend(cors_origins);
             let settings = Settings::new(config)?;
-            let keyless = settings.auth.api_keys.is_empty();
+            // OIDC tokens, like keys, are needed on every route.
+            let keyless = settings.auth.api_keys.is_empty() && settings.auth.oidc.is_none();
             let addr = bind
                 .or(settings.bind)
                 .unwrap_or(SocketAddr::from(([127, 0, 0, 1], 8080)));

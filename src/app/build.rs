@@ -28,7 +28,7 @@ use crate::store::Store;
 use crate::tools::Toolbox;
 use crate::tools::mcp;
 use crate::transport::mcp::McpFace;
-use crate::transport::{HttpState, router};
+use crate::transport::{HttpState, Oidc, router};
 
 use super::{App, chores};
 
@@ -161,6 +161,7 @@ impl App {
             max_body_bytes: stream.max_body_bytes,
             principal_header: settings.auth.principal_header,
             api_keys: Arc::new(settings.auth.api_keys),
+            oidc: settings.auth.oidc.map(|o| Arc::new(Oidc::new(o))),
             turns: Arc::new(crate::run::Turns {
                 agent: agent.clone(),
                 runs: runs.clone(),

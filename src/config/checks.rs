@@ -11,9 +11,11 @@ use crate::protocol::{ClientVersion, ConfirmationProtocol};
 use crate::store::Rates;
 use crate::tools::Registry;
 use crate::tools::client::ClientTool;
-use crate::transport::ApiKey;
+use crate::transport::{ApiKey, OidcSettings};
 
-use super::{ApiKeyConfig, AuthConfig, Config, ConfigError, LimitsConfig, McpConfig, ToolsConfig};
+use super::{
+    ApiKeyConfig, AuthConfig, Config, ConfigError, LimitsConfig, McpConfig, OidcConfig, ToolsConfig,
+};
 
 /// `limits`, each a whole number from 1.
 pub(super) fn rates(limits: &LimitsConfig) -> Result<Rates, ConfigError> {
@@ -114,6 +116,66 @@ pub(super) fn api_keys(keys: &[ApiKeyConfig]) -> Result<Vec<ApiKey>, ConfigError
             })
         })
         .collect()
+}
+
+/// `auth.oidc`: its URLs fetchable, its claims named, its waits in bounds.
+pub(super) fn oidc(oidc: Option<&OidcConfig>) -> Result<Option<OidcSettings>, ConfigError> {
+    let Some(o) = oidc else {
+        return Ok(None);
+    };
+    let url = |key: &str, url: &str| {
+        crate::transport::checked_url(url).map_err(|why| ConfigError::value(key, url, why))
+    };
+    url("auth.oidc.issuer", &o.issuer)?;
+    if let Some(uri) = &o.jwks_uri {
+        url("auth.oidc.jwksUri", uri)?;
+    }
+    let named = |key: &str, value: &str| {
+        if value.trim().is_empty() {
+            Err(ConfigError::value(
+                key,
+                "\"\"",
+                "a claim's or an audience's name",
+            ))
+        } else {
+            Ok(())
+        }
+    };
+    named("auth.oidc.audience", &o.audience)?;
+    named("auth.oidc.principalClaim", &o.principal_claim)?;
+    named("auth.oidc.groupsClaim", &o.groups_claim)?;
+    for (role, groups) in &o.roles {
+        if role.is_empty() || groups.iter().any(String::is_empty) {
+            let why = "a role's name and its groups' names, none empty";
+            return Err(ConfigError::invalid(format!("auth.oidc.roles.{role}"), why));
+        }
+    }
+    if o.leeway_secs > 300 {
+        let why = "at most 300 (a token's times are checked within minutes)";
+        return Err(ConfigError::value(
+            "auth.oidc.leewaySecs",
+            o.leeway_secs,
+            why,
+        ));
+    }
+    if !(1..=3_600).contains(&o.jwks_refetch_secs) {
+        let why = "a whole number from 1 to 3600";
+        return Err(ConfigError::value(
+            "auth.oidc.jwksRefetchSecs",
+            o.jwks_refetch_secs,
+            why,
+        ));
+    }
+    Ok(Some(OidcSettings {
+        issuer: o.issuer.clone(),
+        audience: o.audience.clone(),
+        jwks_uri: o.jwks_uri.clone(),
+        principal_claim: o.principal_claim.clone(),
+        groups_claim: o.groups_claim.clone(),
+        roles: o.roles.clone(),
+        leeway: Duration::from_secs(o.leeway_secs),
+        refetch: Duration::from_secs(o.jwks_refetch_secs),
+    }))
 }
 
 /// Each principal's roles, from `auth.roles` and the keys' `roles`.

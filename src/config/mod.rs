@@ -32,7 +32,8 @@ pub use error::ConfigError;
 pub use model::{ModelConfig, ProviderKind};
 pub use sections::{
     AllowedToolsStorage, ApiKeyConfig, AuditConfig, AuthConfig, ConfirmationConfig, CorsConfig,
-    DemoConfig, LimitsConfig, LiveConfig, McpConfig, MetricsConfig, ProtocolConfig, ServerConfig,
+    DemoConfig, LimitsConfig, LiveConfig, McpConfig, MetricsConfig, OidcConfig, ProtocolConfig,
+    ServerConfig,
     StoreConfig, StoreKind, StreamConfig, TelemetryConfig, ToolLimitConfig, ToolsConfig,
 };
 pub use settings::{

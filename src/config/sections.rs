@@ -403,6 +403,60 @@ pub struct AuthConfig {
     /// `toolConfirmation.tools.<tool>.approvers: [role:finance]`; a key's
     /// own `roles` add to these.
     pub roles: BTreeMap<String, Vec<String>>,
+    /// People signed in with an OpenID Connect provider: a bearer JWT its
+    /// keys signed, for `audience`, names its principal (`principalClaim`)
+    /// and roles (its `groupsClaim`, mapped by `roles`). API keys and the
+    /// principal header keep working beside it.
+    pub oidc: Option<OidcConfig>,
+}
+
+/// `auth.oidc`.
+#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct OidcConfig {
+    /// The issuer, exactly as its tokens' `iss` says: `https://` (or
+    /// `http://` on this host). Its keys are found through
+    /// `{issuer}/.well-known/openid-configuration`.
+    pub issuer: String,
+    /// The `aud` a token must carry (toolgate's client id at the provider).
+    pub audience: String,
+    /// The issuer's key set, instead of discovering it.
+    pub jwks_uri: Option<String>,
+    /// The claim that names the principal (default `sub`; `email` or
+    /// `preferred_username` read better in the audit log).
+    #[serde(default = "default_principal_claim")]
+    pub principal_claim: String,
+    /// The claim that lists the user's groups (default `groups`).
+    #[serde(default = "default_groups_claim")]
+    pub groups_claim: String,
+    /// Roles by name, each with the groups that hold it
+    /// (`finance: [finance-approvers]`), for `approvers: [role:finance]`.
+    #[serde(default)]
+    pub roles: BTreeMap<String, Vec<String>>,
+    /// Seconds of clock skew allowed on `exp` and `nbf` (default 30, at most 300).
+    #[serde(default = "default_leeway_secs")]
+    pub leeway_secs: u64,
+    /// The fewest seconds between two fetches of the issuer's keys (default
+    /// 60, from 1 to 3600): a token with a key id the kept set lacks fetches
+    /// it again at most this often.
+    #[serde(default = "default_jwks_refetch_secs")]
+    pub jwks_refetch_secs: u64,
+}
+
+fn default_principal_claim() -> String {
+    "sub".to_owned()
+}
+
+fn default_groups_claim() -> String {
+    "groups".to_owned()
+}
+
+fn default_leeway_secs() -> u64 {
+    30
+}
+
+fn default_jwks_refetch_secs() -> u64 {
+    60
 }
 
 /// One API key: its SHA-256 (hex), or the environment variable holding it.

@@ -127,6 +127,8 @@ pub struct AuthSettings {
     pub api_keys: Vec<ApiKey>,
     /// Each principal's roles, from `auth.roles` and the keys' `roles`.
     pub roles: HashMap<String, Vec<String>>,
+    /// `auth.oidc`, checked.
+    pub oidc: Option<crate::transport::OidcSettings>,
 }
 
 /// `server`, each timeout at its floor.
@@ -205,10 +207,11 @@ impl Settings {
         let mcp_servers =
             crate::tools::mcp::servers(&config.mcp_servers).map_err(ConfigError::Mcp)?;
         let api_keys = checks::api_keys(&config.auth.api_keys)?;
+        let oidc = checks::oidc(config.auth.oidc.as_ref())?;
         let guard = Guard::new(
             &config.server.allowed_hosts,
             &config.cors.allowed_origins,
-            !config.auth.api_keys.is_empty(),
+            !config.auth.api_keys.is_empty() || oidc.is_some(),
         )
         .map_err(ConfigError::Guard)?;
         let store = store(&config)?;
@@ -293,6 +296,7 @@ impl Settings {
                 principal_header: config.auth.principal_header.clone(),
                 api_keys,
                 roles: checks::roles(&config.auth),
+                oidc,
             },
             guard,
             server,

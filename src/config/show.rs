@@ -100,6 +100,19 @@ impl Display for Settings {
         for (principal, roles) in roles {
             line("auth.roles", &format!("{principal}: {}", roles.join(", ")))?;
         }
+        if let Some(o) = &a.oidc {
+            let jwks = o.jwks_uri.as_deref().unwrap_or("(discovered)");
+            line(
+                "auth.oidc",
+                &format!(
+                    "issuer {}, audience {}, keys {jwks}, principal from `{}`, groups from `{}`",
+                    o.issuer, o.audience, o.principal_claim, o.groups_claim
+                ),
+            )?;
+            for (role, groups) in &o.roles {
+                line("auth.oidc.roles", &format!("{role}: {}", groups.join(", ")))?;
+            }
+        }
         line("server", &format!("{:?}", self.server))?;
         line("server.guard", &format!("{:?}", self.guard))?;
         line("store", &self.store.backend.describe())?;

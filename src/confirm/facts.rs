@@ -129,6 +129,22 @@ impl Gate {
         self.roles.get(principal).map_or(&[], Vec::as_slice)
     }
 
+    /// `principal`'s roles with those its identity brings (an OIDC
+    /// token's groups, mapped), each once.
+    pub(super) fn roles_with<'a>(
+        &'a self,
+        principal: &str,
+        brought: &[String],
+    ) -> std::borrow::Cow<'a, [String]> {
+        let own = self.roles_of(principal);
+        if brought.iter().all(|role| own.contains(role)) {
+            return std::borrow::Cow::Borrowed(own);
+        }
+        let mut roles = own.to_vec();
+        roles.extend(brought.iter().filter(|r| !own.contains(r)).cloned());
+        std::borrow::Cow::Owned(roles)
+    }
+
     /// Every tool now, with its source, qualified name and effective policy.
     pub fn tools(&self) -> Vec<ToolView> {
         let tools = self.tools.current();

@@ -2,6 +2,7 @@
 //! socket's `confirm` frame), and what a held question becomes when nobody
 //! decides in time.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -29,11 +30,28 @@ impl Gate {
         id: &str,
         decision: Decision,
     ) -> Result<OutOfBand, GateError> {
+        self.decide_out_of_band_with(principal, Arc::from([]), id, decision)
+            .await
+    }
+
+    /// [`Gate::decide_out_of_band`] by a caller whose identity brings
+    /// `roles` of its own (an OIDC token's groups, mapped), which count
+    /// beside `auth.roles` for this decision.
+    pub async fn decide_out_of_band_with(
+        &self,
+        principal: &str,
+        roles: Arc<[String]>,
+        id: &str,
+        decision: Decision,
+    ) -> Result<OutOfBand, GateError> {
         let gate = self.clone();
         let (principal, id) = (principal.to_owned(), id.to_owned());
         self.to_the_end(async move {
-            gate.decide_here(Who::Caller(&principal), &id, decision)
-                .await
+            let who = Who::Caller {
+                principal: &principal,
+                roles: &roles,
+            };
+            gate.decide_here(who, &id, decision).await
         })
         .await
     }

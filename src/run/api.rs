@@ -30,6 +30,7 @@ use tracing_opentelemetry::OpenTelemetrySpanExt;
 use super::{Owner, Resumed, Run, RunError, Runs, StartIndex, Subscription};
 use crate::agent::{Agent, HeldTurn};
 use crate::confirm::{Decision, GateError, OutOfBand};
+use crate::identity::Identity;
 use crate::metrics::{Metrics, Transport, TurnWatch};
 use crate::protocol::{ChatRequest, ClientVersion, ConfirmationFlow, ConfirmationProtocol};
 use crate::protocol::{RequestError, UiChunk};
@@ -153,18 +154,20 @@ impl Turns {
         Ok(self.runs.resume(principal, chat_id, at, transport).await?)
     }
 
-    /// `principal`'s decision on the open question `id`, made through the
-    /// gate; a held turn shows the outcome on its own stream.
+    /// `who`'s decision on the open question `id`, made through the gate
+    /// (with the roles `who`'s identity brings); a held turn shows the
+    /// outcome on its own stream.
     pub async fn answer(
         &self,
-        principal: &str,
+        who: &Identity,
         id: &str,
         decision: Decision,
     ) -> Result<OutOfBand, TurnError> {
+        let roles = who.roles.clone();
         Ok(self
             .agent
             .gate
-            .decide_out_of_band(principal, id, decision)
+            .decide_out_of_band_with(&who.principal, roles, id, decision)
             .await?)
     }
 

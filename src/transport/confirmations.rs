@@ -39,7 +39,11 @@ pub(super) async fn decide(
     let body =
         body.map_err(|rejection| ApiError::from_body_rejection(rejection, state.max_body_bytes))?;
     let decision = decision(&body)?;
-    match state.turns.answer(&caller.principal, &id, decision).await? {
+    match state
+        .turns
+        .answer(&caller.identity(), &id, decision)
+        .await?
+    {
         OutOfBand::Decided(outcome) => {
             Ok(axum::Json(serde_json::json!({"id": id, "outcome": outcome})).into_response())
         }

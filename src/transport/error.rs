@@ -47,6 +47,15 @@ pub enum ApiError {
     KeysDisagree,
     #[error("the API key is not valid")]
     BadKey,
+    /// `auth.oidc` alone: a bearer token is needed.
+    #[error("a bearer token is needed: Authorization: Bearer <token>")]
+    NoToken,
+    /// A bearer JWT that names nobody: why goes to the log only.
+    #[error("the bearer token is not valid")]
+    BadToken(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// The issuer's keys cannot be had now: not the token's fault.
+    #[error("the identity provider's keys cannot be fetched now; try again later")]
+    NoIssuerKeys(#[source] Box<dyn std::error::Error + Send + Sync>),
     #[error("only an operator's key may read another principal's records")]
     Forbidden,
     #[error("{0}")]
@@ -119,7 +128,9 @@ impl ApiError {
             ApiError::Unauthorized
             | ApiError::NoKey
             | ApiError::KeysDisagree
-            | ApiError::BadKey => StatusCode::UNAUTHORIZED,
+            | ApiError::BadKey
+            | ApiError::NoToken
+            | ApiError::BadToken(_) => StatusCode::UNAUTHORIZED,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::Forbidden | ApiError::NotApprover(_) => StatusCode::FORBIDDEN,
             ApiError::Conflict(_) => StatusCode::CONFLICT,
@@ -131,8 +142,8 @@ impl ApiError {
             ApiError::BodyTimeout => StatusCode::REQUEST_TIMEOUT,
             ApiError::Link(LinkError::Invalid) => StatusCode::FORBIDDEN,
             ApiError::Link(LinkError::Expired) => StatusCode::GONE,
-            // The store failed: not the client's mistake.
-            ApiError::Gate(_) => StatusCode::SERVICE_UNAVAILABLE,
+            // The store, or the issuer, failed: not the client's mistake.
+            ApiError::Gate(_) | ApiError::NoIssuerKeys(_) => StatusCode::SERVICE_UNAVAILABLE,
         }
     }
 }
@@ -177,6 +188,12 @@ impl ApiError {
             }
             ApiError::BodyCut(e) => {
                 tracing::info!(status = %self.status(), "request refused: {self}: {e}");
+            }
+            ApiError::NoIssuerKeys(why) => {
+                tracing::warn!(status = %self.status(), "request refused: {self}: {why}");
+            }
+            ApiError::BadToken(why) => {
+                tracing::info!(status = %self.status(), "request refused: {self}: {why}");
             }
             _ => tracing::info!(status = %self.status(), "request refused: {self}"),
         }

@@ -27,7 +27,8 @@ mod protect;
 mod records;
 mod sse;
 
-pub use auth::{ApiKey, Caller};
+pub use auth::oidc::{Oidc, OidcSettings};
+pub use auth::{ApiKey, Caller, checked_url};
 pub use error::ApiError;
 pub use health::{MetricsRoute, metrics_routes};
 pub use live::{LiveDialect, LiveLimits};
@@ -58,6 +59,8 @@ pub struct HttpState {
     pub principal_header: Option<String>,
     /// Empty when keys are off.
     pub api_keys: Arc<Vec<ApiKey>>,
+    /// `auth.oidc`: the issuer whose bearer tokens name callers.
+    pub oidc: Option<Arc<Oidc>>,
     /// The run API every face adapts its wire to.
     pub turns: Arc<Turns>,
     pub live: LiveLimits,
@@ -86,7 +89,12 @@ impl HttpState {
     /// Whether callers are told apart (API keys or a principal header):
     /// then every principal, `anonymous` included, has the per-user caps.
     pub fn identifies_callers(&self) -> bool {
-        !self.api_keys.is_empty() || self.principal_header.is_some()
+        self.bearer() || self.principal_header.is_some()
+    }
+
+    /// Whether callers present a bearer credential (API keys, OIDC tokens).
+    pub fn bearer(&self) -> bool {
+        !self.api_keys.is_empty() || self.oidc.is_some()
     }
 
     /// `principal` asking the run API for a turn.

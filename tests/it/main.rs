@@ -66,6 +66,7 @@ mod metrics;
 mod moved_on;
 mod native_snapshots;
 mod notify;
+mod oidc;
 mod orphaned_claims;
 mod out_of_band;
 mod policy;

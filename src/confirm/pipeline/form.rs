@@ -28,7 +28,7 @@ impl<'a> Form<'a> {
     pub(super) fn sees(self, gate: &Gate, issued: &Issued) -> bool {
         match self {
             Form::Chat { .. } | Form::OutOfBand(Who::Link { .. }) => true,
-            Form::OutOfBand(Who::Caller(principal)) => {
+            Form::OutOfBand(Who::Caller { principal, .. }) => {
                 issued.principal == principal || gate.approvers(&issued.call).others_decide()
             }
         }
@@ -52,8 +52,12 @@ impl<'a> Form<'a> {
 /// Who decides a question out of band.
 #[derive(Debug, Clone, Copy)]
 pub(in crate::confirm) enum Who<'a> {
-    /// An authenticated caller (the API, a socket's `confirm` frame).
-    Caller(&'a str),
+    /// An authenticated caller (the API, a socket's `confirm` frame), and
+    /// the roles its identity brings (an OIDC token's groups, mapped).
+    Caller {
+        principal: &'a str,
+        roles: &'a [String],
+    },
     /// Whoever follows a signed link sent to `target`: the caller when the
     /// request names one (a proxy's principal header, a key), else nobody
     /// the server knows, who may decide only a question its asker decides.
@@ -66,15 +70,23 @@ pub(in crate::confirm) enum Who<'a> {
 impl<'a> Who<'a> {
     pub(in crate::confirm) fn principal(self) -> Option<&'a str> {
         match self {
-            Who::Caller(principal) => Some(principal),
+            Who::Caller { principal, .. } => Some(principal),
             Who::Link { caller, .. } => caller,
+        }
+    }
+
+    /// The roles the decider's identity brings, besides `auth.roles`'.
+    pub(in crate::confirm) fn roles(self) -> &'a [String] {
+        match self {
+            Who::Caller { roles, .. } => roles,
+            Who::Link { .. } => &[],
         }
     }
 
     /// How the decision came, for the audit log.
     pub(in crate::confirm) fn via(self) -> String {
         match self {
-            Who::Caller(_) => " through the API".to_owned(),
+            Who::Caller { .. } => " through the API".to_owned(),
             Who::Link { target, .. } => format!(" through a signed link ({target})"),
         }
     }

@@ -94,6 +94,11 @@ impl Gate {
             }
         };
         let principal = form.decider(self, &issued);
+        let brought = match form {
+            Form::OutOfBand(who) => who.roles(),
+            Form::Chat { .. } => &[],
+        };
+        let roles = self.roles_with(principal, brought);
         let now = self.clock.now_ms();
         let edit = matches!(
             decision,
@@ -114,7 +119,7 @@ impl Gate {
         let known = Known {
             issued: &issued,
             principal,
-            roles: self.roles_of(principal),
+            roles: &roles,
             policy: &self.policy,
             now_ms: now,
             edits: Edits {

@@ -88,6 +88,7 @@ pub(super) async fn decide(
     // Who follows the link, when the request says (a proxy's principal
     // header, a key): a question with approvers needs to know.
     let caller = Caller::from_headers(&state, &headers)
+        .await
         .ok()
         .map(|caller| caller.principal);
     let body = small_body(&headers, body).await?;

@@ -166,7 +166,7 @@ async fn frame(
             mut body,
         } => {
             check_request(requests, &request_id)?;
-            let principal = socket.principal(&headers).map_err(fail)?;
+            let principal = socket.caller(&headers).await.map_err(fail)?.principal;
             // The body `useChat` would post: the transport's `body` with the turn.
             body.insert("id".into(), chat_id.into());
             body.insert("messages".into(), messages);
@@ -197,7 +197,7 @@ async fn frame(
             headers,
         } => {
             check_request(requests, &request_id)?;
-            let principal = socket.principal(&headers).map_err(fail)?;
+            let principal = socket.caller(&headers).await.map_err(fail)?.principal;
             check_id("id (the chat)", &chat_id).map_err(|e| fail(e.into()))?;
             let resumed = (state.turns)
                 .resume(&principal, &chat_id, StartIndex::START, Transport::Live)
@@ -237,12 +237,12 @@ async fn frame(
             check_id("confirmationId", &confirmation_id).map_err(|e| fail(e.into()))?;
             let id = request_id.unwrap_or_else(|| confirmation_id.clone());
             let fail = |e: ApiError| (id.clone(), e.public());
-            let principal = socket.principal(&headers).map_err(fail)?;
+            let who = socket.caller(&headers).await.map_err(fail)?.identity();
             let decision = Decision::new(confirmed, answer).map_err(|e| fail(e.into()))?;
             // An approval runs the call: the socket keeps serving meanwhile.
             let (turns, outbox) = (state.turns.clone(), outbox.clone());
             state.tasks.spawn(async move {
-                let why = match turns.answer(&principal, &confirmation_id, decision).await {
+                let why = match turns.answer(&who, &confirmation_id, decision).await {
                     // A held turn shows the outcome on its own stream.
                     Ok(OutOfBand::Decided(_)) => return,
                     Ok(

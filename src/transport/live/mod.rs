@@ -71,8 +71,8 @@ pub(super) async fn live(
 ) -> Result<Response, ApiError> {
     // With a principal header, the proxy must have set it on the upgrade;
     // a dialect whose frames carry no key needs the upgrade's.
-    if state.api_keys.is_empty() || state.live.dialect == LiveDialect::AdkStreamProtocol {
-        Caller::from_headers(&state, &headers)?;
+    if !state.bearer() || state.live.dialect == LiveDialect::AdkStreamProtocol {
+        Caller::from_headers(&state, &headers).await?;
     }
     let limit = state.max_body_bytes;
     Ok(upgrade
@@ -103,9 +103,9 @@ impl Socket {
     /// Who sends a frame: with API keys, the key in the frame's own headers
     /// (browsers cannot set them on the upgrade) or the upgrade's; otherwise
     /// whoever the upgrade says (a proxy's header is never taken from a frame).
-    fn principal(&self, frame: &HashMap<String, String>) -> Result<String, ApiError> {
+    async fn caller(&self, frame: &HashMap<String, String>) -> Result<Caller, ApiError> {
         let mut headers = self.upgrade.clone();
-        if !self.state.api_keys.is_empty() {
+        if self.state.bearer() {
             let names = [header::AUTHORIZATION, X_API_KEY];
             // Names in any case; two spellings of one name are both kept, and
             // must agree.
@@ -128,9 +128,9 @@ impl Socket {
                 headers.append(name, value);
             }
         }
-        let caller = Caller::from_headers(&self.state, &headers)?;
+        let caller = Caller::from_headers(&self.state, &headers).await?;
         self.keyed.store(true, Ordering::Relaxed);
-        Ok(caller.principal)
+        Ok(caller)
     }
 
     /// Queues a frame unless the outbox is full: the read loop never waits
@@ -290,9 +290,9 @@ where
         .tasks
         .spawn(serve::write(sink, queued, serve::WRITE_TIMEOUT));
     // A dialect whose frames carry no key was let in by the upgrade's.
-    let keyed = state.api_keys.is_empty()
+    let keyed = !state.bearer()
         || state.live.dialect == LiveDialect::AdkStreamProtocol
-        || Caller::from_headers(&state, &upgrade).is_ok();
+        || Caller::from_headers(&state, &upgrade).await.is_ok();
     let limits = state.live;
     let mut served = Served {
         session: Session::new(limits.dialect),

@@ -244,7 +244,7 @@ async fn start(
     body: &Map<String, Value>,
 ) -> Result<(Arc<Run>, Subscription), ApiError> {
     // The app sends no key in its frames: the upgrade's headers say who.
-    let principal = socket.principal(&HashMap::new())?;
+    let principal = socket.caller(&HashMap::new()).await?.principal;
     let bytes = serde_json::to_vec(body).map_err(|e| RequestError::Json(e.to_string()))?;
     let request = ChatRequest::from_slice(&bytes)?;
     // A turn continues the trace of the socket's upgrade request.

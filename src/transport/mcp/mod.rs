@@ -89,7 +89,7 @@ async fn authenticate(
     mut request: Request,
     next: Next,
 ) -> Response {
-    match Caller::from_headers(&state, request.headers()) {
+    match Caller::from_headers(&state, request.headers()).await {
         Ok(caller) => {
             request.extensions_mut().insert(caller);
             next.run(request).await

@@ -1,11 +1,21 @@
-//! Who is asking: API keys, the trusted proxy's principal header, and the
+//! Who is asking: API keys, the trusted proxy's principal header, an OIDC
+//! issuer's bearer tokens (`oidc.rs`, its keys in `jwks.rs`), and the
 //! [`Caller`] extractor every authenticated route takes.
+
+mod jwks;
+pub mod oidc;
+
+pub use jwks::checked_url;
+
+use std::sync::Arc;
 
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderName, header};
 
 use super::{ANONYMOUS, ApiError, HttpState};
+use crate::identity::{Identity, Source, Token};
+use oidc::TokenError;
 
 /// A resolved API key.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -15,7 +25,8 @@ pub struct ApiKey {
     pub admin: bool,
 }
 
-/// The caller of a request, resolved once before the handler runs: the
+/// The caller of a request, resolved once before the handler runs: with
+/// `auth.oidc`, whom a bearer JWT from the issuer names; else the
 /// principal of the API key when keys are configured, else the trusted
 /// proxy's header, else `anonymous`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,19 +34,79 @@ pub struct Caller {
     pub principal: String,
     /// The key is an operator's: it may read and revoke others' records.
     pub operator: bool,
+    /// How toolgate knows the principal.
+    pub source: Source,
+    /// The roles the identity brings (a token's groups, mapped).
+    pub roles: Arc<[String]>,
+    /// A token's issuer and subject.
+    pub token: Option<Arc<Token>>,
 }
 
 impl Caller {
-    /// Resolves the caller from a request's headers.
-    pub(super) fn from_headers(state: &HttpState, headers: &HeaderMap) -> Result<Self, ApiError> {
+    /// `principal`, known by `source`, no operator, no roles of its own.
+    fn known(principal: String, source: Source) -> Self {
+        Caller {
+            principal,
+            operator: false,
+            source,
+            roles: Arc::from([]),
+            token: None,
+        }
+    }
+
+    /// The caller as the gate judges its decisions.
+    pub fn identity(&self) -> Identity {
+        Identity {
+            principal: self.principal.clone(),
+            source: self.source,
+            roles: self.roles.clone(),
+            token: self.token.clone(),
+        }
+    }
+
+    /// Resolves the caller from a request's headers. With `auth.oidc`, a
+    /// bearer credential shaped like a JWT that is no API key must be a
+    /// valid token of the issuer; without one, keys and the principal
+    /// header work as they would alone, and if neither is configured a
+    /// token is needed.
+    pub(super) async fn from_headers(
+        state: &HttpState,
+        headers: &HeaderMap,
+    ) -> Result<Self, ApiError> {
+        if let Some(oidc) = &state.oidc {
+            if let Some(token) = bearer_token(headers)? {
+                if let Ok(caller) = by_key(state, headers) {
+                    return Ok(caller);
+                }
+                if headers.contains_key(&X_API_KEY) {
+                    return Err(ApiError::KeysDisagree);
+                }
+                let identity = oidc.verify(token).await.map_err(|e| match e {
+                    TokenError::Keys(_) => ApiError::NoIssuerKeys(e.into()),
+                    _ => ApiError::BadToken(e.into()),
+                })?;
+                return Ok(Caller {
+                    principal: identity.principal,
+                    operator: false,
+                    source: identity.source,
+                    roles: identity.roles,
+                    token: identity.token,
+                });
+            }
+            if state.api_keys.is_empty() && state.principal_header.is_none() {
+                return Err(ApiError::NoToken);
+            }
+        }
+        Caller::by_config(state, headers)
+    }
+
+    /// The caller without a token: a key, the proxy's header, or nobody.
+    fn by_config(state: &HttpState, headers: &HeaderMap) -> Result<Self, ApiError> {
         if !state.api_keys.is_empty() {
             return by_key(state, headers);
         }
         let Some(name) = &state.principal_header else {
-            return Ok(Caller {
-                principal: ANONYMOUS.to_owned(),
-                operator: false,
-            });
+            return Ok(Caller::known(ANONYMOUS.to_owned(), Source::Anonymous));
         };
         // Two values mean the proxy appended to one the client sent: trust neither.
         if headers.get_all(name).iter().count() > 1 {
@@ -45,10 +116,7 @@ impl Caller {
             .get(name)
             .and_then(|v| v.to_str().ok())
             .filter(|v| !v.is_empty())
-            .map(|v| Caller {
-                principal: v.to_owned(),
-                operator: false,
-            })
+            .map(|v| Caller::known(v.to_owned(), Source::ProxyHeader))
             .ok_or(ApiError::Unauthorized)
     }
 
@@ -82,10 +150,30 @@ fn by_key(state: &HttpState, headers: &HeaderMap) -> Result<Caller, ApiError> {
     });
     found
         .map(|key| Caller {
-            principal: key.principal.clone(),
             operator: key.admin,
+            ..Caller::known(key.principal.clone(), Source::Key)
         })
         .ok_or(ApiError::BadKey)
+}
+
+/// The JWT-shaped credential of `Authorization: Bearer`, if any (several
+/// that disagree name nobody).
+fn bearer_token(headers: &HeaderMap) -> Result<Option<&str>, ApiError> {
+    let mut token = None;
+    let bearers = headers
+        .get_all(header::AUTHORIZATION)
+        .iter()
+        .filter_map(|v| v.to_str().ok()?.strip_prefix("Bearer "))
+        .map(str::trim)
+        .filter(|v| oidc::jwt_shaped(v));
+    for presented in bearers {
+        match token {
+            None => token = Some(presented),
+            Some(first) if first == presented => {}
+            Some(_) => return Err(ApiError::KeysDisagree),
+        }
+    }
+    Ok(token)
 }
 
 /// The key a request presents: `Authorization: Bearer <key>` or
@@ -116,7 +204,7 @@ impl FromRequestParts<HttpState> for Caller {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &HttpState) -> Result<Self, ApiError> {
-        Caller::from_headers(state, &parts.headers)
+        Caller::from_headers(state, &parts.headers).await
     }
 }
 
