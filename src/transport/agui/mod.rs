@@ -32,6 +32,7 @@ use opentelemetry_http::HeaderExtractor;
 use serde_json::Value;
 
 use super::auth::Caller;
+use crate::identity::Identity;
 use super::{ApiError, HttpState, sse};
 use crate::confirm::Scope;
 use crate::metrics::Transport;
@@ -57,7 +58,7 @@ pub(super) async fn run(
         body.map_err(|rejection| ApiError::from_body_rejection(rejection, state.max_body_bytes))?;
     let input = RunAgentInput::from_slice(&body)?;
     let keep_alive = state.keep_alive;
-    let events = events(state, caller.principal, headers, input);
+    let events = events(state, caller.identity(), headers, input);
     Ok(sse::response_without_done(events, keep_alive).into_response())
 }
 
@@ -69,7 +70,7 @@ fn frame(event: &Value) -> Event {
 /// events, then the snapshots and `RUN_FINISHED`, or a `RUN_ERROR`.
 fn events(
     state: HttpState,
-    principal: String,
+    who: Identity,
     headers: HeaderMap,
     input: RunAgentInput,
 ) -> impl Stream<Item = Event> + Send + 'static {
@@ -78,9 +79,9 @@ fn events(
         yield frame(&wire::run_started(&thread, &run));
         let turns = state.turns.clone();
         let gate = &turns.agent.gate;
-        let scope = Scope { chat_id: thread.clone(), principal: principal.clone() };
+        let scope = Scope { chat_id: thread.clone(), principal: who.principal.clone() };
         let asked = match &input.resume {
-            Some(entries) if !entries.is_empty() => resume::resume(&turns, &scope, entries).await,
+            Some(entries) if !entries.is_empty() => resume::resume(&turns, &who, &scope, entries).await,
             _ => resume::nothing_pending(gate, &scope).await.map(|()| HashMap::new()),
         };
         let asked = match asked {
@@ -98,7 +99,7 @@ fn events(
             }
         };
         let trace = HeaderExtractor(&headers);
-        let asker = state.asker(&principal);
+        let asker = state.asker(&who.principal);
         let started = turns.start(request, asker, Transport::Sse, &trace).await;
         let reader = match started {
             Ok((_, reader)) => reader,

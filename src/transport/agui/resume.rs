@@ -10,6 +10,7 @@ use serde_json::Value;
 use super::input::{ResumeEntry, ResumeStatus};
 use super::wire::{self, Allowed};
 use crate::confirm::{Decision, Gate, GateError, OutOfBand, OutsideQuestion, Scope};
+use crate::identity::Identity;
 use crate::run::Turns;
 use crate::store::{Issued, Outcome};
 
@@ -76,6 +77,7 @@ pub fn allowed(gate: &Gate, issued: &Issued) -> Allowed {
 /// ids by their tool call's id, for the turn that reports their outcomes.
 pub async fn resume(
     turns: &Turns,
+    who: &Identity,
     scope: &Scope,
     entries: &[ResumeEntry],
 ) -> Result<HashMap<String, String>, ResumeError> {
@@ -152,7 +154,7 @@ pub async fn resume(
     }
     let mut asked = HashMap::with_capacity(decisions.len());
     for (issued, decision) in decisions {
-        let decided = turns.answer(&scope.principal, &issued.id, decision).await;
+        let decided = turns.answer(who, &issued.id, decision).await;
         let decided = decided.map_err(|e| match e {
             crate::run::TurnError::Gate(e) => ResumeError::Gate(e),
             other => ResumeError::Refused(Refused::new(wire::REFUSED, other.to_string())),
