@@ -327,7 +327,7 @@ fn files_are_images_and_documents() {
         tools: Vec::new().into(),
     };
     let content = |media_type: &str, url: &str| {
-        let body = Decode::body(&ModelOptions::default(), &request(media_type, url));
+        let body = Decode::body(&ModelOptions::default(), &request(media_type, url), None);
         body.map(|bytes| {
             let body: Value = serde_json::from_slice(&bytes).unwrap_or_default();
             body["messages"][0]["content"].clone()

@@ -9,7 +9,17 @@ use crate::provider::{
 /// The body `A` makes of `request`, as JSON (`null` when it could not be
 /// built or read).
 pub fn body_of<A: ModelApi>(options: &ModelOptions, request: &ModelRequest) -> serde_json::Value {
-    serde_json::from_slice(&A::body(options, request).unwrap_or_default()).unwrap_or_default()
+    serde_json::from_slice(&body_bytes::<A>(options, request)).unwrap_or_default()
+}
+
+/// The bytes of the body `A` makes of `request` (empty when it could not
+/// be built), the tools declared as a request to the model declares them.
+pub fn body_bytes<A: ModelApi>(options: &ModelOptions, request: &ModelRequest) -> Vec<u8> {
+    let tools = match request.tools.is_empty() {
+        true => None,
+        false => super::model::declarations::<A>(&request.tools).ok(),
+    };
+    A::body(options, request, tools.as_deref()).unwrap_or_default()
 }
 
 /// `extraBody` from its pairs.
