@@ -354,3 +354,17 @@ fn files_are_images_and_documents() {
         Err(ProviderError::Request(_))
     ));
 }
+
+#[test]
+fn declarations_written_in_are_the_body_serde_writes() {
+    let keys = [
+        "model",
+        "max_tokens",
+        "stream",
+        "temperature",
+        "tools",
+        "messages",
+    ];
+    let options = crate::provider::http::testing::full_options();
+    crate::provider::http::testing::check_declared_body::<Decode>(&options, &keys, None);
+}
