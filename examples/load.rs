@@ -8,6 +8,8 @@
 //! target/release/examples/load w2 --store sqlite --concurrency 1
 //! target/release/examples/load w3 --streams 10000
 //! target/release/examples/load w4 --streams 1000
+//! target/release/examples/load w4 --streams 1,4,100 --deltas 64 --gap-ms 20 --secs 60
+//! taskset -c 1 target/release/examples/load --server-cpus 0 w4 --streams 1
 //! target/release/examples/load w5 --concurrency 1,64,256
 //! ```
 //!
@@ -43,6 +45,12 @@ struct Cli {
     /// Seconds each measurement runs.
     #[arg(long, global = true, default_value_t = 10)]
     secs: u64,
+    /// The CPUs the server under test runs on (`taskset -c`, e.g. `0`):
+    /// with the load generator on the others (`taskset -c 1 load …`), the
+    /// two do not take each other's core. The W4 mock runs beside the
+    /// load generator, as the world outside the server does.
+    #[arg(long, global = true)]
+    server_cpus: Option<String>,
 }
 
 #[derive(Subcommand)]
@@ -67,10 +75,21 @@ enum Workload {
         streams: usize,
     },
     /// Proxy overhead: an OpenAI-compatible mock, directly and through
-    /// toolgate, interleaved.
+    /// toolgate, interleaved. The anchors' method (added time to first
+    /// token, a mock sending 64 deltas 20 ms apart): `--deltas 64 --gap-ms 20`.
     W4 {
-        #[arg(long, default_value_t = 1000)]
-        streams: usize,
+        /// Streams open at once; one run per value.
+        #[arg(long, value_delimiter = ',', default_value = "1000")]
+        streams: Vec<usize>,
+        /// Text deltas in each of the mock's answers.
+        #[arg(long, default_value_t = 20)]
+        deltas: u32,
+        /// Milliseconds between two of the mock's deltas (the first at once).
+        #[arg(long, default_value_t = 50)]
+        gap_ms: u64,
+        /// Seconds left out at the start of each run (connections opening).
+        #[arg(long, default_value_t = 2)]
+        warm_up: u64,
     },
     /// The ceiling: a bare axum handler streaming W1's bytes, pre-serialized.
     W5 {
@@ -80,9 +99,14 @@ enum Workload {
     /// (internal) The W5 and W3 baseline server.
     #[command(hide = true)]
     Baseline,
-    /// (internal) The W4 upstream: an OpenAI-compatible stream of 20 deltas.
+    /// (internal) The W4 upstream: an OpenAI-compatible stream of text deltas.
     #[command(hide = true)]
-    MockOpenai,
+    MockOpenai {
+        #[arg(long, default_value_t = 20)]
+        deltas: u32,
+        #[arg(long, default_value_t = 50)]
+        gap_ms: u64,
+    },
 }
 
 fn main() -> anyhow::Result<()> {
@@ -95,11 +119,14 @@ fn main() -> anyhow::Result<()> {
 
 async fn run(cli: Cli) -> anyhow::Result<()> {
     let secs = Duration::from_secs(cli.secs);
+    let pin = cli.server_cpus.as_deref();
     match cli.workload {
         Workload::Baseline => serve(baseline()).await,
-        Workload::MockOpenai => serve(mock_openai()).await,
+        Workload::MockOpenai { deltas, gap_ms } => {
+            serve(mock_openai(deltas, Duration::from_millis(gap_ms))).await
+        }
         Workload::W1 { concurrency } => {
-            let server = Target::toolgate(cli.url, "store:\n  kind: memory\n")?;
+            let server = Target::toolgate(cli.url, "store:\n  kind: memory\n", pin)?;
             count_to_100(&server, "w1", concurrency, secs).await;
             Ok(())
         }
@@ -114,7 +141,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 }
                 other => bail!("unknown store `{other}`: memory or sqlite"),
             };
-            let server = Target::toolgate(cli.url, &config)?;
+            let server = Target::toolgate(cli.url, &config, pin)?;
             for c in concurrency {
                 let mut report = drive(&server.url, c, secs, |_| Turn::RoundTrip).await;
                 report.print(&format!("w2-{store}"), c, server.peak_rss_kib());
@@ -122,15 +149,15 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Workload::W5 { concurrency } => {
-            let server = Target::spawn_self("baseline")?;
+            let server = Target::spawn_self(&["baseline"], pin)?;
             count_to_100(&server, "w5", concurrency, secs).await;
             Ok(())
         }
         Workload::W3 { streams } => {
             let config = "store:\n  kind: memory\nmodel:\n  deltaDelayMs: 1000\nstream:\n  maxTurnsPerUser: 1000000\n  maxTurns: 1000000\n";
-            let toolgate = Target::toolgate(cli.url, config)?;
+            let toolgate = Target::toolgate(cli.url, config, pin)?;
             let per = held_streams(&toolgate, streams, "/stream").await?;
-            let baseline = Target::spawn_self("baseline")?;
+            let baseline = Target::spawn_self(&["baseline"], pin)?;
             let bare = held_streams(&baseline, streams, "/hold").await?;
             println!(
                 "{}",
@@ -138,7 +165,18 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             );
             Ok(())
         }
-        Workload::W4 { streams } => w4(streams, secs).await,
+        Workload::W4 {
+            streams,
+            deltas,
+            gap_ms,
+            warm_up,
+        } => {
+            let mock = Mock { deltas, gap_ms };
+            for n in streams {
+                w4(n, &mock, secs, Duration::from_secs(warm_up), pin).await?;
+            }
+            Ok(())
+        }
     }
 }
 
@@ -429,39 +467,57 @@ async fn held_streams(server: &Target, n: usize, path: &str) -> anyhow::Result<f
     Ok(round((after.saturating_sub(before)) as f64 / n as f64))
 }
 
+/// The W4 mock's answer: `deltas` text deltas, the first at once, then
+/// one every `gap_ms`.
+struct Mock {
+    deltas: u32,
+    gap_ms: u64,
+}
+
 /// W4: time to the first text through toolgate against directly, on the
 /// same mock upstream, `streams` workers alternating the two.
-async fn w4(streams: usize, secs: Duration) -> anyhow::Result<()> {
-    let mock = Target::spawn_self("mock-openai")?;
+async fn w4(
+    streams: usize,
+    mock: &Mock,
+    secs: Duration,
+    warm_up: Duration,
+    pin: Option<&str>,
+) -> anyhow::Result<()> {
+    let (deltas, gap) = (mock.deltas.to_string(), mock.gap_ms.to_string());
+    let args = ["mock-openai", "--deltas", &deltas, "--gap-ms", &gap];
+    let mock_server = Target::spawn_self(&args, None)?;
     let config = format!(
         "store:\n  kind: memory\nmodel:\n  provider: openai\n  model: mock\n  baseUrl: {}/v1\nstream:\n  maxTurnsPerUser: 1000000\n  maxTurns: 1000000\n",
-        mock.url
+        mock_server.url
     );
-    let toolgate = Target::toolgate(None, &config)?;
+    let toolgate = Target::toolgate(None, &config, pin)?;
     let client = reqwest::Client::builder()
         .tcp_nodelay(true)
         .pool_max_idle_per_host(streams * 2)
         .build()?;
     let stop = Arc::new(AtomicBool::new(false));
+    // What an OpenAI client would send the mock itself.
+    let direct_body =
+        json!({"model": "mock", "messages": [{"role": "user", "content": "hi"}], "stream": true});
     let workers: Vec<_> = (0..streams)
         .map(|i| {
             let client = client.clone();
             let stop = stop.clone();
-            let direct = format!("{}/v1/chat/completions", mock.url);
+            let direct = format!("{}/v1/chat/completions", mock_server.url);
             let through = format!("{}/stream", toolgate.url);
+            let direct_body = direct_body.clone();
             tokio::spawn(async move {
                 // Streams open one by one over the first second; what the
-                // first two seconds measure (connections opening) is left out.
+                // warm-up measures (connections opening) is left out.
                 tokio::time::sleep(Duration::from_secs(1) * i as u32 / streams as u32).await;
-                let warm = Instant::now() + Duration::from_secs(2);
+                let warm = Instant::now() + warm_up;
                 let (mut plain, mut proxied, mut errors) = (Vec::new(), Vec::new(), 0usize);
                 let mut n = i;
                 while !stop.load(Ordering::Relaxed) {
                     n += 1;
                     let direct_turn = n % 2 == 0;
                     let result = if direct_turn {
-                        let body = json!({"stream": true});
-                        first_text(&client, &direct, &body, b"\"content\":\"").await
+                        first_text(&client, &direct, &direct_body, b"\"content\":\"").await
                     } else {
                         let mut body = say("hi");
                         body["id"] = json!(format!("w4-{i}-{n}"));
@@ -499,10 +555,10 @@ async fn w4(streams: usize, secs: Duration) -> anyhow::Result<()> {
     println!(
         "{}",
         json!({
-            "workload": "w4", "streams": streams,
+            "workload": "w4", "streams": streams, "deltas": mock.deltas, "gapMs": mock.gap_ms,
             "directFirstTextMs": direct, "throughToolgateFirstTextMs": through,
-            "addedMs": {"p50": added("p50"), "p99": added("p99")},
-            "samples": plain.len() + proxied.len(), "errors": errors,
+            "addedMs": {"p50": added("p50"), "p99": added("p99"), "p999": added("p999")},
+            "samples": {"direct": plain.len(), "throughToolgate": proxied.len()}, "errors": errors,
             "serverPeakRssKiB": toolgate.peak_rss_kib(),
         })
     );
@@ -549,7 +605,7 @@ struct Target {
 }
 
 impl Target {
-    fn toolgate(url: Option<String>, config: &str) -> anyhow::Result<Self> {
+    fn toolgate(url: Option<String>, config: &str, pin: Option<&str>) -> anyhow::Result<Self> {
         if let Some(url) = url {
             return Ok(Self { url, child: None });
         }
@@ -559,14 +615,14 @@ impl Target {
         std::fs::write(&path, config)?;
         let exe = sibling("toolgate")?;
         Self::spawn(
-            Command::new(exe)
+            pinned(exe, pin)
                 .args(["serve", "--bind", "127.0.0.1:0", "--config"])
                 .arg(path),
         )
     }
 
-    fn spawn_self(mode: &str) -> anyhow::Result<Self> {
-        Self::spawn(Command::new(std::env::current_exe()?).arg(mode))
+    fn spawn_self(args: &[&str], pin: Option<&str>) -> anyhow::Result<Self> {
+        Self::spawn(pinned(std::env::current_exe()?, pin).args(args))
     }
 
     fn spawn(command: &mut Command) -> anyhow::Result<Self> {
@@ -613,6 +669,18 @@ impl Drop for Target {
             let _ = child.kill();
             let _ = child.wait();
         }
+    }
+}
+
+/// `exe`, on the CPUs `pin` names (`taskset -c`), if any.
+fn pinned(exe: std::path::PathBuf, pin: Option<&str>) -> Command {
+    match pin {
+        Some(cpus) => {
+            let mut command = Command::new("taskset");
+            command.args(["-c", cpus]).arg(exe);
+            command
+        }
+        None => Command::new(exe),
     }
 }
 
@@ -708,29 +776,31 @@ fn baseline() -> axum::Router {
         )
 }
 
-/// An OpenAI-compatible upstream: the first of 20 text deltas at once, the
-/// rest 50 ms apart, then `[DONE]`: a second-long answer, as a model's are,
-/// so that W4's streams stay open side by side.
-fn mock_openai() -> axum::Router {
+/// An OpenAI-compatible upstream: the first of `deltas` text deltas at
+/// once, the rest `gap` apart, then the finish and `[DONE]`. W4's default
+/// (20, 50 ms) is a second-long answer, as a model's are, so that its
+/// streams stay open side by side; the anchors' is 64, 20 ms.
+fn mock_openai(deltas: u32, gap: Duration) -> axum::Router {
     axum::Router::new().route(
         "/v1/chat/completions",
-        axum::routing::post(|| async {
-            let deltas = futures::stream::unfold(0u32, |n| async move {
-                if n > 20 {
+        axum::routing::post(move || async move {
+            let events = futures::stream::unfold(0u32, move |n| async move {
+                if n > deltas {
                     return None;
                 }
                 if n > 0 {
-                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    tokio::time::sleep(gap).await;
                 }
-                let event = match n {
-                    20 => "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n".to_owned(),
-                    n => format!("data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"word{n} \"}}}}]}}\n\n"),
+                let event = if n == deltas {
+                    "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n".to_owned()
+                } else {
+                    format!("data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"word{n} \"}}}}]}}\n\n")
                 };
                 Some((Ok::<_, std::convert::Infallible>(event), n + 1))
             });
             Response::builder()
                 .header("content-type", "text/event-stream")
-                .body(Body::from_stream(deltas))
+                .body(Body::from_stream(events))
                 .unwrap_or_default()
         }),
     )

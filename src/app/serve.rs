@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::AbortOnDropHandle;
 
 use crate::config::{StoreBackend, StoreSettings};
 use crate::store::{Store, StoreError};
@@ -114,7 +115,20 @@ impl App {
             // messages with the question open, kept in the store.
             held.release_held();
         };
-        accept::serve(listener, built.router, limits, shutdown, drain).await;
+        // On a worker: the task that awaits this is the main thread's under
+        // `#[tokio::main]`, which a worker would wake (a futex) for every
+        // connection; a worker takes the listener's readiness and runs the
+        // connection it accepts next, in its own thread. Stopped with this.
+        let accepting = AbortOnDropHandle::new(tasks.spawn(accept::serve(
+            listener,
+            built.router,
+            limits,
+            shutdown,
+            drain,
+        )));
+        if let Err(e) = accepting.await {
+            tracing::error!("the accept loop failed: {e}");
+        }
         // What is left of the window goes to the turns no connection
         // waited for: a socket's.
         let end = began.get().map(|at| *at + drain);

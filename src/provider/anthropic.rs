@@ -6,9 +6,10 @@ use serde_json::{Map, Value, json};
 
 use super::http::{HttpModel, ModelApi};
 use super::{
-    AssistantContent, ModelMessage, ModelOptions, ModelRequest, ProviderError, ToolResult,
-    UserContent, inline_data,
+    AssistantContent, ModelMessage, ModelOptions, ModelRequest, ProviderError, TOOLS, ToolResult,
+    UserContent, inline_data, tool_declarations,
 };
+use crate::call::ToolSpec;
 
 use crate::ids::Ids;
 
@@ -23,7 +24,15 @@ const DEFAULT_MAX_TOKENS: u64 = 4096;
 pub type Anthropic = HttpModel<Decode>;
 
 impl ModelApi for Decode {
-    fn body(options: &ModelOptions, request: &ModelRequest) -> Result<Vec<u8>, ProviderError> {
+    fn tools(tools: &[ToolSpec]) -> Value {
+        Value::Array(tool_declarations(tools, "input_schema"))
+    }
+
+    fn body(
+        options: &ModelOptions,
+        request: &ModelRequest,
+        tools: Option<&[u8]>,
+    ) -> Result<Vec<u8>, ProviderError> {
         let mut system: Vec<&str> = Vec::new();
         // Anthropic wants roles to alternate: consecutive messages of one role
         // become one message.
@@ -71,12 +80,12 @@ impl ModelApi for Decode {
         if !system.is_empty() {
             body.insert("system".into(), system.join("\n\n").into());
         }
-        if !request.tools.is_empty() {
-            let tools = request.tool_declarations("input_schema");
-            body.insert("tools".into(), Value::Array(tools));
+        if tools.is_some() {
+            // Where finish_body writes the declarations.
+            body.insert(TOOLS.into(), Value::Null);
         }
         body.insert("messages".into(), Value::Array(messages));
-        options.finish_body(body)
+        options.finish_body(body, tools)
     }
 
     fn path(_: &ModelOptions) -> Cow<'static, str> {

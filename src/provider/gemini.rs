@@ -12,8 +12,10 @@ use sse_stream::Sse;
 use super::http::{Answer, Decoder, HttpModel, ModelApi, read_json};
 use super::{
     AssistantContent, ModelMessage, ModelOptions, ModelRequest, ProviderError, ProviderEvent,
-    ResultContent, StopReason, ToolCall, ToolResult, Usage, UserContent, inline_data,
+    ResultContent, StopReason, TOOLS, ToolCall, ToolResult, Usage, UserContent, inline_data,
+    tool_declarations,
 };
+use crate::call::ToolSpec;
 use crate::ids::Ids;
 use crate::protocol::DeltaText;
 
@@ -24,7 +26,15 @@ pub const DEFAULT_BASE_URL: &str = "https://generativelanguage.googleapis.com/v1
 pub type Gemini = HttpModel<Decode>;
 
 impl ModelApi for Decode {
-    fn body(options: &ModelOptions, request: &ModelRequest) -> Result<Vec<u8>, ProviderError> {
+    fn tools(tools: &[ToolSpec]) -> Value {
+        json!([{"functionDeclarations": tool_declarations(tools, "parametersJsonSchema")}])
+    }
+
+    fn body(
+        options: &ModelOptions,
+        request: &ModelRequest,
+        tools: Option<&[u8]>,
+    ) -> Result<Vec<u8>, ProviderError> {
         let mut system = Vec::new();
         let mut contents = Contents::default();
         let mut order: Vec<&str> = Vec::new();
@@ -72,12 +82,9 @@ impl ModelApi for Decode {
                 json!({"parts": [{"text": system.join("\n\n")}]}),
             );
         }
-        if !request.tools.is_empty() {
-            let declarations = request.tool_declarations("parametersJsonSchema");
-            body.insert(
-                "tools".into(),
-                json!([{"functionDeclarations": declarations}]),
-            );
+        if tools.is_some() {
+            // Where finish_body writes the declarations.
+            body.insert(TOOLS.into(), Value::Null);
         }
         let mut config = Map::new();
         if let Some(temperature) = options.temperature {
@@ -89,7 +96,7 @@ impl ModelApi for Decode {
         if !config.is_empty() {
             body.insert("generationConfig".into(), Value::Object(config));
         }
-        options.finish_body(body)
+        options.finish_body(body, tools)
     }
 
     fn path(options: &ModelOptions) -> Cow<'static, str> {

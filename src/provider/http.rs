@@ -57,6 +57,23 @@ pub fn client(connect_timeout: Duration) -> reqwest::Result<reqwest::Client> {
         .build()
 }
 
+/// Where a request goes: its URL parsed once, or, if it does not parse,
+/// its text (the request then fails as reqwest says).
+#[derive(Debug, Clone)]
+pub enum Endpoint {
+    Url(reqwest::Url),
+    Text(String),
+}
+
+impl From<String> for Endpoint {
+    fn from(text: String) -> Self {
+        match reqwest::Url::parse(&text) {
+            Ok(url) => Endpoint::Url(url),
+            Err(_) => Endpoint::Text(text),
+        }
+    }
+}
+
 /// A configured upstream; cheap to clone.
 #[derive(Debug, Clone)]
 pub struct Upstream {
@@ -87,7 +104,7 @@ impl Upstream {
     /// Dropping the stream drops the connection.
     pub fn stream<D: Decoder>(
         &self,
-        url: String,
+        url: Endpoint,
         body: Result<Vec<u8>, ProviderError>,
         mut decoder: D,
     ) -> BoxStream<'static, Result<D::Event, ProviderError>> {
@@ -146,13 +163,15 @@ impl Upstream {
 
     /// Sends the request, retrying only what never reached the model: a
     /// refused connection, or a 429/503/529 that says it did no work.
-    async fn send(&self, url: &str, body: Bytes) -> Result<reqwest::Response, ProviderError> {
+    async fn send(&self, url: &Endpoint, body: Bytes) -> Result<reqwest::Response, ProviderError> {
         let config = &self.config;
         let mut attempt = 0;
         loop {
-            let request = self
-                .client
-                .post(url)
+            let request = match url {
+                Endpoint::Url(url) => self.client.post(url.clone()),
+                Endpoint::Text(text) => self.client.post(text.as_str()),
+            };
+            let request = request
                 .headers(config.headers.clone())
                 .header(reqwest::header::CONTENT_TYPE, "application/json")
                 .body(body.clone())

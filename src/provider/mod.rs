@@ -76,11 +76,19 @@ pub struct ModelOptions {
     pub extra_body: serde_json::Map<String, Value>,
 }
 
+/// Where a body's tool declarations go: `finish_body` writes them there,
+/// serialized once per tool set (see [`http::HttpModel`]), in place of a
+/// tree of JSON values rebuilt and serialized for every request.
+pub(crate) const TOOLS: &str = "tools";
+
 impl ModelOptions {
-    /// `body` with the extra keys merged in, as bytes.
+    /// `body` with the extra keys merged in, as bytes. `tools`, the
+    /// declarations' JSON, goes where the body holds [`TOOLS`] as `null`
+    /// (an extra `tools` replaces it, as it would the declarations).
     fn finish_body(
         &self,
         mut body: serde_json::Map<String, Value>,
+        tools: Option<&[u8]>,
     ) -> Result<Vec<u8>, ProviderError> {
         for (key, value) in &self.extra_body {
             match (body.get_mut(key), value) {
@@ -96,7 +104,27 @@ impl ModelOptions {
                 }
             }
         }
-        serde_json::to_vec(&body).map_err(|e| ProviderError::Request(e.to_string()))
+        let failed = |e: serde_json::Error| ProviderError::Request(e.to_string());
+        let Some(tools) = tools else {
+            return serde_json::to_vec(&body).map_err(failed);
+        };
+        // What serde_json writes for the map, key by key (`{"k":v,…}`),
+        // the declarations copied in as they are.
+        let mut out = Vec::with_capacity(256 + tools.len());
+        out.push(b'{');
+        for (n, (key, value)) in body.iter().enumerate() {
+            if n > 0 {
+                out.push(b',');
+            }
+            serde_json::to_writer(&mut out, key).map_err(failed)?;
+            out.push(b':');
+            match value {
+                Value::Null if key == TOOLS => out.extend_from_slice(tools),
+                value => serde_json::to_writer(&mut out, value).map_err(failed)?,
+            }
+        }
+        out.push(b'}');
+        Ok(out)
     }
 }
 
@@ -107,21 +135,19 @@ pub struct ModelRequest {
     pub tools: std::sync::Arc<[ToolSpec]>,
 }
 
-impl ModelRequest {
-    /// Each tool as `{"name", "description", <schema>: parameters}`: every
-    /// API declares a tool so, each with its own name for the schema.
-    fn tool_declarations(&self, schema: &str) -> Vec<Value> {
-        self.tools
-            .iter()
-            .map(|tool| {
-                serde_json::json!({
-                    "name": tool.name,
-                    "description": tool.description,
-                    schema: tool.parameters,
-                })
+/// Each tool as `{"name", "description", <schema>: parameters}`: every
+/// API declares a tool so, each with its own name for the schema.
+fn tool_declarations(tools: &[ToolSpec], schema: &str) -> Vec<Value> {
+    tools
+        .iter()
+        .map(|tool| {
+            serde_json::json!({
+                "name": tool.name,
+                "description": tool.description,
+                schema: tool.parameters,
             })
-            .collect()
-    }
+        })
+        .collect()
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

@@ -10,9 +10,9 @@ use sse_stream::Sse;
 use super::http::{Answer, Decoder, HttpModel, ModelApi, read_json};
 use super::{
     AssistantContent, ModelMessage, ModelOptions, ModelRequest, ProviderError, ProviderEvent,
-    StopReason, Usage, UserContent, inline_data,
+    StopReason, TOOLS, Usage, UserContent, inline_data, tool_declarations,
 };
-use crate::call::{MAX_ARGS_BYTES, MAX_CALLS_PER_STEP};
+use crate::call::{MAX_ARGS_BYTES, MAX_CALLS_PER_STEP, ToolSpec};
 use crate::ids::Ids;
 use crate::protocol::DeltaText;
 
@@ -23,7 +23,18 @@ pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 pub type OpenAi = HttpModel<Decode>;
 
 impl ModelApi for Decode {
-    fn body(options: &ModelOptions, request: &ModelRequest) -> Result<Vec<u8>, ProviderError> {
+    fn tools(tools: &[ToolSpec]) -> Value {
+        let functions = tool_declarations(tools, "parameters")
+            .into_iter()
+            .map(|function| json!({"type": "function", "function": function}));
+        Value::Array(functions.collect())
+    }
+
+    fn body(
+        options: &ModelOptions,
+        request: &ModelRequest,
+        tools: Option<&[u8]>,
+    ) -> Result<Vec<u8>, ProviderError> {
         let mut messages = Vec::with_capacity(request.messages.len());
         for message in &request.messages {
             match message {
@@ -75,13 +86,9 @@ impl ModelApi for Decode {
         body.insert("messages".into(), Value::Array(messages));
         body.insert("stream".into(), true.into());
         body.insert("stream_options".into(), json!({"include_usage": true}));
-        if !request.tools.is_empty() {
-            let tools = request
-                .tool_declarations("parameters")
-                .into_iter()
-                .map(|function| json!({"type": "function", "function": function}))
-                .collect();
-            body.insert("tools".into(), Value::Array(tools));
+        if tools.is_some() {
+            // Where finish_body writes the declarations.
+            body.insert(TOOLS.into(), Value::Null);
         }
         if let Some(temperature) = options.temperature {
             body.insert("temperature".into(), temperature.into());
@@ -89,7 +96,7 @@ impl ModelApi for Decode {
         if let Some(max_tokens) = options.max_tokens {
             body.insert("max_tokens".into(), max_tokens.into());
         }
-        options.finish_body(body)
+        options.finish_body(body, tools)
     }
 
     fn path(_: &ModelOptions) -> Cow<'static, str> {

@@ -135,15 +135,31 @@ impl Subscription {
                 // Nothing new: drive the turn (unless it runs elsewhere)
                 // until it says something, or wait for whoever runs it.
                 std::future::poll_fn(|cx| {
-                    if notified.as_mut().poll(cx).is_ready() {
+                    // Registered afresh, without this task's waker while
+                    // it drives: what the turn appends here would wake
+                    // this very task, which would be polled again for
+                    // nothing (and, on a runtime with idle workers, wake
+                    // one). The log says what it appended.
+                    notified.set(self.run.changed.notified());
+                    notified.as_mut().enable();
+                    self.run.drive(cx);
+                    if self.has_news() {
                         return Poll::Ready(());
                     }
-                    self.run.drive(cx);
                     notified.as_mut().poll(cx)
                 })
                 .await;
             }
         }
+    }
+}
+
+impl Subscription {
+    /// Whether the log holds chunks this reader has not read, or has ended.
+    fn has_news(&self) -> bool {
+        let log = self.run.lock();
+        let cursor = log.cursors.get(&self.id).copied().unwrap_or(log.first);
+        cursor.max(log.first) != log.end() || log.done
     }
 }
 

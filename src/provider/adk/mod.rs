@@ -95,7 +95,7 @@ impl Adk {
         message: &Message,
     ) -> BoxStream<'static, Result<AdkEvent, ProviderError>> {
         let body = run_body(&self.app, user, session, message);
-        let url = self.upstream.url("run_sse");
+        let url = self.upstream.url("run_sse").into();
         self.upstream
             .stream(url, body, Decode::new())
             .map_err(public)

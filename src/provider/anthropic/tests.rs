@@ -327,7 +327,7 @@ fn files_are_images_and_documents() {
         tools: Vec::new().into(),
     };
     let content = |media_type: &str, url: &str| {
-        let body = Decode::body(&ModelOptions::default(), &request(media_type, url));
+        let body = Decode::body(&ModelOptions::default(), &request(media_type, url), None);
         body.map(|bytes| {
             let body: Value = serde_json::from_slice(&bytes).unwrap_or_default();
             body["messages"][0]["content"].clone()
@@ -353,4 +353,18 @@ fn files_are_images_and_documents() {
         content("image/png", "file:///etc/passwd"),
         Err(ProviderError::Request(_))
     ));
+}
+
+#[test]
+fn declarations_written_in_are_the_body_serde_writes() {
+    let keys = [
+        "model",
+        "max_tokens",
+        "stream",
+        "temperature",
+        "tools",
+        "messages",
+    ];
+    let options = crate::provider::http::testing::full_options();
+    crate::provider::http::testing::check_declared_body::<Decode>(&options, &keys, None);
 }

@@ -364,3 +364,10 @@ fn the_signed_call_goes_first_with_its_answer() {
         ])
     );
 }
+
+#[test]
+fn declarations_written_in_are_the_body_serde_writes() {
+    let keys = ["contents", "tools", "generationConfig"];
+    let options = http::testing::full_options();
+    http::testing::check_declared_body::<Decode>(&options, &keys, None);
+}

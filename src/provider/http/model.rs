@@ -3,11 +3,14 @@
 
 use std::borrow::Cow;
 use std::marker::PhantomData;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use futures::stream::BoxStream;
 use serde::de::DeserializeOwned;
+use serde_json::Value;
 
-use super::{Decoder, Upstream};
+use super::{Decoder, Endpoint, Upstream};
+use crate::call::ToolSpec;
 use crate::ids::Ids;
 use crate::provider::{
     ModelOptions, ModelProvider, ModelRequest, ProviderError, ProviderEvent, StopReason, Usage,
@@ -19,30 +22,72 @@ pub trait ModelApi: Decoder<Event = ProviderEvent> {
     /// The path under the base URL.
     fn path(options: &ModelOptions) -> Cow<'static, str>;
 
-    /// The request body for `request`.
-    fn body(options: &ModelOptions, request: &ModelRequest) -> Result<Vec<u8>, ProviderError>;
+    /// How this API declares `tools`: the value of the body's `tools`.
+    fn tools(tools: &[ToolSpec]) -> Value;
+
+    /// The request body for `request`; `tools`, when the request has
+    /// tools, is [`ModelApi::tools`]'s JSON (`finish_body` writes it in).
+    fn body(
+        options: &ModelOptions,
+        request: &ModelRequest,
+        tools: Option<&[u8]>,
+    ) -> Result<Vec<u8>, ProviderError>;
 
     /// A decoder for one answer.
     fn decoder(ids: Ids) -> Self;
 }
 
+/// The last tool list declared, and its declarations' JSON.
+type Declared = (Arc<[ToolSpec]>, Arc<[u8]>);
+
 /// A model behind the HTTP API `A`.
+///
+/// What every request to it shares is made once: its URL, parsed, and the
+/// JSON of the tools' declarations, kept for as long as the turns' tool
+/// list is the same (the registry shares one list between turns). Both
+/// were made for each request before it could go upstream.
 pub struct HttpModel<A> {
     upstream: Upstream,
     options: ModelOptions,
     ids: Ids,
+    url: Endpoint,
+    declared: Mutex<Option<Declared>>,
     api: PhantomData<fn() -> A>,
 }
 
 impl<A: ModelApi> HttpModel<A> {
     pub fn new(upstream: Upstream, options: ModelOptions, ids: Ids) -> Self {
+        let url = Endpoint::from(upstream.url(&A::path(&options)));
         Self {
             upstream,
             options,
             ids,
+            url,
+            declared: Mutex::new(None),
             api: PhantomData,
         }
     }
+
+    /// The declarations' JSON of `tools`; `None` without tools.
+    fn declarations(&self, tools: &Arc<[ToolSpec]>) -> Result<Option<Arc<[u8]>>, ProviderError> {
+        if tools.is_empty() {
+            return Ok(None);
+        }
+        let mut declared = self.declared.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((list, json)) = &*declared
+            && Arc::ptr_eq(list, tools)
+        {
+            return Ok(Some(json.clone()));
+        }
+        let json: Arc<[u8]> = declarations::<A>(tools)?.into();
+        *declared = Some((tools.clone(), json.clone()));
+        Ok(Some(json))
+    }
+}
+
+/// The JSON `A` declares `tools` with.
+pub fn declarations<A: ModelApi>(tools: &[ToolSpec]) -> Result<Vec<u8>, ProviderError> {
+    serde_json::to_vec(&A::tools(tools)).map_err(|e| ProviderError::Request(e.to_string()))
 }
 
 impl<A: ModelApi> ModelProvider for HttpModel<A> {
@@ -50,10 +95,11 @@ impl<A: ModelApi> ModelProvider for HttpModel<A> {
         &self,
         request: ModelRequest,
     ) -> BoxStream<'static, Result<ProviderEvent, ProviderError>> {
-        let body = A::body(&self.options, &request);
-        let url = self.upstream.url(&A::path(&self.options));
+        let body = self
+            .declarations(&request.tools)
+            .and_then(|tools| A::body(&self.options, &request, tools.as_deref()));
         self.upstream
-            .stream(url, body, A::decoder(self.ids.clone()))
+            .stream(self.url.clone(), body, A::decoder(self.ids.clone()))
     }
 }
 

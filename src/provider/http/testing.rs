@@ -9,7 +9,17 @@ use crate::provider::{
 /// The body `A` makes of `request`, as JSON (`null` when it could not be
 /// built or read).
 pub fn body_of<A: ModelApi>(options: &ModelOptions, request: &ModelRequest) -> serde_json::Value {
-    serde_json::from_slice(&A::body(options, request).unwrap_or_default()).unwrap_or_default()
+    serde_json::from_slice(&body_bytes::<A>(options, request)).unwrap_or_default()
+}
+
+/// The bytes of the body `A` makes of `request` (empty when it could not
+/// be built), the tools declared as a request to the model declares them.
+pub fn body_bytes<A: ModelApi>(options: &ModelOptions, request: &ModelRequest) -> Vec<u8> {
+    let tools = match request.tools.is_empty() {
+        true => None,
+        false => super::model::declarations::<A>(&request.tools).ok(),
+    };
+    A::body(options, request, tools.as_deref()).unwrap_or_default()
 }
 
 /// `extraBody` from its pairs.
@@ -139,5 +149,45 @@ pub fn lone_call(
             },
         ] if args_of == id && end_of == id => Some((id, name, metadata.as_ref(), delta)),
         _ => None,
+    }
+}
+
+/// The body with the tools' declarations written in as bytes is the body
+/// serde_json writes for the same map with them as values: its keys are
+/// `keys`, in that order, it is compact, and `tools` is the declarations
+/// (or `replaced`, an extra `tools` the options set).
+pub fn check_declared_body<A: ModelApi>(
+    options: &ModelOptions,
+    keys: &[&str],
+    replaced: Option<&serde_json::Value>,
+) {
+    use crate::provider::UserContent;
+    let request = weather_request(vec![ModelMessage::User(vec![UserContent::Text(
+        "weather in \"Paris\"?".into(),
+    )])]);
+    let bytes = body_bytes::<A>(options, &request);
+    let body: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();
+    assert_eq!(
+        serde_json::to_vec(&body).unwrap_or_default(),
+        bytes,
+        "{}",
+        String::from_utf8_lossy(&bytes)
+    );
+    let order: Vec<&str> = body
+        .as_object()
+        .map(|o| o.keys().map(String::as_str).collect())
+        .unwrap_or_default();
+    assert_eq!(order, keys);
+    let declared = A::tools(&request.tools);
+    assert_eq!(body.get("tools"), Some(replaced.unwrap_or(&declared)));
+}
+
+/// Options that set every key the APIs know.
+pub fn full_options() -> ModelOptions {
+    ModelOptions {
+        model: "m".into(),
+        temperature: Some(0.5),
+        max_tokens: Some(100),
+        ..ModelOptions::default()
     }
 }

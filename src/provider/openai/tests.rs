@@ -183,3 +183,27 @@ fn history_becomes_chat_messages() {
         })
     );
 }
+
+#[test]
+fn declarations_written_in_are_the_body_serde_writes() {
+    let keys = [
+        "model",
+        "messages",
+        "stream",
+        "stream_options",
+        "tools",
+        "temperature",
+        "max_tokens",
+    ];
+    let options = http::testing::full_options();
+    http::testing::check_declared_body::<Decode>(&options, &keys, None);
+    // An extra `tools` takes their place; an extra key goes last.
+    let replaced = json!({"mine": true});
+    let options = ModelOptions {
+        extra_body: http::testing::extra_body([("tools", replaced.clone()), ("extra", 1.into())]),
+        ..options
+    };
+    let mut keys = keys.to_vec();
+    keys.push("extra");
+    http::testing::check_declared_body::<Decode>(&options, &keys, Some(&replaced));
+}
