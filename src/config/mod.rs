@@ -33,8 +33,8 @@ pub use model::{ModelConfig, ProviderKind};
 pub use sections::{
     AllowedToolsStorage, ApiKeyConfig, AuditConfig, AuthConfig, ConfirmationConfig, CorsConfig,
     DemoConfig, LimitsConfig, LiveConfig, McpConfig, MetricsConfig, OidcConfig, ProtocolConfig,
-    ServerConfig,
-    StoreConfig, StoreKind, StreamConfig, TelemetryConfig, ToolLimitConfig, ToolsConfig,
+    ServerConfig, StoreConfig, StoreKind, StreamConfig, TelemetryConfig, ToolLimitConfig,
+    ToolsConfig,
 };
 pub use settings::{
     AuthSettings, ConfirmationSettings, LiveSettings, McpSettings, MetricsSettings, ModelSettings,

@@ -32,9 +32,9 @@ use opentelemetry_http::HeaderExtractor;
 use serde_json::Value;
 
 use super::auth::Caller;
-use crate::identity::Identity;
 use super::{ApiError, HttpState, sse};
 use crate::confirm::Scope;
+use crate::identity::Identity;
 use crate::metrics::Transport;
 use crate::protocol::sse::Event;
 use input::RunAgentInput;
