@@ -1,13 +1,12 @@
 //! Who someone is, and how toolgate knows it: the source of a caller's
-//! principal, which travels with it into every decision and the audit log,
-//! and the least source a tool's approvers must have
-//! (`toolConfirmation.tools.<tool>.approverIdentity`).
+//! principal and the roles its identity brings, which travel with it into
+//! a decision made through the API or a `confirm` frame.
 
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-/// How toolgate knows who made a request, or that no person decided.
+/// How toolgate knows who made a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Source {
@@ -19,58 +18,6 @@ pub enum Source {
     Key,
     /// A bearer JWT the configured OpenID Connect issuer signed (`auth.oidc`).
     Oidc,
-    /// toolgate's own rules decided; no person did.
-    Policy,
-}
-
-/// `approverIdentity`: the least source an approver's identity must have,
-/// on a ladder `proxy-header` < `key` < `oidc`. A header is what a proxy
-/// asserts; a key is a secret toolgate checks, but may be shared; a token
-/// is a person the identity provider signed in, for a short while.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
-)]
-#[serde(rename_all = "kebab-case")]
-pub enum Verified {
-    ProxyHeader,
-    Key,
-    Oidc,
-}
-
-impl Source {
-    /// Whether an identity from this source is at least `least`. Nobody
-    /// anonymous, and no rule, ever is.
-    pub fn meets(self, least: Verified) -> bool {
-        let rung = match self {
-            Source::Anonymous | Source::Policy => return false,
-            Source::ProxyHeader => Verified::ProxyHeader,
-            Source::Key => Verified::Key,
-            Source::Oidc => Verified::Oidc,
-        };
-        rung >= least
-    }
-
-    /// The word the config and the audit log use.
-    pub fn word(self) -> &'static str {
-        match self {
-            Source::Anonymous => "anonymous",
-            Source::ProxyHeader => "proxy-header",
-            Source::Key => "key",
-            Source::Oidc => "oidc",
-            Source::Policy => "policy",
-        }
-    }
-}
-
-impl Verified {
-    /// The word the config uses.
-    pub fn word(self) -> &'static str {
-        match self {
-            Verified::ProxyHeader => "proxy-header",
-            Verified::Key => "key",
-            Verified::Oidc => "oidc",
-        }
-    }
 }
 
 /// Who a request is: its principal, how toolgate knows it, the roles the
@@ -101,81 +48,5 @@ impl Identity {
             roles: Arc::from([]),
             token: None,
         }
-    }
-
-    /// Who decided, as the audit log keeps it.
-    pub fn approver(&self) -> Approver {
-        Approver {
-            source: self.source,
-            principal: Some(self.principal.clone()),
-            issuer: self.token.as_ref().map(|t| t.issuer.clone()),
-            subject: self.token.as_ref().map(|t| t.subject.clone()),
-        }
-    }
-}
-
-/// Who made a decision and how toolgate knew them, as an audit event
-/// records it (`approver`): `{source: oidc, principal, issuer, subject}`,
-/// `{source: key, principal}`, or `{source: policy}` for a rule's.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Approver {
-    pub source: Source,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub principal: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub issuer: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub subject: Option<String>,
-}
-
-impl Approver {
-    /// toolgate's rules decided.
-    pub fn policy() -> Self {
-        Self {
-            source: Source::Policy,
-            principal: None,
-            issuer: None,
-            subject: None,
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_ladder_of_sources() {
-        use Source::*;
-        let cases = [
-            (Anonymous, [false, false, false]),
-            (Policy, [false, false, false]),
-            (ProxyHeader, [true, false, false]),
-            (Key, [true, true, false]),
-            (Oidc, [true, true, true]),
-        ];
-        for (source, meets) in cases {
-            let got =
-                [Verified::ProxyHeader, Verified::Key, Verified::Oidc].map(|l| source.meets(l));
-            assert_eq!(got, meets, "{source:?}");
-        }
-    }
-
-    #[test]
-    fn an_approver_as_the_audit_log_writes_it() {
-        let mut who = Identity::new("carol", Source::Oidc);
-        who.token = Some(Arc::new(Token {
-            issuer: "https://idp.example".into(),
-            subject: "c-1".into(),
-        }));
-        let json = serde_json::to_value(who.approver()).unwrap_or_default();
-        assert_eq!(
-            json,
-            serde_json::json!({"source": "oidc", "principal": "carol",
-                "issuer": "https://idp.example", "subject": "c-1"})
-        );
-        let json = serde_json::to_value(Approver::policy()).unwrap_or_default();
-        assert_eq!(json, serde_json::json!({"source": "policy"}));
     }
 }
