@@ -15,7 +15,7 @@ use std::borrow::Cow;
 
 use serde_json::{Map, Value};
 
-use super::QualifiedName;
+use super::{QualifiedName, ToolCall};
 
 /// What a masked value reads as.
 pub const MARKER: &str = "[redacted]";
@@ -121,6 +121,18 @@ impl Redaction {
         match self.masked(args, &at) {
             Some(masked) => Cow::Owned(masked),
             None => Cow::Borrowed(args),
+        }
+    }
+
+    /// `call` with its arguments masked: borrowed when nothing is.
+    pub fn mask_call<'a>(&self, call: &'a ToolCall) -> Cow<'a, ToolCall> {
+        match self.mask(&call.name, &call.args) {
+            Cow::Borrowed(_) => Cow::Borrowed(call),
+            Cow::Owned(args) => Cow::Owned(ToolCall {
+                id: call.id.clone(),
+                name: call.name.clone(),
+                args,
+            }),
         }
     }
 
