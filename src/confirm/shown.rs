@@ -101,7 +101,7 @@ impl Gate {
             Cow::Borrowed(_) => Cow::Borrowed(decision),
             Cow::Owned(args) => Cow::Owned(Decision::Approve {
                 payload: payload.clone(),
-                remember: remember.clone(),
+                remember: *remember,
                 approve_next: *approve_next,
                 edited: Some(args),
             }),

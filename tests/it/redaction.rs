@@ -185,3 +185,76 @@ toolConfirmation:
         }
     }
 }
+
+/// `process_payment` with its recipient sensitive and editable.
+async fn payments(protocol: &str) -> common::Server {
+    let yaml = format!(
+        "toolConfirmation:\n  protocol: {protocol}\n  tools:\n    process_payment:\n      editable: true\n      sensitive: [/recipient]\n"
+    );
+    common::Server::with_config(toolgate::Config::from_yaml(&yaml).must()).await
+}
+
+/// Native approvals: the call's input is masked, never streamed as the
+/// model writes it, and the approval sent back with the masked input as
+/// shown runs the real call.
+#[tokio::test]
+async fn a_native_approval_of_a_masked_call_runs_the_real_one() {
+    let server = payments("ai-sdk").await;
+    let first = server.says("chat-n", "Send 50 USD to Hanako").await;
+    assert!(!first.body.contains("Hanako"), "{}", first.body);
+    assert!(
+        first.of_type("tool-input-delta").is_empty(),
+        "{}",
+        first.body
+    );
+    let input = first.of_type("tool-input-available")[0].clone();
+    assert_eq!(input["input"]["recipient"], MARKER, "{}", first.body);
+    let question = first.of_type("tool-approval-request")[0].clone();
+    let answer = |recipient: &str| {
+        let mut shown = input["input"].clone();
+        shown["recipient"] = json!(recipient);
+        json!({
+            "id": "chat-n", "trigger": "submit-message",
+            "messages": [
+                {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "Send 50 USD to Hanako"}]},
+                {"id": first.of_type("start")[0]["messageId"], "role": "assistant", "parts": [
+                    {"type": "step-start"},
+                    {"type": "tool-process_payment", "toolCallId": question["toolCallId"],
+                     "input": shown, "state": "approval-responded",
+                     "approval": {"id": question["approvalId"], "approved": true}}
+                ]}
+            ]
+        })
+    };
+    // Another value where the mask was is another call: refused.
+    let other = server.chat(&answer("Mallory")).await;
+    assert_eq!(server.payments(), 0, "{}", other.body);
+    let paid = server.chat(&answer(MARKER)).await;
+    assert_eq!(server.payments(), 1, "{}", paid.body);
+    let output = paid.of_type("tool-output-available");
+    assert_eq!(output[0]["output"]["recipient"], "Hanako", "{}", paid.body);
+}
+
+/// An edit out of band keeps the real value of a masked field left as
+/// shown, takes a new one the approver wrote, and answers masked.
+#[tokio::test]
+async fn an_edit_keeps_a_masked_value_left_as_shown() {
+    let server = payments("adk").await;
+    for (chat, recipient, paid_to) in [("chat-e1", MARKER, "Hanako"), ("chat-e2", "Taro", "Taro")] {
+        let first = server.says(chat, "Send 50 USD to Hanako").await;
+        let asked = common::asked_call(&first);
+        assert_eq!(asked["args"]["recipient"], MARKER, "{}", first.body);
+        let id = first.of_type("tool-input-available")[0]["toolCallId"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        let edit = json!({"approved": true, "editedArgs": {"amount": 60, "currency": "USD", "recipient": recipient}});
+        let decided = server.decide(&id, edit.to_string()).await.json();
+        let outcome = &decided["outcome"];
+        assert_eq!(outcome["output"]["recipient"], paid_to, "{decided}");
+        assert_eq!(outcome["output"]["amount"], 60, "{decided}");
+        assert_eq!(outcome["ranWith"]["recipient"], MARKER, "{decided}");
+        assert_eq!(outcome["ranWith"]["amount"], 60, "{decided}");
+    }
+    assert_eq!(server.payments(), 2);
+}

@@ -11,10 +11,20 @@ fn redaction(defaults: bool, extra: &[&str], pointers: &[&str]) -> Redaction {
 
 const R: &str = MARKER;
 
+/// (tool, defaults on, extra names, pointers, arguments, as shown)
+type Case = (
+    &'static str,
+    bool,
+    &'static [&'static str],
+    &'static [&'static str],
+    Value,
+    Value,
+);
+
 #[test]
 fn masks_by_key_name_and_by_pointer() {
     #[rustfmt::skip]
-    let cases: &[(&str, bool, &[&str], &[&str], Value, Value)] = &[
+    let cases: &[Case] = &[
         // Nothing sensitive: the arguments as they are.
         ("pay", true, &[], &[], json!({"amount": 5, "to": "bob"}), json!({"amount": 5, "to": "bob"})),
         // Default names, any case and spelling, at any depth, any type.
