@@ -103,7 +103,7 @@ fn item(gate: &Gate, issued: &Issued, caller: &str, now: u64) -> serde_json::Val
             ConfirmationProtocol::Adk => "adk",
             ConfirmationProtocol::AiSdk => "ai-sdk",
         },
-        "originalFunctionCall": {"id": issued.call.id, "name": issued.call.name, "args": issued.call.args},
+        "originalFunctionCall": {"id": issued.call.id, "name": issued.call.name, "args": gate.shown_args(&issued.call)},
         "hint": issued.hint,
         "expiresAtMs": issued.expires_at_ms,
         // A browser's clock may differ from the server's.

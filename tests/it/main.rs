@@ -71,6 +71,7 @@ mod orphaned_claims;
 mod out_of_band;
 mod policy;
 mod providers;
+mod redaction;
 #[cfg(feature = "redis-server")]
 mod redis;
 mod remembered;
