@@ -35,16 +35,19 @@ function events(text) {
     .map((data) => JSON.parse(data));
 }
 
-const isQuestion = (chunk) =>
-  chunk.type === 'tool-input-available' && chunk.toolName === 'adk_request_confirmation';
+/** The chunk that asks, in each confirmation protocol. */
+const QUESTION = {
+  adk: (chunk) => chunk.type === 'tool-input-available' && chunk.toolName === 'adk_request_confirmation',
+  'ai-sdk': (chunk) => chunk.type === 'tool-approval-request',
+};
 
 /**
  * A proxy to toolgate that cuts the first turn's POST once its question
- * went through; it keeps, for each turn response (the POST, each GET read
- * on), the chunks it handed on, and resolves `reconnected` when a GET
- * read on answers 200.
+ * (the chunk `isQuestion` finds) went through; it keeps, for each turn
+ * response (the POST, each GET read on), the chunks it handed on, and
+ * resolves `reconnected` when a GET read on answers 200.
  */
-async function cuttingProxy() {
+async function cuttingProxy(isQuestion) {
   const seen = { posts: [], gets: [], cuts: 0 };
   let reconnected;
   seen.reconnected = new Promise((resolve) => {
@@ -127,11 +130,12 @@ async function open(t, problem, proxy, allow) {
   return { page, requests };
 }
 
-watchedFlow(
-  'workflow: a held turn cut by a proxy is read on from where it was; approved on the page, it runs once',
+for (const protocol of ['adk', 'ai-sdk']) watchedFlow(
+  `workflow (${protocol}): a held turn cut by a proxy is read on from where it was; approved on the page, it runs once`,
   open,
   async (open) => {
-    const proxy = await cuttingProxy();
+    const isQuestion = QUESTION[protocol];
+    const proxy = await cuttingProxy(isQuestion);
     try {
       // Chromium reports the cut response, and the transport says that the
       // POST's stream broke before it reads on: those, and nothing else.
@@ -140,6 +144,7 @@ watchedFlow(
         /^Error in chat POST stream/,
       ]);
       assert.equal(await page.getByLabel('Transport').inputValue(), 'workflow');
+      await page.getByLabel('Confirmation').selectOption(protocol);
       await page.getByLabel('Message').fill('Send 50 USD to Hanako');
       await page.getByLabel('Message').press('Enter');
       const card = page.getByTestId('approval-card');
@@ -152,20 +157,22 @@ watchedFlow(
       const whole = fetch(`${URL}/api/chat/${encodeURIComponent(chatId)}/stream`).then((r) => r.text());
       assert.equal(await card.count(), 1, 'the page goes on with the one card it had');
       assert.match(await card.innerText(), /Approve process_payment\?/);
-      await page.screenshot({ path: join(ARTIFACTS, 'workflow-1-card-after-cut.png'), fullPage: true });
+      await page.screenshot({ path: join(ARTIFACTS, `workflow-${protocol}-1-card-after-cut.png`), fullPage: true });
 
       await card.getByRole('button', { name: 'Approve', exact: true }).click();
       const payment = page.getByTestId('tool-process_payment');
       await payment.and(page.locator('[data-state="output-available"]')).waitFor();
       await page.locator('.message.assistant .text', { hasText: /Sent 50 USD to Hanako \(transaction tx-/ }).waitFor();
       await page.getByRole('button', { name: 'Send' }).waitFor();
-      assert.match(await page.getByTestId('answered').innerText(), /You approved process_payment/);
+      if (protocol === 'adk') {
+        assert.match(await page.getByTestId('answered').innerText(), /You approved process_payment/);
+      }
       assert.equal(await page.getByTestId('approval-card').count(), 0);
       // One answer, one payment, one text: nothing shown twice.
       assert.equal(await page.locator('.message.assistant').count(), 1);
       assert.equal(await payment.count(), 1);
       assert.equal(await page.locator('.message.assistant .text').count(), 1);
-      await page.screenshot({ path: join(ARTIFACTS, 'workflow-2-result.png'), fullPage: true });
+      await page.screenshot({ path: join(ARTIFACTS, `workflow-${protocol}-2-result.png`), fullPage: true });
 
       const { posts, gets, cuts } = proxy.seen;
       assert.equal(cuts, 1, 'the proxy cut the turn once');

@@ -17,8 +17,8 @@ use std::process::Command;
 use common::Binary;
 
 /// The flows of `frontend-demo/e2e/`: 12 in `demo.test.mjs`, 3 in
-/// `cross-origin.test.mjs`, 1 in `inbox.test.mjs`, 1 in `workflow.test.mjs`.
-const FLOWS: usize = 17;
+/// `cross-origin.test.mjs`, 1 in `inbox.test.mjs`, 2 in `workflow.test.mjs`.
+const FLOWS: usize = 18;
 
 #[test]
 fn the_demo_works_in_a_real_browser() {
