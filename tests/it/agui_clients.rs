@@ -16,7 +16,7 @@ use serde_json::Value;
 use tokio::process::Command;
 
 /// `agui-clients/`, with the client installed (or the test fails).
-fn clients() -> PathBuf {
+pub(crate) fn clients() -> PathBuf {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("agui-clients");
     assert!(
         dir.join("node_modules/@ag-ui/client").is_dir(),
@@ -27,12 +27,12 @@ fn clients() -> PathBuf {
 
 /// toolgate with callers named by `x-user`, payments editable, questions
 /// expiring after `expiry` seconds.
-struct Gate {
-    binary: Binary,
+pub(crate) struct Gate {
+    pub(crate) binary: Binary,
     _state: tempfile::TempDir,
 }
 
-fn gate(expiry: u64) -> Gate {
+pub(crate) fn gate(expiry: u64) -> Gate {
     let state = tempfile::tempdir().must();
     let db = state.path().join("toolgate.sqlite3");
     let yaml = format!(
@@ -72,9 +72,8 @@ impl Gate {
         serde_json::from_str(line).unwrap_or_else(|e| panic!("{scenario}: {e}: {stdout}"))
     }
 
-    /// How many of alice's payments were approved, as asked or edited
-    /// (and so ran).
-    async fn approved_payments(&self) -> usize {
+    /// Alice's audit log, oldest first.
+    pub(crate) async fn audit(&self) -> Vec<Value> {
         let response = reqwest::Client::new()
             .get(format!("{}/api/audit", self.binary.url))
             .header("x-user", "alice")
@@ -84,6 +83,15 @@ impl Gate {
         let body = response.text().await.unwrap_or_default();
         body.lines()
             .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .collect()
+    }
+
+    /// How many of alice's payments were approved, as asked or edited
+    /// (and so ran).
+    pub(crate) async fn approved_payments(&self) -> usize {
+        self.audit()
+            .await
+            .iter()
             .filter(|e| e["decision"] == "approved" || e["decision"] == "edited")
             .count()
     }
