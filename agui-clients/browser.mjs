@@ -108,18 +108,20 @@ async function thread(name, text, { approve, reason }) {
     await dialog.waitFor({ timeout: TIMEOUT });
     const asked = await dialog.locator(".interrupt").innerText();
     const toolBefore = await page.locator(".tool-call").first().innerText();
+    const statusAsked = await page.locator(".message.assistant").last().getAttribute("data-status");
     if (reason) await dialog.getByLabel("Reason").fill(reason);
     await dialog.getByRole("button", { name: approve ? "Approve" : "Deny" }).click();
     await page.locator(".tool-call output").first().waitFor({ timeout: TIMEOUT });
     await dialog.waitFor({ state: "detached", timeout: TIMEOUT });
-    // The resumed run's reply: the last assistant message's text.
-    const reply = page.locator(".message.assistant p").last();
-    await reply.waitFor({ timeout: TIMEOUT });
-    // The composer is idle again once the run is over.
-    await page.getByRole("button", { name: "Send" }).waitFor({ timeout: TIMEOUT });
+    // The resumed run is over: its message is complete, its text whole.
+    await page.locator('.message.assistant[data-status="complete"]').last().waitFor({ timeout: TIMEOUT });
     return {
       asked,
       toolBefore,
+      statusAsked,
+      // Each call once: the events and the run's messages snapshot agree
+      // on the message that carries it.
+      toolCalls: await page.locator(".tool-call").count(),
       result: await page.locator(".tool-call output").first().innerText(),
       texts: await page.locator(".message.assistant p").allInnerTexts(),
       requests: requests.map((r) => ({ threadId: r.threadId, runId: r.runId, resume: r.resume ?? null })),

@@ -89,6 +89,8 @@ fn resumed<'a>(thread: &'a Value, audit: &[Value]) -> &'a Value {
         "the confirmation says what runs: {thread}"
     );
     assert_eq!(thread["problems"], serde_json::json!([]), "{thread}");
+    assert_eq!(thread["statusAsked"], "requires-action", "{thread}");
+    assert_eq!(thread["toolCalls"], 1, "the call shows once: {thread}");
     &resume[0]["payload"]
 }
 
