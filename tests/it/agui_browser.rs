@@ -11,7 +11,7 @@
 //! Node.js, `npm ci --prefix agui-clients` and Chromium (`CHROMIUM`), and
 //! fails without them.
 
-use crate::agui_clients::{Gate, clients, gate};
+use crate::agui_clients::{Gate, clients, gate, printed};
 use crate::common::Must;
 
 use std::path::Path;
@@ -34,18 +34,11 @@ async fn in_the_browser(gate: &Gate) -> Value {
         Path::new(&chromium).exists(),
         "no Chromium at {chromium}: install Debian's `chromium` (scripts/test does) or set CHROMIUM"
     );
-    let output = Command::new("node")
-        .arg(dir.join("browser.mjs"))
+    let mut node = Command::new("node");
+    node.arg(dir.join("browser.mjs"))
         .args([&gate.binary.url, "alice"])
-        .env("CHROMIUM", &chromium)
-        .output()
-        .await
-        .must();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{stdout}\n{stderr}");
-    let line = stdout.lines().last().unwrap_or_default();
-    serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {stdout}\n{stderr}"))
+        .env("CHROMIUM", &chromium);
+    printed("browser.mjs", node).await
 }
 
 /// How many times the payment tool ran, by toolgate's own count.

@@ -59,17 +59,10 @@ toolConfirmation:
 impl Gate {
     /// `run.mjs` on `scenario` as alice: what the client saw.
     async fn scenario(&self, scenario: &str) -> Value {
-        let output = Command::new("node")
-            .arg(clients().join("run.mjs"))
-            .args([&self.binary.url, scenario])
-            .output()
-            .await
-            .must();
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert!(output.status.success(), "{scenario}: {stdout}\n{stderr}");
-        let line = stdout.lines().last().unwrap_or_default();
-        serde_json::from_str(line).unwrap_or_else(|e| panic!("{scenario}: {e}: {stdout}"))
+        let mut node = Command::new("node");
+        node.arg(clients().join("run.mjs"))
+            .args([&self.binary.url, scenario]);
+        printed(scenario, node).await
     }
 
     /// Alice's audit log, oldest first.
@@ -95,6 +88,17 @@ impl Gate {
             .filter(|e| e["decision"] == "approved" || e["decision"] == "edited")
             .count()
     }
+}
+
+/// What a Node program of `agui-clients/` printed last, as JSON; it must
+/// have succeeded.
+pub(crate) async fn printed(what: &str, mut node: Command) -> Value {
+    let output = node.output().await.must();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{what}: {stdout}\n{stderr}");
+    let line = stdout.lines().last().unwrap_or_default();
+    serde_json::from_str(line).unwrap_or_else(|e| panic!("{what}: {e}: {stdout}\n{stderr}"))
 }
 
 fn text(run: &Value) -> &str {
