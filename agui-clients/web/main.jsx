@@ -14,6 +14,7 @@ import {
   ComposerPrimitive,
   MessagePrimitive,
   ThreadPrimitive,
+  useAuiState,
 } from "@assistant-ui/react";
 import {
   useAgUiInterrupts,
@@ -48,9 +49,12 @@ function UserMessage() {
   );
 }
 
+/// An assistant message, with its status (`running`, `requires-action`
+/// while an interrupt waits, `complete`) on `data-status`.
 function AssistantMessage() {
+  const status = useAuiState((s) => s.message.status?.type);
   return (
-    <MessagePrimitive.Root className="message assistant">
+    <MessagePrimitive.Root className="message assistant" data-status={status}>
       <MessagePrimitive.Parts components={{ Text, tools: { Fallback: ToolCall } }} />
     </MessagePrimitive.Root>
   );
