@@ -255,3 +255,38 @@ fn config_check_wants_an_approver_identity_someone_can_have() {
     let typo = rule(&keys, "{approverIdentity: password}");
     assert!(toolgate::Config::from_yaml(&typo).is_err(), "{typo}");
 }
+
+#[tokio::test]
+async fn the_mcp_face_asks_in_the_client_only_a_user_known_as_the_tool_needs() {
+    use crate::mcp_face::{Client, is_error, pay, request_state, text_of};
+    let key = Key::ec("k1");
+    let issuer = Issuer::start(&[&key]).await;
+    let server = Server::from_yaml(&config(&issuer, "{approverIdentity: oidc}")).await;
+
+    // A key's user is not asked in the client, and an answer anyway decides nothing.
+    let by_key = Client::new(&server).with_header("authorization", "Bearer clerk-key");
+    let first = by_key.call("process_payment", pay(5), json!({})).await;
+    assert_eq!(first["result"]["resultType"], "input_required", "{first}");
+    assert_eq!(first["result"]["inputRequests"], Value::Null, "{first}");
+    let answer = json!({"requestState": request_state(&first),
+        "inputResponses": {"approval": {"action": "accept", "content": {"approve": true}}}});
+    let second = by_key.call("process_payment", pay(5), answer).await;
+    assert_eq!(second["result"]["resultType"], "input_required", "{second}");
+    assert_eq!(server.payments(), 0);
+
+    // Signed in, the same form approves, audited as the token's subject.
+    let token = key.sign(&issuer.claims("erin@example.com", &[]));
+    let signed_in = Client::new(&server).with_header("authorization", &format!("Bearer {token}"));
+    let first = signed_in.call("process_payment", pay(5), json!({})).await;
+    let form = &first["result"]["inputRequests"]["approval"];
+    assert_eq!(form["method"], "elicitation/create", "{first}");
+    let answer = json!({"requestState": request_state(&first),
+        "inputResponses": {"approval": {"action": "accept", "content": {"approve": true}}}});
+    let second = signed_in.call("process_payment", pay(5), answer).await;
+    assert!(!is_error(&second), "{second}");
+    assert!(text_of(&second).contains("completed"), "{second}");
+    assert_eq!(server.payments(), 1);
+    let approved = audited(&server, &token, "approved").await;
+    assert_eq!(approved[0]["approver"]["source"], "oidc", "{approved:?}");
+    assert_eq!(approved[0]["client"], "hand-client 1.2.3");
+}
