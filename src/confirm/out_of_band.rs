@@ -3,7 +3,6 @@
 //! decides in time.
 
 use std::borrow::Cow;
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -13,6 +12,7 @@ use super::pipeline::{Form, Reached, Who, settled};
 use super::records::as_ran;
 use super::{Answered, Decision, Gate, GateError, OutOfBand, Scope};
 use crate::call::ToolCall;
+use crate::identity::Identity;
 use crate::store::{Outcome, Status};
 
 /// How often a held turn looks whether its question was claimed by a
@@ -21,40 +21,20 @@ const LOOK_EVERY: Duration = Duration::from_secs(5);
 
 impl Gate {
     /// Decides a confirmation through the API rather than the chat: the
-    /// caller is authenticated as `principal`, so no signature or history
-    /// check applies. The same decision twice is fine; a different one is a
-    /// conflict. An approved call runs here, and the chat's next request
-    /// reports its outcome.
+    /// caller is authenticated as `who` (its roles and source count), so no
+    /// signature or history check applies. The same decision twice is
+    /// fine; a different one is a conflict. An approved call runs here, and
+    /// the chat's next request reports its outcome.
     pub async fn decide_out_of_band(
         &self,
-        principal: &str,
-        id: &str,
-        decision: Decision,
-    ) -> Result<OutOfBand, GateError> {
-        self.decide_out_of_band_with(principal, Arc::from([]), id, decision)
-            .await
-    }
-
-    /// [`Gate::decide_out_of_band`] by a caller whose identity brings
-    /// `roles` of its own (an OIDC token's groups, mapped), which count
-    /// beside `auth.roles` for this decision.
-    pub async fn decide_out_of_band_with(
-        &self,
-        principal: &str,
-        roles: Arc<[String]>,
+        who: &Identity,
         id: &str,
         decision: Decision,
     ) -> Result<OutOfBand, GateError> {
         let gate = self.clone();
-        let (principal, id) = (principal.to_owned(), id.to_owned());
-        self.to_the_end(async move {
-            let who = Who::Caller {
-                principal: &principal,
-                roles: &roles,
-            };
-            gate.decide_here(who, &id, decision).await
-        })
-        .await
+        let (who, id) = (who.clone(), id.to_owned());
+        self.to_the_end(async move { gate.decide_here(Who::Caller(&who), &id, decision).await })
+            .await
     }
 
     /// Decides as `who`, through the decision pipeline: the same checks,

@@ -332,6 +332,10 @@ impl Policy {
         Approvers {
             listed: escalated.map_or(&rule.approvers, |e| &e.approvers),
             distinct: rule.require_distinct_approver,
+            // The stricter holds: an escalation never lowers the bar.
+            least: rule
+                .approver_identity
+                .max(escalated.and_then(|e| e.approver_identity)),
         }
     }
 

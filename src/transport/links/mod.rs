@@ -98,7 +98,7 @@ pub(super) async fn decide(
     let caller = Caller::from_headers(&state, &headers)
         .await
         .ok()
-        .map(|caller| caller.principal);
+        .map(Caller::into_identity);
     let body = small_body(&headers, body).await?;
     let decision = decision(&body, link.decision)?;
     let id = link.confirmation_id;
