@@ -61,7 +61,7 @@ pub struct BadPointer {
 /// pointers.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Redaction {
-    /// Compared as [`normal`] makes them.
+    /// Each as `normal` makes it.
     keys: Vec<String>,
     /// Per tool (by qualified name), each pointer's unescaped segments.
     tools: Vec<(QualifiedName, Vec<Vec<String>>)>,
