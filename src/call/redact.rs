@@ -61,7 +61,7 @@ pub struct BadPointer {
 /// pointers.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Redaction {
-    /// Compared as [`normal`] makes them.
+    /// Each as `normal` makes it.
     keys: Vec<String>,
     /// Per tool (by qualified name), each pointer's unescaped segments.
     tools: Vec<(QualifiedName, Vec<Vec<String>>)>,
@@ -161,10 +161,14 @@ impl Redaction {
     }
 
     /// Whether the value under `key` is masked: its name, or a pointer
-    /// that ends at it.
+    /// that ends at it. Compared without allocating: the encoder asks this
+    /// of every argument of every call.
     fn hides(&self, key: &str, at: &[&[String]]) -> bool {
         at.iter().any(|p| p.len() == 1 && p[0] == key)
-            || (!self.keys.is_empty() && self.keys.binary_search(&normal(key)).is_ok())
+            || self
+                .keys
+                .iter()
+                .any(|name| normalized(key).eq(name.chars()))
     }
 
     /// The masked copy of `value`, or `None` when nothing in it is masked.
@@ -186,6 +190,12 @@ impl Redaction {
             Value::Array(items) => {
                 let mut copy: Option<Vec<Value>> = None;
                 for (index, inner) in items.iter().enumerate() {
+                    if at.is_empty() {
+                        if let Some(masked) = self.masked(inner, &[]) {
+                            copy.get_or_insert_with(|| items.clone())[index] = masked;
+                        }
+                        continue;
+                    }
                     let key = index.to_string();
                     let masked = match at.iter().any(|p| p.len() == 1 && p[0] == key) {
                         true if !inner.is_null() && inner.as_str() != Some(MARKER) => {
@@ -265,11 +275,14 @@ fn with_changes(map: &Map<String, Value>, changed: Vec<(&String, Value)>) -> Opt
 }
 
 /// A key name as compared: lowercase, without `_`, `-`, `.` or spaces.
-fn normal(key: &str) -> String {
+fn normalized(key: &str) -> impl Iterator<Item = char> + '_ {
     key.chars()
         .filter(|c| !matches!(c, '_' | '-' | '.' | ' '))
         .flat_map(char::to_lowercase)
-        .collect()
+}
+
+fn normal(key: &str) -> String {
+    normalized(key).collect()
 }
 
 /// An RFC 6901 pointer's unescaped segments; it must name a field.
