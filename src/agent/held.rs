@@ -93,7 +93,11 @@ impl Agent {
     ) -> BoxStream<'static, UiChunk> {
         async_stream::stream! {
             let mut turn = Turn {
-                encoder: TurnEncoder::new(self.ids.clone(), self.denied_as),
+                encoder: TurnEncoder::new(
+                    self.ids.clone(),
+                    self.denied_as,
+                    self.gate.redaction().clone(),
+                ),
                 tools: None,
                 // Only toolgate's own turn is held in the turn log.
                 engine: Engine::Own,

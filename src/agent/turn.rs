@@ -77,7 +77,11 @@ impl Turn {
         };
         Self {
             engine,
-            encoder: TurnEncoder::new(agent.ids.clone(), agent.denied_as),
+            encoder: TurnEncoder::new(
+                agent.ids.clone(),
+                agent.denied_as,
+                agent.gate.redaction().clone(),
+            ),
             tools: None,
             agent,
             scope,

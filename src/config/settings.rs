@@ -194,6 +194,7 @@ impl Settings {
             &confirmation.tool_policies,
             confirmation.tools.clone(),
         )
+        .and_then(|policy| policy.with_redaction(&confirmation.redaction))
         .map_err(ConfigError::Policy)?;
         let notify = crate::notify::plan(
             &confirmation.notify,

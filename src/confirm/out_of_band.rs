@@ -2,6 +2,7 @@
 //! socket's `confirm` frame), and what a held question becomes when nobody
 //! decides in time.
 
+use std::borrow::Cow;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -48,7 +49,24 @@ impl Gate {
         let reached = self
             .decide_question(Form::OutOfBand(who), id, &decision)
             .await?;
-        Ok(match reached {
+        // The answer goes to a person: the arguments an edit ran with, masked.
+        let tool = match &reached {
+            Reached::Earlier { call, .. }
+            | Reached::Won {
+                answered:
+                    Answered::Running { call, .. }
+                    | Answered::Client { call }
+                    | Answered::Recorded { call, .. },
+                ..
+            } => Some(call.name.clone()),
+            Reached::Won {
+                answered: Answered::Rejected(_),
+                ..
+            }
+            | Reached::NotFound
+            | Reached::Refused { .. } => None,
+        };
+        let answer = match reached {
             Reached::NotFound => OutOfBand::NotFound,
             Reached::Refused { refusal, why } => match refusal {
                 Refusal::NotApprover(_) => OutOfBand::Forbidden(why),
@@ -68,6 +86,15 @@ impl Gate {
                     ran_with: None,
                 },
             }),
+        };
+        Ok(match (answer, tool) {
+            (OutOfBand::Decided(outcome), Some(tool)) => {
+                OutOfBand::Decided(match self.shown_outcome(&tool, &outcome) {
+                    Cow::Borrowed(_) => outcome,
+                    Cow::Owned(shown) => shown,
+                })
+            }
+            (answer, _) => answer,
         })
     }
 

@@ -56,6 +56,11 @@ pub struct ToolRule {
     /// Who is told when this tool asks, instead of `toolConfirmation.notify`
     /// (`[]`: nobody). Delivered by `notify`, not decided here.
     pub notify: Option<Vec<NotifyTarget>>,
+    /// JSON pointers (`/card/number`) to argument values no person is
+    /// shown: masked in cards, the API, the inbox, notifications, links'
+    /// pages and traces, beside the key names masked everywhere
+    /// (`toolConfirmation.redaction`). The tool still gets them.
+    pub sensitive: Vec<String>,
 }
 
 /// One place a question is announced (`toolConfirmation.notify`): exactly
@@ -68,6 +73,28 @@ pub struct NotifyTarget {
     pub webhook: Option<String>,
     pub secret_env: Option<String>,
     pub slack: Option<String>,
+}
+
+/// `toolConfirmation.redaction`: the key names whose values are masked in
+/// every call's arguments, wherever they appear.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct RedactionConfig {
+    /// Whether the default names (`password`, `token`, `authorization`,
+    /// `apiKey`, `secret` and the like) are masked.
+    pub defaults: bool,
+    /// More key names, compared as the defaults are: without case and
+    /// without `_`, `-`, `.` or spaces.
+    pub keys: Vec<String>,
+}
+
+impl Default for RedactionConfig {
+    fn default() -> Self {
+        Self {
+            defaults: true,
+            keys: Vec::new(),
+        }
+    }
 }
 
 /// `tools.<tool>.onNewMessage`.

@@ -69,7 +69,8 @@ pub(super) async fn one(
     let Some(question) = gate.question_for(&caller.identity(), &id).await? else {
         return Err(ApiError::NotFound(format!("no confirmation `{id}`")));
     };
-    let issued = &question.issued;
+    let shown = gate.shown_issued(&question.issued);
+    let issued = &*shown;
     let (status, outcome) = match &question.standing {
         Standing::Open => ("open", None),
         Standing::Deciding => ("deciding", None),

@@ -104,7 +104,7 @@ fn item(gate: &Gate, issued: &Issued, who: &Identity, now: u64) -> serde_json::V
             ConfirmationProtocol::Adk => "adk",
             ConfirmationProtocol::AiSdk => "ai-sdk",
         },
-        "originalFunctionCall": {"id": issued.call.id, "name": issued.call.name, "args": issued.call.args},
+        "originalFunctionCall": {"id": issued.call.id, "name": issued.call.name, "args": gate.shown_args(&issued.call)},
         "hint": issued.hint,
         "expiresAtMs": issued.expires_at_ms,
         // A browser's clock may differ from the server's.

@@ -67,7 +67,8 @@ impl Gate {
         decision: &Decision,
     ) -> Result<Reached, GateError> {
         if let Form::Chat { scope, answer, who } = form
-            && let Err(refusal) = check::sealed(self.signer.as_ref(), answer, scope)
+            && let Err(refusal) =
+                check::sealed(self.signer.as_ref(), &self.answer_as_shown(answer), scope)
         {
             return Ok(self.refused_in_chat(scope, answer, who, refusal).await);
         }
@@ -81,6 +82,21 @@ impl Gate {
                 Form::OutOfBand(who) => self.not_found(who, id).await,
             });
         };
+        // What came back as it was shown: the masked values are the issued ones.
+        let unmasked;
+        let form = match form {
+            Form::Chat { scope, answer, who } => {
+                unmasked = self.unmasked_answer(answer, &issued);
+                Form::Chat {
+                    scope,
+                    answer: &unmasked,
+                    who,
+                }
+            }
+            Form::OutOfBand(who) => Form::OutOfBand(who),
+        };
+        let restored = self.unmasked_decision(decision, &issued);
+        let decision = &*restored;
         // A chat's answer is judged in its chat; any other in the question's.
         let own;
         let scope = match form {

@@ -100,7 +100,7 @@ fn events(
         };
         let trace = HeaderExtractor(&headers);
         let asker = state.asker(&who);
-        let started = turns.start(request, asker, Transport::Sse, &trace).await;
+        let started = turns.start(request, asker, Transport::Agui, &trace).await;
         let reader = match started {
             Ok((_, reader)) => reader,
             Err(e) => {

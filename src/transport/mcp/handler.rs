@@ -202,7 +202,8 @@ impl McpFace {
 
     fn form(&self, issued: &Issued) -> Result<rmcp::model::ElicitRequestParams, McpError> {
         let may_remember = self.calls.gate.may_remember(&issued.call);
-        wire::form(issued, may_remember).map_err(|e| McpError::internal_error(e, None))
+        let shown = self.calls.gate.shown_issued(issued);
+        wire::form(&shown, may_remember).map_err(|e| McpError::internal_error(e, None))
     }
 
     /// An older session whose client can elicit: asks it, and decides as
