@@ -11,7 +11,7 @@ use crate::call::QualifiedName;
 use crate::call::{Fingerprint, ToolCall};
 use crate::identity::{Approver, Identity, Source};
 use crate::metrics::Confirmation;
-use crate::store::{AuditDecision, AuditEvent, AuditPage, Outcome};
+use crate::store::{AuditDecision, AuditEvent, AuditPage, Issued, Outcome};
 use crate::telemetry::DECISIONS;
 
 tokio::task_local! {
@@ -174,9 +174,52 @@ impl Gate {
         self.metrics.confirmation(tool, outcome);
     }
 
+    /// Who decided `issued` and how toolgate knew them, as the audit log
+    /// says: the approver of the last event that ended it, among the first
+    /// [`DECIDED_WITHIN`] events of its chat from when it was asked. `None`
+    /// while it is open, or for a decision audited before toolgate kept
+    /// approvers.
+    pub async fn decided_by(&self, issued: &Issued) -> Result<Option<Approver>, GateError> {
+        let events = self
+            .store
+            .audit_log(AuditPage {
+                principal: &issued.principal,
+                chat_id: Some(&issued.chat_id),
+                since_ms: issued.issued_at_ms,
+                limit: DECIDED_WITHIN,
+            })
+            .await?;
+        let ended = events.into_iter().rev().find(|event| {
+            event.confirmation_id.as_deref() == Some(issued.id.as_str()) && ends(event.decision)
+        });
+        Ok(ended.and_then(|event| event.approver))
+    }
+
     /// The events of the audit log `page` names.
     pub async fn audit_log(&self, page: AuditPage<'_>) -> Result<Vec<AuditEvent>, GateError> {
         Ok(self.store.audit_log(page).await?)
+    }
+}
+
+/// How many of a chat's audit events [`Gate::decided_by`] reads.
+const DECIDED_WITHIN: usize = 10_000;
+
+/// Whether an event of `decision` ends the question it is about.
+fn ends(decision: AuditDecision) -> bool {
+    match decision {
+        AuditDecision::Approved
+        | AuditDecision::Edited
+        | AuditDecision::Rejected
+        | AuditDecision::Responded
+        | AuditDecision::Denied
+        | AuditDecision::Expired
+        | AuditDecision::Cancelled => true,
+        AuditDecision::Allowed
+        | AuditDecision::Asked
+        | AuditDecision::Refused
+        | AuditDecision::Replayed
+        | AuditDecision::Revoked
+        | AuditDecision::Notified => false,
     }
 }
 

@@ -89,6 +89,10 @@ pub(super) async fn one(
     });
     if let Some(outcome) = outcome {
         body["outcome"] = serde_json::json!(outcome);
+        // Who decided and how toolgate knew them (the audit log's `approver`).
+        if let Some(approver) = gate.decided_by(issued).await? {
+            body["approver"] = serde_json::json!(approver);
+        }
     }
     Ok(axum::Json(body).into_response())
 }

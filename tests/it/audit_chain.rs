@@ -108,6 +108,21 @@ async fn a_servers_log_exports_verifies_and_names_each_tampering() {
     assert!(!ok);
     assert_contains(&said, "broken at line 3 (seq 3): its hash does not match");
 
+    // Who decided is in the export, and covered: one approved as
+    // someone else is named.
+    let approved = lines
+        .iter()
+        .position(|l| l.contains(r#""decision":"approved""#));
+    let approved = approved.unwrap_or_else(|| panic!("no approval in {lines:?}"));
+    let by = r#""approver":{"source":"anonymous","principal":"anonymous"}"#;
+    assert_contains(&lines[approved], by);
+    let mut forged = lines.clone();
+    forged[approved] =
+        forged[approved].replacen(r#""source":"anonymous""#, r#""source":"oidc""#, 1);
+    let (ok, said) = verify(dir, "forged.jsonl", &forged, &public);
+    assert!(!ok);
+    assert_contains(&said, &format!("broken at line {}", approved + 1));
+
     let mut swapped = lines.clone();
     swapped.swap(1, 2);
     let (ok, said) = verify(dir, "swapped.jsonl", &swapped, &public);

@@ -111,6 +111,10 @@ async fn an_oidc_approvers_decision_is_audited_with_its_source_and_subject() {
     );
     let asked = audited(&server, &clerk, "asked").await;
     assert_eq!(asked[0]["approver"], json!({"source": "policy"}));
+    // The asker's card learns who decided, and how toolgate knew them.
+    let card = get(&server, &path, &clerk).await.json();
+    assert_eq!(card["status"], "decided", "{card}");
+    assert_eq!(card["approver"], approved[0]["approver"], "{card}");
 }
 
 #[tokio::test]
