@@ -48,6 +48,7 @@ fn approve(edited: Option<Value>) -> Decision {
         remember: None,
         approve_next: None,
         edited,
+        grant: None,
     }
 }
 
