@@ -4,14 +4,12 @@
 //! with their state and revoked (audited).
 
 use serde::Serialize;
-use serde_json::Value;
 
-use super::audit::Note;
 use super::check;
 use super::{Gate, GateError, Scope};
 use crate::call::{QualifiedName, ToolCall};
 use crate::protocol::grant::GrantScope;
-use crate::store::{AuditDecision, Grant, GrantState};
+use crate::store::{Grant, GrantState};
 
 /// A grant as the API lists it: the record and where it stands now.
 #[derive(Debug, Clone, Serialize)]
@@ -128,17 +126,9 @@ impl Gate {
         if !self.remembered.revoke_grant(principal, id, now).await? {
             return Ok(Revoked::Ended(GrantState::Revoked));
         }
-        let scope = Scope {
-            chat_id: grant.chat_id.unwrap_or_default(),
-            principal: principal.to_owned(),
-        };
-        let tool = ToolCall {
-            id: String::new(),
-            name: grant.tool,
-            args: Value::Null,
-        };
-        let note = Note::new(AuditDecision::Revoked, &scope, &tool).by(by);
-        self.note(note.on(Some(id))).await;
+        let chat_id = grant.chat_id.unwrap_or_default();
+        self.note_revoked(principal, chat_id, grant.tool, id, by)
+            .await;
         Ok(Revoked::Now)
     }
 }

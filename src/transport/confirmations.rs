@@ -129,11 +129,7 @@ pub(super) async fn revoke(
 ) -> Result<Response, ApiError> {
     crate::protocol::message::check_id("approval id", &id)?;
     let principal = caller.subject(query.principal)?;
-    let by = if caller.principal == principal {
-        "user".to_owned()
-    } else {
-        format!("operator {}", caller.principal)
-    };
+    let by = revoker(&caller, &principal);
     match state.agent.gate.revoke(&principal, &id, by).await? {
         true => Ok(StatusCode::NO_CONTENT.into_response()),
         false => Err(ApiError::NotFound(format!("no remembered approval `{id}`"))),
@@ -162,11 +158,7 @@ pub(super) async fn revoke_grant(
 ) -> Result<Response, ApiError> {
     crate::protocol::message::check_id("grant id", &id)?;
     let principal = caller.subject(query.principal)?;
-    let by = if caller.principal == principal {
-        "user".to_owned()
-    } else {
-        format!("operator {}", caller.principal)
-    };
+    let by = revoker(&caller, &principal);
     match state.agent.gate.revoke_grant(&principal, &id, by).await? {
         Revoked::Now => Ok(StatusCode::NO_CONTENT.into_response()),
         Revoked::NotFound => Err(ApiError::NotFound(format!("no grant `{id}`"))),
@@ -174,5 +166,15 @@ pub(super) async fn revoke_grant(
             "grant `{id}` is already {}",
             ended.word()
         ))),
+    }
+}
+
+/// Who revokes `principal`'s grant, for the audit log: the user, or an
+/// operator by name.
+fn revoker(caller: &Caller, principal: &str) -> String {
+    if caller.principal == principal {
+        "user".to_owned()
+    } else {
+        format!("operator {}", caller.principal)
     }
 }
