@@ -300,3 +300,25 @@ async fn a_grant_revoked_on_one_instance_decides_nothing_on_another() {
     assert!(!runs(&b, "chat-d", "Send 10 USD to Bob").await);
     assert_eq!(grants(&b, "alice").await[0]["state"], "revoked");
 }
+
+/// `/live`'s `confirm` frame carries a grant as the API does.
+#[tokio::test]
+async fn a_grant_is_given_in_a_live_confirm_frame() {
+    use crate::common::ws::{asking, send, until_end};
+
+    let server = Server::start().await;
+    let (mut socket, mut frames) = asking(&server, "chat-hold").await;
+    let grant = json!({"pins": {"recipient": "Hanako"}, "uses": 1});
+    send(
+        &mut socket,
+        json!({"type": "confirm", "confirmationId": "adk-3", "confirmed": true,
+               "grant": grant, "requestId": "r1"}),
+    )
+    .await;
+    until_end(&mut socket, &mut frames, "r1").await;
+    assert_eq!(server.payments(), 1);
+    assert!(runs(&server, "chat-hold", "Send 5 USD to Hanako").await);
+    assert!(!runs(&server, "chat-hold", "Send 5 USD to Hanako").await);
+    let mine = grants(&server, "anonymous").await;
+    assert_eq!(mine[0]["state"], "redeemed", "{mine}");
+}
