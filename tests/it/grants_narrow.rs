@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::common::{self, Must, Reply, Server, asked};
+use crate::common::{self, Reply, Server, asked};
 use crate::grants::{FOUR_EYES, as_user, decide, open_question, says, server_config, status};
 
 const USERS: &str = "auth: {principalHeader: X-User}\n";
@@ -273,6 +273,8 @@ async fn a_grant_never_widens_who_approves_nor_what_was_shown() {
 #[cfg(feature = "redis-server")]
 #[tokio::test]
 async fn a_grant_revoked_on_one_instance_decides_nothing_on_another() {
+    use crate::common::Must;
+
     let url = std::env::var("TOOLGATE_TEST_REDIS_URL").unwrap_or_default();
     let prefix = format!("test-{}:", uuid::Uuid::new_v4().simple());
     let instance = || async {
