@@ -154,8 +154,13 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Workload::W3 { streams } => {
-            let config = "store:\n  kind: memory\nmodel:\n  deltaDelayMs: 1000\nstream:\n  maxTurnsPerUser: 1000000\n  maxTurns: 1000000\n";
-            let toolgate = Target::toolgate(cli.url, config, pin)?;
+            // Every stream comes from this one address: the default cap per
+            // peer (a quarter of the connection cap) would close the rest.
+            let config = format!(
+                "store:\n  kind: memory\nmodel:\n  deltaDelayMs: 1000\nstream:\n  maxTurnsPerUser: 1000000\n  maxTurns: 1000000\nserver:\n  maxConnectionsPerPeer: {}\n",
+                streams + 64
+            );
+            let toolgate = Target::toolgate(cli.url, &config, pin)?;
             let per = held_streams(&toolgate, streams, "/stream").await?;
             let baseline = Target::spawn_self(&["baseline"], pin)?;
             let bare = held_streams(&baseline, streams, "/hold").await?;

@@ -5,10 +5,12 @@
 //! toolgate's.
 
 pub mod fingerprint;
+pub mod redact;
 
 use std::fmt;
 
 pub use fingerprint::Fingerprint;
+pub use redact::Redaction;
 
 use serde_json::Value;
 

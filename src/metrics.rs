@@ -29,6 +29,8 @@ pub enum Transport {
     Live,
     /// `/mcp` and `toolgate mcp`: each `tools/call` of an MCP client.
     Mcp,
+    /// `POST /ag-ui`: each AG-UI run.
+    Agui,
 }
 
 impl Transport {
@@ -37,6 +39,7 @@ impl Transport {
             Transport::Sse => "sse",
             Transport::Live => "live",
             Transport::Mcp => "mcp",
+            Transport::Agui => "agui",
         }
     }
 }
@@ -181,7 +184,7 @@ struct Inner {
     turns: Family<TurnLabels, Counter>,
     turn_duration: Histogram,
     /// One gauge per transport, made once.
-    open: [Gauge; 3],
+    open: [Gauge; 4],
     first_chunk: Histogram,
     overhead: Histogram,
     confirmations: Family<ConfirmationLabels, Counter>,
@@ -217,7 +220,13 @@ impl Metrics {
             registry: Registry::default(),
             turns: Family::default(),
             turn_duration: latency(),
-            open: [Transport::Sse, Transport::Live, Transport::Mcp].map(|t| {
+            open: [
+                Transport::Sse,
+                Transport::Live,
+                Transport::Mcp,
+                Transport::Agui,
+            ]
+            .map(|t| {
                 streams.get_or_create_owned(&TransportLabel {
                     transport: t.as_str(),
                 })

@@ -202,6 +202,23 @@ flow('AI SDK approvals: the native card, approved and denied', async (open) => {
   await payment(page).and(page.locator('[data-state="output-denied"]')).waitFor();
   await assistantSays(page, /denied/);
   await shot(page, 'native-2-results');
+  // What an approval component (AI Elements' Confirmation) reads from each
+  // tool part once the turn is over: its state, and the approval with the
+  // answer and the reason (docs/guides/frontends.md).
+  const parts = await page.waitForFunction(() => {
+    const chat = JSON.parse(localStorage.getItem('toolgate-demo:chat'));
+    const messages = JSON.parse(localStorage.getItem(`toolgate-demo:messages:${chat}`) ?? '[]');
+    const found = messages
+      .flatMap((m) => m.parts)
+      .filter((p) => p.type === 'tool-process_payment')
+      .map(({ state, approval }) => ({ state, approved: approval?.approved, reason: approval?.reason, id: approval?.id }));
+    return found.length === 2 && found[1].state === 'output-denied' ? found : undefined;
+  });
+  const [approved, denied] = await parts.jsonValue();
+  assert.match(approved.id, /^approval-/);
+  assert.match(denied.id, /^approval-/);
+  assert.deepEqual({ ...approved, id: undefined }, { state: 'output-available', approved: true, reason: undefined, id: undefined });
+  assert.deepEqual({ ...denied, id: undefined }, { state: 'output-denied', approved: false, reason: 'no', id: undefined });
 });
 
 flow('edited arguments run as edited; remember skips the next question', async (open) => {

@@ -61,6 +61,7 @@ export function App() {
             >
               <option value="sse">SSE (/stream)</option>
               <option value="ws">WebSocket (/live)</option>
+              <option value="workflow">Workflow (resumable, /api/chat)</option>
             </select>
           </label>
           <label>

@@ -9,11 +9,13 @@ import {
 } from 'ai';
 import { useEffect, useMemo, useRef, useState, type FormEvent } from 'react';
 import {
+  decide,
   describeApprovers,
   followInbox,
   listTools,
   openConfirmations,
   question,
+  type ApiDecision,
   type OpenConfirmation,
   type ToolInfo,
 } from './api';
@@ -72,18 +74,39 @@ export function Chat({
 
   const pending = pendingIds(messages);
   const details = useDetails(chatId, settings.apiKey, pending);
+  // A held turn (the workflow transport) is still streaming while its
+  // question is open, and useChat sends nothing then: the card decides
+  // through the API, and the turn goes on in the same stream.
+  const [refused, setRefused] = useState<string>();
+  const decideHeld = (id: string, decision: ApiDecision) => {
+    void decide(id, decision, settings.apiKey).then(
+      () => {
+        setRefused(undefined);
+      },
+      (e: unknown) => {
+        setRefused(e instanceof Error ? e.message : String(e));
+      },
+    );
+  };
+  const held = settings.transport === 'workflow';
   const answerers: Answerers = {
     pending: new Set(pending),
     details: details.byId,
     detailsLoaded: details.loaded,
     detailsError: details.error,
-    answerAdk: (toolCallId, { approved, reason, remember, editedArgs }) =>
-      void addToolOutput({
-        tool: 'adk_request_confirmation',
-        toolCallId,
-        output: { confirmed: approved, reason, remember, editedArgs },
-      }),
-    answerNative: (id, { approved, reason }) => void addToolApprovalResponse({ id, approved, reason }),
+    answerAdk: (toolCallId, { approved, reason, remember, editedArgs }) => {
+      if (held) decideHeld(toolCallId, { approved, reason, remember, editedArgs });
+      else
+        void addToolOutput({
+          tool: 'adk_request_confirmation',
+          toolCallId,
+          output: { confirmed: approved, reason, remember, editedArgs },
+        });
+    },
+    answerNative: (id, { approved, reason }) => {
+      if (held) decideHeld(id, { approved, reason });
+      else void addToolApprovalResponse({ id, approved, reason });
+    },
     lookup: (id) => question(id, settings.apiKey),
     answerClient: (tool, toolCallId, result) =>
       void ('errorText' in result
@@ -150,6 +173,19 @@ export function Chat({
               Dismiss
             </button>
           </span>
+        </div>
+      )}
+      {!error && refused && (
+        <div className="banner" role="alert">
+          <span>Your answer was not taken: {refused}</span>
+          <button
+            type="button"
+            onClick={() => {
+              setRefused(undefined);
+            }}
+          >
+            Dismiss
+          </button>
         </div>
       )}
       {!error && unsent && (

@@ -35,6 +35,8 @@ export function describeApprovers(approvers: string[]): string {
 export type ApiDecision = {
   approved: boolean;
   reason?: string;
+  /** Don't ask again for this tool: in this chat, in every chat, or in every chat for a while. */
+  remember?: 'session' | 'global' | { scope: 'window'; minutes: number };
   editedArgs?: Record<string, unknown>;
   payload?: unknown;
 };

@@ -2,7 +2,11 @@ import type { UIMessage } from 'ai';
 
 /** How this page talks to toolgate; kept in localStorage. */
 export type Settings = {
-  transport: 'sse' | 'ws';
+  /**
+   * `workflow`: `@ai-sdk/workflow`'s WorkflowChatTransport to `/api/chat`,
+   * the turn held open and read on from where it was when cut.
+   */
+  transport: 'sse' | 'ws' | 'workflow';
   /** `adk`: an `adk_request_confirmation` tool call; `ai-sdk`: native approvals. */
   protocol: 'adk' | 'ai-sdk';
   /** Needed only when the server has `auth.apiKeys`. */
@@ -32,10 +36,16 @@ function write(key: string, value: unknown) {
   }
 }
 
+function isTransport(value: unknown): value is Settings['transport'] {
+  return value === 'sse' || value === 'ws' || value === 'workflow';
+}
+
+/** The saved settings; `?transport=` in the page's address overrides the saved transport. */
 export function loadSettings(): Settings {
   const saved = read<Partial<Settings>>(SETTINGS) ?? {};
+  const asked = new URLSearchParams(location.search).get('transport');
   return {
-    transport: saved.transport === 'ws' ? 'ws' : 'sse',
+    transport: isTransport(asked) ? asked : isTransport(saved.transport) ? saved.transport : 'sse',
     protocol: saved.protocol === 'ai-sdk' ? 'ai-sdk' : 'adk',
     apiKey: typeof saved.apiKey === 'string' ? saved.apiKey : '',
   };

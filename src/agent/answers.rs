@@ -73,7 +73,7 @@ impl Turn {
                 let adk = answer.protocol == ConfirmationProtocol::Adk;
                 // The gate's futures (a store's among them) are boxed: inline
                 // they would make every turn's state as large as the largest.
-                match Box::pin(gate.check_answer(&self.scope, &answer)).await {
+                match Box::pin(gate.check_answer(&self.scope, &self.known, &answer)).await {
                     Ok(Answered::Rejected(error_text)) => {
                         // ADK: on the confirmation part; native: on the call's own part.
                         let tool_call_id = match (answer.original, adk) {

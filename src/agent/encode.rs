@@ -3,6 +3,8 @@
 //! changes, so that what the client is told and what the model reads next
 //! cannot drift apart. Pure: no I/O, no async.
 
+use std::sync::Arc;
+
 use serde_json::Value;
 
 mod parts;
@@ -10,8 +12,8 @@ mod parts;
 use super::blocks::Blocks;
 use super::event::{AgentEvent, Asked};
 use super::history::MOVED_ON;
-use crate::call::ToolCall;
-use crate::confirm::{CONFIRMATION_TOOL, confirmation_input, with_handoff};
+use crate::call::{Redaction, ToolCall};
+use crate::confirm::{CONFIRMATION_TOOL, shown_outcome, with_handoff};
 use crate::ids::Ids;
 use crate::protocol::chunk::DataChunk;
 use crate::protocol::{ConfirmationProtocol, DeniedAs, Part, ToolState, UiChunk, UiMessage};
@@ -24,14 +26,19 @@ pub struct TurnEncoder {
     blocks: Blocks,
     /// How a natively denied call ends (`toolConfirmation.deniedAs`).
     denied_as: DeniedAs,
+    /// What the client is never shown of a call's arguments: every chunk
+    /// with a call's input is masked; the parts the model reads are not.
+    redaction: Arc<Redaction>,
 }
 
 impl TurnEncoder {
-    /// Block ids come from `ids`; a native denial is said as `denied_as`.
-    pub fn new(ids: Ids, denied_as: DeniedAs) -> Self {
+    /// Block ids come from `ids`; a native denial is said as `denied_as`;
+    /// calls' inputs are masked by `redaction`.
+    pub fn new(ids: Ids, denied_as: DeniedAs, redaction: Arc<Redaction>) -> Self {
         Self {
             blocks: Blocks::new(ids),
             denied_as,
+            redaction,
         }
     }
 
@@ -71,7 +78,14 @@ impl TurnEncoder {
                 out.push(UiChunk::tool_output(&confirmation_id, output));
             }
             AgentEvent::Released { call, kept } => {
-                input_chunks(&call, true, None, kept.then_some(true), out);
+                input_chunks(
+                    &self.redaction,
+                    &call,
+                    true,
+                    None,
+                    kept.then_some(true),
+                    out,
+                );
             }
             AgentEvent::HandedOff {
                 call,
@@ -93,7 +107,14 @@ impl TurnEncoder {
                     None => (metadata, !streamed, None),
                 };
                 let metadata = Some(with_handoff(metadata, &handoff));
-                input_chunks(&call, with_start, metadata.clone(), provider_executed, out);
+                input_chunks(
+                    &self.redaction,
+                    &call,
+                    with_start,
+                    metadata.clone(),
+                    provider_executed,
+                    out,
+                );
                 hand_to_client(message, call, metadata);
             }
             AgentEvent::MovedOn {
@@ -105,8 +126,8 @@ impl TurnEncoder {
                     "confirmationId": confirmation_id,
                     "toolCallId": call.id,
                     "toolName": call.name,
-                    "input": call.args,
-                    "outcome": outcome,
+                    "input": self.redaction.mask(&call.name, &call.args),
+                    "outcome": shown_outcome(&self.redaction, &call.name, &outcome),
                 });
                 out.push(UiChunk::Data(Box::new(DataChunk {
                     name: MOVED_ON.to_owned(),
@@ -151,7 +172,7 @@ impl TurnEncoder {
                 out.push(UiChunk::ToolInputError {
                     tool_call_id: call.id.clone(),
                     tool_name: call.name.clone(),
-                    input: Box::new(call.args.clone()),
+                    input: Box::new(self.redaction.mask(&call.name, &call.args).into_owned()),
                     error_text: error_text.clone(),
                     extras: Default::default(),
                 });
@@ -167,8 +188,8 @@ impl TurnEncoder {
                 call,
                 metadata,
                 streamed,
-            } => input_chunks(&call, !streamed, metadata, None, out),
-            AgentEvent::Asked(asked) => ask(asked, message, out),
+            } => input_chunks(&self.redaction, &call, !streamed, metadata, None, out),
+            AgentEvent::Asked(asked) => ask(&self.redaction, asked, message, out),
             AgentEvent::Refused {
                 call,
                 reason,
@@ -177,7 +198,14 @@ impl TurnEncoder {
             } => {
                 // A refused call runs nowhere: `onToolCall` skips what is
                 // provider-executed.
-                input_chunks(&call, !streamed, metadata.clone(), Some(true), out);
+                input_chunks(
+                    &self.redaction,
+                    &call,
+                    !streamed,
+                    metadata.clone(),
+                    Some(true),
+                    out,
+                );
                 let outcome = Outcome::Error {
                     message: reason,
                     ran_with: None,
@@ -213,12 +241,13 @@ impl TurnEncoder {
 
 /// A question's chunks and its part: ADK's confirmation call, or a native
 /// approval request on the call itself.
-fn ask(asked: Asked, message: &mut UiMessage, out: &mut Vec<UiChunk>) {
+fn ask(redaction: &Redaction, asked: Asked, message: &mut UiMessage, out: &mut Vec<UiChunk>) {
     let metadata = merge(asked.seal, asked.metadata);
     let issued = asked.issued;
     match issued.protocol {
         ConfirmationProtocol::Adk => {
-            let input = confirmation_input(&issued);
+            let shown = redaction.mask_call(&issued.call);
+            let input = crate::protocol::adk::question(&shown, &issued.hint);
             out.push(UiChunk::tool_input_start(&issued.id, CONFIRMATION_TOOL));
             let mut available =
                 UiChunk::tool_input_available(&issued.id, CONFIRMATION_TOOL, input.clone());
@@ -239,7 +268,14 @@ fn ask(asked: Asked, message: &mut UiMessage, out: &mut Vec<UiChunk>) {
             // approved: `onToolCall` skips what is provider-executed.
             let call = issued.call;
             let held = asked.client_side.then_some(true);
-            input_chunks(&call, !asked.streamed, metadata.clone(), held, out);
+            input_chunks(
+                redaction,
+                &call,
+                !asked.streamed,
+                metadata.clone(),
+                held,
+                out,
+            );
             out.push(UiChunk::ToolApprovalRequest {
                 approval_id: issued.id.clone(),
                 tool_call_id: call.id.clone(),
@@ -254,8 +290,10 @@ fn ask(asked: Asked, message: &mut UiMessage, out: &mut Vec<UiChunk>) {
 }
 
 /// `tool-input-start` (unless it already streamed) and
-/// `tool-input-available` with `metadata` and `provider_executed`.
+/// `tool-input-available` (its input masked) with `metadata` and
+/// `provider_executed`.
 fn input_chunks(
+    redaction: &Redaction,
     call: &ToolCall,
     with_start: bool,
     metadata: Option<Value>,
@@ -265,7 +303,8 @@ fn input_chunks(
     if with_start {
         out.push(UiChunk::tool_input_start(&call.id, &call.name));
     }
-    let mut chunk = UiChunk::tool_input_available(&call.id, &call.name, call.args.clone());
+    let input = redaction.mask(&call.name, &call.args).into_owned();
+    let mut chunk = UiChunk::tool_input_available(&call.id, &call.name, input);
     set_extras(&mut chunk, metadata, provider_executed);
     out.push(chunk);
 }

@@ -93,10 +93,18 @@ impl Agent {
     ) -> BoxStream<'static, UiChunk> {
         async_stream::stream! {
             let mut turn = Turn {
-                encoder: TurnEncoder::new(self.ids.clone(), self.denied_as),
+                encoder: TurnEncoder::new(
+                    self.ids.clone(),
+                    self.denied_as,
+                    self.gate.redaction().clone(),
+                ),
                 tools: None,
                 // Only toolgate's own turn is held in the turn log.
                 engine: Engine::Own,
+                // A held turn answers nothing in the chat (its question is
+                // decided out of band): the identity of the request that
+                // started it is not kept, and would meet no `approverIdentity`.
+                known: crate::identity::Known::by(crate::identity::Source::Anonymous),
                 scope: Scope {
                     chat_id: held.chat_id,
                     principal: held.principal,

@@ -62,6 +62,9 @@ struct Turn {
     agent: Arc<Agent>,
     engine: Engine,
     scope: Scope,
+    /// How the request that started the turn knew its principal
+    /// (`scope.principal`): its answers in the chat are decided so.
+    known: crate::identity::Known,
     /// The conversation; its last message is the outgoing one.
     history: Vec<UiMessage>,
     /// The client continued its last (assistant) message.

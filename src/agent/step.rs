@@ -133,9 +133,12 @@ impl Turn {
                 };
                 self.taken.insert(id.clone());
                 // With ADK confirmations a call that may ask is held back: its
-                // own part must not appear before it is allowed to run.
-                let live =
-                    self.protocol == ConfirmationProtocol::AiSdk || !self.agent.gate.may_ask(&name);
+                // own part must not appear before it is allowed to run. A
+                // tool with sensitive pointers is too: its input is masked,
+                // which raw deltas could not be.
+                let live = (self.protocol == ConfirmationProtocol::AiSdk
+                    || !self.agent.gate.may_ask(&name))
+                    && !self.agent.gate.redaction().has_pointers(&name);
                 let event = AgentEvent::ToolCallStart {
                     id: id.clone(),
                     name: name.clone(),

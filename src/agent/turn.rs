@@ -27,19 +27,19 @@ use crate::protocol::{
 use crate::provider::{ModelRequest, StopReason};
 
 impl Agent {
-    /// Runs one turn for `request` on behalf of `principal`; new
-    /// confirmations are asked in `protocol`.
+    /// Runs one turn for `request` on behalf of `who`; new confirmations
+    /// are asked in `protocol`.
     pub fn turn(
         self: Arc<Self>,
         request: ChatRequest,
-        principal: String,
+        who: crate::identity::Identity,
         protocol: ConfirmationProtocol,
         flow: ConfirmationFlow,
         waiting: tokio::sync::watch::Sender<bool>,
     ) -> BoxStream<'static, UiChunk> {
         let pieces = async_stream::stream! {
             // Built when first polled, like everything it does (the message's id).
-            let mut turn = Turn::new(self, request, principal, protocol, flow, waiting);
+            let mut turn = Turn::new(self, request, who, protocol, flow, waiting);
             loop {
                 let mut out = Vec::new();
                 if !turn.advance(&mut out).await {
@@ -59,11 +59,12 @@ impl Turn {
     fn new(
         agent: Arc<Agent>,
         request: ChatRequest,
-        principal: String,
+        who: crate::identity::Identity,
         protocol: ConfirmationProtocol,
         flow: ConfirmationFlow,
         waiting: tokio::sync::watch::Sender<bool>,
     ) -> Self {
+        let (principal, known) = who.into_parts();
         let scope = Scope {
             chat_id: request.chat_id,
             principal,
@@ -76,10 +77,15 @@ impl Turn {
         };
         Self {
             engine,
-            encoder: TurnEncoder::new(agent.ids.clone(), agent.denied_as),
+            encoder: TurnEncoder::new(
+                agent.ids.clone(),
+                agent.denied_as,
+                agent.gate.redaction().clone(),
+            ),
             tools: None,
             agent,
             scope,
+            known,
             history,
             continuing,
             protocol,

@@ -13,7 +13,7 @@
 //! neither the question nor the grant applies to it any more.
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 /// What a question was asked about, as digests.
@@ -30,118 +30,107 @@ impl Fingerprint {
     /// The fingerprint of a call of `qualified` with `args`, whose tool's
     /// definition has the digest `definition`.
     pub fn of(qualified: &str, args: &Value, definition: &str) -> Self {
-        let subject = json!({"arguments": args, "definition": definition, "tool": qualified});
+        // `{"arguments":…,"definition":…,"tool":…}`: its keys in RFC 8785's
+        // order already, so written in place rather than built as a `Value`.
+        let mut text = Vec::with_capacity(256);
+        text.extend_from_slice(b"{\"arguments\":");
+        write_canonical(args, &mut text);
+        text.extend_from_slice(b",\"definition\":");
+        write_str(definition, &mut text);
+        text.extend_from_slice(b",\"tool\":");
+        write_str(qualified, &mut text);
+        text.push(b'}');
         Self {
             definition: definition.to_owned(),
-            call: digest(&subject),
+            call: hex::encode(Sha256::digest(&text)),
         }
     }
 }
 
 /// The digest of a tool's definition: its description and input schema.
 pub fn definition(description: &str, input_schema: &Value) -> String {
-    digest(&json!({"description": description, "inputSchema": input_schema}))
+    // `{"description":…,"inputSchema":…}`, keys in order as above.
+    let mut text = Vec::with_capacity(256);
+    text.extend_from_slice(b"{\"description\":");
+    write_str(description, &mut text);
+    text.extend_from_slice(b",\"inputSchema\":");
+    write_canonical(input_schema, &mut text);
+    text.push(b'}');
+    hex::encode(Sha256::digest(&text))
 }
 
 /// `value` as RFC 8785 canonical JSON.
 pub fn canonical(value: &Value) -> String {
-    // A `Value` always serializes (string keys, finite numbers); should
-    // that ever change, its plain text still digests deterministically.
-    serde_jcs::to_string(value).unwrap_or_else(|_| value.to_string())
+    let mut text = Vec::with_capacity(128);
+    write_canonical(value, &mut text);
+    // Only whole UTF-8 text is written: the strings as they are, ASCII around them.
+    String::from_utf8(text).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
-/// SHA-256 (lowercase hex) of `value`'s canonical text.
-fn digest(value: &Value) -> String {
-    hex::encode(Sha256::digest(canonical(value).as_bytes()))
+/// Writes `value` as RFC 8785 text: no whitespace; object members sorted
+/// by their keys' UTF-16 code units; every number as ECMAScript's
+/// `Number.prototype.toString` writes its double (`ryu-js`, as `serde_jcs`);
+/// strings escaped as `JSON.stringify` does, which is serde_json's escaping
+/// (`\"`, `\\`, `\b\f\n\r\t`, other controls as lowercase `\u00xx`).
+/// `serde_jcs` is the oracle the tests hold it to.
+fn write_canonical(value: &Value, out: &mut Vec<u8>) {
+    match value {
+        Value::Null => out.extend_from_slice(b"null"),
+        Value::Bool(true) => out.extend_from_slice(b"true"),
+        Value::Bool(false) => out.extend_from_slice(b"false"),
+        Value::Number(n) => write_number(n, out),
+        Value::String(s) => write_str(s, out),
+        Value::Array(items) => {
+            out.push(b'[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_canonical(item, out);
+            }
+            out.push(b']');
+        }
+        Value::Object(map) => {
+            let mut members: Vec<(&String, &Value)> = map.iter().collect();
+            // RFC 8785 sorts by UTF-16 code units. For ASCII keys that is
+            // their bytes' order; otherwise a character above U+FFFF (a
+            // surrogate pair) sorts before U+E000..=U+FFFF, unlike in UTF-8.
+            members.sort_unstable_by(|(a, _), (b, _)| {
+                if a.is_ascii() && b.is_ascii() {
+                    a.as_bytes().cmp(b.as_bytes())
+                } else {
+                    a.encode_utf16().cmp(b.encode_utf16())
+                }
+            });
+            out.push(b'{');
+            for (i, (key, item)) in members.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_str(key, out);
+                out.push(b':');
+                write_canonical(item, out);
+            }
+            out.push(b'}');
+        }
+    }
+}
+
+/// A number as ECMAScript writes its double: `50.0` is `50`, integers
+/// past 2^53 round as doubles do.
+fn write_number(n: &serde_json::Number, out: &mut Vec<u8>) {
+    // Without serde_json's `arbitrary_precision` every number is an i64,
+    // a u64 or a finite f64, and `as_f64` is `Some` for each.
+    let value = n.as_f64().unwrap_or_default();
+    let mut buffer = ryu_js::Buffer::new();
+    out.extend_from_slice(buffer.format_finite(value).as_bytes());
+}
+
+/// A string, quoted and escaped as serde_json (and so `serde_jcs`) does.
+fn write_str(s: &str, out: &mut Vec<u8>) {
+    // Writing into a `Vec` cannot fail; a `str` always serializes.
+    let _ = serde_json::to_writer(&mut *out, s);
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// RFC 8785's own examples (§3.2.2 and appendix B) and the points
-    /// where toolgate's older canonical form differs.
-    #[test]
-    fn canonical_text_is_rfc_8785() {
-        for (input, canonical_text) in [
-            // §3.2.2: numbers as ECMAScript writes them, literals, escapes.
-            (
-                r#"{"numbers": [333333333.33333329, 1E30, 4.50, 2e-3, 0.000000000000000000000000001],
-                    "string": "\u20ac$\u000F\u000aA'\u0042\u0022\u005c\\\"\/",
-                    "literals": [null, true, false]}"#,
-                r#"{"literals":[null,true,false],"numbers":[333333333.3333333,1e+30,4.5,0.002,1e-27],"string":"€$\u000f\nA'B\"\\\\\"/"}"#,
-            ),
-            // §3.2.3: keys sorted by UTF-16 code units, not by bytes.
-            (
-                r#"{"\u20ac": "Euro Sign", "\r": "Carriage Return", "\ufb33": "Hebrew Letter Dalet With Dagesh",
-                    "1": "One", "\ud83d\ude00": "Emoji: Grinning Face", "\u0080": "Control",
-                    "\u00f6": "Latin Small Letter O With Diaeresis"}"#,
-                "{\"\\r\":\"Carriage Return\",\"1\":\"One\",\"\u{80}\":\"Control\",\"ö\":\"Latin Small Letter O With Diaeresis\",\"€\":\"Euro Sign\",\"😀\":\"Emoji: Grinning Face\",\"\u{fb33}\":\"Hebrew Letter Dalet With Dagesh\"}",
-            ),
-            // A JavaScript client's `50.0` is `50`; integers past 2^53 are doubles.
-            (
-                r#"{"b": 50.0, "a": 9007199254740993}"#,
-                r#"{"a":9007199254740992,"b":50}"#,
-            ),
-            // Invisible Unicode stays as it will be sent: it changes the digest.
-            ("{\"to\": \"bo\u{200b}b\"}", "{\"to\":\"bo\u{200b}b\"}"),
-        ] {
-            let value: Value = serde_json::from_str(input).unwrap_or_else(|e| panic!("{e}"));
-            assert_eq!(canonical(&value), canonical_text, "{input}");
-        }
-    }
-
-    #[test]
-    fn the_fingerprint_covers_name_arguments_and_definition() {
-        let schema = json!({"type": "object", "properties": {"to": {"type": "string"}}});
-        let definition = definition("Pays someone", &schema);
-        let base = Fingerprint::of("mcp--bank--pay", &json!({"to": "bob", "n": 5}), &definition);
-        // Key order and `5.0` against `5` do not matter ...
-        let same = Fingerprint::of(
-            "mcp--bank--pay",
-            &json!({"n": 5.0, "to": "bob"}),
-            &definition,
-        );
-        assert_eq!(base, same);
-        // ... anything else does.
-        let relisted = super::definition("Pays someone", &json!({"type": "object"}));
-        let described = super::definition("Pays anyone", &schema);
-        for other in [
-            Fingerprint::of(
-                "mcp--bank--send",
-                &json!({"to": "bob", "n": 5}),
-                &definition,
-            ),
-            Fingerprint::of("mcp--bank--pay", &json!({"to": "bob", "n": 6}), &definition),
-            Fingerprint::of(
-                "mcp--bank--pay",
-                &json!({"to": "bo\u{200b}b", "n": 5}),
-                &definition,
-            ),
-            Fingerprint::of("mcp--bank--pay", &json!({"to": "bob", "n": 5}), &relisted),
-            Fingerprint::of("mcp--bank--pay", &json!({"to": "bob", "n": 5}), &described),
-        ] {
-            assert_ne!(base.call, other.call, "{other:?}");
-        }
-        assert_eq!(base.definition, definition);
-        assert_eq!(base.call.len(), 64);
-    }
-
-    /// The digests are pinned: an auditor's own JCS and SHA-256 of the
-    /// same text must find them (`printf '%s' TEXT | sha256sum`).
-    #[test]
-    fn digests_are_sha256_of_the_canonical_text() {
-        let definition = definition("d", &json!({"type": "object"}));
-        assert_eq!(
-            definition,
-            hex::encode(Sha256::digest(
-                br#"{"description":"d","inputSchema":{"type":"object"}}"#
-            ))
-        );
-        let call = Fingerprint::of("internal--t", &json!({"a": 1}), &definition);
-        let text = format!(
-            r#"{{"arguments":{{"a":1}},"definition":"{definition}","tool":"internal--t"}}"#
-        );
-        assert_eq!(call.call, hex::encode(Sha256::digest(text.as_bytes())));
-    }
-}
+mod tests;

@@ -6,7 +6,9 @@ use std::num::NonZeroU32;
 use std::time::Duration;
 
 use crate::call::QualifiedName;
+use crate::identity::Verified;
 use crate::notify::MIN_KEY_BYTES;
+use crate::policy::ToolRule;
 use crate::protocol::{ClientVersion, ConfirmationProtocol};
 use crate::store::Rates;
 use crate::tools::Registry;
@@ -16,6 +18,42 @@ use crate::transport::{ApiKey, OidcSettings};
 use super::{
     ApiKeyConfig, AuthConfig, Config, ConfigError, LimitsConfig, McpConfig, OidcConfig, ToolsConfig,
 };
+
+/// Each `approverIdentity` (a tool's, an escalation's) one some caller
+/// can have with this `auth`: else nobody could ever approve the tool.
+pub(super) fn approver_identity(
+    tools: &BTreeMap<String, ToolRule>,
+    auth: &AuthConfig,
+) -> Result<(), ConfigError> {
+    let oidc = auth.oidc.is_some();
+    let keys = oidc || !auth.api_keys.is_empty();
+    let header = keys || auth.principal_header.is_some();
+    for (name, rule) in tools {
+        let asked = std::iter::once((String::new(), rule.approver_identity)).chain(
+            rule.escalate
+                .iter()
+                .enumerate()
+                .map(|(i, e)| (format!(".escalate[{i}]"), e.approver_identity)),
+        );
+        for (place, least) in asked {
+            let (reachable, needs) = match least {
+                None => continue,
+                Some(Verified::Oidc) => (oidc, "auth.oidc"),
+                Some(Verified::Key) => (keys, "auth.apiKeys or auth.oidc"),
+                Some(Verified::ProxyHeader) => {
+                    (header, "auth.principalHeader, auth.apiKeys or auth.oidc")
+                }
+            };
+            if !reachable {
+                return Err(ConfigError::invalid(
+                    format!("toolConfirmation.tools.{name}{place}.approverIdentity"),
+                    format!("needs {needs}: without it nobody could approve this tool"),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
 
 /// `limits`, each a whole number from 1.
 pub(super) fn rates(limits: &LimitsConfig) -> Result<Rates, ConfigError> {

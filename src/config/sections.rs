@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 
-use crate::policy::{Mode, NotifyTarget, ToolPolicies, ToolRule};
+use crate::policy::{Mode, NotifyTarget, RedactionConfig, ToolPolicies, ToolRule};
 use crate::protocol::{ConfirmationFlow, ConfirmationProtocol, DeniedAs};
 use crate::tools::client::ClientToolConfig;
 use crate::tools::http::HttpToolConfig;
@@ -366,6 +366,9 @@ pub struct ConfirmationConfig {
     /// toolgate's address as a browser reaches it: the base of the approve
     /// and deny links. Required with any notify target.
     pub public_url: Option<String>,
+    /// The key names whose values no person is shown, in every call's
+    /// arguments (a tool's own pointers are its `sensitive`).
+    pub redaction: RedactionConfig,
 }
 
 impl Default for ConfirmationConfig {
@@ -383,6 +386,7 @@ impl Default for ConfirmationConfig {
             tools: BTreeMap::new(),
             notify: Vec::new(),
             public_url: None,
+            redaction: RedactionConfig::default(),
         }
     }
 }

@@ -194,6 +194,7 @@ impl Settings {
             &confirmation.tool_policies,
             confirmation.tools.clone(),
         )
+        .and_then(|policy| policy.with_redaction(&confirmation.redaction))
         .map_err(ConfigError::Policy)?;
         let notify = crate::notify::plan(
             &confirmation.notify,
@@ -208,6 +209,7 @@ impl Settings {
             crate::tools::mcp::servers(&config.mcp_servers).map_err(ConfigError::Mcp)?;
         let api_keys = checks::api_keys(&config.auth.api_keys)?;
         let oidc = checks::oidc(config.auth.oidc.as_ref())?;
+        checks::approver_identity(&confirmation.tools, &config.auth)?;
         let guard = Guard::new(
             &config.server.allowed_hosts,
             &config.cors.allowed_origins,

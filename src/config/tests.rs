@@ -240,3 +240,17 @@ fn unknown_keys_are_named() {
         .unwrap_or_default();
     assert!(err.contains("unknown field `modle`"), "{err}");
 }
+
+#[test]
+fn a_sensitive_pointer_is_checked_and_named() {
+    assert_eq!(
+        error("toolConfirmation: {tools: {pay: {sensitive: [/card/number, account]}}}"),
+        Some(
+            "invalid config: toolConfirmation: `tools.pay.sensitive`: `account` is not a JSON pointer to an argument: it must start with `/`"
+                .into()
+        )
+    );
+    assert!(error("toolConfirmation: {tools: {pay: {sensitive: ['']}}}").is_some());
+    let fine = "toolConfirmation: {redaction: {defaults: false, keys: [iban]}, tools: {pay: {sensitive: [/a~1b/0]}}}";
+    assert_eq!(error(fine), None);
+}

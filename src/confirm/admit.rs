@@ -6,10 +6,11 @@
 
 use serde_json::Value;
 
-use super::check::{self, Edits, Refusal};
+use super::check::{self, Decider, Edits, Refusal};
 use super::facts::{may_decide, may_grant};
 use super::{Answer, Decision, Scope};
 use crate::call::ToolCall;
+use crate::identity::Source;
 use crate::policy::Policy;
 use crate::store::Issued;
 
@@ -20,6 +21,8 @@ pub(super) struct Known<'a> {
     /// Who decides (empty: someone the server does not know), and their roles.
     pub principal: &'a str,
     pub roles: &'a [String],
+    /// How toolgate knows who decides (`approverIdentity`).
+    pub source: Source,
     pub policy: &'a Policy,
     pub now_ms: u64,
     /// What an edit of the arguments must pass.
@@ -34,6 +37,17 @@ pub(super) struct Known<'a> {
     /// An answer in the chat and the chat's scope: it names the question's
     /// chat, user, protocol and call, checked before anything else.
     pub chat: Option<(&'a Answer, &'a Scope)>,
+}
+
+impl Known<'_> {
+    /// Who decides, as the rules judge it.
+    fn decider(&self) -> Decider<'_> {
+        Decider {
+            principal: self.principal,
+            roles: self.roles,
+            source: self.source,
+        }
+    }
 }
 
 /// What an admitted decision does next.
@@ -69,14 +83,7 @@ pub(super) fn admit(known: &Known<'_>, decision: &Decision) -> Result<Plan, Refu
             }
             Decision::Approve { .. } | Decision::Deny { .. } => None,
         };
-        may_decide(
-            known.policy,
-            known.roles,
-            issued,
-            run.as_ref(),
-            known.principal,
-            approve,
-        )?;
+        may_decide(known.policy, known.decider(), issued, run.as_ref(), approve)?;
         may_grant(known.policy, issued, run.as_ref(), decision)?;
         if known.now_ms > issued.expires_at_ms {
             return Ok(Plan::Expired);
@@ -92,15 +99,11 @@ pub(super) fn admit(known: &Known<'_>, decision: &Decision) -> Result<Plan, Refu
         Err(refusal) => return Err(refusal),
     };
     // Approvers and four eyes: a refused approval leaves the question open.
-    let principal = scope.principal.as_str();
-    may_decide(
-        known.policy,
-        known.roles,
-        issued,
-        Some(&run),
-        principal,
-        approve,
-    )?;
+    let decider = Decider {
+        principal: scope.principal.as_str(),
+        ..known.decider()
+    };
+    may_decide(known.policy, decider, issued, Some(&run), approve)?;
     may_grant(known.policy, issued, Some(&run), decision)?;
     if let Decision::Respond { output } = decision {
         response(known, output)?;

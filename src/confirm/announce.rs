@@ -33,9 +33,11 @@ impl Gate {
             chat_id: issued.chat_id.clone(),
             principal: issued.principal.clone(),
         };
+        // Notifications and links' pages show the call as a person may see it.
+        let shown = self.shown_issued(issued);
         for target in notifier.targets(&issued.call.name) {
             let name = target.name().to_owned();
-            let reason = match notifier.push(issued, target) {
+            let reason = match notifier.push(&shown, target) {
                 Pushed::Queued => continue,
                 Pushed::Coalesced { into } => {
                     format!("coalesced: told with the announcement of {into}, too many waiting")

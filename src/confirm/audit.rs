@@ -9,6 +9,7 @@ use tracing::Level;
 use super::{Gate, GateError, Scope, signing};
 use crate::call::QualifiedName;
 use crate::call::{Fingerprint, ToolCall};
+use crate::identity::{Approver, Identity, Source};
 use crate::metrics::Confirmation;
 use crate::store::{AuditDecision, AuditEvent, AuditPage, Outcome};
 use crate::telemetry::DECISIONS;
@@ -33,6 +34,10 @@ pub(super) struct Note<'a> {
     confirmation_id: Option<&'a str>,
     issued_args: Option<&'a Value>,
     fingerprint: Option<&'a Fingerprint>,
+    /// Who decided, when a person did: `None` is toolgate's rules.
+    approver: Option<&'a Identity>,
+    /// A link's bearer whom nothing else names decided.
+    by_link: bool,
 }
 
 impl<'a> Note<'a> {
@@ -48,7 +53,17 @@ impl<'a> Note<'a> {
             confirmation_id: None,
             issued_args: None,
             fingerprint: None,
+            approver: None,
+            by_link: false,
         }
+    }
+
+    /// The person who decided, as toolgate knows them (`None`: a link's
+    /// bearer whom the request does not name).
+    pub(super) fn approver(mut self, approver: Option<&'a Identity>) -> Self {
+        self.by_link = approver.is_none();
+        self.approver = approver;
+        self
     }
 
     /// Who decided (`user`, an approver, `policy`, a rule's name).
@@ -99,7 +114,16 @@ impl Gate {
             confirmation_id,
             issued_args,
             fingerprint,
+            approver,
+            by_link,
         } = note;
+        let approver = match (approver, decision) {
+            // Neither decides a call.
+            (_, AuditDecision::Notified | AuditDecision::Revoked) => None,
+            (Some(who), _) => Some(who.approver()),
+            (None, _) if by_link => Some(Approver::nobody(Source::Link)),
+            (None, _) => Some(Approver::nobody(Source::Policy)),
+        };
         AuditEvent {
             at_ms: self.clock.now_ms(),
             principal: scope.principal.clone(),
@@ -118,6 +142,7 @@ impl Gate {
             confirmation_id: confirmation_id.map(str::to_owned),
             client: CLIENT.try_with(|client| client.to_string()).ok(),
             fingerprint: fingerprint.map(|f| f.call.clone()),
+            approver,
         }
     }
 

@@ -6,6 +6,7 @@ use serde_json::Value;
 
 use super::{Answer, Decision, OUTCOME_UNKNOWN, Scope, Signer, signing};
 use crate::call::ToolCall;
+use crate::identity::Source;
 use crate::policy::Approvers;
 use crate::protocol::ConfirmationProtocol;
 use crate::store::{Issued, Outcome};
@@ -107,21 +108,47 @@ fn other_call(protocol: ConfirmationProtocol) -> &'static str {
     }
 }
 
-/// Whether `principal` (holding `roles`) may approve, or deny, a call
-/// `requester` asked for: the user who asked may always deny or cancel it;
-/// an approval, and anyone else's decision, needs `approvers` to allow it.
+/// Who makes a decision, as the rules judge it.
+#[derive(Debug, Clone, Copy)]
+pub struct Decider<'a> {
+    /// Empty: someone the server does not know.
+    pub principal: &'a str,
+    /// `auth.roles`' and those the identity brings.
+    pub roles: &'a [String],
+    /// How toolgate knows them.
+    pub source: Source,
+}
+
+/// Whether `principal` (holding `roles`, known by `source`) may approve,
+/// or deny, a call `requester` asked for: the user who asked may always
+/// deny or cancel it; an approval, and anyone else's decision, needs
+/// `approvers` to allow it, from an identity as strong as they ask.
 pub fn decider(
     approvers: Approvers<'_>,
     requester: &str,
-    principal: &str,
-    roles: &[String],
+    who: Decider<'_>,
     approve: bool,
 ) -> Result<(), Refusal> {
+    let Decider {
+        principal,
+        roles,
+        source,
+    } = who;
     let own = principal == requester;
-    if (own && !approve) || approvers.may_approve(requester, principal, roles) {
+    if own && !approve {
+        return Ok(());
+    }
+    let listed = approvers.may_approve(requester, principal, roles);
+    if listed && approvers.verified(source) {
         return Ok(());
     }
     let who = approvers.describe();
+    if listed {
+        return Err(Refusal::NotApprover(format!(
+            "only {who} may decide this call; this decision came with an identity from {}",
+            source.word()
+        )));
+    }
     Err(Refusal::NotApprover(match (own, approve) {
         (true, _) => {
             format!("the user who asked may not approve this call themselves; waiting for {who}")
@@ -140,6 +167,7 @@ pub fn grant(decision: &Decision, approvers: &[Approvers<'_>]) -> Result<(), Ref
     match approvers.iter().find(|a| !a.asker_alone()) {
         Some(others) if grants(decision) => {
             let needs = match others.listed {
+                [] if !others.distinct => others.describe(),
                 [] => "an approver other than the user who asked".to_owned(),
                 _ if others.distinct => format!("{}, not the user who asked", others.describe()),
                 _ => others.describe(),

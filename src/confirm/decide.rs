@@ -190,10 +190,13 @@ impl Gate {
             qualified: &qualified,
             tool_may_ask: true,
         };
-        let hint = self
-            .policy
-            .hint(&tool_info, &call.args)
-            .unwrap_or_else(|| tool.confirmation_hint(&call.args));
+        // Made from what a person may see: the hint is shown wherever the call is.
+        let hint = {
+            let shown = self.shown_args(&call);
+            self.policy
+                .hint(&tool_info, &shown)
+                .unwrap_or_else(|| tool.confirmation_hint(&shown))
+        };
         let hint = self.for_asker(scope, &call, hint);
         // What the approver is shown, bound to the tool as offered now.
         let fingerprint = self.fingerprint(&call);

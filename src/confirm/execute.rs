@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, Span};
 
 use super::{Gate, Permit, Running};
-use crate::call::{QualifiedName, ToolCall};
+use crate::call::{QualifiedName, Redaction, ToolCall};
 use crate::metrics::Metrics;
 use crate::store::Outcome;
 use crate::telemetry::bounded;
@@ -38,7 +38,7 @@ impl Gate {
             ctx,
             self.tool_timeout,
             self.metrics.clone(),
-            self.record_content,
+            self.content(),
         );
         let store = self.store.clone();
         let task = self.tasks.spawn(
@@ -81,6 +81,11 @@ impl Gate {
         }
     }
 
+    /// With `telemetry.recordContent`, how calls' arguments go on spans.
+    fn content(&self) -> Option<Arc<Redaction>> {
+        self.record_content.then(|| self.redaction().clone())
+    }
+
     /// Runs a call that needs no confirmation; dropping the future cancels it.
     pub async fn run(&self, permit: Permit, chat_id: &str) -> Outcome {
         let ctx = self.context(&permit.call, None, chat_id);
@@ -92,7 +97,7 @@ impl Gate {
             ctx,
             self.tool_timeout,
             metrics,
-            self.record_content,
+            self.content(),
         )
         .await
     }
@@ -104,18 +109,19 @@ pub(super) async fn execute(
     ctx: ToolContext,
     timeout: Duration,
     metrics: Metrics,
-    record_content: bool,
+    content: Option<Arc<Redaction>>,
 ) -> Outcome {
-    let span = tool_span(&call, record_content);
+    let span = tool_span(&call, content.as_deref());
     let outcome = run_tool(registry, call, ctx, timeout, metrics)
         .instrument(span.clone())
         .await;
-    traced(&span, &outcome, record_content);
+    traced(&span, &outcome, content.is_some());
     outcome
 }
 
-/// The call's `execute_tool` span; its arguments only if content is recorded.
-fn tool_span(call: &ToolCall, record_content: bool) -> Span {
+/// The call's `execute_tool` span; its arguments, masked by `content`,
+/// only if content is recorded.
+fn tool_span(call: &ToolCall, content: Option<&Redaction>) -> Span {
     let span = tracing::info_span!(
         "execute_tool",
         otel.name = format!("execute_tool {}", call.name),
@@ -130,8 +136,13 @@ fn tool_span(call: &ToolCall, record_content: bool) -> Span {
         gen_ai.tool.call.result = tracing::field::Empty,
         error.type = tracing::field::Empty,
     );
-    if record_content && !span.is_disabled() {
-        span.record("gen_ai.tool.call.arguments", bounded(&call.args));
+    if let Some(redaction) = content
+        && !span.is_disabled()
+    {
+        span.record(
+            "gen_ai.tool.call.arguments",
+            bounded(&redaction.mask(&call.name, &call.args)),
+        );
     }
     span
 }

@@ -5,10 +5,11 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::check::{self, Refusal};
+use super::check::{self, Decider, Refusal};
 use super::{Decision, Gate, Inventory, Scope, ToolView};
 use crate::call::QualifiedName;
 use crate::call::ToolCall;
+use crate::identity::Identity;
 use crate::policy::{Approvers, CallInfo, Policy, ToolInfo, Verdict};
 use crate::store::Issued;
 use crate::tools::Toolbox;
@@ -91,16 +92,28 @@ impl Gate {
         approvers(&self.policy, call)
     }
 
-    /// Whether `principal` may make this decision on `issued` ([`may_decide`]).
+    /// Whether `who` may make this decision on `issued` ([`may_decide`]),
+    /// with the roles `auth.roles` gives them and those their identity brings.
     pub(super) fn may_decide(
         &self,
         issued: &Issued,
         run: Option<&ToolCall>,
-        principal: &str,
+        who: &Identity,
         approve: bool,
     ) -> Result<(), Refusal> {
-        let roles = self.roles_of(principal);
-        may_decide(&self.policy, roles, issued, run, principal, approve)
+        let roles = self.roles_with(&who.principal, &who.roles);
+        let decider = Decider {
+            principal: &who.principal,
+            roles: &roles,
+            source: who.source,
+        };
+        may_decide(&self.policy, decider, issued, run, approve)
+    }
+
+    /// Whether `who` may approve `issued` as it was asked: what a card
+    /// shows as its Approve button (`mayApprove`).
+    pub fn may_approve(&self, issued: &Issued, who: &Identity) -> bool {
+        self.may_decide(issued, None, who, true).is_ok()
     }
 
     /// Whether a grant (a remembered approval, a budget) may decide `call`:
@@ -241,32 +254,26 @@ pub(super) fn approvers<'a>(policy: &'a Policy, call: &ToolCall) -> Approvers<'a
     policy.approvers(&tool, &call.args)
 }
 
-/// Whether `principal` (holding `roles`) may make this decision on
-/// `issued` (approve or not), running `run` (an edit of it, if any): an
-/// approver of the question must also be one of the edit, whose arguments
-/// may need others (`escalate`). The one place approvers are judged.
+/// Whether `who` may make this decision on `issued` (approve or not),
+/// running `run` (an edit of it, if any): an approver of the question must
+/// also be one of the edit, whose arguments may need others (`escalate`).
+/// The one place approvers are judged.
 pub(super) fn may_decide(
     policy: &Policy,
-    roles: &[String],
+    who: Decider<'_>,
     issued: &Issued,
     run: Option<&ToolCall>,
-    principal: &str,
     approve: bool,
 ) -> Result<(), Refusal> {
     let requester = issued.principal.as_str();
     let asked = approvers(policy, &issued.call);
-    check::decider(asked, requester, principal, roles, approve)?;
+    check::decider(asked, requester, who, approve)?;
     match run.filter(|run| approve && run.args != issued.call.args) {
-        Some(edit) => check::decider(
-            approvers(policy, edit),
-            requester,
-            principal,
-            roles,
-            approve,
-        )
-        .map_err(|refusal| {
-            Refusal::NotApprover(format!("this edit needs another approver: {refusal}"))
-        }),
+        Some(edit) => {
+            check::decider(approvers(policy, edit), requester, who, approve).map_err(|refusal| {
+                Refusal::NotApprover(format!("this edit needs another approver: {refusal}"))
+            })
+        }
         None => Ok(()),
     }
 }

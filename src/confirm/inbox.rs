@@ -12,6 +12,7 @@ use tokio::sync::watch;
 use super::records::asks;
 use super::{Gate, GateError};
 use crate::call::QualifiedName;
+use crate::identity::Identity;
 use crate::store::{Cursor, Issued, Page};
 
 /// Open questions read from the store at once.
@@ -39,19 +40,21 @@ pub struct InboxFilter {
 }
 
 impl Gate {
-    /// The open questions `caller` may decide, oldest first, as `filter`
-    /// keeps them.
+    /// The open questions `who` may decide, oldest first, as `filter`
+    /// keeps them (the roles `who`'s identity brings count).
     pub async fn inbox(
         &self,
-        caller: &str,
+        who: &Identity,
         filter: &InboxFilter,
     ) -> Result<Vec<Issued>, GateError> {
         let now = self.clock.now_ms();
+        let caller = who.principal.as_str();
         let tool = filter.tool.as_deref().map(QualifiedName::of);
         // Who asked, when only one user's questions can be listed: the
         // store then reads theirs alone. A caller no rule names among its
         // approvers decides only their own questions.
-        let decides_others = self.policy.names_approver(caller, self.roles_of(caller));
+        let roles = self.roles_with(caller, &who.roles);
+        let decides_others = self.policy.names_approver(caller, &roles);
         let asker = match (&filter.principal, filter.mine || !decides_others) {
             (Some(p), true) if p != caller => return Ok(Vec::new()),
             (Some(p), _) => Some(p.as_str()),
@@ -84,7 +87,7 @@ impl Gate {
                         .is_none_or(|t| QualifiedName::of(&issued.call.name) == *t)
                     // The rule a decision meets, for a denial (the user
                     // who asked may always make one).
-                    && self.may_decide(issued, None, caller, false).is_ok()
+                    && self.may_decide(issued, None, who, false).is_ok()
             }));
             if !more {
                 break;

@@ -7,6 +7,7 @@
 
 use super::pipeline::Who;
 use super::{Decision, Gate, GateError, OutOfBand};
+use crate::identity::Identity;
 use crate::store::{Issued, Outcome, Status};
 
 /// Where a question stands, for a link's page.
@@ -44,33 +45,36 @@ impl Gate {
         Ok(Some(LinkQuestion { issued, standing }))
     }
 
-    /// The question `id` and where it stands, for `principal`: the user who
+    /// The question `id` and where it stands, for `who`: the user who
     /// asked, or someone who may decide it; `None` for anyone else (as if
     /// there were no such question).
     pub async fn question_for(
         &self,
-        principal: &str,
+        who: &Identity,
         id: &str,
     ) -> Result<Option<LinkQuestion>, GateError> {
         let question = self.link_question(id).await?;
-        Ok(question.filter(|q| self.may_decide(&q.issued, None, principal, false).is_ok()))
+        Ok(question.filter(|q| self.may_decide(&q.issued, None, who, false).is_ok()))
     }
 
     /// Decides the question `id` through a link sent to the target named
     /// `via`, followed by `caller` (when the request names one): like
-    /// [`Gate::decide_out_of_band`] in everything else, approvers included.
+    /// [`Gate::decide_out_of_band`] in everything else, approvers and
+    /// `approverIdentity` included. A link's bearer whom the request does
+    /// not name decides only what its asker decides alone, and meets no
+    /// `approverIdentity`: the link never widens who may decide.
     pub async fn decide_by_link(
         &self,
         id: &str,
         decision: Decision,
         via: String,
-        caller: Option<String>,
+        caller: Option<Identity>,
     ) -> Result<OutOfBand, GateError> {
         let (gate, id) = (self.clone(), id.to_owned());
         self.to_the_end(async move {
             let who = Who::Link {
                 target: &via,
-                caller: caller.as_deref(),
+                caller: caller.as_ref(),
             };
             gate.decide_here(who, &id, decision).await
         })

@@ -55,6 +55,7 @@ mod pipeline;
 mod records;
 mod remembered;
 mod respond;
+mod shown;
 pub mod signing;
 mod upstream;
 mod verdicts;
@@ -66,6 +67,7 @@ pub use inbox::InboxFilter;
 pub use links::{LinkQuestion, Standing};
 pub use narrowed::{GrantView, Revoked};
 pub use outside::Question as OutsideQuestion;
+pub use shown::shown_outcome;
 pub use upstream::Question;
 pub use verdicts::{
     Answered, ClientOutput, Inventory, NewCall, OutOfBand, Permit, Running, ToolView,
@@ -335,14 +337,16 @@ impl Gate {
         self
     }
 
-    /// The signature to send with a confirmation, when signing is on.
+    /// The signature to send with a confirmation, when signing is on:
+    /// over the call as the client is shown it (and sends it back); the
+    /// masked values are bound by the question itself.
     pub fn seal(&self, issued: &Issued) -> Option<Seal> {
         let signer = self.signer.as_ref()?;
         Some(signer.seal(&signing::Subject {
             confirmation_id: &issued.id,
             chat_id: &issued.chat_id,
             principal: &issued.principal,
-            call: &issued.call,
+            call: &self.shown_call(&issued.call),
             expires_at_ms: issued.expires_at_ms,
         }))
     }

@@ -2,7 +2,7 @@
 //! socket's `confirm` frame), and what a held question becomes when nobody
 //! decides in time.
 
-use std::sync::Arc;
+use std::borrow::Cow;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -12,6 +12,7 @@ use super::pipeline::{Form, Reached, Who, settled};
 use super::records::as_ran;
 use super::{Answered, Decision, Gate, GateError, OutOfBand, Scope};
 use crate::call::ToolCall;
+use crate::identity::Identity;
 use crate::store::{Outcome, Status};
 
 /// How often a held turn looks whether its question was claimed by a
@@ -20,40 +21,20 @@ const LOOK_EVERY: Duration = Duration::from_secs(5);
 
 impl Gate {
     /// Decides a confirmation through the API rather than the chat: the
-    /// caller is authenticated as `principal`, so no signature or history
-    /// check applies. The same decision twice is fine; a different one is a
-    /// conflict. An approved call runs here, and the chat's next request
-    /// reports its outcome.
+    /// caller is authenticated as `who` (its roles and source count), so no
+    /// signature or history check applies. The same decision twice is
+    /// fine; a different one is a conflict. An approved call runs here, and
+    /// the chat's next request reports its outcome.
     pub async fn decide_out_of_band(
         &self,
-        principal: &str,
-        id: &str,
-        decision: Decision,
-    ) -> Result<OutOfBand, GateError> {
-        self.decide_out_of_band_with(principal, Arc::from([]), id, decision)
-            .await
-    }
-
-    /// [`Gate::decide_out_of_band`] by a caller whose identity brings
-    /// `roles` of its own (an OIDC token's groups, mapped), which count
-    /// beside `auth.roles` for this decision.
-    pub async fn decide_out_of_band_with(
-        &self,
-        principal: &str,
-        roles: Arc<[String]>,
+        who: &Identity,
         id: &str,
         decision: Decision,
     ) -> Result<OutOfBand, GateError> {
         let gate = self.clone();
-        let (principal, id) = (principal.to_owned(), id.to_owned());
-        self.to_the_end(async move {
-            let who = Who::Caller {
-                principal: &principal,
-                roles: &roles,
-            };
-            gate.decide_here(who, &id, decision).await
-        })
-        .await
+        let (who, id) = (who.clone(), id.to_owned());
+        self.to_the_end(async move { gate.decide_here(Who::Caller(&who), &id, decision).await })
+            .await
     }
 
     /// Decides as `who`, through the decision pipeline: the same checks,
@@ -68,7 +49,24 @@ impl Gate {
         let reached = self
             .decide_question(Form::OutOfBand(who), id, &decision)
             .await?;
-        Ok(match reached {
+        // The answer goes to a person: the arguments an edit ran with, masked.
+        let tool = match &reached {
+            Reached::Earlier { call, .. }
+            | Reached::Won {
+                answered:
+                    Answered::Running { call, .. }
+                    | Answered::Client { call }
+                    | Answered::Recorded { call, .. },
+                ..
+            } => Some(call.name.clone()),
+            Reached::Won {
+                answered: Answered::Rejected(_),
+                ..
+            }
+            | Reached::NotFound
+            | Reached::Refused { .. } => None,
+        };
+        let answer = match reached {
             Reached::NotFound => OutOfBand::NotFound,
             Reached::Refused { refusal, why } => match refusal {
                 Refusal::NotApprover(_) => OutOfBand::Forbidden(why),
@@ -88,6 +86,15 @@ impl Gate {
                     ran_with: None,
                 },
             }),
+        };
+        Ok(match (answer, tool) {
+            (OutOfBand::Decided(outcome), Some(tool)) => {
+                OutOfBand::Decided(match self.shown_outcome(&tool, &outcome) {
+                    Cow::Borrowed(_) => outcome,
+                    Cow::Owned(shown) => shown,
+                })
+            }
+            (answer, _) => answer,
         })
     }
 

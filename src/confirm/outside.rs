@@ -10,6 +10,7 @@ use std::time::Duration;
 use super::audit::{CLIENT, Note};
 use super::{Gate, GateError, Scope, millis};
 use crate::call::ToolCall;
+use crate::identity::Identity;
 use crate::store::{AuditDecision, AuditPage, Issued, Outcome, Status};
 
 /// Who the audit log says took a question's outcome to the outside client.
@@ -99,11 +100,17 @@ impl Gate {
         Ok(self.store.wait_outcome(id, wait).await?)
     }
 
-    /// Whether `principal`, who asked `call`, may decide it themselves (no
-    /// approvers, or they are among them): only then is the client asked.
-    pub fn asker_decides(&self, principal: &str, call: &ToolCall) -> bool {
-        self.approvers(call)
-            .may_approve(principal, principal, self.roles_of(principal))
+    /// Whether `who`, who asked `call`, may decide it themselves (no
+    /// approvers, or they are among them, known as `approverIdentity`
+    /// asks): only then is the client asked.
+    pub fn asker_decides(&self, who: &Identity, call: &ToolCall) -> bool {
+        let roles = self.roles_with(&who.principal, &who.roles);
+        let decider = super::check::Decider {
+            principal: &who.principal,
+            roles: &roles,
+            source: who.source,
+        };
+        super::check::decider(self.approvers(call), &who.principal, decider, true).is_ok()
     }
 
     /// Whether an approval of `call` may be remembered (its approvers are

@@ -110,15 +110,16 @@ mod tests {
         let gate = gate(&runs);
         let id = ask(&gate).await;
         let respond = |output: Value| Decision::Respond { output };
+        let alice = crate::identity::Identity::new("alice", crate::identity::Source::Key);
         let refused = gate
-            .decide_out_of_band("alice", &id, respond(json!({"policy": 30})))
+            .decide_out_of_band(&alice, &id, respond(json!({"policy": 30})))
             .await;
         assert!(
             matches!(&refused, Ok(OutOfBand::Invalid(why)) if why.starts_with("the response does not fit the output schema of lookup")),
             "{refused:?}"
         );
         let decided = gate
-            .decide_out_of_band("alice", &id, respond(json!({"policy": "30 days"})))
+            .decide_out_of_band(&alice, &id, respond(json!({"policy": "30 days"})))
             .await;
         let outcome = Outcome::Output {
             output: json!({"policy": "30 days"}),

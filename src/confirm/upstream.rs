@@ -88,7 +88,7 @@ impl Gate {
         };
         let hint = self
             .policy
-            .hint(&tool, &question.call.args)
+            .hint(&tool, &self.shown_args(&question.call))
             .or(question.hint)
             .unwrap_or_else(|| format!("Allow {}?", question.call.name));
         let hint = self.for_asker(scope, &question.call, hint);

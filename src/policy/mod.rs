@@ -40,8 +40,10 @@ pub use condition::{BadCondition, Condition};
 use deciders::{List, ModeDecider, ToolConfirm, ToolDeny, globs};
 pub use rules::{
     Approvers, Conditions, ConfirmRule, ConfirmWord, DenyRule, Escalation, Mode, NotifyTarget,
-    OnNewMessage, ROLE, ToolPolicies, ToolRule,
+    OnNewMessage, ROLE, RedactionConfig, ToolPolicies, ToolRule,
 };
+
+use crate::call::Redaction;
 
 /// Where remembered approvals stand in the chain (they live in the store).
 pub const REMEMBERED: i32 = 60;
@@ -120,6 +122,8 @@ pub trait Decider: Send + Sync + 'static {
 pub struct Policy {
     deciders: Vec<Arc<dyn Decider>>,
     rules: Arc<BTreeMap<String, ToolRule>>,
+    /// What no person is shown of a call's arguments.
+    redaction: Arc<Redaction>,
 }
 
 impl std::fmt::Debug for Policy {
@@ -144,6 +148,7 @@ impl Default for Policy {
             |_| Policy {
                 deciders: Vec::new(),
                 rules: Arc::default(),
+                redaction: Arc::new(Redaction::standard()),
             },
         )
     }
@@ -201,10 +206,12 @@ impl Policy {
                 });
             }
         }
+        let redaction = Arc::new(redaction(&rules, &RedactionConfig::default())?);
         let rules = Arc::new(rules);
         let mut policy = Policy {
             deciders: Vec::new(),
             rules: rules.clone(),
+            redaction,
         };
         policy = policy
             .with_decider(List {
@@ -223,6 +230,18 @@ impl Policy {
             .with_decider(ToolConfirm { rules })
             .with_decider(ModeDecider(mode));
         Ok(policy)
+    }
+
+    /// Masks `config`'s key names (with or without the defaults) beside
+    /// the tools' `sensitive` pointers.
+    pub fn with_redaction(mut self, config: &RedactionConfig) -> Result<Self, BadPattern> {
+        self.redaction = Arc::new(redaction(&self.rules, config)?);
+        Ok(self)
+    }
+
+    /// What no person is shown of a call's arguments.
+    pub fn redaction(&self) -> &Arc<Redaction> {
+        &self.redaction
     }
 
     /// Adds a decider to the chain at its priority.
@@ -313,6 +332,10 @@ impl Policy {
         Approvers {
             listed: escalated.map_or(&rule.approvers, |e| &e.approvers),
             distinct: rule.require_distinct_approver,
+            // The stricter holds: an escalation never lowers the bar.
+            least: rule
+                .approver_identity
+                .max(escalated.and_then(|e| e.approver_identity)),
         }
     }
 
@@ -350,6 +373,26 @@ impl Policy {
         }
         Some(hint)
     }
+}
+
+/// The redaction of `config`'s key names and each rule's pointers.
+fn redaction(
+    rules: &BTreeMap<String, ToolRule>,
+    config: &RedactionConfig,
+) -> Result<Redaction, BadPattern> {
+    let pointers = rules
+        .iter()
+        .map(|(name, rule)| (name.as_str(), rule.sensitive.as_slice()));
+    Redaction::new(config.defaults, &config.keys, pointers).map_err(|e| {
+        let tool = rules
+            .iter()
+            .find(|(_, rule)| rule.sensitive.contains(&e.pointer))
+            .map_or("?", |(name, _)| name.as_str());
+        BadPattern {
+            pattern: format!("tools.{tool}.sensitive"),
+            why: e.to_string(),
+        }
+    })
 }
 
 fn rule<'a>(rules: &'a BTreeMap<String, ToolRule>, tool: &ToolInfo<'_>) -> Option<&'a ToolRule> {

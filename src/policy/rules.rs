@@ -4,6 +4,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::Condition;
+use crate::identity::{Source, Verified};
 
 /// `toolConfirmation.mode`, as Dexto names them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema, Default)]
@@ -41,6 +42,11 @@ pub struct ToolRule {
     /// Four eyes: the user who asked may deny or cancel their call, never
     /// approve it.
     pub require_distinct_approver: bool,
+    /// The least an approver's identity must be: `proxy-header` < `key` <
+    /// `oidc` (a token the issuer signed). Every decision on the tool's
+    /// questions but the asker's own denial needs it, and no remembered
+    /// approval, `approveNext` or budget decides its calls.
+    pub approver_identity: Option<Verified>,
     /// Calls whose arguments match need other approvers instead (the
     /// first that matches): `[{when: "amount > 1000", approvers: [role:cfo]}]`.
     pub escalate: Vec<Escalation>,
@@ -50,6 +56,11 @@ pub struct ToolRule {
     /// Who is told when this tool asks, instead of `toolConfirmation.notify`
     /// (`[]`: nobody). Delivered by `notify`, not decided here.
     pub notify: Option<Vec<NotifyTarget>>,
+    /// JSON pointers (`/card/number`) to argument values no person is
+    /// shown: masked in cards, the API, the inbox, notifications, links'
+    /// pages and traces, beside the key names masked everywhere
+    /// (`toolConfirmation.redaction`). The tool still gets them.
+    pub sensitive: Vec<String>,
 }
 
 /// One place a question is announced (`toolConfirmation.notify`): exactly
@@ -62,6 +73,28 @@ pub struct NotifyTarget {
     pub webhook: Option<String>,
     pub secret_env: Option<String>,
     pub slack: Option<String>,
+}
+
+/// `toolConfirmation.redaction`: the key names whose values are masked in
+/// every call's arguments, wherever they appear.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct RedactionConfig {
+    /// Whether the default names (`password`, `token`, `authorization`,
+    /// `apiKey`, `secret` and the like) are masked.
+    pub defaults: bool,
+    /// More key names, compared as the defaults are: without case and
+    /// without `_`, `-`, `.` or spaces.
+    pub keys: Vec<String>,
+}
+
+impl Default for RedactionConfig {
+    fn default() -> Self {
+        Self {
+            defaults: true,
+            keys: Vec::new(),
+        }
+    }
 }
 
 /// `tools.<tool>.onNewMessage`.
@@ -81,15 +114,22 @@ pub enum OnNewMessage {
 pub struct Escalation {
     pub when: Conditions,
     pub approvers: Vec<String>,
+    /// For calls that match, the least an approver's identity must be;
+    /// the stricter of this and the tool's own `approverIdentity` holds.
+    #[serde(default)]
+    pub approver_identity: Option<Verified>,
 }
 
 /// Who may decide a tool's questions besides denying their own
-/// (`tools.<tool>.approvers`, `requireDistinctApprover`).
+/// (`tools.<tool>.approvers`, `requireDistinctApprover`,
+/// `approverIdentity`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Approvers<'a> {
     /// Principals, or `role:NAME`; empty: the user who asked.
     pub listed: &'a [String],
     pub distinct: bool,
+    /// The least source an approver's identity must have.
+    pub least: Option<Verified>,
 }
 
 impl<'a> Approvers<'a> {
@@ -98,6 +138,7 @@ impl<'a> Approvers<'a> {
         Self {
             listed,
             distinct: false,
+            least: None,
         }
     }
 
@@ -106,7 +147,13 @@ impl<'a> Approvers<'a> {
         Self {
             listed,
             distinct: true,
+            least: None,
         }
+    }
+
+    /// Whether an identity known by `source` is one an approver may have.
+    pub fn verified(&self, source: Source) -> bool {
+        self.least.is_none_or(|least| source.meets(least))
     }
 
     /// Whether `principal`, holding `roles`, may approve a call that
@@ -133,17 +180,24 @@ impl<'a> Approvers<'a> {
     }
 
     /// Whether the user who asked decides alone: no approvers listed, no
-    /// four eyes. Only such a call is covered by a remembered approval or a
-    /// budget, since only the user who asked can have granted it.
+    /// four eyes, no least identity. Only such a call is covered by a
+    /// remembered approval or a budget, since only the user who asked can
+    /// have granted it, and a grant decides later calls with nobody's
+    /// identity present to judge.
     pub fn asker_alone(&self) -> bool {
-        self.listed.is_empty() && !self.distinct
+        self.listed.is_empty() && !self.distinct && self.least.is_none()
     }
 
-    /// Who must approve, in words: `alice or role:finance`.
+    /// Who must approve, in words: `alice or role:finance`, and how they
+    /// must be known (`, signed in through oidc`).
     pub fn describe(&self) -> String {
-        match self.listed {
+        let who = match self.listed {
             [] => "the user who asked".to_owned(),
             listed => listed.join(" or "),
+        };
+        match self.least {
+            None => who,
+            Some(least) => format!("{who} (known by {} or stronger)", least.word()),
         }
     }
 }

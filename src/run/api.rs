@@ -82,7 +82,9 @@ pub struct Turns {
 /// Who asks for a turn.
 #[derive(Clone, Copy)]
 pub struct Asker<'a> {
-    pub principal: &'a str,
+    /// As the request named them: the turn's answers in the chat are
+    /// decided with the roles and source of this identity.
+    pub who: &'a Identity,
     /// Whether callers are told apart (API keys or a principal header):
     /// then every principal, `anonymous` included, has the per-user caps.
     pub told_apart: bool,
@@ -100,12 +102,12 @@ impl Turns {
         transport: Transport,
         trace: &(dyn Extractor + Sync),
     ) -> Result<(Arc<Run>, Subscription), TurnError> {
-        let principal = asker.principal;
+        let principal = asker.who.principal.as_str();
         let chat_id = request.chat_id.clone();
         let (waiting, waits) = watch::channel(false);
         let span = turn_span(&chat_id, self.trust_traceparent.then_some(trace));
         // Lazy: nothing of the turn runs before it is polled, in its span.
-        let (chunks, client) = self.turn(request, principal.to_owned(), waiting)?;
+        let (chunks, client) = self.turn(request, asker.who.clone(), waiting)?;
         let streams = self.limiter.rates().concurrent_streams;
         let owner = Owner {
             principal,
@@ -163,11 +165,10 @@ impl Turns {
         id: &str,
         decision: Decision,
     ) -> Result<OutOfBand, TurnError> {
-        let roles = who.roles.clone();
         Ok(self
             .agent
             .gate
-            .decide_out_of_band_with(&who.principal, roles, id, decision)
+            .decide_out_of_band(who, id, decision)
             .await?)
     }
 
@@ -176,7 +177,7 @@ impl Turns {
     fn turn(
         &self,
         request: ChatRequest,
-        principal: String,
+        who: Identity,
         waiting: watch::Sender<bool>,
     ) -> Result<(BoxStream<'static, UiChunk>, ClientVersion), TurnError> {
         let protocol = request.options.protocol.unwrap_or(self.protocol);
@@ -195,7 +196,7 @@ impl Turns {
         let chunks = self
             .agent
             .clone()
-            .turn(request, principal, protocol, flow, waiting);
+            .turn(request, who, protocol, flow, waiting);
         Ok((chunks, client))
     }
 }

@@ -22,6 +22,7 @@ use crate::confirm::signing::Subject;
 use crate::confirm::{
     Decision, Gate, GateError, NewCall, OutOfBand, OutsideQuestion, Scope, Seal, Signer,
 };
+use crate::identity::Identity;
 use crate::protocol::ConfirmationProtocol;
 use crate::store::{Issued, Outcome};
 
@@ -117,18 +118,19 @@ impl Calls {
         }
     }
 
-    /// The client's user decides `issued` as `principal`, through the one
+    /// The client's user decides `issued` as `who`, through the one
     /// decision pipeline (the same checks, claim, record and audit as the
-    /// API): an approved call runs once, a replay gets the recorded outcome.
+    /// API, the identity's roles and source counting): an approved call
+    /// runs once, a replay gets the recorded outcome.
     pub async fn decide(
         &self,
-        principal: &str,
+        who: &Identity,
         issued: &Issued,
         decision: Decision,
     ) -> Result<Called, GateError> {
         let decided = self
             .gate
-            .decide_out_of_band(principal, &issued.id, decision)
+            .decide_out_of_band(who, &issued.id, decision)
             .await?;
         Ok(match decided {
             OutOfBand::Decided(outcome) => self.done(issued, outcome).await,

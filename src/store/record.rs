@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::call::{Fingerprint, ToolCall};
+use crate::identity::Approver;
 use crate::protocol::ConfirmationProtocol;
 
 /// A confirmation as the server issued it: the authority for what may run.
@@ -194,6 +195,13 @@ pub struct AuditEvent {
     /// the question's, for a decision on one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fingerprint: Option<String>,
+    /// Who decided and how toolgate knew them (`identity.rs`'s
+    /// `Approver`: `oidc` with the token's issuer and subject, `key`,
+    /// `proxy-header`, `link`, `policy`, ...). Absent from events written
+    /// before toolgate kept it, and from those that decide no call
+    /// (`notified`, `revoked`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approver: Option<Approver>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -39,7 +39,8 @@ pub(super) async fn stream(
     let request = ChatRequest::from_slice(&body)?;
     // A chat id that is not a header's text (beyond ASCII) names no run.
     let run_id = HeaderValue::from_str(&request.chat_id).ok();
-    let asker = state.asker(&caller.principal);
+    let who = caller.into_identity();
+    let asker = state.asker(&who);
     let trace = HeaderExtractor(&headers);
     let (_, reader) = (state.turns)
         .start(request, asker, Transport::Sse, &trace)

@@ -67,10 +67,11 @@ pub(super) async fn one(
 ) -> Result<Response, ApiError> {
     crate::protocol::message::check_id("confirmation id", &id)?;
     let gate = &state.agent.gate;
-    let Some(question) = gate.question_for(&caller.principal, &id).await? else {
+    let Some(question) = gate.question_for(&caller.identity(), &id).await? else {
         return Err(ApiError::NotFound(format!("no confirmation `{id}`")));
     };
-    let issued = &question.issued;
+    let shown = gate.shown_issued(&question.issued);
+    let issued = &*shown;
     let (status, outcome) = match &question.standing {
         Standing::Open => ("open", None),
         Standing::Deciding => ("deciding", None),

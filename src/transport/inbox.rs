@@ -16,6 +16,7 @@ use super::error::STORAGE_UNAVAILABLE;
 use super::feeds::Publisher;
 use super::{ApiError, HttpState};
 use crate::confirm::{Gate, GateError, InboxFilter, Scope};
+use crate::identity::Identity;
 use crate::protocol::sse::Event;
 use crate::protocol::{ConfirmationProtocol, RequestError};
 use crate::store::Issued;
@@ -77,9 +78,10 @@ pub(super) async fn open(
         return list(&state, &caller, &inbox).await;
     };
     crate::protocol::message::check_id("chatId", &chat_id)?;
+    let who = caller.into_identity();
     let scope = Scope {
         chat_id,
-        principal: caller.principal,
+        principal: who.principal.clone(),
     };
     let gate = &state.agent.gate;
     let now = gate.now_ms();
@@ -87,15 +89,14 @@ pub(super) async fn open(
         .open(&scope)
         .await?
         .into_iter()
-        .map(|issued| item(gate, &issued, &scope.principal, now))
+        .map(|issued| item(gate, &issued, &who, now))
         .collect();
     Ok(axum::Json(open).into_response())
 }
 
-/// An open question as a card shows it, to `caller`.
-fn item(gate: &Gate, issued: &Issued, caller: &str, now: u64) -> serde_json::Value {
+/// An open question as a card shows it, to `who`.
+fn item(gate: &Gate, issued: &Issued, who: &Identity, now: u64) -> serde_json::Value {
     let approvers = gate.approvers(&issued.call);
-    let roles = gate.roles_of(caller);
     serde_json::json!({
         "id": issued.id,
         "chatId": issued.chat_id,
@@ -103,7 +104,7 @@ fn item(gate: &Gate, issued: &Issued, caller: &str, now: u64) -> serde_json::Val
             ConfirmationProtocol::Adk => "adk",
             ConfirmationProtocol::AiSdk => "ai-sdk",
         },
-        "originalFunctionCall": {"id": issued.call.id, "name": issued.call.name, "args": issued.call.args},
+        "originalFunctionCall": {"id": issued.call.id, "name": issued.call.name, "args": gate.shown_args(&issued.call)},
         "hint": issued.hint,
         "expiresAtMs": issued.expires_at_ms,
         // A browser's clock may differ from the server's.
@@ -113,7 +114,9 @@ fn item(gate: &Gate, issued: &Issued, caller: &str, now: u64) -> serde_json::Val
         // "waiting for …" instead of an Approve button.
         "approvers": approvers.listed,
         "requireDistinctApprover": approvers.distinct,
-        "mayApprove": approvers.may_approve(&issued.principal, caller, roles),
+        // As the decision pipeline judges it: the roles and source of
+        // the caller's identity count.
+        "mayApprove": gate.may_approve(issued, who),
         // What the approver is shown, as digests an auditor recomputes:
         // `null` for a question from before toolgate kept them.
         "fingerprint": issued.fingerprint,
@@ -127,23 +130,23 @@ async fn list(
     query: &InboxQuery,
 ) -> Result<Response, ApiError> {
     let gate = &state.agent.gate;
-    let listed = listing(gate, &caller.principal, &query.filter()).await?;
+    let listed = listing(gate, &caller.identity(), &query.filter()).await?;
     Ok(axum::Json(listed).into_response())
 }
 
 /// Each open question with who asked and the qualified tool.
 async fn listing(
     gate: &Gate,
-    caller: &str,
+    who: &Identity,
     filter: &InboxFilter,
 ) -> Result<Vec<serde_json::Value>, GateError> {
     let now = gate.now_ms();
     Ok(gate
-        .inbox(caller, filter)
+        .inbox(who, filter)
         .await?
         .into_iter()
         .map(|issued| {
-            let mut item = item(gate, &issued, caller, now);
+            let mut item = item(gate, &issued, who, now);
             item["principal"] = issued.principal.into();
             item["tool"] = crate::call::QualifiedName::of(&issued.call.name)
                 .into_string()
@@ -187,11 +190,11 @@ impl Listed {
 const FRESH_MS: u64 = 500;
 
 /// Who reads an inbox feed and what it keeps: streams with the same key
-/// share one listing per change.
+/// (one identity: principal, source, roles, token) share one listing per
+/// change.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct InboxKey {
-    principal: String,
-    roles: Vec<String>,
+    who: Identity,
     filter: InboxFilter,
 }
 
@@ -209,12 +212,10 @@ pub(super) async fn events(
 ) -> Result<Response, ApiError> {
     let Query(query) = query.map_err(|rejection| RequestError::Invalid(rejection.body_text()))?;
     let gate = state.agent.gate.clone();
-    let key = InboxKey {
-        principal: caller.principal.clone(),
-        roles: gate.roles_of(&caller.principal).to_vec(),
-        filter: query.filter(),
-    };
-    let (subscription, publisher) = state.inbox_feeds.join(&caller.principal, key.clone())?;
+    let who = caller.into_identity();
+    let (principal, filter) = (who.principal.clone(), query.filter());
+    let key = InboxKey { who, filter };
+    let (subscription, publisher) = state.inbox_feeds.join(&principal, key.clone())?;
     if let Some(publisher) = publisher {
         state.tasks.spawn(publish(gate.clone(), key, publisher));
     }
@@ -251,7 +252,7 @@ async fn publish(gate: Gate, key: InboxKey, publisher: Publisher<InboxKey, Liste
         changes.borrow_and_update();
         let listed = tokio::select! {
             () = publisher.unread() => return,
-            listed = listing(&gate, &key.principal, &key.filter) => listed,
+            listed = listing(&gate, &key.who, &key.filter) => listed,
         };
         let (frame, wait) = match listed {
             Ok(list) => {

@@ -97,10 +97,10 @@ impl HttpState {
         !self.api_keys.is_empty() || self.oidc.is_some()
     }
 
-    /// `principal` asking the run API for a turn.
-    pub fn asker<'a>(&self, principal: &'a str) -> Asker<'a> {
+    /// `who` asking the run API for a turn.
+    pub fn asker<'a>(&self, who: &'a crate::identity::Identity) -> Asker<'a> {
         Asker {
-            principal,
+            who,
             told_apart: self.identifies_callers(),
         }
     }

@@ -127,6 +127,33 @@ async fn text_is_a_text_message_between_run_started_and_run_finished() {
     assert_eq!(last(&reply)["runId"], "r1");
 }
 
+/// AG-UI runs count in the metrics under a transport of their own.
+#[tokio::test]
+async fn runs_are_counted_as_agui_turns() {
+    let server = Server::with_config(config()).await;
+    let body = input("t-metrics", "r1", vec![user("u1", "Hello there")]);
+    assert_eq!(run(&server, "alice", &body).await.status, 200);
+    let finished = "toolgate_turns_total{transport=\"agui\",outcome=\"finished\"} 1";
+    let text = common::wait::until_ok("the run counted as finished", || async {
+        let text = server
+            .get_with("/metrics", &[("x-user", "alice")])
+            .await
+            .body;
+        if text.lines().any(|l| l == finished) {
+            Ok(text)
+        } else {
+            Err(text)
+        }
+    })
+    .await;
+    assert!(
+        text.lines()
+            .any(|l| l == "toolgate_streams_open{transport=\"agui\"} 0"),
+        "{text}"
+    );
+    assert!(!text.contains("transport=\"sse\",outcome"), "{text}");
+}
+
 #[tokio::test]
 async fn capabilities_say_human_in_the_loop() {
     let server = Server::with_config(config()).await;

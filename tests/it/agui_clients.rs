@@ -16,7 +16,7 @@ use serde_json::Value;
 use tokio::process::Command;
 
 /// `agui-clients/`, with the client installed (or the test fails).
-fn clients() -> PathBuf {
+pub(crate) fn clients() -> PathBuf {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("agui-clients");
     assert!(
         dir.join("node_modules/@ag-ui/client").is_dir(),
@@ -27,12 +27,12 @@ fn clients() -> PathBuf {
 
 /// toolgate with callers named by `x-user`, payments editable, questions
 /// expiring after `expiry` seconds.
-struct Gate {
-    binary: Binary,
+pub(crate) struct Gate {
+    pub(crate) binary: Binary,
     _state: tempfile::TempDir,
 }
 
-fn gate(expiry: u64) -> Gate {
+pub(crate) fn gate(expiry: u64) -> Gate {
     let state = tempfile::tempdir().must();
     let db = state.path().join("toolgate.sqlite3");
     let yaml = format!(
@@ -59,22 +59,14 @@ toolConfirmation:
 impl Gate {
     /// `run.mjs` on `scenario` as alice: what the client saw.
     async fn scenario(&self, scenario: &str) -> Value {
-        let output = Command::new("node")
-            .arg(clients().join("run.mjs"))
-            .args([&self.binary.url, scenario])
-            .output()
-            .await
-            .must();
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert!(output.status.success(), "{scenario}: {stdout}\n{stderr}");
-        let line = stdout.lines().last().unwrap_or_default();
-        serde_json::from_str(line).unwrap_or_else(|e| panic!("{scenario}: {e}: {stdout}"))
+        let mut node = Command::new("node");
+        node.arg(clients().join("run.mjs"))
+            .args([&self.binary.url, scenario]);
+        printed(scenario, node).await
     }
 
-    /// How many of alice's payments were approved, as asked or edited
-    /// (and so ran).
-    async fn approved_payments(&self) -> usize {
+    /// Alice's audit log, oldest first.
+    pub(crate) async fn audit(&self) -> Vec<Value> {
         let response = reqwest::Client::new()
             .get(format!("{}/api/audit", self.binary.url))
             .header("x-user", "alice")
@@ -84,9 +76,29 @@ impl Gate {
         let body = response.text().await.unwrap_or_default();
         body.lines()
             .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .collect()
+    }
+
+    /// How many of alice's payments were approved, as asked or edited
+    /// (and so ran).
+    pub(crate) async fn approved_payments(&self) -> usize {
+        self.audit()
+            .await
+            .iter()
             .filter(|e| e["decision"] == "approved" || e["decision"] == "edited")
             .count()
     }
+}
+
+/// What a Node program of `agui-clients/` printed last, as JSON; it must
+/// have succeeded.
+pub(crate) async fn printed(what: &str, mut node: Command) -> Value {
+    let output = node.output().await.must();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{what}: {stdout}\n{stderr}");
+    let line = stdout.lines().last().unwrap_or_default();
+    serde_json::from_str(line).unwrap_or_else(|e| panic!("{what}: {e}: {stdout}\n{stderr}"))
 }
 
 fn text(run: &Value) -> &str {

@@ -2,7 +2,9 @@
 //! the real binary, a page on another origin calling a second one
 //! (started by `e2e/cross-origin.test.mjs` with `--cors-origin`), and two
 //! users, a clerk and an approver, on a third (started by
-//! `e2e/inbox.test.mjs` with a principal header): the flows of
+//! `e2e/inbox.test.mjs` with a principal header), and the demo's workflow
+//! mode through a proxy that cuts its held turn (`e2e/workflow.test.mjs`):
+//! the flows of
 //! `frontend-demo/e2e/`. Compiled with the
 //! `browser` feature; needs Node.js, `npm ci --prefix frontend-demo` and
 //! Debian's `chromium` (scripts/test installs them), and fails without them.
@@ -15,8 +17,8 @@ use std::process::Command;
 use common::Binary;
 
 /// The flows of `frontend-demo/e2e/`: 12 in `demo.test.mjs`, 3 in
-/// `cross-origin.test.mjs`, 1 in `inbox.test.mjs`.
-const FLOWS: usize = 16;
+/// `cross-origin.test.mjs`, 1 in `inbox.test.mjs`, 2 in `workflow.test.mjs`.
+const FLOWS: usize = 18;
 
 #[test]
 fn the_demo_works_in_a_real_browser() {

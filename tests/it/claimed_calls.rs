@@ -13,6 +13,7 @@ use futures::StreamExt;
 use futures::stream::BoxStream;
 use toolgate::agent::Agent;
 use toolgate::confirm::Gate;
+use toolgate::identity::{Identity, Source};
 use toolgate::ids::{Clock, Ids};
 use toolgate::protocol::{ChatRequest, ConfirmationFlow, ConfirmationProtocol, DeniedAs, UiChunk};
 use toolgate::provider::ScriptedModel;
@@ -49,7 +50,7 @@ fn agent(payments: Arc<AtomicUsize>) -> Arc<Agent> {
 fn turn(agent: &Arc<Agent>, request: ChatRequest) -> BoxStream<'static, UiChunk> {
     agent.clone().turn(
         request,
-        "anonymous".into(),
+        Identity::new("anonymous", Source::Anonymous),
         ConfirmationProtocol::Adk,
         ConfirmationFlow::Finish,
         tokio::sync::watch::channel(false).0,

@@ -22,6 +22,8 @@ mod adk;
 mod adk_clients;
 mod adk_session;
 mod agui;
+#[cfg(feature = "agui-browser")]
+mod agui_browser;
 #[cfg(feature = "agui-clients")]
 mod agui_clients;
 mod approvers;
@@ -72,6 +74,7 @@ mod orphaned_claims;
 mod out_of_band;
 mod policy;
 mod providers;
+mod redaction;
 #[cfg(feature = "redis-server")]
 mod redis;
 mod remembered;

@@ -10,6 +10,7 @@ use std::time::Duration;
 use common::{Binary, approval, transaction};
 use serde_json::json;
 use toolgate::confirm::{Answer, Answered, Decision, Gate, OUTCOME_UNKNOWN};
+use toolgate::identity::{Known, Source};
 use toolgate::ids::{Clock, Ids};
 use toolgate::protocol::ConfirmationProtocol;
 use toolgate::store::{Claim, Store};
@@ -115,9 +116,12 @@ async fn a_claim_left_by_a_dead_process_is_outcome_unknown_at_once() -> anyhow::
         seal: None,
     };
     // Well before the 30 s tool timeout the old rule waited for.
-    let answered = tokio::time::timeout(TOOL_TIMEOUT / 2, gate.check_answer(&scope, &answer))
-        .await
-        .unwrap_or_else(|_| panic!("the answer waited for a claim of a dead process"));
+    let answered = tokio::time::timeout(
+        TOOL_TIMEOUT / 2,
+        gate.check_answer(&scope, &Known::by(Source::Key), &answer),
+    )
+    .await
+    .unwrap_or_else(|_| panic!("the answer waited for a claim of a dead process"));
     match answered {
         Ok(Answered::Rejected(why)) => assert_eq!(why, OUTCOME_UNKNOWN),
         Ok(Answered::Running { .. }) => panic!("ran again"),

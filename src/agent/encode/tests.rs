@@ -90,7 +90,11 @@ fn message() -> UiMessage {
 /// The chunks of `events`, one JSON line each, and the message they built,
 /// with native denials said as `denied_as`.
 fn encode(denied_as: DeniedAs, events: Vec<AgentEvent>) -> (String, UiMessage) {
-    let mut encoder = TurnEncoder::new(Ids::sequential(), denied_as);
+    let mut encoder = TurnEncoder::new(
+        Ids::sequential(),
+        denied_as,
+        std::sync::Arc::new(crate::call::Redaction::standard()),
+    );
     let mut message = message();
     let mut out = Vec::new();
     for event in events {

@@ -74,6 +74,7 @@ impl Upstream {
         let work = take(
             gate.clone(),
             turn.scope.clone(),
+            turn.known.clone(),
             answered,
             open,
             self.adk.clone(),
@@ -232,6 +233,7 @@ pub(super) fn forged(message: &UiMessage, waiting: &HashSet<&str>) -> Vec<String
 async fn take(
     gate: Gate,
     scope: Scope,
+    known: crate::identity::Known,
     answered: Vec<(Answer, Option<Value>)>,
     open: Vec<Open>,
     adk: std::sync::Arc<Adk>,
@@ -246,7 +248,7 @@ async fn take(
     let mut first_error = None;
     for (answer, echo) in answered {
         let native = answer.protocol == ConfirmationProtocol::AiSdk;
-        let verdict = match Box::pin(gate.check_answer(&scope, &answer)).await {
+        let verdict = match Box::pin(gate.check_answer(&scope, &known, &answer)).await {
             Ok(verdict) => verdict,
             // The decisions taken so far still go to ADK.
             Err(e) => {

@@ -348,6 +348,7 @@ fn every_rule_a_decision_passes_before_its_claim() {
             issued: &case.issued,
             principal: case.principal,
             roles: &case.roles,
+            source: crate::identity::Source::Key,
             policy: &policy,
             now_ms: case.now,
             edits,

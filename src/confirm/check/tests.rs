@@ -4,10 +4,12 @@
 use serde_json::{Value, json};
 
 use super::{
-    Edits, Refusal, check, decider, edit, fresh, grant, grant_holds, repeats, response, sealed,
+    Decider, Edits, Refusal, check, decider, edit, fresh, grant, grant_holds, repeats, response,
+    sealed,
 };
 use crate::call::{Fingerprint, ToolCall};
 use crate::confirm::{Answer, Decision, Remember, Scope, Seal, Signer, signing};
+use crate::identity::{Source, Verified};
 use crate::policy::Approvers;
 use crate::protocol::ConfirmationProtocol::{Adk, AiSdk};
 use crate::store::{Issued, Outcome};

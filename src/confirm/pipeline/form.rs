@@ -2,15 +2,18 @@
 //! names who made it.
 
 use super::super::{Answer, Gate, Remember, Scope};
+use crate::identity::{Identity, Source};
 use crate::store::Issued;
 
 /// How a person's decision on a question arrived.
 #[derive(Debug, Clone, Copy)]
 pub(in crate::confirm) enum Form<'a> {
-    /// An answer in the chat, by the chat's own user.
+    /// An answer in the chat, by the chat's own user, as the chat's
+    /// request named them (an OIDC token's roles count).
     Chat {
         scope: &'a Scope,
         answer: &'a Answer,
+        who: &'a Identity,
     },
     /// Out of band: the API, a socket's `confirm` frame, a signed link.
     OutOfBand(Who<'a>),
@@ -28,8 +31,8 @@ impl<'a> Form<'a> {
     pub(super) fn sees(self, gate: &Gate, issued: &Issued) -> bool {
         match self {
             Form::Chat { .. } | Form::OutOfBand(Who::Link { .. }) => true,
-            Form::OutOfBand(Who::Caller { principal, .. }) => {
-                issued.principal == principal || gate.approvers(&issued.call).others_decide()
+            Form::OutOfBand(Who::Caller(who)) => {
+                issued.principal == who.principal || gate.approvers(&issued.call).others_decide()
             }
         }
     }
@@ -47,46 +50,61 @@ impl<'a> Form<'a> {
             },
         }
     }
+
+    /// The identity the decision came with; `None`: a link's bearer whom
+    /// the request does not name.
+    pub(super) fn identity(self) -> Option<&'a Identity> {
+        match self {
+            Form::Chat { who, .. } => Some(who),
+            Form::OutOfBand(who) => who.identity(),
+        }
+    }
+
+    /// How toolgate knows the decider (`approverIdentity` is judged on it).
+    pub(super) fn source(self) -> Source {
+        self.identity().map_or(Source::Link, |who| who.source)
+    }
+
+    /// The roles the decider's identity brings, besides `auth.roles`'.
+    pub(super) fn roles(self) -> &'a [String] {
+        self.identity().map_or(&[], |who| &who.roles)
+    }
 }
 
 /// Who decides a question out of band.
 #[derive(Debug, Clone, Copy)]
 pub(in crate::confirm) enum Who<'a> {
-    /// An authenticated caller (the API, a socket's `confirm` frame), and
-    /// the roles its identity brings (an OIDC token's groups, mapped).
-    Caller {
-        principal: &'a str,
-        roles: &'a [String],
-    },
+    /// An authenticated caller (the API, a socket's `confirm` frame, the
+    /// MCP face), with the roles its identity brings.
+    Caller(&'a Identity),
     /// Whoever follows a signed link sent to `target`: the caller when the
-    /// request names one (a proxy's principal header, a key), else nobody
-    /// the server knows, who may decide only a question its asker decides.
+    /// request names one (a proxy's principal header, a key, a token),
+    /// deciding as they would through the API; else the link's bearer,
+    /// nobody the server knows, who may decide only a question its asker
+    /// decides and meets no `approverIdentity`.
     Link {
         target: &'a str,
-        caller: Option<&'a str>,
+        caller: Option<&'a Identity>,
     },
 }
 
 impl<'a> Who<'a> {
     pub(in crate::confirm) fn principal(self) -> Option<&'a str> {
-        match self {
-            Who::Caller { principal, .. } => Some(principal),
-            Who::Link { caller, .. } => caller,
-        }
+        self.identity().map(|who| who.principal.as_str())
     }
 
-    /// The roles the decider's identity brings, besides `auth.roles`'.
-    pub(in crate::confirm) fn roles(self) -> &'a [String] {
+    /// The decider's identity, if the server knows one.
+    pub(in crate::confirm) fn identity(self) -> Option<&'a Identity> {
         match self {
-            Who::Caller { roles, .. } => roles,
-            Who::Link { .. } => &[],
+            Who::Caller(who) => Some(who),
+            Who::Link { caller, .. } => caller,
         }
     }
 
     /// How the decision came, for the audit log.
     pub(in crate::confirm) fn via(self) -> String {
         match self {
-            Who::Caller { .. } => " through the API".to_owned(),
+            Who::Caller(_) => " through the API".to_owned(),
             Who::Link { target, .. } => format!(" through a signed link ({target})"),
         }
     }

@@ -66,21 +66,37 @@ impl Gate {
         id: &str,
         decision: &Decision,
     ) -> Result<Reached, GateError> {
-        if let Form::Chat { scope, answer } = form
-            && let Err(refusal) = check::sealed(self.signer.as_ref(), answer, scope)
+        if let Form::Chat { scope, answer, who } = form
+            && let Err(refusal) =
+                check::sealed(self.signer.as_ref(), &self.answer_as_shown(answer), scope)
         {
-            return Ok(self.refused_in_chat(scope, answer, refusal).await);
+            return Ok(self.refused_in_chat(scope, answer, who, refusal).await);
         }
         let issued = self.store.get(id).await?;
         let Some(issued) = issued.filter(|i| form.sees(self, i)) else {
             return Ok(match form {
-                Form::Chat { scope, answer } => {
+                Form::Chat { scope, answer, who } => {
                     let refusal = Refusal::NotIssued(id.to_owned());
-                    self.refused_in_chat(scope, answer, refusal).await
+                    self.refused_in_chat(scope, answer, who, refusal).await
                 }
                 Form::OutOfBand(who) => self.not_found(who, id).await,
             });
         };
+        // What came back as it was shown: the masked values are the issued ones.
+        let unmasked;
+        let form = match form {
+            Form::Chat { scope, answer, who } => {
+                unmasked = self.unmasked_answer(answer, &issued);
+                Form::Chat {
+                    scope,
+                    answer: &unmasked,
+                    who,
+                }
+            }
+            Form::OutOfBand(who) => Form::OutOfBand(who),
+        };
+        let restored = self.unmasked_decision(decision, &issued);
+        let decision = &*restored;
         // A chat's answer is judged in its chat; any other in the question's.
         let own;
         let scope = match form {
@@ -94,11 +110,7 @@ impl Gate {
             }
         };
         let principal = form.decider(self, &issued);
-        let brought = match form {
-            Form::OutOfBand(who) => who.roles(),
-            Form::Chat { .. } => &[],
-        };
-        let roles = self.roles_with(principal, brought);
+        let roles = self.roles_with(principal, form.roles());
         let now = self.clock.now_ms();
         let edit = matches!(
             decision,
@@ -120,6 +132,7 @@ impl Gate {
             issued: &issued,
             principal,
             roles: &roles,
+            source: form.source(),
             policy: &self.policy,
             now_ms: now,
             edits: Edits {
@@ -131,7 +144,7 @@ impl Gate {
             output_schema: output_schema.as_ref(),
             definition: definition.as_deref(),
             chat: match form {
-                Form::Chat { scope, answer } => Some((answer, scope)),
+                Form::Chat { scope, answer, .. } => Some((answer, scope)),
                 Form::OutOfBand(_) => None,
             },
         };
@@ -182,6 +195,7 @@ impl Gate {
                 };
                 let note = Note::new(audited, scope, &issued.call).by(by);
                 let note = note.fingerprint(issued.fingerprint.as_ref());
+                let note = note.approver(form.identity());
                 self.note(note.reason(why).on(Some(id))).await;
                 outcome
             }
@@ -189,6 +203,7 @@ impl Gate {
                 let call = as_ran(issued.call.clone(), &outcome);
                 let note = Note::new(AuditDecision::Replayed, scope, &call).by("an earlier answer");
                 let note = note.fingerprint(issued.fingerprint.as_ref());
+                let note = note.approver(form.identity());
                 self.note(note.reason(outcome_reason(&outcome)).on(Some(id)))
                     .await;
                 return Ok(Reached::Earlier { call, outcome });
@@ -197,6 +212,7 @@ impl Gate {
                 let call = as_ran(issued.call.clone(), &outcome);
                 let note = Note::new(AuditDecision::Refused, scope, &call);
                 let note = note.fingerprint(issued.fingerprint.as_ref());
+                let note = note.approver(form.identity());
                 self.note(note.reason(outcome_reason(&outcome)).on(Some(id)))
                     .await;
                 return Ok(Reached::Earlier { call, outcome });
@@ -270,6 +286,11 @@ impl Gate {
         let issued_args = edited.then_some(issued_args).flatten();
         let note = Note::new(audited, scope, call).by(by).reason(reason);
         let note = note.fingerprint(issued.fingerprint.as_ref());
+        // A rule that denied the approval decided, not the approver.
+        let note = match audited {
+            AuditDecision::Denied => note,
+            _ => note.approver(form.identity()),
+        };
         self.note(note.on(Some(id)).edited_from(issued_args)).await;
         Ok(Reached::Won { answered, edited })
     }

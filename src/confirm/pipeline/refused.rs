@@ -9,6 +9,7 @@ use super::super::check::{self, Refusal};
 use super::super::{Answer, CANCELLED, Decision, EXPIRED, Gate, OutOfBand, Scope};
 use super::{Form, Reached, Who};
 use crate::call::ToolCall;
+use crate::identity::Identity;
 use crate::store::{AuditDecision, Issued, Outcome};
 
 impl Gate {
@@ -22,7 +23,9 @@ impl Gate {
         refusal: Refusal,
     ) -> Reached {
         match form {
-            Form::Chat { scope, answer } => self.refused_in_chat(scope, answer, refusal).await,
+            Form::Chat { scope, answer, who } => {
+                self.refused_in_chat(scope, answer, who, refusal).await
+            }
             Form::OutOfBand(who) => {
                 self.refused_out_of_band(who, scope, issued, principal, refusal)
                     .await
@@ -35,6 +38,7 @@ impl Gate {
         &self,
         scope: &Scope,
         answer: &Answer,
+        who: &Identity,
         refusal: Refusal,
     ) -> Reached {
         let why = refusal.to_string();
@@ -43,7 +47,7 @@ impl Gate {
         let unknown = no_call();
         let call = answer.original.as_ref().unwrap_or(&unknown);
         let note = Note::new(AuditDecision::Refused, scope, call).because(why.clone());
-        self.note(note.on(Some(id))).await;
+        self.note(note.on(Some(id)).approver(Some(who))).await;
         Reached::Refused { refusal, why }
     }
 
@@ -72,6 +76,7 @@ impl Gate {
         };
         let note = Note::new(AuditDecision::Refused, scope, &issued.call).by(by);
         let note = note.fingerprint(issued.fingerprint.as_ref());
+        let note = note.approver(who.identity());
         self.note(note.because(why.clone()).on(Some(&issued.id)))
             .await;
         Reached::Refused { refusal, why }
@@ -86,7 +91,7 @@ impl Gate {
         let nothing = no_call();
         let why = format!("no confirmation `{id}` for this user");
         let note = Note::new(AuditDecision::Refused, &caller, &nothing).because(why);
-        self.note(note.on(Some(id))).await;
+        self.note(note.on(Some(id)).approver(who.identity())).await;
         Reached::NotFound
     }
 }

@@ -20,6 +20,13 @@ fn event(at_ms: u64, principal: &str) -> AuditEvent {
         confirmation_id: Some("adk-1".into()),
         client: None,
         fingerprint: None,
+        // The chain covers who decided as it covers the rest.
+        approver: Some(crate::identity::Approver {
+            source: crate::identity::Source::Oidc,
+            principal: Some("alice".into()),
+            issuer: Some("https://idp.example".into()),
+            subject: Some("a-1".into()),
+        }),
     }
 }
 

@@ -431,6 +431,9 @@ pub async fn keeps_an_audit_log(store: Store) {
         confirmation_id: Some("adk-1".into()),
         client: None,
         fingerprint: Some("f".repeat(64)),
+        approver: Some(
+            crate::identity::Identity::new("alice", crate::identity::Source::Key).approver(),
+        ),
     };
     for (at, who, chat) in [
         (10, "alice", "a"),

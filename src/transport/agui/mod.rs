@@ -99,8 +99,8 @@ fn events(
             }
         };
         let trace = HeaderExtractor(&headers);
-        let asker = state.asker(&who.principal);
-        let started = turns.start(request, asker, Transport::Sse, &trace).await;
+        let asker = state.asker(&who);
+        let started = turns.start(request, asker, Transport::Agui, &trace).await;
         let reader = match started {
             Ok((_, reader)) => reader,
             Err(e) => {

@@ -194,7 +194,8 @@ pub async fn interrupts(gate: &Gate, asked: &[(String, String)]) -> Result<Vec<V
             .iter()
             .find(|tool| tool.name == issued.call.name)
             .map(|tool| &tool.parameters);
-        interrupts.push(wire::interrupt(&issued, allowed(gate, &issued), parameters));
+        let shown = gate.shown_issued(&issued);
+        interrupts.push(wire::interrupt(&shown, allowed(gate, &issued), parameters));
     }
     Ok(interrupts)
 }

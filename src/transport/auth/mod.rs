@@ -64,6 +64,16 @@ impl Caller {
         }
     }
 
+    /// The caller as the gate judges its decisions, taken apart.
+    pub fn into_identity(self) -> Identity {
+        Identity {
+            principal: self.principal,
+            source: self.source,
+            roles: self.roles,
+            token: self.token,
+        }
+    }
+
     /// Resolves the caller from a request's headers. With `auth.oidc`, a
     /// bearer credential shaped like a JWT that is no API key must be a
     /// valid token of the issuer; without one, keys and the principal

@@ -16,6 +16,8 @@
 
 mod page;
 
+use std::borrow::Cow;
+
 use axum::body::{Body, Bytes};
 use axum::extract::{Path, State};
 use axum::http::{StatusCode, header};
@@ -26,6 +28,7 @@ use super::{ApiError, Caller, HttpState};
 use crate::confirm::{Decision, OutOfBand};
 use crate::notify::{Link, LinkDecision, LinkError};
 use crate::protocol::RequestError;
+
 use page::{html, notice, question_page};
 
 /// The longest reason a denial through a link may give.
@@ -48,10 +51,15 @@ pub(super) async fn page(State(state): State<HttpState>, Path(token): Path<Strin
     };
     let gate = &state.agent.gate;
     match gate.link_question(&link.confirmation_id).await {
-        Ok(Some(question)) => html(
-            StatusCode::OK,
-            &question_page(&question, link.decision, gate.now_ms()),
-        ),
+        Ok(Some(mut question)) => {
+            if let Cow::Owned(shown) = gate.shown_issued(&question.issued) {
+                question.issued = shown;
+            }
+            html(
+                StatusCode::OK,
+                &question_page(&question, link.decision, gate.now_ms()),
+            )
+        }
         Ok(None) => html(
             StatusCode::NOT_FOUND,
             &notice(
@@ -90,7 +98,7 @@ pub(super) async fn decide(
     let caller = Caller::from_headers(&state, &headers)
         .await
         .ok()
-        .map(|caller| caller.principal);
+        .map(Caller::into_identity);
     let body = small_body(&headers, body).await?;
     let decision = decision(&body, link.decision)?;
     let id = link.confirmation_id;

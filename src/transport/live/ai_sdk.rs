@@ -166,7 +166,7 @@ async fn frame(
             mut body,
         } => {
             check_request(requests, &request_id)?;
-            let principal = socket.caller(&headers).await.map_err(fail)?.principal;
+            let who = socket.caller(&headers).await.map_err(fail)?.into_identity();
             // The body `useChat` would post: the transport's `body` with the turn.
             body.insert("id".into(), chat_id.into());
             body.insert("messages".into(), messages);
@@ -182,7 +182,7 @@ async fn frame(
             let request = ChatRequest::from_slice(&bytes).map_err(|e| fail(e.into()))?;
             let trace = HeaderExtractor(&socket.upgrade);
             let (run, reader) = (state.turns)
-                .start(request, state.asker(&principal), Transport::Live, &trace)
+                .start(request, state.asker(&who), Transport::Live, &trace)
                 .await
                 .map_err(|e| fail(e.into()))?;
             let task =

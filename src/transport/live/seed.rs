@@ -244,12 +244,12 @@ async fn start(
     body: &Map<String, Value>,
 ) -> Result<(Arc<Run>, Subscription), ApiError> {
     // The app sends no key in its frames: the upgrade's headers say who.
-    let principal = socket.caller(&HashMap::new()).await?.principal;
+    let who = socket.caller(&HashMap::new()).await?.into_identity();
     let bytes = serde_json::to_vec(body).map_err(|e| RequestError::Json(e.to_string()))?;
     let request = ChatRequest::from_slice(&bytes)?;
     // A turn continues the trace of the socket's upgrade request.
     let trace = HeaderExtractor(&socket.upgrade);
-    let asker = socket.state.asker(&principal);
+    let asker = socket.state.asker(&who);
     Ok((socket.state.turns)
         .start(request, asker, Transport::Live, &trace)
         .await?)

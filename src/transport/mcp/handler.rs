@@ -26,6 +26,7 @@ use tracing::Instrument;
 
 use super::{McpFace, wire};
 use crate::confirm::{Gate, OutsideQuestion};
+use crate::identity::{Identity, Source};
 use crate::metrics::Transport;
 use crate::run::Called;
 use crate::store::Issued;
@@ -35,7 +36,9 @@ const PROGRESS_EVERY: Duration = Duration::from_secs(5);
 
 /// What one `tools/call` asks for.
 struct Request<'a> {
-    principal: &'a str,
+    /// Who asks, as the face knows them: the client's user, who decides
+    /// in the client (elicitation) with this identity's roles and source.
+    who: &'a Identity,
     name: String,
     /// Whether the request speaks 2026-07-28 (stateless, MRTR).
     mrtr: bool,
@@ -72,8 +75,8 @@ impl rmcp::ServerHandler for McpFace {
         request: CallToolRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let principal = self
-            .principal(&ctx)
+        let who = self
+            .who(&ctx)
             .ok_or_else(|| McpError::invalid_request("no authenticated caller", None))?;
         let client = ctx
             .client_info()
@@ -83,11 +86,11 @@ impl rmcp::ServerHandler for McpFace {
             "mcp_call",
             otel.name = format!("mcp tools/call {}", request.name),
             gen_ai.tool.name = &*request.name,
-            toolgate.principal = &*principal,
+            toolgate.principal = who.principal.as_str(),
         );
         // Boxed: the gate's futures under rmcp's session future would
         // pass the compiler's type depth limit.
-        let call = Box::pin(self.call(&principal, request, &ctx));
+        let call = Box::pin(self.call(&who, request, &ctx));
         let response = Gate::for_client(client, call).instrument(span).await;
         watch.ended(match &response {
             Ok(CallToolResponse::Complete(result)) if result.is_error == Some(true) => "refused",
@@ -100,20 +103,21 @@ impl rmcp::ServerHandler for McpFace {
 }
 
 impl McpFace {
-    /// Who asks: stdio's configured principal, else the caller `/mcp`'s
-    /// auth resolved before rmcp saw the request.
-    fn principal(&self, ctx: &RequestContext<RoleServer>) -> Option<String> {
+    /// Who asks: stdio's configured principal (known as `stdio`: whoever
+    /// started the process), else the caller `/mcp`'s auth resolved before
+    /// rmcp saw the request.
+    fn who(&self, ctx: &RequestContext<RoleServer>) -> Option<Identity> {
         if let Some(principal) = &self.principal {
-            return Some(principal.to_string());
+            return Some(Identity::new(principal.to_string(), Source::Stdio));
         }
         let parts = ctx.extensions.get::<axum::http::request::Parts>()?;
         let caller = parts.extensions.get::<crate::transport::Caller>()?;
-        Some(caller.principal.clone())
+        Some(caller.identity())
     }
 
     async fn call(
         &self,
-        principal: &str,
+        who: &Identity,
         request: CallToolRequestParams,
         ctx: &RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
@@ -123,8 +127,9 @@ impl McpFace {
         let elicits = ctx
             .client_capabilities()
             .is_some_and(|c| c.elicitation.is_some());
+        let principal = who.principal.as_str();
         let asked = Request {
-            principal,
+            who,
             name: request.name.to_string(),
             mrtr,
             elicits,
@@ -148,13 +153,13 @@ impl McpFace {
         let answer = answer.and_then(|responses| responses.get(wire::APPROVAL));
         let called = match answer {
             // Only the user who may decide answers in the client.
-            Some(answer) if calls.gate.asker_decides(principal, &issued.call) => {
+            Some(answer) if calls.gate.asker_decides(who, &issued.call) => {
                 let Some((action, content)) = wire::answer(answer) else {
                     let why = "inputResponses.approval is not an elicitation result";
                     return Err(McpError::invalid_params(why, None));
                 };
                 let decision = wire::decision(&action, content);
-                calls.decide(principal, &issued, decision).await
+                calls.decide(who, &issued, decision).await
             }
             _ => calls.wait(issued, self.retry_wait).await,
         };
@@ -172,7 +177,7 @@ impl McpFace {
             Called::Refused(why) => return Ok(wire::error(why).into()),
             Called::Waiting(issued) => issued,
         };
-        let asks = asked.elicits && self.calls.gate.asker_decides(asked.principal, &issued.call);
+        let asks = asked.elicits && self.calls.gate.asker_decides(asked.who, &issued.call);
         if asked.mrtr {
             let state = self.calls.state(&issued);
             let requests = match asks {
@@ -197,7 +202,8 @@ impl McpFace {
 
     fn form(&self, issued: &Issued) -> Result<rmcp::model::ElicitRequestParams, McpError> {
         let may_remember = self.calls.gate.may_remember(&issued.call);
-        wire::form(issued, may_remember).map_err(|e| McpError::internal_error(e, None))
+        let shown = self.calls.gate.shown_issued(issued);
+        wire::form(&shown, may_remember).map_err(|e| McpError::internal_error(e, None))
     }
 
     /// An older session whose client can elicit: asks it, and decides as
@@ -218,7 +224,7 @@ impl McpFace {
             }
         };
         let decision = wire::decision(&answer.action, answer.content.as_ref());
-        let decided = self.calls.decide(asked.principal, issued, decision).await;
+        let decided = self.calls.decide(asked.who, issued, decision).await;
         decided.map_err(internal)
     }
 

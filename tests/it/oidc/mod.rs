@@ -3,6 +3,7 @@
 //! for toolgate names its principal; every other is refused with one
 //! fixed text; a rotated key is fetched, a flood of unknown key ids is not.
 
+mod approvers;
 mod issuer;
 
 use std::time::Duration;

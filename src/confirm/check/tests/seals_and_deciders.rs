@@ -128,8 +128,18 @@ fn who_may_decide() {
     let finance = ["finance".to_owned()];
     let four_eyes = Approvers::four_eyes(&listed);
     let finance_or_asker = Approvers::listed(&listed);
+    let signed_in = Approvers {
+        least: Some(Verified::Oidc),
+        ..four_eyes
+    };
+    let asker_signed_in = Approvers {
+        least: Some(Verified::Key),
+        ..Approvers::default()
+    };
     let waiting =
         "the user who asked may not approve this call themselves; waiting for role:finance";
+    let by_oidc = "only role:finance (known by oidc or stronger) may decide this call; \
+        this decision came with an identity from ";
     /// Who, with which roles, approving or not, and the verdict.
     type Case<'a> = (
         Approvers<'a>,
@@ -156,10 +166,94 @@ fn who_may_decide() {
         (finance_or_asker, "clerk", &[], true, Err(waiting)),
     ];
     for (approvers, principal, roles, approve, expected) in cases {
-        let got =
-            decider(*approvers, "clerk", principal, roles, *approve).map_err(|e| e.to_string());
-        let expected = expected.map_err(str::to_owned);
-        assert_eq!(got, expected, "{principal} {approve}");
+        // With no least identity asked, every source decides alike.
+        for source in [Source::Oidc, Source::Key, Source::Link, Source::Anonymous] {
+            let who = Decider {
+                principal,
+                roles,
+                source,
+            };
+            let got = decider(*approvers, "clerk", who, *approve).map_err(|e| e.to_string());
+            let expected = expected.map_err(str::to_owned);
+            assert_eq!(got, expected, "{principal} {approve} {source:?}");
+        }
+    }
+    // `approverIdentity`: who may decide, and how they are known.
+    let with = |source: Source| format!("{by_oidc}{}", source.word());
+    #[rustfmt::skip]
+    /// The approvers, who with which roles and source, approving or not, and the verdict.
+    type Known<'a> = (Approvers<'a>, &'a str, &'a [String], Source, bool, Result<(), String>);
+    let cases: Vec<Known<'_>> = vec![
+        (signed_in, "lead", &finance, Source::Oidc, true, Ok(())),
+        (signed_in, "lead", &finance, Source::Oidc, false, Ok(())),
+        (
+            signed_in,
+            "lead",
+            &finance,
+            Source::Key,
+            true,
+            Err(with(Source::Key)),
+        ),
+        (
+            signed_in,
+            "lead",
+            &finance,
+            Source::Key,
+            false,
+            Err(with(Source::Key)),
+        ),
+        (
+            signed_in,
+            "lead",
+            &finance,
+            Source::ProxyHeader,
+            true,
+            Err(with(Source::ProxyHeader)),
+        ),
+        (
+            signed_in,
+            "lead",
+            &finance,
+            Source::Link,
+            true,
+            Err(with(Source::Link)),
+        ),
+        // The asker may always deny their own call, however known.
+        (signed_in, "clerk", &[], Source::Anonymous, false, Ok(())),
+        // Not an approver at all: told who is, whatever the source.
+        (
+            signed_in,
+            "other",
+            &[],
+            Source::Oidc,
+            true,
+            Err("only role:finance (known by oidc or stronger) may approve this call".into()),
+        ),
+        // The asker alone, known by a key or stronger.
+        (asker_signed_in, "clerk", &[], Source::Key, true, Ok(())),
+        (asker_signed_in, "clerk", &[], Source::Oidc, true, Ok(())),
+        (
+            asker_signed_in,
+            "clerk",
+            &[],
+            Source::ProxyHeader,
+            true,
+            Err(
+                "only the user who asked (known by key or stronger) may decide this call; \
+             this decision came with an identity from proxy-header"
+                    .into(),
+            ),
+        ),
+        (asker_signed_in, "clerk", &[], Source::Stdio, false, Ok(())),
+    ];
+    for (approvers, principal, roles, source, approve, expected) in cases {
+        let who = Decider {
+            principal,
+            roles,
+            source,
+        };
+        let got = decider(approvers, "clerk", who, approve).map_err(|e| e.to_string());
+        assert_eq!(got, expected, "{principal} {approve} {source:?}");
     }
 }
 
@@ -170,6 +264,10 @@ fn a_grant_only_where_the_asker_decides_alone() {
     let alone = Approvers::default();
     let four_eyes = Approvers::four_eyes(&finance);
     let listed = Approvers::listed(&cfo);
+    let signed_in = Approvers {
+        least: Some(Verified::Oidc),
+        ..alone
+    };
     let approve = |remember: Option<Remember>, approve_next: Option<u32>| Decision::Approve {
         payload: None,
         remember,
@@ -201,6 +299,11 @@ fn a_grant_only_where_the_asker_decides_alone() {
         (&window, vec![listed], refused("cfo")),
         // An edit whose arguments escalate: judged as it would run.
         (&next, vec![alone, listed], refused("cfo")),
+        // A least identity: a grant would decide later calls with nobody's
+        // identity there to judge.
+        (&everywhere, vec![signed_in], refused("the user who asked (known by oidc or stronger)")),
+        (&next, vec![signed_in], refused("the user who asked (known by oidc or stronger)")),
+        (&plain, vec![signed_in], Ok(())),
     ];
     for (decision, approvers, expected) in cases {
         let got = grant(decision, &approvers).map_err(|e| e.to_string());

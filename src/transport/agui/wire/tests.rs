@@ -67,7 +67,7 @@ fn a_streamed_call_keeps_its_deltas_and_an_asked_one_is_noted() {
             json!({"type": "finish", "finishReason": "tool-calls"}),
         ],
         &[
-            json!({"type": "TOOL_CALL_START", "toolCallId": "call-1", "toolCallName": "pay"}),
+            json!({"type": "TOOL_CALL_START", "toolCallId": "call-1", "toolCallName": "pay", "parentMessageId": "call-1"}),
             json!({"type": "TOOL_CALL_ARGS", "toolCallId": "call-1", "delta": "{\"a\":"}),
             json!({"type": "TOOL_CALL_ARGS", "toolCallId": "call-1", "delta": "1}"}),
             json!({"type": "TOOL_CALL_END", "toolCallId": "call-1"}),
@@ -97,18 +97,65 @@ fn a_call_said_whole_gets_its_start_and_arguments_and_each_outcome_a_result() {
             json!({"type": "tool-input-error", "toolCallId": "c5", "toolName": "w", "input": {}, "errorText": "bad"}),
         ],
         &[
-            json!({"type": "TOOL_CALL_START", "toolCallId": "c1", "toolCallName": "w"}),
+            json!({"type": "TOOL_CALL_START", "toolCallId": "c1", "toolCallName": "w", "parentMessageId": "c1"}),
             json!({"type": "TOOL_CALL_ARGS", "toolCallId": "c1", "delta": "{\"city\":\"Paris\"}"}),
             json!({"type": "TOOL_CALL_END", "toolCallId": "c1"}),
             result("c1", "{\"t\":21}"),
             result("c2", "plain"),
             result("c3", "boom"),
             result("c4", DENIED),
-            json!({"type": "TOOL_CALL_START", "toolCallId": "c5", "toolCallName": "w"}),
+            json!({"type": "TOOL_CALL_START", "toolCallId": "c5", "toolCallName": "w", "parentMessageId": "c5"}),
             json!({"type": "TOOL_CALL_ARGS", "toolCallId": "c5", "delta": "{}"}),
             json!({"type": "TOOL_CALL_END", "toolCallId": "c5"}),
             result("c5", "bad"),
         ],
+    );
+}
+
+#[test]
+fn a_step_s_calls_join_its_text_message_and_a_new_step_starts_another() {
+    let start = |id: &str, parent: &str| json!({"type": "TOOL_CALL_START", "toolCallId": id, "toolCallName": "pay", "parentMessageId": parent});
+    let whole = |id: &str| json!({"type": "tool-input-available", "toolCallId": id, "toolName": "pay", "input": {}});
+    let args = |id: &str| json!({"type": "TOOL_CALL_ARGS", "toolCallId": id, "delta": "{}"});
+    let end = |id: &str| json!({"type": "TOOL_CALL_END", "toolCallId": id});
+    let translator = check(
+        &[
+            json!({"type": "start-step"}),
+            json!({"type": "text-start", "id": "t-1"}),
+            json!({"type": "text-delta", "id": "t-1", "delta": "Paying both."}),
+            json!({"type": "text-end", "id": "t-1"}),
+            whole("a"),
+            whole("b"),
+            json!({"type": "finish-step"}),
+            json!({"type": "start-step"}),
+            whole("c"),
+            whole("d"),
+        ],
+        &[
+            json!({"type": "TEXT_MESSAGE_START", "messageId": "run-1.t-1", "role": "assistant"}),
+            json!({"type": "TEXT_MESSAGE_CONTENT", "messageId": "run-1.t-1", "delta": "Paying both."}),
+            json!({"type": "TEXT_MESSAGE_END", "messageId": "run-1.t-1"}),
+            start("a", "run-1.t-1"),
+            args("a"),
+            end("a"),
+            start("b", "run-1.t-1"),
+            args("b"),
+            end("b"),
+            start("c", "c"),
+            args("c"),
+            end("c"),
+            start("d", "c"),
+            args("d"),
+            end("d"),
+        ],
+    );
+    let call = |id: &str| json!({"id": id, "type": "function", "function": {"name": "pay", "arguments": "{}"}});
+    assert_eq!(
+        translator.messages(),
+        [
+            json!({"id": "run-1.t-1", "role": "assistant", "content": "Paying both.", "toolCalls": [call("a"), call("b")]}),
+            json!({"id": "c", "role": "assistant", "toolCalls": [call("c"), call("d")]}),
+        ]
     );
 }
 

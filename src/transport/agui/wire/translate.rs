@@ -84,6 +84,7 @@ enum Chunk {
         error_text: String,
     },
     Abort {},
+    StartStep {},
     #[serde(other)]
     Other,
 }
@@ -108,8 +109,12 @@ pub struct Translator {
     messages: Vec<Value>,
     /// Where each open text or reasoning block's message is.
     blocks: HashMap<String, usize>,
-    /// Where each tool call's message is, and whether its arguments streamed.
-    calls: HashMap<String, (usize, bool)>,
+    /// The assistant message this step's tool calls join (its text's, or
+    /// the first call's), until a result or a new step.
+    step: Option<usize>,
+    /// Where each tool call is (its message, its place in `toolCalls`),
+    /// and whether its arguments streamed.
+    calls: HashMap<String, (usize, usize, bool)>,
     /// The questions asked, `(question id, tool call id)`, in order.
     asked: Vec<(String, String)>,
     ended: Ended,
@@ -121,6 +126,7 @@ impl Translator {
             run_id: run_id.to_owned(),
             messages: Vec::new(),
             blocks: HashMap::new(),
+            step: None,
             calls: HashMap::new(),
             asked: Vec::new(),
             ended: Ended::Finished,
@@ -155,6 +161,7 @@ impl Translator {
         match chunk {
             Chunk::TextStart { id } => {
                 let message_id = self.message_id(&id);
+                self.step = Some(self.messages.len());
                 self.open_block(
                     id,
                     json!({"id": message_id, "role": "assistant", "content": ""}),
@@ -212,13 +219,11 @@ impl Translator {
                 tool_call_id,
                 input_text_delta,
             } => {
-                let Some((at, streamed)) = self.calls.get_mut(&tool_call_id) else {
+                let Some((at, k, streamed)) = self.calls.get_mut(&tool_call_id) else {
                     return Vec::new();
                 };
                 *streamed = true;
-                if let Some(Value::String(args)) =
-                    self.messages[*at].pointer_mut("/toolCalls/0/function/arguments")
-                {
+                if let Some(args) = arguments(&mut self.messages[*at], *k) {
                     args.push_str(&input_text_delta);
                 }
                 vec![
@@ -276,6 +281,10 @@ impl Translator {
                 self.ended = Ended::Aborted;
                 Vec::new()
             }
+            Chunk::StartStep {} => {
+                self.step = None;
+                Vec::new()
+            }
             Chunk::Other => Vec::new(),
         }
     }
@@ -298,31 +307,48 @@ impl Translator {
         Some(self.message_id(id))
     }
 
+    /// A call's start, on the assistant message of its step (`parentMessageId`,
+    /// the message a client applying the events puts it in): the step's
+    /// text, an earlier call's, or a new one named by the call's id.
     fn start_call(&mut self, id: &str, name: &str) -> Vec<Value> {
         if self.calls.contains_key(id) {
             return Vec::new();
         }
-        self.calls
-            .insert(id.to_owned(), (self.messages.len(), false));
-        self.messages
-            .push(json!({"id": id, "role": "assistant", "toolCalls": [
-                {"id": id, "type": "function", "function": {"name": name, "arguments": ""}}
-            ]}));
-        vec![json!({"type": "TOOL_CALL_START", "toolCallId": id, "toolCallName": name})]
+        let at = *self.step.get_or_insert_with(|| {
+            self.messages
+                .push(json!({"id": id, "role": "assistant", "toolCalls": []}));
+            self.messages.len() - 1
+        });
+        let call =
+            json!({"id": id, "type": "function", "function": {"name": name, "arguments": ""}});
+        let message = &mut self.messages[at];
+        let k = match message
+            .as_object_mut()
+            .map(|m| m.entry("toolCalls").or_insert_with(|| json!([])))
+        {
+            Some(Value::Array(calls)) => {
+                calls.push(call);
+                calls.len() - 1
+            }
+            _ => 0,
+        };
+        let parent = message["id"].clone();
+        self.calls.insert(id.to_owned(), (at, k, false));
+        vec![
+            json!({"type": "TOOL_CALL_START", "toolCallId": id, "toolCallName": name, "parentMessageId": parent}),
+        ]
     }
 
     /// The call's end: its start and its whole arguments first if they were
     /// not streamed.
     fn end_call(&mut self, id: &str, name: &str, input: &Value) -> Vec<Value> {
         let mut events = self.start_call(id, name);
-        let Some((at, streamed)) = self.calls.get(id).copied() else {
+        let Some((at, k, streamed)) = self.calls.get(id).copied() else {
             return events;
         };
         if !streamed {
             let args = input.to_string();
-            if let Some(Value::String(slot)) =
-                self.messages[at].pointer_mut("/toolCalls/0/function/arguments")
-            {
+            if let Some(slot) = arguments(&mut self.messages[at], k) {
                 slot.clone_from(&args);
             }
             events.push(json!({"type": "TOOL_CALL_ARGS", "toolCallId": id, "delta": args}));
@@ -333,8 +359,22 @@ impl Translator {
 
     /// `TOOL_CALL_RESULT` on the call's own id, as a tool message.
     fn result(&mut self, tool_call_id: &str, content: String) -> Value {
+        self.step = None;
         let message_id = self.message_id(&format!("result.{tool_call_id}"));
         self.messages.push(json!({"id": message_id, "role": "tool", "toolCallId": tool_call_id, "content": content}));
         json!({"type": "TOOL_CALL_RESULT", "messageId": message_id, "toolCallId": tool_call_id, "content": content, "role": "tool"})
+    }
+}
+
+/// The arguments of a message's `k`th tool call.
+fn arguments(message: &mut Value, k: usize) -> Option<&mut String> {
+    match message
+        .get_mut("toolCalls")?
+        .get_mut(k)?
+        .get_mut("function")?
+        .get_mut("arguments")?
+    {
+        Value::String(args) => Some(args),
+        _ => None,
     }
 }
