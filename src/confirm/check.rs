@@ -55,6 +55,15 @@ pub enum Refusal {
          this call needs {0}: decide it without them"
     )]
     NoGrant(String),
+    /// A narrowed `grant` on a call that others approve.
+    #[error(
+        "`grant` is only for calls the user who asked approves alone; this call needs {0}: \
+         decide it without one"
+    )]
+    NoNarrowed(String),
+    /// A narrowed `grant` that does not cover the very call it approves.
+    #[error("the grant does not cover the call it approves: {0}")]
+    OutsideGrant(String),
     /// An approval of a question whose tool is no longer offered as it was
     /// when it was asked (an MCP server relisted it differently).
     #[error("{}", stale_text(.0))]
@@ -156,25 +165,46 @@ pub fn decider(
 /// otherwise see one call and approve many, nor lets four eyes be two.
 pub fn grant(decision: &Decision, approvers: &[Approvers<'_>]) -> Result<(), Refusal> {
     match approvers.iter().find(|a| !a.asker_alone()) {
-        Some(others) if grants(decision) => Err(Refusal::NoGrant(match others.listed {
-            [] if !others.distinct => others.describe(),
-            [] => "an approver other than the user who asked".to_owned(),
-            _ if others.distinct => format!("{}, not the user who asked", others.describe()),
-            _ => others.describe(),
-        })),
+        Some(others) if grants(decision) => {
+            let needs = match others.listed {
+                [] if !others.distinct => others.describe(),
+                [] => "an approver other than the user who asked".to_owned(),
+                _ if others.distinct => format!("{}, not the user who asked", others.describe()),
+                _ => others.describe(),
+            };
+            Err(match decision {
+                Decision::Approve { grant: Some(_), .. } => Refusal::NoNarrowed(needs),
+                _ => Refusal::NoGrant(needs),
+            })
+        }
         _ => Ok(()),
     }
 }
 
+/// Whether a narrowed grant covers the call its approval runs (`run`: the
+/// issued one, or the edit): a grant reaches only calls like the one the
+/// approver was shown, never one it pins away.
+pub fn narrowed(decision: &Decision, run: &ToolCall) -> Result<(), Refusal> {
+    match decision {
+        Decision::Approve {
+            grant: Some(grant), ..
+        } => grant
+            .covers(&run.args)
+            .map_err(|outside| Refusal::OutsideGrant(outside.to_string())),
+        Decision::Approve { .. } | Decision::Deny { .. } | Decision::Respond { .. } => Ok(()),
+    }
+}
+
 /// Whether `decision` grants beyond its own call (`remember`, a positive
-/// `approveNext`).
+/// `approveNext`, a narrowed `grant`).
 pub fn grants(decision: &Decision) -> bool {
     match decision {
         Decision::Approve {
             remember,
             approve_next,
+            grant,
             ..
-        } => remember.is_some() || approve_next.is_some_and(|n| n > 0),
+        } => remember.is_some() || approve_next.is_some_and(|n| n > 0) || grant.is_some(),
         Decision::Deny { .. } | Decision::Respond { .. } => false,
     }
 }

@@ -11,24 +11,50 @@ use crate::call::QualifiedName;
 use crate::call::{Fingerprint, ToolCall};
 use crate::policy::{BUDGET, REMEMBERED, ToolInfo, Verdict};
 use crate::protocol::ConfirmationProtocol;
-use crate::store::{AuditDecision, Issued, LimitError, RecordKind};
+use crate::store::{AuditDecision, Grant, Issued, LimitError, RecordKind};
 
 impl Gate {
     /// The whole chain for a new call: the policy's deciders, with
-    /// remembered approvals and budgets from the store in their place.
+    /// remembered approvals, narrowed grants and budgets from the store in
+    /// their place. A grant that decides it is spent one use here.
     pub(super) async fn decide(
         &self,
         scope: &Scope,
         call: &ToolCall,
     ) -> Result<Option<Verdict>, GateError> {
+        let (verdict, grant) = self.decide_pending(scope, call).await?;
+        self.spend(verdict, grant).await
+    }
+
+    /// `verdict`, once the grant that gave it (if any) is spent one use:
+    /// a grant that ended meanwhile (on any instance) decides nothing, and
+    /// the call is asked.
+    async fn spend(
+        &self,
+        verdict: Option<Verdict>,
+        grant: Option<Grant>,
+    ) -> Result<Option<Verdict>, GateError> {
+        match grant {
+            Some(grant) if !self.redeem(&grant).await? => Ok(Some(Verdict::Ask)),
+            _ => Ok(verdict),
+        }
+    }
+
+    /// The chain for a new call, a grant that decides it not spent yet:
+    /// the verdict, and the grant that gave it.
+    async fn decide_pending(
+        &self,
+        scope: &Scope,
+        call: &ToolCall,
+    ) -> Result<(Option<Verdict>, Option<Grant>), GateError> {
         let Some(facts) = self.facts(call) else {
-            return Ok(None);
+            return Ok((None, None));
         };
         let qualified = &facts.qualified;
         let info = facts.info(scope, call);
         let above = self.policy.decide_in(&info, REMEMBERED + 1..=i32::MAX);
         if above != Verdict::Pass {
-            return Ok(Some(above));
+            return Ok((Some(above), None));
         }
         let between = self.policy.decide_in(&info, BUDGET + 1..=REMEMBERED);
         let below = || match self.policy.decide_in(&info, i32::MIN..=BUDGET) {
@@ -37,10 +63,11 @@ impl Gate {
         };
         // Others approve these arguments: no grant of the asker's decides.
         if !self.grants_apply(call) {
-            return Ok(Some(match between {
+            let verdict = match between {
                 Verdict::Pass => below(),
                 verdict => verdict,
-            }));
+            };
+            return Ok((Some(verdict), None));
         }
         let now = self.clock.now_ms();
         // A grant holds only for the tool as it was offered when granted.
@@ -57,12 +84,23 @@ impl Gate {
                 (None, None) => "every chat".to_owned(),
                 (None, Some(until)) => format!("every chat until {until} (epoch ms)"),
             };
-            return Ok(Some(Verdict::Allow {
-                by: format!("remembered approval {} for {reach}", approval.id),
-            }));
+            return Ok((
+                Some(Verdict::Allow {
+                    by: format!("remembered approval {} for {reach}", approval.id),
+                }),
+                None,
+            ));
+        }
+        // Then a grant narrowed to a scope these arguments fall inside.
+        if let Some(grant) = self
+            .covering(scope, call, qualified, definition.as_deref(), now)
+            .await?
+        {
+            let by = format!("narrowed grant {}", grant.id);
+            return Ok((Some(Verdict::Allow { by }), Some(grant)));
         }
         if between != Verdict::Pass {
-            return Ok(Some(between));
+            return Ok((Some(between), None));
         }
         let budget = budget_key(qualified, definition.as_deref());
         if self
@@ -70,11 +108,14 @@ impl Gate {
             .take_budget(&scope.principal, &scope.chat_id, &budget)
             .await?
         {
-            return Ok(Some(Verdict::Allow {
-                by: "approve the next N".into(),
-            }));
+            return Ok((
+                Some(Verdict::Allow {
+                    by: "approve the next N".into(),
+                }),
+                None,
+            ));
         }
-        Ok(Some(below()))
+        Ok((Some(below()), None))
     }
 
     /// Decides about a call the model made: run it, or issue a confirmation
@@ -100,7 +141,7 @@ impl Gate {
             self.note(note.because(why.clone())).await;
             return Ok(NewCall::Invalid(why));
         }
-        let verdict = self.decide(scope, &call).await?;
+        let (verdict, grant) = self.decide_pending(scope, &call).await?;
         // Counted once, as the call is decided: a call the policy refuses
         // costs nothing, and one a person approves later runs whatever the
         // count is by then, so an approval is never spent on a limit.
@@ -109,6 +150,8 @@ impl Gate {
         {
             return Ok(limited);
         }
+        // A grant's use is spent only on a call that runs from here.
+        let verdict = self.spend(verdict, grant).await?;
         match verdict {
             Some(Verdict::Allow { by }) => {
                 if tool.runs_on_client() {

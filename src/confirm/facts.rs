@@ -293,5 +293,6 @@ pub(super) fn may_grant(
     }
     let mut asked = vec![approvers(policy, &issued.call)];
     asked.extend(run.map(|run| approvers(policy, run)));
-    check::grant(decision, &asked)
+    check::grant(decision, &asked)?;
+    check::narrowed(decision, run.unwrap_or(&issued.call))
 }

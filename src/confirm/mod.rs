@@ -26,7 +26,8 @@
 //! else holds), `execute.rs` (the one place a tool runs), `records.rs`
 //! (what is still open, the expiry sweep), `inbox.rs` (the open questions a
 //! principal may decide, and their changes), `audit.rs` (an audit event and
-//! its builder), `remembered.rs` (grants), `announce.rs` (a question told
+//! its builder), `remembered.rs` (grants), `narrowed.rs` (grants narrowed
+//! to pinned arguments, a window, a number of uses), `announce.rs` (a question told
 //! to the notification targets), `verdicts.rs` and `error.rs` (what the
 //! gate answers, and what fails).
 //! This file holds the gate itself, its construction and the types they
@@ -47,6 +48,7 @@ mod handoff;
 mod inbox;
 mod links;
 mod moved_on;
+mod narrowed;
 mod out_of_band;
 mod outside;
 mod pipeline;
@@ -63,6 +65,7 @@ pub use error::GateError;
 pub use handoff::{handoff_id, with_handoff};
 pub use inbox::InboxFilter;
 pub use links::{LinkQuestion, Standing};
+pub use narrowed::{GrantView, Revoked};
 pub use outside::Question as OutsideQuestion;
 pub use shown::shown_outcome;
 pub use upstream::Question;

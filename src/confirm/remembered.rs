@@ -28,19 +28,34 @@ impl Gate {
         };
         let revoked = self.remembered.revoke(principal, id).await?;
         if revoked {
-            let scope = Scope {
-                chat_id: approval.chat_id.unwrap_or_default(),
-                principal: principal.to_owned(),
-            };
-            let tool = ToolCall {
-                id: String::new(),
-                name: approval.tool,
-                args: Value::Null,
-            };
-            let note = Note::new(AuditDecision::Revoked, &scope, &tool).by(by);
-            self.note(note.on(Some(id))).await;
+            let chat_id = approval.chat_id.unwrap_or_default();
+            self.note_revoked(principal, chat_id, approval.tool, id, by)
+                .await;
         }
         Ok(revoked)
+    }
+
+    /// Audits the revocation of `principal`'s grant `id` (of `tool`, in
+    /// `chat_id` or, empty, every chat) by `by`.
+    pub(super) async fn note_revoked(
+        &self,
+        principal: &str,
+        chat_id: String,
+        tool: String,
+        id: &str,
+        by: String,
+    ) {
+        let scope = Scope {
+            chat_id,
+            principal: principal.to_owned(),
+        };
+        let tool = ToolCall {
+            id: String::new(),
+            name: tool,
+            args: Value::Null,
+        };
+        let note = Note::new(AuditDecision::Revoked, &scope, &tool).by(by);
+        self.note(note.on(Some(id))).await;
     }
 
     /// Records how far an approval reaches beyond its own call: a window

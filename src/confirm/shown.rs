@@ -92,6 +92,7 @@ impl Gate {
             payload,
             remember,
             approve_next,
+            grant,
         } = decision
         else {
             return Cow::Borrowed(decision);
@@ -104,6 +105,7 @@ impl Gate {
                 remember: *remember,
                 approve_next: *approve_next,
                 edited: Some(args),
+                grant: grant.clone(),
             }),
         }
     }

@@ -135,7 +135,8 @@ mod tests {
                 payload: Some(json!({"d": 2})),
                 remember: None,
                 approve_next: None,
-                edited: None
+                edited: None,
+                grant: None
             })
         );
         assert_eq!(
@@ -239,6 +240,7 @@ mod tests {
             remember: None,
             approve_next: None,
             edited: None,
+            grant: None,
         });
         assert_eq!(decision(output(answer_output(true))), approve);
         assert_eq!(decision(output(remembered_output())), approve);

@@ -17,6 +17,8 @@ pub enum Decision {
         approve_next: Option<u32>,
         /// Arguments the user changed before approving.
         edited: Option<Value>,
+        /// Later calls it decides too, inside this scope only.
+        grant: Option<super::grant::GrantScope>,
     },
     Deny {
         reason: Option<String>,
@@ -42,6 +44,7 @@ impl Decision {
                 remember: keys.remember,
                 approve_next: keys.approve_next,
                 edited: keys.edited_args,
+                grant: keys.grant,
             }),
             (None, _, Some(false)) => Ok(Decision::Deny {
                 reason: keys.reason,
@@ -129,6 +132,7 @@ mod tests {
                     remember: None,
                     approve_next: None,
                     edited: None,
+                    grant: None,
                 }),
             ),
             (

@@ -172,6 +172,9 @@ pub struct AnswerKeys {
     /// The arguments as the user edited them before approving.
     #[serde(default)]
     pub edited_args: Option<Value>,
+    /// The approval also decides later calls, but only inside this scope.
+    #[serde(default)]
+    pub grant: Option<super::grant::GrantScope>,
 }
 
 impl AnswerKeys {
@@ -200,6 +203,17 @@ impl AnswerKeys {
     /// would run) is refused rather than read as a yes.
     pub fn check(&self, approved: Option<bool>) -> Result<(), RequestError> {
         let invalid = |why: String| Err(RequestError::Invalid(format!("invalid answer: {why}")));
+        if let Some(grant) = &self.grant {
+            grant
+                .check(MAX_WINDOW_MINUTES)
+                .map_err(RequestError::Invalid)?;
+            if self.remember.is_some() || self.approve_next.is_some() {
+                return invalid("`grant` does not go with `remember` or `approveNext`".into());
+            }
+            if approved == Some(false) {
+                return invalid("`grant` comes only with an approval".into());
+            }
+        }
         if !self.responds() {
             return match self.output {
                 Some(_) => invalid(r#"`output` comes only with `decision: "respond"`"#.into()),
@@ -221,6 +235,7 @@ impl AnswerKeys {
             ("remember", self.remember.is_some()),
             ("approveNext", self.approve_next.is_some()),
             ("editedArgs", self.edited_args.is_some()),
+            ("grant", self.grant.is_some()),
         ];
         match others.iter().find(|(_, given)| *given) {
             Some((key, _)) => invalid(format!(r#"`{key}` does not go with `decision: "respond"`"#)),

@@ -5,6 +5,7 @@ pub mod adk;
 pub mod answer;
 pub mod chunk;
 pub mod compat;
+pub mod grant;
 pub mod message;
 pub mod native;
 pub mod request;

@@ -26,6 +26,7 @@ pub fn answer(part: &ToolPart) -> Result<Option<Answer>, RequestError> {
             remember: None,
             approve_next: None,
             edited: None,
+            grant: None,
         },
         Some(false) | None => Decision::Deny {
             reason: approval.reason.clone(),
@@ -94,7 +95,8 @@ mod tests {
                     payload: None,
                     remember: None,
                     approve_next: None,
-                    edited: None
+                    edited: None,
+                    grant: None
                 },
                 protocol: ConfirmationProtocol::AiSdk,
                 seal: None,

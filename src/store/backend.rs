@@ -12,7 +12,7 @@ use futures::stream::BoxStream;
 use tokio::sync::watch;
 
 use super::chain::{Chained, Sealer};
-use super::{AuditEvent, Claim, Cursor, Issued, Outcome, Remembered, Result, Status};
+use super::{AuditEvent, Claim, Cursor, Grant, Issued, Outcome, Remembered, Result, Status};
 
 /// Bumped whenever this process records an outcome, to wake its waiters.
 #[derive(Debug, Clone)]
@@ -145,6 +145,23 @@ pub(crate) trait Approvals {
     async fn take_budget(&self, principal: &str, chat_id: &str, tool: &str) -> Result<bool>;
 }
 
+/// Narrowed grants: each made once; a use and a revocation each atomic
+/// with every other, on every instance.
+pub(crate) trait Grants {
+    async fn add_grant(&self, grant: Grant) -> Result<()>;
+
+    /// Every grant of `principal`, as it stands, in any order.
+    async fn grants(&self, principal: &str) -> Result<Vec<Grant>>;
+
+    /// Spends one use of `grant` if it is active at `now_ms`; false when
+    /// it is not (revoked, used up, over, or gone).
+    async fn redeem_grant(&self, grant: &Grant, now_ms: u64) -> Result<bool>;
+
+    /// Revokes `principal`'s grant `id` at `now_ms`; false when there is
+    /// none, or it was revoked already.
+    async fn revoke_grant(&self, principal: &str, id: &str, now_ms: u64) -> Result<bool>;
+}
+
 /// Who decided what, each event a link of the store's one chain.
 pub(crate) trait AuditLog {
     /// Appends `event` (`text`, its JSON, is what the chain hashes) after
@@ -163,7 +180,7 @@ pub(crate) trait AuditLog {
 
 /// A backend: every job, and what a store one process owns has nothing
 /// to do for (the defaults).
-pub(crate) trait StoreBackend: Confirmations + Approvals + AuditLog {
+pub(crate) trait StoreBackend: Confirmations + Approvals + AuditLog + Grants {
     /// The backend, as the metrics' `store` label names it.
     const LABEL: &'static str;
 

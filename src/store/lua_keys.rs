@@ -74,6 +74,8 @@ const SCRIPTS: &[(&str, &str)] = &[
     ("take_budget.lua", redis::TAKE_BUDGET),
     ("forget_grant_entry.lua", redis::FORGET_ENTRY),
     ("revoke_grant.lua", redis::REVOKE),
+    ("redeem_grant.lua", redis::REDEEM_GRANT),
+    ("revoke_narrowed.lua", redis::REVOKE_NARROWED),
     ("finish_confirmation.lua", redis::FINISH),
     ("audit_append.lua", redis::AUDIT_APPEND),
     ("rate_limit_gcra.lua", limits::redis::GCRA),

@@ -5,9 +5,13 @@ use std::collections::hash_map::Entry;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use super::backend::{Approvals, AuditLog, Calls, Confirmations, Page, Recorded, StoreBackend};
+use super::backend::{
+    Approvals, AuditLog, Calls, Confirmations, Grants, Page, Recorded, StoreBackend,
+};
 use super::chain::{Chained, Head, Sealer};
-use super::{AuditEvent, Claim, Issued, Outcome, Remembered, Result, Status, StoreError};
+use super::{
+    AuditEvent, Claim, Grant, GrantState, Issued, Outcome, Remembered, Result, Status, StoreError,
+};
 
 /// Most audit events kept in memory per principal; the oldest go first.
 pub const AUDIT_CAPACITY: usize = 10_000;
@@ -25,6 +29,8 @@ pub struct MemoryStore {
     remembered: ByCall<Remembered>,
     /// Budgets, by (principal, chat, tool).
     budgets: ByCall<u32>,
+    /// Narrowed grants, by principal, oldest first.
+    grants: Arc<Mutex<HashMap<String, Vec<Grant>>>>,
     /// The audit log per principal, oldest first; at most [`AUDIT_CAPACITY`]
     /// events each, so one principal cannot push out another's (in the
     /// chain, an event pushed out is a gap), and the chain's head.
@@ -78,6 +84,7 @@ impl MemoryStore {
             inner: Arc::default(),
             remembered: Arc::default(),
             budgets: Arc::default(),
+            grants: Arc::default(),
             audit: Arc::default(),
             capacity,
             recorded: Recorded::default(),
@@ -239,6 +246,50 @@ impl Confirmations for MemoryStore {
     async fn wait_outcome(&self, id: &str, timeout: Duration) -> Result<Option<Outcome>> {
         let look = || std::future::ready(Ok(self.outcome(id)));
         self.recorded.wait(timeout, None, look).await
+    }
+}
+
+impl Grants for MemoryStore {
+    async fn add_grant(&self, grant: Grant) -> Result<()> {
+        let mut grants = self.grants.lock().unwrap_or_else(PoisonError::into_inner);
+        grants
+            .entry(grant.principal.clone())
+            .or_default()
+            .push(grant.made());
+        Ok(())
+    }
+
+    async fn grants(&self, principal: &str) -> Result<Vec<Grant>> {
+        let grants = self.grants.lock().unwrap_or_else(PoisonError::into_inner);
+        Ok(grants.get(principal).cloned().unwrap_or_default())
+    }
+
+    async fn redeem_grant(&self, grant: &Grant, now_ms: u64) -> Result<bool> {
+        let mut grants = self.grants.lock().unwrap_or_else(PoisonError::into_inner);
+        let stored = grants
+            .get_mut(&grant.principal)
+            .and_then(|mine| mine.iter_mut().find(|g| g.id == grant.id));
+        Ok(match stored {
+            Some(stored) if stored.state(now_ms) == GrantState::Active => {
+                stored.used = stored.used.saturating_add(1);
+                true
+            }
+            _ => false,
+        })
+    }
+
+    async fn revoke_grant(&self, principal: &str, id: &str, now_ms: u64) -> Result<bool> {
+        let mut grants = self.grants.lock().unwrap_or_else(PoisonError::into_inner);
+        let stored = grants
+            .get_mut(principal)
+            .and_then(|mine| mine.iter_mut().find(|g| g.id == id));
+        Ok(match stored {
+            Some(stored) if stored.revoked_at_ms.is_none() => {
+                stored.revoked_at_ms = Some(now_ms);
+                true
+            }
+            _ => false,
+        })
     }
 }
 

@@ -8,6 +8,7 @@
 mod backend;
 pub mod chain;
 mod error;
+mod grant;
 pub mod limits;
 #[cfg(test)]
 mod lua_keys;
@@ -22,10 +23,11 @@ use std::time::Duration;
 use futures::stream::BoxStream;
 use tokio_util::task::TaskTracker;
 
-use backend::{Approvals, AuditLog, Confirmations, StoreBackend};
+use backend::{Approvals, AuditLog, Confirmations, Grants, StoreBackend};
 pub use backend::{Calls, Page};
 use error::Result;
 pub use error::{BackendError, StoreError};
+pub use grant::{Grant, GrantState};
 
 pub use limits::{Limit, LimitError, Limited, Limiter, Rates};
 pub use memory::MemoryStore;
@@ -111,10 +113,14 @@ enum Op {
     Heartbeat,
     Finish,
     WaitOutcome,
+    AddGrant,
+    Grants,
+    RedeemGrant,
+    RevokeGrant,
 }
 
 /// The `op` label of each [`Op`], in order.
-const OPS: [&str; 22] = [
+const OPS: [&str; 26] = [
     "ping",
     "insert",
     "get",
@@ -137,6 +143,10 @@ const OPS: [&str; 22] = [
     "heartbeat",
     "finish",
     "wait_outcome",
+    "add_grant",
+    "grants",
+    "redeem_grant",
+    "revoke_grant",
 ];
 
 /// Runs `$call` on the store's backend, whichever it is: `$s` names it.
@@ -335,6 +345,43 @@ impl Store {
     pub async fn take_budget(&self, principal: &str, chat_id: &str, tool: &str) -> Result<bool> {
         self.counted(Op::TakeBudget, async {
             each!(self, s => s.take_budget(principal, chat_id, tool).await)
+        })
+        .await
+    }
+
+    /// Keeps a narrowed grant.
+    pub async fn add_grant(&self, grant: Grant) -> Result<()> {
+        self.counted(Op::AddGrant, async {
+            each!(self, s => s.add_grant(grant).await)
+        })
+        .await
+    }
+
+    /// Every grant of `principal` as it stands (active or not), oldest first.
+    pub async fn grants(&self, principal: &str) -> Result<Vec<Grant>> {
+        let mut list = self
+            .counted(Op::Grants, async {
+                each!(self, s => s.grants(principal).await)
+            })
+            .await?;
+        list.sort_by(|a, b| (a.created_at_ms, &a.id).cmp(&(b.created_at_ms, &b.id)));
+        Ok(list)
+    }
+
+    /// Spends one use of `grant`, atomically on every instance; false when
+    /// it no longer decides anything (revoked, used up, over).
+    pub async fn redeem_grant(&self, grant: &Grant, now_ms: u64) -> Result<bool> {
+        self.counted(Op::RedeemGrant, async {
+            each!(self, s => s.redeem_grant(grant, now_ms).await)
+        })
+        .await
+    }
+
+    /// Revokes `principal`'s grant `id`; false when there is none, or it
+    /// was revoked already.
+    pub async fn revoke_grant(&self, principal: &str, id: &str, now_ms: u64) -> Result<bool> {
+        self.counted(Op::RevokeGrant, async {
+            each!(self, s => s.revoke_grant(principal, id, now_ms).await)
         })
         .await
     }

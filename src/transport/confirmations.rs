@@ -1,6 +1,7 @@
 //! Decisions outside the chat: `POST /api/confirmations/{id}` (a
 //! decision; the open questions are listed by `inbox.rs`), and the
-//! remembered approvals, `GET /api/approvals` and `DELETE /api/approvals/{id}`.
+//! remembered approvals, `GET /api/approvals` and `DELETE /api/approvals/{id}`,
+//! and the narrowed grants, `GET /api/grants` and `DELETE /api/grants/{id}`.
 
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
@@ -10,7 +11,7 @@ use axum::response::{IntoResponse, Response};
 
 use super::auth::Caller;
 use super::{ApiError, HttpState};
-use crate::confirm::{AnswerKeys, Decision, OutOfBand, Standing};
+use crate::confirm::{AnswerKeys, Decision, OutOfBand, Revoked, Standing};
 use crate::protocol::RequestError;
 use crate::store::Outcome;
 
@@ -133,13 +134,52 @@ pub(super) async fn revoke(
 ) -> Result<Response, ApiError> {
     crate::protocol::message::check_id("approval id", &id)?;
     let principal = caller.subject(query.principal)?;
-    let by = if caller.principal == principal {
-        "user".to_owned()
-    } else {
-        format!("operator {}", caller.principal)
-    };
+    let by = revoker(&caller, &principal);
     match state.agent.gate.revoke(&principal, &id, by).await? {
         true => Ok(StatusCode::NO_CONTENT.into_response()),
         false => Err(ApiError::NotFound(format!("no remembered approval `{id}`"))),
+    }
+}
+
+/// The caller's narrowed grants, each with its state (an operator's:
+/// anyone's).
+pub(super) async fn grants(
+    State(state): State<HttpState>,
+    caller: Caller,
+    Query(query): Query<PrincipalQuery>,
+) -> Result<Response, ApiError> {
+    let principal = caller.subject(query.principal)?;
+    let list = state.agent.gate.grants(&principal).await?;
+    Ok(axum::Json(list).into_response())
+}
+
+/// Revokes one of the caller's narrowed grants: 204; 404 when they have
+/// none by that id; 409 when it ended already.
+pub(super) async fn revoke_grant(
+    State(state): State<HttpState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    Query(query): Query<PrincipalQuery>,
+) -> Result<Response, ApiError> {
+    crate::protocol::message::check_id("grant id", &id)?;
+    let principal = caller.subject(query.principal)?;
+    let by = revoker(&caller, &principal);
+    match state.agent.gate.revoke_grant(&principal, &id, by).await? {
+        Revoked::Now => Ok(StatusCode::NO_CONTENT.into_response()),
+        Revoked::NotFound => Err(ApiError::NotFound(format!("no grant `{id}`"))),
+        Revoked::Ended(ended) => Err(ApiError::Conflict(format!(
+            "grant `{id}` is already {}",
+            ended.word()
+        ))),
+    }
+}
+
+/// Who revokes `principal`'s grant, for the audit log: the user, or an
+/// operator by name.
+fn revoker(caller: &Caller, principal: &str) -> String {
+    if caller.principal == principal {
+        "user".to_owned()
+    } else {
+        format!("operator {}", caller.principal)
     }
 }

@@ -127,6 +127,8 @@ pub fn router(state: HttpState) -> Router {
         .route("/api/audit", get(records::audit))
         .route("/api/approvals", get(confirmations::approvals))
         .route("/api/approvals/{id}", delete(confirmations::revoke))
+        .route("/api/grants", get(confirmations::grants))
+        .route("/api/grants/{id}", delete(confirmations::revoke_grant))
         .route("/api/confirmations", get(inbox::open))
         .route("/api/confirmations/events", get(inbox::events))
         .route(

@@ -12,21 +12,21 @@ use toolgate::Config;
 use toolgate::ids::Ids;
 use toolgate::store::Store;
 
-fn as_user(who: &str) -> [(&'static str, &str); 1] {
+pub(crate) fn as_user(who: &str) -> [(&'static str, &str); 1] {
     [("x-user", who)]
 }
 
-fn server_config(yaml: &str) -> Config {
+pub(crate) fn server_config(yaml: &str) -> Config {
     Config::from_yaml(yaml).must()
 }
 
-async fn says(server: &Server, who: &str, chat: &str, text: &str) -> Reply {
+pub(crate) async fn says(server: &Server, who: &str, chat: &str, text: &str) -> Reply {
     let body = user_says(chat, text).to_string();
     server.post_with("/stream", &as_user(who), body).await
 }
 
 /// The id of the one question open in `chat`.
-async fn open_question(server: &Server, who: &str, chat: &str) -> String {
+pub(crate) async fn open_question(server: &Server, who: &str, chat: &str) -> String {
     let open = server
         .get_with(&format!("/api/confirmations?chatId={chat}"), &as_user(who))
         .await
@@ -37,14 +37,14 @@ async fn open_question(server: &Server, who: &str, chat: &str) -> String {
     }
 }
 
-async fn decide(server: &Server, who: &str, id: &str, body: Value) -> Reply {
+pub(crate) async fn decide(server: &Server, who: &str, id: &str, body: Value) -> Reply {
     let path = format!("/api/confirmations/{id}");
     server
         .post_with(&path, &as_user(who), body.to_string())
         .await
 }
 
-async fn status(server: &Server, who: &str, id: &str) -> Value {
+pub(crate) async fn status(server: &Server, who: &str, id: &str) -> Value {
     let path = format!("/api/confirmations/{id}");
     server.get_with(&path, &as_user(who)).await.json()["status"].clone()
 }
@@ -131,7 +131,7 @@ async fn a_remembered_approval_never_skips_an_escalation() {
     assert_eq!(server.payments(), 3);
 }
 
-const FOUR_EYES: &str = "\
+pub(crate) const FOUR_EYES: &str = "\
 auth:
   principalHeader: X-User
   roles: {finance: [bob], cfo: [carol]}

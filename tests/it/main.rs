@@ -50,6 +50,7 @@ mod edits;
 mod fingerprint;
 mod frontend;
 mod grants;
+mod grants_narrow;
 mod hang_up;
 mod hold;
 mod http;

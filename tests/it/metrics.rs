@@ -374,8 +374,9 @@ async fn store_operations_are_counted_exactly() {
         ok("expired", 1.0),
         ok("finish", 1.0),
         ok("get", 1.0),
-        // The question: an approval budget and a remembered approval looked
-        // for first, then it is stored and audited.
+        // The question: a remembered approval, a narrowed grant and an
+        // approval budget looked for first, then it is stored and audited.
+        ok("grants", 1.0),
         ok("insert", 1.0),
         ok("prune_audit", 1.0),
         ok("purge_expired", 1.0),

@@ -110,6 +110,7 @@ async fn a_claim_left_by_a_dead_process_is_outcome_unknown_at_once() -> anyhow::
             remember: None,
             approve_next: None,
             edited: None,
+            grant: None,
         },
         protocol: ConfirmationProtocol::Adk,
         seal: None,

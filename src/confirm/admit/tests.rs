@@ -54,6 +54,7 @@ fn approve(edited: Option<Value>, remember: Option<Remember>) -> Decision {
         remember,
         approve_next: None,
         edited,
+        grant: None,
     }
 }
 

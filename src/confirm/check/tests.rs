@@ -50,6 +50,7 @@ fn approve(edited: Option<Value>) -> Decision {
         remember: None,
         approve_next: None,
         edited,
+        grant: None,
     }
 }
 

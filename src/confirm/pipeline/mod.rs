@@ -306,14 +306,15 @@ impl Gate {
         approval: &Decision,
         who: &str,
     ) -> Result<(Answered, AuditDecision, String), GateError> {
-        let (payload, remember, approve_next) = match approval {
+        let (payload, remember, approve_next, grant) = match approval {
             Decision::Approve {
                 payload,
                 remember,
                 approve_next,
+                grant,
                 ..
-            } => (payload.clone(), *remember, *approve_next),
-            Decision::Deny { .. } | Decision::Respond { .. } => (None, None, None),
+            } => (payload.clone(), *remember, *approve_next, grant.as_ref()),
+            Decision::Deny { .. } | Decision::Respond { .. } => (None, None, None, None),
         };
         if let Some(Verdict::Deny { reason }) = self.verdict(scope, &call) {
             // A rule added since the question was asked, or one the edit hits, still wins.
@@ -332,11 +333,18 @@ impl Gate {
         } else {
             AuditDecision::Approved
         };
-        let by = approver(who, remember, approve_next);
+        let mut by = approver(who, remember, approve_next);
+        let grant = grant.map(|narrowed| self.narrow(scope, id, &call.name, narrowed));
+        if let Some(grant) = &grant {
+            by = format!("{by}, with narrowed grant {}", grant.id);
+        }
         if self.runs_elsewhere(&call.name) {
             let name = call.name.clone();
             self.close(id, Outcome::HandedOff { ran_with }).await?;
             self.extend(scope, &name, remember, approve_next).await;
+            if let Some(grant) = grant {
+                self.keep_grant(grant).await;
+            }
             return Ok((Answered::Client { call }, decision, by));
         }
         // Started before this returns: no await point lies between winning
@@ -349,6 +357,9 @@ impl Gate {
             ran_with,
         );
         self.extend(scope, &call.name, remember, approve_next).await;
+        if let Some(grant) = grant {
+            self.keep_grant(grant).await;
+        }
         Ok((Answered::Running { call, outcome }, decision, by))
     }
 

@@ -66,10 +66,10 @@ impl Gate {
                 format!("someone{via}"),
                 format!("{refusal}; sign in to decide through a link"),
             ),
-            Refusal::NoGrant(_) if principal == issued.principal => {
+            Refusal::NoGrant(_) | Refusal::NoNarrowed(_) if principal == issued.principal => {
                 (format!("user{via}"), refusal.to_string())
             }
-            Refusal::NotApprover(_) | Refusal::NoGrant(_) => {
+            Refusal::NotApprover(_) | Refusal::NoGrant(_) | Refusal::NoNarrowed(_) => {
                 (format!("{principal}{via}"), refusal.to_string())
             }
             _ => ("toolgate".to_owned(), refusal.to_string()),

@@ -2,11 +2,13 @@
 //! `conformance::suite!(fresh, purges);` in its tests (see [`suite`]).
 
 mod chain;
+mod grants;
 mod listing;
 
 use serde_json::json;
 
 pub use chain::{chains_appends_made_at_once, chains_its_audit_log};
+pub use grants::keeps_narrowed_grants;
 pub use listing::{
     keeps_each_records_kind, lists_open_confirmations, lists_open_confirmations_everywhere,
     lists_unanswered_expired_until_decided,
@@ -34,6 +36,7 @@ macro_rules! suite {
             lists_open_confirmations_everywhere,
             lists_unanswered_expired_until_decided,
             keeps_each_records_kind,
+            keeps_narrowed_grants,
         );
     };
     ($fresh:path, purges) => {

@@ -10,6 +10,7 @@
 mod approvals;
 mod audit;
 mod confirmations;
+mod grants;
 mod outcomes;
 // Compiled with the `redis-server` feature (`./scripts/test` turns it on),
 // so plain `cargo test` needs only Rust and never passes without a server.
@@ -53,6 +54,12 @@ pub(super) const FORGET_ENTRY: &str = include_str!("lua/forget_grant_entry.lua")
 /// Revokes an approval if it is still the one found: `redis/lua/revoke_grant.lua` (KEYS and ARGV in its header).
 pub(super) const REVOKE: &str = include_str!("lua/revoke_grant.lua");
 
+/// Spends one use of a narrowed grant if it is active: `redis/lua/redeem_grant.lua` (KEYS and ARGV in its header).
+pub(super) const REDEEM_GRANT: &str = include_str!("lua/redeem_grant.lua");
+
+/// Revokes a narrowed grant once: `redis/lua/revoke_narrowed.lua` (KEYS and ARGV in its header).
+pub(super) const REVOKE_NARROWED: &str = include_str!("lua/revoke_narrowed.lua");
+
 /// Records the outcome of a claimed confirmation: `redis/lua/finish_confirmation.lua` (KEYS and ARGV in its header).
 pub(super) const FINISH: &str = include_str!("lua/finish_confirmation.lua");
 
@@ -77,6 +84,8 @@ pub struct RedisStore {
     forget_entry: redis::Script,
     revoke: redis::Script,
     audit_append: redis::Script,
+    redeem_grant: redis::Script,
+    revoke_narrowed: redis::Script,
 }
 
 impl std::fmt::Debug for RedisStore {
@@ -106,6 +115,8 @@ impl RedisStore {
             forget_entry: redis::Script::new(FORGET_ENTRY),
             revoke: redis::Script::new(REVOKE),
             audit_append: redis::Script::new(AUDIT_APPEND),
+            redeem_grant: redis::Script::new(REDEEM_GRANT),
+            revoke_narrowed: redis::Script::new(REVOKE_NARROWED),
         })
     }
 

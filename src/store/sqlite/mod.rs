@@ -5,6 +5,7 @@
 mod approvals;
 mod audit;
 mod confirmations;
+mod grants;
 #[cfg(test)]
 mod tests;
 
@@ -28,10 +29,11 @@ const MIGRATIONS: &[M<'static>] = &[
     M::up(include_str!("migrations/007_record_kind.sql")),
     M::up(include_str!("migrations/008_fingerprint.sql")),
     M::up(include_str!("migrations/009_audit_chain.sql")),
+    M::up(include_str!("migrations/010_grants.sql")),
 ];
 
 /// Room for every statement this file runs, so each is compiled once.
-const STATEMENTS: usize = 32;
+const STATEMENTS: usize = 40;
 
 /// How large the log may grow (in 4 KiB pages) before a write copies it
 /// into the file itself: a bound for when [`SqliteStore::checkpoint`]

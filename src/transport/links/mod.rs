@@ -180,6 +180,7 @@ fn decision(body: &[u8], link: LinkDecision) -> Result<Decision, RequestError> {
             remember: None,
             approve_next: None,
             edited: None,
+            grant: None,
         }),
         LinkDecision::Deny => Ok(Decision::Deny { reason }),
     }
@@ -196,6 +197,7 @@ mod tests {
             remember: None,
             approve_next: None,
             edited: None,
+            grant: None,
         };
         let deny = |r: Option<&str>| Decision::Deny {
             reason: r.map(str::to_owned),

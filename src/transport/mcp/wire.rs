@@ -93,6 +93,7 @@ pub fn decision(action: &ElicitationAction, content: Option<&Value>) -> Decision
         remember,
         approve_next: None,
         edited: None,
+        grant: None,
     }
 }
 

@@ -282,6 +282,15 @@ impl Server {
         Reply::of(request.send().await.must()).await
     }
 
+    /// A DELETE with these headers.
+    pub async fn delete_with(&self, path: &str, headers: &[(&str, &str)]) -> Reply {
+        let mut request = self.client.delete(format!("{}{path}", self.url));
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        Reply::of(request.send().await.must()).await
+    }
+
     /// Sends a turn and hands back the body as it streams.
     pub async fn open(
         &self,

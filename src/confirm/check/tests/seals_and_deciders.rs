@@ -273,6 +273,7 @@ fn a_grant_only_where_the_asker_decides_alone() {
         remember,
         approve_next,
         edited: None,
+        grant: None,
     };
     let plain = approve(None, None);
     let everywhere = approve(Some(Remember::Everywhere), None);

@@ -164,6 +164,7 @@ pub fn decision(payload: Option<&Value>, allowed: Allowed) -> Result<Decision, S
         remember,
         approve_next: None,
         edited,
+        grant: None,
     })
 }
 

@@ -252,6 +252,7 @@ fn payloads_against_the_schema() {
         remember,
         approve_next: None,
         edited,
+        grant: None,
     };
     let cases: Vec<(Value, Allowed, Result<Decision, &str>)> = vec![
         (json!({"approved": true}), PLAIN, Ok(approve(None, None))),
