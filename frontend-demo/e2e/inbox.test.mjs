@@ -84,6 +84,20 @@ flow("inbox: a clerk's payment waits; the approver sees it arrive live, approves
   assert.match(await item.getByRole('heading').innerText(), /process_payment for clerk/);
   assert.match(await item.locator('dl').innerText(), /Amount\s+50 USD\s+Recipient\s+Hanako/);
   assert.match(await item.getByRole('timer').innerText(), /Decide within \d+:\d\d/);
+  // The approver sees the call's fingerprint, the one the clerk's card shows
+  // and the API has for the question.
+  const shown = item.getByTestId('fingerprint');
+  const call = (await shown.getAttribute('title')) ?? '';
+  assert.match(call, /^[0-9a-f]{64}$/);
+  assert.equal(await shown.innerText(), `Fingerprint ${call.slice(0, 12)}`);
+  await card.getByTestId('fingerprint').waitFor();
+  assert.equal(await card.getByTestId('fingerprint').getAttribute('title'), call);
+  const api = await clerk.evaluate(async () => {
+    const chat = JSON.parse(localStorage.getItem('toolgate-demo:chat'));
+    const [open] = await (await fetch(`/api/confirmations?chatId=${chat}`)).json();
+    return (await (await fetch(`/api/confirmations/${encodeURIComponent(open.id)}`)).json()).fingerprint.call;
+  });
+  assert.equal(api, call);
   await shot(boss, 'inbox-2-approver-sees-it');
 
   await item.getByLabel(/Reason/).fill('checked the invoice');

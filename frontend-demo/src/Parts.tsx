@@ -69,6 +69,7 @@ function Tool({ part, answerers }: { part: ToolPart; answerers: Answerers }) {
         protocol="ai-sdk"
         details={cardDetails(answerers, id)}
         onLookup={() => answerers.lookup(id)}
+        onFingerprint={() => answerers.lookup(id).then((q) => q.fingerprint)}
         onDecide={(decision) => {
           answerers.answerNative(id, decision);
         }}
@@ -150,6 +151,7 @@ function AdkQuestion({ part, answerers }: { part: ToolPart; answerers: Answerers
           protocol="adk"
           details={cardDetails(answerers, part.toolCallId)}
           onLookup={() => answerers.lookup(part.toolCallId)}
+          onFingerprint={() => answerers.lookup(part.toolCallId).then((q) => q.fingerprint)}
           onDecide={(decision) => {
             answerers.answerAdk(part.toolCallId, decision);
           }}
