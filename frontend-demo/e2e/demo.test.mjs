@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before } from 'node:test';
-import { CHROMIUM, launchChromium, watchedFlow } from './harness.mjs';
+import { CHROMIUM, chatAudit, launchChromium, watchedFlow } from './harness.mjs';
 
 const URL = process.env.TOOLGATE_URL;
 assert.ok(URL, 'set TOOLGATE_URL to a running toolgate');
@@ -114,16 +114,9 @@ flow('approve: the card shows the payment, the hint and the deadline; the result
   assert.match(await page.getByTestId('answered').innerText(), /You approved process_payment/);
   assert.equal(posts(requests), 2, 'the question, then the answer');
   // The audit log's approval names the call the card showed.
-  const approved = await page.evaluate(async () => {
-    const chat = JSON.parse(localStorage.getItem('toolgate-demo:chat'));
-    const lines = await (await fetch(`/api/audit?chatId=${chat}`)).text();
-    return lines
-      .trim()
-      .split('\n')
-      .map((line) => JSON.parse(line))
-      .filter((event) => event.decision === 'approved')
-      .map((event) => event.fingerprint);
-  });
+  const approved = (await chatAudit(page))
+    .filter((event) => event.decision === 'approved')
+    .map((event) => event.fingerprint);
   assert.deepEqual(approved, [fingerprint]);
   await shot(page, 'approve-2-result');
 });
@@ -142,11 +135,7 @@ flow('deny with a reason: the tool never runs and the model is told why', async 
   await assistantSays(page, /denied: .*not today/);
   assert.match(await page.getByTestId('answered').innerText(), /You denied process_payment: not today/);
   // The audit log says the user rejected it, and nothing approved it.
-  const decisions = await page.evaluate(async () => {
-    const chat = JSON.parse(localStorage.getItem('toolgate-demo:chat'));
-    const lines = await (await fetch(`/api/audit?chatId=${chat}`)).text();
-    return lines.trim().split('\n').map((line) => JSON.parse(line).decision);
-  });
+  const decisions = (await chatAudit(page)).map((event) => event.decision);
   assert.ok(decisions.includes('rejected'), decisions.join());
   assert.ok(!decisions.includes('approved'), decisions.join());
   await shot(page, 'deny-2-result');

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before } from 'node:test';
-import { launchChromium, serveToolgate, watchedFlow } from './harness.mjs';
+import { chatAudit, launchChromium, serveToolgate, watchedFlow } from './harness.mjs';
 
 const ARTIFACTS = process.env.TOOLGATE_E2E_ARTIFACTS ?? join(import.meta.dirname, 'artifacts');
 mkdirSync(ARTIFACTS, { recursive: true });
@@ -111,16 +111,9 @@ flow("inbox: a clerk's payment waits; the approver sees it arrive live, approves
   await shot(clerk, 'inbox-4-clerk-card-closed');
 
   // The clerk's audit log says who approved it.
-  const approvals = await clerk.evaluate(async () => {
-    const chat = JSON.parse(localStorage.getItem('toolgate-demo:chat'));
-    const lines = await (await fetch(`/api/audit?chatId=${chat}`)).text();
-    return lines
-      .trim()
-      .split('\n')
-      .map((line) => JSON.parse(line))
-      .filter((event) => event.decision === 'approved')
-      .map((event) => event.by);
-  });
+  const approvals = (await chatAudit(clerk))
+    .filter((event) => event.decision === 'approved')
+    .map((event) => event.by);
   assert.deepEqual(approvals, ['boss through the API']);
 
   // The clerk writes on; the next answer brings the outcome into the chat.
