@@ -19,7 +19,7 @@ export type Answerers = {
   answerAdk: (toolCallId: string, decision: Decision) => void;
   answerNative: (approvalId: string, decision: Decision) => void;
   answerClient: (tool: string, toolCallId: string, result: { output: unknown } | { errorText: string }) => void;
-  /** How a question no longer open ended (decided elsewhere, or expired). */
+  /** Where a question stands (`GET /api/confirmations/{id}`): how it ended, its fingerprint. */
   lookup: (id: string) => Promise<Ended>;
 };
 
