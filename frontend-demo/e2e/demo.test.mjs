@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before } from 'node:test';
-import { CHROMIUM, launchChromium, watchedFlow } from './harness.mjs';
+import { CHROMIUM, chatAudit, launchChromium, watchedFlow } from './harness.mjs';
 
 const URL = process.env.TOOLGATE_URL;
 assert.ok(URL, 'set TOOLGATE_URL to a running toolgate');
@@ -65,6 +65,30 @@ const payment = (page) => page.getByTestId('tool-process_payment');
 const assistantSays = (page, text) =>
   page.locator('.message.assistant .text', { hasText: text }).first().waitFor();
 const posts = (requests) => requests.filter((r) => r === 'POST /stream').length;
+/** The page's reads of one question (`GET /api/confirmations/{id}`). */
+const questionReads = (requests) =>
+  requests.filter((r) => /^GET \/api\/confirmations\/[^/]+$/.test(r) && r !== 'GET /api/confirmations/events');
+
+/**
+ * The call fingerprint the card shows (short, the whole in its title),
+ * checked against what the API has for the chat's one open question: its
+ * listing and `GET /api/confirmations/{id}`.
+ */
+async function cardFingerprint(page, card) {
+  const shown = card.getByTestId('fingerprint');
+  await shown.waitFor();
+  const call = (await shown.getAttribute('title')) ?? '';
+  assert.match(call, /^[0-9a-f]{64}$/);
+  assert.equal(await shown.innerText(), `Fingerprint ${call.slice(0, 12)}`);
+  const api = await page.evaluate(async () => {
+    const chat = JSON.parse(localStorage.getItem('toolgate-demo:chat'));
+    const open = await (await fetch(`/api/confirmations?chatId=${chat}`)).json();
+    const one = await (await fetch(`/api/confirmations/${encodeURIComponent(open[0].id)}`)).json();
+    return { open: open.length, listed: open[0].fingerprint.call, one: one.fingerprint.call };
+  });
+  assert.deepEqual(api, { open: 1, listed: call, one: call });
+  return call;
+}
 
 flow('approve: the card shows the payment, the hint and the deadline; the result streams in', async (open) => {
   const { page, requests } = await open();
@@ -76,6 +100,10 @@ flow('approve: the card shows the payment, the hint and the deadline; the result
   assert.match(await card.locator('dl').innerText(), /Amount\s+50 USD\s+Recipient\s+Hanako/);
   const left = (await card.getByRole('timer').innerText()).match(/Answer within (\d+):(\d\d)/);
   assert.ok(left && Number(left[1]) * 60 + Number(left[2]) <= 300, 'a countdown from the 5-minute timeout');
+  // The stream does not carry the fingerprint: the card read it once from the API.
+  await card.getByTestId('fingerprint').waitFor();
+  assert.equal(questionReads(requests).length, 1, questionReads(requests).join());
+  const fingerprint = await cardFingerprint(page, card);
   await shot(page, 'approve-1-card');
 
   await card.getByRole('button', { name: 'Approve', exact: true }).click();
@@ -85,6 +113,11 @@ flow('approve: the card shows the payment, the hint and the deadline; the result
   assert.equal(await cards(page).count(), 0);
   assert.match(await page.getByTestId('answered').innerText(), /You approved process_payment/);
   assert.equal(posts(requests), 2, 'the question, then the answer');
+  // The audit log's approval names the call the card showed.
+  const approved = (await chatAudit(page))
+    .filter((event) => event.decision === 'approved')
+    .map((event) => event.fingerprint);
+  assert.deepEqual(approved, [fingerprint]);
   await shot(page, 'approve-2-result');
 });
 
@@ -102,11 +135,7 @@ flow('deny with a reason: the tool never runs and the model is told why', async 
   await assistantSays(page, /denied: .*not today/);
   assert.match(await page.getByTestId('answered').innerText(), /You denied process_payment: not today/);
   // The audit log says the user rejected it, and nothing approved it.
-  const decisions = await page.evaluate(async () => {
-    const chat = JSON.parse(localStorage.getItem('toolgate-demo:chat'));
-    const lines = await (await fetch(`/api/audit?chatId=${chat}`)).text();
-    return lines.trim().split('\n').map((line) => JSON.parse(line).decision);
-  });
+  const decisions = (await chatAudit(page)).map((event) => event.decision);
   assert.ok(decisions.includes('rejected'), decisions.join());
   assert.ok(!decisions.includes('approved'), decisions.join());
   await shot(page, 'deny-2-result');
@@ -191,6 +220,8 @@ flow('AI SDK approvals: the native card, approved and denied', async (open) => {
   await card.waitFor();
   assert.equal(await card.getByLabel('Ask again').count(), 0, 'native answers cannot remember');
   assert.equal(await card.getByRole('button', { name: 'Edit…' }).count(), 0, 'nor carry edits');
+  // A native card's question is its approval's id: the same fingerprint as the API's.
+  await cardFingerprint(page, card);
   await shot(page, 'native-1-card');
   await card.getByRole('button', { name: 'Approve', exact: true }).click();
   await assistantSays(page, /Sent 15 USD to Hanako/);

@@ -84,3 +84,15 @@ export function watchedFlow(name, opener, body) {
     await Promise.race([body((...args) => opener(t, problem, ...args)), failed]);
   });
 }
+
+/** The audit log's events of the chat open in `page` (`GET /api/audit?chatId=`), oldest first. */
+export function chatAudit(page) {
+  return page.evaluate(async () => {
+    const chat = JSON.parse(localStorage.getItem('toolgate-demo:chat'));
+    const lines = await (await fetch(`/api/audit?chatId=${chat}`)).text();
+    return lines
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line));
+  });
+}

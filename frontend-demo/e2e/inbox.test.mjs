@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before } from 'node:test';
-import { launchChromium, serveToolgate, watchedFlow } from './harness.mjs';
+import { chatAudit, launchChromium, serveToolgate, watchedFlow } from './harness.mjs';
 
 const ARTIFACTS = process.env.TOOLGATE_E2E_ARTIFACTS ?? join(import.meta.dirname, 'artifacts');
 mkdirSync(ARTIFACTS, { recursive: true });
@@ -84,6 +84,20 @@ flow("inbox: a clerk's payment waits; the approver sees it arrive live, approves
   assert.match(await item.getByRole('heading').innerText(), /process_payment for clerk/);
   assert.match(await item.locator('dl').innerText(), /Amount\s+50 USD\s+Recipient\s+Hanako/);
   assert.match(await item.getByRole('timer').innerText(), /Decide within \d+:\d\d/);
+  // The approver sees the call's fingerprint, the one the clerk's card shows
+  // and the API has for the question.
+  const shown = item.getByTestId('fingerprint');
+  const call = (await shown.getAttribute('title')) ?? '';
+  assert.match(call, /^[0-9a-f]{64}$/);
+  assert.equal(await shown.innerText(), `Fingerprint ${call.slice(0, 12)}`);
+  await card.getByTestId('fingerprint').waitFor();
+  assert.equal(await card.getByTestId('fingerprint').getAttribute('title'), call);
+  const api = await clerk.evaluate(async () => {
+    const chat = JSON.parse(localStorage.getItem('toolgate-demo:chat'));
+    const [open] = await (await fetch(`/api/confirmations?chatId=${chat}`)).json();
+    return (await (await fetch(`/api/confirmations/${encodeURIComponent(open.id)}`)).json()).fingerprint.call;
+  });
+  assert.equal(api, call);
   await shot(boss, 'inbox-2-approver-sees-it');
 
   await item.getByLabel(/Reason/).fill('checked the invoice');
@@ -97,16 +111,9 @@ flow("inbox: a clerk's payment waits; the approver sees it arrive live, approves
   await shot(clerk, 'inbox-4-clerk-card-closed');
 
   // The clerk's audit log says who approved it.
-  const approvals = await clerk.evaluate(async () => {
-    const chat = JSON.parse(localStorage.getItem('toolgate-demo:chat'));
-    const lines = await (await fetch(`/api/audit?chatId=${chat}`)).text();
-    return lines
-      .trim()
-      .split('\n')
-      .map((line) => JSON.parse(line))
-      .filter((event) => event.decision === 'approved')
-      .map((event) => event.by);
-  });
+  const approvals = (await chatAudit(clerk))
+    .filter((event) => event.decision === 'approved')
+    .map((event) => event.by);
   assert.deepEqual(approvals, ['boss through the API']);
 
   // The clerk writes on; the next answer brings the outcome into the chat.

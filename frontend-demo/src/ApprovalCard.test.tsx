@@ -1,4 +1,4 @@
-import { act, cleanup, fireEvent, render, renderHook, screen } from '@testing-library/react';
+import { act, cleanup, fireEvent, render, renderHook, screen, waitFor } from '@testing-library/react';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ApprovalCard, formatDuration, useRemaining, type Decision } from './ApprovalCard';
 
@@ -199,6 +199,66 @@ describe('ApprovalCard, when the server no longer has the question', () => {
     expect(screen.getByText('Cannot read the deadline: /api/confirmations: 503')).toBeTruthy();
     fireEvent.click(button('Approve'));
     expect(decisions).toEqual([{ approved: true }]);
+  });
+});
+
+describe('ApprovalCard, its fingerprint', () => {
+  const call = 'a3f1c09b7e524d6f8a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f708192a3b4c5';
+  const fingerprint = { definition: 'd'.repeat(64), call };
+
+  it('shows the call digest, short, with the whole in the title, loaded once', async () => {
+    const load = vi.fn(() => Promise.resolve(fingerprint));
+    const decisions: Decision[] = [];
+    const props = {
+      toolName: 'process_payment',
+      args: payment,
+      protocol: 'adk' as const,
+      onDecide: (d: Decision) => {
+        decisions.push(d);
+      },
+    };
+    const { rerender } = render(<ApprovalCard {...props} onFingerprint={load} />);
+    expect(screen.queryByTestId('fingerprint')).toBeNull();
+    const shown = await screen.findByTestId('fingerprint');
+    expect(shown.textContent).toBe('Fingerprint a3f1c09b7e52');
+    expect(shown.title).toBe(call);
+    // A parent's new arrow on a new render is the same question: no second fetch.
+    const details = { editable: false, deadline: Date.now() + 60_000 };
+    rerender(<ApprovalCard {...props} details={details} onFingerprint={() => load()} />);
+    fireEvent.click(button('Approve'));
+    expect(decisions).toEqual([{ approved: true }]);
+    expect(load).toHaveBeenCalledOnce();
+    expect(screen.getByTestId('fingerprint').textContent).toBe('Fingerprint a3f1c09b7e52');
+  });
+
+  it('shows nothing when the fetch fails, and the card works as before', async () => {
+    const load = vi.fn(() => Promise.reject(new Error('/api/confirmations/adk-1: 503')));
+    const decisions = card({ onFingerprint: load });
+    await waitFor(() => {
+      expect(load).toHaveBeenCalledOnce();
+    });
+    await act(async () => {
+      await Promise.resolve();
+    });
+    expect(screen.queryByTestId('fingerprint')).toBeNull();
+    expect(screen.queryByRole('alert')).toBeNull();
+    fireEvent.click(button('Approve'));
+    expect(decisions).toEqual([{ approved: true }]);
+  });
+
+  it('shows nothing for a question without one, or a value that is not a digest', async () => {
+    for (const answer of [null, undefined, { definition: 'x', call: '<b>not hex</b>' }]) {
+      const load = vi.fn(() => Promise.resolve(answer));
+      card({ onFingerprint: load });
+      await waitFor(() => {
+        expect(load).toHaveBeenCalledOnce();
+      });
+      await act(async () => {
+        await Promise.resolve();
+      });
+      expect(screen.queryByTestId('fingerprint')).toBeNull();
+      cleanup();
+    }
   });
 });
 

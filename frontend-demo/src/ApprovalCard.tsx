@@ -1,7 +1,8 @@
 import { useEffect, useId, useLayoutEffect, useRef, useState, type FormEvent } from 'react';
-import type { Ended, JsonSchema } from './api';
+import type { Ended, Fingerprint, JsonSchema } from './api';
 import { Args } from './Args';
 import { Alert, TextField } from './Field';
+import { FingerprintLine, useFingerprint } from './Fingerprint';
 import { saidOf } from './outcome';
 
 /** The user's answer to one question. */
@@ -39,11 +40,13 @@ type Props = {
   onDecide: (decision: Decision) => void;
   /** Once the question is no longer open: how it ended, for the card to say. */
   onLookup?: () => Promise<Ended>;
+  /** The question's fingerprint (`GET /api/confirmations/{id}`), called once when the card appears. */
+  onFingerprint?: () => Promise<Fingerprint | null | undefined>;
 };
 
 type Mode = 'ask' | 'deny' | 'edit' | 'sent';
 
-export function ApprovalCard({ toolName, args, hint, protocol, details, onDecide, onLookup }: Props) {
+export function ApprovalCard({ toolName, args, hint, protocol, details, onDecide, onLookup, onFingerprint }: Props) {
   const titleId = useId();
   const [mode, setMode] = useState<Mode>('ask');
   const [reason, setReason] = useState('');
@@ -52,6 +55,7 @@ export function ApprovalCard({ toolName, args, hint, protocol, details, onDecide
   const expired = details?.closed === true || (remaining !== undefined && remaining <= 0);
   const editable = protocol === 'adk' && details?.editable === true;
   const question = hint ?? details?.hint;
+  const fingerprint = useFingerprint(onFingerprint);
 
   const section = useRef<HTMLElement>(null);
   const decide = (decision: Decision) => {
@@ -97,6 +101,7 @@ export function ApprovalCard({ toolName, args, hint, protocol, details, onDecide
       </h3>
       {question && <p className="hint">{question}</p>}
       <Args toolName={toolName} args={args} />
+      <FingerprintLine fingerprint={fingerprint} />
       {details?.closed ? (
         <Closed toolName={toolName} onLookup={onLookup} />
       ) : (

@@ -106,6 +106,19 @@ describe('Approvals', () => {
     expect(within(item()).getByRole('heading').textContent).toBe('process_payment for bob');
   });
 
+  it("shows each question's call fingerprint, short, with the whole in the title", async () => {
+    const call = '0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef';
+    const inbox = server();
+    render(<Approvals apiKey="" />);
+    await inbox.list(question({ fingerprint: { definition: 'e'.repeat(64), call } }));
+    const shown = within(item()).getByTestId('fingerprint');
+    expect(shown.textContent).toBe('Fingerprint 0123456789ab');
+    expect(shown.title).toBe(call);
+    // A question from before toolgate kept fingerprints: no line.
+    await inbox.list(question({ fingerprint: null }));
+    expect(within(item()).queryByTestId('fingerprint')).toBeNull();
+  });
+
   it('sends the API key with the stream and the decision', async () => {
     const inbox = server();
     render(<Approvals apiKey="k1" />);

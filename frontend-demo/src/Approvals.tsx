@@ -10,6 +10,7 @@ import {
 import { formatDuration, useRemaining } from './ApprovalCard';
 import { Args } from './Args';
 import { Alert, TextField } from './Field';
+import { FingerprintLine } from './Fingerprint';
 
 /**
  * The approvals inbox: every open question this user may decide, in any
@@ -96,6 +97,7 @@ function Question({ item, deadline, apiKey }: { item: InboxItem; deadline: numbe
       </p>
       {item.hint && <p className="hint">{item.hint}</p>}
       <Args toolName={call.name} args={call.args} />
+      <FingerprintLine fingerprint={item.fingerprint} />
       <p className={expired ? 'countdown expired' : 'countdown'} role="timer" aria-live="off">
         {expired ? 'Expired: nobody may decide it any more.' : `Decide within ${formatDuration(remaining ?? 0)}`}
       </p>

@@ -19,7 +19,7 @@ export type Answerers = {
   answerAdk: (toolCallId: string, decision: Decision) => void;
   answerNative: (approvalId: string, decision: Decision) => void;
   answerClient: (tool: string, toolCallId: string, result: { output: unknown } | { errorText: string }) => void;
-  /** How a question no longer open ended (decided elsewhere, or expired). */
+  /** Where a question stands (`GET /api/confirmations/{id}`): how it ended, its fingerprint. */
   lookup: (id: string) => Promise<Ended>;
 };
 
@@ -69,6 +69,7 @@ function Tool({ part, answerers }: { part: ToolPart; answerers: Answerers }) {
         protocol="ai-sdk"
         details={cardDetails(answerers, id)}
         onLookup={() => answerers.lookup(id)}
+        onFingerprint={() => answerers.lookup(id).then((q) => q.fingerprint)}
         onDecide={(decision) => {
           answerers.answerNative(id, decision);
         }}
@@ -150,6 +151,7 @@ function AdkQuestion({ part, answerers }: { part: ToolPart; answerers: Answerers
           protocol="adk"
           details={cardDetails(answerers, part.toolCallId)}
           onLookup={() => answerers.lookup(part.toolCallId)}
+          onFingerprint={() => answerers.lookup(part.toolCallId).then((q) => q.fingerprint)}
           onDecide={(decision) => {
             answerers.answerAdk(part.toolCallId, decision);
           }}

@@ -16,7 +16,12 @@ export type OpenConfirmation = {
   requireDistinctApprover: boolean;
   /** Whether the caller may approve it (the user who asked may always deny). */
   mayApprove: boolean;
+  /** What the approver is shown, as digests; `null` for a question from before toolgate kept them. */
+  fingerprint?: Fingerprint | null;
 };
+
+/** A question's fingerprint: SHA-256 digests (lowercase hex) of the tool's definition and of the call. */
+export type Fingerprint = { definition: string; call: string };
 
 /** An entry of the inbox: a question the caller may decide, in any chat. */
 export type InboxItem = OpenConfirmation & {
@@ -80,10 +85,11 @@ export function openConfirmations(chatId: string, apiKey: string) {
   );
 }
 
-/** How a question ended, as `GET /api/confirmations/{id}` says. */
+/** Where a question stands and how it ended, as `GET /api/confirmations/{id}` says. */
 export type Ended = {
   status: 'open' | 'deciding' | 'decided';
   outcome?: { kind: string; output?: unknown; message?: string; reason?: string | null; responded?: boolean };
+  fingerprint?: Fingerprint | null;
 };
 
 /** One question and where it stands (`GET /api/confirmations/{id}`). */
