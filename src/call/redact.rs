@@ -70,8 +70,10 @@ pub struct Redaction {
 impl Redaction {
     /// The default key names only.
     pub fn standard() -> Self {
+        let mut keys: Vec<String> = DEFAULT_KEYS.iter().map(|k| (*k).to_owned()).collect();
+        keys.sort();
         Self {
-            keys: DEFAULT_KEYS.iter().map(|k| (*k).to_owned()).collect(),
+            keys,
             tools: Vec::new(),
         }
     }
@@ -164,11 +166,29 @@ impl Redaction {
     /// that ends at it. Compared without allocating: the encoder asks this
     /// of every argument of every call.
     fn hides(&self, key: &str, at: &[&[String]]) -> bool {
-        at.iter().any(|p| p.len() == 1 && p[0] == key)
-            || self
-                .keys
-                .iter()
-                .any(|name| normalized(key).eq(name.chars()))
+        at.iter().any(|p| p.len() == 1 && p[0] == key) || self.names(key)
+    }
+
+    /// Whether `key` is one of the sensitive names. An ASCII key (nearly
+    /// all) is normalized once into a stack buffer and looked up in the
+    /// sorted names; any other is compared name by name.
+    fn names(&self, key: &str) -> bool {
+        let mut buf = [0u8; 48];
+        let mut len = 0;
+        for byte in key.bytes() {
+            if !byte.is_ascii() || len == buf.len() {
+                return self
+                    .keys
+                    .iter()
+                    .any(|name| normalized(key).eq(name.chars()));
+            }
+            if !matches!(byte, b'_' | b'-' | b'.' | b' ') {
+                buf[len] = byte.to_ascii_lowercase();
+                len += 1;
+            }
+        }
+        std::str::from_utf8(&buf[..len])
+            .is_ok_and(|name| self.keys.binary_search_by(|k| k.as_str().cmp(name)).is_ok())
     }
 
     /// The masked copy of `value`, or `None` when nothing in it is masked.

@@ -122,3 +122,31 @@ fn extra_names_compare_as_the_defaults_do() {
     );
     assert_eq!(*Redaction::default().mask("pay", &args), args);
 }
+
+#[test]
+fn names_match_as_normalized_whatever_the_path() {
+    let long = format!("{}token", "x".repeat(60));
+    let table: &[(&str, &[&str], bool)] = &[
+        ("password", &[], true),
+        ("API_Key", &[], true),
+        ("x-api-key", &[], true),
+        ("Access.Token", &[], true),
+        ("max_tokens", &[], false),
+        ("tokenizer", &[], false),
+        ("", &[], false),
+        ("İban", &["iban"], false),
+        ("Iban", &["iban"], true),
+        ("contraseña", &["contraseña"], true),
+        ("CONTRASEÑA", &["contraseña"], true),
+        (long.as_str(), &[], false),
+        (long.as_str(), &[long.as_str()], true),
+    ];
+    for (key, extra, masked) in table {
+        let r = redaction(true, extra, &[]);
+        assert_eq!(r.names(key), *masked, "{key} with {extra:?}");
+    }
+    let standard = Redaction::standard();
+    for name in super::DEFAULT_KEYS {
+        assert!(standard.names(name), "{name}");
+    }
+}
