@@ -74,8 +74,8 @@ enum Workload {
         #[arg(long, default_value_t = 10_000)]
         streams: usize,
     },
-    /// Proxy overhead: an OpenAI-compatible mock, directly and through
-    /// toolgate, interleaved. The anchors' method (added time to first
+    /// Proxy overhead: an OpenAI-compatible mock, directly, through
+    /// toolgate and through a bare axum + reqwest proxy, interleaved. The anchors' method (added time to first
     /// token, a mock sending 64 deltas 20 ms apart): `--deltas 64 --gap-ms 20`.
     W4 {
         /// Streams open at once; one run per value.
@@ -99,6 +99,13 @@ enum Workload {
     /// (internal) The W5 and W3 baseline server.
     #[command(hide = true)]
     Baseline,
+    /// (internal) W4's bare proxy: an axum handler that posts to the mock
+    /// with reqwest and streams its answer back as it comes.
+    #[command(hide = true)]
+    BareProxy {
+        #[arg(long)]
+        upstream: String,
+    },
     /// (internal) The W4 upstream: an OpenAI-compatible stream of text deltas.
     #[command(hide = true)]
     MockOpenai {
@@ -125,6 +132,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Workload::MockOpenai { deltas, gap_ms } => {
             serve(mock_openai(deltas, Duration::from_millis(gap_ms))).await
         }
+        Workload::BareProxy { upstream } => serve(bare_proxy(upstream)?).await,
         Workload::W1 { concurrency } => {
             let server = Target::toolgate(cli.url, "store:\n  kind: memory\n", pin)?;
             count_to_100(&server, "w1", concurrency, secs).await;
@@ -479,8 +487,11 @@ struct Mock {
     gap_ms: u64,
 }
 
-/// W4: time to the first text through toolgate against directly, on the
-/// same mock upstream, `streams` workers alternating the two.
+/// W4: time to the first text through toolgate and through the bare proxy
+/// against directly, on the same mock upstream, `streams` workers taking
+/// the three in turn. The bare proxy runs where toolgate does
+/// (`--server-cpus`): what a proxy costs on this machine before it does
+/// anything of its own.
 async fn w4(
     streams: usize,
     mock: &Mock,
@@ -496,9 +507,10 @@ async fn w4(
         mock_server.url
     );
     let toolgate = Target::toolgate(None, &config, pin)?;
+    let bare = Target::spawn_self(&["bare-proxy", "--upstream", &mock_server.url], pin)?;
     let client = reqwest::Client::builder()
         .tcp_nodelay(true)
-        .pool_max_idle_per_host(streams * 2)
+        .pool_max_idle_per_host(streams * 3)
         .build()?;
     let stop = Arc::new(AtomicBool::new(false));
     // What an OpenAI client would send the mock itself.
@@ -510,60 +522,67 @@ async fn w4(
             let stop = stop.clone();
             let direct = format!("{}/v1/chat/completions", mock_server.url);
             let through = format!("{}/stream", toolgate.url);
+            let proxied_bare = format!("{}/stream", bare.url);
             let direct_body = direct_body.clone();
             tokio::spawn(async move {
                 // Streams open one by one over the first second; what the
                 // warm-up measures (connections opening) is left out.
                 tokio::time::sleep(Duration::from_secs(1) * i as u32 / streams as u32).await;
                 let warm = Instant::now() + warm_up;
-                let (mut plain, mut proxied, mut errors) = (Vec::new(), Vec::new(), 0usize);
+                let mut sides: [Vec<Duration>; 3] = Default::default();
+                let mut errors = 0usize;
                 let mut n = i;
                 while !stop.load(Ordering::Relaxed) {
                     n += 1;
-                    let direct_turn = n % 2 == 0;
-                    let result = if direct_turn {
-                        first_text(&client, &direct, &direct_body, b"\"content\":\"").await
-                    } else {
-                        let mut body = say("hi");
-                        body["id"] = json!(format!("w4-{i}-{n}"));
-                        first_text(&client, &through, &body, b"text-delta").await
+                    let mut body = say("hi");
+                    body["id"] = json!(format!("w4-{i}-{n}"));
+                    let side = n % 3;
+                    let result = match side {
+                        0 => first_text(&client, &direct, &direct_body, b"\"content\":\"").await,
+                        1 => first_text(&client, &through, &body, b"text-delta").await,
+                        _ => first_text(&client, &proxied_bare, &body, b"\"content\":\"").await,
                     };
                     match result {
-                        Ok(took) if Instant::now() > warm => match direct_turn {
-                            true => plain.push(took),
-                            false => proxied.push(took),
-                        },
+                        Ok(took) if Instant::now() > warm => sides[side].push(took),
                         Ok(_) => {}
                         Err(_) => errors += 1,
                     }
                 }
-                (plain, proxied, errors)
+                (sides, errors)
             })
         })
         .collect();
     tokio::time::sleep(secs).await;
     stop.store(true, Ordering::Relaxed);
-    let (mut plain, mut proxied, mut errors) = (Vec::new(), Vec::new(), 0);
+    let (mut plain, mut proxied, mut bare_proxied, mut errors) =
+        (Vec::new(), Vec::new(), Vec::new(), 0);
     for worker in workers {
-        if let Ok((a, b, e)) = worker.await {
+        if let Ok(([a, b, c], e)) = worker.await {
             plain.extend(a);
             proxied.extend(b);
+            bare_proxied.extend(c);
             errors += e;
         }
     }
     let direct = percentiles(&mut plain);
     let through = percentiles(&mut proxied);
-    let added = |q: &str| {
-        let ms = through[q].as_f64().unwrap_or(0.0) - direct[q].as_f64().unwrap_or(0.0);
+    let through_bare = percentiles(&mut bare_proxied);
+    let added_by = |side: &Value, q: &str| {
+        let ms = side[q].as_f64().unwrap_or(0.0) - direct[q].as_f64().unwrap_or(0.0);
         (ms * 1000.0).round() / 1000.0
     };
+    let added = |q: &str| added_by(&through, q);
+    let added_bare = |q: &str| added_by(&through_bare, q);
     println!(
         "{}",
         json!({
             "workload": "w4", "streams": streams, "deltas": mock.deltas, "gapMs": mock.gap_ms,
             "directFirstTextMs": direct, "throughToolgateFirstTextMs": through,
             "addedMs": {"p50": added("p50"), "p99": added("p99"), "p999": added("p999")},
-            "samples": {"direct": plain.len(), "throughToolgate": proxied.len()}, "errors": errors,
+            "throughBareProxyFirstTextMs": through_bare,
+            "bareProxyAddedMs": {"p50": added_bare("p50"), "p99": added_bare("p99"), "p999": added_bare("p999")},
+            "samples": {"direct": plain.len(), "throughToolgate": proxied.len(), "throughBareProxy": bare_proxied.len()},
+            "errors": errors,
             "serverPeakRssKiB": toolgate.peak_rss_kib(),
         })
     );
@@ -716,6 +735,48 @@ async fn serve(router: axum::Router) -> anyhow::Result<()> {
     });
     axum::serve(listener, router).await?;
     Ok(())
+}
+
+/// W4's bare proxy: what any gateway in Rust does at least, and nothing
+/// else. It reads the request's JSON, posts a chat request to the mock
+/// with reqwest (pooled, `TCP_NODELAY`) and streams the answer's bytes
+/// back as they come: what toolgate adds beyond it is its own.
+fn bare_proxy(upstream: String) -> anyhow::Result<axum::Router> {
+    let client = reqwest::Client::builder().tcp_nodelay(true).build()?;
+    let url = reqwest::Url::parse(&format!("{upstream}/v1/chat/completions"))?;
+    let handler = move |body: axum::body::Bytes| {
+        let (client, url) = (client.clone(), url.clone());
+        async move {
+            let Ok(request) = serde_json::from_slice::<Value>(&body) else {
+                return Response::builder()
+                    .status(400)
+                    .body(Body::empty())
+                    .unwrap_or_default();
+            };
+            let text = request["messages"][0]["parts"][0]["text"]
+                .as_str()
+                .unwrap_or("");
+            let upstream = json!({"model": "mock", "stream": true,
+                "messages": [{"role": "user", "content": text}]});
+            let sent = client
+                .post(url)
+                .header("content-type", "application/json")
+                .body(upstream.to_string())
+                .send()
+                .await;
+            match sent {
+                Ok(answer) => Response::builder()
+                    .header("content-type", "text/event-stream")
+                    .body(Body::from_stream(answer.bytes_stream()))
+                    .unwrap_or_default(),
+                Err(_) => Response::builder()
+                    .status(502)
+                    .body(Body::empty())
+                    .unwrap_or_default(),
+            }
+        }
+    };
+    Ok(axum::Router::new().route("/stream", axum::routing::post(handler)))
 }
 
 /// W1's answer, byte for byte as toolgate streams it, served from memory;
