@@ -90,6 +90,9 @@ enum Workload {
         /// Seconds left out at the start of each run (connections opening).
         #[arg(long, default_value_t = 2)]
         warm_up: u64,
+        /// The bare proxy's client: `reqwest` (as toolgate's), or `hyper`.
+        #[arg(long, default_value = "reqwest")]
+        bare_client: String,
     },
     /// The ceiling: a bare axum handler streaming W1's bytes, pre-serialized.
     W5 {
@@ -105,6 +108,9 @@ enum Workload {
     BareProxy {
         #[arg(long)]
         upstream: String,
+        /// `reqwest`, or `hyper` (hyper-util's pooled client alone).
+        #[arg(long, default_value = "reqwest")]
+        client: String,
     },
     /// (internal) The W4 upstream: an OpenAI-compatible stream of text deltas.
     #[command(hide = true)]
@@ -132,7 +138,11 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Workload::MockOpenai { deltas, gap_ms } => {
             serve(mock_openai(deltas, Duration::from_millis(gap_ms))).await
         }
-        Workload::BareProxy { upstream } => serve(bare_proxy(upstream)?).await,
+        Workload::BareProxy { upstream, client } => match client.as_str() {
+            "reqwest" => serve(bare_proxy(upstream)?).await,
+            "hyper" => serve(bare_hyper_proxy(upstream)?).await,
+            other => bail!("unknown client `{other}`: reqwest or hyper"),
+        },
         Workload::W1 { concurrency } => {
             let server = Target::toolgate(cli.url, "store:\n  kind: memory\n", pin)?;
             count_to_100(&server, "w1", concurrency, secs).await;
@@ -183,10 +193,12 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             deltas,
             gap_ms,
             warm_up,
+            bare_client,
         } => {
             let mock = Mock { deltas, gap_ms };
             for n in streams {
-                w4(n, &mock, secs, Duration::from_secs(warm_up), pin).await?;
+                let warm_up = Duration::from_secs(warm_up);
+                w4(n, &mock, secs, warm_up, &bare_client, pin).await?;
             }
             Ok(())
         }
@@ -497,6 +509,7 @@ async fn w4(
     mock: &Mock,
     secs: Duration,
     warm_up: Duration,
+    bare_client: &str,
     pin: Option<&str>,
 ) -> anyhow::Result<()> {
     let (deltas, gap) = (mock.deltas.to_string(), mock.gap_ms.to_string());
@@ -507,7 +520,16 @@ async fn w4(
         mock_server.url
     );
     let toolgate = Target::toolgate(None, &config, pin)?;
-    let bare = Target::spawn_self(&["bare-proxy", "--upstream", &mock_server.url], pin)?;
+    let bare = Target::spawn_self(
+        &[
+            "bare-proxy",
+            "--upstream",
+            &mock_server.url,
+            "--client",
+            bare_client,
+        ],
+        pin,
+    )?;
     let client = reqwest::Client::builder()
         .tcp_nodelay(true)
         .pool_max_idle_per_host(streams * 3)
@@ -579,6 +601,7 @@ async fn w4(
             "workload": "w4", "streams": streams, "deltas": mock.deltas, "gapMs": mock.gap_ms,
             "directFirstTextMs": direct, "throughToolgateFirstTextMs": through,
             "addedMs": {"p50": added("p50"), "p99": added("p99"), "p999": added("p999")},
+            "bareProxyClient": bare_client,
             "throughBareProxyFirstTextMs": through_bare,
             "bareProxyAddedMs": {"p50": added_bare("p50"), "p99": added_bare("p99"), "p999": added_bare("p999")},
             "samples": {"direct": plain.len(), "throughToolgate": proxied.len(), "throughBareProxy": bare_proxied.len()},
@@ -768,6 +791,53 @@ fn bare_proxy(upstream: String) -> anyhow::Result<axum::Router> {
                 Ok(answer) => Response::builder()
                     .header("content-type", "text/event-stream")
                     .body(Body::from_stream(answer.bytes_stream()))
+                    .unwrap_or_default(),
+                Err(_) => Response::builder()
+                    .status(502)
+                    .body(Body::empty())
+                    .unwrap_or_default(),
+            }
+        }
+    };
+    Ok(axum::Router::new().route("/stream", axum::routing::post(handler)))
+}
+
+/// The bare proxy on hyper-util's pooled client alone: what a proxy
+/// costs without reqwest's layers (its redirect policy, the URL parsed
+/// again for each request and its response, its timeouts).
+fn bare_hyper_proxy(upstream: String) -> anyhow::Result<axum::Router> {
+    use hyper_util::client::legacy::Client;
+    use hyper_util::client::legacy::connect::HttpConnector;
+    use hyper_util::rt::TokioExecutor;
+    let mut connector = HttpConnector::new();
+    connector.set_nodelay(true);
+    let client: Client<HttpConnector, Body> =
+        Client::builder(TokioExecutor::new()).build(connector);
+    let uri: axum::http::Uri = format!("{upstream}/v1/chat/completions").parse()?;
+    let handler = move |body: axum::body::Bytes| {
+        let (client, uri) = (client.clone(), uri.clone());
+        async move {
+            let Ok(request) = serde_json::from_slice::<Value>(&body) else {
+                return Response::builder()
+                    .status(400)
+                    .body(Body::empty())
+                    .unwrap_or_default();
+            };
+            let text = request["messages"][0]["parts"][0]["text"]
+                .as_str()
+                .unwrap_or("");
+            let upstream = json!({"model": "mock", "stream": true,
+                "messages": [{"role": "user", "content": text}]});
+            let Ok(outgoing) = axum::http::Request::post(uri)
+                .header("content-type", "application/json")
+                .body(Body::from(upstream.to_string()))
+            else {
+                return Response::default();
+            };
+            match client.request(outgoing).await {
+                Ok(answer) => Response::builder()
+                    .header("content-type", "text/event-stream")
+                    .body(Body::new(answer.into_body()))
                     .unwrap_or_default(),
                 Err(_) => Response::builder()
                     .status(502)
