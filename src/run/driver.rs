@@ -1,11 +1,12 @@
 //! Where a turn is polled: by the reader waiting for its next chunk, in
 //! that reader's task, until it needs a tracked task of its own.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::{Mutex, MutexGuard};
 use std::task::Context;
 use std::time::Duration;
 
+use slab::Slab;
 use tokio::sync::{Notify, watch};
 use tokio_util::task::TaskTracker;
 
@@ -201,9 +202,9 @@ pub(super) struct Log {
     pub(super) first: usize,
     pub(super) bytes: usize,
     pub(super) done: bool,
-    /// Each reader's next chunk number.
-    pub(super) cursors: HashMap<u64, usize>,
-    pub(super) next_reader: u64,
+    /// Each reader's next chunk number, at the reader's key: a slab, so
+    /// that a reader's read of each batch hashes nothing.
+    pub(super) cursors: Slab<usize>,
     pub(super) driver: Driver,
     /// When a reader last polled the turn (or it started).
     pub(super) polled: tokio::time::Instant,
@@ -216,8 +217,7 @@ impl Default for Log {
             first: 0,
             bytes: 0,
             done: false,
-            cursors: HashMap::new(),
-            next_reader: 0,
+            cursors: Slab::new(),
             driver: Driver::Ended,
             polled: tokio::time::Instant::now(),
         }
@@ -230,7 +230,7 @@ impl Log {
     }
 
     pub(super) fn slowest(&self) -> Option<usize> {
-        self.cursors.values().copied().min()
+        self.cursors.iter().map(|(_, &at)| at).min()
     }
 
     /// The slowest reader is more than [`LAG`] chunks behind.

@@ -88,9 +88,7 @@ impl Run {
     /// A new reader whose next chunk is number `at` (kept in the log, or
     /// its end).
     fn attach_at(self: &Arc<Self>, log: &mut Log, at: usize) -> Subscription {
-        let id = log.next_reader;
-        log.next_reader += 1;
-        log.cursors.insert(id, at);
+        let id = log.cursors.insert(at);
         self.readers.send_modify(|n| *n += 1);
         Subscription {
             run: self.clone(),
@@ -102,7 +100,8 @@ impl Run {
 /// A reader of a turn's log. Dropping it lets the turn go on without it.
 pub struct Subscription {
     pub(super) run: Arc<Run>,
-    pub(super) id: u64,
+    /// Its cursor's key in the log.
+    pub(super) id: usize,
 }
 
 impl Subscription {
@@ -110,16 +109,20 @@ impl Subscription {
     pub fn chunks(self) -> impl Stream<Item = (usize, Event)> + Send + 'static {
         async_stream::stream! {
             let mut batch = Vec::new();
+            // Enabled only where the reader waits (below): a batch that is
+            // there is read without registering with the log.
+            let notified = self.run.changed.notified();
+            tokio::pin!(notified);
             loop {
-                let notified = self.run.changed.notified();
-                tokio::pin!(notified);
-                notified.as_mut().enable();
                 let done = {
                     let mut log = self.run.lock();
-                    let cursor = log.cursors.get(&self.id).copied().unwrap_or(log.first).max(log.first);
+                    let first = log.first;
                     let end = log.end();
-                    batch.extend((cursor..end).map(|n| (n, log.entries[n - log.first].clone())));
-                    log.cursors.insert(self.id, end);
+                    let cursor = log.cursors.get(self.id).copied().unwrap_or(first).max(first);
+                    batch.extend((cursor..end).map(|n| (n, log.entries[n - first].clone())));
+                    if let Some(at) = log.cursors.get_mut(self.id) {
+                        *at = end;
+                    }
                     log.done && cursor == end
                 };
                 if !batch.is_empty() {
@@ -149,6 +152,10 @@ impl Subscription {
                     notified.as_mut().poll(cx)
                 })
                 .await;
+                // Out of the log's waiters again, with this task's waker:
+                // the reader's own notice of the batch it reads next must
+                // not wake it.
+                notified.set(self.run.changed.notified());
             }
         }
     }
@@ -158,7 +165,7 @@ impl Subscription {
     /// Whether the log holds chunks this reader has not read, or has ended.
     fn has_news(&self) -> bool {
         let log = self.run.lock();
-        let cursor = log.cursors.get(&self.id).copied().unwrap_or(log.first);
+        let cursor = log.cursors.get(self.id).copied().unwrap_or(log.first);
         cursor.max(log.first) != log.end() || log.done
     }
 }
@@ -167,7 +174,7 @@ impl Drop for Subscription {
     fn drop(&mut self) {
         let unread = {
             let mut log = self.run.lock();
-            log.cursors.remove(&self.id);
+            log.cursors.try_remove(self.id);
             match std::mem::take(&mut log.driver) {
                 // The last reader leaves: the turn goes on (to notice it is
                 // unread, and stop or stay held) on a task of its own.
