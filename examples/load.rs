@@ -770,32 +770,18 @@ fn bare_proxy(upstream: String) -> anyhow::Result<axum::Router> {
     let handler = move |body: axum::body::Bytes| {
         let (client, url) = (client.clone(), url.clone());
         async move {
-            let Ok(request) = serde_json::from_slice::<Value>(&body) else {
-                return Response::builder()
-                    .status(400)
-                    .body(Body::empty())
-                    .unwrap_or_default();
+            let Some(upstream) = bare_upstream_body(&body) else {
+                return bare_status(400);
             };
-            let text = request["messages"][0]["parts"][0]["text"]
-                .as_str()
-                .unwrap_or("");
-            let upstream = json!({"model": "mock", "stream": true,
-                "messages": [{"role": "user", "content": text}]});
             let sent = client
                 .post(url)
                 .header("content-type", "application/json")
-                .body(upstream.to_string())
+                .body(upstream)
                 .send()
                 .await;
             match sent {
-                Ok(answer) => Response::builder()
-                    .header("content-type", "text/event-stream")
-                    .body(Body::from_stream(answer.bytes_stream()))
-                    .unwrap_or_default(),
-                Err(_) => Response::builder()
-                    .status(502)
-                    .body(Body::empty())
-                    .unwrap_or_default(),
+                Ok(answer) => bare_answer(Body::from_stream(answer.bytes_stream())),
+                Err(_) => bare_status(502),
             }
         }
     };
@@ -817,36 +803,49 @@ fn bare_hyper_proxy(upstream: String) -> anyhow::Result<axum::Router> {
     let handler = move |body: axum::body::Bytes| {
         let (client, uri) = (client.clone(), uri.clone());
         async move {
-            let Ok(request) = serde_json::from_slice::<Value>(&body) else {
-                return Response::builder()
-                    .status(400)
-                    .body(Body::empty())
-                    .unwrap_or_default();
+            let Some(upstream) = bare_upstream_body(&body) else {
+                return bare_status(400);
             };
-            let text = request["messages"][0]["parts"][0]["text"]
-                .as_str()
-                .unwrap_or("");
-            let upstream = json!({"model": "mock", "stream": true,
-                "messages": [{"role": "user", "content": text}]});
             let Ok(outgoing) = axum::http::Request::post(uri)
                 .header("content-type", "application/json")
-                .body(Body::from(upstream.to_string()))
+                .body(Body::from(upstream))
             else {
-                return Response::default();
+                return bare_status(500);
             };
             match client.request(outgoing).await {
-                Ok(answer) => Response::builder()
-                    .header("content-type", "text/event-stream")
-                    .body(Body::new(answer.into_body()))
-                    .unwrap_or_default(),
-                Err(_) => Response::builder()
-                    .status(502)
-                    .body(Body::empty())
-                    .unwrap_or_default(),
+                Ok(answer) => bare_answer(Body::new(answer.into_body())),
+                Err(_) => bare_status(502),
             }
         }
     };
     Ok(axum::Router::new().route("/stream", axum::routing::post(handler)))
+}
+
+/// The chat request the bare proxy sends for a `useChat` body: its first
+/// message's text, to the mock's model; `None` if the body is not JSON.
+fn bare_upstream_body(body: &[u8]) -> Option<String> {
+    let request = serde_json::from_slice::<Value>(body).ok()?;
+    let text = request["messages"][0]["parts"][0]["text"]
+        .as_str()
+        .unwrap_or("");
+    let upstream = json!({"model": "mock", "stream": true,
+        "messages": [{"role": "user", "content": text}]});
+    Some(upstream.to_string())
+}
+
+/// The upstream's answer, streamed back as it comes.
+fn bare_answer(body: Body) -> Response {
+    Response::builder()
+        .header("content-type", "text/event-stream")
+        .body(body)
+        .unwrap_or_default()
+}
+
+fn bare_status(status: u16) -> Response {
+    Response::builder()
+        .status(status)
+        .body(Body::empty())
+        .unwrap_or_default()
 }
 
 /// W1's answer, byte for byte as toolgate streams it, served from memory;
