@@ -75,8 +75,9 @@ enum Workload {
         streams: usize,
     },
     /// Proxy overhead: an OpenAI-compatible mock, directly, through
-    /// toolgate and through a bare axum + reqwest proxy, interleaved. The anchors' method (added time to first
-    /// token, a mock sending 64 deltas 20 ms apart): `--deltas 64 --gap-ms 20`.
+    /// toolgate and through a bare axum + reqwest proxy, interleaved. The
+    /// anchors' method (added time to first token, a mock sending 64
+    /// deltas 20 ms apart): `--deltas 64 --gap-ms 20`.
     W4 {
         /// Streams open at once; one run per value.
         #[arg(long, value_delimiter = ',', default_value = "1000")]
@@ -103,7 +104,7 @@ enum Workload {
     #[command(hide = true)]
     Baseline,
     /// (internal) W4's bare proxy: an axum handler that posts to the mock
-    /// with reqwest and streams its answer back as it comes.
+    /// and streams its answer back as it comes.
     #[command(hide = true)]
     BareProxy {
         #[arg(long)]
