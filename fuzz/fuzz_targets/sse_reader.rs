@@ -7,10 +7,10 @@
 use std::sync::OnceLock;
 use std::time::Duration;
 
+use axum::http::HeaderMap;
 use bytes::{Bytes, BytesMut};
 use futures::StreamExt;
 use libfuzzer_sys::fuzz_target;
-use reqwest::header::HeaderMap;
 use toolgate::provider::ProviderError;
 use toolgate::provider::http::{Secret, Upstream, UpstreamConfig};
 use toolgate_fuzz::Read;
@@ -51,14 +51,15 @@ fn events(reads: Vec<Read>) -> Vec<Result<sse_stream::Sse, String>> {
         // The key in a transport error must not reach the client.
         Read::Broken => Err(std::io::Error::other(format!("reset by {KEY}"))),
     });
-    let body = reqwest::Body::wrap_stream(futures::stream::iter(reads));
-    let response = reqwest::Response::from(axum::http::Response::new(body));
-    let events = reader.upstream.events(response).map(|event| {
-        event.map_err(|e| {
-            assert!(matches!(e, ProviderError::Stream(_)), "{e:?}");
-            e.to_string()
-        })
-    });
+    let events = reader
+        .upstream
+        .events(futures::stream::iter(reads))
+        .map(|event| {
+            event.map_err(|e| {
+                assert!(matches!(e, ProviderError::Stream(_)), "{e:?}");
+                e.to_string()
+            })
+        });
     reader.runtime.block_on(events.collect())
 }
 

@@ -9,12 +9,16 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures::stream::BoxStream;
 use futures::{Stream, StreamExt, TryStreamExt};
-use reqwest::StatusCode;
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
+use hyper::{Method, Request, Response, StatusCode, Uri};
 use sse_stream::{Sse, SseByteStream};
 
 use super::{ProviderError, ProviderEvent};
 
+mod client;
+use client::ModelClient;
 mod model;
 pub use model::{Answer, HttpModel, ModelApi, read_json};
 
@@ -45,7 +49,8 @@ pub struct UpstreamConfig {
     pub retries: u32,
 }
 
-/// The client toolgate's outgoing requests share: it follows no redirect
+/// The client toolgate's other outgoing requests share (webhooks, HTTP
+/// tools, JWKS; a model's go through [`ModelClient`]): it follows no redirect
 /// (one would carry a key, a conversation or a signed body to another host:
 /// `x-api-key` survives reqwest's cross-host stripping), gives up connecting
 /// after `connect_timeout`, and sends without Nagle's delay.
@@ -57,34 +62,34 @@ pub fn client(connect_timeout: Duration) -> reqwest::Result<reqwest::Client> {
         .build()
 }
 
-/// Where a request goes: its URL parsed once, or, if it does not parse,
-/// its text (the request then fails as reqwest says).
+/// Where a request goes: its URL parsed once, or `None` if it is not an
+/// absolute `http(s)` URL (the request then fails saying so).
 #[derive(Debug, Clone)]
-pub enum Endpoint {
-    Url(reqwest::Url),
-    Text(String),
-}
+pub struct Endpoint(Option<Uri>);
 
 impl From<String> for Endpoint {
     fn from(text: String) -> Self {
-        match reqwest::Url::parse(&text) {
-            Ok(url) => Endpoint::Url(url),
-            Err(_) => Endpoint::Text(text),
-        }
+        Endpoint(parse_url(&text))
     }
+}
+
+fn parse_url(text: &str) -> Option<Uri> {
+    let uri = text.parse::<Uri>().ok()?;
+    let scheme = uri.scheme_str()?;
+    (matches!(scheme, "http" | "https") && uri.host().is_some()).then_some(uri)
 }
 
 /// A configured upstream; cheap to clone.
 #[derive(Debug, Clone)]
 pub struct Upstream {
-    client: reqwest::Client,
+    client: ModelClient,
     config: Arc<UpstreamConfig>,
 }
 
 impl Upstream {
     pub fn new(config: UpstreamConfig) -> Result<Self, ProviderError> {
-        let client =
-            client(config.connect_timeout).map_err(|e| ProviderError::Request(e.to_string()))?;
+        let client = ModelClient::new(config.connect_timeout)
+            .map_err(|e| ProviderError::Request(e.to_string()))?;
         Ok(Self {
             client,
             config: Arc::new(config),
@@ -126,7 +131,8 @@ impl Upstream {
                     return;
                 }
             };
-            let mut events = std::pin::pin!(upstream.events(response));
+            let body = response.into_body().into_data_stream();
+            let mut events = std::pin::pin!(upstream.events(body));
             let mut out = Vec::new();
             let mut ended = false;
             while let Some(event) = events.next().await {
@@ -163,19 +169,15 @@ impl Upstream {
 
     /// Sends the request, retrying only what never reached the model: a
     /// refused connection, or a 429/503/529 that says it did no work.
-    async fn send(&self, url: &Endpoint, body: Bytes) -> Result<reqwest::Response, ProviderError> {
+    async fn send(&self, url: &Endpoint, body: Bytes) -> Result<Response<Incoming>, ProviderError> {
         let config = &self.config;
+        let Endpoint(Some(uri)) = url else {
+            return Err(self.not_a_url());
+        };
         let mut attempt = 0;
         loop {
-            let request = match url {
-                Endpoint::Url(url) => self.client.post(url.clone()),
-                Endpoint::Text(text) => self.client.post(text.as_str()),
-            };
-            let request = request
-                .headers(config.headers.clone())
-                .header(reqwest::header::CONTENT_TYPE, "application/json")
-                .body(body.clone())
-                .send();
+            let request = self.request(Method::POST, uri.clone(), Some(body.clone()));
+            let request = self.client.send(request);
             let failure = match tokio::time::timeout(config.read_timeout, request).await {
                 Err(_) => {
                     return Err(ProviderError::Timeout {
@@ -204,7 +206,7 @@ impl Upstream {
                 Ok(Err(e)) => {
                     return Err(ProviderError::Connect {
                         provider: config.provider,
-                        message: self.redact(&error_chain(&e.without_url())),
+                        message: self.redact(&error_chain(&e)),
                     });
                 }
             };
@@ -220,35 +222,60 @@ impl Upstream {
         }
     }
 
+    /// A request with the config's headers, and `body` as JSON.
+    fn request(&self, method: Method, uri: Uri, body: Option<Bytes>) -> Request<Full<Bytes>> {
+        let json = body.is_some();
+        let mut request = Request::new(Full::new(body.unwrap_or_default()));
+        *request.method_mut() = method;
+        *request.uri_mut() = uri;
+        *request.headers_mut() = self.config.headers.clone();
+        if json {
+            request
+                .headers_mut()
+                .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        }
+        request
+    }
+
+    fn not_a_url(&self) -> ProviderError {
+        ProviderError::Request(format!(
+            "{}'s URL is not an absolute http(s) URL",
+            self.config.provider
+        ))
+    }
+
     /// A JSON request that is not streamed (no retries: it may do work):
     /// the answer's JSON, or `None` for a 404.
     pub async fn json(
         &self,
-        method: reqwest::Method,
+        method: Method,
         url: &str,
         body: Option<&serde_json::Value>,
     ) -> Result<Option<serde_json::Value>, ProviderError> {
         let config = &self.config;
-        let mut request = self
-            .client
-            .request(method, url)
-            .headers(config.headers.clone());
-        if let Some(body) = body {
-            let bytes =
-                serde_json::to_vec(body).map_err(|e| ProviderError::Request(e.to_string()))?;
-            request = request
-                .header(reqwest::header::CONTENT_TYPE, "application/json")
-                .body(bytes);
-        }
+        let uri = parse_url(url).ok_or_else(|| self.not_a_url())?;
+        let body = match body {
+            Some(body) => Some(Bytes::from(
+                serde_json::to_vec(body).map_err(|e| ProviderError::Request(e.to_string()))?,
+            )),
+            None => None,
+        };
+        let request = self.request(method, uri, body);
         let read = async {
-            let response = request.send().await?;
+            let response = self
+                .client
+                .send(request)
+                .await
+                .map_err(|e| error_chain(&e))?;
             let status = response.status();
             let cap = match status.is_success() {
                 true => MAX_JSON_BYTES,
                 false => MAX_ERROR_BODY,
             };
-            let bytes = capped(response, cap).await?;
-            Ok::<_, reqwest::Error>((status, bytes))
+            let bytes = capped(response.into_body(), cap)
+                .await
+                .map_err(|e| error_chain(&e))?;
+            Ok::<_, String>((status, bytes))
         };
         let (status, bytes) = match tokio::time::timeout(config.read_timeout, read).await {
             Err(_) => {
@@ -260,7 +287,7 @@ impl Upstream {
             Ok(Err(e)) => {
                 return Err(ProviderError::Connect {
                     provider: config.provider,
-                    message: self.redact(&error_chain(&e.without_url())),
+                    message: self.redact(&e),
                 });
             }
             Ok(Ok(answer)) => answer,
@@ -292,21 +319,25 @@ impl Upstream {
         })
     }
 
-    /// The response's SSE events; every read within the read timeout, every
-    /// event within the size cap. Public for the fuzz targets, which feed it
-    /// bodies cut at arbitrary points.
-    pub fn events(
+    /// The SSE events of a response's body; every read within the read
+    /// timeout, every event within the size cap. Public for the fuzz targets,
+    /// which feed it bodies cut at arbitrary points.
+    pub fn events<B, E>(
         &self,
-        response: reqwest::Response,
-    ) -> impl Stream<Item = Result<Sse, ProviderError>> + Send + 'static {
+        body: B,
+    ) -> impl Stream<Item = Result<Sse, ProviderError>> + Send + 'static
+    where
+        B: Stream<Item = Result<Bytes, E>> + Send + Unpin + 'static,
+        E: std::error::Error,
+    {
         let since_event = Arc::new(AtomicUsize::new(0));
         let counted = since_event.clone();
         let read_timeout = self.config.read_timeout;
-        let bytes = futures::stream::unfold(response.bytes_stream(), move |mut body| async move {
+        let bytes = futures::stream::unfold(body, move |mut body| async move {
             let chunk = match tokio::time::timeout(read_timeout, body.next()).await {
                 Err(_) => Err(BodyError::Timeout),
                 Ok(None) => return None,
-                Ok(Some(Err(e))) => Err(BodyError::Read(error_chain(&e.without_url()))),
+                Ok(Some(Err(e))) => Err(BodyError::Read(error_chain(&e))),
                 Ok(Some(Ok(chunk))) => Ok(chunk),
             };
             Some((chunk, body))
@@ -390,11 +421,12 @@ enum Capped {
     Cut(Vec<u8>),
 }
 
-/// Reads `response`'s body, at most `cap` bytes of it: a larger body is
-/// cut there and the rest never read (dropping the response closes it).
-async fn capped(mut response: reqwest::Response, cap: usize) -> Result<Capped, reqwest::Error> {
+/// Reads `body`, at most `cap` bytes of it: a larger body is cut there and
+/// the rest never read (dropping the body closes it).
+async fn capped(body: Incoming, cap: usize) -> Result<Capped, hyper::Error> {
+    let mut body = body.into_data_stream();
     let mut bytes = Vec::new();
-    while let Some(chunk) = response.chunk().await? {
+    while let Some(chunk) = body.next().await.transpose()? {
         let room = cap.saturating_sub(bytes.len());
         if chunk.len() > room {
             bytes.extend_from_slice(&chunk[..room]);
@@ -446,9 +478,9 @@ fn retry_after(headers: &HeaderMap) -> Option<Duration> {
 
 /// The provider's own message from an error body: `error.message` (OpenAI,
 /// Anthropic, Gemini) or `error` as text, else the start of the body.
-async fn error_message(response: reqwest::Response) -> String {
+async fn error_message(response: Response<Incoming>) -> String {
     let mut body = Vec::new();
-    let mut chunks = response.bytes_stream();
+    let mut chunks = response.into_body().into_data_stream();
     while let Ok(Some(Ok(chunk))) =
         tokio::time::timeout(Duration::from_secs(5), chunks.next()).await
     {
@@ -488,7 +520,7 @@ pub(crate) fn message_of(body: &[u8]) -> String {
     })
 }
 
-/// An error with its causes: reqwest's own text is often only "error sending request".
+/// An error with its causes: hyper's own text is often only "client error (Connect)".
 fn error_chain(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
     let mut source = error.source();

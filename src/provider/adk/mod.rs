@@ -13,7 +13,8 @@ pub use decode::{AdkEvent, Confirmation, Decode};
 
 use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
-use reqwest::{Method, Url};
+use hyper::Method;
+use reqwest::Url;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
