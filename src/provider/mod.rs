@@ -90,20 +90,7 @@ impl ModelOptions {
         mut body: serde_json::Map<String, Value>,
         tools: Option<&[u8]>,
     ) -> Result<Vec<u8>, ProviderError> {
-        for (key, value) in &self.extra_body {
-            match (body.get_mut(key), value) {
-                // `null` takes a key out (`max_tokens: null` for a model that wants `max_completion_tokens`).
-                (_, Value::Null) => {
-                    body.remove(key);
-                }
-                (Some(Value::Object(into)), Value::Object(from)) => {
-                    into.extend(from.iter().map(|(k, v)| (k.clone(), v.clone())))
-                }
-                _ => {
-                    body.insert(key.clone(), value.clone());
-                }
-            }
-        }
+        self.merge_extra(&mut body);
         let failed = |e: serde_json::Error| ProviderError::Request(e.to_string());
         let Some(tools) = tools else {
             return serde_json::to_vec(&body).map_err(failed);
@@ -125,6 +112,36 @@ impl ModelOptions {
         }
         out.push(b'}');
         Ok(out)
+    }
+
+    /// A body already written as bytes (a JSON object), with the extra keys
+    /// merged in: as it is when there are none, the usual case; else read
+    /// back into a map, merged as `finish_body` merges, and written again.
+    fn finish_written(&self, body: Vec<u8>) -> Result<Vec<u8>, ProviderError> {
+        if self.extra_body.is_empty() {
+            return Ok(body);
+        }
+        let failed = |e: serde_json::Error| ProviderError::Request(e.to_string());
+        let mut map = serde_json::from_slice(&body).map_err(failed)?;
+        self.merge_extra(&mut map);
+        serde_json::to_vec(&map).map_err(failed)
+    }
+
+    fn merge_extra(&self, body: &mut serde_json::Map<String, Value>) {
+        for (key, value) in &self.extra_body {
+            match (body.get_mut(key), value) {
+                // `null` takes a key out (`max_tokens: null` for a model that wants `max_completion_tokens`).
+                (_, Value::Null) => {
+                    body.remove(key);
+                }
+                (Some(Value::Object(into)), Value::Object(from)) => {
+                    into.extend(from.iter().map(|(k, v)| (k.clone(), v.clone())))
+                }
+                _ => {
+                    body.insert(key.clone(), value.clone());
+                }
+            }
+        }
     }
 }
 

@@ -3,14 +3,14 @@
 
 use std::borrow::Cow;
 
-use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
 use sse_stream::Sse;
 
 use super::http::{Answer, Decoder, HttpModel, ModelApi, read_json};
 use super::{
     AssistantContent, ModelMessage, ModelOptions, ModelRequest, ProviderError, ProviderEvent,
-    StopReason, TOOLS, Usage, UserContent, inline_data, tool_declarations,
+    StopReason, Usage, UserContent, inline_data, tool_declarations,
 };
 use crate::call::{MAX_ARGS_BYTES, MAX_CALLS_PER_STEP, ToolSpec};
 use crate::ids::Ids;
@@ -30,6 +30,9 @@ impl ModelApi for Decode {
         Value::Array(functions.collect())
     }
 
+    /// Written straight to bytes, not as a tree of JSON values: the body is
+    /// on the way to the first token, and Chat Completions' is the one the
+    /// load tests measure.
     fn body(
         options: &ModelOptions,
         request: &ModelRequest,
@@ -38,12 +41,11 @@ impl ModelApi for Decode {
         let mut messages = Vec::with_capacity(request.messages.len());
         for message in &request.messages {
             match message {
-                ModelMessage::System(text) => {
-                    messages.push(json!({"role": "system", "content": text}))
-                }
-                ModelMessage::User(content) => {
-                    messages.push(json!({"role": "user", "content": user_content(content)?}))
-                }
+                ModelMessage::System(text) => messages.push(ChatMessage::new("system", text)),
+                ModelMessage::User(content) => messages.push(ChatMessage {
+                    content: user_content(content)?,
+                    ..ChatMessage::new("user", "")
+                }),
                 ModelMessage::Assistant(content) => {
                     let mut text = String::new();
                     let mut calls = Vec::new();
@@ -52,51 +54,62 @@ impl ModelApi for Decode {
                             AssistantContent::Text(t) => text.push_str(t),
                             // Chat Completions takes no reasoning back.
                             AssistantContent::Reasoning { .. } => {}
-                            AssistantContent::ToolCall { call, .. } => calls.push(json!({
-                                "id": call.id,
-                                "type": "function",
-                                "function": {"name": call.name, "arguments": call.args.to_string()},
-                            })),
+                            AssistantContent::ToolCall { call, .. } => calls.push(CallOut {
+                                id: &call.id,
+                                kind: "function",
+                                function: FunctionOut {
+                                    name: &call.name,
+                                    arguments: call.args.to_string(),
+                                },
+                            }),
                         }
                     }
                     // A step of reasoning only has nothing this API takes back.
                     if text.is_empty() && calls.is_empty() {
                         continue;
                     }
-                    let mut message =
-                        json!({"role": "assistant", "content": (!text.is_empty()).then_some(text)});
-                    if !calls.is_empty() {
-                        message["tool_calls"] = Value::Array(calls);
-                    }
-                    messages.push(message);
+                    messages.push(ChatMessage {
+                        content: match text.is_empty() {
+                            true => Content::Null(()),
+                            false => Content::Text(text.into()),
+                        },
+                        tool_calls: (!calls.is_empty()).then_some(calls),
+                        ..ChatMessage::new("assistant", "")
+                    });
                 }
                 ModelMessage::Tool(results) => {
                     for result in results {
-                        messages.push(json!({
-                            "role": "tool",
-                            "tool_call_id": result.call_id,
-                            "content": result.outcome.text(),
-                        }));
+                        messages.push(ChatMessage {
+                            tool_call_id: Some(&result.call_id),
+                            content: Content::Text(result.outcome.text().into()),
+                            ..ChatMessage::new("tool", "")
+                        });
                     }
                 }
             }
         }
-        let mut body = Map::new();
-        body.insert("model".into(), options.model.clone().into());
-        body.insert("messages".into(), Value::Array(messages));
-        body.insert("stream".into(), true.into());
-        body.insert("stream_options".into(), json!({"include_usage": true}));
-        if tools.is_some() {
-            // Where finish_body writes the declarations.
-            body.insert(TOOLS.into(), Value::Null);
+        let failed = |e: serde_json::Error| ProviderError::Request(e.to_string());
+        // What serde_json writes for the same keys as a map, in this order.
+        let mut body = Vec::with_capacity(256 + tools.map_or(0, <[u8]>::len));
+        body.extend_from_slice(b"{\"model\":");
+        serde_json::to_writer(&mut body, &options.model).map_err(failed)?;
+        body.extend_from_slice(b",\"messages\":");
+        serde_json::to_writer(&mut body, &messages).map_err(failed)?;
+        body.extend_from_slice(b",\"stream\":true,\"stream_options\":{\"include_usage\":true}");
+        if let Some(tools) = tools {
+            body.extend_from_slice(b",\"tools\":");
+            body.extend_from_slice(tools);
         }
         if let Some(temperature) = options.temperature {
-            body.insert("temperature".into(), temperature.into());
+            body.extend_from_slice(b",\"temperature\":");
+            serde_json::to_writer(&mut body, &temperature).map_err(failed)?;
         }
         if let Some(max_tokens) = options.max_tokens {
-            body.insert("max_tokens".into(), max_tokens.into());
+            body.extend_from_slice(b",\"max_tokens\":");
+            serde_json::to_writer(&mut body, &max_tokens).map_err(failed)?;
         }
-        options.finish_body(body, tools)
+        body.push(b'}');
+        options.finish_written(body)
     }
 
     fn path(_: &ModelOptions) -> Cow<'static, str> {
@@ -108,9 +121,55 @@ impl ModelApi for Decode {
     }
 }
 
-fn user_content(content: &[UserContent]) -> Result<Value, ProviderError> {
+/// One message of `messages`, its keys in the order the API documents.
+#[derive(Serialize)]
+struct ChatMessage<'a> {
+    role: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_call_id: Option<&'a str>,
+    content: Content<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_calls: Option<Vec<CallOut<'a>>>,
+}
+
+impl<'a> ChatMessage<'a> {
+    fn new(role: &'static str, text: &'a str) -> Self {
+        Self {
+            role,
+            tool_call_id: None,
+            content: Content::Text(Cow::Borrowed(text)),
+            tool_calls: None,
+        }
+    }
+}
+
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Content<'a> {
+    Text(Cow<'a, str>),
+    /// Text with files: the API's content parts.
+    Parts(Value),
+    /// `null`: an assistant message of tool calls only.
+    Null(()),
+}
+
+#[derive(Serialize)]
+struct CallOut<'a> {
+    id: &'a str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: FunctionOut<'a>,
+}
+
+#[derive(Serialize)]
+struct FunctionOut<'a> {
+    name: &'a str,
+    arguments: String,
+}
+
+fn user_content(content: &[UserContent]) -> Result<Content<'_>, ProviderError> {
     if let [UserContent::Text(text)] = content {
-        return Ok(Value::String(text.clone()));
+        return Ok(Content::Text(Cow::Borrowed(text)));
     }
     content
         .iter()
@@ -134,7 +193,7 @@ fn user_content(content: &[UserContent]) -> Result<Value, ProviderError> {
             ))),
         })
         .collect::<Result<Vec<_>, _>>()
-        .map(Value::Array)
+        .map(|parts| Content::Parts(Value::Array(parts)))
 }
 
 /// One chunk of the stream; everything else in it is ignored.

@@ -182,6 +182,24 @@ fn history_becomes_chat_messages() {
             "max_completion_tokens": 100,
         })
     );
+    // Written straight to bytes, it is what serde_json writes for its
+    // values, key for key.
+    let options = ModelOptions {
+        extra_body: Default::default(),
+        ..options
+    };
+    let bytes = http::testing::body_bytes::<Decode>(&options, &request);
+    let body: Value = serde_json::from_slice(&bytes).unwrap_or_default();
+    assert_eq!(
+        String::from_utf8_lossy(&serde_json::to_vec(&body).unwrap_or_default()),
+        String::from_utf8_lossy(&bytes)
+    );
+    let tool = &body["messages"][3];
+    let keys: Vec<&str> = tool
+        .as_object()
+        .map(|o| o.keys().map(String::as_str).collect())
+        .unwrap_or_default();
+    assert_eq!(keys, ["role", "tool_call_id", "content"]);
 }
 
 #[test]
@@ -206,4 +224,43 @@ fn declarations_written_in_are_the_body_serde_writes() {
     let mut keys = keys.to_vec();
     keys.push("extra");
     http::testing::check_declared_body::<Decode>(&options, &keys, Some(&replaced));
+}
+
+#[test]
+fn files_are_content_parts() {
+    let content = |media_type: &str, url: &str| {
+        let request = ModelRequest {
+            messages: vec![ModelMessage::User(vec![
+                UserContent::File {
+                    media_type: media_type.into(),
+                    url: url.into(),
+                },
+                UserContent::Text("What is this?".into()),
+            ])],
+            tools: Vec::new().into(),
+        };
+        Decode::body(&ModelOptions::default(), &request, None).map(|bytes| {
+            let body: Value = serde_json::from_slice(&bytes).unwrap_or_default();
+            body["messages"][0]["content"].clone()
+        })
+    };
+    assert_eq!(
+        content("image/png", "https://example.com/a.png").unwrap_or_default(),
+        json!([
+            {"type": "image_url", "image_url": {"url": "https://example.com/a.png"}},
+            {"type": "text", "text": "What is this?"},
+        ])
+    );
+    assert_eq!(
+        content("application/pdf", "data:application/pdf;base64,JVBERi0xLjQ=").unwrap_or_default()[0],
+        json!({"type": "file", "file": {"file_data": "data:application/pdf;base64,JVBERi0xLjQ="}})
+    );
+    assert!(matches!(
+        content("application/pdf", "https://example.com/a.pdf"),
+        Err(ProviderError::Request(_))
+    ));
+    assert!(matches!(
+        content("audio/wav", "data:audio/wav;base64,UklGR"),
+        Err(ProviderError::Request(_))
+    ));
 }
