@@ -252,7 +252,11 @@ fn files_are_content_parts() {
         ])
     );
     assert_eq!(
-        content("application/pdf", "data:application/pdf;base64,JVBERi0xLjQ=").unwrap_or_default()[0],
+        content(
+            "application/pdf",
+            "data:application/pdf;base64,JVBERi0xLjQ="
+        )
+        .unwrap_or_default()[0],
         json!({"type": "file", "file": {"file_data": "data:application/pdf;base64,JVBERi0xLjQ="}})
     );
     assert!(matches!(
