@@ -26,7 +26,7 @@ use hyper_util::client::legacy::connect::proxy::Tunnel;
 use hyper_util::client::legacy::connect::{Connected, Connection, HttpConnector};
 use hyper_util::client::legacy::{Client, Error};
 use hyper_util::client::proxy::matcher::Matcher;
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use tokio::net::TcpStream;
 use tower::Service;
 
@@ -79,7 +79,12 @@ impl ModelClient {
             tls: Arc::new(tls),
             proxies: proxies.clone(),
         };
-        let client = Client::builder(TokioExecutor::new()).build(connector);
+        // The timer lets the pool close connections idle past its timeout
+        // (90 s) in the background; without one they are dropped only
+        // when a request would have reused them.
+        let client = Client::builder(TokioExecutor::new())
+            .pool_timer(TokioTimer::new())
+            .build(connector);
         Ok(Self { client, proxies })
     }
 

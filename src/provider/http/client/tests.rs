@@ -121,3 +121,54 @@ async fn only_an_http_proxy_is_used() {
         .unwrap_or_else(|| panic!("a SOCKS proxy is refused"));
     assert!(error.is_connect(), "{error:?}");
 }
+
+#[tokio::test]
+async fn an_idle_pooled_connection_is_closed_in_the_background() {
+    let listener = TcpListener::bind("127.0.0.1:0")
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let addr = listener.local_addr().unwrap_or_else(|e| panic!("{e}"));
+    // Answers one request on a kept-alive connection, then waits for the
+    // client to close it.
+    let served = async move {
+        let (mut socket, _) = listener.accept().await.unwrap_or_else(|e| panic!("{e}"));
+        let mut buf = [0u8; 1024];
+        let mut head = Vec::new();
+        while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+            let n = socket
+                .read(&mut buf)
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
+            assert!(n > 0, "closed before the end of the head");
+            head.extend_from_slice(&buf[..n]);
+        }
+        socket
+            .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        loop {
+            match socket.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+        }
+    };
+    let served = tokio::spawn(served);
+    let client = ModelClient::with_proxies(TIMEOUT, Matcher::builder().build())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let response = client
+        .send(post(&format!("http://{addr}/v1/chat")))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let body = response.into_body().collect().await.map(|b| b.to_bytes());
+    assert_eq!(body.ok().as_deref(), Some(&b"ok"[..]));
+    // The connection is back in the pool, idle. With the clock paused,
+    // tokio jumps to each next timer when nothing else can run: the pool's
+    // idle sweep (90 s) or this limit, whichever comes first.
+    tokio::time::pause();
+    let closed = tokio::time::timeout(Duration::from_secs(600), served).await;
+    assert!(
+        matches!(closed, Ok(Ok(()))),
+        "the idle connection stayed open"
+    );
+}
