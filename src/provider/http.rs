@@ -2,8 +2,10 @@
 //! work, timeouts, SSE decoding with a size cap, and upstream errors told
 //! without the key.
 
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -332,16 +334,12 @@ impl Upstream {
     {
         let since_event = Arc::new(AtomicUsize::new(0));
         let counted = since_event.clone();
-        let read_timeout = self.config.read_timeout;
-        let bytes = futures::stream::unfold(body, move |mut body| async move {
-            let chunk = match tokio::time::timeout(read_timeout, body.next()).await {
-                Err(_) => Err(BodyError::Timeout),
-                Ok(None) => return None,
-                Ok(Some(Err(e))) => Err(BodyError::Read(error_chain(&e))),
-                Ok(Some(Ok(chunk))) => Ok(chunk),
-            };
-            Some((chunk, body))
-        })
+        let bytes = Reads {
+            body,
+            limit: self.config.read_timeout,
+            timer: None,
+            waiting: false,
+        }
         .map(move |chunk| {
             let chunk = chunk?;
             if counted.fetch_add(chunk.len(), Ordering::Relaxed) + chunk.len() > MAX_EVENT_BYTES {
@@ -435,6 +433,54 @@ async fn capped(body: Incoming, cap: usize) -> Result<Capped, hyper::Error> {
         bytes.extend_from_slice(&chunk);
     }
     Ok(Capped::Whole(bytes))
+}
+
+/// A body whose every read comes within `limit`, counted from when the
+/// reader starts waiting for it. One timer for the whole body, pushed back
+/// when a wait starts (without a lock, tokio extends a registered timer in
+/// place), rather than one registered and dropped per read.
+struct Reads<B> {
+    body: B,
+    limit: Duration,
+    /// Made at the first wait: a body that is never waited for needs none.
+    timer: Option<Pin<Box<tokio::time::Sleep>>>,
+    /// Whether the last poll found nothing to read.
+    waiting: bool,
+}
+
+impl<B, E> Stream for Reads<B>
+where
+    B: Stream<Item = Result<Bytes, E>> + Unpin,
+    E: std::error::Error,
+{
+    type Item = Result<Bytes, BodyError>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = &mut *self;
+        let read = match this.body.poll_next_unpin(cx) {
+            Poll::Ready(read) => read,
+            Poll::Pending => {
+                let timer = match &mut this.timer {
+                    Some(timer) if this.waiting => timer,
+                    Some(timer) => {
+                        timer
+                            .as_mut()
+                            .reset(tokio::time::Instant::now() + this.limit);
+                        timer
+                    }
+                    timer @ None => timer.insert(Box::pin(tokio::time::sleep(this.limit))),
+                };
+                this.waiting = true;
+                if timer.as_mut().poll(cx).is_pending() {
+                    return Poll::Pending;
+                }
+                this.waiting = false;
+                return Poll::Ready(Some(Err(BodyError::Timeout)));
+            }
+        };
+        this.waiting = false;
+        Poll::Ready(read.map(|read| read.map_err(|e| BodyError::Read(error_chain(&e)))))
+    }
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -33,3 +33,41 @@ fn retry_after_in_seconds() {
     headers.insert(RETRY_AFTER, HeaderValue::from_static("-1"));
     assert_eq!(retry_after(&headers), None);
 }
+
+/// A body that sends `reads` pieces `gap` apart, then nothing.
+fn spaced(
+    reads: usize,
+    gap: Duration,
+) -> impl Stream<Item = Result<Bytes, std::io::Error>> + Unpin {
+    Box::pin(futures::stream::unfold(0, move |n| async move {
+        tokio::time::sleep(gap).await;
+        if n == reads {
+            std::future::pending::<()>().await;
+        }
+        Some((Ok(Bytes::from_static(b"x")), n + 1))
+    }))
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_read_timeout_counts_from_each_wait_not_from_the_first() {
+    let limit = Duration::from_secs(1);
+    let mut reads = Reads {
+        body: spaced(5, Duration::from_millis(800)),
+        limit,
+        timer: None,
+        waiting: false,
+    };
+    let start = tokio::time::Instant::now();
+    for _ in 0..5 {
+        assert!(
+            matches!(reads.next().await, Some(Ok(_))),
+            "a read 0.8 s after the last is in time"
+        );
+    }
+    assert_eq!(start.elapsed(), Duration::from_secs(4));
+    // The body is quiet now; the reader takes its time before it waits.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let waited = tokio::time::Instant::now();
+    assert!(matches!(reads.next().await, Some(Err(BodyError::Timeout))));
+    assert_eq!(waited.elapsed(), limit);
+}
