@@ -242,22 +242,22 @@ pub(super) async fn produce(
     let mut chunks = chunks;
     let mut framed: Vec<Event> = Vec::new();
     let mut ended = false;
+    // One for the whole turn: made afresh per batch, its watches would
+    // join and leave their waiter lists for every batch.
+    let abandoned = abandoned(&mut readers, &mut waiting, held);
+    tokio::pin!(abandoned);
     while !ended {
-        let first = {
-            let abandoned = abandoned(&mut readers, &mut waiting, held);
-            tokio::pin!(abandoned);
-            loop {
-                tokio::select! {
-                    chunk = chunks.next() => break chunk,
-                    () = &mut abandoned => break None,
-                    () = refresh_due(&mut ticks) => {
-                        let now = *asking.borrow();
-                        share(shared, &[], now).await;
-                    }
-                    Ok(()) = asked.changed(), if shared.is_some() => {
-                        let now = *asked.borrow_and_update();
-                        share(shared, &[], now).await;
-                    }
+        let first = loop {
+            tokio::select! {
+                chunk = chunks.next() => break chunk,
+                () = &mut abandoned => break None,
+                () = refresh_due(&mut ticks) => {
+                    let now = *asking.borrow();
+                    share(shared, &[], now).await;
+                }
+                Ok(()) = asked.changed(), if shared.is_some() => {
+                    let now = *asked.borrow_and_update();
+                    share(shared, &[], now).await;
                 }
             }
         };
