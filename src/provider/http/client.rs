@@ -37,6 +37,10 @@ type Connecting = Pin<Box<dyn Future<Output = Result<Io, BoxError>> + Send>>;
 type Io = MaybeHttpsStream<Tcp>;
 
 /// The pooled client a model's requests go through; cheap to clone.
+/// How long a pooled connection to the model may stay idle (hyper-util's
+/// default, and reqwest's).
+const IDLE: Duration = Duration::from_secs(90);
+
 #[derive(Clone)]
 pub struct ModelClient {
     client: Client<Connector, Full<Bytes>>,
@@ -54,10 +58,16 @@ impl ModelClient {
     /// without Nagle's delay. It follows no redirect (one would carry a key
     /// or a conversation to another host).
     pub fn new(connect_timeout: Duration) -> Result<Self, rustls::Error> {
-        Self::with_proxies(connect_timeout, Matcher::from_env())
+        Self::with_proxies(connect_timeout, Matcher::from_env(), IDLE)
     }
 
-    fn with_proxies(connect_timeout: Duration, proxies: Matcher) -> Result<Self, rustls::Error> {
+    /// A client through `proxies` whose pool closes a connection idle for
+    /// `idle`.
+    fn with_proxies(
+        connect_timeout: Duration,
+        proxies: Matcher,
+        idle: Duration,
+    ) -> Result<Self, rustls::Error> {
         let mut http = HttpConnector::new();
         http.enforce_http(false);
         http.set_nodelay(true);
@@ -79,11 +89,12 @@ impl ModelClient {
             tls: Arc::new(tls),
             proxies: proxies.clone(),
         };
-        // The timer lets the pool close connections idle past its timeout
-        // (90 s) in the background; without one they are dropped only
-        // when a request would have reused them.
+        // The timer lets the pool close connections idle past `idle` in
+        // the background; without one they are dropped only when a request
+        // would have reused them.
         let client = Client::builder(TokioExecutor::new())
             .pool_timer(TokioTimer::new())
+            .pool_idle_timeout(idle)
             .build(connector);
         Ok(Self { client, proxies })
     }

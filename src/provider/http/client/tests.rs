@@ -66,7 +66,7 @@ fn through(proxy: &Uri) -> Matcher {
 async fn plain_http_goes_to_the_proxy_in_absolute_form_with_its_credentials() {
     let (proxy, head) = one_answer("HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok").await;
     let client =
-        ModelClient::with_proxies(TIMEOUT, through(&proxy)).unwrap_or_else(|e| panic!("{e}"));
+        ModelClient::with_proxies(TIMEOUT, through(&proxy), IDLE).unwrap_or_else(|e| panic!("{e}"));
     let (sent, head) = tokio::join!(client.send(post("http://model.example/v1/chat")), head);
     let response = sent.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(response.status(), 200);
@@ -83,7 +83,7 @@ async fn plain_http_goes_to_the_proxy_in_absolute_form_with_its_credentials() {
 async fn https_is_tunnelled_through_the_proxy_with_its_credentials() {
     let (proxy, head) = one_answer("HTTP/1.1 403 Forbidden\r\ncontent-length: 0\r\n\r\n").await;
     let client =
-        ModelClient::with_proxies(TIMEOUT, through(&proxy)).unwrap_or_else(|e| panic!("{e}"));
+        ModelClient::with_proxies(TIMEOUT, through(&proxy), IDLE).unwrap_or_else(|e| panic!("{e}"));
     let (sent, head) = tokio::join!(client.send(post("https://model.example/v1/chat")), head);
     let error = sent
         .err()
@@ -103,7 +103,8 @@ async fn a_host_in_no_proxy_is_reached_directly() {
         .all("http://127.0.0.1:9")
         .no("127.0.0.1")
         .build();
-    let client = ModelClient::with_proxies(TIMEOUT, proxies).unwrap_or_else(|e| panic!("{e}"));
+    let client =
+        ModelClient::with_proxies(TIMEOUT, proxies, IDLE).unwrap_or_else(|e| panic!("{e}"));
     let (sent, head) = tokio::join!(client.send(post(&format!("{server}v1/chat"))), head);
     let response = sent.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(response.status(), 200);
@@ -114,7 +115,8 @@ async fn a_host_in_no_proxy_is_reached_directly() {
 #[tokio::test]
 async fn only_an_http_proxy_is_used() {
     let proxies = Matcher::builder().all("socks5://127.0.0.1:9").build();
-    let client = ModelClient::with_proxies(TIMEOUT, proxies).unwrap_or_else(|e| panic!("{e}"));
+    let client =
+        ModelClient::with_proxies(TIMEOUT, proxies, IDLE).unwrap_or_else(|e| panic!("{e}"));
     let sent = client.send(post("https://model.example/v1/chat")).await;
     let error = sent
         .err()
@@ -154,7 +156,8 @@ async fn an_idle_pooled_connection_is_closed_in_the_background() {
         }
     };
     tokio::pin!(served);
-    let client = ModelClient::with_proxies(TIMEOUT, Matcher::builder().build())
+    let idle = Duration::from_millis(100);
+    let client = ModelClient::with_proxies(TIMEOUT, Matcher::builder().build(), idle)
         .unwrap_or_else(|e| panic!("{e}"));
     let response = tokio::select! {
         sent = client.send(post(&format!("http://{addr}/v1/chat"))) => sent,
@@ -163,10 +166,8 @@ async fn an_idle_pooled_connection_is_closed_in_the_background() {
     .unwrap_or_else(|e| panic!("{e}"));
     let body = response.into_body().collect().await.map(|b| b.to_bytes());
     assert_eq!(body.ok().as_deref(), Some(&b"ok"[..]));
-    // The connection is back in the pool, idle. With the clock paused,
-    // tokio jumps to each next timer when nothing else can run: the pool's
-    // idle sweep (90 s) or this limit, whichever comes first.
-    tokio::time::pause();
-    let closed = tokio::time::timeout(Duration::from_secs(600), served).await;
+    // The connection is back in the pool, idle: the pool's sweep, every
+    // `idle`, closes it with no request to notice it.
+    let closed = tokio::time::timeout(TIMEOUT, served).await;
     assert!(closed.is_ok(), "the idle connection stayed open");
 }
