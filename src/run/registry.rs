@@ -43,7 +43,7 @@ pub struct Runs {
     pub(super) limits: Limits,
     /// Where the turns run; shutdown waits for them.
     pub(super) tasks: TaskTracker,
-    /// Cancelled at shutdown: every turn stops, held ones too.
+    /// Cancelled at shutdown, for [`sweep`] (the turns are aborted).
     pub(super) stopping: CancellationToken,
     /// Told when a turn ends, for [`Runs::idle`].
     pub(super) ended: Notify,
@@ -74,6 +74,10 @@ pub(super) struct Registry {
     pub(super) running: usize,
     /// Turns that may be driven by their readers, by id, for [`sweep`].
     pub(super) inline: HashMap<u64, std::sync::Weak<Run>>,
+    /// Every turn not yet finished, by id, for [`Runs::stop`].
+    pub(super) live: HashMap<u64, std::sync::Weak<Run>>,
+    /// Set by [`Runs::stop`]: a turn launched after it stops at once.
+    pub(super) stopped: bool,
     pub(super) next_run: u64,
     /// Whether [`sweep`] runs.
     pub(super) sweeping: bool,
@@ -121,9 +125,23 @@ impl Runs {
     }
 
     /// Stops every turn, held ones included: at shutdown no request is
-    /// left to read or resume them. Their tasks end at their next poll.
+    /// left to read or resume them. Each is aborted where it is (dropped,
+    /// or its task aborted), rather than every turn polling a stop signal
+    /// each time it is polled.
     pub fn stop(&self) {
         self.stopping.cancel();
+        let live: Vec<Arc<Run>> = {
+            let mut registry = self.lock();
+            registry.stopped = true;
+            registry
+                .live
+                .values()
+                .filter_map(|run| run.upgrade())
+                .collect()
+        };
+        for run in live {
+            run.abort();
+        }
     }
 
     /// Resolves once no turn is in flight: a draining server lets the
@@ -243,6 +261,7 @@ impl Runs {
             registry.running += 1;
             *registry.counts.entry(key.0.clone()).or_default() += 1;
             registry.inline.insert(run.id, Arc::downgrade(&run));
+            registry.live.insert(run.id, Arc::downgrade(&run));
             if !std::mem::replace(&mut registry.sweeping, true) {
                 let runs = Arc::downgrade(self);
                 self.tasks.spawn(sweep(runs, self.stopping.clone()));
@@ -266,15 +285,12 @@ impl Runs {
             key,
             shared: writer.map(Box::new),
         };
-        let (stopping, limits) = (self.stopping.clone(), self.limits);
+        let limits = self.limits;
         let work = async move {
             // Dropping the turn drops `Finished`: the turn is marked done.
             let mut finished = finished;
             let (run, shared) = (finished.run.clone(), &mut finished.shared);
-            tokio::select! {
-                () = produce(run, shared, chunks, waiting, limits.stall, limits.held) => {}
-                () = stopping.cancelled() => {}
-            }
+            produce(run, shared, chunks, waiting, limits.stall, limits.held).await;
         };
         let work: Work = Box::pin(work);
         if shared {
@@ -283,6 +299,11 @@ impl Runs {
         } else {
             // Its reader drives it (Run::drive) until it needs a task of its own.
             run.lock().driver = Driver::Idle(work);
+        }
+        // Read again now that the turn is where an abort finds it: a stop
+        // between the registration and here may have found it not yet there.
+        if self.lock().stopped {
+            run.abort();
         }
         Ok((run, subscription))
     }
@@ -304,6 +325,7 @@ impl Runs {
         }
         registry.running = registry.running.saturating_sub(1);
         registry.inline.remove(&run.id);
+        registry.live.remove(&run.id);
         if let Some(n) = registry.counts.get_mut(&key.0) {
             *n -= 1;
             if *n == 0 {

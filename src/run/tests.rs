@@ -190,3 +190,43 @@ fn a_start_index_names_a_chunk_never_past_the_tail() {
         assert_eq!(StartIndex(at).resolve(end), from, "{at} of {end}");
     }
 }
+
+/// At shutdown every turn stops: one held for a human on a task of its
+/// own, one its reader drives, and one started after the stop.
+#[tokio::test]
+async fn stop_ends_every_turn_wherever_it_runs() {
+    let runs = runs(4, 16);
+    let endless = || chunks(1).chain(futures::stream::pending()).boxed();
+    let (_asking, waits) = watch::channel(true);
+    let Ok((held, reader)) = runs.start(owner("p", "held"), endless(), waits).await else {
+        panic!("not started")
+    };
+    drop(reader);
+    let Ok((read, reader)) = runs.start(owner("p", "read"), endless(), waiting()).await else {
+        panic!("not started")
+    };
+    let mut reader = Box::pin(reader.chunks());
+    assert_eq!(reader.next().await.map(|(i, _)| i), Some(0));
+    assert!(!held.is_inline() && read.is_inline());
+    assert!(!held.is_done() && !read.is_done());
+
+    runs.stop();
+    let ended = async {
+        while !held.is_done() {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(5), ended)
+        .await
+        .unwrap_or_else(|_| panic!("the held turn kept going"));
+    assert!(read.is_done(), "the turn its reader drives kept going");
+    assert_eq!(reader.next().await, None);
+
+    let Ok((late, _reader)) = runs.start(owner("p", "late"), endless(), waiting()).await else {
+        panic!("not started")
+    };
+    assert!(late.is_done(), "a turn started after the stop kept going");
+    tokio::time::timeout(Duration::from_secs(5), runs.idle())
+        .await
+        .unwrap_or_else(|_| panic!("turns still counted as running"));
+}
