@@ -36,11 +36,11 @@ type Connecting = Pin<Box<dyn Future<Output = Result<Io, BoxError>> + Send>>;
 /// `https`.
 type Io = MaybeHttpsStream<Tcp>;
 
-/// The pooled client a model's requests go through; cheap to clone.
 /// How long a pooled connection to the model may stay idle (hyper-util's
 /// default, and reqwest's).
 const IDLE: Duration = Duration::from_secs(90);
 
+/// The pooled client a model's requests go through; cheap to clone.
 #[derive(Clone)]
 pub struct ModelClient {
     client: Client<Connector, Full<Bytes>>,
