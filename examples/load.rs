@@ -100,9 +100,20 @@ enum Workload {
         #[arg(long, value_delimiter = ',', default_value = "1,64,256")]
         concurrency: Vec<usize>,
     },
+    /// The protocol's floor: a bare axum handler doing the work any server
+    /// of the protocol does for W1's request, and nothing else: it reads
+    /// the request's JSON, makes each chunk, serializes each as an event
+    /// and streams them.
+    W6 {
+        #[arg(long, value_delimiter = ',', default_value = "1,64,256")]
+        concurrency: Vec<usize>,
+    },
     /// (internal) The W5 and W3 baseline server.
     #[command(hide = true)]
     Baseline,
+    /// (internal) The W6 server.
+    #[command(hide = true)]
+    Floor,
     /// (internal) W4's bare proxy: an axum handler that posts to the mock
     /// and streams its answer back as it comes.
     #[command(hide = true)]
@@ -136,6 +147,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     let pin = cli.server_cpus.as_deref();
     match cli.workload {
         Workload::Baseline => serve(baseline()).await,
+        Workload::Floor => serve(floor()).await,
         Workload::MockOpenai { deltas, gap_ms } => {
             serve(mock_openai(deltas, Duration::from_millis(gap_ms))).await
         }
@@ -170,6 +182,11 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Workload::W5 { concurrency } => {
             let server = Target::spawn_self(&["baseline"], pin)?;
             count_to_100(&server, "w5", concurrency, secs).await;
+            Ok(())
+        }
+        Workload::W6 { concurrency } => {
+            let server = Target::spawn_self(&["floor"], pin)?;
+            count_to_100(&server, "w6", concurrency, secs).await;
             Ok(())
         }
         Workload::W3 { streams } => {
@@ -351,6 +368,9 @@ struct Report {
     done: Vec<Duration>,
     elapsed: Duration,
     first_error: Option<String>,
+    /// The server's user and system CPU time over the run, in clock ticks
+    /// (`/proc`'s hundredths of a second), when this run started it.
+    server_cpu: Option<(u64, u64)>,
 }
 
 impl Report {
@@ -370,6 +390,10 @@ impl Report {
                 "errors": self.errors,
                 "firstError": self.first_error,
                 "serverPeakRssKiB": rss,
+                "serverCpuUsPerTurn": self.server_cpu.map(|(user, sys)| {
+                    let per = |ticks: u64| round(ticks as f64 * 1e4 / self.turns.max(1) as f64);
+                    json!({"user": per(user), "sys": per(sys)})
+                }),
             })
         );
     }
@@ -617,7 +641,11 @@ async fn w4(
 async fn count_to_100(server: &Target, name: &str, concurrency: Vec<usize>, secs: Duration) {
     for c in concurrency {
         let body = say("count to 100");
+        let before = server.cpu_ticks();
         let mut report = drive(&server.url, c, secs, move |_| Turn::One(body.clone())).await;
+        report.server_cpu = before
+            .zip(server.cpu_ticks())
+            .map(|((u0, s0), (u1, s1))| (u1.saturating_sub(u0), s1.saturating_sub(s0)));
         report.print(name, c, server.peak_rss_kib());
     }
 }
@@ -700,6 +728,18 @@ impl Target {
             .lines()
             .find_map(|l| l.strip_prefix(key))
             .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+    }
+
+    /// User and system CPU time so far, in clock ticks (`/proc/<pid>/stat`).
+    fn cpu_ticks(&self) -> Option<(u64, u64)> {
+        let pid = self.child.as_ref()?.id();
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        // The fields after the command's name, which may hold spaces; the
+        // state is the first, utime and stime the 12th and 13th.
+        let mut fields = stat.rsplit_once(')')?.1.split_whitespace().skip(11);
+        let user = fields.next()?.parse().ok()?;
+        let sys = fields.next()?.parse().ok()?;
+        Some((user, sys))
     }
 
     fn rss_kib(&self) -> Option<u64> {
@@ -910,6 +950,65 @@ fn baseline() -> axum::Router {
                 with_headers(Body::from_stream(ticks))
             }),
         )
+}
+
+/// W6's server: for each request, what any server of the protocol does
+/// to answer W1's, with toolgate's own chunk encoder and nothing else: the
+/// request's JSON read and its last text found, each chunk made (the
+/// deltas counted with `format!`, the ids fresh) and serialized into one
+/// buffer, streamed (chunked, as toolgate streams them).
+fn floor() -> axum::Router {
+    use toolgate::protocol::sse::{DONE, EventWriter, HEADERS, SseEncoder};
+    use toolgate::protocol::{BlockId, FinishReason, UiChunk};
+    let turn = |body: axum::body::Bytes| async move {
+        let Ok(request) = serde_json::from_slice::<Value>(&body) else {
+            return bare_status(400);
+        };
+        let asked = request["messages"]
+            .as_array()
+            .and_then(|messages| messages.last())
+            .and_then(|last| last["parts"].as_array())
+            .and_then(|parts| parts.iter().find_map(|part| part["text"].as_str()));
+        if asked != Some("count to 100") {
+            return bare_status(400);
+        }
+        let mut events = EventWriter::default();
+        let id = BlockId::from(format!("txt-{}", uuid_like()));
+        events.push(&UiChunk::Start {
+            message_id: Some(format!("msg-{}", uuid_like())),
+            message_metadata: None,
+        });
+        events.push(&UiChunk::StartStep);
+        events.push(&UiChunk::TextStart {
+            id: id.clone(),
+            provider_metadata: None,
+        });
+        for n in 1..=100 {
+            let delta = if n == 1 { "1".into() } else { format!(" {n}") };
+            events.push(&UiChunk::text_delta(&id, delta.into()));
+        }
+        events.push(&UiChunk::TextEnd {
+            id,
+            provider_metadata: None,
+        });
+        events.push(&UiChunk::FinishStep);
+        events.push(&UiChunk::finish(FinishReason::Stop));
+        let mut encoder = SseEncoder::new();
+        for event in events.take() {
+            encoder.push_event(&event);
+        }
+        encoder.push_raw(DONE);
+        let events = futures::stream::iter([Ok::<_, std::convert::Infallible>(encoder.take())]);
+        let mut response = Response::new(Body::from_stream(events));
+        for (name, value) in HEADERS {
+            response.headers_mut().insert(
+                axum::http::HeaderName::from_static(name),
+                axum::http::HeaderValue::from_static(value),
+            );
+        }
+        response
+    };
+    axum::Router::new().route("/stream", axum::routing::post(turn))
 }
 
 /// An OpenAI-compatible upstream: the first of `deltas` text deltas at
