@@ -7,13 +7,12 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use futures::StreamExt;
-use futures::stream::BoxStream;
 use serde::{Deserialize, Serialize};
 
 use super::encode::TurnEncoder;
-use super::{Agent, Engine, Phase, StepState, Turn};
+use super::{Agent, Engine, Phase, Pieces, StepState, Turn};
 use crate::confirm::Scope;
-use crate::protocol::{ConfirmationFlow, ConfirmationProtocol, UiChunk, UiMessage};
+use crate::protocol::{ConfirmationFlow, ConfirmationProtocol, UiMessage};
 use crate::provider::StopReason;
 
 /// Everything that continues a turn waiting for a human (held flow).
@@ -90,7 +89,7 @@ impl Agent {
         self: Arc<Self>,
         held: HeldTurn,
         waiting: tokio::sync::watch::Sender<bool>,
-    ) -> BoxStream<'static, UiChunk> {
+    ) -> Pieces {
         async_stream::stream! {
             let mut turn = Turn {
                 encoder: TurnEncoder::new(
@@ -130,8 +129,8 @@ impl Agent {
             };
             let mut out = Vec::new();
             while turn.advance(&mut out).await {
-                for chunk in out.drain(..) {
-                    yield chunk;
+                if !out.is_empty() {
+                    yield std::mem::take(&mut out);
                 }
             }
         }

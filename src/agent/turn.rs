@@ -10,7 +10,6 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use futures::StreamExt;
-use futures::stream::BoxStream;
 
 use super::answers::Answers;
 use super::encode::TurnEncoder;
@@ -18,7 +17,7 @@ use super::event::AgentEvent;
 use super::history::{Earlier, earlier_questions, to_model_messages};
 use super::step::Model;
 use super::upstream::Upstream;
-use super::{Agent, Engine, Phase, StepState, Turn};
+use super::{Agent, Engine, Phase, Pieces, StepState, Turn};
 use crate::confirm::{ClientOutput, GateError, Scope};
 use crate::protocol::{
     ChatRequest, ConfirmationFlow, ConfirmationProtocol, FinishReason, Part, Role, ToolPart,
@@ -36,8 +35,8 @@ impl Agent {
         protocol: ConfirmationProtocol,
         flow: ConfirmationFlow,
         waiting: tokio::sync::watch::Sender<bool>,
-    ) -> BoxStream<'static, UiChunk> {
-        let pieces = async_stream::stream! {
+    ) -> Pieces {
+        async_stream::stream! {
             // Built when first polled, like everything it does (the message's id).
             let mut turn = Turn::new(self, request, who, protocol, flow, waiting);
             loop {
@@ -45,13 +44,12 @@ impl Agent {
                 if !turn.advance(&mut out).await {
                     break;
                 }
-                yield out;
+                if !out.is_empty() {
+                    yield out;
+                }
             }
-        };
-        // Each piece's chunks are handed on from its buffer: the generator
-        // is resumed once a piece (up to a model's 64 ready events), not
-        // once a chunk.
-        pieces.flat_map(futures::stream::iter).boxed()
+        }
+        .boxed()
     }
 }
 

@@ -21,14 +21,13 @@ use std::sync::Arc;
 use std::task::Poll;
 
 use futures::StreamExt;
-use futures::stream::BoxStream;
 use opentelemetry::propagation::Extractor;
 use tokio::sync::watch;
 use tracing::Span;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 use super::{Owner, Resumed, Run, RunError, Runs, StartIndex, Subscription};
-use crate::agent::{Agent, HeldTurn};
+use crate::agent::{Agent, HeldTurn, Pieces};
 use crate::confirm::{Decision, GateError, OutOfBand};
 use crate::identity::Identity;
 use crate::metrics::{Metrics, Transport, TurnWatch};
@@ -179,7 +178,7 @@ impl Turns {
         request: ChatRequest,
         who: Identity,
         waiting: watch::Sender<bool>,
-    ) -> Result<(BoxStream<'static, UiChunk>, ClientVersion), TurnError> {
+    ) -> Result<(Pieces, ClientVersion), TurnError> {
         let protocol = request.options.protocol.unwrap_or(self.protocol);
         let flow = request.options.flow.unwrap_or(self.flow);
         let client = request
@@ -238,59 +237,59 @@ fn turn_span(chat_id: &str, trace: Option<&(dyn Extractor + Sync)>) -> Span {
 }
 
 /// A turn's chunks on their way to its log, in one adapter (a stream layer
-/// each would cost a boxed poll and a move of every chunk): fitted to the
+/// each would cost a boxed poll and a move of every piece): fitted to the
 /// `client`, counted by `watch` (open while streaming, the first chunk of
 /// content timed, how the turn ended), each poll in `span` (so the model's
 /// and the tools' spans are its children, in whichever task polls the
 /// turn; marked failed on an `error` chunk), and `lease` held as long as
-/// the chunks are.
+/// the chunks are. A piece at a time: nearly every chunk goes as it is.
 fn outgoing<L: Send + 'static>(
-    mut chunks: BoxStream<'static, UiChunk>,
+    mut pieces: Pieces,
     client: ClientVersion,
     mut watch: TurnWatch,
     span: Option<Span>,
     lease: Option<L>,
-) -> BoxStream<'static, UiChunk> {
-    // The second chunk a chunk is said with to an older client.
-    let mut second: Option<UiChunk> = None;
+) -> Pieces {
     futures::stream::poll_fn(move |cx| {
         let _held = &lease;
-        let chunk = loop {
-            if let Some(chunk) = second.take() {
-                break chunk;
-            }
+        let piece = loop {
             let next = {
                 let _entered = span.as_ref().map(Span::enter);
-                chunks.poll_next_unpin(cx)
+                pieces.poll_next_unpin(cx)
             };
-            let Some(chunk) = std::task::ready!(next) else {
+            let Some(piece) = std::task::ready!(next) else {
                 return Poll::Ready(None);
             };
-            if ClientVersion::takes_as_is(&chunk) {
-                break chunk;
-            }
-            let mut fitted = client.fit(chunk);
-            if let Some(chunk) = fitted.next() {
-                second = fitted.next();
-                break chunk;
+            let piece = match piece.iter().all(ClientVersion::takes_as_is) {
+                true => piece,
+                false => piece
+                    .into_iter()
+                    .flat_map(|chunk| client.fit(chunk))
+                    .collect(),
+            };
+            // A piece whose every chunk this client cannot take is no piece.
+            if !piece.is_empty() {
+                break piece;
             }
         };
-        match &chunk {
-            UiChunk::Finish { .. } => watch.ended("finished"),
-            UiChunk::Error { .. } => {
-                watch.ended("error");
-                if let Some(span) = &span {
-                    span.record("otel.status_code", "error");
+        for chunk in &piece {
+            match chunk {
+                UiChunk::Finish { .. } => watch.ended("finished"),
+                UiChunk::Error { .. } => {
+                    watch.ended("error");
+                    if let Some(span) = &span {
+                        span.record("otel.status_code", "error");
+                    }
                 }
+                UiChunk::Abort { .. } => watch.ended("aborted"),
+                UiChunk::Start { .. }
+                | UiChunk::StartStep
+                | UiChunk::FinishStep
+                | UiChunk::MessageMetadata { .. } => {}
+                _ => watch.content(),
             }
-            UiChunk::Abort { .. } => watch.ended("aborted"),
-            UiChunk::Start { .. }
-            | UiChunk::StartStep
-            | UiChunk::FinishStep
-            | UiChunk::MessageMetadata { .. } => {}
-            _ => watch.content(),
         }
-        Poll::Ready(Some(chunk))
+        Poll::Ready(Some(piece))
     })
     .boxed()
 }

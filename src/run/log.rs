@@ -7,11 +7,11 @@ use std::task::Poll;
 use std::time::Duration;
 
 use bytes::Bytes;
-use futures::stream::BoxStream;
 use futures::{FutureExt, Stream, StreamExt};
 use tokio::sync::watch;
 
 use super::driver::{Driver, Log, Run};
+use crate::agent::Pieces;
 use crate::protocol::UiChunk;
 use crate::protocol::sse::{Event, EventWriter};
 use crate::store::{REFRESH_EVERY, TurnLogWriter};
@@ -224,7 +224,7 @@ pub(super) async fn refresh_due(ticks: &mut Option<tokio::time::Interval>) {
 pub(super) async fn produce(
     run: Arc<Run>,
     shared: &mut Option<Box<TurnLogWriter>>,
-    chunks: BoxStream<'static, UiChunk>,
+    pieces: Pieces,
     mut waiting: watch::Receiver<bool>,
     stall: Duration,
     held: Duration,
@@ -239,7 +239,7 @@ pub(super) async fn produce(
     let mut readers = run.readers.subscribe();
     // Each batch is serialized once, into one buffer its events share.
     let mut events = EventWriter::default();
-    let mut chunks = chunks;
+    let mut pieces = pieces;
     let mut framed: Vec<Event> = Vec::new();
     let mut ended = false;
     // One for the whole turn: made afresh per batch, its watches would
@@ -249,7 +249,7 @@ pub(super) async fn produce(
     while !ended {
         let first = loop {
             tokio::select! {
-                chunk = chunks.next() => break chunk,
+                piece = pieces.next() => break piece,
                 () = &mut abandoned => break None,
                 () = refresh_due(&mut ticks) => {
                     let now = *asking.borrow();
@@ -264,11 +264,13 @@ pub(super) async fn produce(
         let Some(first) = first else { break };
         let mut next = Some(first);
         // Chunks that are ready together go into the log under one lock.
-        while let Some(chunk) = next.take() {
-            events.push(&chunk);
+        while let Some(piece) = next.take() {
+            for chunk in &piece {
+                events.push(chunk);
+            }
             if events.len() < BATCH {
-                match chunks.next().now_or_never() {
-                    Some(Some(chunk)) => next = Some(chunk),
+                match pieces.next().now_or_never() {
+                    Some(Some(piece)) => next = Some(piece),
                     Some(None) => ended = true,
                     None => {}
                 }

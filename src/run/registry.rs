@@ -6,15 +6,14 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use futures::stream::BoxStream;
 use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::driver::{DETACH_AFTER, Driver, Run, Work};
 use super::log::{MAX_LOG_BYTES, Subscription, produce};
+use crate::agent::Pieces;
 use crate::metrics::Transport;
-use crate::protocol::UiChunk;
 use crate::protocol::sse::Event;
 use crate::store::{Adopted, TurnLogWriter, TurnLogs};
 
@@ -33,9 +32,8 @@ pub(super) type Key = (String, String);
 /// and the transport of the resume that took it over (for its metrics) in;
 /// its chunks (fitted to its client) and whether it waits for a human
 /// out. `None` when the state does not decode.
-pub type Continue = dyn Fn(&[u8], Transport) -> Option<(BoxStream<'static, UiChunk>, watch::Receiver<bool>)>
-    + Send
-    + Sync;
+pub type Continue =
+    dyn Fn(&[u8], Transport) -> Option<(Pieces, watch::Receiver<bool>)> + Send + Sync;
 
 /// The registry: at most one resumable turn per (principal, chat).
 pub struct Runs {
@@ -183,7 +181,7 @@ impl Runs {
     pub async fn start(
         self: &Arc<Self>,
         owner: Owner<'_>,
-        chunks: BoxStream<'static, UiChunk>,
+        chunks: Pieces,
         waiting: watch::Receiver<bool>,
     ) -> Result<(Arc<Run>, Subscription), RunError> {
         let writer = match &self.shared {
@@ -207,7 +205,7 @@ impl Runs {
     pub(super) fn launch(
         self: &Arc<Self>,
         owner: Owner<'_>,
-        chunks: BoxStream<'static, UiChunk>,
+        chunks: Pieces,
         waiting: watch::Receiver<bool>,
         opening: Opening,
     ) -> Result<(Arc<Run>, Subscription), RunError> {

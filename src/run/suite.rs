@@ -38,7 +38,14 @@ async fn turn(
         chat_id: chat,
         capped: true,
     };
-    let Ok((_, reader)) = runs.start(owner, rx.boxed(), watch::channel(false).1).await else {
+    let Ok((_, reader)) = runs
+        .start(
+            owner,
+            rx.map(|chunk| vec![chunk]).boxed(),
+            watch::channel(false).1,
+        )
+        .await
+    else {
         panic!("not started")
     };
     (tx, reader.chunks().boxed())

@@ -2,7 +2,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use futures::stream::BoxStream;
 use tokio::sync::watch;
 
 use super::*;
@@ -43,8 +42,9 @@ fn say(tx: &mut futures::channel::mpsc::Sender<UiChunk>, chunk: UiChunk) {
     tx.try_send(chunk).unwrap_or_else(|e| panic!("{e}"));
 }
 
-fn chunks(n: usize) -> BoxStream<'static, UiChunk> {
-    futures::stream::iter((0..n).map(|_| UiChunk::StartStep)).boxed()
+/// `n` chunks, a piece each.
+fn chunks(n: usize) -> crate::agent::Pieces {
+    futures::stream::iter((0..n).map(|_| vec![UiChunk::StartStep])).boxed()
 }
 
 #[tokio::test]
@@ -105,7 +105,14 @@ async fn a_turn_everyone_left_stops_unless_it_waits_for_a_human() {
 async fn a_turn_runs_in_its_readers_task_until_it_waits_or_is_left() {
     let runs = runs(4, 16);
     let (mut tx, rx) = futures::channel::mpsc::channel(8);
-    let Ok((run, reader)) = runs.start(owner("p", "c"), rx.boxed(), waiting()).await else {
+    let Ok((run, reader)) = runs
+        .start(
+            owner("p", "c"),
+            rx.map(|chunk| vec![chunk]).boxed(),
+            waiting(),
+        )
+        .await
+    else {
         panic!("not started")
     };
     let mut reader = Box::pin(reader.chunks());
@@ -130,7 +137,10 @@ async fn a_turn_runs_in_its_readers_task_until_it_waits_or_is_left() {
 
     let (asking, waits) = watch::channel(false);
     let (mut tx, rx) = futures::channel::mpsc::channel(8);
-    let Ok((held, reader)) = runs.start(owner("p", "d"), rx.boxed(), waits).await else {
+    let Ok((held, reader)) = runs
+        .start(owner("p", "d"), rx.map(|chunk| vec![chunk]).boxed(), waits)
+        .await
+    else {
         panic!("not started")
     };
     let mut reader = Box::pin(reader.chunks());

@@ -46,15 +46,20 @@ fn agent(payments: Arc<AtomicUsize>) -> Arc<Agent> {
     })
 }
 
-/// `anonymous`'s turn for `request`, in ADK's protocol and the finish flow.
+/// `anonymous`'s turn for `request`, in ADK's protocol and the finish
+/// flow, a chunk at a time.
 fn turn(agent: &Arc<Agent>, request: ChatRequest) -> BoxStream<'static, UiChunk> {
-    agent.clone().turn(
-        request,
-        Identity::new("anonymous", Source::Anonymous),
-        ConfirmationProtocol::Adk,
-        ConfirmationFlow::Finish,
-        tokio::sync::watch::channel(false).0,
-    )
+    agent
+        .clone()
+        .turn(
+            request,
+            Identity::new("anonymous", Source::Anonymous),
+            ConfirmationProtocol::Adk,
+            ConfirmationFlow::Finish,
+            tokio::sync::watch::channel(false).0,
+        )
+        .flat_map(futures::stream::iter)
+        .boxed()
 }
 
 fn request(body: serde_json::Value) -> ChatRequest {
