@@ -39,9 +39,20 @@ fn framed(
     let bytes = async_stream::stream! {
         let mut encoder = SseEncoder::new();
         let mut chunks = Box::pin(chunks);
+        // One timer for the stream, pushed back at each wait: a timeout
+        // made per wait would enter the runtime's timer wheel (under its
+        // lock) each time the turn has nothing yet, and leave it again.
+        let idle = tokio::time::sleep(keep_alive);
+        tokio::pin!(idle);
         let mut ended = false;
         while !ended {
-            match tokio::time::timeout(keep_alive, chunks.next()).await {
+            idle.as_mut().reset(tokio::time::Instant::now() + keep_alive);
+            let next = tokio::select! {
+                biased;
+                next = chunks.next() => Ok(next),
+                () = &mut idle => Err(()),
+            };
+            match next {
                 Ok(Some(event)) => {
                     encoder.push_event(&event);
                     // What is ready too goes in the same write.
@@ -74,4 +85,40 @@ fn framed(
         );
     }
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::UiChunk;
+
+    /// `n` events, `gap` apart, after a first wait of `first`.
+    fn paced(n: usize, first: Duration, gap: Duration) -> impl Stream<Item = Event> + Send {
+        futures::stream::unfold(0, move |i| async move {
+            if i == n {
+                return None;
+            }
+            tokio::time::sleep(if i == 0 { first } else { gap }).await;
+            Some((Event::of(&UiChunk::StartStep), i + 1))
+        })
+    }
+
+    async fn body(response: Response) -> String {
+        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX).await;
+        String::from_utf8_lossy(&bytes.unwrap_or_default()).into_owned()
+    }
+
+    #[tokio::test]
+    async fn the_keep_alive_counts_from_each_wait_not_from_the_first() {
+        // Four events 150 ms apart, with a keep-alive after 400 ms idle:
+        // together they take more than the idle time, yet none waits it.
+        let ms = Duration::from_millis;
+        let steady = body(response(paced(4, ms(150), ms(150)), ms(400))).await;
+        assert_eq!(steady.matches("start-step").count(), 4, "{steady}");
+        assert!(!steady.contains(": keep-alive"), "{steady}");
+        assert!(steady.ends_with("data: [DONE]\n\n"), "{steady}");
+        // A wait longer than the idle time gets a keep-alive.
+        let slow = body(response(paced(1, ms(600), ms(0)), ms(400))).await;
+        assert_eq!(slow.matches(": keep-alive").count(), 1, "{slow}");
+    }
 }
