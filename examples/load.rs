@@ -892,41 +892,11 @@ fn bare_status(status: u16) -> Response {
 /// W1's answer, byte for byte as toolgate streams it, served from memory;
 /// and `/hold`, a stream of one small chunk a second (W3's bare baseline).
 fn baseline() -> axum::Router {
-    use toolgate::protocol::sse::{DONE, HEADERS, SseEncoder};
-    use toolgate::protocol::{BlockId, FinishReason, UiChunk};
+    use toolgate::protocol::sse::{DONE, SseEncoder};
     let mut encoder = SseEncoder::new();
-    let id = BlockId::from("txt-1");
-    let text = |delta: String| UiChunk::text_delta(&id, delta.into());
-    encoder.push(&UiChunk::Start {
-        message_id: Some("msg-1".into()),
-        message_metadata: None,
-    });
-    encoder.push(&UiChunk::StartStep);
-    encoder.push(&UiChunk::TextStart {
-        id: "txt-1".into(),
-        provider_metadata: None,
-    });
-    for n in 1..=100 {
-        encoder.push(&text(if n == 1 { "1".into() } else { format!(" {n}") }));
-    }
-    encoder.push(&UiChunk::TextEnd {
-        id: "txt-1".into(),
-        provider_metadata: None,
-    });
-    encoder.push(&UiChunk::FinishStep);
-    encoder.push(&UiChunk::finish(FinishReason::Stop));
+    count_to_100_chunks("txt-1", "msg-1", |chunk| encoder.push(chunk));
     encoder.push_raw(DONE);
     let bytes = encoder.take();
-    let with_headers = |body: Body| {
-        let mut response = Response::new(body);
-        for (name, value) in HEADERS {
-            response.headers_mut().insert(
-                axum::http::HeaderName::from_static(name),
-                axum::http::HeaderValue::from_static(value),
-            );
-        }
-        response
-    };
     axum::Router::new()
         .route(
             "/stream",
@@ -958,8 +928,7 @@ fn baseline() -> axum::Router {
 /// deltas counted with `format!`, the ids fresh) and serialized into one
 /// buffer, streamed (chunked, as toolgate streams them).
 fn floor() -> axum::Router {
-    use toolgate::protocol::sse::{DONE, EventWriter, HEADERS, SseEncoder};
-    use toolgate::protocol::{BlockId, FinishReason, UiChunk};
+    use toolgate::protocol::sse::{DONE, EventWriter, SseEncoder};
     let turn = |body: axum::body::Bytes| async move {
         let Ok(request) = serde_json::from_slice::<Value>(&body) else {
             return bare_status(400);
@@ -973,42 +942,62 @@ fn floor() -> axum::Router {
             return bare_status(400);
         }
         let mut events = EventWriter::default();
-        let id = BlockId::from(format!("txt-{}", uuid_like()));
-        events.push(&UiChunk::Start {
-            message_id: Some(format!("msg-{}", uuid_like())),
-            message_metadata: None,
-        });
-        events.push(&UiChunk::StartStep);
-        events.push(&UiChunk::TextStart {
-            id: id.clone(),
-            provider_metadata: None,
-        });
-        for n in 1..=100 {
-            let delta = if n == 1 { "1".into() } else { format!(" {n}") };
-            events.push(&UiChunk::text_delta(&id, delta.into()));
-        }
-        events.push(&UiChunk::TextEnd {
-            id,
-            provider_metadata: None,
-        });
-        events.push(&UiChunk::FinishStep);
-        events.push(&UiChunk::finish(FinishReason::Stop));
+        let (id, message) = (
+            format!("txt-{}", uuid_like()),
+            format!("msg-{}", uuid_like()),
+        );
+        count_to_100_chunks(&id, &message, |chunk| events.push(chunk));
         let mut encoder = SseEncoder::new();
         for event in events.take() {
             encoder.push_event(&event);
         }
         encoder.push_raw(DONE);
         let events = futures::stream::iter([Ok::<_, std::convert::Infallible>(encoder.take())]);
-        let mut response = Response::new(Body::from_stream(events));
-        for (name, value) in HEADERS {
-            response.headers_mut().insert(
-                axum::http::HeaderName::from_static(name),
-                axum::http::HeaderValue::from_static(value),
-            );
-        }
-        response
+        with_headers(Body::from_stream(events))
     };
     axum::Router::new().route("/stream", axum::routing::post(turn))
+}
+
+/// W1's chunks, made one by one and handed to `each`: the message and
+/// the text block named as given, the deltas counted with `format!`.
+fn count_to_100_chunks(
+    id: &str,
+    message: &str,
+    mut each: impl FnMut(&toolgate::protocol::UiChunk),
+) {
+    use toolgate::protocol::{BlockId, FinishReason, UiChunk};
+    let id = BlockId::from(id);
+    each(&UiChunk::Start {
+        message_id: Some(message.to_owned()),
+        message_metadata: None,
+    });
+    each(&UiChunk::StartStep);
+    each(&UiChunk::TextStart {
+        id: id.clone(),
+        provider_metadata: None,
+    });
+    for n in 1..=100 {
+        let delta = if n == 1 { "1".into() } else { format!(" {n}") };
+        each(&UiChunk::text_delta(&id, delta.into()));
+    }
+    each(&UiChunk::TextEnd {
+        id,
+        provider_metadata: None,
+    });
+    each(&UiChunk::FinishStep);
+    each(&UiChunk::finish(FinishReason::Stop));
+}
+
+/// A response with the UI message stream's headers.
+fn with_headers(body: Body) -> Response {
+    let mut response = Response::new(body);
+    for (name, value) in toolgate::protocol::sse::HEADERS {
+        response.headers_mut().insert(
+            axum::http::HeaderName::from_static(name),
+            axum::http::HeaderValue::from_static(value),
+        );
+    }
+    response
 }
 
 /// An OpenAI-compatible upstream: the first of `deltas` text deltas at

@@ -260,12 +260,13 @@ fn outgoing<L: Send + 'static>(
             let Some(piece) = std::task::ready!(next) else {
                 return Poll::Ready(None);
             };
-            let piece = match piece.iter().all(ClientVersion::takes_as_is) {
-                true => piece,
-                false => piece
+            let piece = if piece.iter().all(ClientVersion::takes_as_is) {
+                piece
+            } else {
+                piece
                     .into_iter()
                     .flat_map(|chunk| client.fit(chunk))
-                    .collect(),
+                    .collect()
             };
             // A piece whose every chunk this client cannot take is no piece.
             if !piece.is_empty() {
