@@ -1,8 +1,10 @@
 //! SSE framing of the UI message stream: pure byte encoding, no I/O.
 
+use std::sync::Arc;
+
 use bytes::{Bytes, BytesMut};
 
-use super::chunk::UiChunk;
+use super::chunk::{BlockId, UiChunk};
 
 /// The five response headers of the UI message stream.
 pub const HEADERS: [(&str, &str); 5] = [
@@ -26,9 +28,22 @@ const DATA: &[u8] = b"data: ";
 /// chunk is a string, so serializing one into memory does not fail).
 const UNENCODABLE: &[u8] = br#"{"type":"error","errorText":"unencodable chunk"}"#;
 
-/// What a delta without provider metadata opens with, up to its id.
-const TEXT_DELTA: &[u8] = br#"{"type":"text-delta","id":"#;
-const REASONING_DELTA: &[u8] = br#"{"type":"reasoning-delta","id":"#;
+/// A delta without provider metadata: what its event opens with, up to
+/// its id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Delta {
+    Text,
+    Reasoning,
+}
+
+impl Delta {
+    fn open(self) -> &'static [u8] {
+        match self {
+            Delta::Text => br#"data: {"type":"text-delta","id":"#,
+            Delta::Reasoning => br#"data: {"type":"reasoning-delta","id":"#,
+        }
+    }
+}
 
 /// One chunk framed as an SSE event, `data: <json>\n\n`: serialized once,
 /// sent as it is over SSE, its JSON a slice of it for a WebSocket frame or
@@ -40,6 +55,7 @@ impl Event {
     /// The event of one chunk.
     pub fn of(chunk: &UiChunk) -> Self {
         let mut events = EventWriter::default();
+        events.reserve(1);
         events.push(chunk);
         events
             .take()
@@ -84,32 +100,52 @@ pub struct EventWriter {
     buf: Vec<u8>,
     /// Where each event written since the last take ends.
     ends: Vec<usize>,
-    /// The last batch's size: the next buffer starts that large.
-    hint: usize,
+    /// The last batch's bytes an event: what [`EventWriter::reserve`] expects.
+    per_event: usize,
+    /// The last delta's event up to its text (`data: {"type":"text-delta",
+    /// "id":"…","delta":`), and the block it is for: a block's deltas share
+    /// their id (one `Arc`), so the id is escaped once a block, not once a
+    /// delta (a made id is 36 bytes).
+    opening: Vec<u8>,
+    opened: Option<(Delta, BlockId)>,
 }
 
+/// What an event is expected to take before a batch has said: a delta's.
+const FIRST_PER_EVENT: usize = 64;
+
 impl EventWriter {
+    /// Room for `events` more, as large as the last batch's were: a batch
+    /// is written without growing its buffer on the way.
+    pub fn reserve(&mut self, events: usize) {
+        let per_event = match self.per_event {
+            0 => FIRST_PER_EVENT,
+            n => n,
+        };
+        self.ends.reserve(events);
+        self.buf.reserve(events.saturating_mul(per_event));
+    }
+
     pub fn push(&mut self, chunk: &UiChunk) {
-        if self.buf.capacity() == 0 {
-            self.buf.reserve(self.hint.max(128));
-        }
         let start = self.buf.len();
-        self.buf.extend_from_slice(DATA);
         let written = match chunk {
             UiChunk::TextDelta {
                 id,
                 delta,
                 provider_metadata: None,
-            } => self.delta(TEXT_DELTA, id, delta),
+            } => self.delta(Delta::Text, id, delta),
             UiChunk::ReasoningDelta {
                 id,
                 delta,
                 provider_metadata: None,
-            } => self.delta(REASONING_DELTA, id, delta),
-            _ => serde_json::to_writer(&mut self.buf, chunk),
+            } => self.delta(Delta::Reasoning, id, delta),
+            _ => {
+                self.buf.extend_from_slice(DATA);
+                serde_json::to_writer(&mut self.buf, chunk)
+            }
         };
         if written.is_err() {
-            self.buf.truncate(start + DATA.len());
+            self.buf.truncate(start);
+            self.buf.extend_from_slice(DATA);
             self.buf.extend_from_slice(UNENCODABLE);
         }
         self.buf.extend_from_slice(b"\n\n");
@@ -119,11 +155,18 @@ impl EventWriter {
     /// A delta, nearly every chunk of a turn, written key by key as serde's
     /// derive writes it (a test holds the two equal) without its map
     /// machinery: the two strings are all that need escaping.
-    fn delta(&mut self, open: &[u8], id: &str, delta: &str) -> serde_json::Result<()> {
-        self.buf.extend_from_slice(open);
-        serde::Serialize::serialize(id, &mut serde_json::Serializer::new(&mut self.buf))?;
-        self.buf.extend_from_slice(b",\"delta\":");
-        serde::Serialize::serialize(delta, &mut serde_json::Serializer::new(&mut self.buf))?;
+    fn delta(&mut self, kind: Delta, id: &BlockId, delta: &str) -> serde_json::Result<()> {
+        let same = matches!(&self.opened, Some((k, i)) if *k == kind && Arc::ptr_eq(i, id));
+        if !same {
+            self.opened = None;
+            self.opening.clear();
+            self.opening.extend_from_slice(kind.open());
+            json_string(&mut self.opening, id)?;
+            self.opening.extend_from_slice(b",\"delta\":");
+            self.opened = Some((kind, id.clone()));
+        }
+        self.buf.extend_from_slice(&self.opening);
+        json_string(&mut self.buf, delta)?;
         self.buf.push(b'}');
         Ok(())
     }
@@ -139,7 +182,9 @@ impl EventWriter {
 
     /// The events written since the last take, in order.
     pub fn take(&mut self) -> impl Iterator<Item = Event> + '_ {
-        self.hint = self.buf.len();
+        if let Some(per_event) = self.buf.len().checked_div(self.ends.len()) {
+            self.per_event = per_event;
+        }
         let batch = Bytes::from(std::mem::take(&mut self.buf));
         let mut start = 0;
         self.ends.drain(..).map(move |end| {
@@ -150,17 +195,43 @@ impl EventWriter {
     }
 }
 
+/// `s` as a JSON string: copied as it is when nothing in it is escaped
+/// (nearly every delta), otherwise written by serde, which escapes only
+/// control characters, `"` and `\`. serde's writer costs several calls a
+/// string, and a delta is a few bytes.
+fn json_string(buf: &mut Vec<u8>, s: &str) -> serde_json::Result<()> {
+    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+        buf.reserve(s.len() + 2);
+        buf.push(b'"');
+        buf.extend_from_slice(s.as_bytes());
+        buf.push(b'"');
+        return Ok(());
+    }
+    serde::Serialize::serialize(s, &mut serde_json::Serializer::new(buf))
+}
+
 /// Frames chunks into one reused buffer; [`SseEncoder::take`] hands out what
 /// was written so far without copying.
 #[derive(Debug, Default)]
 pub struct SseEncoder {
     buf: BytesMut,
+    /// Bytes the last take handed out.
+    last: usize,
 }
 
 impl SseEncoder {
     pub fn new() -> Self {
         Self {
             buf: BytesMut::with_capacity(256),
+            last: 0,
+        }
+    }
+
+    /// Room for `bytes` more; when it must grow, as large as the last
+    /// write at once, rather than by doublings on the way.
+    fn room(&mut self, bytes: usize) {
+        if self.buf.capacity() - self.buf.len() < bytes {
+            self.buf.reserve(bytes.max(self.last));
         }
     }
 
@@ -171,6 +242,7 @@ impl SseEncoder {
 
     /// Appends an event.
     pub fn push_event(&mut self, event: &Event) {
+        self.room(event.len());
         self.buf.extend_from_slice(event.sse());
     }
 
@@ -184,6 +256,7 @@ impl SseEncoder {
 
     /// Everything written since the last call.
     pub fn take(&mut self) -> Bytes {
+        self.last = self.buf.len();
         self.buf.split().freeze()
     }
 }
@@ -232,8 +305,16 @@ mod tests {
                 chunks.push(UiChunk::ReasoningDelta {
                     id: BlockId::from(text),
                     delta: text.into(),
+                    provider_metadata: provider_metadata.clone(),
+                });
+                // The same block id in a delta of the other kind, then
+                // another block's.
+                chunks.push(UiChunk::ReasoningDelta {
+                    id: id.clone(),
+                    delta: text.into(),
                     provider_metadata,
                 });
+                chunks.push(UiChunk::text_delta(&BlockId::from(text), text.into()));
             }
         }
         for chunk in &chunks {
@@ -242,6 +323,22 @@ mod tests {
         for (event, chunk) in events.take().zip(&chunks) {
             let json = serde_json::to_vec(chunk).unwrap_or_default();
             assert_eq!(event.json(), json, "{chunk:?}");
+        }
+    }
+
+    /// Every byte, alone and among others, and strings that are not ASCII.
+    #[test]
+    fn strings_are_written_as_serde_writes_them() {
+        let mut cases: Vec<String> = (0..=0x7f_u8)
+            .map(|b| char::from(b).to_string())
+            .flat_map(|c| [c.clone(), format!("a{c}b"), format!("{c}{c}")])
+            .collect();
+        cases.extend(["", "\u{80}", "\u{2028}\u{2029}", "日本語 🦀", "\u{fffd}"].map(String::from));
+        for case in &cases {
+            let mut ours = Vec::new();
+            json_string(&mut ours, case).unwrap_or_else(|e| panic!("{e}"));
+            let serde = serde_json::to_vec(case).unwrap_or_default();
+            assert_eq!(ours, serde, "{case:?}");
         }
     }
 

@@ -265,6 +265,7 @@ pub(super) async fn produce(
         let mut next = Some(first);
         // Chunks that are ready together go into the log under one lock.
         while let Some(piece) = next.take() {
+            events.reserve(piece.len());
             for chunk in &piece {
                 events.push(chunk);
             }
@@ -279,17 +280,13 @@ pub(super) async fn produce(
         framed.extend(events.take());
         let mut behind = {
             let mut log = run.lock();
+            log.bytes += framed.iter().map(Event::len).sum::<usize>();
+            // Extended at once, so the log grows once for the batch.
             if shared.is_some() {
                 // Kept for the shared log: a clone only counts a reference.
-                for event in &framed {
-                    log.bytes += event.len();
-                    log.entries.push_back(event.clone());
-                }
+                log.entries.extend(framed.iter().cloned());
             } else {
-                for event in framed.drain(..) {
-                    log.bytes += event.len();
-                    log.entries.push_back(event);
-                }
+                log.entries.extend(framed.drain(..));
             }
             // Over the replay limit: forget what every reader has read.
             while log.bytes > MAX_LOG_BYTES && log.slowest().is_some_and(|s| s > log.first) {
