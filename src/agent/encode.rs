@@ -16,7 +16,9 @@ use crate::call::{Redaction, ToolCall};
 use crate::confirm::{CONFIRMATION_TOOL, shown_outcome, with_handoff};
 use crate::ids::Ids;
 use crate::protocol::chunk::DataChunk;
-use crate::protocol::{ConfirmationProtocol, DeniedAs, Part, ToolState, UiChunk, UiMessage};
+use crate::protocol::{
+    ConfirmationProtocol, DeltaText, DeniedAs, Part, ToolState, UiChunk, UiMessage,
+};
 use crate::store::Outcome;
 use parts::{hand_to_client, merge, part_metadata, record, set_state, tool_part};
 
@@ -40,6 +42,18 @@ impl TurnEncoder {
             denied_as,
             redaction,
         }
+    }
+
+    /// [`AgentEvent::TextDelta`]'s chunks, for a caller that has the delta
+    /// alone: the most frequent event, which as an `AgentEvent` would be
+    /// moved whole (the size of the largest event) for its few bytes.
+    pub fn text(&mut self, delta: DeltaText, message: &mut UiMessage, out: &mut Vec<UiChunk>) {
+        self.blocks.text(delta, out, &mut message.parts);
+    }
+
+    /// [`AgentEvent::ReasoningDelta`]'s chunks, as [`TurnEncoder::text`].
+    pub fn reasoning(&mut self, delta: DeltaText, message: &mut UiMessage, out: &mut Vec<UiChunk>) {
+        self.blocks.reasoning(delta, out, &mut message.parts);
     }
 
     /// Appends `event`'s chunks to `out` and applies it to `message`, the
@@ -142,10 +156,8 @@ impl TurnEncoder {
                 out.push(UiChunk::StartStep);
                 message.parts.push(Part::StepStart);
             }
-            AgentEvent::TextDelta(delta) => self.blocks.text(delta, out, &mut message.parts),
-            AgentEvent::ReasoningDelta(delta) => {
-                self.blocks.reasoning(delta, out, &mut message.parts);
-            }
+            AgentEvent::TextDelta(delta) => self.text(delta, message, out),
+            AgentEvent::ReasoningDelta(delta) => self.reasoning(delta, message, out),
             AgentEvent::ReasoningEnd(metadata) => {
                 self.blocks.reasoning_end(metadata, out, &mut message.parts);
             }

@@ -112,8 +112,17 @@ impl Turn {
                 self.emit(AgentEvent::Error(e.to_string()), out);
                 return Some(Phase::Done);
             }
-            Ok(ProviderEvent::TextDelta(delta)) => AgentEvent::TextDelta(delta),
-            Ok(ProviderEvent::ReasoningDelta(delta)) => AgentEvent::ReasoningDelta(delta),
+            // Straight to the encoder: see `TurnEncoder::text`.
+            Ok(ProviderEvent::TextDelta(delta)) => {
+                let (encoder, message) = self.encoding();
+                encoder.text(delta, message, out);
+                return None;
+            }
+            Ok(ProviderEvent::ReasoningDelta(delta)) => {
+                let (encoder, message) = self.encoding();
+                encoder.reasoning(delta, message, out);
+                return None;
+            }
             Ok(ProviderEvent::ReasoningMetadata(metadata)) => AgentEvent::ReasoningEnd(metadata),
             Ok(ProviderEvent::ToolCallStart {
                 id: provider_id,

@@ -129,9 +129,14 @@ impl Turn {
 
     /// Encodes `event` into `out` and the outgoing message.
     pub(super) fn emit(&mut self, event: AgentEvent, out: &mut Vec<UiChunk>) {
+        let (encoder, message) = self.encoding();
+        encoder.on_event(event, message, out);
+    }
+
+    /// The encoder and the outgoing message it writes into.
+    pub(super) fn encoding(&mut self) -> (&mut TurnEncoder, &mut UiMessage) {
         let message = self.history.len() - 1;
-        self.encoder
-            .on_event(event, &mut self.history[message], out);
+        (&mut self.encoder, &mut self.history[message])
     }
 
     /// Encodes a call's outcome: with the native approval it answers, and
