@@ -104,58 +104,91 @@ pub struct Subscription {
     pub(super) id: usize,
 }
 
+/// What [`Subscription::read`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogRead {
+    /// Chunks, now read.
+    Chunks,
+    /// Nothing yet: [`Subscription::news`] says when.
+    Nothing,
+    /// The turn has ended, and this reader read all of it.
+    Ended,
+}
+
 impl Subscription {
+    /// Up to `at_most` of the chunks this reader has not read, each to
+    /// `each` with its number, under the log's lock (so that a writer
+    /// copies them straight from the log); the reader moves past them.
+    pub fn read(&self, at_most: usize, mut each: impl FnMut(usize, &Event)) -> LogRead {
+        let read = {
+            let mut log = self.run.lock();
+            let first = log.first;
+            let end = log.end();
+            let cursor = log
+                .cursors
+                .get(self.id)
+                .copied()
+                .unwrap_or(first)
+                .max(first);
+            let to = end.min(cursor.saturating_add(at_most));
+            for n in cursor..to {
+                each(n, &log.entries[n - first]);
+            }
+            if let Some(at) = log.cursors.get_mut(self.id) {
+                *at = to;
+            }
+            match (to > cursor, log.done) {
+                (true, _) => LogRead::Chunks,
+                (false, true) => LogRead::Ended,
+                (false, false) => LogRead::Nothing,
+            }
+        };
+        if read == LogRead::Chunks {
+            // The turn may wait for its slowest reader.
+            self.run.changed.notify_waiters();
+        }
+        read
+    }
+
+    /// Resolves when this reader has chunks to read or the turn has ended;
+    /// meanwhile it drives the turn, unless the turn runs elsewhere, or
+    /// waits for whoever runs it.
+    pub async fn news(&self) {
+        // Enabled only here, where the reader waits: chunks that are there
+        // are read without registering with the log. Dropped at the end,
+        // so the reader's own notice of what it reads next does not wake it.
+        let notified = self.run.changed.notified();
+        tokio::pin!(notified);
+        std::future::poll_fn(|cx| {
+            // Registered afresh, without this task's waker while it drives:
+            // what the turn appends here would wake this very task, which
+            // would be polled again for nothing (and, on a runtime with
+            // idle workers, wake one). The log says what it appended.
+            notified.set(self.run.changed.notified());
+            notified.as_mut().enable();
+            self.run.drive(cx);
+            if self.has_news() {
+                return Poll::Ready(());
+            }
+            notified.as_mut().poll(cx)
+        })
+        .await;
+    }
+
     /// `(chunk number, chunk)` until the turn ends.
     pub fn chunks(self) -> impl Stream<Item = (usize, Event)> + Send + 'static {
         async_stream::stream! {
             let mut batch = Vec::new();
-            // Enabled only where the reader waits (below): a batch that is
-            // there is read without registering with the log.
-            let notified = self.run.changed.notified();
-            tokio::pin!(notified);
             loop {
-                let done = {
-                    let mut log = self.run.lock();
-                    let first = log.first;
-                    let end = log.end();
-                    let cursor = log.cursors.get(self.id).copied().unwrap_or(first).max(first);
-                    batch.extend((cursor..end).map(|n| (n, log.entries[n - first].clone())));
-                    if let Some(at) = log.cursors.get_mut(self.id) {
-                        *at = end;
+                match self.read(usize::MAX, |n, event| batch.push((n, event.clone()))) {
+                    LogRead::Chunks => {
+                        for item in batch.drain(..) {
+                            yield item;
+                        }
                     }
-                    log.done && cursor == end
-                };
-                if !batch.is_empty() {
-                    self.run.changed.notify_waiters();
-                    for item in batch.drain(..) {
-                        yield item;
-                    }
-                    continue;
+                    LogRead::Nothing => self.news().await,
+                    LogRead::Ended => break,
                 }
-                if done {
-                    break;
-                }
-                // Nothing new: drive the turn (unless it runs elsewhere)
-                // until it says something, or wait for whoever runs it.
-                std::future::poll_fn(|cx| {
-                    // Registered afresh, without this task's waker while
-                    // it drives: what the turn appends here would wake
-                    // this very task, which would be polled again for
-                    // nothing (and, on a runtime with idle workers, wake
-                    // one). The log says what it appended.
-                    notified.set(self.run.changed.notified());
-                    notified.as_mut().enable();
-                    self.run.drive(cx);
-                    if self.has_news() {
-                        return Poll::Ready(());
-                    }
-                    notified.as_mut().poll(cx)
-                })
-                .await;
-                // Out of the log's waiters again, with this task's waker:
-                // the reader's own notice of the batch it reads next must
-                // not wake it.
-                notified.set(self.run.changed.notified());
             }
         }
     }

@@ -45,8 +45,7 @@ pub(super) async fn stream(
     let (_, reader) = (state.turns)
         .start(request, asker, Transport::Sse, &trace)
         .await?;
-    let chunks = reader.chunks().map(|(_, event)| event);
-    let mut response = sse::response(chunks, state.keep_alive);
+    let mut response = sse::log_response(reader, state.keep_alive);
     if let Some(run_id) = run_id {
         response.headers_mut().insert(RUN_ID, run_id);
     }

@@ -2,6 +2,8 @@
 //! a keep-alive comment after each idle interval, `[DONE]` at the end.
 
 use std::convert::Infallible;
+use std::pin::Pin;
+use std::task::Poll;
 use std::time::Duration;
 
 use axum::body::Body;
@@ -10,6 +12,7 @@ use axum::response::Response;
 use futures::{FutureExt, Stream, StreamExt};
 
 use crate::protocol::sse::{DONE, Event, HEADERS, KEEP_ALIVE, SseEncoder};
+use crate::run::{LogRead, Subscription};
 
 /// Most chunks written in one frame.
 const BATCH: usize = 64;
@@ -19,7 +22,7 @@ pub fn response(
     chunks: impl Stream<Item = Event> + Send + 'static,
     keep_alive: Duration,
 ) -> Response {
-    framed(chunks, keep_alive, Some(DONE))
+    framed(Polled::new(chunks), keep_alive, Some(DONE))
 }
 
 /// The same without `[DONE]` (AG-UI's clients read every `data:` line as
@@ -28,49 +31,116 @@ pub fn response_without_done(
     events: impl Stream<Item = Event> + Send + 'static,
     keep_alive: Duration,
 ) -> Response {
-    framed(events, keep_alive, None)
+    framed(Polled::new(events), keep_alive, None)
 }
 
-fn framed(
-    chunks: impl Stream<Item = Event> + Send + 'static,
-    keep_alive: Duration,
-    end: Option<&'static [u8]>,
-) -> Response {
+/// The SSE response of a reader of a turn's log: each write copied
+/// straight from the log, without handing the events out one by one.
+pub fn log_response(reader: Subscription, keep_alive: Duration) -> Response {
+    framed(reader, keep_alive, Some(DONE))
+}
+
+/// Where a response's events come from.
+trait Events: Send + 'static {
+    /// Up to `at_most` of the events there now, each into `encoder`.
+    fn read(&mut self, at_most: usize, encoder: &mut SseEncoder) -> LogRead;
+
+    /// Resolves when [`Events::read`] has something to say.
+    fn news(&mut self) -> impl Future<Output = ()> + Send + '_;
+}
+
+impl Events for Subscription {
+    fn read(&mut self, at_most: usize, encoder: &mut SseEncoder) -> LogRead {
+        Subscription::read(self, at_most, |_, event| encoder.push_event(event))
+    }
+
+    fn news(&mut self) -> impl Future<Output = ()> + Send + '_ {
+        Subscription::news(self)
+    }
+}
+
+/// A stream of events, with the one its last wait found.
+struct Polled<S> {
+    events: Pin<Box<S>>,
+    next: Option<Event>,
+    ended: bool,
+}
+
+impl<S> Polled<S> {
+    fn new(events: S) -> Self {
+        Self {
+            events: Box::pin(events),
+            next: None,
+            ended: false,
+        }
+    }
+}
+
+impl<S: Stream<Item = Event> + Send + 'static> Events for Polled<S> {
+    fn read(&mut self, at_most: usize, encoder: &mut SseEncoder) -> LogRead {
+        let mut read = 0;
+        if let Some(event) = self.next.take() {
+            encoder.push_event(&event);
+            read += 1;
+        }
+        while read < at_most && !self.ended {
+            match self.events.next().now_or_never() {
+                Some(Some(event)) => {
+                    encoder.push_event(&event);
+                    read += 1;
+                }
+                Some(None) => self.ended = true,
+                None => break,
+            }
+        }
+        match (read, self.ended) {
+            (0, true) => LogRead::Ended,
+            (0, false) => LogRead::Nothing,
+            _ => LogRead::Chunks,
+        }
+    }
+
+    fn news(&mut self) -> impl Future<Output = ()> + Send + '_ {
+        std::future::poll_fn(|cx| {
+            if self.next.is_some() || self.ended {
+                return Poll::Ready(());
+            }
+            match self.events.poll_next_unpin(cx) {
+                Poll::Ready(Some(event)) => self.next = Some(event),
+                Poll::Ready(None) => self.ended = true,
+                Poll::Pending => return Poll::Pending,
+            }
+            Poll::Ready(())
+        })
+    }
+}
+
+fn framed(mut events: impl Events, keep_alive: Duration, end: Option<&'static [u8]>) -> Response {
     let bytes = async_stream::stream! {
         let mut encoder = SseEncoder::new();
-        let mut chunks = Box::pin(chunks);
         // One timer for the stream, pushed back at each wait: a timeout
         // made per wait would enter the runtime's timer wheel (under its
         // lock) each time the turn has nothing yet, and leave it again.
         let idle = tokio::time::sleep(keep_alive);
         tokio::pin!(idle);
-        let mut ended = false;
-        while !ended {
-            idle.as_mut().reset(tokio::time::Instant::now() + keep_alive);
-            let next = tokio::select! {
-                biased;
-                next = chunks.next() => Ok(next),
-                () = &mut idle => Err(()),
-            };
-            match next {
-                Ok(Some(event)) => {
-                    encoder.push_event(&event);
-                    // What is ready too goes in the same write.
-                    for _ in 1..BATCH {
-                        match chunks.next().now_or_never() {
-                            Some(Some(event)) => encoder.push_event(&event),
-                            Some(None) => {
-                                ended = true;
-                                break;
-                            }
-                            None => break,
-                        }
-                    }
+        loop {
+            match events.read(BATCH, &mut encoder) {
+                LogRead::Chunks => {
+                    yield Ok::<_, Infallible>(encoder.take());
+                    continue;
                 }
-                Ok(None) => break,
-                Err(_idle) => encoder.push_raw(KEEP_ALIVE),
+                LogRead::Ended => break,
+                LogRead::Nothing => {}
             }
-            yield Ok::<_, Infallible>(encoder.take());
+            idle.as_mut().reset(tokio::time::Instant::now() + keep_alive);
+            tokio::select! {
+                biased;
+                () = events.news() => {}
+                () = &mut idle => {
+                    encoder.push_raw(KEEP_ALIVE);
+                    yield Ok(encoder.take());
+                }
+            }
         }
         if let Some(end) = end {
             encoder.push_raw(end);
