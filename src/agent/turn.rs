@@ -180,7 +180,7 @@ impl Turn {
             &mut self.history,
             self.continuing,
         );
-        let rejected = match Box::pin(judged).await {
+        let rejected = match judged.await {
             Ok(rejected) => rejected,
             Err(e) => return self.gate_failed(&e, out),
         };
@@ -292,7 +292,10 @@ async fn judge_client_outputs(
         let outgoing = continuing && index == last;
         for part in &mut message.parts {
             let Part::Tool(part) = part else { continue };
-            if let ClientOutput::Rejected(why) = gate.check_client_output(scope, part).await? {
+            // Boxed here, where there is a tool part: unboxed, its state
+            // (6.5 KB) would be every turn's, and was allocated for each.
+            let output = Box::pin(gate.check_client_output(scope, part)).await?;
+            if let ClientOutput::Rejected(why) = output {
                 match outgoing {
                     true => rejected.push((part.tool_call_id.clone(), why)),
                     false => reject(part, why),

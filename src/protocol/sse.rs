@@ -221,10 +221,12 @@ pub struct SseEncoder {
 
 impl SseEncoder {
     pub fn new() -> Self {
-        Self {
-            buf: BytesMut::with_capacity(256),
-            last: 0,
-        }
+        Self::default()
+    }
+
+    /// Room for `bytes` more, exactly.
+    pub fn reserve(&mut self, bytes: usize) {
+        self.buf.reserve(bytes);
     }
 
     /// Room for `bytes` more; when it must grow, as large as the last

@@ -104,6 +104,10 @@ pub struct Subscription {
     pub(super) id: usize,
 }
 
+/// Chunks a reader has not read, with their numbers, in order.
+pub type Unread<'a> =
+    std::iter::Zip<std::ops::Range<usize>, std::collections::vec_deque::Iter<'a, Event>>;
+
 /// What [`Subscription::read`] found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LogRead {
@@ -116,10 +120,10 @@ pub enum LogRead {
 }
 
 impl Subscription {
-    /// Up to `at_most` of the chunks this reader has not read, each to
-    /// `each` with its number, under the log's lock (so that a writer
-    /// copies them straight from the log); the reader moves past them.
-    pub fn read(&self, at_most: usize, mut each: impl FnMut(usize, &Event)) -> LogRead {
+    /// Up to `at_most` of the chunks this reader has not read, with their
+    /// numbers, to `take`, under the log's lock (so that a writer copies
+    /// them straight from the log); the reader moves past them.
+    pub fn read(&self, at_most: usize, take: impl FnOnce(Unread<'_>)) -> LogRead {
         let read = {
             let mut log = self.run.lock();
             let first = log.first;
@@ -131,8 +135,8 @@ impl Subscription {
                 .unwrap_or(first)
                 .max(first);
             let to = end.min(cursor.saturating_add(at_most));
-            for n in cursor..to {
-                each(n, &log.entries[n - first]);
+            if to > cursor {
+                take((cursor..to).zip(log.entries.range(cursor - first..to - first)));
             }
             if let Some(at) = log.cursors.get_mut(self.id) {
                 *at = to;
@@ -180,7 +184,10 @@ impl Subscription {
         async_stream::stream! {
             let mut batch = Vec::new();
             loop {
-                match self.read(usize::MAX, |n, event| batch.push((n, event.clone()))) {
+                let read = self.read(usize::MAX, |unread| {
+                    batch.extend(unread.map(|(n, event)| (n, event.clone())));
+                });
+                match read {
                     LogRead::Chunks => {
                         for item in batch.drain(..) {
                             yield item;

@@ -47,7 +47,7 @@ mod takeover;
 pub use api::{Asker, TurnError, Turns, continue_held};
 pub use calls::{BAD_STATE, Called, Calls};
 pub use driver::Run;
-pub use log::{LogRead, StartIndex, Subscription};
+pub use log::{LogRead, StartIndex, Subscription, Unread};
 pub use registry::{Continue, Limits, Owner, RunError, Runs};
 pub use takeover::{OWNER_DIED, Reader, Remote, Resumed};
 

@@ -51,7 +51,14 @@ trait Events: Send + 'static {
 
 impl Events for Subscription {
     fn read(&mut self, at_most: usize, encoder: &mut SseEncoder) -> LogRead {
-        Subscription::read(self, at_most, |_, event| encoder.push_event(event))
+        Subscription::read(self, at_most, |unread| {
+            // Exactly the write's size: no growing on the way, and nothing
+            // kept between writes by a stream that waits.
+            encoder.reserve(unread.clone().map(|(_, event)| event.len()).sum());
+            for (_, event) in unread {
+                encoder.push_event(event);
+            }
+        })
     }
 
     fn news(&mut self) -> impl Future<Output = ()> + Send + '_ {
