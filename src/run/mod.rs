@@ -3,7 +3,8 @@
 //! ([`api`]) starts a turn once the limits admit it, answers an open
 //! question through the gate, resumes a chat's turn; a face aborts a turn
 //! with [`Run::abort`] and follows it through [`Subscription::chunks`] or
-//! [`Reader::chunks`]. Its refusals are a [`TurnError`]; answers inside a
+//! [`Reader::chunks`] (the SSE face copies from the log itself, through
+//! [`Subscription::read`] and [`Subscription::news`]). Its refusals are a [`TurnError`]; answers inside a
 //! chat message reach the turn through the decision pipeline, which the
 //! turn waits on.
 //!
