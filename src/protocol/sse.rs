@@ -112,6 +112,10 @@ pub struct EventWriter {
 
 /// What an event is expected to take before a batch has said: a delta's.
 const FIRST_PER_EVENT: usize = 64;
+/// The most an event is expected to take: after a batch of a large output,
+/// a batch of deltas must not reserve its size for each (the log keeps a
+/// batch's buffer whole); a large event grows the buffer itself.
+const MAX_PER_EVENT: usize = 512;
 
 impl EventWriter {
     /// Room for `events` more, as large as the last batch's were: a batch
@@ -119,7 +123,7 @@ impl EventWriter {
     pub fn reserve(&mut self, events: usize) {
         let per_event = match self.per_event {
             0 => FIRST_PER_EVENT,
-            n => n,
+            n => n.min(MAX_PER_EVENT),
         };
         self.ends.reserve(events);
         self.buf.reserve(events.saturating_mul(per_event));
@@ -326,6 +330,21 @@ mod tests {
             let json = serde_json::to_vec(chunk).unwrap_or_default();
             assert_eq!(event.json(), json, "{chunk:?}");
         }
+    }
+
+    #[test]
+    fn a_large_event_does_not_size_the_next_batch() {
+        const BATCH_OF_DELTAS: usize = 64;
+        let mut events = EventWriter::default();
+        let large = UiChunk::Error {
+            error_text: "x".repeat(1 << 20),
+        };
+        events.reserve(1);
+        events.push(&large);
+        assert_eq!(events.take().count(), 1);
+        events.reserve(BATCH_OF_DELTAS);
+        assert!(events.buf.capacity() <= BATCH_OF_DELTAS * MAX_PER_EVENT);
+        assert!(events.buf.capacity() >= BATCH_OF_DELTAS * FIRST_PER_EVENT);
     }
 
     /// Every byte, alone and among others, and strings that are not ASCII.
