@@ -4,9 +4,9 @@
 //! question through the gate, resumes a chat's turn; a face aborts a turn
 //! with [`Run::abort`] and follows it through [`Subscription::chunks`] or
 //! [`Reader::chunks`] (the SSE face copies from the log itself, through
-//! [`Subscription::read`] and [`Subscription::news`]). Its refusals are a [`TurnError`]; answers inside a
-//! chat message reach the turn through the decision pipeline, which the
-//! turn waits on.
+//! [`Subscription::read`] and [`Subscription::news`]). Its refusals are a
+//! [`TurnError`]; answers inside a chat message reach the turn through the
+//! decision pipeline, which the turn waits on.
 //!
 //! Each turn appends its chunks (as SSE events) to a log; subscribers read
 //! the log at their own pace: the request that started the turn, and any
