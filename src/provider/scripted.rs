@@ -16,7 +16,7 @@ use std::sync::LazyLock;
 use std::time::Duration;
 
 use futures::StreamExt;
-use futures::stream::BoxStream;
+use futures::stream::{self, BoxStream};
 use regex::Regex;
 use serde_json::{Number, Value, json};
 
@@ -115,49 +115,127 @@ impl ModelProvider for ScriptedModel {
         let plan = plan(&request.messages, &offered);
         // Counted now: the stream keeps only its plan, not the request.
         let input_tokens = request.messages.len() as u64;
-        let ids = self.ids.clone();
+        let script = Script {
+            ids: self.ids.clone(),
+            left: match plan {
+                Plan::Calls(calls) => Left::Calls {
+                    calls: calls.into_iter(),
+                    open: None,
+                },
+                Plan::Count(last) => Left::Count { next: 1, last },
+                Plan::Text(text) => Left::Text { text, at: 0 },
+            },
+            usage: Usage {
+                input_tokens,
+                output_tokens: 0,
+            },
+        };
         let delay = self.delta_delay;
-        async_stream::stream! {
-            let pause = || async move {
-                if !delay.is_zero() {
+        if delay.is_zero() {
+            return stream::iter(script.map(Ok)).boxed();
+        }
+        stream::iter(script)
+            .then(move |event| async move {
+                if matches!(
+                    event,
+                    ProviderEvent::TextDelta(_) | ProviderEvent::ToolCallDelta { .. }
+                ) {
                     tokio::time::sleep(delay).await;
                 }
-            };
-            let mut output_tokens = 0u64;
-            let reason = match plan {
-                Plan::Calls(calls) => {
-                    for (name, args) in calls {
-                        let id = ids.next("call");
-                        yield Ok(ProviderEvent::ToolCallStart { id: id.clone(), name, metadata: None });
-                        for delta in fragments(&args.to_string(), ARG_FRAGMENTS) {
-                            pause().await;
-                            output_tokens += 1;
-                            yield Ok(ProviderEvent::ToolCallDelta { id: id.clone(), delta });
-                        }
-                        yield Ok(ProviderEvent::ToolCallEnd { id });
+                Ok(event)
+            })
+            .boxed()
+    }
+}
+
+/// A plan's events in order, as a plain iterator: a turn pulls each delta
+/// with one call, where a generator's yield cost about 200 instructions a
+/// delta (a fifth of W1's turn was the model's).
+struct Script {
+    ids: Ids,
+    left: Left,
+    usage: Usage,
+}
+
+/// What is left of the plan to stream.
+enum Left {
+    /// The calls not yet started, and the one streaming its arguments.
+    Calls {
+        calls: std::vec::IntoIter<Call>,
+        open: Option<(String, std::vec::IntoIter<String>)>,
+    },
+    Count {
+        next: u64,
+        last: u64,
+    },
+    /// The text, streamed word by word from byte `at`.
+    Text {
+        text: String,
+        at: usize,
+    },
+    Done,
+}
+
+impl Iterator for Script {
+    type Item = ProviderEvent;
+
+    fn next(&mut self) -> Option<ProviderEvent> {
+        let reason = match &mut self.left {
+            Left::Calls { calls, open } => {
+                if let Some((id, fragments)) = open {
+                    let event = match fragments.next() {
+                        Some(delta) => ProviderEvent::ToolCallDelta {
+                            id: id.clone(),
+                            delta,
+                        },
+                        None => ProviderEvent::ToolCallEnd {
+                            id: std::mem::take(id),
+                        },
+                    };
+                    if matches!(event, ProviderEvent::ToolCallEnd { .. }) {
+                        *open = None;
+                    } else {
+                        self.usage.output_tokens += 1;
                     }
-                    StopReason::ToolCalls
+                    return Some(event);
                 }
-                Plan::Count(n) => {
-                    for i in 1..=n {
-                        pause().await;
-                        output_tokens += 1;
-                        yield Ok(ProviderEvent::TextDelta(count_delta(i)));
-                    }
-                    StopReason::Stop
+                if let Some((name, args)) = calls.next() {
+                    let id = self.ids.next("call");
+                    let fragments = fragments(&args.to_string(), ARG_FRAGMENTS);
+                    *open = Some((id.clone(), fragments.into_iter()));
+                    return Some(ProviderEvent::ToolCallStart {
+                        id,
+                        name,
+                        metadata: None,
+                    });
                 }
-                Plan::Text(text) => {
-                    for word in words(&text) {
-                        pause().await;
-                        output_tokens += 1;
-                        yield Ok(ProviderEvent::TextDelta(word.into()));
-                    }
-                    StopReason::Stop
+                StopReason::ToolCalls
+            }
+            Left::Count { next, last } => {
+                if *next <= *last {
+                    let delta = count_delta(*next);
+                    *next += 1;
+                    self.usage.output_tokens += 1;
+                    return Some(ProviderEvent::TextDelta(delta));
                 }
-            };
-            yield Ok(ProviderEvent::Finish { reason, usage: Usage { input_tokens, output_tokens } });
-        }
-        .boxed()
+                StopReason::Stop
+            }
+            Left::Text { text, at } => {
+                let word = word(&text[*at..]);
+                if !word.is_empty() {
+                    *at += word.len();
+                    self.usage.output_tokens += 1;
+                    return Some(ProviderEvent::TextDelta(word.into()));
+                }
+                StopReason::Stop
+            }
+            Left::Done => return None,
+        };
+        self.left = Left::Done;
+        Some(ProviderEvent::Finish {
+            reason,
+            usage: self.usage,
+        })
     }
 }
 
@@ -341,19 +419,12 @@ fn plain(value: Option<&Value>) -> String {
     }
 }
 
-/// `"a b c"` → `"a"`, `" b"`, `" c"`.
-fn words(text: &str) -> impl Iterator<Item = &str> {
-    let mut rest = text;
-    std::iter::from_fn(move || {
-        if rest.is_empty() {
-            return None;
-        }
-        let skip = rest.len() - rest.trim_start().len();
-        let end = rest[skip..].find(' ').map_or(rest.len(), |i| skip + i);
-        let (word, tail) = rest.split_at(end);
-        rest = tail;
-        Some(word)
-    })
+/// The first word of `rest` with the spaces before it, empty at the end:
+/// `"a b c"` streams as `"a"`, `" b"`, `" c"`.
+fn word(rest: &str) -> &str {
+    let skip = rest.len() - rest.trim_start().len();
+    let end = rest[skip..].find(' ').map_or(rest.len(), |i| skip + i);
+    &rest[..end]
 }
 
 /// Splits on char boundaries into at most `n` pieces of similar size.
@@ -524,12 +595,98 @@ mod tests {
         }
     }
 
+    /// Each plan's events, in order, with the usage the finish reports.
+    #[tokio::test]
+    async fn streams_each_plan() {
+        let events = |text: &str| {
+            // A fresh model a request, so every plan's first call is `call-1`.
+            let model = ScriptedModel::new(Ids::sequential());
+            let request = ModelRequest {
+                messages: vec![ModelMessage::User(vec![UserContent::Text(text.into())])],
+                tools: std::sync::Arc::from([crate::call::ToolSpec {
+                    name: "get_weather".into(),
+                    description: String::new(),
+                    parameters: json!({}),
+                }]),
+            };
+            model.stream(request).map(Result::ok).collect::<Vec<_>>()
+        };
+        let finish = |reason, output_tokens| ProviderEvent::Finish {
+            reason,
+            usage: Usage {
+                input_tokens: 1,
+                output_tokens,
+            },
+        };
+        let text = |t: &str| Some(ProviderEvent::TextDelta(t.into()));
+        assert_eq!(
+            events("count to 3").await,
+            [
+                text("1"),
+                text(" 2"),
+                text(" 3"),
+                Some(finish(StopReason::Stop, 3))
+            ]
+        );
+        // A slow model pauses before each delta and streams the same events.
+        let slow = ScriptedModel::new(Ids::sequential()).with_delta_delay(Duration::from_millis(1));
+        let request = ModelRequest {
+            messages: vec![ModelMessage::User(vec![UserContent::Text(
+                "count to 2".into(),
+            )])],
+            tools: std::sync::Arc::from([]),
+        };
+        assert_eq!(
+            slow.stream(request)
+                .map(Result::ok)
+                .collect::<Vec<_>>()
+                .await,
+            [text("1"), text(" 2"), Some(finish(StopReason::Stop, 2))]
+        );
+        assert_eq!(
+            events("hi  there").await,
+            [
+                text("You"),
+                text(" said:"),
+                text(" hi"),
+                text("  there"),
+                Some(finish(StopReason::Stop, 4))
+            ]
+        );
+        let id = || "call-1".to_owned();
+        let delta = |d: &str| {
+            Some(ProviderEvent::ToolCallDelta {
+                id: id(),
+                delta: d.into(),
+            })
+        };
+        assert_eq!(
+            events("weather in Paris").await,
+            [
+                Some(ProviderEvent::ToolCallStart {
+                    id: id(),
+                    name: "get_weather".into(),
+                    metadata: None,
+                }),
+                delta("{\"city"),
+                delta("\":\"Par"),
+                delta("is\"}"),
+                Some(ProviderEvent::ToolCallEnd { id: id() }),
+                Some(finish(StopReason::ToolCalls, 3)),
+            ]
+        );
+    }
+
     #[test]
     fn words_and_fragments() {
-        assert_eq!(
-            words("You said:  hi").collect::<Vec<_>>(),
-            ["You", " said:", "  hi"]
-        );
+        for (rest, first) in [
+            ("You said:  hi", "You"),
+            ("  hi there", "  hi"),
+            (" \t", " \t"),
+            ("", ""),
+        ] {
+            assert_eq!(word(rest), first, "{rest:?}");
+        }
         assert_eq!(
             fragments("{\"a\":\"花子\"}", 3).concat(),
             "{\"a\":\"花子\"}"
