@@ -113,7 +113,7 @@ pub fn router(state: HttpState) -> Router {
         MetricsRoute::Keyed => Router::new().route("/metrics", get(health::metrics_keyed)),
         MetricsRoute::Public => Router::new().route("/metrics", get(health::metrics_public)),
     };
-    router
+    let routes = router
         .route("/stream", post(chat::stream))
         .route("/api/chat", post(chat::stream))
         .route("/ag-ui", post(agui::run).get(agui::capabilities))
@@ -139,7 +139,12 @@ pub fn router(state: HttpState) -> Router {
             "/confirmations/link/{token}",
             get(links::page).post(links::decide),
         )
-        .layer(DefaultBodyLimit::max(limit))
+        .with_state(state);
+    // Around the routes as one service, as `protect` does and for the same
+    // reason: `Router::layer` wraps each route, and every request clones them.
+    let service = tower::ServiceBuilder::new()
         .layer(tower_http::trace::TraceLayer::new_for_http())
-        .with_state(state)
+        .layer(DefaultBodyLimit::max(limit))
+        .service(routes);
+    Router::new().fallback_service(service)
 }
