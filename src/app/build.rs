@@ -155,7 +155,7 @@ impl App {
             )),
         );
         let live = settings.live;
-        let state = HttpState {
+        let state = HttpState::from(crate::transport::Http {
             agent: agent.clone(),
             keep_alive: stream.keep_alive,
             max_body_bytes: stream.max_body_bytes,
@@ -191,7 +191,7 @@ impl App {
                     total: stream.max_inbox_streams,
                 },
             )),
-        };
+        });
         let metrics_routes = crate::transport::metrics_routes(state.clone());
         let mcp = state_signer.map(|signer| {
             let calls = Calls {

@@ -51,8 +51,28 @@ use crate::run::{Asker, Turns};
 /// The principal when no principal header is configured.
 pub const ANONYMOUS: &str = "anonymous";
 
+/// What every route reads, behind one `Arc`: a request's extractors clone
+/// it several times, and a clone of the fields took an atomic count for
+/// each and a copy of the principal header's name.
 #[derive(Clone)]
-pub struct HttpState {
+pub struct HttpState(Arc<Http>);
+
+impl From<Http> for HttpState {
+    fn from(http: Http) -> Self {
+        Self(Arc::new(http))
+    }
+}
+
+impl std::ops::Deref for HttpState {
+    type Target = Http;
+
+    fn deref(&self) -> &Http {
+        &self.0
+    }
+}
+
+/// [`HttpState`]'s fields.
+pub struct Http {
     pub agent: Arc<Agent>,
     pub keep_alive: Duration,
     pub max_body_bytes: usize,
@@ -85,7 +105,7 @@ pub struct HttpState {
 pub type InboxFeeds = feeds::Feeds<inbox::InboxKey, inbox::Listed>;
 pub use feeds::FeedLimits;
 
-impl HttpState {
+impl Http {
     /// Whether callers are told apart (API keys or a principal header):
     /// then every principal, `anonymous` included, has the per-user caps.
     pub fn identifies_callers(&self) -> bool {
