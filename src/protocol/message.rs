@@ -1,5 +1,7 @@
 //! UI messages as `useChat` holds them: every part type and tool-part state.
 
+use std::fmt::Display;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -371,12 +373,12 @@ pub(crate) struct RawPart {
     data: Option<Value>,
 }
 
-fn required<T>(value: Option<T>, path: &str, key: &str) -> Result<T, RequestError> {
+fn required<T>(value: Option<T>, path: &dyn Display, key: &str) -> Result<T, RequestError> {
     value.ok_or_else(|| RequestError::Invalid(format!("{path}: missing `{key}`")))
 }
 
 impl RawPart {
-    pub(crate) fn into_part(self, path: &str) -> Result<Part, RequestError> {
+    pub(crate) fn into_part(self, path: &dyn Display) -> Result<Part, RequestError> {
         let part = match self.kind.as_str() {
             "text" => Part::Text(required(self.text, path, "text")?),
             "reasoning" => Part::Reasoning {
@@ -422,7 +424,7 @@ impl RawPart {
         self,
         name: String,
         dynamic: bool,
-        path: &str,
+        path: &dyn Display,
     ) -> Result<ToolPart, RequestError> {
         let tool_call_id = required(self.tool_call_id, path, "toolCallId")?;
         let state = required(self.state, path, "state")?;
@@ -472,7 +474,7 @@ impl RawPart {
 
 /// Refuses a confirmation part whose answer has a malformed key, before
 /// any turn starts.
-pub(crate) fn check_answer(part: &ToolPart, path: &str) -> Result<(), RequestError> {
+pub(crate) fn check_answer(part: &ToolPart, path: &dyn Display) -> Result<(), RequestError> {
     match &part.state {
         ToolState::OutputAvailable {
             output,

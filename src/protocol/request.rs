@@ -2,6 +2,8 @@
 //! `trigger`, `messageId?`), and the model-message form (`role` + `content`)
 //! that the ADK flow document posts. Both become the same [`ChatRequest`].
 
+use std::fmt::Display;
+
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -154,7 +156,7 @@ impl RawBody {
         }
         let mut messages: Vec<UiMessage> = Vec::with_capacity(self.messages.len());
         for (i, raw) in self.messages.into_iter().enumerate() {
-            let path = format!("messages[{i}]");
+            let path = Place::message(i);
             let id = raw.id.unwrap_or_else(|| format!("m{i}"));
             match (raw.parts, raw.content) {
                 (Some(parts), _) if parts.len() > MAX_PARTS_PER_MESSAGE => {
@@ -169,7 +171,7 @@ impl RawBody {
                     // whole turn.
                     let mut typed = Vec::with_capacity(parts.len());
                     for (j, part) in parts.into_iter().enumerate() {
-                        typed.push(part.into_part(&format!("{path}.parts[{j}]"))?);
+                        typed.push(part.into_part(&path.part("parts", j))?);
                     }
                     messages.push(UiMessage {
                         id,
@@ -178,7 +180,7 @@ impl RawBody {
                     });
                 }
                 (None, Some(content)) => {
-                    push_model_message(&mut messages, id, &raw.role, content, &path)?
+                    push_model_message(&mut messages, id, &raw.role, content, path)?
                 }
                 (None, None) => {
                     return Err(RequestError::Invalid(format!(
@@ -197,7 +199,42 @@ impl RawBody {
     }
 }
 
-fn ui_role(role: &str, path: &str) -> Result<Role, RequestError> {
+/// Where a message or one of its parts is in the body, for an error's text:
+/// written out only when there is an error, not for every part read.
+#[derive(Debug, Clone, Copy)]
+struct Place {
+    message: usize,
+    /// The list the part is in (`parts`, `content`) and its index.
+    part: Option<(&'static str, usize)>,
+}
+
+impl Place {
+    fn message(message: usize) -> Self {
+        Self {
+            message,
+            part: None,
+        }
+    }
+
+    fn part(self, list: &'static str, index: usize) -> Self {
+        Self {
+            part: Some((list, index)),
+            ..self
+        }
+    }
+}
+
+impl Display for Place {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "messages[{}]", self.message)?;
+        match self.part {
+            Some((list, index)) => write!(f, ".{list}[{index}]"),
+            None => Ok(()),
+        }
+    }
+}
+
+fn ui_role(role: &str, path: &dyn Display) -> Result<Role, RequestError> {
     match role {
         "system" => Ok(Role::System),
         "user" => Ok(Role::User),
@@ -216,12 +253,12 @@ fn push_model_message(
     id: String,
     role: &str,
     content: RawContent,
-    path: &str,
+    path: Place,
 ) -> Result<(), RequestError> {
     let role = if role == "tool" {
         Role::User
     } else {
-        ui_role(role, path)?
+        ui_role(role, &path)?
     };
     let parts = match content {
         RawContent::Text(text) => vec![Part::Text(text)],
@@ -233,7 +270,7 @@ fn push_model_message(
         RawContent::Parts(parts) => {
             let mut out = Vec::with_capacity(parts.len());
             for (j, part) in parts.into_iter().enumerate() {
-                let path = format!("{path}.content[{j}]");
+                let path = path.part("content", j);
                 match part.kind.as_str() {
                     "tool-result" => attach_tool_result(messages, part, &path)?,
                     _ => out.push(model_part(part, &path)?),
@@ -248,7 +285,7 @@ fn push_model_message(
     Ok(())
 }
 
-fn model_part(part: RawContentPart, path: &str) -> Result<Part, RequestError> {
+fn model_part(part: RawContentPart, path: &dyn Display) -> Result<Part, RequestError> {
     let missing = |key: &str| RequestError::Invalid(format!("{path}: missing `{key}`"));
     Ok(match part.kind.as_str() {
         "text" => Part::Text(part.text.ok_or_else(|| missing("text"))?),
@@ -286,7 +323,7 @@ fn model_part(part: RawContentPart, path: &str) -> Result<Part, RequestError> {
 fn attach_tool_result(
     messages: &mut [UiMessage],
     part: RawContentPart,
-    path: &str,
+    path: &dyn Display,
 ) -> Result<(), RequestError> {
     let id = part
         .tool_call_id
@@ -356,6 +393,33 @@ mod tests {
 
     fn parse(value: Value) -> Result<ChatRequest, RequestError> {
         ChatRequest::from_slice(value.to_string().as_bytes())
+    }
+
+    /// An error names the message and part it is about, in both body forms.
+    #[test]
+    fn errors_name_their_place() {
+        let error = |messages: Value| match parse(json!({"messages": messages})) {
+            Err(RequestError::Invalid(text)) => text,
+            other => panic!("{other:?}"),
+        };
+        let text = json!({"role": "user", "parts": [{"type": "text", "text": "hi"}]});
+        let cases = [
+            (
+                json!([text, {"role": "wizard", "parts": []}]),
+                "messages[1]: unknown role `wizard`",
+            ),
+            (
+                json!([text, {"role": "user", "parts": [text["parts"][0], {"type": "text"}]}]),
+                "messages[1].parts[1]: missing `text`",
+            ),
+            (
+                json!([{"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text"}]}]),
+                "messages[0].content[1]: missing `text`",
+            ),
+        ];
+        for (messages, expected) in cases {
+            assert_eq!(error(messages), expected);
+        }
     }
 
     /// A turn keeps its request's messages: each holds room for its own

@@ -4,7 +4,7 @@ use serde_json::json;
 fn part(value: Value) -> Result<Part, RequestError> {
     let raw: RawPart =
         serde_json::from_value(value).map_err(|e| RequestError::Invalid(e.to_string()))?;
-    raw.into_part("p")
+    raw.into_part(&"p")
 }
 
 #[test]
