@@ -123,7 +123,7 @@ impl Turn {
                 encoder.reasoning(delta, message, out);
                 return None;
             }
-            Ok(ProviderEvent::ReasoningMetadata(metadata)) => AgentEvent::ReasoningEnd(metadata),
+            Ok(ProviderEvent::ReasoningMetadata(metadata)) => AgentEvent::ReasoningEnd(*metadata),
             Ok(ProviderEvent::ToolCallStart {
                 id: provider_id,
                 name,
@@ -160,7 +160,7 @@ impl Turn {
                     args: String::new(),
                     too_large: false,
                     live,
-                    metadata,
+                    metadata: metadata.map(|m| *m),
                 });
                 event
             }

@@ -344,7 +344,7 @@ impl Decode {
             out.push(ProviderEvent::ToolCallStart {
                 id: id.clone(),
                 name: call.name,
-                metadata,
+                metadata: metadata.map(Box::new),
             });
             out.push(ProviderEvent::ToolCallDelta {
                 id: id.clone(),

@@ -200,7 +200,8 @@ impl Upstream {
                             provider: config.provider,
                             status: status.as_u16(),
                             message,
-                            retry_after: retry_after.map(|d| d.as_secs()),
+                            retry_after: retry_after
+                                .map(|d| u32::try_from(d.as_secs()).unwrap_or(u32::MAX)),
                         });
                     }
                 }

@@ -189,13 +189,16 @@ pub enum ProviderEvent {
     ReasoningDelta(DeltaText),
     /// Metadata for the reasoning block being streamed, which the provider
     /// needs back on the next request (`{"anthropic": {"signature": …}}`).
-    ReasoningMetadata(Value),
+    /// Boxed, as the call's metadata: an event is moved several times on
+    /// its way to the encoder, and a `Value` inline made every delta 120
+    /// bytes.
+    ReasoningMetadata(Box<Value>),
     ToolCallStart {
         id: String,
         name: String,
         /// Metadata the provider needs back with this call
         /// (`{"google": {"thoughtSignature": …}}`).
-        metadata: Option<Value>,
+        metadata: Option<Box<Value>>,
     },
     /// A fragment of the call's JSON arguments.
     ToolCallDelta {
@@ -224,7 +227,7 @@ pub enum ProviderError {
         status: u16,
         message: String,
         /// Seconds the upstream asked to wait (`retry-after`).
-        retry_after: Option<u64>,
+        retry_after: Option<u32>,
     },
     #[error("cannot reach {provider}: {message}")]
     Connect {
@@ -277,7 +280,7 @@ impl ProviderError {
     }
 }
 
-fn retry_hint(retry_after: Option<u64>) -> String {
+fn retry_hint(retry_after: Option<u32>) -> String {
     match retry_after {
         Some(secs) => format!(" (retry after {secs} s)"),
         None => String::new(),
@@ -307,4 +310,17 @@ pub trait ModelProvider: Send + Sync + 'static {
         &self,
         request: ModelRequest,
     ) -> BoxStream<'static, Result<ProviderEvent, ProviderError>>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A model's event is moved several times on its way to the encoder,
+    /// once a delta: its rare large fields are boxed to keep it small (120
+    /// bytes with a call's metadata inline).
+    #[test]
+    fn an_event_is_small() {
+        assert_eq!(std::mem::size_of::<Result<ProviderEvent, ProviderError>>(), 64);
+    }
 }

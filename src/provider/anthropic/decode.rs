@@ -107,9 +107,9 @@ impl StartBlock {
                 Block::Thinking { signature }
             }
             StartBlock::RedactedThinking { data } => {
-                out.push(ProviderEvent::ReasoningMetadata(
+                out.push(ProviderEvent::ReasoningMetadata(Box::new(
                     json!({PROVIDER: {"redactedData": data}}),
-                ));
+                )));
                 Block::RedactedThinking
             }
             StartBlock::ToolUse { id, name, input } => {
@@ -229,9 +229,9 @@ impl Block {
                 out.push(ProviderEvent::ToolCallEnd { id });
             }
             Block::Thinking { signature } if !signature.is_empty() => {
-                out.push(ProviderEvent::ReasoningMetadata(
+                out.push(ProviderEvent::ReasoningMetadata(Box::new(
                     json!({PROVIDER: {"signature": signature}}),
-                ));
+                )));
             }
             Block::Text | Block::Thinking { .. } | Block::RedactedThinking | Block::Other => {}
         }

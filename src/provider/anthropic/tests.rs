@@ -76,9 +76,9 @@ fn fixtures_stream_as_they_come() {
                 ProviderEvent::ReasoningDelta(
                     " 1071 = 2·462 + 147; 462 = 3·147 + 21; 147 = 7·21.".into(),
                 ),
-                ProviderEvent::ReasoningMetadata(json!({"anthropic": {
+                ProviderEvent::ReasoningMetadata(Box::new(json!({"anthropic": {
                     "signature": "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds"
-                }})),
+                }}))),
                 text("The GCD is 21."),
                 finish(StopReason::Stop, 40, 58),
             ],
@@ -134,7 +134,9 @@ fn redacted_thinking_is_metadata_alone() {
     assert_eq!(
         events.unwrap_or_default(),
         [
-            ProviderEvent::ReasoningMetadata(json!({"anthropic": {"redactedData": "EmwKAhgB"}})),
+            ProviderEvent::ReasoningMetadata(Box::new(
+                json!({"anthropic": {"redactedData": "EmwKAhgB"}})
+            )),
             finish(StopReason::Stop, 0, 0),
         ]
     );

@@ -93,7 +93,7 @@ fn parallel_calls_in_one_event() {
         .unwrap_or_default()
         .into_iter()
         .filter_map(|e| match e {
-            ProviderEvent::ToolCallStart { id, metadata, .. } => Some((id, metadata)),
+            ProviderEvent::ToolCallStart { id, metadata, .. } => Some((id, metadata.map(|m| *m))),
             ProviderEvent::ToolCallDelta { id, delta } => Some((id, Some(delta.into()))),
             _ => None,
         })

@@ -147,7 +147,7 @@ pub fn lone_call(
                 reason: crate::provider::StopReason::ToolCalls,
                 ..
             },
-        ] if args_of == id && end_of == id => Some((id, name, metadata.as_ref(), delta)),
+        ] if args_of == id && end_of == id => Some((id, name, metadata.as_deref(), delta)),
         _ => None,
     }
 }
