@@ -63,6 +63,11 @@ impl Event {
             .unwrap_or_else(|| Event::framing(UNENCODABLE))
     }
 
+    /// An event [`EventWriter::take_framed`] wrote, cut from its buffer.
+    pub(crate) fn framed(event: Bytes) -> Self {
+        Event(event)
+    }
+
     /// The event of a chunk's JSON (as a shared turn log keeps it): a copy.
     pub fn framing(json: &[u8]) -> Self {
         let mut buf = Vec::with_capacity(DATA.len() + json.len() + 2);
@@ -185,17 +190,26 @@ impl EventWriter {
     }
 
     /// The events written since the last take, in order.
-    pub fn take(&mut self) -> impl Iterator<Item = Event> + '_ {
-        if let Some(per_event) = self.buf.len().checked_div(self.ends.len()) {
-            self.per_event = per_event;
-        }
-        let batch = Bytes::from(std::mem::take(&mut self.buf));
+    pub fn take(&mut self) -> impl Iterator<Item = Event> {
+        let (batch, ends) = self.take_framed();
         let mut start = 0;
-        self.ends.drain(..).map(move |end| {
+        ends.into_iter().map(move |end| {
             let event = Event(batch.slice(start..end));
             start = end;
             event
         })
+    }
+
+    /// The events written since the last take, back to back in one buffer,
+    /// and where each ends in it: what a turn's log keeps.
+    pub fn take_framed(&mut self) -> (Bytes, Vec<usize>) {
+        if let Some(per_event) = self.buf.len().checked_div(self.ends.len()) {
+            self.per_event = per_event;
+        }
+        (
+            Bytes::from(std::mem::take(&mut self.buf)),
+            std::mem::take(&mut self.ends),
+        )
     }
 }
 

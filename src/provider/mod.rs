@@ -321,6 +321,9 @@ mod tests {
     /// bytes with a call's metadata inline).
     #[test]
     fn an_event_is_small() {
-        assert_eq!(std::mem::size_of::<Result<ProviderEvent, ProviderError>>(), 64);
+        assert_eq!(
+            std::mem::size_of::<Result<ProviderEvent, ProviderError>>(),
+            64
+        );
     }
 }

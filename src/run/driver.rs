@@ -1,7 +1,6 @@
 //! Where a turn is polled: by the reader waiting for its next chunk, in
 //! that reader's task, until it needs a tracked task of its own.
 
-use std::collections::VecDeque;
 use std::sync::{Mutex, MutexGuard};
 use std::task::Context;
 use std::time::Duration;
@@ -10,7 +9,7 @@ use slab::Slab;
 use tokio::sync::{Notify, watch};
 use tokio_util::task::TaskTracker;
 
-use crate::protocol::sse::Event;
+use super::entries::Entries;
 
 /// Chunks the producer may run ahead of its slowest reader.
 pub(super) const LAG: usize = 256;
@@ -197,10 +196,8 @@ impl Run {
 
 /// The turn's log and where the turn is, under one lock.
 pub(super) struct Log {
-    /// The chunks; `entries[0]` is chunk number `first`.
-    pub(super) entries: VecDeque<Event>,
-    pub(super) first: usize,
-    pub(super) bytes: usize,
+    /// The chunks, numbered from `entries.first()`.
+    pub(super) entries: Entries,
     pub(super) done: bool,
     /// Each reader's next chunk number, at the reader's key: a slab, so
     /// that a reader's read of each batch hashes nothing.
@@ -213,9 +210,7 @@ pub(super) struct Log {
 impl Default for Log {
     fn default() -> Self {
         Self {
-            entries: VecDeque::new(),
-            first: 0,
-            bytes: 0,
+            entries: Entries::default(),
             done: false,
             cursors: Slab::new(),
             driver: Driver::Ended,
@@ -226,7 +221,12 @@ impl Default for Log {
 
 impl Log {
     pub(super) fn end(&self) -> usize {
-        self.first + self.entries.len()
+        self.entries.end()
+    }
+
+    /// The number of the first chunk kept.
+    pub(super) fn first(&self) -> usize {
+        self.entries.first()
     }
 
     pub(super) fn slowest(&self) -> Option<usize> {

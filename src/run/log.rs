@@ -11,6 +11,7 @@ use futures::{FutureExt, Stream, StreamExt};
 use tokio::sync::watch;
 
 use super::driver::{Driver, Log, Run};
+use super::entries::Unread;
 use crate::agent::Pieces;
 use crate::protocol::UiChunk;
 use crate::protocol::sse::{Event, EventWriter};
@@ -57,7 +58,7 @@ impl Run {
         let mut log = self.lock();
         let end = log.end();
         let from = at.resolve(end);
-        if from < log.first {
+        if from < log.first() {
             return None;
         }
         let reader = self.attach_at(&mut log, from);
@@ -74,14 +75,14 @@ impl Run {
     /// the start is gone. One lock, so the log cannot move in between.
     pub(super) fn reader(self: &Arc<Self>, from_start: bool) -> Option<Subscription> {
         let mut log = self.lock();
-        if from_start && log.first > 0 {
+        if from_start && log.first() > 0 {
             return None;
         }
         Some(self.attach(&mut log))
     }
 
     pub(super) fn attach(self: &Arc<Self>, log: &mut Log) -> Subscription {
-        let first = log.first;
+        let first = log.first();
         self.attach_at(log, first)
     }
 
@@ -104,10 +105,6 @@ pub struct Subscription {
     pub(super) id: usize,
 }
 
-/// Chunks a reader has not read, with their numbers, in order.
-pub type Unread<'a> =
-    std::iter::Zip<std::ops::Range<usize>, std::collections::vec_deque::Iter<'a, Event>>;
-
 /// What [`Subscription::read`] found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LogRead {
@@ -126,7 +123,7 @@ impl Subscription {
     pub fn read(&self, at_most: usize, take: impl FnOnce(Unread<'_>)) -> LogRead {
         let read = {
             let mut log = self.run.lock();
-            let first = log.first;
+            let first = log.first();
             let end = log.end();
             let cursor = log
                 .cursors
@@ -136,7 +133,7 @@ impl Subscription {
                 .max(first);
             let to = end.min(cursor.saturating_add(at_most));
             if to > cursor {
-                take((cursor..to).zip(log.entries.range(cursor - first..to - first)));
+                take(log.entries.range(cursor, to));
             }
             if let Some(at) = log.cursors.get_mut(self.id) {
                 *at = to;
@@ -185,7 +182,9 @@ impl Subscription {
             let mut batch = Vec::new();
             loop {
                 let read = self.read(usize::MAX, |unread| {
-                    batch.extend(unread.map(|(n, event)| (n, event.clone())));
+                    for run in unread {
+                        batch.extend(run.events());
+                    }
                 });
                 match read {
                     LogRead::Chunks => {
@@ -205,8 +204,8 @@ impl Subscription {
     /// Whether the log holds chunks this reader has not read, or has ended.
     fn has_news(&self) -> bool {
         let log = self.run.lock();
-        let cursor = log.cursors.get(self.id).copied().unwrap_or(log.first);
-        cursor.max(log.first) != log.end() || log.done
+        let cursor = log.cursors.get(self.id).copied().unwrap_or(log.first());
+        cursor.max(log.first()) != log.end() || log.done
     }
 }
 
@@ -280,6 +279,7 @@ pub(super) async fn produce(
     // Each batch is serialized once, into one buffer its events share.
     let mut events = EventWriter::default();
     let mut pieces = pieces;
+    // The batch's events, for the shared log.
     let mut framed: Vec<Event> = Vec::new();
     let mut ended = false;
     // One for the whole turn: made afresh per batch, its watches would
@@ -317,23 +317,21 @@ pub(super) async fn produce(
                 }
             }
         }
-        framed.extend(events.take());
+        let (batch, ends) = events.take_framed();
+        if shared.is_some() {
+            let mut start = 0;
+            framed.extend(ends.iter().map(|&end| {
+                let event = Event::framed(batch.slice(start..end));
+                start = end;
+                event
+            }));
+        }
         let mut behind = {
             let mut log = run.lock();
-            log.bytes += framed.iter().map(Event::len).sum::<usize>();
-            // Extended at once, so the log grows once for the batch.
-            if shared.is_some() {
-                // Kept for the shared log: a clone only counts a reference.
-                log.entries.extend(framed.iter().cloned());
-            } else {
-                log.entries.extend(framed.drain(..));
-            }
+            log.entries.push(batch, ends);
             // Over the replay limit: forget what every reader has read.
-            while log.bytes > MAX_LOG_BYTES && log.slowest().is_some_and(|s| s > log.first) {
-                if let Some(old) = log.entries.pop_front() {
-                    log.bytes -= old.len();
-                    log.first += 1;
-                }
+            if let Some(read) = log.slowest() {
+                log.entries.trim(MAX_LOG_BYTES, read);
             }
             log.is_behind()
         };
@@ -357,11 +355,7 @@ pub(super) async fn produce(
                 );
                 tracing::info!("{why}");
                 let error = Event::of(&UiChunk::Error { error_text: why });
-                {
-                    let mut log = run.lock();
-                    log.bytes += error.len();
-                    log.entries.push_back(error.clone());
-                }
+                run.lock().entries.push_event(&error);
                 share(shared, &[error], false).await;
                 return;
             }

@@ -41,6 +41,7 @@
 mod api;
 mod calls;
 mod driver;
+mod entries;
 mod log;
 mod registry;
 mod takeover;
@@ -48,7 +49,8 @@ mod takeover;
 pub use api::{Asker, TurnError, Turns, continue_held};
 pub use calls::{BAD_STATE, Called, Calls};
 pub use driver::Run;
-pub use log::{LogRead, StartIndex, Subscription, Unread};
+pub use entries::{Framed, Unread};
+pub use log::{LogRead, StartIndex, Subscription};
 pub use registry::{Continue, Limits, Owner, RunError, Runs};
 pub use takeover::{OWNER_DIED, Reader, Remote, Resumed};
 

@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::driver::{DETACH_AFTER, Driver, Run, Work};
+use super::entries::Entries;
 use super::log::{MAX_LOG_BYTES, Subscription, produce};
 use crate::agent::Pieces;
 use crate::metrics::Transport;
@@ -220,13 +221,10 @@ impl Runs {
             Opening::New(writer) => (false, writer),
             Opening::Adopted(adopted, writer) => {
                 let mut log = run.lock();
-                log.first = adopted.first;
-                log.entries = adopted
-                    .chunks
-                    .iter()
-                    .map(|json| Event::framing(json))
-                    .collect();
-                log.bytes = log.entries.iter().map(Event::len).sum();
+                log.entries = Entries::starting_at(adopted.first);
+                for json in &adopted.chunks {
+                    log.entries.push_event(&Event::framing(json));
+                }
                 (true, Some(writer))
             }
         };

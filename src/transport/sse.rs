@@ -54,9 +54,10 @@ impl Events for Subscription {
         Subscription::read(self, at_most, |unread| {
             // Exactly the write's size: no growing on the way, and nothing
             // kept between writes by a stream that waits.
-            encoder.reserve(unread.clone().map(|(_, event)| event.len()).sum());
-            for (_, event) in unread {
-                encoder.push_event(event);
+            encoder.reserve(unread.clone().map(|run| run.sse().len()).sum());
+            // A batch's events follow one another: one copy a batch.
+            for run in unread {
+                encoder.push_raw(run.sse());
             }
         })
     }
