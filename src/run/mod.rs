@@ -20,6 +20,8 @@
 //! - [`log`]: the log, its readers, and its backpressure: the reader
 //!   furthest behind holds the turn back by at most [`driver::LAG`] chunks,
 //!   so a client that stops reading pauses the model;
+//! - [`entries`]: how the log keeps its chunks, each batch's events back
+//!   to back in one buffer, read as runs ([`Unread`]);
 //! - [`driver`]: where a turn is polled: by the reader waiting for it, in
 //!   that reader's task, until it waits for a human, loses its last reader,
 //!   or goes unpolled for a second; then on a tracked task of its own;
