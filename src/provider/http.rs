@@ -200,8 +200,7 @@ impl Upstream {
                             provider: config.provider,
                             status: status.as_u16(),
                             message,
-                            retry_after: retry_after
-                                .map(|d| u32::try_from(d.as_secs()).unwrap_or(u32::MAX)),
+                            retry_after: retry_after.and_then(|d| d.as_secs().try_into().ok()),
                         });
                     }
                 }
