@@ -68,6 +68,17 @@ impl Event {
         Event(event)
     }
 
+    /// The events [`EventWriter::take_framed`] wrote into `batch`, ending
+    /// at `ends`, each cut from it.
+    pub fn cut(batch: Bytes, ends: impl IntoIterator<Item = usize>) -> impl Iterator<Item = Event> {
+        let mut start = 0;
+        ends.into_iter().map(move |end| {
+            let event = Event(batch.slice(start..end));
+            start = end;
+            event
+        })
+    }
+
     /// The event of a chunk's JSON (as a shared turn log keeps it): a copy.
     pub fn framing(json: &[u8]) -> Self {
         let mut buf = Vec::with_capacity(DATA.len() + json.len() + 2);
@@ -192,12 +203,7 @@ impl EventWriter {
     /// The events written since the last take, in order.
     pub fn take(&mut self) -> impl Iterator<Item = Event> {
         let (batch, ends) = self.take_framed();
-        let mut start = 0;
-        ends.into_iter().map(move |end| {
-            let event = Event(batch.slice(start..end));
-            start = end;
-            event
-        })
+        Event::cut(batch, ends)
     }
 
     /// The events written since the last take, back to back in one buffer,

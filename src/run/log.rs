@@ -319,12 +319,7 @@ pub(super) async fn produce(
         }
         let (batch, ends) = events.take_framed();
         if shared.is_some() {
-            let mut start = 0;
-            framed.extend(ends.iter().map(|&end| {
-                let event = Event::framed(batch.slice(start..end));
-                start = end;
-                event
-            }));
+            framed.extend(Event::cut(batch.clone(), ends.iter().copied()));
         }
         let mut behind = {
             let mut log = run.lock();
