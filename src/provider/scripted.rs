@@ -183,21 +183,14 @@ impl Iterator for Script {
         let reason = match &mut self.left {
             Left::Calls { calls, open } => {
                 if let Some((id, fragments)) = open {
-                    let event = match fragments.next() {
-                        Some(delta) => ProviderEvent::ToolCallDelta {
-                            id: id.clone(),
-                            delta,
-                        },
-                        None => ProviderEvent::ToolCallEnd {
-                            id: std::mem::take(id),
-                        },
-                    };
-                    if matches!(event, ProviderEvent::ToolCallEnd { .. }) {
-                        *open = None;
-                    } else {
+                    if let Some(delta) = fragments.next() {
                         self.usage.output_tokens += 1;
+                        let id = id.clone();
+                        return Some(ProviderEvent::ToolCallDelta { id, delta });
                     }
-                    return Some(event);
+                    let id = std::mem::take(id);
+                    *open = None;
+                    return Some(ProviderEvent::ToolCallEnd { id });
                 }
                 if let Some((name, args)) = calls.next() {
                     let id = self.ids.next("call");

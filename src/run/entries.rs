@@ -149,11 +149,6 @@ pub struct Framed<'a> {
 }
 
 impl Framed<'_> {
-    /// The number of the first.
-    pub fn first(&self) -> usize {
-        self.batch.first + self.events.start
-    }
-
     /// Their bytes, back to back, as SSE sends them.
     pub fn sse(&self) -> &[u8] {
         let from = self.batch.start(self.events.start);
@@ -220,8 +215,11 @@ mod tests {
             assert_eq!(texts(entries.range(from, to)), expected, "{from}..{to}");
         }
         // One run a batch.
-        let firsts: Vec<usize> = entries.range(1, 8).map(|run| run.first()).collect();
-        assert_eq!(firsts, [1, 3, 4]);
+        let firsts: Vec<Option<usize>> = entries
+            .range(1, 8)
+            .map(|run| run.events().next().map(|(n, _)| n))
+            .collect();
+        assert_eq!(firsts, [Some(1), Some(3), Some(4)]);
     }
 
     #[test]

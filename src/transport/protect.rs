@@ -60,8 +60,8 @@ pub fn protect(router: Router, guard: Guard, body: BodyTimes) -> Router {
 }
 
 /// The guard's check; a request it lets in has its body put under the
-/// deadline `total` from now (here, not in a layer of its own: a layer
-/// costs every request a clone of the routes behind it).
+/// deadline `total` from now (here, not in a layer of its own: a `from_fn`
+/// layer boxes the service behind it again for every request).
 async fn check(
     State((guard, total)): State<(Arc<Guard>, Duration)>,
     request: Request,
