@@ -43,8 +43,6 @@ static WEATHER: LazyLock<Result<Regex, regex::Error>> =
 static USE: LazyLock<Result<Regex, regex::Error>> = LazyLock::new(|| {
     Regex::new(r"(?i)^\s*(?:please\s+)?use\s+([a-z0-9_-]+)(?:\s+with\s+(\{.*\}))?[\s.!?]*$")
 });
-static COUNT: LazyLock<Result<Regex, regex::Error>> =
-    LazyLock::new(|| Regex::new(r"(?i)\bcount\s+to\s+(\d+)\b"));
 /// A payment clause without its verb, after a payment: `20 USD to Jiro`.
 static MORE_PAYMENT: LazyLock<Result<Regex, regex::Error>> = LazyLock::new(|| {
     Regex::new(r"(?i)^\s*(\$)?\s*(\d+(?:\.\d+)?)\s*(?:([a-z]{3})\s+)?to\s+(.+?)[\s.!?]*$")
@@ -75,6 +73,56 @@ fn count_delta(i: u64) -> DeltaText {
 
 fn regex(re: &'static LazyLock<Result<Regex, regex::Error>>) -> Option<&'static Regex> {
     re.as_ref().ok()
+}
+
+/// Whether `text` may name one of `words`, in any case: false only when it
+/// surely does not, so that a request that asks for no call (a count, a
+/// sentence) never enters the regex engine, whose search and cold code
+/// cost more than the rest of the plan. The patterns ignore case as
+/// Unicode folds it (`ſ` is an `s`), which only ASCII text keeps exact:
+/// any other text goes to them.
+fn may_name(text: &str, words: &[&str]) -> bool {
+    !text.is_ascii()
+        || words.iter().any(|word| {
+            text.as_bytes()
+                .windows(word.len())
+                .any(|w| w.eq_ignore_ascii_case(word.as_bytes()))
+        })
+}
+
+/// The `N` of `count to N`, in any case, with spaces between the words
+/// and `N` a whole word of ASCII digits. Read by hand, with
+/// [`may_name`], so that a count stays out of the regex engine.
+fn count_to(text: &str) -> Option<&str> {
+    text.char_indices().find_map(|(at, _)| {
+        let rest = &text[at..];
+        if !starts_with_ci(rest, "count") || text[..at].chars().next_back().is_some_and(is_word) {
+            return None;
+        }
+        let rest = spaced(&rest["count".len()..])?;
+        let rest = spaced(
+            rest.get("to".len()..)
+                .filter(|_| starts_with_ci(rest, "to"))?,
+        )?;
+        let digits = rest.len() - rest.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+        let after = rest[digits..].chars().next();
+        (digits > 0 && !after.is_some_and(is_word)).then(|| &rest[..digits])
+    })
+}
+
+fn starts_with_ci(s: &str, word: &str) -> bool {
+    s.get(..word.len())
+        .is_some_and(|head| head.eq_ignore_ascii_case(word))
+}
+
+fn is_word(c: char) -> bool {
+    c.is_alphanumeric() || c == '_'
+}
+
+/// What follows at least one space at the start of `s`.
+fn spaced(s: &str) -> Option<&str> {
+    let rest = s.trim_start();
+    (rest.len() < s.len()).then_some(rest)
 }
 
 #[derive(Clone, Debug)]
@@ -259,8 +307,8 @@ fn plan_for_text(text: &str, offered: &[&str]) -> Plan {
     if !calls.is_empty() {
         return Plan::Calls(calls);
     }
-    if let Some(caps) = regex(&COUNT).and_then(|re| re.captures(text)) {
-        return match caps[1].parse::<u64>() {
+    if let Some(n) = count_to(text) {
+        return match n.parse::<u64>() {
             Ok(n @ 1..=MAX_COUNT) => Plan::Count(n),
             _ => Plan::Text(format!("I can count from 1 to {MAX_COUNT}.")),
         };
@@ -278,7 +326,8 @@ fn plan_for_text(text: &str, offered: &[&str]) -> Plan {
 fn calls_in(text: &str, offered: &[&str]) -> Vec<Call> {
     let mut pieces = Vec::new();
     let mut start = 0;
-    if let Some(separator) = regex(&SEPARATOR).filter(|_| text.len() <= MAX_SPLIT_BYTES) {
+    let split = text.len() <= MAX_SPLIT_BYTES && may_name(text, &[",", "and"]);
+    if let Some(separator) = regex(&SEPARATOR).filter(|_| split) {
         for found in separator.find_iter(text) {
             if pieces.len() + 1 == MAX_CLAUSES {
                 break;
@@ -334,7 +383,8 @@ fn call_for_clause(
     offered: &[&str],
     after_payment: Option<&str>,
 ) -> Option<(String, Value)> {
-    if let Some(caps) = regex(&USE).and_then(|re| re.captures(clause))
+    if may_name(clause, &["use"])
+        && let Some(caps) = regex(&USE).and_then(|re| re.captures(clause))
         && offered.contains(&&caps[1])
     {
         let args = match caps.get(2) {
@@ -345,9 +395,14 @@ fn call_for_clause(
     }
     // With its own verb a payment stands alone (USD unless it says);
     // without one it continues the payment before it, in its currency.
-    let payment = match regex(&PAYMENT).and_then(|re| re.captures(clause)) {
+    let verb = may_name(clause, &["send", "pay", "transfer"]);
+    let payment = match regex(&PAYMENT)
+        .filter(|_| verb)
+        .and_then(|re| re.captures(clause))
+    {
         Some(caps) => Some((caps, "USD")),
         None => after_payment
+            .filter(|_| may_name(clause, &["to"]))
             .and_then(|currency| Some((regex(&MORE_PAYMENT)?.captures(clause)?, currency))),
     };
     if let Some((caps, default_currency)) = payment {
@@ -362,6 +417,9 @@ fn call_for_clause(
             "process_payment".to_owned(),
             json!({"amount": amount, "recipient": recipient, "currency": currency}),
         ));
+    }
+    if !may_name(clause, &["weather"]) {
+        return None;
     }
     let caps = regex(&WEATHER)?.captures(clause)?;
     Some(("get_weather".to_owned(), json!({"city": caps[1].trim()})))

@@ -157,6 +157,55 @@ fn count_echo_and_limits() {
     }
 }
 
+#[test]
+fn count_read_by_hand() {
+    let cases = [
+        ("count to 3", Some("3")),
+        ("please COUNT  TO\t42 now", Some("42")),
+        ("recount to 3", None),
+        ("_count to 3", None),
+        ("écount to 3", None),
+        ("(count to 3)", Some("3")),
+        ("count to", None),
+        ("count to x", None),
+        ("count to 12a", None),
+        ("count to 12_", None),
+        ("count to 7!", Some("7")),
+        ("countto 3", None),
+        ("count tox 3", None),
+        ("count to3", None),
+        ("count on me, count to 5", Some("5")),
+        ("count to 1 and count to 2", Some("1")),
+        ("count\u{a0}to 9", Some("9")),
+        ("", None),
+    ];
+    for (text, n) in cases {
+        assert_eq!(count_to(text), n, "{text:?}");
+    }
+}
+
+#[test]
+fn only_text_that_may_name_a_word_goes_to_the_patterns() {
+    let cases = [
+        ("send 5 to Bob", &["send", "pay"][..], true),
+        ("SEND 5", &["send"][..], true),
+        ("count to 100", &["send", "pay", "transfer"][..], false),
+        ("count to 100", &[",", "and"][..], false),
+        ("a, b", &[",", "and"][..], true),
+        ("Sand", &["and"][..], true),
+        // Not ASCII: Unicode's folding is the patterns' to judge.
+        ("ſend 5 to Bob", &["send"][..], true),
+        ("", &["use"][..], false),
+    ];
+    for (text, words, may) in cases {
+        assert_eq!(may_name(text, words), may, "{text:?} {words:?}");
+    }
+    // Let through, it is the patterns' to read: they fold `ſ` to `s`.
+    let sent = calls("ſend 5 to Bob");
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0].1["recipient"], "Bob");
+}
+
 /// Each plan's events, in order, with the usage the finish reports.
 #[tokio::test]
 async fn streams_each_plan() {
