@@ -5,13 +5,12 @@
 use serde_json::Value;
 
 use crate::ids::Ids;
+use crate::protocol::sink::ChunkSink;
+use crate::protocol::sse::Delta as Kind;
 use crate::protocol::{BlockId, DeltaText, Part, UiChunk};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    Text,
-    Reasoning,
-}
+/// Room a block's text starts with.
+const BLOCK_CAPACITY: usize = 128;
 
 #[derive(Debug)]
 struct Open {
@@ -32,11 +31,11 @@ impl Blocks {
         Self { ids, open: None }
     }
 
-    pub fn text(&mut self, delta: DeltaText, out: &mut Vec<UiChunk>, parts: &mut Vec<Part>) {
+    pub fn text(&mut self, delta: DeltaText, out: &mut impl ChunkSink, parts: &mut Vec<Part>) {
         self.delta(Kind::Text, delta, out, parts);
     }
 
-    pub fn reasoning(&mut self, delta: DeltaText, out: &mut Vec<UiChunk>, parts: &mut Vec<Part>) {
+    pub fn reasoning(&mut self, delta: DeltaText, out: &mut impl ChunkSink, parts: &mut Vec<Part>) {
         self.delta(Kind::Reasoning, delta, out, parts);
     }
 
@@ -44,7 +43,7 @@ impl Blocks {
         &mut self,
         kind: Kind,
         delta: DeltaText,
-        out: &mut Vec<UiChunk>,
+        out: &mut impl ChunkSink,
         parts: &mut Vec<Part>,
     ) {
         if self.open.as_ref().is_some_and(|o| o.kind != kind) {
@@ -66,19 +65,14 @@ impl Blocks {
             Open {
                 kind,
                 id,
-                content: String::new(),
+                // Grown from nothing, a few hundred bytes of deltas would
+                // take seven allocations.
+                content: String::with_capacity(BLOCK_CAPACITY),
                 metadata: None,
             }
         });
         open.content.push_str(&delta);
-        out.push(match kind {
-            Kind::Text => UiChunk::text_delta(&open.id, delta),
-            Kind::Reasoning => UiChunk::ReasoningDelta {
-                id: open.id.clone(),
-                delta,
-                provider_metadata: None,
-            },
-        });
+        out.delta(kind, &open.id, delta);
     }
 
     /// Ends the reasoning block being streamed with the metadata its
@@ -87,7 +81,7 @@ impl Blocks {
     pub fn reasoning_end(
         &mut self,
         metadata: Value,
-        out: &mut Vec<UiChunk>,
+        out: &mut impl ChunkSink,
         parts: &mut Vec<Part>,
     ) {
         if self.open.as_ref().is_none_or(|o| o.kind != Kind::Reasoning) {
@@ -111,7 +105,7 @@ impl Blocks {
     }
 
     /// Ends the open block, if any.
-    pub fn close(&mut self, out: &mut Vec<UiChunk>, parts: &mut Vec<Part>) {
+    pub fn close(&mut self, out: &mut impl ChunkSink, parts: &mut Vec<Part>) {
         let Some(Open {
             kind,
             id,

@@ -16,6 +16,7 @@ use crate::call::{Redaction, ToolCall};
 use crate::confirm::{CONFIRMATION_TOOL, shown_outcome, with_handoff};
 use crate::ids::Ids;
 use crate::protocol::chunk::DataChunk;
+use crate::protocol::sink::ChunkSink;
 use crate::protocol::{
     ConfirmationProtocol, DeltaText, DeniedAs, Part, ToolState, UiChunk, UiMessage,
 };
@@ -47,19 +48,29 @@ impl TurnEncoder {
     /// [`AgentEvent::TextDelta`]'s chunks, for a caller that has the delta
     /// alone: the most frequent event, which as an `AgentEvent` would be
     /// moved whole (the size of the largest event) for its few bytes.
-    pub fn text(&mut self, delta: DeltaText, message: &mut UiMessage, out: &mut Vec<UiChunk>) {
+    pub fn text(&mut self, delta: DeltaText, message: &mut UiMessage, out: &mut impl ChunkSink) {
         self.blocks.text(delta, out, &mut message.parts);
     }
 
     /// [`AgentEvent::ReasoningDelta`]'s chunks, as [`TurnEncoder::text`].
-    pub fn reasoning(&mut self, delta: DeltaText, message: &mut UiMessage, out: &mut Vec<UiChunk>) {
+    pub fn reasoning(
+        &mut self,
+        delta: DeltaText,
+        message: &mut UiMessage,
+        out: &mut impl ChunkSink,
+    ) {
         self.blocks.reasoning(delta, out, &mut message.parts);
     }
 
     /// Appends `event`'s chunks to `out` and applies it to `message`, the
     /// outgoing one. The event is taken by value so that deltas and outputs
     /// move into their chunks instead of being copied.
-    pub fn on_event(&mut self, event: AgentEvent, message: &mut UiMessage, out: &mut Vec<UiChunk>) {
+    pub fn on_event(
+        &mut self,
+        event: AgentEvent,
+        message: &mut UiMessage,
+        out: &mut impl ChunkSink,
+    ) {
         match event {
             AgentEvent::Start => out.push(UiChunk::Start {
                 message_id: Some(message.id.clone()),
@@ -253,7 +264,7 @@ impl TurnEncoder {
 
 /// A question's chunks and its part: ADK's confirmation call, or a native
 /// approval request on the call itself.
-fn ask(redaction: &Redaction, asked: Asked, message: &mut UiMessage, out: &mut Vec<UiChunk>) {
+fn ask(redaction: &Redaction, asked: Asked, message: &mut UiMessage, out: &mut impl ChunkSink) {
     let metadata = merge(asked.seal, asked.metadata);
     let issued = asked.issued;
     match issued.protocol {
@@ -310,7 +321,7 @@ fn input_chunks(
     with_start: bool,
     metadata: Option<Value>,
     provider_executed: Option<bool>,
-    out: &mut Vec<UiChunk>,
+    out: &mut impl ChunkSink,
 ) {
     if with_start {
         out.push(UiChunk::tool_input_start(&call.id, &call.name));

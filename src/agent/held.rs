@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use super::encode::TurnEncoder;
 use super::{Agent, Engine, Phase, Pieces, StepState, Turn};
 use crate::confirm::Scope;
+use crate::protocol::sink::ChunkWriter;
 use crate::protocol::{ConfirmationFlow, ConfirmationProtocol, UiMessage};
 use crate::provider::StopReason;
 
@@ -88,6 +89,7 @@ impl Agent {
     pub fn continue_held(
         self: Arc<Self>,
         held: HeldTurn,
+        client: crate::protocol::ClientVersion,
         waiting: tokio::sync::watch::Sender<bool>,
     ) -> Pieces {
         async_stream::stream! {
@@ -127,10 +129,10 @@ impl Agent {
                 },
                 agent: self,
             };
-            let mut out = Vec::new();
+            let mut out = ChunkWriter::new(client);
             while turn.advance(&mut out).await {
-                if !out.is_empty() {
-                    yield std::mem::take(&mut out);
+                if let Some(batch) = out.take() {
+                    yield batch;
                 }
             }
         }

@@ -29,11 +29,11 @@ use step::{Model, Run};
 
 pub use held::HeldTurn;
 
-/// A turn's chunks, in the pieces it makes them in: those that are ready
-/// together (a model's events read at once, a step's end) come as one, so
-/// that what handles them is polled once a piece, not once a chunk. No
-/// piece is empty.
-pub type Pieces = futures::stream::BoxStream<'static, Vec<crate::protocol::UiChunk>>;
+/// A turn's chunks, framed as they are made, in the pieces it makes them
+/// in: those that are ready together (a model's events read at once, a
+/// step's end) come as one batch, so that what handles them is polled once
+/// a piece, not once a chunk. No piece is empty.
+pub type Pieces = futures::stream::BoxStream<'static, crate::protocol::sink::Batch>;
 
 /// Everything a turn needs; shared by all requests.
 pub struct Agent {

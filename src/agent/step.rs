@@ -11,7 +11,8 @@ use super::event::{AgentEvent, Asked};
 use super::{Phase, Turn, card_settled, decided_answer};
 use crate::call::{MAX_ARGS_BYTES, MAX_CALLS_PER_STEP, ToolCall};
 use crate::confirm::{NewCall, Permit};
-use crate::protocol::{ConfirmationFlow, ConfirmationProtocol, UiChunk};
+use crate::protocol::sink::ChunkWriter;
+use crate::protocol::{ConfirmationFlow, ConfirmationProtocol};
 use crate::provider::{ProviderError, ProviderEvent};
 use crate::store::Outcome;
 
@@ -62,7 +63,7 @@ impl Turn {
     /// Reads the model's response: the next event, then those already
     /// there, up to [`MODEL_BATCH`], so that a fast model's deltas go out
     /// together (nothing is waited for between them).
-    pub(super) async fn model(&mut self, mut model: Model, out: &mut Vec<UiChunk>) -> Phase {
+    pub(super) async fn model(&mut self, mut model: Model, out: &mut ChunkWriter) -> Phase {
         let mut next = model.events.next().await;
         // A model that is always ready must not hold the worker thread.
         tokio::task::coop::consume_budget().await;
@@ -105,7 +106,7 @@ impl Turn {
         &mut self,
         model: &mut Model,
         event: Result<ProviderEvent, ProviderError>,
-        out: &mut Vec<UiChunk>,
+        out: &mut ChunkWriter,
     ) -> Option<Phase> {
         let event = match event {
             Err(e) => {
@@ -192,7 +193,7 @@ impl Turn {
     }
 
     /// Takes one call through the gate.
-    pub(super) async fn gate(&mut self, mut gate: Gate, out: &mut Vec<UiChunk>) -> Phase {
+    pub(super) async fn gate(&mut self, mut gate: Gate, out: &mut ChunkWriter) -> Phase {
         let Some(streaming) = gate.calls.next() else {
             let running = gate.permits.into_iter().map(|(permit, metadata)| {
                 let call = permit.call().clone();
@@ -296,7 +297,7 @@ impl Turn {
     }
 
     /// Records the next permitted call's outcome.
-    pub(super) async fn run(&mut self, mut running: Run, out: &mut Vec<UiChunk>) -> Phase {
+    pub(super) async fn run(&mut self, mut running: Run, out: &mut ChunkWriter) -> Phase {
         if let Some((call, metadata, outcome)) = running.next().await {
             self.emit_outcome(call, outcome, None, metadata, out);
             return Phase::Run(running);
@@ -315,7 +316,7 @@ impl Turn {
     pub(super) async fn hold(
         &mut self,
         mut questions: std::vec::IntoIter<String>,
-        out: &mut Vec<UiChunk>,
+        out: &mut ChunkWriter,
     ) -> Phase {
         let Some(confirmation_id) = questions.next() else {
             self.step.asked = false;

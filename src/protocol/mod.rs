@@ -9,6 +9,7 @@ pub mod grant;
 pub mod message;
 pub mod native;
 pub mod request;
+pub mod sink;
 pub mod sse;
 
 pub use chunk::{BlockId, DeltaText, FinishReason, UiChunk};

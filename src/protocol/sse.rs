@@ -28,10 +28,10 @@ const DATA: &[u8] = b"data: ";
 /// chunk is a string, so serializing one into memory does not fail).
 const UNENCODABLE: &[u8] = br#"{"type":"error","errorText":"unencodable chunk"}"#;
 
-/// A delta without provider metadata: what its event opens with, up to
-/// its id.
+/// A text or reasoning delta without provider metadata: nearly every
+/// chunk of a turn, framed straight from its text ([`EventWriter::delta`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Delta {
+pub enum Delta {
     Text,
     Reasoning,
 }
@@ -126,8 +126,10 @@ pub struct EventWriter {
     opened: Option<(Delta, BlockId)>,
 }
 
-/// What an event is expected to take before a batch has said: a delta's.
-const FIRST_PER_EVENT: usize = 64;
+/// What an event is expected to take before a batch has said: a text
+/// delta's with a made id (87 bytes for a delta of three), so that a
+/// turn's first batch of deltas does not grow its buffer on the way.
+const FIRST_PER_EVENT: usize = 96;
 /// The most an event is expected to take: after a batch of a large output,
 /// a batch of deltas must not reserve its size for each (the log keeps a
 /// batch's buffer whole); a large event grows the buffer itself.
@@ -146,8 +148,7 @@ impl EventWriter {
     }
 
     pub fn push(&mut self, chunk: &UiChunk) {
-        let start = self.buf.len();
-        let written = match chunk {
+        match chunk {
             UiChunk::TextDelta {
                 id,
                 delta,
@@ -159,10 +160,24 @@ impl EventWriter {
                 provider_metadata: None,
             } => self.delta(Delta::Reasoning, id, delta),
             _ => {
+                let start = self.buf.len();
                 self.buf.extend_from_slice(DATA);
-                serde_json::to_writer(&mut self.buf, chunk)
+                let written = serde_json::to_writer(&mut self.buf, chunk);
+                self.end(start, written);
             }
-        };
+        }
+    }
+
+    /// A delta of block `id`, as [`EventWriter::push`] writes its chunk,
+    /// from its text alone: no chunk made for it.
+    pub fn delta(&mut self, kind: Delta, id: &BlockId, delta: &str) {
+        let start = self.buf.len();
+        let written = self.write_delta(kind, id, delta);
+        self.end(start, written);
+    }
+
+    /// Closes the event begun at `start`, or says it could not be written.
+    fn end(&mut self, start: usize, written: serde_json::Result<()>) {
         if written.is_err() {
             self.buf.truncate(start);
             self.buf.extend_from_slice(DATA);
@@ -175,7 +190,7 @@ impl EventWriter {
     /// A delta, nearly every chunk of a turn, written key by key as serde's
     /// derive writes it (a test holds the two equal) without its map
     /// machinery: the two strings are all that need escaping.
-    fn delta(&mut self, kind: Delta, id: &BlockId, delta: &str) -> serde_json::Result<()> {
+    fn write_delta(&mut self, kind: Delta, id: &BlockId, delta: &str) -> serde_json::Result<()> {
         let same = matches!(&self.opened, Some((k, i)) if *k == kind && Arc::ptr_eq(i, id));
         if !same {
             self.opened = None;

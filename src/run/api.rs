@@ -31,8 +31,9 @@ use crate::agent::{Agent, HeldTurn, Pieces};
 use crate::confirm::{Decision, GateError, OutOfBand};
 use crate::identity::Identity;
 use crate::metrics::{Metrics, Transport, TurnWatch};
+use crate::protocol::RequestError;
+use crate::protocol::sink::End;
 use crate::protocol::{ChatRequest, ClientVersion, ConfirmationFlow, ConfirmationProtocol};
-use crate::protocol::{RequestError, UiChunk};
 use crate::store::{LimitError, Limited, Limiter, StoreError};
 
 /// Why the run API refused a call. Before a turn's stream starts; once it
@@ -106,7 +107,7 @@ impl Turns {
         let (waiting, waits) = watch::channel(false);
         let span = turn_span(&chat_id, self.trust_traceparent.then_some(trace));
         // Lazy: nothing of the turn runs before it is polled, in its span.
-        let (chunks, client) = self.turn(request, asker.who.clone(), waiting)?;
+        let chunks = self.turn(request, asker.who.clone(), waiting)?;
         let streams = self.limiter.rates().concurrent_streams;
         let owner = Owner {
             principal,
@@ -136,7 +137,7 @@ impl Turns {
         let watch = self.metrics.turn(transport);
         // The stream's place is held as long as the turn's chunks are: they
         // are dropped when the turn ends, however it ends.
-        let chunks = outgoing(chunks, client, watch, Some(span), Some(lease));
+        let chunks = outgoing(chunks, watch, Some(span), Some(lease));
         self.runs.start(owner, chunks, waits).await.map_err(busy)
     }
 
@@ -178,7 +179,7 @@ impl Turns {
         request: ChatRequest,
         who: Identity,
         waiting: watch::Sender<bool>,
-    ) -> Result<(Pieces, ClientVersion), TurnError> {
+    ) -> Result<Pieces, TurnError> {
         let protocol = request.options.protocol.unwrap_or(self.protocol);
         let flow = request.options.flow.unwrap_or(self.flow);
         let client = request
@@ -192,11 +193,10 @@ impl Turns {
         .into());
         }
         tracing::debug!(chat = %request.chat_id, messages = request.messages.len(), "turn");
-        let chunks = self
+        Ok(self
             .agent
             .clone()
-            .turn(request, who, protocol, flow, waiting);
-        Ok((chunks, client))
+            .turn(request, who, protocol, flow, client, waiting))
     }
 }
 
@@ -237,57 +237,35 @@ fn turn_span(chat_id: &str, trace: Option<&(dyn Extractor + Sync)>) -> Span {
 }
 
 /// A turn's chunks on their way to its log, in one adapter (a stream layer
-/// each would cost a boxed poll and a move of every piece): fitted to the
-/// `client`, counted by `watch` (open while streaming, the first chunk of
-/// content timed, how the turn ended), each poll in `span` (so the model's
-/// and the tools' spans are its children, in whichever task polls the
-/// turn; marked failed on an `error` chunk), and `lease` held as long as
-/// the chunks are. A piece at a time: nearly every chunk goes as it is.
+/// each would cost a boxed poll and a move of every piece): counted by
+/// `watch` (open while streaming, the first chunk of content timed, how
+/// the turn ended), each poll in `span` (so the model's and the tools'
+/// spans are its children, in whichever task polls the turn; marked failed
+/// on an `error` chunk), and `lease` held as long as the chunks are.
 fn outgoing<L: Send + 'static>(
     mut pieces: Pieces,
-    client: ClientVersion,
     mut watch: TurnWatch,
     span: Option<Span>,
     lease: Option<L>,
 ) -> Pieces {
     futures::stream::poll_fn(move |cx| {
         let _held = &lease;
-        let piece = loop {
-            let next = {
-                let _entered = span.as_ref().map(Span::enter);
-                pieces.poll_next_unpin(cx)
-            };
-            let Some(piece) = std::task::ready!(next) else {
-                return Poll::Ready(None);
-            };
-            let piece = if piece.iter().all(ClientVersion::takes_as_is) {
-                piece
-            } else {
-                piece
-                    .into_iter()
-                    .flat_map(|chunk| client.fit(chunk))
-                    .collect()
-            };
-            // A piece whose every chunk this client cannot take is no piece.
-            if !piece.is_empty() {
-                break piece;
-            }
+        let next = {
+            let _entered = span.as_ref().map(Span::enter);
+            pieces.poll_next_unpin(cx)
         };
-        for chunk in &piece {
-            match chunk {
-                UiChunk::Finish { .. } => watch.ended("finished"),
-                UiChunk::Error { .. } => {
-                    watch.ended("error");
-                    if let Some(span) = &span {
-                        span.record("otel.status_code", "error");
-                    }
-                }
-                UiChunk::Abort { .. } => watch.ended("aborted"),
-                UiChunk::Start { .. }
-                | UiChunk::StartStep
-                | UiChunk::FinishStep
-                | UiChunk::MessageMetadata { .. } => {}
-                _ => watch.content(),
+        let Some(piece) = std::task::ready!(next) else {
+            return Poll::Ready(None);
+        };
+        if piece.seen.content {
+            watch.content();
+        }
+        if let Some(end) = piece.seen.end {
+            watch.ended(end.label());
+            if end == End::Error
+                && let Some(span) = &span
+            {
+                span.record("otel.status_code", "error");
             }
         }
         Poll::Ready(Some(piece))
@@ -311,8 +289,8 @@ pub fn continue_held(
             .and_then(|v| v.parse().ok())
             .unwrap_or(default_client);
         let (waiting, waits) = watch::channel(false);
-        let chunks = agent.clone().continue_held(held, waiting).boxed();
+        let chunks = agent.clone().continue_held(held, client, waiting).boxed();
         let watch = metrics.turn(transport);
-        Some((outgoing(chunks, client, watch, None, None::<()>), waits))
+        Some((outgoing(chunks, watch, None, None::<()>), waits))
     })
 }

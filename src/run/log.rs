@@ -14,7 +14,8 @@ use super::driver::{Driver, Log, Run};
 use super::entries::Unread;
 use crate::agent::Pieces;
 use crate::protocol::UiChunk;
-use crate::protocol::sse::{Event, EventWriter};
+use crate::protocol::sink::Batch;
+use crate::protocol::sse::Event;
 use crate::store::{REFRESH_EVERY, TurnLogWriter};
 
 pub(super) const BATCH: usize = 64;
@@ -276,8 +277,8 @@ pub(super) async fn produce(
         tokio::time::interval_at(tokio::time::Instant::now() + REFRESH_EVERY, REFRESH_EVERY)
     });
     let mut readers = run.readers.subscribe();
-    // Each batch is serialized once, into one buffer its events share.
-    let mut events = EventWriter::default();
+    // The pieces that are ready together, put into the log under one lock.
+    let mut ready: Vec<Batch> = Vec::new();
     let mut pieces = pieces;
     // The batch's events, for the shared log.
     let mut framed: Vec<Event> = Vec::new();
@@ -302,28 +303,31 @@ pub(super) async fn produce(
             }
         };
         let Some(first) = first else { break };
-        let mut next = Some(first);
-        // Chunks that are ready together go into the log under one lock.
-        while let Some(piece) = next.take() {
-            events.reserve(piece.len());
-            for chunk in &piece {
-                events.push(chunk);
-            }
-            if events.len() < BATCH {
-                match pieces.next().now_or_never() {
-                    Some(Some(piece)) => next = Some(piece),
-                    Some(None) => ended = true,
-                    None => {}
+        let mut events = first.ends.len();
+        ready.push(first);
+        while events < BATCH {
+            match pieces.next().now_or_never() {
+                Some(Some(piece)) => {
+                    events += piece.ends.len();
+                    ready.push(piece);
                 }
+                Some(None) => {
+                    ended = true;
+                    break;
+                }
+                None => break,
             }
         }
-        let (batch, ends) = events.take_framed();
         if shared.is_some() {
-            framed.extend(Event::cut(batch.clone(), ends.iter().copied()));
+            for piece in &ready {
+                framed.extend(Event::cut(piece.bytes.clone(), piece.ends.iter().copied()));
+            }
         }
         let mut behind = {
             let mut log = run.lock();
-            log.entries.push(batch, ends);
+            for piece in ready.drain(..) {
+                log.entries.push(piece.bytes, piece.ends);
+            }
             // Over the replay limit: forget what every reader has read.
             if let Some(read) = log.slowest() {
                 log.entries.trim(MAX_LOG_BYTES, read);

@@ -14,6 +14,7 @@ use super::log::MAX_LOG_BYTES;
 use super::*;
 use crate::metrics::Transport;
 use crate::protocol::UiChunk;
+use crate::protocol::sink::Batch;
 use crate::protocol::sse::Event;
 
 fn limits() -> Limits {
@@ -39,11 +40,7 @@ async fn turn(
         capped: true,
     };
     let Ok((_, reader)) = runs
-        .start(
-            owner,
-            rx.map(|chunk| vec![chunk]).boxed(),
-            watch::channel(false).1,
-        )
+        .start(owner, rx.map(Batch::of).boxed(), watch::channel(false).1)
         .await
     else {
         panic!("not started")

@@ -6,6 +6,7 @@ use tokio::sync::watch;
 
 use super::*;
 use crate::protocol::UiChunk;
+use crate::protocol::sink::Batch;
 
 fn runs(per_principal: usize, total: usize) -> Arc<Runs> {
     let second = Duration::from_secs(60);
@@ -44,7 +45,7 @@ fn say(tx: &mut futures::channel::mpsc::Sender<UiChunk>, chunk: UiChunk) {
 
 /// `n` chunks, a piece each.
 fn chunks(n: usize) -> crate::agent::Pieces {
-    futures::stream::iter((0..n).map(|_| vec![UiChunk::StartStep])).boxed()
+    futures::stream::iter((0..n).map(|_| Batch::of(UiChunk::StartStep))).boxed()
 }
 
 #[tokio::test]
@@ -106,11 +107,7 @@ async fn a_turn_runs_in_its_readers_task_until_it_waits_or_is_left() {
     let runs = runs(4, 16);
     let (mut tx, rx) = futures::channel::mpsc::channel(8);
     let Ok((run, reader)) = runs
-        .start(
-            owner("p", "c"),
-            rx.map(|chunk| vec![chunk]).boxed(),
-            waiting(),
-        )
+        .start(owner("p", "c"), rx.map(Batch::of).boxed(), waiting())
         .await
     else {
         panic!("not started")
@@ -138,7 +135,7 @@ async fn a_turn_runs_in_its_readers_task_until_it_waits_or_is_left() {
     let (asking, waits) = watch::channel(false);
     let (mut tx, rx) = futures::channel::mpsc::channel(8);
     let Ok((held, reader)) = runs
-        .start(owner("p", "d"), rx.map(|chunk| vec![chunk]).boxed(), waits)
+        .start(owner("p", "d"), rx.map(Batch::of).boxed(), waits)
         .await
     else {
         panic!("not started")

@@ -11,11 +11,15 @@ use std::time::Duration;
 use common::{Counting, fixture};
 use futures::StreamExt;
 use futures::stream::BoxStream;
+use serde_json::Value;
 use toolgate::agent::Agent;
 use toolgate::confirm::Gate;
 use toolgate::identity::{Identity, Source};
 use toolgate::ids::{Clock, Ids};
-use toolgate::protocol::{ChatRequest, ConfirmationFlow, ConfirmationProtocol, DeniedAs, UiChunk};
+use toolgate::protocol::sse::Event;
+use toolgate::protocol::{
+    ChatRequest, ClientVersion, ConfirmationFlow, ConfirmationProtocol, DeniedAs,
+};
 use toolgate::provider::ScriptedModel;
 use toolgate::store::Store;
 use toolgate::tools::{ProcessPayment, Registry};
@@ -47,8 +51,8 @@ fn agent(payments: Arc<AtomicUsize>) -> Arc<Agent> {
 }
 
 /// `anonymous`'s turn for `request`, in ADK's protocol and the finish
-/// flow, a chunk at a time.
-fn turn(agent: &Arc<Agent>, request: ChatRequest) -> BoxStream<'static, UiChunk> {
+/// flow, a chunk's JSON at a time.
+fn turn(agent: &Arc<Agent>, request: ChatRequest) -> BoxStream<'static, Value> {
     agent
         .clone()
         .turn(
@@ -56,9 +60,15 @@ fn turn(agent: &Arc<Agent>, request: ChatRequest) -> BoxStream<'static, UiChunk>
             Identity::new("anonymous", Source::Anonymous),
             ConfirmationProtocol::Adk,
             ConfirmationFlow::Finish,
+            ClientVersion::LATEST,
             tokio::sync::watch::channel(false).0,
         )
-        .flat_map(futures::stream::iter)
+        .flat_map(|batch| {
+            let chunks: Vec<Value> = Event::cut(batch.bytes, batch.ends)
+                .map(|event| serde_json::from_slice(&event.json()).must())
+                .collect();
+            futures::stream::iter(chunks)
+        })
         .boxed()
 }
 
@@ -76,26 +86,30 @@ async fn dropping_the_stream_right_after_the_claim_still_runs_the_call_once() {
     )
     .collect::<Vec<_>>()
     .await;
-    assert!(first.iter().any(
-        |c| matches!(c, UiChunk::ToolInputAvailable { tool_call_id, .. } if tool_call_id == "adk-3")
-    ));
+    assert!(
+        first
+            .iter()
+            .any(|c| c["type"] == "tool-input-available" && c["toolCallId"] == "adk-3")
+    );
 
     // Read up to the echo of the answer (the first chunk after the claim), then go away.
     let approved = request(fixture("pay_hanako_approved.json"));
     let mut stream = turn(&agent, approved.clone());
-    assert!(matches!(stream.next().await, Some(UiChunk::Start { .. })));
-    assert!(matches!(
-        stream.next().await,
-        Some(UiChunk::ToolOutputAvailable { .. })
-    ));
+    let kind = |chunk: Option<Value>| chunk.map(|c| c["type"].clone());
+    assert_eq!(kind(stream.next().await), Some("start".into()));
+    assert_eq!(
+        kind(stream.next().await),
+        Some("tool-output-available".into())
+    );
     drop(stream);
 
     // The call ran anyway, and a retry reports its outcome instead of running it again.
     let replay = turn(&agent, approved).collect::<Vec<_>>().await;
     assert_eq!(payments.load(Ordering::SeqCst), 1);
     let paid = replay.iter().any(|c| {
-        matches!(c, UiChunk::ToolOutputAvailable { tool_call_id, output, .. }
-            if tool_call_id == "call-2" && output["status"] == "completed")
+        c["type"] == "tool-output-available"
+            && c["toolCallId"] == "call-2"
+            && c["output"]["status"] == "completed"
     });
     assert!(paid, "{replay:?}");
 }

@@ -11,7 +11,8 @@ use crate::agent::answers::{Open, answers};
 use crate::agent::event::AgentEvent;
 use crate::agent::{Turn, card_settled};
 use crate::confirm::{Answer, Answered, CONFIRMATION_TOOL, Decision, Gate, GateError, Scope};
-use crate::protocol::{ConfirmationProtocol, Part, UiChunk, UiMessage, adk};
+use crate::protocol::sink::ChunkWriter;
+use crate::protocol::{ConfirmationProtocol, Part, UiMessage, adk};
 use crate::provider::adk::{Adk, Message, Reply};
 use crate::store::Outcome;
 
@@ -96,7 +97,7 @@ impl Upstream {
     pub(super) async fn forged_results(
         &mut self,
         turn: &mut Turn,
-        out: &mut Vec<UiChunk>,
+        out: &mut ChunkWriter,
     ) -> Result<bool, GateError> {
         let open = Box::pin(turn.agent.gate.open(&turn.scope)).await?;
         let waiting: HashSet<&str> = open.iter().map(|i| i.call.id.as_str()).collect();
@@ -123,7 +124,7 @@ impl Upstream {
         &mut self,
         turn: &mut Turn,
         decided: Decided,
-        out: &mut Vec<UiChunk>,
+        out: &mut ChunkWriter,
     ) {
         let Decided {
             id: confirmation_id,
@@ -168,7 +169,7 @@ impl Upstream {
     pub(super) async fn hold(
         &mut self,
         turn: &mut Turn,
-        out: &mut Vec<UiChunk>,
+        out: &mut ChunkWriter,
     ) -> Result<(), GateError> {
         let native = turn.protocol == ConfirmationProtocol::AiSdk;
         for id in std::mem::take(&mut self.asked) {
