@@ -126,10 +126,14 @@ pub struct EventWriter {
     opened: Option<(Delta, BlockId)>,
 }
 
-/// What an event is expected to take before a batch has said: a text
-/// delta's with a made id (87 bytes for a delta of three), so that a
-/// turn's first batch of deltas does not grow its buffer on the way.
-const FIRST_PER_EVENT: usize = 96;
+/// The least an event is expected to take: a text delta's with a made id
+/// (87 bytes for a delta of three), so that a batch of deltas after a
+/// batch of a few short chunks (a start) does not grow its buffer on the
+/// way.
+const MIN_PER_EVENT: usize = 96;
+/// Events a batch has room for when its first is written: a turn's short
+/// pieces (its start, a step's end) are written without growing.
+const FIRST_ROOM: usize = 4;
 /// The most an event is expected to take: after a batch of a large output,
 /// a batch of deltas must not reserve its size for each (the log keeps a
 /// batch's buffer whole); a large event grows the buffer itself.
@@ -139,15 +143,13 @@ impl EventWriter {
     /// Room for `events` more, as large as the last batch's were: a batch
     /// is written without growing its buffer on the way.
     pub fn reserve(&mut self, events: usize) {
-        let per_event = match self.per_event {
-            0 => FIRST_PER_EVENT,
-            n => n.min(MAX_PER_EVENT),
-        };
+        let per_event = self.per_event.clamp(MIN_PER_EVENT, MAX_PER_EVENT);
         self.ends.reserve(events);
         self.buf.reserve(events.saturating_mul(per_event));
     }
 
     pub fn push(&mut self, chunk: &UiChunk) {
+        self.room();
         match chunk {
             UiChunk::TextDelta {
                 id,
@@ -171,9 +173,18 @@ impl EventWriter {
     /// A delta of block `id`, as [`EventWriter::push`] writes its chunk,
     /// from its text alone: no chunk made for it.
     pub fn delta(&mut self, kind: Delta, id: &BlockId, delta: &str) {
+        self.room();
         let start = self.buf.len();
         let written = self.write_delta(kind, id, delta);
         self.end(start, written);
+    }
+
+    /// Room for a few events in a batch not yet begun: its buffer went with
+    /// the last take.
+    fn room(&mut self) {
+        if self.buf.capacity() == 0 {
+            self.reserve(FIRST_ROOM);
+        }
     }
 
     /// Closes the event begun at `start`, or says it could not be written.
@@ -368,6 +379,22 @@ mod tests {
     }
 
     #[test]
+    fn a_batch_begun_has_room_for_a_few_events() {
+        let mut events = EventWriter::default();
+        for _ in 0..2 {
+            events.push(&UiChunk::StartStep);
+            let room = events.buf.capacity();
+            assert!(room >= FIRST_ROOM * MIN_PER_EVENT, "{room}");
+            for _ in 1..FIRST_ROOM {
+                events.push(&UiChunk::FinishStep);
+            }
+            assert_eq!(events.buf.capacity(), room, "grown");
+            assert_eq!(events.take().count(), FIRST_ROOM);
+            assert_eq!(events.buf.capacity(), 0, "the buffer goes with the take");
+        }
+    }
+
+    #[test]
     fn a_large_event_does_not_size_the_next_batch() {
         const BATCH_OF_DELTAS: usize = 64;
         let mut events = EventWriter::default();
@@ -379,7 +406,7 @@ mod tests {
         assert_eq!(events.take().count(), 1);
         events.reserve(BATCH_OF_DELTAS);
         assert!(events.buf.capacity() <= BATCH_OF_DELTAS * MAX_PER_EVENT);
-        assert!(events.buf.capacity() >= BATCH_OF_DELTAS * FIRST_PER_EVENT);
+        assert!(events.buf.capacity() >= BATCH_OF_DELTAS * MIN_PER_EVENT);
     }
 
     /// Every byte, alone and among others, and strings that are not ASCII.

@@ -11,6 +11,9 @@ use bytes::Bytes;
 
 use crate::protocol::sse::Event;
 
+/// Batches a log has room for when its first comes.
+const FIRST_BATCHES: usize = 8;
+
 /// The chunks kept, numbered from `first` on.
 #[derive(Debug, Default)]
 pub(super) struct Entries {
@@ -81,6 +84,11 @@ impl Entries {
         self.bytes += bytes.len();
         let first = self.end;
         self.end += ends.len();
+        if self.batches.capacity() == 0 {
+            // A turn's start, its model's batches and its end: grown from
+            // nothing, the queue would double its way there.
+            self.batches.reserve(FIRST_BATCHES);
+        }
         self.batches.push_back(Batch { first, bytes, ends });
     }
 
