@@ -131,9 +131,11 @@ pub struct EventWriter {
 /// batch of a few short chunks (a start) does not grow its buffer on the
 /// way.
 const MIN_PER_EVENT: usize = 96;
-/// Events a batch has room for when its first is written: a turn's short
-/// pieces (its start, a step's end) are written without growing.
-const FIRST_ROOM: usize = 4;
+/// Events a batch has room for when its first is written: one, as a
+/// delta's or as large as the last batch's were. A piece of a slow model
+/// is one delta, kept in the turn's log as long as the turn (room for more
+/// would stay empty there); a model's ready events reserve for themselves.
+const FIRST_ROOM: usize = 1;
 /// The most an event is expected to take: after a batch of a large output,
 /// a batch of deltas must not reserve its size for each (the log keeps a
 /// batch's buffer whole); a large event grows the buffer itself.
@@ -379,17 +381,19 @@ mod tests {
     }
 
     #[test]
-    fn a_batch_begun_has_room_for_a_few_events() {
+    fn a_batch_begun_has_room_for_one_delta() {
+        // A made id: 36 bytes, and the delta's event 87.
+        let id = BlockId::from("txt-0123456789abcdef0123456789abcdef");
         let mut events = EventWriter::default();
         for _ in 0..2 {
-            events.push(&UiChunk::StartStep);
-            let room = events.buf.capacity();
-            assert!(room >= FIRST_ROOM * MIN_PER_EVENT, "{room}");
-            for _ in 1..FIRST_ROOM {
-                events.push(&UiChunk::FinishStep);
-            }
-            assert_eq!(events.buf.capacity(), room, "grown");
-            assert_eq!(events.take().count(), FIRST_ROOM);
+            events.delta(Delta::Text, &id, " 42");
+            assert_eq!(events.buf.len(), 87);
+            assert_eq!(
+                events.buf.capacity(),
+                MIN_PER_EVENT,
+                "room for one, no more"
+            );
+            assert_eq!(events.take().count(), 1);
             assert_eq!(events.buf.capacity(), 0, "the buffer goes with the take");
         }
     }
