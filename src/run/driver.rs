@@ -33,7 +33,10 @@ pub struct Run {
     pub(super) id: u64,
     pub(super) log: Mutex<Log>,
     pub(super) changed: Notify,
-    pub(super) readers: watch::Sender<usize>,
+    /// Told when the turn gains its first reader or loses its last (its
+    /// readers are its log's cursors): a plain `Notify`, where a watch of
+    /// the count would wake each of its eight lists at every reader.
+    pub(super) presence: Notify,
     /// Where the turn goes when it needs a task of its own.
     pub(super) tasks: TaskTracker,
     /// Whether the turn waits for a human.
@@ -65,7 +68,7 @@ impl Run {
             id,
             log: Mutex::new(Log::default()),
             changed: Notify::new(),
-            readers: watch::Sender::new(0),
+            presence: Notify::new(),
             tasks,
             asking,
         }
@@ -77,6 +80,11 @@ impl Run {
 
     pub fn is_done(&self) -> bool {
         self.lock().done
+    }
+
+    /// Whether anybody reads the turn here.
+    pub(super) fn has_readers(&self) -> bool {
+        !self.lock().cursors.is_empty()
     }
 
     /// Stops the turn: the model and tools still running are dropped.

@@ -91,7 +91,9 @@ impl Run {
     /// its end).
     fn attach_at(self: &Arc<Self>, log: &mut Log, at: usize) -> Subscription {
         let id = log.cursors.insert(at);
-        self.readers.send_modify(|n| *n += 1);
+        if log.cursors.len() == 1 {
+            self.presence.notify_waiters();
+        }
         Subscription {
             run: self.clone(),
             id,
@@ -212,10 +214,11 @@ impl Subscription {
 
 impl Drop for Subscription {
     fn drop(&mut self) {
-        let unread = {
+        let (unread, last) = {
             let mut log = self.run.lock();
             log.cursors.try_remove(self.id);
-            match std::mem::take(&mut log.driver) {
+            let last = log.cursors.is_empty();
+            let unread = match std::mem::take(&mut log.driver) {
                 // The last reader leaves: the turn goes on (to notice it is
                 // unread, and stop or stay held) on a task of its own.
                 Driver::Idle(work) if log.cursors.is_empty() => {
@@ -226,12 +229,15 @@ impl Drop for Subscription {
                     log.driver = other;
                     None
                 }
-            }
+            };
+            (unread, last)
         };
         if let Some(work) = unread {
             self.run.detach(work);
         }
-        self.run.readers.send_modify(|n| *n = n.saturating_sub(1));
+        if last {
+            self.run.presence.notify_waiters();
+        }
         self.run.changed.notify_waiters();
     }
 }
@@ -276,7 +282,6 @@ pub(super) async fn produce(
     let mut ticks = shared.as_ref().map(|_| {
         tokio::time::interval_at(tokio::time::Instant::now() + REFRESH_EVERY, REFRESH_EVERY)
     });
-    let mut readers = run.readers.subscribe();
     // The pieces that are ready together, put into the log under one lock.
     let mut ready: Vec<Batch> = Vec::new();
     let mut pieces = pieces;
@@ -285,7 +290,7 @@ pub(super) async fn produce(
     let mut ended = false;
     // One for the whole turn: made afresh per batch, its watches would
     // join and leave their waiter lists for every batch.
-    let abandoned = abandoned(&mut readers, &mut waiting, held);
+    let abandoned = abandoned(&run, &mut waiting, held);
     tokio::pin!(abandoned);
     while !ended {
         let first = loop {
@@ -364,15 +369,16 @@ pub(super) async fn produce(
 
 /// Resolves when the turn should stop for want of readers: nobody reads
 /// it and it waits for nobody, or it has waited for a human unread for `held`.
-pub(super) async fn abandoned(
-    readers: &mut watch::Receiver<usize>,
-    waiting: &mut watch::Receiver<bool>,
-    held: Duration,
-) {
+pub(super) async fn abandoned(run: &Run, waiting: &mut watch::Receiver<bool>, held: Duration) {
     // The turn dropped its end: it waits for nobody any more.
     let mut turn_gone = false;
     loop {
-        let nobody = *readers.borrow_and_update() == 0;
+        // Listening before looking: a reader that comes or goes after the
+        // look is told.
+        let presence = run.presence.notified();
+        tokio::pin!(presence);
+        presence.as_mut().enable();
+        let nobody = !run.has_readers();
         let asking = !turn_gone && *waiting.borrow_and_update();
         if nobody && !asking {
             return;
@@ -384,11 +390,7 @@ pub(super) async fn abandoned(
             }
         };
         tokio::select! {
-            changed = readers.changed() => {
-                if changed.is_err() {
-                    std::future::pending::<()>().await;
-                }
-            }
+            () = &mut presence => {}
             changed = waiting.changed(), if !turn_gone => turn_gone = changed.is_err(),
             () = unread_too_long => return,
         }

@@ -265,7 +265,7 @@ impl Runs {
             // A new turn of a chat supersedes the old one: nobody could
             // resume that one any more, so if nobody reads it, it stops.
             if let Some(old) = registry.runs.insert(key.clone(), run.clone())
-                && *old.readers.borrow() == 0
+                && !old.has_readers()
             {
                 old.abort();
             }
