@@ -4,7 +4,7 @@
 use futures::StreamExt;
 use futures::future::BoxFuture;
 use futures::future::FutureExt;
-use futures::stream::{BoxStream, FuturesOrdered};
+use futures::stream::FuturesOrdered;
 use serde_json::Value;
 
 use super::event::{AgentEvent, Asked};
@@ -13,7 +13,8 @@ use crate::call::{MAX_ARGS_BYTES, MAX_CALLS_PER_STEP, ToolCall};
 use crate::confirm::{NewCall, Permit};
 use crate::protocol::sink::ChunkWriter;
 use crate::protocol::{ConfirmationFlow, ConfirmationProtocol};
-use crate::provider::{ProviderError, ProviderEvent};
+use crate::provider::measured::Watch;
+use crate::provider::{ModelEvents, ProviderError, ProviderEvent};
 use crate::store::Outcome;
 
 /// At most this many of a model's events are read at once.
@@ -21,16 +22,33 @@ const MODEL_BATCH: usize = 64;
 
 /// The model's response being read.
 pub(super) struct Model {
-    events: BoxStream<'static, Result<ProviderEvent, ProviderError>>,
+    events: ModelEvents,
+    /// Shown each event and the end: the request's count and span.
+    watch: Option<Watch>,
     calls: Vec<Streaming>,
 }
 
 impl Model {
-    pub(super) fn new(events: BoxStream<'static, Result<ProviderEvent, ProviderError>>) -> Self {
+    pub(super) fn new((events, watch): (ModelEvents, Option<Watch>)) -> Self {
         Self {
             events,
+            watch,
             calls: Vec::new(),
         }
+    }
+
+    /// `next` read from the model, shown to its watch.
+    fn seen(
+        &mut self,
+        next: Option<Result<ProviderEvent, ProviderError>>,
+    ) -> Option<Result<ProviderEvent, ProviderError>> {
+        if let Some(watch) = &mut self.watch {
+            match &next {
+                Some(event) => watch.saw(event),
+                None => watch.end(),
+            }
+        }
+        next
     }
 }
 
@@ -64,7 +82,8 @@ impl Turn {
     /// there, up to [`MODEL_BATCH`], so that a fast model's deltas go out
     /// together (nothing is waited for between them).
     pub(super) async fn model(&mut self, mut model: Model, out: &mut ChunkWriter) -> Phase {
-        let mut next = model.events.next().await;
+        let next = model.events.next().await;
+        let mut next = model.seen(next);
         // A model that is always ready must not hold the worker thread.
         tokio::task::coop::consume_budget().await;
         let mut read = 0;
@@ -88,6 +107,7 @@ impl Turn {
             }
             match model.events.next().now_or_never() {
                 Some(event) => {
+                    let event = model.seen(event);
                     // A batch: room for it at once, rather than growing
                     // (and copying) the buffer five times on the way to 64.
                     if read == 1 {

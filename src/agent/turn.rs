@@ -255,7 +255,7 @@ impl Turn {
         if self.steps == 1 {
             self.agent.gate.metrics().overhead(self.started.elapsed());
         }
-        Phase::Model(Model::new(self.agent.provider.stream(request)))
+        Phase::Model(Model::new(self.agent.provider.watched(request)))
     }
 
     /// The step is over: the next one, or the turn's end.

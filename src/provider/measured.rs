@@ -11,7 +11,7 @@ use futures::StreamExt;
 use futures::stream::BoxStream;
 use tracing::Span;
 
-use super::{ModelProvider, ModelRequest, ProviderError, ProviderEvent, Usage};
+use super::{ModelEvents, ModelProvider, ModelRequest, ProviderError, ProviderEvent, Usage};
 use crate::metrics::Metrics;
 
 /// `inner`, with each request counted under `provider` (the config's name)
@@ -31,6 +31,24 @@ impl ModelProvider for Measured {
         &self,
         request: ModelRequest,
     ) -> BoxStream<'static, Result<ProviderEvent, ProviderError>> {
+        let (mut events, mut watch) = self.watched(request);
+        futures::stream::poll_fn(move |cx| {
+            let next = events.poll_next_unpin(cx);
+            if let (Poll::Ready(next), Some(watch)) = (&next, &mut watch) {
+                match next {
+                    Some(event) => watch.saw(event),
+                    None => watch.end(),
+                }
+            }
+            next
+        })
+        .boxed()
+    }
+
+    /// The inner model's events as they are, and the watch that counts
+    /// them: a turn shows it each event it reads, where a stream layer of
+    /// its own would move every event once more through a boxed poll.
+    fn watched(&self, request: ModelRequest) -> (ModelEvents, Option<Watch>) {
         let span = tracing::info_span!(
             "chat",
             otel.name = format!("chat {}", self.model),
@@ -43,32 +61,15 @@ impl ModelProvider for Measured {
             gen_ai.usage.output_tokens = tracing::field::Empty,
             error.type = tracing::field::Empty,
         );
-        let mut events = self.inner.stream(request);
-        let mut watch = Watch {
+        let events = self.inner.stream(request);
+        let watch = Watch {
             metrics: self.metrics.clone(),
             provider: self.provider,
             started: Instant::now(),
             counted: false,
             span: Some(span),
         };
-        futures::stream::poll_fn(move |cx| {
-            let next = events.poll_next_unpin(cx);
-            match &next {
-                Poll::Ready(Some(Ok(ProviderEvent::Finish { usage, .. }))) => {
-                    watch.usage(*usage);
-                    watch.count("ok".to_owned());
-                }
-                Poll::Ready(None) => watch.count("ok".to_owned()),
-                Poll::Ready(Some(Err(e))) => {
-                    let status = status(e);
-                    watch.failed(&status);
-                    watch.count(status);
-                }
-                Poll::Ready(Some(Ok(_))) | Poll::Pending => {}
-            }
-            next
-        })
-        .boxed()
+        (events, Some(watch))
     }
 }
 
@@ -87,7 +88,7 @@ fn status(e: &ProviderError) -> String {
 
 /// One request: counted once, at its end, its error, or when the turn drops
 /// it; its span ends then too.
-struct Watch {
+pub struct Watch {
     metrics: Metrics,
     provider: &'static str,
     started: Instant,
@@ -96,6 +97,27 @@ struct Watch {
 }
 
 impl Watch {
+    /// An event of the request's response.
+    pub fn saw(&mut self, event: &Result<ProviderEvent, ProviderError>) {
+        match event {
+            Ok(ProviderEvent::Finish { usage, .. }) => {
+                self.usage(*usage);
+                self.count("ok".to_owned());
+            }
+            Err(e) => {
+                let status = status(e);
+                self.failed(&status);
+                self.count(status);
+            }
+            Ok(_) => {}
+        }
+    }
+
+    /// The response ended.
+    pub fn end(&mut self) {
+        self.count("ok".to_owned());
+    }
+
     fn count(&mut self, status: String) {
         if !self.counted {
             self.counted = true;
@@ -126,5 +148,102 @@ impl Watch {
 impl Drop for Watch {
     fn drop(&mut self) {
         self.count("cancelled".to_owned());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provider::StopReason;
+
+    /// A model that answers each request with these events, `None` its
+    /// refusal.
+    struct Fixed(Vec<Option<ProviderEvent>>);
+
+    impl ModelProvider for Fixed {
+        fn stream(
+            &self,
+            _: ModelRequest,
+        ) -> BoxStream<'static, Result<ProviderEvent, ProviderError>> {
+            let events: Vec<_> = self
+                .0
+                .iter()
+                .map(|event| event.clone().ok_or_else(refused))
+                .collect();
+            futures::stream::iter(events).boxed()
+        }
+    }
+
+    fn refused() -> ProviderError {
+        ProviderError::Status {
+            provider: "fixed",
+            status: 429,
+            message: String::new(),
+            retry_after: None,
+        }
+    }
+
+    fn request() -> ModelRequest {
+        ModelRequest {
+            messages: Vec::new(),
+            tools: Arc::from(Vec::new()),
+        }
+    }
+
+    /// Each response counted once with its status, read through the
+    /// measured stream or shown to the watch as a turn does.
+    #[tokio::test]
+    async fn a_request_is_counted_once_either_way() {
+        let finish = Some(ProviderEvent::Finish {
+            reason: StopReason::Stop,
+            usage: Usage::default(),
+        });
+        let delta = || Some(ProviderEvent::TextDelta("a".into()));
+        let cases = [
+            (vec![delta(), finish.clone()], usize::MAX, "ok"),
+            (vec![delta()], usize::MAX, "ok"),
+            (vec![delta(), None], usize::MAX, "429"),
+            (vec![delta(), finish], 1, "cancelled"),
+        ];
+        for (script, read, status) in cases {
+            for watched in [false, true] {
+                let metrics = Metrics::new();
+                let model = Measured {
+                    inner: Arc::new(Fixed(script.clone())),
+                    metrics: metrics.clone(),
+                    provider: "fixed",
+                    system: "fixed",
+                    model: "m".into(),
+                };
+                if watched {
+                    let (mut events, mut watch) = model.watched(request());
+                    for _ in 0..read {
+                        let next = events.next().await;
+                        if let Some(watch) = &mut watch {
+                            match &next {
+                                Some(event) => watch.saw(event),
+                                None => watch.end(),
+                            }
+                        }
+                        if next.is_none() {
+                            break;
+                        }
+                    }
+                } else {
+                    let events = model.stream(request());
+                    let _: Vec<_> = events.take(read).collect().await;
+                }
+                let text = metrics.encode().unwrap_or_default();
+                let line = format!(
+                    "toolgate_model_requests_total{{provider=\"fixed\",status=\"{status}\"}} 1"
+                );
+                assert!(text.contains(&line), "{watched} {status}: {text}");
+                assert_eq!(
+                    text.matches("toolgate_model_requests_total{").count(),
+                    1,
+                    "{text}"
+                );
+            }
+        }
     }
 }

@@ -310,7 +310,17 @@ pub trait ModelProvider: Send + Sync + 'static {
         &self,
         request: ModelRequest,
     ) -> BoxStream<'static, Result<ProviderEvent, ProviderError>>;
+
+    /// The stream, and what must be shown each of its events and its end
+    /// (a [`measured::Measured`] model's count), if anything: for a reader
+    /// that sees every event anyway, such as the turn.
+    fn watched(&self, request: ModelRequest) -> (ModelEvents, Option<measured::Watch>) {
+        (self.stream(request), None)
+    }
 }
+
+/// A model's response, as its events come.
+pub type ModelEvents = BoxStream<'static, Result<ProviderEvent, ProviderError>>;
 
 #[cfg(test)]
 mod tests {

@@ -345,7 +345,11 @@ pub(super) async fn produce(
             share(shared, &framed, now).await;
             framed.clear();
         }
-        // Backpressure: wait for the slowest reader, for so long.
+        // Backpressure: wait for the slowest reader, for so long (the clock
+        // is read only then: a turn read as fast as it is made never is).
+        if !behind {
+            continue;
+        }
         let deadline = tokio::time::Instant::now() + stall;
         while behind {
             let notified = run.changed.notified();
