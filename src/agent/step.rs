@@ -37,18 +37,18 @@ impl Model {
         }
     }
 
-    /// `next` read from the model, shown to its watch.
-    fn seen(
-        &mut self,
-        next: Option<Result<ProviderEvent, ProviderError>>,
-    ) -> Option<Result<ProviderEvent, ProviderError>> {
+    /// Shows the watch `next`, read from the model, if it is what the watch
+    /// counts: the end, an error or the finish (not a delta: it is read
+    /// where it lies, not moved).
+    #[inline]
+    fn see(&mut self, next: &Option<Result<ProviderEvent, ProviderError>>) {
         if let Some(watch) = &mut self.watch {
-            match &next {
-                Some(event) => watch.saw(event),
+            match next {
+                Some(event @ (Ok(ProviderEvent::Finish { .. }) | Err(_))) => watch.saw(event),
                 None => watch.end(),
+                Some(Ok(_)) => {}
             }
         }
-        next
     }
 }
 
@@ -82,8 +82,8 @@ impl Turn {
     /// there, up to [`MODEL_BATCH`], so that a fast model's deltas go out
     /// together (nothing is waited for between them).
     pub(super) async fn model(&mut self, mut model: Model, out: &mut ChunkWriter) -> Phase {
-        let next = model.events.next().await;
-        let mut next = model.seen(next);
+        let mut next = model.events.next().await;
+        model.see(&next);
         // A model that is always ready must not hold the worker thread.
         tokio::task::coop::consume_budget().await;
         let mut read = 0;
@@ -107,7 +107,7 @@ impl Turn {
             }
             match model.events.next().now_or_never() {
                 Some(event) => {
-                    let event = model.seen(event);
+                    model.see(&event);
                     // A batch: room for it at once, rather than growing
                     // (and copying) the buffer five times on the way to 64.
                     if read == 1 {
