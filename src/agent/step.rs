@@ -37,17 +37,11 @@ impl Model {
         }
     }
 
-    /// Shows the watch `next`, read from the model, if it is what the watch
-    /// counts: the end, an error or the finish (not a delta: it is read
-    /// where it lies, not moved).
+    /// Shows the watch `next`, read from the model.
     #[inline]
     fn see(&mut self, next: &Option<Result<ProviderEvent, ProviderError>>) {
         if let Some(watch) = &mut self.watch {
-            match next {
-                Some(event @ (Ok(ProviderEvent::Finish { .. }) | Err(_))) => watch.saw(event),
-                None => watch.end(),
-                Some(Ok(_)) => {}
-            }
+            watch.see(next);
         }
     }
 }

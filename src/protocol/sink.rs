@@ -128,10 +128,6 @@ impl ChunkWriter {
         self.events.reserve(events);
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.events.is_empty()
-    }
-
     /// The chunks written since the last take, if any.
     pub fn take(&mut self) -> Option<Batch> {
         if self.events.is_empty() {

@@ -151,7 +151,6 @@ impl EventWriter {
     }
 
     pub fn push(&mut self, chunk: &UiChunk) {
-        self.room();
         match chunk {
             UiChunk::TextDelta {
                 id,
@@ -164,6 +163,7 @@ impl EventWriter {
                 provider_metadata: None,
             } => self.delta(Delta::Reasoning, id, delta),
             _ => {
+                self.room();
                 let start = self.buf.len();
                 self.buf.extend_from_slice(DATA);
                 let written = serde_json::to_writer(&mut self.buf, chunk);
@@ -181,8 +181,8 @@ impl EventWriter {
         self.end(start, written);
     }
 
-    /// Room for a few events in a batch not yet begun: its buffer went with
-    /// the last take.
+    /// Room for [`FIRST_ROOM`] events in a batch not yet begun: its buffer
+    /// went with the last take.
     fn room(&mut self) {
         if self.buf.capacity() == 0 {
             self.reserve(FIRST_ROOM);

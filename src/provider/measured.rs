@@ -35,10 +35,7 @@ impl ModelProvider for Measured {
         futures::stream::poll_fn(move |cx| {
             let next = events.poll_next_unpin(cx);
             if let (Poll::Ready(next), Some(watch)) = (&next, &mut watch) {
-                match next {
-                    Some(event) => watch.saw(event),
-                    None => watch.end(),
-                }
+                watch.see(next);
             }
             next
         })
@@ -97,25 +94,28 @@ pub struct Watch {
 }
 
 impl Watch {
-    /// An event of the request's response.
-    pub fn saw(&mut self, event: &Result<ProviderEvent, ProviderError>) {
-        match event {
-            Ok(ProviderEvent::Finish { usage, .. }) => {
-                self.usage(*usage);
-                self.count("ok".to_owned());
-            }
-            Err(e) => {
-                let status = status(e);
-                self.failed(&status);
-                self.count(status);
-            }
-            Ok(_) => {}
+    /// What was read of the response: an event, or its end (`None`). Only
+    /// the finish, an error and the end are counted; a delta is looked at
+    /// where it lies, here, without a call.
+    #[inline]
+    pub fn see(&mut self, next: &Option<Result<ProviderEvent, ProviderError>>) {
+        match next {
+            Some(Ok(ProviderEvent::Finish { usage, .. })) => self.finished(*usage),
+            Some(Err(e)) => self.refused(e),
+            None => self.count("ok".to_owned()),
+            Some(Ok(_)) => {}
         }
     }
 
-    /// The response ended.
-    pub fn end(&mut self) {
+    fn finished(&mut self, usage: Usage) {
+        self.usage(usage);
         self.count("ok".to_owned());
+    }
+
+    fn refused(&mut self, e: &ProviderError) {
+        let status = status(e);
+        self.failed(&status);
+        self.count(status);
     }
 
     fn count(&mut self, status: String) {
@@ -220,10 +220,7 @@ mod tests {
                     for _ in 0..read {
                         let next = events.next().await;
                         if let Some(watch) = &mut watch {
-                            match &next {
-                                Some(event) => watch.saw(event),
-                                None => watch.end(),
-                            }
+                            watch.see(&next);
                         }
                         if next.is_none() {
                             break;

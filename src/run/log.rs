@@ -221,7 +221,7 @@ impl Drop for Subscription {
             let unread = match std::mem::take(&mut log.driver) {
                 // The last reader leaves: the turn goes on (to notice it is
                 // unread, and stop or stay held) on a task of its own.
-                Driver::Idle(work) if log.cursors.is_empty() => {
+                Driver::Idle(work) if last => {
                     log.driver = Driver::Polling;
                     Some(work)
                 }
