@@ -42,6 +42,8 @@ use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{delete, get, post};
 use tokio_util::task::TaskTracker;
+use tower::Layer;
+use tower_http::trace::TraceLayer;
 
 use crate::agent::Agent;
 use crate::metrics::Metrics;
@@ -163,8 +165,14 @@ pub fn router(state: HttpState) -> Router {
     // Around the routes as one service, as `protect` does and for the same
     // reason: `Router::layer` wraps each route, and every request clones them.
     let service = tower::ServiceBuilder::new()
-        .layer(tower_http::trace::TraceLayer::new_for_http())
         .layer(DefaultBodyLimit::max(limit))
         .service(routes);
-    Router::new().fallback_service(service)
+    // tower-http's request trace, only when its `debug` lines are logged
+    // (`RUST_LOG=tower_http=debug`): it times every body frame (two clock
+    // reads a frame) and wraps every response body, and without it a
+    // failed request is still logged, by `ApiError` at the edge.
+    match tracing::enabled!(target: "tower_http::trace", tracing::Level::DEBUG) {
+        true => Router::new().fallback_service(TraceLayer::new_for_http().layer(service)),
+        false => Router::new().fallback_service(service),
+    }
 }
