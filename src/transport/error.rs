@@ -10,10 +10,11 @@ use crate::protocol::RequestError;
 use crate::run::TurnError;
 use crate::store::{Limited, StoreError};
 
-/// A request body that did not arrive by its deadline
-/// (`server.bodyTotalSecs`, `protect.rs`); read as [`ApiError::BodyTimeout`].
+/// A request body that went silent for `server.bodyReadSecs`, or did not
+/// arrive by its deadline (`server.bodyTotalSecs`, `protect.rs`); read as
+/// [`ApiError::BodyTimeout`].
 #[derive(Debug, thiserror::Error)]
-#[error("the request body did not arrive within its deadline")]
+#[error("the request body stopped coming or did not arrive within its deadline")]
 pub struct BodyDeadline;
 
 /// What a client reads when the store fails, whatever the backend said.
@@ -164,12 +165,11 @@ impl ApiError {
 const BUSY_RETRY_SECS: u64 = 5;
 
 /// Whether reading the body failed because `server.bodyReadSecs` passed
-/// without data (`RequestBodyTimeoutLayer`), or `server.bodyTotalSecs`
-/// since the request came.
+/// without data, or `server.bodyTotalSecs` since the request came.
 fn timed_out(error: &(dyn std::error::Error + 'static)) -> bool {
     let mut source = Some(error);
     while let Some(error) = source {
-        if error.is::<tower_http::timeout::TimeoutError>() || error.is::<BodyDeadline>() {
+        if error.is::<BodyDeadline>() {
             return true;
         }
         source = error.source();

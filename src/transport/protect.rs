@@ -47,14 +47,8 @@ pub fn protect(router: Router, guard: Guard, body: BodyTimes) -> Router {
     let cors = Cors::new(guard.clone())
         .map(|cors| axum::middleware::from_fn_with_state(Arc::new(cors), cors::answer));
     let service = tower::ServiceBuilder::new()
-        .layer(axum::middleware::from_fn_with_state(
-            (guard, body.total),
-            check,
-        ))
+        .layer(axum::middleware::from_fn_with_state((guard, body), check))
         .option_layer(cors)
-        .layer(tower_http::timeout::RequestBodyTimeoutLayer::new(
-            body.silence,
-        ))
         .service(router);
     Router::new().fallback_service(service)
 }
@@ -63,33 +57,42 @@ pub fn protect(router: Router, guard: Guard, body: BodyTimes) -> Router {
 /// deadline `total` from now (here, not in a layer of its own: a `from_fn`
 /// layer boxes the service behind it again for every request).
 async fn check(
-    State((guard, total)): State<(Arc<Guard>, Duration)>,
+    State((guard, times)): State<(Arc<Guard>, BodyTimes)>,
     request: Request,
     next: Next,
 ) -> Response {
     match guard.check(&Facts::of(&request)) {
         Ok(()) => {
-            let request = request.map(|body| Body::new(Deadlined::new(body, total)));
+            let request = request.map(|body| Body::new(Deadlined::new(body, times)));
             next.run(request).await
         }
         Err(refused) => ApiError::from(refused).into_response(),
     }
 }
 
-/// A body that fails once its deadline has passed. Its timer is made when
-/// the body is first waited for: most requests (a GET) never are.
+/// A body that fails once it has been silent for `silence`, or its whole
+/// deadline has passed. Its one timer is made, and the clock read, only
+/// when the body is waited for: most bodies are there whole when first
+/// read, and never are (a timer armed for each read, as tower-http's
+/// `RequestBodyTimeout` does, entered the runtime's timer wheel twice a
+/// request for nothing).
 struct Deadlined {
     body: Body,
     deadline: Instant,
+    silence: Duration,
     timer: Option<Pin<Box<Sleep>>>,
+    /// Whether `timer` counts the present wait: no frame came since it was set.
+    waiting: bool,
 }
 
 impl Deadlined {
-    fn new(body: Body, total: Duration) -> Self {
+    fn new(body: Body, times: BodyTimes) -> Self {
         Self {
             body,
-            deadline: Instant::now() + total,
+            deadline: Instant::now() + times.total,
+            silence: times.silence,
             timer: None,
+            waiting: false,
         }
     }
 }
@@ -103,19 +106,26 @@ impl hyper::body::Body for Deadlined {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
         let this = &mut *self;
-        if Instant::now() >= this.deadline {
-            return Poll::Ready(Some(Err(BodyDeadline.into())));
-        }
         if let Poll::Ready(frame) = Pin::new(&mut this.body).poll_frame(cx) {
+            this.waiting = false;
             return Poll::Ready(frame.map(|frame| frame.map_err(Into::into)));
         }
-        let deadline = this.deadline;
-        let timer = this
-            .timer
-            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
-        match timer.as_mut().poll(cx) {
-            Poll::Ready(()) => Poll::Ready(Some(Err(BodyDeadline.into()))),
-            Poll::Pending => Poll::Pending,
+        if !this.waiting {
+            // A wait begins: the silence counts from now, within the deadline.
+            let now = Instant::now();
+            if now >= this.deadline {
+                return Poll::Ready(Some(Err(BodyDeadline.into())));
+            }
+            let until = this.deadline.min(now + this.silence);
+            match &mut this.timer {
+                Some(timer) => timer.as_mut().reset(until),
+                None => this.timer = Some(Box::pin(tokio::time::sleep_until(until))),
+            }
+            this.waiting = true;
+        }
+        match this.timer.as_mut().map(|timer| timer.as_mut().poll(cx)) {
+            Some(Poll::Pending) => Poll::Pending,
+            _ => Poll::Ready(Some(Err(BodyDeadline.into()))),
         }
     }
 
@@ -125,5 +135,81 @@ impl hyper::body::Body for Deadlined {
 
     fn size_hint(&self) -> SizeHint {
         self.body.size_hint()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use http_body_util::BodyExt;
+
+    use super::*;
+
+    // Real time (tokio's paused clock would slow every clock read of the
+    // release build, which shares its features with the examples'), with
+    // margins wide enough for a busy machine.
+    const TIMES: BodyTimes = BodyTimes {
+        silence: Duration::from_millis(400),
+        total: Duration::from_millis(1500),
+    };
+
+    /// A body fed through a channel, under [`TIMES`].
+    fn fed() -> (
+        futures::channel::mpsc::UnboundedSender<Result<Bytes, std::io::Error>>,
+        Deadlined,
+    ) {
+        let (tx, rx) = futures::channel::mpsc::unbounded();
+        (tx, Deadlined::new(Body::from_stream(rx), TIMES))
+    }
+
+    #[tokio::test]
+    async fn a_body_there_whole_is_read_without_a_timer() {
+        let mut body = Deadlined::new(Body::from("{}"), TIMES);
+        let frame = body.frame().await.and_then(Result::ok);
+        let data = frame.and_then(|f| f.into_data().ok());
+        assert_eq!(data.as_deref(), Some(&b"{}"[..]));
+        assert!(body.frame().await.is_none());
+        assert!(body.timer.is_none(), "a timer for a body that never waited");
+    }
+
+    #[tokio::test]
+    async fn each_frame_starts_the_silence_again_within_the_total() {
+        let (tx, mut body) = fed();
+        let started = Instant::now();
+        // A frame every 100 ms: never silent for long, yet past the total.
+        let feeder = tokio::spawn(async move {
+            while tx.unbounded_send(Ok(Bytes::from_static(b"x"))).is_ok() {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        });
+        let mut frames = 0;
+        let failed = loop {
+            match body.frame().await {
+                Some(Ok(_)) => frames += 1,
+                Some(Err(e)) => break e,
+                None => panic!("the body ended"),
+            }
+        };
+        assert!(failed.is::<BodyDeadline>(), "{failed}");
+        assert!(frames > 4, "only {frames} frames came before the total");
+        assert!(started.elapsed() >= TIMES.total, "{:?}", started.elapsed());
+        feeder.abort();
+    }
+
+    #[tokio::test]
+    async fn a_body_that_stops_fails_after_its_silence() {
+        let (tx, mut body) = fed();
+        tx.unbounded_send(Ok(Bytes::from_static(b"x"))).ok();
+        assert!(matches!(body.frame().await, Some(Ok(_))));
+        let silent = Instant::now();
+        let failed = body.frame().await.and_then(Result::err);
+        assert!(failed.is_some_and(|e| e.is::<BodyDeadline>()));
+        let waited = silent.elapsed();
+        assert!(
+            waited >= TIMES.silence && waited < TIMES.total,
+            "{waited:?}"
+        );
+        drop(tx);
     }
 }
