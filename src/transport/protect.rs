@@ -178,23 +178,28 @@ mod tests {
         let (tx, mut body) = fed();
         let started = Instant::now();
         // A frame every 100 ms: never silent for long, yet past the total.
-        let feeder = tokio::spawn(async move {
+        let feed = async move {
             while tx.unbounded_send(Ok(Bytes::from_static(b"x"))).is_ok() {
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
-        });
-        let mut frames = 0;
-        let failed = loop {
-            match body.frame().await {
-                Some(Ok(_)) => frames += 1,
-                Some(Err(e)) => break e,
-                None => panic!("the body ended"),
+        };
+        let read = async {
+            let mut frames = 0;
+            loop {
+                match body.frame().await {
+                    Some(Ok(_)) => frames += 1,
+                    Some(Err(e)) => return (e, frames),
+                    None => panic!("the body ended"),
+                }
             }
+        };
+        let (failed, frames) = tokio::select! {
+            read = read => read,
+            () = feed => panic!("the body stopped taking frames"),
         };
         assert!(failed.is::<BodyDeadline>(), "{failed}");
         assert!(frames > 4, "only {frames} frames came before the total");
         assert!(started.elapsed() >= TIMES.total, "{:?}", started.elapsed());
-        feeder.abort();
     }
 
     #[tokio::test]
