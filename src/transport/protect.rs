@@ -53,9 +53,10 @@ pub fn protect(router: Router, guard: Guard, body: BodyTimes) -> Router {
     Router::new().fallback_service(service)
 }
 
-/// The guard's check; a request it lets in has its body put under the
-/// deadline `total` from now (here, not in a layer of its own: a `from_fn`
-/// layer boxes the service behind it again for every request).
+/// The guard's check; a request it lets in has its body put under
+/// `times`, its whole deadline counted from now (here, not in a layer of
+/// its own: a `from_fn` layer boxes the service behind it again for every
+/// request).
 async fn check(
     State((guard, times)): State<(Arc<Guard>, BodyTimes)>,
     request: Request,
