@@ -27,7 +27,9 @@ pub enum RunError {
     Total(usize),
 }
 
-pub(super) type Key = (String, String);
+/// A chat's key: (principal, chat id), shared by the registry's maps and
+/// the turn's end rather than copied into each.
+pub(super) type Key = (Arc<str>, Arc<str>);
 
 /// Continues a held turn taken over from a dead instance: its saved state
 /// and the transport of the resume that took it over (for its metrics) in;
@@ -69,7 +71,7 @@ pub(super) struct Registry {
     /// The resumable turn of each chat.
     pub(super) runs: HashMap<Key, Arc<Run>>,
     /// Turns running per principal (superseded ones included).
-    pub(super) counts: HashMap<String, usize>,
+    pub(super) counts: HashMap<Arc<str>, usize>,
     pub(super) running: usize,
     /// Turns that may be driven by their readers, by id, for [`sweep`].
     pub(super) inline: HashMap<u64, std::sync::Weak<Run>>,
@@ -210,7 +212,7 @@ impl Runs {
         waiting: watch::Receiver<bool>,
         opening: Opening,
     ) -> Result<(Arc<Run>, Subscription), RunError> {
-        let key = (owner.principal.to_owned(), owner.chat_id.to_owned());
+        let key: Key = (owner.principal.into(), owner.chat_id.into());
         let id = {
             let mut registry = self.lock();
             registry.next_run += 1;
@@ -306,7 +308,7 @@ impl Runs {
 
     /// The turn in flight in `chat_id` for `principal`, if any.
     pub fn get(&self, principal: &str, chat_id: &str) -> Option<Arc<Run>> {
-        let key = (principal.to_owned(), chat_id.to_owned());
+        let key: Key = (principal.into(), chat_id.into());
         self.lock()
             .runs
             .get(&key)
