@@ -23,6 +23,8 @@ const MODEL_BATCH: usize = 64;
 /// The model's response being read.
 pub(super) struct Model {
     events: ModelEvents,
+    /// What is left of the batch read last.
+    ready: std::vec::IntoIter<ProviderEvent>,
     /// Shown each event and the end: the request's count and span.
     watch: Option<Watch>,
     calls: Vec<Streaming>,
@@ -32,16 +34,9 @@ impl Model {
     pub(super) fn new((events, watch): (ModelEvents, Option<Watch>)) -> Self {
         Self {
             events,
+            ready: Vec::new().into_iter(),
             watch,
             calls: Vec::new(),
-        }
-    }
-
-    /// Shows the watch `next`, read from the model.
-    #[inline]
-    fn see(&mut self, next: &Option<Result<ProviderEvent, ProviderError>>) {
-        if let Some(watch) = &mut self.watch {
-            watch.see(next);
         }
     }
 }
@@ -72,44 +67,78 @@ pub(super) struct Gate {
 pub(super) type Run = FuturesOrdered<BoxFuture<'static, (ToolCall, Option<Value>, Outcome)>>;
 
 impl Turn {
-    /// Reads the model's response: the next event, then those already
-    /// there, up to [`MODEL_BATCH`], so that a fast model's deltas go out
-    /// together (nothing is waited for between them).
+    /// Reads the model's response: the next batch, then those already
+    /// there, up to [`MODEL_BATCH`] events, so that a fast model's deltas go
+    /// out together (nothing is waited for between them).
     pub(super) async fn model(&mut self, mut model: Model, out: &mut ChunkWriter) -> Phase {
-        let mut next = model.events.next().await;
-        model.see(&next);
+        if model.ready.as_slice().is_empty() {
+            let next = model.events.next().await;
+            if let Some(phase) = self.model_batch(&mut model, next, out) {
+                return phase;
+            }
+        }
         // A model that is always ready must not hold the worker thread.
         tokio::task::coop::consume_budget().await;
         let mut read = 0;
         loop {
-            let Some(event) = next else {
-                self.emit(AgentEvent::ModelEnd, out);
-                self.step.had_calls = !model.calls.is_empty();
-                return Phase::Gate(Gate {
-                    calls: model.calls.into_iter(),
-                    permits: Vec::new(),
-                });
+            for event in model.ready.by_ref() {
+                if let Some(watch) = &mut model.watch {
+                    watch.event(&event);
+                }
+                if let Some(phase) = self.model_event(&mut model.calls, event, out) {
+                    return phase;
+                }
+                read += 1;
+                // Each event takes from the task's budget, as the first did.
+                let budget = tokio::task::coop::consume_budget().now_or_never();
+                if read == MODEL_BATCH || budget.is_none() {
+                    return Phase::Model(model);
+                }
+            }
+            let Some(next) = model.events.next().now_or_never() else {
+                return Phase::Model(model);
             };
-            if let Some(phase) = self.model_event(&mut model, event, out) {
+            if let Some(phase) = self.model_batch(&mut model, next, out) {
                 return phase;
             }
-            read += 1;
-            // Each event takes from the task's budget, as the first did.
-            let budget = tokio::task::coop::consume_budget().now_or_never();
-            if read == MODEL_BATCH || budget.is_none() {
-                return Phase::Model(model);
-            }
-            match model.events.next().now_or_never() {
-                Some(event) => {
-                    model.see(&event);
-                    // A batch: room for it at once, rather than growing
-                    // (and copying) the buffer five times on the way to 64.
-                    if read == 1 {
-                        out.reserve(MODEL_BATCH);
-                    }
-                    next = event;
+        }
+    }
+
+    /// What was read of the model: a batch, to read next, or the end or an
+    /// error, and the phase they lead to.
+    fn model_batch(
+        &mut self,
+        model: &mut Model,
+        next: Option<Result<Vec<ProviderEvent>, ProviderError>>,
+        out: &mut ChunkWriter,
+    ) -> Option<Phase> {
+        match next {
+            Some(Ok(batch)) => {
+                // Room for the batch at once, rather than growing (and
+                // copying) the buffer five times on the way to 64.
+                if batch.len() > 1 {
+                    out.reserve(batch.len());
                 }
-                None => return Phase::Model(model),
+                model.ready = batch.into_iter();
+                None
+            }
+            Some(Err(e)) => {
+                if let Some(watch) = &mut model.watch {
+                    watch.error(&e);
+                }
+                self.emit(AgentEvent::Error(e.to_string()), out);
+                Some(Phase::Done)
+            }
+            None => {
+                if let Some(watch) = &mut model.watch {
+                    watch.end();
+                }
+                self.emit(AgentEvent::ModelEnd, out);
+                self.step.had_calls = !model.calls.is_empty();
+                Some(Phase::Gate(Gate {
+                    calls: std::mem::take(&mut model.calls).into_iter(),
+                    permits: Vec::new(),
+                }))
             }
         }
     }
@@ -118,33 +147,29 @@ impl Turn {
     /// cannot read on.
     fn model_event(
         &mut self,
-        model: &mut Model,
-        event: Result<ProviderEvent, ProviderError>,
+        calls: &mut Vec<Streaming>,
+        event: ProviderEvent,
         out: &mut ChunkWriter,
     ) -> Option<Phase> {
         let event = match event {
-            Err(e) => {
-                self.emit(AgentEvent::Error(e.to_string()), out);
-                return Some(Phase::Done);
-            }
             // Straight to the encoder: see `TurnEncoder::text`.
-            Ok(ProviderEvent::TextDelta(delta)) => {
+            ProviderEvent::TextDelta(delta) => {
                 let (encoder, message) = self.encoding();
                 encoder.text(delta, message, out);
                 return None;
             }
-            Ok(ProviderEvent::ReasoningDelta(delta)) => {
+            ProviderEvent::ReasoningDelta(delta) => {
                 let (encoder, message) = self.encoding();
                 encoder.reasoning(delta, message, out);
                 return None;
             }
-            Ok(ProviderEvent::ReasoningMetadata(metadata)) => AgentEvent::ReasoningEnd(*metadata),
-            Ok(ProviderEvent::ToolCallStart {
+            ProviderEvent::ReasoningMetadata(metadata) => AgentEvent::ReasoningEnd(*metadata),
+            ProviderEvent::ToolCallStart {
                 id: provider_id,
                 name,
                 metadata,
-            }) => {
-                if model.calls.len() == MAX_CALLS_PER_STEP {
+            } => {
+                if calls.len() == MAX_CALLS_PER_STEP {
                     let error = format!(
                         "the model made more than {MAX_CALLS_PER_STEP} tool calls in one step"
                     );
@@ -168,7 +193,7 @@ impl Turn {
                     name: name.clone(),
                     live,
                 };
-                model.calls.push(Streaming {
+                calls.push(Streaming {
                     provider_id,
                     id,
                     name,
@@ -179,8 +204,8 @@ impl Turn {
                 });
                 event
             }
-            Ok(ProviderEvent::ToolCallDelta { id, delta }) => {
-                let Some(call) = model.calls.iter_mut().rev().find(|c| c.provider_id == id) else {
+            ProviderEvent::ToolCallDelta { id, delta } => {
+                let Some(call) = calls.iter_mut().rev().find(|c| c.provider_id == id) else {
                     let error = format!("model sent arguments for an unknown call `{id}`");
                     self.emit(AgentEvent::Error(error), out);
                     return Some(Phase::Done);
@@ -196,8 +221,8 @@ impl Turn {
                 let id = call.id.clone();
                 AgentEvent::ToolInputDelta { id, delta }
             }
-            Ok(ProviderEvent::ToolCallEnd { .. }) => return None,
-            Ok(ProviderEvent::Finish { reason, .. }) => {
+            ProviderEvent::ToolCallEnd { .. } => return None,
+            ProviderEvent::Finish { reason, .. } => {
                 self.step.stop = Some(reason);
                 return None;
             }

@@ -9,6 +9,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
+use futures::future::Either;
 use futures::stream::BoxStream;
 use futures::{Stream, StreamExt, TryStreamExt};
 use http_body_util::{BodyExt, Full};
@@ -107,14 +108,30 @@ impl Upstream {
         format!("{}/{}", self.config.base_url.trim_end_matches('/'), path)
     }
 
-    /// Posts `body` and streams the answer's SSE events through `decoder`.
-    /// Dropping the stream drops the connection.
+    /// Posts `body` and streams the answer's SSE events through `decoder`,
+    /// one by one. Dropping the stream drops the connection.
     pub fn stream<D: Decoder>(
         &self,
         url: Endpoint,
         body: Result<Vec<u8>, ProviderError>,
-        mut decoder: D,
+        decoder: D,
     ) -> BoxStream<'static, Result<D::Event, ProviderError>> {
+        self.batches(url, body, decoder)
+            .flat_map(|batch| match batch {
+                Ok(events) => Either::Left(futures::stream::iter(events.into_iter().map(Ok))),
+                Err(e) => Either::Right(futures::stream::once(std::future::ready(Err(e)))),
+            })
+            .boxed()
+    }
+
+    /// The same in batches: the events decoded from one read of the body
+    /// together. Dropping the stream drops the connection.
+    pub fn batches<D: Decoder>(
+        &self,
+        url: Endpoint,
+        body: Result<Vec<u8>, ProviderError>,
+        mut decoder: D,
+    ) -> BoxStream<'static, Result<Vec<D::Event>, ProviderError>> {
         let upstream = self.clone();
         let provider = self.config.provider;
         async_stream::stream! {
@@ -139,9 +156,9 @@ impl Upstream {
             let mut ended = false;
             while let Some(event) = events.next().await {
                 let done = event.and_then(|event| decoder.event(event, &mut out));
-                for event in out.drain(..) {
-                    event.log(provider);
-                    yield Ok(event);
+                if !out.is_empty() {
+                    out.iter().for_each(|event| event.log(provider));
+                    yield Ok(std::mem::take(&mut out));
                 }
                 match done {
                     Ok(false) => {}
@@ -157,9 +174,9 @@ impl Upstream {
                 }
             }
             let last = if ended { Ok(()) } else { decoder.end(&mut out) };
-            for event in out.drain(..) {
-                event.log(provider);
-                yield Ok(event);
+            if !out.is_empty() {
+                out.iter().for_each(|event| event.log(provider));
+                yield Ok(out);
             }
             if let Err(e) = last {
                 tracing::warn!(provider, "model stream failed: {e}");

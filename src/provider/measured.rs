@@ -31,10 +31,10 @@ impl ModelProvider for Measured {
         &self,
         request: ModelRequest,
     ) -> BoxStream<'static, Result<ProviderEvent, ProviderError>> {
-        let (mut events, mut watch) = self.watched(request);
+        let (mut events, mut watch) = (self.inner.stream(request), self.watch());
         futures::stream::poll_fn(move |cx| {
             let next = events.poll_next_unpin(cx);
-            if let (Poll::Ready(next), Some(watch)) = (&next, &mut watch) {
+            if let Poll::Ready(next) = &next {
                 watch.see(next);
             }
             next
@@ -42,10 +42,29 @@ impl ModelProvider for Measured {
         .boxed()
     }
 
-    /// The inner model's events as they are, and the watch that counts
+    fn batches(&self, request: ModelRequest) -> ModelEvents {
+        let (mut batches, mut watch) = (self.inner.batches(request), self.watch());
+        futures::stream::poll_fn(move |cx| {
+            let next = batches.poll_next_unpin(cx);
+            if let Poll::Ready(next) = &next {
+                watch.see_batch(next);
+            }
+            next
+        })
+        .boxed()
+    }
+
+    /// The inner model's batches as they are, and the watch that counts
     /// them: a turn shows it each event it reads, where a stream layer of
-    /// its own would move every event once more through a boxed poll.
+    /// its own would move every batch once more through a boxed poll.
     fn watched(&self, request: ModelRequest) -> (ModelEvents, Option<Watch>) {
+        (self.inner.batches(request), Some(self.watch()))
+    }
+}
+
+impl Measured {
+    /// The count and span of a request made now.
+    fn watch(&self) -> Watch {
         let span = tracing::info_span!(
             "chat",
             otel.name = format!("chat {}", self.model),
@@ -58,15 +77,13 @@ impl ModelProvider for Measured {
             gen_ai.usage.output_tokens = tracing::field::Empty,
             error.type = tracing::field::Empty,
         );
-        let events = self.inner.stream(request);
-        let watch = Watch {
+        Watch {
             metrics: self.metrics.clone(),
             provider: self.provider,
             started: Instant::now(),
             counted: false,
             span: Some(span),
-        };
-        (events, Some(watch))
+        }
     }
 }
 
@@ -94,17 +111,36 @@ pub struct Watch {
 }
 
 impl Watch {
-    /// What was read of the response: an event, or its end (`None`). Only
-    /// the finish, an error and the end are counted; a delta is looked at
-    /// where it lies, here, without a call.
-    #[inline]
+    /// What was read of the response: an event, or its end (`None`).
     pub fn see(&mut self, next: &Option<Result<ProviderEvent, ProviderError>>) {
         match next {
-            Some(Ok(ProviderEvent::Finish { usage, .. })) => self.finished(*usage),
-            Some(Err(e)) => self.refused(e),
-            None => self.count("ok".to_owned()),
-            Some(Ok(_)) => {}
+            Some(Ok(event)) => self.event(event),
+            Some(Err(e)) => self.error(e),
+            None => self.end(),
         }
+    }
+
+    /// What was read of the response in batches: a batch, or its end.
+    pub fn see_batch(&mut self, next: &Option<Result<Vec<ProviderEvent>, ProviderError>>) {
+        match next {
+            Some(Ok(batch)) => batch.iter().for_each(|event| self.event(event)),
+            Some(Err(e)) => self.error(e),
+            None => self.end(),
+        }
+    }
+
+    /// An event of the response. Only the finish is counted; a delta is
+    /// looked at where it lies, here, without a call.
+    #[inline]
+    pub fn event(&mut self, event: &ProviderEvent) {
+        if let ProviderEvent::Finish { usage, .. } = event {
+            self.finished(*usage);
+        }
+    }
+
+    /// The response ended.
+    pub fn end(&mut self) {
+        self.count("ok".to_owned());
     }
 
     fn finished(&mut self, usage: Usage) {
@@ -112,7 +148,8 @@ impl Watch {
         self.count("ok".to_owned());
     }
 
-    fn refused(&mut self, e: &ProviderError) {
+    /// The response failed.
+    pub fn error(&mut self, e: &ProviderError) {
         let status = status(e);
         self.failed(&status);
         self.count(status);
@@ -191,7 +228,7 @@ mod tests {
     }
 
     /// Each response counted once with its status, read through the
-    /// measured stream or shown to the watch as a turn does.
+    /// measured stream, its batches, or shown to the watch as a turn does.
     #[tokio::test]
     async fn a_request_is_counted_once_either_way() {
         let finish = Some(ProviderEvent::Finish {
@@ -203,10 +240,10 @@ mod tests {
             (vec![delta(), finish.clone()], usize::MAX, "ok"),
             (vec![delta()], usize::MAX, "ok"),
             (vec![delta(), None], usize::MAX, "429"),
-            (vec![delta(), finish], 1, "cancelled"),
+            (vec![delta(), finish], 0, "cancelled"),
         ];
         for (script, read, status) in cases {
-            for watched in [false, true] {
+            for how in ["stream", "batches", "watched"] {
                 let metrics = Metrics::new();
                 let model = Measured {
                     inner: Arc::new(Fixed(script.clone())),
@@ -215,26 +252,31 @@ mod tests {
                     system: "fixed",
                     model: "m".into(),
                 };
-                if watched {
-                    let (mut events, mut watch) = model.watched(request());
-                    for _ in 0..read {
-                        let next = events.next().await;
-                        if let Some(watch) = &mut watch {
-                            watch.see(&next);
-                        }
-                        if next.is_none() {
-                            break;
+                match how {
+                    "watched" => {
+                        let (mut batches, mut watch) = model.watched(request());
+                        for _ in 0..read {
+                            let next = batches.next().await;
+                            if let Some(watch) = &mut watch {
+                                watch.see_batch(&next);
+                            }
+                            if next.is_none() {
+                                break;
+                            }
                         }
                     }
-                } else {
-                    let events = model.stream(request());
-                    let _: Vec<_> = events.take(read).collect().await;
+                    "batches" => {
+                        let _: Vec<_> = model.batches(request()).take(read).collect().await;
+                    }
+                    _ => {
+                        let _: Vec<_> = model.stream(request()).take(read).collect().await;
+                    }
                 }
                 let text = metrics.encode().unwrap_or_default();
                 let line = format!(
                     "toolgate_model_requests_total{{provider=\"fixed\",status=\"{status}\"}} 1"
                 );
-                assert!(text.contains(&line), "{watched} {status}: {text}");
+                assert!(text.contains(&line), "{how} {status}: {text}");
                 assert_eq!(
                     text.matches("toolgate_model_requests_total{").count(),
                     1,

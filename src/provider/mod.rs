@@ -9,6 +9,9 @@ pub mod measured;
 pub mod openai;
 pub mod scripted;
 
+use std::task::Poll;
+
+use futures::StreamExt;
 use futures::stream::BoxStream;
 use serde_json::Value;
 
@@ -311,16 +314,71 @@ pub trait ModelProvider: Send + Sync + 'static {
         request: ModelRequest,
     ) -> BoxStream<'static, Result<ProviderEvent, ProviderError>>;
 
-    /// The stream, and what must be shown each of its events and its end
-    /// (a [`measured::Measured`] model's count), if anything: for a reader
-    /// that sees every event anyway, such as the turn.
+    /// The stream in batches, each the events that were there at once. A
+    /// model that makes several at a time (a network read's worth, a
+    /// scripted answer) gives them so: the turn then reads each event where
+    /// it was made, rather than each moved out through a poll of its own.
+    fn batches(&self, request: ModelRequest) -> ModelEvents {
+        batched(self.stream(request))
+    }
+
+    /// The batches, and what must be shown each of their events and their
+    /// end (a [`measured::Measured`] model's count), if anything: for a
+    /// reader that sees every event anyway, such as the turn.
     fn watched(&self, request: ModelRequest) -> (ModelEvents, Option<measured::Watch>) {
-        (self.stream(request), None)
+        (self.batches(request), None)
     }
 }
 
-/// A model's response, as its events come.
-pub type ModelEvents = BoxStream<'static, Result<ProviderEvent, ProviderError>>;
+/// A model's response, in batches of the events that came together (each
+/// batch has one at least, and at most [`BATCH`]); an error ends it.
+pub type ModelEvents = BoxStream<'static, Result<Vec<ProviderEvent>, ProviderError>>;
+
+/// At most this many events are gathered in one batch.
+pub const BATCH: usize = 64;
+
+/// `events` in batches: each poll takes every event already there, up to
+/// [`BATCH`]. An error read after some events comes on the next poll, and
+/// ends the stream.
+pub fn batched(
+    mut events: BoxStream<'static, Result<ProviderEvent, ProviderError>>,
+) -> ModelEvents {
+    let mut failed = None;
+    let mut ended = false;
+    futures::stream::poll_fn(move |cx| {
+        if let Some(e) = failed.take() {
+            return Poll::Ready(Some(Err(e)));
+        }
+        if ended {
+            return Poll::Ready(None);
+        }
+        let mut batch = Vec::new();
+        while batch.len() < BATCH {
+            match events.poll_next_unpin(cx) {
+                Poll::Ready(Some(Ok(event))) => batch.push(event),
+                Poll::Ready(Some(Err(e))) => {
+                    ended = true;
+                    if batch.is_empty() {
+                        return Poll::Ready(Some(Err(e)));
+                    }
+                    failed = Some(e);
+                    break;
+                }
+                Poll::Ready(None) => {
+                    ended = true;
+                    break;
+                }
+                Poll::Pending => break,
+            }
+        }
+        match batch.is_empty() {
+            true if ended => Poll::Ready(None),
+            true => Poll::Pending,
+            false => Poll::Ready(Some(Ok(batch))),
+        }
+    })
+    .boxed()
+}
 
 #[cfg(test)]
 mod tests {
@@ -329,6 +387,50 @@ mod tests {
     /// A model's event is moved several times on its way to the encoder,
     /// once a delta: its rare large fields are boxed to keep it small (120
     /// bytes with a call's metadata inline).
+    /// A stream of events (`d` a delta), errors (`e`) and waits (`.`, each
+    /// woken at once), read as batches: `[dd] e` is a batch of two deltas,
+    /// then the error.
+    #[test]
+    fn events_are_batched_as_they_are_there() {
+        let cases = [
+            ("", ""),
+            ("ddd", "[ddd]"),
+            ("dd.d", "[dd] [d]"),
+            (".d..d.", "[d] [d]"),
+            ("dde", "[dd] e"),
+            ("edd", "e"),
+            ("d.e", "[d] e"),
+        ];
+        for (script, batches) in cases {
+            assert_eq!(read_batches(script), batches, "{script}");
+        }
+        let many = "d".repeat(BATCH + 1);
+        let expected = format!("[{}] [d]", "d".repeat(BATCH));
+        assert_eq!(read_batches(&many), expected);
+    }
+
+    fn read_batches(script: &str) -> String {
+        let mut steps: std::collections::VecDeque<char> = script.chars().collect();
+        let events = futures::stream::poll_fn(move |cx| match steps.pop_front() {
+            Some('d') => Poll::Ready(Some(Ok(ProviderEvent::TextDelta("x".into())))),
+            Some('e') => Poll::Ready(Some(Err(ProviderError::Stream("broke".into())))),
+            Some(_) => {
+                cx.waker().wake_by_ref();
+                Poll::Pending
+            }
+            None => Poll::Ready(None),
+        });
+        let read = futures::executor::block_on(batched(events.boxed()).collect::<Vec<_>>());
+        let read: Vec<String> = read
+            .iter()
+            .map(|batch| match batch {
+                Ok(events) => format!("[{}]", "d".repeat(events.len())),
+                Err(_) => "e".to_owned(),
+            })
+            .collect();
+        read.join(" ")
+    }
+
     #[test]
     fn an_event_is_small() {
         assert_eq!(

@@ -21,8 +21,8 @@ use regex::Regex;
 use serde_json::{Number, Value, json};
 
 use super::{
-    ModelMessage, ModelProvider, ModelRequest, ProviderError, ProviderEvent, ResultContent,
-    StopReason, ToolResult, Usage, UserContent,
+    BATCH, ModelEvents, ModelMessage, ModelProvider, ModelRequest, ProviderError, ProviderEvent,
+    ResultContent, StopReason, ToolResult, Usage, UserContent, batched,
 };
 use crate::ids::Ids;
 use crate::protocol::DeltaText;
@@ -159,25 +159,7 @@ impl ModelProvider for ScriptedModel {
         &self,
         request: ModelRequest,
     ) -> BoxStream<'static, Result<ProviderEvent, ProviderError>> {
-        let offered: Vec<&str> = request.tools.iter().map(|t| t.name.as_str()).collect();
-        let plan = plan(&request.messages, &offered);
-        // Counted now: the stream keeps only its plan, not the request.
-        let input_tokens = request.messages.len() as u64;
-        let script = Script {
-            ids: self.ids.clone(),
-            left: match plan {
-                Plan::Calls(calls) => Left::Calls {
-                    calls: calls.into_iter(),
-                    open: None,
-                },
-                Plan::Count(last) => Left::Count { next: 1, last },
-                Plan::Text(text) => Left::Text { text, at: 0 },
-            },
-            usage: Usage {
-                input_tokens,
-                output_tokens: 0,
-            },
-        };
+        let script = self.script(&request);
         let delay = self.delta_delay;
         if delay.is_zero() {
             return stream::iter(script.map(Ok)).boxed();
@@ -193,6 +175,46 @@ impl ModelProvider for ScriptedModel {
                 Ok(event)
             })
             .boxed()
+    }
+
+    /// Without a delay, the whole script is there at once: it goes in
+    /// batches made straight from it, each event written once, into its
+    /// batch.
+    fn batches(&self, request: ModelRequest) -> ModelEvents {
+        if !self.delta_delay.is_zero() {
+            return batched(self.stream(request));
+        }
+        let mut script = self.script(&request);
+        stream::iter(std::iter::from_fn(move || {
+            let batch: Vec<_> = script.by_ref().take(BATCH).collect();
+            (!batch.is_empty()).then_some(Ok(batch))
+        }))
+        .boxed()
+    }
+}
+
+impl ScriptedModel {
+    /// The answer to `request`, planned.
+    fn script(&self, request: &ModelRequest) -> Script {
+        let offered: Vec<&str> = request.tools.iter().map(|t| t.name.as_str()).collect();
+        let plan = plan(&request.messages, &offered);
+        // Counted now: the stream keeps only its plan, not the request.
+        let input_tokens = request.messages.len() as u64;
+        Script {
+            ids: self.ids.clone(),
+            left: match plan {
+                Plan::Calls(calls) => Left::Calls {
+                    calls: calls.into_iter(),
+                    open: None,
+                },
+                Plan::Count(last) => Left::Count { next: 1, last },
+                Plan::Text(text) => Left::Text { text, at: 0 },
+            },
+            usage: Usage {
+                input_tokens,
+                output_tokens: 0,
+            },
+        }
     }
 }
 
@@ -226,6 +248,20 @@ enum Left {
 
 impl Iterator for Script {
     type Item = ProviderEvent;
+
+    /// Exact for a count, so that its batches are made at their size.
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        match &self.left {
+            Left::Count { next, last } => {
+                // The deltas left, and the finish.
+                let left = usize::try_from((last + 1).saturating_sub(*next)).unwrap_or(usize::MAX);
+                (left.saturating_add(1), left.checked_add(1))
+            }
+            Left::Done => (0, Some(0)),
+            // The finish at least.
+            Left::Calls { .. } | Left::Text { .. } => (1, None),
+        }
+    }
 
     fn next(&mut self) -> Option<ProviderEvent> {
         let reason = match &mut self.left {

@@ -13,7 +13,8 @@ use super::{Decoder, Endpoint, Upstream};
 use crate::call::ToolSpec;
 use crate::ids::Ids;
 use crate::provider::{
-    ModelOptions, ModelProvider, ModelRequest, ProviderError, ProviderEvent, StopReason, Usage,
+    ModelEvents, ModelOptions, ModelProvider, ModelRequest, ProviderError, ProviderEvent,
+    StopReason, Usage,
 };
 
 /// One model API, named by its decoder: where a request goes, its body,
@@ -95,11 +96,23 @@ impl<A: ModelApi> ModelProvider for HttpModel<A> {
         &self,
         request: ModelRequest,
     ) -> BoxStream<'static, Result<ProviderEvent, ProviderError>> {
-        let body = self
-            .declarations(&request.tools)
-            .and_then(|tools| A::body(&self.options, &request, tools.as_deref()));
+        let body = self.body(&request);
         self.upstream
             .stream(self.url.clone(), body, A::decoder(self.ids.clone()))
+    }
+
+    fn batches(&self, request: ModelRequest) -> ModelEvents {
+        let body = self.body(&request);
+        self.upstream
+            .batches(self.url.clone(), body, A::decoder(self.ids.clone()))
+    }
+}
+
+impl<A: ModelApi> HttpModel<A> {
+    /// The request's body in `A`'s format.
+    fn body(&self, request: &ModelRequest) -> Result<Vec<u8>, ProviderError> {
+        self.declarations(&request.tools)
+            .and_then(|tools| A::body(&self.options, request, tools.as_deref()))
     }
 }
 
