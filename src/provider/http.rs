@@ -2,24 +2,24 @@
 //! work, timeouts, SSE decoding with a size cap, and upstream errors told
 //! without the key.
 
-use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
+use futures::StreamExt;
 use futures::future::Either;
 use futures::stream::BoxStream;
-use futures::{Stream, StreamExt, TryStreamExt};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
 use hyper::{Method, Request, Response, StatusCode, Uri};
-use sse_stream::{Sse, SseByteStream};
+use sse_stream::Sse;
 
 use super::{ProviderError, ProviderEvent};
 
+mod body;
+pub(crate) use body::message_of;
+use body::{Capped, capped, error_message};
 mod client;
 use client::ModelClient;
 mod model;
@@ -338,52 +338,6 @@ impl Upstream {
         })
     }
 
-    /// The SSE events of a response's body; every read within the read
-    /// timeout, every event within the size cap. Public for the fuzz targets,
-    /// which feed it bodies cut at arbitrary points.
-    pub fn events<B, E>(
-        &self,
-        body: B,
-    ) -> impl Stream<Item = Result<Sse, ProviderError>> + Send + 'static
-    where
-        B: Stream<Item = Result<Bytes, E>> + Send + Unpin + 'static,
-        E: std::error::Error,
-    {
-        let since_event = Arc::new(AtomicUsize::new(0));
-        let counted = since_event.clone();
-        let bytes = Reads {
-            body,
-            limit: self.config.read_timeout,
-            timer: None,
-            waiting: false,
-        }
-        .map(move |chunk| {
-            let chunk = chunk?;
-            if counted.fetch_add(chunk.len(), Ordering::Relaxed) + chunk.len() > MAX_EVENT_BYTES {
-                return Err(BodyError::TooLarge);
-            }
-            Ok(chunk)
-        });
-        let upstream = self.clone();
-        SseByteStream::new(bytes)
-            .inspect_ok(move |_| since_event.store(0, Ordering::Relaxed))
-            .map_err(move |e| upstream.stream_error(e))
-    }
-
-    fn stream_error(&self, error: sse_stream::Error) -> ProviderError {
-        let provider = self.config.provider;
-        match error {
-            sse_stream::Error::Body(inner) => match inner.downcast_ref::<BodyError>() {
-                Some(BodyError::Timeout) => ProviderError::Timeout {
-                    provider,
-                    secs: self.config.read_timeout.as_secs_f32(),
-                },
-                _ => ProviderError::Stream(self.redact(&inner.to_string())),
-            },
-            other => ProviderError::Stream(format!("{provider} sent an unreadable event: {other}")),
-        }
-    }
-
     fn redact(&self, text: &str) -> String {
         match &self.config.secret {
             Some(Secret(secret)) if !secret.is_empty() => {
@@ -429,87 +383,6 @@ impl Logged for ProviderEvent {
     }
 }
 
-/// A body read up to a cap.
-enum Capped {
-    Whole(Vec<u8>),
-    /// The first `cap` bytes: there were more, left unread.
-    Cut(Vec<u8>),
-}
-
-/// Reads `body`, at most `cap` bytes of it: a larger body is cut there and
-/// the rest never read (dropping the body closes it).
-async fn capped(body: Incoming, cap: usize) -> Result<Capped, hyper::Error> {
-    let mut body = body.into_data_stream();
-    let mut bytes = Vec::new();
-    while let Some(chunk) = body.next().await.transpose()? {
-        let room = cap.saturating_sub(bytes.len());
-        if chunk.len() > room {
-            bytes.extend_from_slice(&chunk[..room]);
-            return Ok(Capped::Cut(bytes));
-        }
-        bytes.extend_from_slice(&chunk);
-    }
-    Ok(Capped::Whole(bytes))
-}
-
-/// A body whose every read comes within `limit`, counted from when the
-/// reader starts waiting for it. One timer for the whole body, pushed back
-/// when a wait starts (without a lock, tokio extends a registered timer in
-/// place), rather than one registered and dropped per read.
-struct Reads<B> {
-    body: B,
-    limit: Duration,
-    /// Made at the first wait: a body that is never waited for needs none.
-    timer: Option<Pin<Box<tokio::time::Sleep>>>,
-    /// Whether the last poll found nothing to read.
-    waiting: bool,
-}
-
-impl<B, E> Stream for Reads<B>
-where
-    B: Stream<Item = Result<Bytes, E>> + Unpin,
-    E: std::error::Error,
-{
-    type Item = Result<Bytes, BodyError>;
-
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        let this = &mut *self;
-        let read = match this.body.poll_next_unpin(cx) {
-            Poll::Ready(read) => read,
-            Poll::Pending => {
-                let timer = match &mut this.timer {
-                    Some(timer) if this.waiting => timer,
-                    Some(timer) => {
-                        timer
-                            .as_mut()
-                            .reset(tokio::time::Instant::now() + this.limit);
-                        timer
-                    }
-                    timer @ None => timer.insert(Box::pin(tokio::time::sleep(this.limit))),
-                };
-                this.waiting = true;
-                if timer.as_mut().poll(cx).is_pending() {
-                    return Poll::Pending;
-                }
-                this.waiting = false;
-                return Poll::Ready(Some(Err(BodyError::Timeout)));
-            }
-        };
-        this.waiting = false;
-        Poll::Ready(read.map(|read| read.map_err(|e| BodyError::Read(error_chain(&e)))))
-    }
-}
-
-#[derive(Debug, thiserror::Error)]
-enum BodyError {
-    #[error("the connection to the model broke: {0}")]
-    Read(String),
-    #[error("the model went silent")]
-    Timeout,
-    #[error("the model sent an event larger than {MAX_EVENT_BYTES} bytes")]
-    TooLarge,
-}
-
 fn log_finish(provider: &'static str, event: &ProviderEvent) {
     if let ProviderEvent::Finish { reason, usage } = event {
         tracing::info!(
@@ -537,50 +410,6 @@ fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     let value = headers.get(RETRY_AFTER)?.to_str().ok()?.trim();
     let secs: f64 = value.parse().ok()?;
     (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs.min(86_400.0)))
-}
-
-/// The provider's own message from an error body: `error.message` (OpenAI,
-/// Anthropic, Gemini) or `error` as text, else the start of the body.
-async fn error_message(response: Response<Incoming>) -> String {
-    let mut body = Vec::new();
-    let mut chunks = response.into_body().into_data_stream();
-    while let Ok(Some(Ok(chunk))) =
-        tokio::time::timeout(Duration::from_secs(5), chunks.next()).await
-    {
-        let room = MAX_ERROR_BODY.saturating_sub(body.len());
-        body.extend_from_slice(&chunk[..chunk.len().min(room)]);
-        if body.len() >= MAX_ERROR_BODY {
-            break;
-        }
-    }
-    message_of(&body)
-}
-
-pub(crate) fn message_of(body: &[u8]) -> String {
-    let json: Option<serde_json::Value> = serde_json::from_slice(body).ok();
-    // Gemini wraps its error in a one-element array on the SSE endpoint.
-    let json = match json {
-        Some(serde_json::Value::Array(mut items)) if !items.is_empty() => {
-            Some(items.swap_remove(0))
-        }
-        other => other,
-    };
-    let found = json.as_ref().and_then(|json| {
-        let error = json.get("error")?;
-        match error.get("message").and_then(|m| m.as_str()) {
-            Some(message) => Some(message.to_owned()),
-            None => error.as_str().map(str::to_owned),
-        }
-    });
-    found.unwrap_or_else(|| {
-        let text = String::from_utf8_lossy(body);
-        let text = text.trim();
-        match text.char_indices().nth(500) {
-            Some((cut, _)) => format!("{}…", &text[..cut]),
-            None if text.is_empty() => "no message".to_owned(),
-            None => text.to_owned(),
-        }
-    })
 }
 
 /// An error with its causes: hyper's own text is often only "client error (Connect)".
