@@ -6,16 +6,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use futures::StreamExt;
 use futures::future::Either;
 use futures::stream::BoxStream;
+use futures::{FutureExt, StreamExt};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
 use hyper::{Method, Request, Response, StatusCode, Uri};
 use sse_stream::Sse;
 
-use super::{ProviderError, ProviderEvent};
+use super::{BATCH, ProviderError, ProviderEvent};
 
 mod body;
 pub(crate) use body::message_of;
@@ -125,7 +125,7 @@ impl Upstream {
     }
 
     /// The same in batches: the events decoded from one read of the body
-    /// together. Dropping the stream drops the connection.
+    /// together, at most [`BATCH`] of them. Dropping the stream drops the connection.
     pub fn batches<D: Decoder>(
         &self,
         url: Endpoint,
@@ -154,8 +154,28 @@ impl Upstream {
             let mut events = std::pin::pin!(upstream.events(body));
             let mut out = Vec::new();
             let mut ended = false;
-            while let Some(event) = events.next().await {
-                let done = event.and_then(|event| decoder.event(event, &mut out));
+            let mut open = true;
+            while open {
+                let Some(mut event) = events.next().await else {
+                    break;
+                };
+                // The events already read with this one go in its batch: one
+                // batch a read of the body, not one an event. (Polled without
+                // a waker; the next wait polls again with the turn's.)
+                let done = loop {
+                    let done = event.and_then(|event| decoder.event(event, &mut out));
+                    if !matches!(done, Ok(false)) || out.len() >= BATCH {
+                        break done;
+                    }
+                    match events.next().now_or_never() {
+                        Some(Some(next)) => event = next,
+                        Some(None) => {
+                            open = false;
+                            break done;
+                        }
+                        None => break done,
+                    }
+                };
                 if !out.is_empty() {
                     out.iter().for_each(|event| event.log(provider));
                     yield Ok(std::mem::take(&mut out));
