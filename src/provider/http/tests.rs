@@ -47,7 +47,7 @@ async fn the_events_of_one_read_come_in_one_batch() {
         .unwrap_or_else(|e| panic!("{e}"));
     let addr = listener.local_addr().unwrap_or_else(|e| panic!("{e}"));
     let (next, wait) = tokio::sync::oneshot::channel::<()>();
-    let served = tokio::spawn(async move {
+    let served = async move {
         let (mut socket, _) = listener.accept().await.unwrap_or_else(|e| panic!("{e}"));
         let mut head = Vec::new();
         let mut buf = [0u8; 4096];
@@ -71,31 +71,33 @@ async fn the_events_of_one_read_come_in_one_batch() {
             .write_all(last.as_bytes())
             .await
             .unwrap_or_else(|e| panic!("{e}"));
-    });
-    let upstream = Upstream::new(UpstreamConfig {
-        provider: "openai",
-        base_url: format!("http://{addr}"),
-        headers: HeaderMap::new(),
-        secret: None,
-        connect_timeout: Duration::from_secs(5),
-        read_timeout: Duration::from_secs(5),
-        retries: 0,
-    })
-    .unwrap_or_else(|e| panic!("{e}"));
-    let url = Endpoint::from(upstream.url("/v1/chat/completions"));
-    let mut batches = upstream.batches(url, Ok(b"{}".to_vec()), Lines);
-    let first = batches
-        .next()
-        .await
-        .map(|batch| batch.unwrap_or_else(|e| panic!("{e}")));
-    assert_eq!(first, Some(vec!["a".to_owned(), "b".into(), "c".into()]));
-    next.send(())
-        .unwrap_or_else(|()| panic!("the server is gone"));
-    let last = batches
-        .next()
-        .await
-        .map(|batch| batch.unwrap_or_else(|e| panic!("{e}")));
-    assert_eq!(last, Some(vec!["d".to_owned()]));
-    assert!(batches.next().await.is_none());
-    served.await.unwrap_or_else(|e| panic!("{e}"));
+    };
+    let read = async move {
+        let upstream = Upstream::new(UpstreamConfig {
+            provider: "openai",
+            base_url: format!("http://{addr}"),
+            headers: HeaderMap::new(),
+            secret: None,
+            connect_timeout: Duration::from_secs(5),
+            read_timeout: Duration::from_secs(5),
+            retries: 0,
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+        let url = Endpoint::from(upstream.url("/v1/chat/completions"));
+        let mut batches = upstream.batches(url, Ok(b"{}".to_vec()), Lines);
+        let first = batches
+            .next()
+            .await
+            .map(|batch| batch.unwrap_or_else(|e| panic!("{e}")));
+        assert_eq!(first, Some(vec!["a".to_owned(), "b".into(), "c".into()]));
+        next.send(())
+            .unwrap_or_else(|()| panic!("the server is gone"));
+        let last = batches
+            .next()
+            .await
+            .map(|batch| batch.unwrap_or_else(|e| panic!("{e}")));
+        assert_eq!(last, Some(vec!["d".to_owned()]));
+        assert!(batches.next().await.is_none());
+    };
+    tokio::join!(served, read);
 }
