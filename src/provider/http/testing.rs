@@ -191,3 +191,19 @@ pub fn full_options() -> ModelOptions {
         ..ModelOptions::default()
     }
 }
+
+/// Reads a request's head from `socket`, for a test's server: its text.
+pub async fn read_head(socket: &mut tokio::net::TcpStream) -> String {
+    use tokio::io::AsyncReadExt;
+    let mut head = Vec::new();
+    let mut buf = [0u8; 1024];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        let n = socket
+            .read(&mut buf)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(n > 0, "closed before the end of the head");
+        head.extend_from_slice(&buf[..n]);
+    }
+    String::from_utf8_lossy(&head).into_owned()
+}

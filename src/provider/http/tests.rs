@@ -41,7 +41,7 @@ impl Decoder for Lines {
 
 #[tokio::test]
 async fn the_events_of_one_read_come_in_one_batch() {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::io::AsyncWriteExt;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .unwrap_or_else(|e| panic!("{e}"));
@@ -49,16 +49,7 @@ async fn the_events_of_one_read_come_in_one_batch() {
     let (next, wait) = tokio::sync::oneshot::channel::<()>();
     let served = async move {
         let (mut socket, _) = listener.accept().await.unwrap_or_else(|e| panic!("{e}"));
-        let mut head = Vec::new();
-        let mut buf = [0u8; 4096];
-        while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-            let n = socket
-                .read(&mut buf)
-                .await
-                .unwrap_or_else(|e| panic!("{e}"));
-            assert!(n > 0, "closed before the end of the head");
-            head.extend_from_slice(&buf[..n]);
-        }
+        testing::read_head(&mut socket).await;
         let first = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\
                      connection: close\r\n\r\ndata: a\n\ndata: b\n\ndata: c\n\n";
         socket

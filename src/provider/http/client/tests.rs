@@ -4,6 +4,8 @@ use http_body_util::BodyExt;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
+use crate::provider::http::testing::read_head;
+
 const TIMEOUT: Duration = Duration::from_secs(5);
 /// The proxy's credentials as the client sends them: base64("me:secret").
 const ME: &str = "Basic bWU6c2VjcmV0";
@@ -25,21 +27,12 @@ async fn one_answer(answer: &'static str) -> (Uri, impl Future<Output = String>)
     let addr = listener.local_addr().unwrap_or_else(|e| panic!("{e}"));
     let read = async move {
         let (mut socket, _) = listener.accept().await.unwrap_or_else(|e| panic!("{e}"));
-        let mut head = Vec::new();
-        let mut buf = [0u8; 1024];
-        while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-            let n = socket
-                .read(&mut buf)
-                .await
-                .unwrap_or_else(|e| panic!("{e}"));
-            assert!(n > 0, "closed before the end of the head");
-            head.extend_from_slice(&buf[..n]);
-        }
+        let head = read_head(&mut socket).await;
         socket
             .write_all(answer.as_bytes())
             .await
             .unwrap_or_else(|e| panic!("{e}"));
-        String::from_utf8_lossy(&head).into_owned()
+        head
     };
     let uri = format!("http://{addr}")
         .parse()
@@ -134,16 +127,8 @@ async fn an_idle_pooled_connection_is_closed_in_the_background() {
     // client to close it.
     let served = async move {
         let (mut socket, _) = listener.accept().await.unwrap_or_else(|e| panic!("{e}"));
+        read_head(&mut socket).await;
         let mut buf = [0u8; 1024];
-        let mut head = Vec::new();
-        while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-            let n = socket
-                .read(&mut buf)
-                .await
-                .unwrap_or_else(|e| panic!("{e}"));
-            assert!(n > 0, "closed before the end of the head");
-            head.extend_from_slice(&buf[..n]);
-        }
         socket
             .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
             .await
