@@ -31,27 +31,11 @@ impl ModelProvider for Measured {
         &self,
         request: ModelRequest,
     ) -> BoxStream<'static, Result<ProviderEvent, ProviderError>> {
-        let (mut events, mut watch) = (self.inner.stream(request), self.watch());
-        futures::stream::poll_fn(move |cx| {
-            let next = events.poll_next_unpin(cx);
-            if let Poll::Ready(next) = &next {
-                watch.see(next);
-            }
-            next
-        })
-        .boxed()
+        watching(self.inner.stream(request), self.watch(), Watch::see)
     }
 
     fn batches(&self, request: ModelRequest) -> ModelEvents {
-        let (mut batches, mut watch) = (self.inner.batches(request), self.watch());
-        futures::stream::poll_fn(move |cx| {
-            let next = batches.poll_next_unpin(cx);
-            if let Poll::Ready(next) = &next {
-                watch.see_batch(next);
-            }
-            next
-        })
-        .boxed()
+        watching(self.inner.batches(request), self.watch(), Watch::see_batch)
     }
 
     /// The inner model's batches as they are, and the watch that counts
@@ -60,6 +44,22 @@ impl ModelProvider for Measured {
     fn watched(&self, request: ModelRequest) -> (ModelEvents, Option<Watch>) {
         (self.inner.batches(request), Some(self.watch()))
     }
+}
+
+/// `reads`, each of them shown to `watch` by `see` as it comes.
+fn watching<T: Send + 'static>(
+    mut reads: BoxStream<'static, T>,
+    mut watch: Watch,
+    see: fn(&mut Watch, &Option<T>),
+) -> BoxStream<'static, T> {
+    futures::stream::poll_fn(move |cx| {
+        let next = reads.poll_next_unpin(cx);
+        if let Poll::Ready(next) = &next {
+            see(&mut watch, next);
+        }
+        next
+    })
+    .boxed()
 }
 
 impl Measured {
