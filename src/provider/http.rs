@@ -125,7 +125,8 @@ impl Upstream {
     }
 
     /// The same in batches: the events decoded from one read of the body
-    /// together, at most [`BATCH`] of them. Dropping the stream drops the connection.
+    /// together, at most [`BATCH`] of them. Dropping the stream drops the
+    /// connection.
     pub fn batches<D: Decoder>(
         &self,
         url: Endpoint,

@@ -384,9 +384,6 @@ pub fn batched(
 mod tests {
     use super::*;
 
-    /// A model's event is moved several times on its way to the encoder,
-    /// once a delta: its rare large fields are boxed to keep it small (120
-    /// bytes with a call's metadata inline).
     /// A stream of events (`d` a delta), errors (`e`) and waits (`.`, each
     /// woken at once), read as batches: `[dd] e` is a batch of two deltas,
     /// then the error.
@@ -431,6 +428,9 @@ mod tests {
         read.join(" ")
     }
 
+    /// A model's event is moved several times on its way to the encoder,
+    /// once a delta: its rare large fields are boxed to keep it small (120
+    /// bytes with a call's metadata inline).
     #[test]
     fn an_event_is_small() {
         assert_eq!(
