@@ -185,12 +185,10 @@ impl App {
             metrics_route: settings.metrics.route,
             draining: draining.clone(),
             required_mcp: settings.required_mcp.into(),
-            inbox_feeds: Arc::new(crate::transport::InboxFeeds::new(
-                crate::transport::FeedLimits {
-                    per_principal: stream.max_inbox_streams_per_user,
-                    total: stream.max_inbox_streams,
-                },
-            )),
+            inbox_feeds: Arc::new(crate::transport::InboxFeeds::new(crate::run::ShareLimits {
+                per_principal: stream.max_inbox_streams_per_user,
+                total: stream.max_inbox_streams,
+            })),
         });
         let metrics_routes = crate::transport::metrics_routes(state.clone());
         let mcp = state_signer.map(|signer| {
@@ -207,7 +205,13 @@ impl App {
         });
         let mcp_routes = match &mcp {
             Some(face) if settings.mcp.enabled => {
-                Some(crate::transport::mcp::routes(state.clone(), face.clone()))
+                let sessions =
+                    crate::run::Sessions::new(crate::run::Pool::McpSessions, settings.mcp.sessions);
+                Some(crate::transport::mcp::routes(
+                    state.clone(),
+                    face.clone(),
+                    sessions,
+                ))
             }
             _ => None,
         };

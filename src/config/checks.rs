@@ -316,6 +316,14 @@ pub(super) fn mcp(mcp: &McpConfig, env: Option<String>) -> Result<Option<String>
         let why = "a whole number from 1 to 3600";
         return Err(ConfigError::value("mcp.holdSeconds", mcp.hold_seconds, why));
     }
+    if mcp.max_sessions_per_user == 0 || mcp.max_sessions < mcp.max_sessions_per_user {
+        let why = "at least 1, and at most `mcp.maxSessions`";
+        return Err(ConfigError::value(
+            "mcp.maxSessionsPerUser",
+            mcp.max_sessions_per_user,
+            why,
+        ));
+    }
     let principal = env
         .filter(|p| !p.is_empty())
         .or_else(|| mcp.principal.clone());

@@ -185,6 +185,11 @@ pub struct McpConfig {
     /// `toolgate mcp` (stdio): who is asking. `TOOLGATE_MCP_PRINCIPAL`
     /// wins; unset, `anonymous`.
     pub principal: Option<String>,
+    /// Sessions of older clients (`Mcp-Session-Id`) one user may hold
+    /// open at once; an `initialize` beyond gets 429.
+    pub max_sessions_per_user: usize,
+    /// Sessions of older clients open at once, all users together.
+    pub max_sessions: usize,
 }
 
 impl Default for McpConfig {
@@ -194,6 +199,8 @@ impl Default for McpConfig {
             retry_wait_ms: 2_000,
             hold_seconds: 60,
             principal: None,
+            max_sessions_per_user: 8,
+            max_sessions: 1_000,
         }
     }
 }

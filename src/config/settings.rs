@@ -66,6 +66,8 @@ pub struct McpSettings {
     pub hold: Duration,
     /// stdio's principal: `TOOLGATE_MCP_PRINCIPAL`, else `mcp.principal`.
     pub principal: Option<String>,
+    /// `mcp.maxSessionsPerUser` and `mcp.maxSessions`.
+    pub sessions: crate::run::ShareLimits,
 }
 
 /// `model`: what answers a turn.
@@ -245,6 +247,10 @@ impl Settings {
             enabled: config.mcp.enabled,
             retry_wait: Duration::from_millis(config.mcp.retry_wait_ms),
             hold: Duration::from_secs(config.mcp.hold_seconds),
+            sessions: crate::run::ShareLimits {
+                per_principal: config.mcp.max_sessions_per_user,
+                total: config.mcp.max_sessions,
+            },
         };
         let server = &config.server;
         let server = ServerSettings {

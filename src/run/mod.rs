@@ -46,6 +46,8 @@ mod driver;
 mod entries;
 mod log;
 mod registry;
+mod sessions;
+mod shares;
 mod takeover;
 
 pub use api::{Asker, TurnError, Turns, continue_held};
@@ -54,6 +56,8 @@ pub use driver::Run;
 pub use entries::{Framed, Unread};
 pub use log::{LogRead, StartIndex, Subscription};
 pub use registry::{Continue, Limits, Owner, RunError, Runs};
+pub use sessions::{Opening, SessionError, Sessions};
+pub use shares::{Pool, Share, ShareError, ShareLimits, Shares};
 pub use takeover::{OWNER_DIED, Reader, Remote, Resumed};
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use serde_json::json;
 use crate::confirm::GateError;
 use crate::notify::LinkError;
 use crate::protocol::RequestError;
-use crate::run::TurnError;
+use crate::run::{SessionError, TurnError};
 use crate::store::{Limited, StoreError};
 
 /// A request body that went silent for `server.bodyReadSecs`, or did not
@@ -73,9 +73,12 @@ pub enum ApiError {
     Gate(#[from] GateError),
     #[error(transparent)]
     Busy(#[from] crate::run::RunError),
-    /// Too many inbox streams open.
+    /// Over a caller's share of a pool, or the pool's total.
     #[error(transparent)]
-    Streams(#[from] super::feeds::FeedError),
+    Share(#[from] crate::run::ShareError),
+    /// A face's session that is not the caller's, or one over their share.
+    #[error(transparent)]
+    Session(crate::run::SessionError),
     /// Over a limit of `limits`: the text names it.
     #[error(transparent)]
     Limited(Limited),
@@ -132,13 +135,16 @@ impl ApiError {
             | ApiError::BadKey
             | ApiError::NoToken
             | ApiError::BadToken(_) => StatusCode::UNAUTHORIZED,
-            ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::NotFound(_) | ApiError::Session(SessionError::NotFound) => {
+                StatusCode::NOT_FOUND
+            }
             ApiError::Forbidden | ApiError::NotApprover(_) => StatusCode::FORBIDDEN,
             ApiError::Conflict(_) => StatusCode::CONFLICT,
             ApiError::Gone(_) => StatusCode::GONE,
-            ApiError::Busy(_) | ApiError::Limited(_) | ApiError::Streams(_) => {
-                StatusCode::TOO_MANY_REQUESTS
-            }
+            ApiError::Busy(_)
+            | ApiError::Limited(_)
+            | ApiError::Share(_)
+            | ApiError::Session(SessionError::Share(_)) => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Guard(refused) => refused.status(),
             ApiError::BodyTimeout => StatusCode::REQUEST_TIMEOUT,
             ApiError::Link(LinkError::Invalid) => StatusCode::FORBIDDEN,
@@ -155,7 +161,9 @@ impl ApiError {
         match self {
             ApiError::Limited(limited) => Some(limited.retry_after_secs()),
             // When a turn in flight ends cannot be known.
-            ApiError::Busy(_) | ApiError::Streams(_) => Some(BUSY_RETRY_SECS),
+            ApiError::Busy(_) | ApiError::Share(_) | ApiError::Session(SessionError::Share(_)) => {
+                Some(BUSY_RETRY_SECS)
+            }
             _ => None,
         }
     }

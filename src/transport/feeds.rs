@@ -1,6 +1,6 @@
 //! Live listings shared among the streams that read the same one: the
-//! inbox's SSE streams (`inbox.rs`). Streams are counted and capped per
-//! principal and in total; the streams of one key (who reads, and what
+//! inbox's SSE streams (`inbox.rs`). Each stream holds a share of the
+//! door's [`Pool::InboxStreams`] (capped per principal and in total); the streams of one key (who reads, and what
 //! they filter) read one feed, written by one publisher, so a change is
 //! listed once per key, however many streams read it.
 
@@ -10,21 +10,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::sync::watch;
 
-/// Why a stream was not opened.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum FeedError {
-    #[error("too many inbox streams for this user (at most {0}); close one and try again")]
-    PerPrincipal(usize),
-    #[error("too many inbox streams (at most {0}); try again later")]
-    Total(usize),
-}
-
-/// How many streams may read at once.
-#[derive(Debug, Clone, Copy)]
-pub struct FeedLimits {
-    pub per_principal: usize,
-    pub total: usize,
-}
+use crate::run::{Pool, Share, ShareError, ShareLimits, Shares};
 
 /// What a feed carries: its latest frame (`None` until the first).
 type Frame<T> = Option<Arc<T>>;
@@ -33,20 +19,17 @@ type Frame<T> = Option<Arc<T>>;
 /// reading them.
 pub struct Feeds<K, T: ?Sized> {
     inner: Mutex<Registry<K, T>>,
-    limits: FeedLimits,
+    streams: Arc<Shares>,
 }
 
 struct Registry<K, T: ?Sized> {
     feeds: HashMap<K, Arc<watch::Sender<Frame<T>>>>,
-    /// Streams open per principal.
-    streams: HashMap<String, usize>,
-    total: usize,
 }
 
 /// One stream's reading of a feed; counted until it is dropped.
-pub struct Subscription<K: Hash + Eq, T: ?Sized> {
+pub struct Subscription<T: ?Sized> {
     pub frames: watch::Receiver<Frame<T>>,
-    _ticket: Ticket<K, T>,
+    _share: Share,
 }
 
 /// Given to the first stream of a key: the feed's only writer, whose task
@@ -58,12 +41,7 @@ pub struct Publisher<K: Hash + Eq, T: ?Sized> {
 }
 
 /// A stream's subscription, and the feed's publisher if it is the first.
-pub type Joined<K, T> = (Subscription<K, T>, Option<Publisher<K, T>>);
-
-struct Ticket<K: Hash + Eq, T: ?Sized> {
-    feeds: Arc<Feeds<K, T>>,
-    principal: String,
-}
+pub type Joined<K, T> = (Subscription<T>, Option<Publisher<K, T>>);
 
 impl<K, T: ?Sized> Feeds<K, T> {
     fn registry(&self) -> std::sync::MutexGuard<'_, Registry<K, T>> {
@@ -72,35 +50,21 @@ impl<K, T: ?Sized> Feeds<K, T> {
 }
 
 impl<K: Hash + Eq + Clone, T: ?Sized> Feeds<K, T> {
-    pub fn new(limits: FeedLimits) -> Self {
+    pub fn new(limits: ShareLimits) -> Self {
         Self {
             inner: Mutex::new(Registry {
                 feeds: HashMap::new(),
-                streams: HashMap::new(),
-                total: 0,
             }),
-            limits,
+            streams: Shares::new(Pool::InboxStreams, limits),
         }
     }
 
     /// A stream of `principal`'s reading `key`'s feed, if the caps leave
     /// room; with the feed's publisher when there was no feed yet (the
     /// caller then runs it).
-    pub fn join(self: &Arc<Self>, principal: &str, key: K) -> Result<Joined<K, T>, FeedError> {
+    pub fn join(self: &Arc<Self>, principal: &str, key: K) -> Result<Joined<K, T>, ShareError> {
+        let share = self.streams.take(principal)?;
         let mut registry = self.registry();
-        if registry.total >= self.limits.total {
-            return Err(FeedError::Total(self.limits.total));
-        }
-        let mine = registry.streams.get(principal).copied().unwrap_or(0);
-        if mine >= self.limits.per_principal {
-            return Err(FeedError::PerPrincipal(self.limits.per_principal));
-        }
-        registry.total += 1;
-        registry.streams.insert(principal.to_owned(), mine + 1);
-        let ticket = Ticket {
-            feeds: self.clone(),
-            principal: principal.to_owned(),
-        };
         // Subscribed under the lock: a publisher leaves only when, under
         // it, nobody reads (`Publisher::unread`).
         if let Some(tx) = registry.feeds.get(&key) {
@@ -108,7 +72,7 @@ impl<K: Hash + Eq + Clone, T: ?Sized> Feeds<K, T> {
             return Ok((
                 Subscription {
                     frames,
-                    _ticket: ticket,
+                    _share: share,
                 },
                 None,
             ));
@@ -124,7 +88,7 @@ impl<K: Hash + Eq + Clone, T: ?Sized> Feeds<K, T> {
         Ok((
             Subscription {
                 frames,
-                _ticket: ticket,
+                _share: share,
             },
             Some(publisher),
         ))
@@ -132,8 +96,7 @@ impl<K: Hash + Eq + Clone, T: ?Sized> Feeds<K, T> {
 
     /// Streams open now, and feeds (distinct keys) they read.
     pub fn open(&self) -> (usize, usize) {
-        let registry = self.registry();
-        (registry.total, registry.feeds.len())
+        (self.streams.held_now(), self.registry().feeds.len())
     }
 }
 
@@ -178,25 +141,12 @@ impl<K: Hash + Eq, T: ?Sized> Drop for Publisher<K, T> {
     }
 }
 
-impl<K: Hash + Eq, T: ?Sized> Drop for Ticket<K, T> {
-    fn drop(&mut self) {
-        let mut registry = self.feeds.registry();
-        registry.total = registry.total.saturating_sub(1);
-        if let Some(n) = registry.streams.get_mut(&self.principal) {
-            *n = n.saturating_sub(1);
-            if *n == 0 {
-                registry.streams.remove(&self.principal);
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn feeds(per_principal: usize, total: usize) -> Arc<Feeds<&'static str, str>> {
-        Arc::new(Feeds::new(FeedLimits {
+        Arc::new(Feeds::new(ShareLimits {
             per_principal,
             total,
         }))
@@ -210,11 +160,20 @@ mod tests {
         assert!(a1.is_ok() && a2.is_ok());
         assert_eq!(
             feeds.join("alice", "other").err(),
-            Some(FeedError::PerPrincipal(2))
+            Some(ShareError::PerPrincipal {
+                pool: Pool::InboxStreams,
+                max: 2
+            })
         );
         let b1 = feeds.join("bob", "b");
         assert!(b1.is_ok());
-        assert_eq!(feeds.join("carol", "c").err(), Some(FeedError::Total(3)));
+        assert_eq!(
+            feeds.join("carol", "c").err(),
+            Some(ShareError::Total {
+                pool: Pool::InboxStreams,
+                max: 3
+            })
+        );
         drop(a1);
         assert!(
             feeds.join("alice", "k").is_ok(),

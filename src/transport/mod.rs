@@ -105,7 +105,6 @@ pub struct Http {
 
 /// The inbox's live listings (`/api/confirmations/events`).
 pub type InboxFeeds = feeds::Feeds<inbox::InboxKey, inbox::Listed>;
-pub use feeds::FeedLimits;
 
 impl Http {
     /// Whether callers are told apart (API keys or a principal header):

@@ -64,6 +64,7 @@ mod mcp;
 #[cfg(feature = "mcp-clients")]
 mod mcp_clients;
 mod mcp_face;
+mod mcp_owners;
 mod mcp_sessions;
 mod metrics;
 mod moved_on;

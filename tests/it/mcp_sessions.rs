@@ -17,14 +17,8 @@ const OLD: &str = "2025-11-25";
 impl Client {
     /// `initialize` and `notifications/initialized`: a session of the old
     /// generation, elicitation declared or not.
-    async fn initialize(&mut self) {
-        let id = self.next();
-        let hello = json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": {
-            "protocolVersion": OLD,
-            "capabilities": self.capabilities(),
-            "clientInfo": {"name": "old-client", "version": "0.9"},
-        }});
-        let (status, messages, headers) = self.post(OLD, &hello).await;
+    pub(crate) async fn initialize(&mut self) {
+        let (status, messages, headers) = self.post(OLD, &self.hello()).await;
         assert_eq!(status, 200, "{messages:?}");
         let session = headers
             .get("mcp-session-id")
@@ -35,9 +29,24 @@ impl Client {
         assert!(status == 202 || status == 200, "{status}");
     }
 
+    /// An `initialize` that may be refused: its status and body.
+    pub(crate) async fn try_initialize(&self) -> (u16, String) {
+        let response = self.request(OLD, &self.hello()).send().await.must();
+        let status = response.status().as_u16();
+        (status, response.text().await.must())
+    }
+
+    fn hello(&self) -> Value {
+        json!({"jsonrpc": "2.0", "id": self.next(), "method": "initialize", "params": {
+            "protocolVersion": OLD,
+            "capabilities": self.capabilities(),
+            "clientInfo": {"name": "old-client", "version": "0.9"},
+        }})
+    }
+
     /// A `tools/call` in the session, each `elicitation/create` on its
     /// stream answered with `answer`; the call's response.
-    async fn call_in_session(&self, tool: &str, args: Value, answer: Value) -> Value {
+    pub(crate) async fn call_in_session(&self, tool: &str, args: Value, answer: Value) -> Value {
         let id = self.next();
         let message = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
             "name": tool, "arguments": args, "_meta": {"progressToken": "p1"},

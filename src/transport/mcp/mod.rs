@@ -7,10 +7,12 @@
 //!
 //! A face only: `handler.rs` maps `tools/list` and `tools/call` onto the
 //! run API's [`Calls`] and back, `wire.rs` holds MCP's words for the
-//! core's (the approval form, a decision, a result), `stdio.rs` serves it
-//! over stdin and stdout. No gate logic lives here.
+//! core's (the approval form, a decision, a result), `sessions.rs` tells
+//! the door's [`Sessions`] of older clients' sessions, `stdio.rs` serves
+//! it over stdin and stdout. No gate logic lives here.
 
 mod handler;
+mod sessions;
 mod stdio;
 mod wire;
 
@@ -26,9 +28,10 @@ use axum::response::{IntoResponse, Response};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
-use super::{Caller, HttpState};
+use super::{ApiError, Caller, HttpState};
 use crate::metrics::Metrics;
-use crate::run::Calls;
+use crate::run::{Calls, Sessions};
+use sessions::{OPENER, Opener, OwnedSessions, SESSION_HEADER};
 
 /// One MCP server over the run API: every session and request gets a clone.
 #[derive(Debug, Clone)]
@@ -64,36 +67,59 @@ impl McpFace {
 
 /// `/mcp` (`POST`, `GET`, `DELETE`), each request's caller resolved as the
 /// chat's are before rmcp sees it. Sessions of older clients live in this
-/// process; 2026-07-28 requests need none.
-pub fn routes(state: HttpState, face: McpFace) -> Router {
+/// process, each its opener's alone ([`Sessions`]); 2026-07-28 requests
+/// need none.
+pub fn routes(state: HttpState, face: McpFace, sessions: Arc<Sessions>) -> Router {
     let config = StreamableHttpServerConfig::default()
         // toolgate's own guard checks Host and Origin before any route.
         .disable_allowed_hosts()
         .disable_allowed_origins()
         .with_max_request_body_bytes(state.max_body_bytes)
         .with_sse_keep_alive(Some(state.keep_alive));
-    let service = StreamableHttpService::new(
-        move || Ok(face.clone()),
-        Arc::new(LocalSessionManager::default()),
-        config,
-    );
+    let owned = OwnedSessions {
+        local: LocalSessionManager::default(),
+        sessions: sessions.clone(),
+    };
+    let service = StreamableHttpService::new(move || Ok(face.clone()), Arc::new(owned), config);
     Router::new()
         .route_service("/mcp", service)
-        .layer(axum::middleware::from_fn_with_state(state, authenticate))
+        .layer(axum::middleware::from_fn_with_state(
+            (state, sessions),
+            authenticate,
+        ))
 }
 
 /// Resolves the caller (API key, principal header) as every route does,
-/// and hands it to the handler in the request's extensions.
+/// and hands it to the handler in the request's extensions; a request in
+/// a session goes on only if the door says the session is the caller's.
 async fn authenticate(
-    State(state): State<HttpState>,
+    State((state, sessions)): State<(HttpState, Arc<Sessions>)>,
     mut request: Request,
     next: Next,
 ) -> Response {
-    match Caller::from_headers(&state, request.headers()).await {
-        Ok(caller) => {
-            request.extensions_mut().insert(caller);
-            next.run(request).await
+    let caller = match Caller::from_headers(&state, request.headers()).await {
+        Ok(caller) => caller,
+        Err(e) => return e.into_response(),
+    };
+    let principal = caller.principal.clone();
+    if let Some(id) = request.headers().get(SESSION_HEADER) {
+        // A header that is not text names no session of anyone's.
+        let id = id.to_str().unwrap_or("");
+        if let Err(e) = sessions.check(id, &principal) {
+            return ApiError::Session(e).into_response();
         }
-        Err(e) => e.into_response(),
+    }
+    request.extensions_mut().insert(caller);
+    let opener = Opener::new(&principal);
+    let (response, opener) = OPENER
+        .scope(opener, async move {
+            let response = next.run(request).await;
+            (response, OPENER.with(|o| o.refused.take()))
+        })
+        .await;
+    match opener {
+        // rmcp answered the door's refusal as its own failure; the edge says why.
+        Some(refused) => ApiError::Session(refused).into_response(),
+        None => response,
     }
 }
