@@ -118,8 +118,10 @@ impl Gate {
             by_link,
         } = note;
         let approver = match (approver, decision) {
-            // Neither decides a call.
-            (_, AuditDecision::Notified | AuditDecision::Revoked) => None,
+            // None of them decides a call.
+            (_, AuditDecision::Notified | AuditDecision::Delivered | AuditDecision::Revoked) => {
+                None
+            }
             (Some(who), _) => Some(who.approver()),
             (None, _) if by_link => Some(Approver::nobody(Source::Link)),
             (None, _) => Some(Approver::nobody(Source::Policy)),
@@ -160,6 +162,7 @@ impl Gate {
             AuditDecision::Responded => Confirmation::Responded,
             AuditDecision::Asked
             | AuditDecision::Replayed
+            | AuditDecision::Delivered
             | AuditDecision::Revoked
             | AuditDecision::Notified => return,
         };
@@ -218,6 +221,7 @@ fn ends(decision: AuditDecision) -> bool {
         | AuditDecision::Asked
         | AuditDecision::Refused
         | AuditDecision::Replayed
+        | AuditDecision::Delivered
         | AuditDecision::Revoked
         | AuditDecision::Notified => false,
     }

@@ -67,9 +67,7 @@ impl Gate {
         for event in events {
             match (event.decision, event.confirmation_id) {
                 (AuditDecision::Asked, Some(id)) => newest = Some(id),
-                (AuditDecision::Replayed, Some(id))
-                    if event.by == DELIVERED_BY && newest.as_ref() == Some(&id) =>
-                {
+                (AuditDecision::Delivered, Some(id)) if newest.as_ref() == Some(&id) => {
                     newest = None;
                 }
                 _ => {}
@@ -87,7 +85,7 @@ impl Gate {
     /// Records that the outside client was given `issued`'s outcome: a
     /// later call of the same tool with the same arguments asks anew.
     pub async fn delivered(&self, scope: &Scope, issued: &Issued) {
-        let note = Note::new(AuditDecision::Replayed, scope, &issued.call).by(DELIVERED_BY);
+        let note = Note::new(AuditDecision::Delivered, scope, &issued.call).by(DELIVERED_BY);
         self.note(note.on(Some(&issued.id))).await;
     }
 

@@ -222,6 +222,9 @@ pub enum AuditDecision {
     Refused,
     /// An answer repeated one already decided.
     Replayed,
+    /// A decided question's outcome was given back to the outside client
+    /// (MCP) whose call asked it: a later call like it asks anew.
+    Delivered,
     /// A person gave the call's result in the tool's place; nothing ran.
     Responded,
     /// Nobody approved or denied it before it expired (read also as the

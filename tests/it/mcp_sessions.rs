@@ -126,6 +126,16 @@ async fn a_session_client_that_cannot_elicit_is_held_then_picks_up_the_decision(
         .await;
     assert!(text_of(&picked).contains("completed"), "{picked}");
     assert_eq!(server.payments(), 1);
+    // That it went back is a fact of its own in the audit log.
+    let audit = server.get("/api/audit").await;
+    let delivered: Vec<_> = audit
+        .json_lines()
+        .into_iter()
+        .filter(|e| e["decision"] == "delivered")
+        .collect();
+    assert_eq!(delivered.len(), 1, "{}", audit.body);
+    assert_eq!(delivered[0]["confirmationId"], "approval-1");
+    assert!(delivered[0].get("approver").is_none(), "{}", audit.body);
     // Its outcome went back: the next call like it asks anew.
     let anew = client
         .call_in_session("process_payment", pay(8), Value::Null)
