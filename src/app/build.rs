@@ -192,10 +192,7 @@ impl App {
         });
         let metrics_routes = crate::transport::metrics_routes(state.clone());
         let mcp = state_signer.map(|signer| {
-            let calls = Calls {
-                gate: gate.clone(),
-                signer,
-            };
+            let calls = Calls::new(gate.clone(), signer);
             McpFace::new(
                 calls,
                 settings.mcp.retry_wait,

@@ -12,6 +12,8 @@
 //! chat, principal, tool, arguments, expiry), so the retry that carries it
 //! is checked before anything is looked up.
 
+use std::borrow::Cow;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -20,7 +22,7 @@ use sha2::{Digest, Sha256};
 use crate::call::ToolCall;
 use crate::confirm::signing::Subject;
 use crate::confirm::{
-    Decision, Gate, GateError, NewCall, OutOfBand, OutsideQuestion, Scope, Seal, Signer,
+    Decision, Gate, GateError, NewCall, OutOfBand, OutsideQuestion, Scope, Seal, Signer, ToolView,
 };
 use crate::identity::Identity;
 use crate::protocol::ConfirmationProtocol;
@@ -40,16 +42,56 @@ pub enum Called {
 /// What a retry whose `requestState` does not hold is told; nothing ran.
 pub const BAD_STATE: &str = "the requestState does not hold for this call (forged, altered, another user's, for other arguments, or expired); nothing ran";
 
-/// One call at a time from outside agents, through the gate.
+/// One call at a time from outside agents, through the gate: the MCP
+/// face's only handle on the core.
 #[derive(Debug, Clone)]
 pub struct Calls {
-    pub gate: Gate,
+    gate: Gate,
     /// Seals each question's `requestState` (the signing keys, else a key
     /// made at start).
-    pub signer: Signer,
+    signer: Signer,
+}
+
+/// A question as its asker is shown it (masked values masked), and whether
+/// the policy lets its approval be remembered.
+pub struct Shown<'a> {
+    pub issued: Cow<'a, Issued>,
+    pub may_remember: bool,
 }
 
 impl Calls {
+    pub fn new(gate: Gate, signer: Signer) -> Self {
+        Self { gate, signer }
+    }
+
+    /// The tools an outside client is offered: every tool the policy may
+    /// ever let run.
+    pub fn offered(&self) -> Vec<ToolView> {
+        let tools = self.gate.tools().into_iter();
+        tools
+            .filter(|view| !self.gate.never_runs(&view.name))
+            .collect()
+    }
+
+    /// Runs `work` with every audit event it writes naming `client` (the
+    /// outside client's `name version`).
+    pub async fn for_client<F: Future>(client: Option<Arc<str>>, work: F) -> F::Output {
+        Gate::for_client(client, work).await
+    }
+
+    /// Whether `who`, who asked `issued`, may decide it in their client.
+    pub fn asker_decides(&self, who: &Identity, issued: &Issued) -> bool {
+        self.gate.asker_decides(who, &issued.call)
+    }
+
+    /// `issued` as the person asked about it sees it.
+    pub fn shown<'a>(&self, issued: &'a Issued) -> Shown<'a> {
+        Shown {
+            may_remember: self.gate.may_remember(&issued.call),
+            issued: self.gate.shown_issued(issued),
+        }
+    }
+
     /// The scope `principal`'s call of `name` with `args` is asked in.
     pub fn scope(principal: &str, name: &str, args: &Value) -> Scope {
         let mut hash = Sha256::new();

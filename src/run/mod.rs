@@ -32,7 +32,10 @@
 //!
 //! - [`calls`]: one call from an agent outside toolgate (the MCP face),
 //!   without a turn: [`Calls`] decides it through the gate, runs it once,
-//!   and takes the client's answer through the decision pipeline.
+//!   and takes the client's answer through the decision pipeline;
+//! - [`sessions`] and [`shares`]: what a face opens for a caller (an MCP
+//!   session, an inbox stream) is that caller's alone and counts against
+//!   their share of its pool, capped per principal and in total, here.
 //!
 //! A turn whose subscribers all left is cancelled at once (the model and
 //! its tools stop), unless it is waiting for a human: then it stays, so a
@@ -51,7 +54,12 @@ mod shares;
 mod takeover;
 
 pub use api::{Asker, TurnError, Turns, continue_held};
-pub use calls::{BAD_STATE, Called, Calls};
+pub use calls::{BAD_STATE, Called, Calls, Shown};
+
+// The core's words a face speaks: the door's vocabulary, so that a face
+// names nothing of the gate or the store itself.
+pub use crate::confirm::{Decision, GateError, OutsideQuestion, Remember, ToolView};
+pub use crate::store::{Issued, Outcome};
 pub use driver::Run;
 pub use entries::{Framed, Unread};
 pub use log::{LogRead, StartIndex, Subscription};

@@ -25,11 +25,9 @@ use serde_json::Value;
 use tracing::Instrument;
 
 use super::{McpFace, wire};
-use crate::confirm::{Gate, OutsideQuestion};
 use crate::identity::{Identity, Source};
 use crate::metrics::Transport;
-use crate::run::Called;
-use crate::store::Issued;
+use crate::run::{Called, Calls, GateError, Issued, OutsideQuestion};
 
 /// How often a held call tells its client it still waits.
 const PROGRESS_EVERY: Duration = Duration::from_secs(5);
@@ -62,9 +60,7 @@ impl rmcp::ServerHandler for McpFace {
         _request: Option<PaginatedRequestParams>,
         _ctx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let gate = &self.calls.gate;
-        let tools = gate.tools().into_iter();
-        let offered = tools.filter(|view| !gate.never_runs(&view.name));
+        let offered = self.calls.offered().into_iter();
         Ok(ListToolsResult::with_all_items(
             offered.map(wire::tool).collect(),
         ))
@@ -91,7 +87,7 @@ impl rmcp::ServerHandler for McpFace {
         // Boxed: the gate's futures under rmcp's session future would
         // pass the compiler's type depth limit.
         let call = Box::pin(self.call(&who, request, &ctx));
-        let response = Gate::for_client(client, call).instrument(span).await;
+        let response = Calls::for_client(client, call).instrument(span).await;
         watch.ended(match &response {
             Ok(CallToolResponse::Complete(result)) if result.is_error == Some(true) => "refused",
             Ok(CallToolResponse::Complete(_)) => "finished",
@@ -153,7 +149,7 @@ impl McpFace {
         let answer = answer.and_then(|responses| responses.get(wire::APPROVAL));
         let called = match answer {
             // Only the user who may decide answers in the client.
-            Some(answer) if calls.gate.asker_decides(who, &issued.call) => {
+            Some(answer) if calls.asker_decides(who, &issued) => {
                 let Some((action, content)) = wire::answer(answer) else {
                     let why = "inputResponses.approval is not an elicitation result";
                     return Err(McpError::invalid_params(why, None));
@@ -177,7 +173,7 @@ impl McpFace {
             Called::Refused(why) => return Ok(wire::error(why).into()),
             Called::Waiting(issued) => issued,
         };
-        let asks = asked.elicits && self.calls.gate.asker_decides(asked.who, &issued.call);
+        let asks = asked.elicits && self.calls.asker_decides(asked.who, &issued);
         if asked.mrtr {
             let state = self.calls.state(&issued);
             let requests = match asks {
@@ -201,9 +197,8 @@ impl McpFace {
     }
 
     fn form(&self, issued: &Issued) -> Result<rmcp::model::ElicitRequestParams, McpError> {
-        let may_remember = self.calls.gate.may_remember(&issued.call);
-        let shown = self.calls.gate.shown_issued(issued);
-        wire::form(&shown, may_remember).map_err(|e| McpError::internal_error(e, None))
+        let shown = self.calls.shown(issued);
+        wire::form(&shown.issued, shown.may_remember).map_err(|e| McpError::internal_error(e, None))
     }
 
     /// An older session whose client can elicit: asks it, and decides as
@@ -261,7 +256,7 @@ impl McpFace {
 }
 
 /// A failure of the gate or the store: the client sees a protocol error.
-fn internal(e: crate::confirm::GateError) -> McpError {
+fn internal(e: GateError) -> McpError {
     tracing::error!("an MCP call failed: {e}");
     McpError::internal_error("toolgate could not decide the call", None)
 }

@@ -10,8 +10,7 @@ use rmcp::model::{
 use serde_json::{Value, json};
 
 use crate::call::{denial_text, expired_text};
-use crate::confirm::{Decision, Remember, ToolView};
-use crate::store::{Issued, Outcome};
+use crate::run::{Decision, Issued, Outcome, Remember, ToolView};
 
 /// The key of the approval form among a 2026-07-28 `inputRequests`.
 pub const APPROVAL: &str = "approval";
