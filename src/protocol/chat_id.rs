@@ -19,6 +19,16 @@ use super::message::{MAX_ID_BYTES, RequestError};
 /// never the id (which may hold anything).
 pub const BAD_CHAT_ID: &str = "the chat id (`id`, or AG-UI's `threadId`) must be 1 to 256 of A-Z a-z 0-9 - . _ ~ (not `.` or `..`): it travels in a header and a URL path";
 
+/// What a client reads when its chat id is in a namespace another face
+/// keeps for itself.
+pub const RESERVED_CHAT_ID: &str = "chat ids that begin with `mcp-` are the MCP face's own (each one call's); choose another id";
+
+/// The prefixes of the chat ids a face makes for itself, which no client
+/// may name: an MCP call is asked in `mcp-<digest>` (`run/calls.rs`), whose
+/// remembered approval covers that call alone because no other call, of
+/// any face, is ever made in that chat.
+const RESERVED: [&str; 1] = ["mcp-"];
+
 /// A chat id that can travel in a header and a URL path segment.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ChatId(String);
@@ -31,10 +41,16 @@ impl ChatId {
         let unreserved = id
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~'));
-        match unreserved && !id.is_empty() && id.len() <= MAX_ID_BYTES && id != "." && id != ".." {
-            true => Ok(Self(id)),
-            false => Err(RequestError::Invalid(BAD_CHAT_ID.to_owned())),
+        if !(unreserved && !id.is_empty() && id.len() <= MAX_ID_BYTES && id != "." && id != "..") {
+            return Err(RequestError::Invalid(BAD_CHAT_ID.to_owned()));
         }
+        if RESERVED.iter().any(|prefix| {
+            id.get(..prefix.len())
+                .is_some_and(|head| head.eq_ignore_ascii_case(prefix))
+        }) {
+            return Err(RequestError::Invalid(RESERVED_CHAT_ID.to_owned()));
+        }
+        Ok(Self(id))
     }
 
     pub fn as_str(&self) -> &str {
@@ -105,6 +121,20 @@ mod tests {
                 Err(format!("invalid request: {BAD_CHAT_ID}")),
                 "{id:?}"
             );
+        }
+    }
+
+    #[test]
+    fn another_faces_namespace_is_refused() {
+        for id in ["mcp-0123abcd", "MCP-x", "Mcp-"] {
+            assert_eq!(
+                ChatId::parse(id).map_err(|e| e.to_string()),
+                Err(format!("invalid request: {RESERVED_CHAT_ID}")),
+                "{id}"
+            );
+        }
+        for id in ["mcp", "mcp_x", "xmcp-1", "mcpx-1"] {
+            assert!(ChatId::parse(id).is_ok(), "{id}");
         }
     }
 
