@@ -10,9 +10,10 @@ use crate::identity::Source;
 use crate::policy::Approvers;
 use crate::protocol::ConfirmationProtocol;
 use crate::store::{Issued, Outcome};
+use crate::tools::Schema;
 
 /// Why an answer (or an edit) is not taken. The texts are what the client
-/// and the audit log read.
+/// and the audit log read; a misfit's words name no value (`tools::Schema`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Refusal {
     #[error("confirmation signature is missing or does not match")]
@@ -290,14 +291,14 @@ pub fn response(tool: &str, output: &Value, schema: Option<&Value>) -> Result<()
     let Some(schema) = schema else {
         return Ok(());
     };
-    let validator = jsonschema::validator_for(schema).map_err(|e| Refusal::NoSchema {
+    let schema = Schema::compile(schema).map_err(|why| Refusal::NoSchema {
         tool: tool.to_owned(),
-        why: e.to_string(),
+        why,
     })?;
-    match validator.iter_errors(output).next() {
-        Some(error) => Err(Refusal::InvalidResponse {
+    match schema.misfit(output) {
+        Some(why) => Err(Refusal::InvalidResponse {
             tool: tool.to_owned(),
-            why: error.to_string(),
+            why,
         }),
         None => Ok(()),
     }
@@ -348,12 +349,13 @@ pub fn edit(
     if !edits.editable {
         return Err(Refusal::NotEditable(name.clone()));
     }
-    let validator = jsonschema::validator_for(edits.schema).map_err(|e| Refusal::NoSchema {
+    let schema = Schema::compile(edits.schema).map_err(|why| Refusal::NoSchema {
         tool: name.clone(),
-        why: e.to_string(),
+        why,
     })?;
-    if let Some(error) = validator.iter_errors(args).next() {
-        return Err(Refusal::InvalidEdit(error.to_string()));
+    // `args` has the masked values put back: the words name no value.
+    if let Some(why) = schema.misfit(args) {
+        return Err(Refusal::InvalidEdit(why));
     }
     Ok(ToolCall {
         id: issued.call.id.clone(),

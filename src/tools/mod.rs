@@ -18,7 +18,7 @@ use std::sync::Arc;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-pub use input::InputSchema;
+pub use input::{InputSchema, Schema};
 pub use payment::ProcessPayment;
 pub use toolbox::{ServerState, Toolbox};
 pub use weather::GetWeather;

@@ -44,7 +44,10 @@ toolConfirmation:
         (r#"{"amount": "9000", "recipient": "bob"}"#, "/amount"),
         (r#"{"amount": [9000], "recipient": "bob"}"#, "/amount"),
         (r#"{"recipient": "bob"}"#, "amount"),
-        (r#"{"amount": 90, "recipient": "bob", "memo": "x"}"#, "memo"),
+        (
+            r#"{"amount": 90, "recipient": "bob", "memo": "x"}"#,
+            "additionalProperties",
+        ),
     ] {
         let text = format!("use process_payment with {args}");
         let reply = server.says("chat-t", &text).await;

@@ -250,7 +250,7 @@ async fn a_payment_over_the_limit_fails_and_the_model_goes_on() {
     let server = Server::start().await;
     let reply = server.says("chat-pay", "Send 50000 USD to Hanako").await;
     let refused = "the arguments do not fit the input schema of `process_payment`: \
-                   /amount: 50000 is greater than the maximum of 10000.0";
+                   /amount breaks the `maximum` rule";
     let errors = reply.of_type("tool-input-error");
     assert_eq!(errors.len(), 1, "{}", reply.body);
     assert_eq!(errors[0]["toolCallId"], "call-2");

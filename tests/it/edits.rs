@@ -40,7 +40,7 @@ async fn edits_are_checked_before_anything_runs() {
         .await;
     assert_eq!(
         bad.error_texts(),
-        [r#"edited arguments are not valid: "lots" is not of type "number""#]
+        ["edited arguments are not valid: /amount breaks the `type` rule"]
     );
     let extra = server
         .chat(&edited(

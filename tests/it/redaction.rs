@@ -258,3 +258,102 @@ async fn an_edit_keeps_a_masked_value_left_as_shown() {
     }
     assert_eq!(server.payments(), 2);
 }
+
+/// An HTTP tool `transfer` (never reached: every call here misfits) with
+/// `/account/number` sensitive and its arguments editable, asked in the
+/// ADK form.
+async fn transfers() -> common::Server {
+    let yaml = "\
+tools:
+  http:
+    - name: transfer
+      description: Transfer money
+      parameters:
+        type: object
+        properties:
+          amount: {type: number}
+          account:
+            type: object
+            properties: {number: {type: string, maxLength: 16}, bank: {type: string}}
+            maxProperties: 2
+      url: http://127.0.0.1:9/transfer
+toolConfirmation:
+  protocol: adk
+  tools:
+    transfer:
+      editable: true
+      sensitive: [/account/number]
+";
+    common::Server::from_yaml(yaml).await
+}
+
+/// No `secret` in any of `captured`.
+fn none_holds(secret: &str, captured: &[(&str, &str)]) {
+    for (what, bytes) in captured {
+        assert!(!bytes.contains(secret), "{secret} in {what}: {bytes}");
+    }
+}
+
+/// An approver shown the masked account edits the object around it so it
+/// breaks the schema: the masked value is put back before the check, and
+/// neither the refusal nor the audit log quotes the object with it.
+#[tokio::test]
+async fn an_edit_that_misfits_around_a_masked_value_quotes_no_value() {
+    let server = transfers().await;
+    let said = format!(
+        r#"use transfer with {{"amount": 5, "account": {{"number": "{ACCOUNT}", "bank": "B1"}}}}"#
+    );
+    let first = server.says("chat-m1", &said).await;
+    let asked = common::asked_call(&first);
+    assert_eq!(asked["args"]["account"]["number"], MARKER, "{}", first.body);
+    let id = first.of_type("tool-input-available")[0]["toolCallId"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let edit = json!({"approved": true, "editedArgs": {
+        "amount": 5,
+        "account": {"number": MARKER, "bank": "B1", "branch": "B2"}
+    }});
+    let refused = server.decide(&id, edit.to_string()).await;
+    let audit = server.get("/api/audit?chatId=chat-m1").await;
+    none_holds(
+        ACCOUNT,
+        &[
+            ("the first stream", &first.body),
+            ("the refusal", &refused.body),
+            ("/api/audit", &audit.body),
+        ],
+    );
+    assert_eq!(refused.status, 400, "{}", refused.body);
+    assert_eq!(
+        refused.json(),
+        json!({"error": "invalid request: edited arguments are not valid: /account breaks the `maxProperties` rule"})
+    );
+    assert_contains(&audit.body, "/account breaks the `maxProperties` rule");
+}
+
+/// A model's call whose masked value misfits the schema: the input error
+/// the stream says (and the model reads back) and the audit log name where
+/// and which rule, not the value.
+#[tokio::test]
+async fn a_call_whose_masked_value_misfits_quotes_no_value() {
+    const LONG: &str = "ACCT-SECRET-TOO-LONG-C";
+    let server = transfers().await;
+    let said = format!(r#"use transfer with {{"amount": 5, "account": {{"number": "{LONG}"}}}}"#);
+    let reply = server.says("chat-m2", &said).await;
+    let audit = server.get("/api/audit?chatId=chat-m2").await;
+    none_holds(
+        LONG,
+        &[("the stream", &reply.body), ("/api/audit", &audit.body)],
+    );
+    let errors = reply.of_type("tool-input-error");
+    assert_eq!(errors.len(), 1, "{}", reply.body);
+    assert_eq!(
+        errors[0]["errorText"],
+        "the arguments do not fit the input schema of `transfer`: \
+         /account/number breaks the `maxLength` rule",
+        "{}",
+        reply.body
+    );
+    assert_contains(&audit.body, "/account/number breaks the `maxLength` rule");
+}

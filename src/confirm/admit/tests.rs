@@ -163,7 +163,7 @@ fn every_rule_a_decision_passes_before_its_claim() {
             "an edit that does not fit the schema",
             approve(Some(json!({"amount": "forty"})), None),
             Err(Refusal::InvalidEdit(
-                "\"forty\" is not of type \"number\"".into(),
+                "/amount breaks the `type` rule".into(),
             )),
         )
         .editable(),
@@ -358,19 +358,6 @@ fn every_rule_a_decision_passes_before_its_claim() {
             chat: case.chat.as_ref().map(|(answer, scope)| (answer, scope)),
         };
         let got = admit(&known, &case.decision);
-        let got = match (got, &case.expected) {
-            // A schema's words are the validator's: only their start is ours.
-            (Err(Refusal::InvalidResponse { tool, why }), Err(Refusal::InvalidResponse { .. })) => {
-                Err(Refusal::InvalidResponse {
-                    tool,
-                    why: why.replace('\'', "\""),
-                })
-            }
-            (Err(Refusal::InvalidEdit(why)), _) => {
-                Err(Refusal::InvalidEdit(why.replace('\'', "\"")))
-            }
-            (got, _) => got,
-        };
         assert_eq!(got, case.expected, "{}", case.name);
     }
 }

@@ -233,7 +233,7 @@ fn every_rule_an_answer_must_pass() {
             ..edited(json!({"amount": 500, "to": "bob"}))
         }
         .expect(Err(Refusal::InvalidEdit(
-            "500 is greater than the maximum of 100".into(),
+            "/amount breaks the `maximum` rule".into(),
         ))),
         Case {
             name: "an edit too large",
@@ -301,7 +301,7 @@ fn a_response_fits_the_tools_output_schema() {
             json!({"policy": 30}),
             Some(&schema),
             Err(
-                r#"the response does not fit the output schema of pay: 30 is not of type "string""#,
+                "the response does not fit the output schema of pay: /policy breaks the `type` rule",
             ),
         ),
         (
