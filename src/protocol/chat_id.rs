@@ -21,7 +21,8 @@ pub const BAD_CHAT_ID: &str = "the chat id (`id`, or AG-UI's `threadId`) must be
 
 /// What a client reads when its chat id is in a namespace another face
 /// keeps for itself.
-pub const RESERVED_CHAT_ID: &str = "chat ids that begin with `mcp-` are the MCP face's own (each one call's); choose another id";
+pub const RESERVED_CHAT_ID: &str =
+    "chat ids that begin with `mcp-` are the MCP face's own (each one call's); choose another id";
 
 /// The prefixes of the chat ids a face makes for itself, which no client
 /// may name: an MCP call is asked in `mcp-<digest>` (`run/calls.rs`), whose

@@ -13,7 +13,7 @@ pub mod request;
 pub mod sink;
 pub mod sse;
 
-pub use chat_id::{BAD_CHAT_ID, ChatId};
+pub use chat_id::{BAD_CHAT_ID, ChatId, RESERVED_CHAT_ID};
 pub use chunk::{BlockId, DeltaText, FinishReason, UiChunk};
 pub use compat::{ClientVersion, ConfirmationFlow, ConfirmationProtocol, DeniedAs};
 pub use message::{Part, RequestError, Role, ToolPart, ToolState, UiMessage};

@@ -114,3 +114,44 @@ async fn sessions_are_capped_per_user_and_a_closed_one_frees_its_place() {
         .await;
     assert!(!is_error(&called), "{called}");
 }
+
+#[tokio::test]
+async fn an_approval_remembered_for_one_mcp_call_reaches_no_chat_turn() {
+    let server = Server::from_yaml(SERVER).await;
+    let mut alice = as_user(&server, "alice");
+    alice.initialize().await;
+    // "this same call again without asking": remembered in the call's own chat.
+    let remember = json!({"action": "accept", "content": {"approve": true, "remember": "chat"}});
+    let paid = alice
+        .call_in_session("process_payment", pay(5), remember)
+        .await;
+    assert!(!is_error(&paid), "{paid}");
+    assert_eq!(server.payments(), 1);
+    let audit = server.get_with("/api/audit", &[("x-user", "alice")]).await;
+    let chat = audit
+        .json_lines()
+        .into_iter()
+        .find_map(|e| e["chatId"].as_str().map(str::to_owned))
+        .present();
+    assert!(chat.starts_with("mcp-"), "{chat}");
+
+    // Alice's own chat turn in that chat, paying someone else: refused
+    // before any turn, so the remembered approval runs nothing.
+    let forged = r#"use process_payment with {"amount": 50, "recipient": "mallory"}"#;
+    for id in [chat.clone(), chat.to_uppercase()] {
+        let reply = server
+            .post_with(
+                "/stream",
+                &[("x-user", "alice")],
+                crate::common::user_says(&id, forged).to_string(),
+            )
+            .await;
+        assert_eq!(reply.status, 400, "{}", reply.body);
+        assert!(
+            reply.body.contains(toolgate::protocol::RESERVED_CHAT_ID),
+            "{}",
+            reply.body
+        );
+    }
+    assert_eq!(server.payments(), 1);
+}
