@@ -451,14 +451,7 @@ impl RawPart {
                 )));
             }
         };
-        check_id(&format!("{path}: toolCallId"), &tool_call_id)?;
-        if let ToolState::ApprovalRequested { approval_id: id }
-        | ToolState::ApprovalResponded(Approval { id, .. })
-        | ToolState::OutputDenied(Some(Approval { id, .. })) = &state
-        {
-            check_id(&format!("{path}: approval id"), id)?;
-        }
-        let part = ToolPart {
+        ToolPart {
             tool_call_id,
             tool_name: name,
             dynamic,
@@ -466,9 +459,25 @@ impl RawPart {
             state,
             provider_executed: self.provider_executed.unwrap_or(false),
             call_provider_metadata: self.call_provider_metadata,
-        };
-        check_answer(&part, path)?;
-        Ok(part)
+        }
+        .checked(path)
+    }
+}
+
+impl ToolPart {
+    /// The part, if its ids are ids and a confirmation's answer has no
+    /// malformed key: every tool part a request carries passes here,
+    /// whichever face's wire it came from.
+    pub fn checked(self, path: &dyn Display) -> Result<Self, RequestError> {
+        check_id(&format!("{path}: toolCallId"), &self.tool_call_id)?;
+        if let ToolState::ApprovalRequested { approval_id: id }
+        | ToolState::ApprovalResponded(Approval { id, .. })
+        | ToolState::OutputDenied(Some(Approval { id, .. })) = &self.state
+        {
+            check_id(&format!("{path}: approval id"), id)?;
+        }
+        check_answer(&self, path)?;
+        Ok(self)
     }
 }
 

@@ -73,6 +73,36 @@ impl RawOptions {
 }
 
 impl ChatRequest {
+    /// A request a face built from its own wire as typed messages (never
+    /// as JSON text to parse again): submitted, with `options`, its
+    /// messages held to a body's limits. Each tool part is to have passed
+    /// [`ToolPart::checked`] already.
+    pub fn from_messages(
+        chat_id: ChatId,
+        messages: Vec<UiMessage>,
+        options: RequestOptions,
+    ) -> Result<Self, RequestError> {
+        if messages.is_empty() {
+            return Err(RequestError::Invalid("`messages` is empty".into()));
+        }
+        if let Some(i) = messages
+            .iter()
+            .position(|m| m.parts.len() > MAX_PARTS_PER_MESSAGE)
+        {
+            return Err(RequestError::Invalid(format!(
+                "{}: more than {MAX_PARTS_PER_MESSAGE} parts",
+                Place::message(i)
+            )));
+        }
+        Ok(ChatRequest {
+            chat_id,
+            messages,
+            trigger: Trigger::SubmitMessage,
+            message_id: None,
+            options,
+        })
+    }
+
     /// Parses either body form. Unknown top-level keys are ignored, as the
     /// AI SDK merges the transport's `body` into the request.
     pub fn from_slice(body: &[u8]) -> Result<Self, RequestError> {

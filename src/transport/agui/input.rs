@@ -6,7 +6,14 @@ use std::collections::HashMap;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::protocol::{ChatRequest, RequestError};
+use crate::protocol::{
+    ChatId, ChatRequest, ClientVersion, ConfirmationFlow, ConfirmationProtocol, Part, RequestError,
+    RequestOptions, Role, ToolPart, ToolState, UiMessage,
+};
+
+/// The `ai` version the turn fits its chunks to for AG-UI's encoder: the
+/// first with native approvals, whose chunks the encoder reads.
+const AS_CLIENT: ClientVersion = ClientVersion::new(6, 0, 0);
 
 /// A run as the client asks for it. Keys toolgate does not use (`tools`,
 /// `context`, `forwardedProps`) are ignored: the tools are the server's.
@@ -163,13 +170,15 @@ impl RunAgentInput {
                 messages.push((i, message));
             }
         }
-        let mut ui: Vec<Value> = Vec::with_capacity(messages.len());
+        let mut ui: Vec<UiMessage> = Vec::with_capacity(messages.len());
         for (i, message) in messages {
             let path = format!("messages[{i}]");
             let (id, role, parts) = match message {
-                Message::User { id, content } => (id, "user", vec![text(content.text(&path)?)]),
+                Message::User { id, content } => {
+                    (id, Role::User, vec![Part::Text(content.text(&path)?)])
+                }
                 Message::System { id, content } | Message::Developer { id, content } => {
-                    (id, "system", vec![text(content)])
+                    (id, Role::System, vec![Part::Text(content)])
                 }
                 Message::Assistant {
                     id,
@@ -178,14 +187,14 @@ impl RunAgentInput {
                 } => {
                     let mut parts = Vec::with_capacity(tool_calls.len() + 1);
                     if let Some(content) = content.filter(|c| !c.is_empty()) {
-                        parts.push(text(content));
+                        parts.push(Part::Text(content));
                     }
                     for (j, call) in tool_calls.into_iter().enumerate() {
                         let path = format!("{path}.toolCalls[{j}]");
                         let result = results.remove(&call.id);
-                        parts.push(tool_part(call, result, asked, &path)?);
+                        parts.push(Part::Tool(tool_part(call, result, asked, &path)?));
                     }
-                    (id, "assistant", parts)
+                    (id, Role::Assistant, parts)
                 }
                 Message::Tool { .. } | Message::Other => continue,
             };
@@ -194,27 +203,22 @@ impl RunAgentInput {
             }
             // The client makes one message per tool call; the turn reads
             // one assistant message per step.
-            let last = ui.last_mut();
-            match last {
-                Some(last) if role == "assistant" && last["role"] == "assistant" => {
-                    if let Some(existing) = last["parts"].as_array_mut() {
-                        existing.extend(parts);
-                    }
+            match ui.last_mut() {
+                Some(last) if role == Role::Assistant && last.role == Role::Assistant => {
+                    last.parts.extend(parts);
                 }
-                _ => ui.push(json!({"id": id, "role": role, "parts": parts})),
+                _ => ui.push(UiMessage { id, role, parts }),
             }
         }
-        let body = json!({
-            "id": self.thread_id,
-            "messages": ui,
-            "toolgate": {"protocol": "ai-sdk", "clientVersion": "6.0.0", "flow": "finish"},
-        });
-        ChatRequest::from_slice(body.to_string().as_bytes())
+        let chat_id = ChatId::parse(self.thread_id.as_str())?;
+        // AG-UI's interrupts are native approvals; a question ends the run.
+        let options = RequestOptions {
+            protocol: Some(ConfirmationProtocol::AiSdk),
+            client_version: Some(AS_CLIENT),
+            flow: Some(ConfirmationFlow::Finish),
+        };
+        ChatRequest::from_messages(chat_id, ui, options)
     }
-}
-
-fn text(text: String) -> Value {
-    json!({"type": "text", "text": text})
 }
 
 /// A tool call as the UI part the turn reads: its result if the client
@@ -225,38 +229,39 @@ fn tool_part(
     result: Option<(Content, Option<String>)>,
     asked: &HashMap<String, String>,
     path: &str,
-) -> Result<Value, RequestError> {
+) -> Result<ToolPart, RequestError> {
     let input: Value = match call.function.arguments.trim() {
         "" => json!({}),
         args => serde_json::from_str(args)
             .map_err(|_| RequestError::Invalid(format!("{path}.function.arguments is not JSON")))?,
     };
-    let mut part = json!({
-        "type": format!("tool-{}", call.function.name),
-        "toolCallId": call.id,
-        "input": input,
-    });
-    match (result, asked.get(&call.id)) {
-        (Some((_, Some(error))), _) => {
-            part["state"] = json!("output-error");
-            part["errorText"] = json!(error);
-        }
+    let state = match (result, asked.get(&call.id)) {
+        (Some((_, Some(error))), _) => ToolState::OutputError { error_text: error },
         (Some((content, None)), _) => {
             let content = content.text(path)?;
             let output = serde_json::from_str(&content).unwrap_or(Value::String(content));
-            part["state"] = json!("output-available");
-            part["output"] = output;
+            ToolState::OutputAvailable {
+                output,
+                preliminary: false,
+            }
         }
-        (None, Some(question)) => {
-            part["state"] = json!("approval-requested");
-            part["approval"] = json!({"id": question});
-        }
-        (None, None) => {
-            part["state"] = json!("output-error");
-            part["errorText"] = json!(NO_RESULT);
-        }
+        (None, Some(question)) => ToolState::ApprovalRequested {
+            approval_id: question.clone(),
+        },
+        (None, None) => ToolState::OutputError {
+            error_text: NO_RESULT.to_owned(),
+        },
+    };
+    ToolPart {
+        tool_call_id: call.id,
+        tool_name: call.function.name,
+        dynamic: false,
+        input,
+        state,
+        provider_executed: false,
+        call_provider_metadata: None,
     }
-    Ok(part)
+    .checked(&path)
 }
 
 /// What a call the client holds no result for says to the model.
