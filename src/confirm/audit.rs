@@ -58,6 +58,19 @@ impl<'a> Note<'a> {
         }
     }
 
+    /// A person's decision toolgate refused, on `call` in `scope`'s chat:
+    /// it names who tried, as toolgate knows them (`None`: a link's bearer
+    /// whom the request does not name), so a refusal cannot be audited as
+    /// toolgate's own. The decision pipeline audits its refusals only so
+    /// (`tests/it/tidy_pipeline.rs` checks it).
+    pub(super) fn refused(
+        scope: &'a Scope,
+        call: &'a ToolCall,
+        tried: Option<&'a Identity>,
+    ) -> Self {
+        Self::new(AuditDecision::Refused, scope, call).approver(tried)
+    }
+
     /// The person who decided, as toolgate knows them (`None`: a link's
     /// bearer whom the request does not name).
     pub(super) fn approver(mut self, approver: Option<&'a Identity>) -> Self {

@@ -1,8 +1,8 @@
 //! Every decision is recorded: who decided what, by which rule, and why.
 
 use crate::common;
-use crate::common::Must;
 use crate::common::from_json;
+use crate::common::{Must, assert_contains};
 
 use common::{Server, fixture, user_says};
 use serde_json::Value;
@@ -87,6 +87,9 @@ async fn who_decided_what() {
             .iter()
             .all(|e| e["principal"] == "alice" && e["tool"] == "internal--process_payment")
     );
+    // The forged answer is refused as alice's, not as toolgate's own.
+    let alice = serde_json::json!({"source": "proxy-header", "principal": "alice"});
+    assert_eq!(events[1]["approver"], alice, "{events:?}");
     let digest = |i: usize| events[i]["argsDigest"].as_str().unwrap_or("").to_owned();
     assert_eq!(digest(0).len(), 64);
     assert_eq!(digest(0), digest(2), "the approved call is the asked one");
@@ -112,6 +115,56 @@ async fn who_decided_what() {
         audit(&server, "mallory", "").await.1.is_empty(),
         "another user sees none of it"
     );
+}
+
+/// A decision refused out of band names who tried: one too late for a
+/// question decided before it, and one on a question the caller may not
+/// see. (A tool changed under its question: `fingerprint.rs`.)
+#[tokio::test]
+async fn a_refused_decision_names_who_tried() {
+    let mut config = toolgate::Config::default();
+    config.auth.principal_header = Some("x-user".into());
+    let server = Server::with_config(config).await;
+    send(
+        &server,
+        "alice",
+        user_says("chat-pay", "Send 50 USD to Hanako"),
+    )
+    .await;
+    let listed = server
+        .get_with("/api/confirmations?chatId=chat-pay", &[("x-user", "alice")])
+        .await
+        .json();
+    let id = listed[0]["id"].as_str().unwrap_or_default().to_owned();
+    let path = format!("/api/confirmations/{id}");
+    let as_alice = [("x-user", "alice")];
+    let approved = server.approve_with(&id, &as_alice).await;
+    assert_eq!(approved.status, 200, "{}", approved.body);
+    let denied = server
+        .post_with(&path, &as_alice, r#"{"approved": false}"#)
+        .await;
+    assert_eq!(denied.status, 409, "{}", denied.body);
+    let bobs = server.approve_with(&id, &[("x-user", "bob")]).await;
+    assert_eq!(bobs.status, 404, "{}", bobs.body);
+
+    let refused = |events: Vec<Value>| -> Vec<Value> {
+        events
+            .into_iter()
+            .filter(|e| e["decision"] == "refused" && e["confirmationId"] == id.as_str())
+            .collect()
+    };
+    let alices = refused(audit(&server, "alice", "").await.1);
+    assert_eq!(alices.len(), 1, "{alices:?}");
+    assert_contains(
+        alices[0]["reason"].as_str().unwrap_or(""),
+        "already approved",
+    );
+    let alice = serde_json::json!({"source": "proxy-header", "principal": "alice"});
+    assert_eq!(alices[0]["approver"], alice, "{alices:?}");
+    let bobs = refused(audit(&server, "bob", "").await.1);
+    assert_eq!(bobs.len(), 1, "{bobs:?}");
+    let bob = serde_json::json!({"source": "proxy-header", "principal": "bob"});
+    assert_eq!(bobs[0]["approver"], bob, "{bobs:?}");
 }
 
 #[tokio::test]

@@ -1,8 +1,9 @@
 //! The audit log proves itself: a server's real log exported by `toolgate
 //! audit export`, verified offline by `toolgate audit verify` with the
 //! public key `toolgate audit public-key` prints, and every tampering
-//! (one event deleted, one byte changed, two events swapped, the wrong
-//! key) named by the line it breaks at.
+//! (one event deleted, one byte changed, two events swapped, a field
+//! added beside the signed event, the wrong key) named by the line it
+//! breaks at.
 
 use crate::common;
 use crate::common::{Must, assert_contains};
@@ -122,6 +123,25 @@ async fn a_servers_log_exports_verifies_and_names_each_tampering() {
     let (ok, said) = verify(dir, "forged.jsonl", &forged, &public);
     assert!(!ok);
     assert_contains(&said, &format!("broken at line {}", approved + 1));
+
+    // A field beside the signed event says more than was signed: refused,
+    // named by its line and its name, not its value.
+    let line = format!("broken at line {} (seq {})", approved + 1, approved + 1);
+    let mut added = lines.clone();
+    added[approved] = added[approved].replacen('{', r#"{"approvedBy":"cfo","#, 1);
+    let (ok, said) = verify(dir, "added.jsonl", &added, &public);
+    assert!(!ok, "{said}");
+    assert_contains(&said, &line);
+    assert_contains(&said, r#"field "approvedBy" is not part of the chain"#);
+    assert!(!said.contains("cfo"), "{said}");
+    // Inside the event, the event's hash covers it.
+    let mut inside = lines.clone();
+    inside[approved] =
+        inside[approved].replacen(r#""event":{"#, r#""event":{"approvedBy":"cfo","#, 1);
+    assert_ne!(inside[approved], lines[approved]);
+    let (ok, said) = verify(dir, "inside.jsonl", &inside, &public);
+    assert!(!ok, "{said}");
+    assert_contains(&said, &format!("{line}: its hash does not match"));
 
     let mut swapped = lines.clone();
     swapped.swap(1, 2);

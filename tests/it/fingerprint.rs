@@ -1,9 +1,10 @@
 //! A call's fingerprint against a real MCP server that relists a tool with
 //! another input schema (the fixture's `grow {"reshape": true}`): the open
 //! questions of the old definition are refused as stale and end without
-//! running, remembered approvals and budgets granted for it stop applying,
-//! and the next call is asked again under the new definition. On every
-//! store backend.
+//! running (each refusal audited as the approval of whoever tried),
+//! remembered approvals and budgets granted for it stop applying, and the
+//! next call is asked again under the new definition. On every store
+//! backend.
 
 use serde_json::{Value, json};
 use toolgate::Config;
@@ -150,13 +151,25 @@ async fn relisted_tool_makes_questions_stale_and_ends_grants(kind: &str) {
     let last = refused.last().cloned().unwrap_or_default();
     assert_eq!(last["decision"], "refused", "{refused:?}");
     assert_eq!(last["fingerprint"], asked["call"], "{refused:?}");
+    // A refused decision names who tried, not toolgate's rules.
+    let tried = json!({"source": "anonymous", "principal": "anonymous"});
+    assert_eq!(last["approver"], tried, "{refused:?}");
     // Again: it ended as stale, and is refused as such.
     assert_eq!(server.approve(&open_api).await.status, 409);
+    let again = audited(&server, &open_api).await;
+    assert_eq!(again.len(), refused.len() + 1, "{again:?}");
+    let last = again.last().cloned().unwrap_or_default();
+    assert_eq!(last["decision"], "refused", "{again:?}");
+    assert_eq!(last["approver"], tried, "{again:?}");
     // An approval in the chat: the same.
     let in_chat = server
         .chat(&common::approval_of("chat-b", &delete("a.txt"), &first_b))
         .await;
     assert_contains(&in_chat.body, "changed since this call was asked");
+    let refused = audited(&server, &open_chat).await;
+    let last = refused.last().cloned().unwrap_or_default();
+    assert_eq!(last["decision"], "refused", "{refused:?}");
+    assert_eq!(last["approver"], tried, "{refused:?}");
     assert_eq!(deleted(&journal, "a.txt"), 0, "{:?}", journal.lines());
 
     // The grant and the budget no longer apply: each chat is asked again,

@@ -6,7 +6,11 @@
 //! for a claim the pipeline won (it runs on its own task, after the
 //! pipeline returned, so the outcome cannot be recorded there). The
 //! ledger's own steps (`.claim(` and `.close(` on the gate, with
-//! arguments) are called only under `src/confirm/pipeline/`.
+//! arguments) are called only under `src/confirm/pipeline/`. A refused
+//! decision is audited only through `Note::refused`, which takes who
+//! tried: `AuditDecision::Refused` is named in `src/confirm/` only where
+//! the event is made (`audit.rs`) and where nobody decided (the model's
+//! call refused by its schema, a client's result refused).
 //! Run with `cargo test --test it tidy_pipeline`.
 //!
 //! A cheap textual scan of `src/` outside `src/store/` (the store defines
@@ -70,6 +74,37 @@ fn only_the_pipeline_takes_its_own_steps() {
     assert!(
         elsewhere.is_empty(),
         "a question is claimed or closed outside {PIPELINE}: {elsewhere:?}"
+    );
+}
+
+/// Where a refusal is audited that no person tried: the model's call
+/// against its schema, a client's result for a tool it was handed.
+const REFUSED_BY_NOBODY: [&str; 2] = ["src/confirm/decide.rs", "src/confirm/client_output.rs"];
+
+#[test]
+fn a_refused_decision_is_audited_naming_who_tried() {
+    let mut elsewhere = Vec::new();
+    let mut through_refused = 0;
+    for (name, text) in sources() {
+        if !name.starts_with("src/confirm/") || name == "src/confirm/audit.rs" {
+            continue;
+        }
+        for (i, line) in code_lines(&text).iter().enumerate() {
+            if line.contains("AuditDecision::Refused") && !REFUSED_BY_NOBODY.contains(&&*name) {
+                elsewhere.push((name.clone(), i + 1));
+            }
+            if name.starts_with(PIPELINE) && line.contains("Note::refused(") {
+                through_refused += 1;
+            }
+        }
+    }
+    assert!(
+        elsewhere.is_empty(),
+        "a refusal audited without who tried: {elsewhere:?}; use Note::refused"
+    );
+    assert!(
+        through_refused >= 5,
+        "{through_refused} calls of Note::refused under {PIPELINE}: has the scan gone stale?"
     );
 }
 

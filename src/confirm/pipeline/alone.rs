@@ -3,12 +3,14 @@
 //! agent's question the policy decides, a client's result taken), a
 //! question whose window closed (the sweep, a held turn), one closed by a
 //! new message (`onNewMessage: cancel`), one a remembered approval now
-//! covers, and one whose tool changed since it was asked (stale).
+//! covers; and the end of one whose tool changed since it was asked
+//! (stale), which a person's approval found, and is refused as theirs.
 
 use super::super::audit::Note;
 use super::super::check::stale_text;
 use super::super::{Answered, CANCELLED, EXPIRED, Gate, GateError, OUTCOME_UNKNOWN, Scope};
 use super::Lost;
+use crate::identity::Identity;
 use crate::store::{AuditDecision, Claim, Issued, Outcome, StoreError};
 
 impl Gate {
@@ -82,13 +84,14 @@ impl Gate {
     /// Ends a question an approval found stale (its tool is no longer
     /// offered as it was asked about): closed with an error the model
     /// reads, nothing run. `None` when it ended as stale (now or by an
-    /// earlier approval: each is refused and audited); else how it stands
-    /// (decided first, or being decided).
+    /// earlier approval: each is refused and audited, naming `tried`, who
+    /// approved); else how it stands (decided first, or being decided).
     pub(super) async fn end_stale(
         &self,
         scope: &Scope,
         issued: &Issued,
         now_ms: u64,
+        tried: Option<&Identity>,
     ) -> Result<Option<Lost>, GateError> {
         let id = issued.id.as_str();
         let message = stale_text(&issued.call.name);
@@ -109,7 +112,7 @@ impl Gate {
                 ));
             }
         }
-        let note = Note::new(AuditDecision::Refused, scope, &issued.call);
+        let note = Note::refused(scope, &issued.call, tried);
         let note = note.fingerprint(issued.fingerprint.as_ref());
         self.note(note.because(message).on(Some(id))).await;
         Ok(None)

@@ -159,7 +159,7 @@ impl Gate {
                 _ => Lost::EndedNow(self.expire(scope, &issued).await?),
             },
             // Ended now by this approval, as stale: refused, nothing ran.
-            Ok(Plan::Stale) => match self.end_stale(scope, &issued, now).await? {
+            Ok(Plan::Stale) => match self.end_stale(scope, &issued, now, form.identity()).await? {
                 None => {
                     let refusal = Refusal::Stale(issued.call.name.clone());
                     let why = refusal.to_string();
@@ -183,20 +183,17 @@ impl Gate {
                 return Ok(self.refused(form, scope, &issued, principal, refusal).await);
             }
             Lost::Earlier(outcome) | Lost::EndedNow(outcome) if !form.in_chat() => {
-                let (audited, why) = match settled(id, decision, &outcome) {
+                let call = &issued.call;
+                let note = match settled(id, decision, &outcome) {
                     OutOfBand::Conflict(why) | OutOfBand::Expired(why) => {
-                        (AuditDecision::Refused, Some(why))
+                        Note::refused(scope, call, form.identity()).because(why)
                     }
-                    _ => (AuditDecision::Replayed, None),
+                    _ => Note::new(AuditDecision::Replayed, scope, call)
+                        .by("an earlier answer")
+                        .approver(form.identity()),
                 };
-                let by = match audited {
-                    AuditDecision::Replayed => "an earlier answer",
-                    _ => "toolgate",
-                };
-                let note = Note::new(audited, scope, &issued.call).by(by);
                 let note = note.fingerprint(issued.fingerprint.as_ref());
-                let note = note.approver(form.identity());
-                self.note(note.reason(why).on(Some(id))).await;
+                self.note(note.on(Some(id))).await;
                 outcome
             }
             Lost::Earlier(outcome) => {
@@ -210,9 +207,8 @@ impl Gate {
             }
             Lost::EndedNow(outcome) => {
                 let call = as_ran(issued.call.clone(), &outcome);
-                let note = Note::new(AuditDecision::Refused, scope, &call);
+                let note = Note::refused(scope, &call, form.identity());
                 let note = note.fingerprint(issued.fingerprint.as_ref());
-                let note = note.approver(form.identity());
                 self.note(note.reason(outcome_reason(&outcome)).on(Some(id)))
                     .await;
                 return Ok(Reached::Earlier { call, outcome });

@@ -10,7 +10,7 @@ use super::super::{Answer, CANCELLED, Decision, EXPIRED, Gate, OutOfBand, Scope}
 use super::{Form, Reached, Who};
 use crate::call::ToolCall;
 use crate::identity::Identity;
-use crate::store::{AuditDecision, Issued, Outcome};
+use crate::store::{Issued, Outcome};
 
 impl Gate {
     /// A refusal, audited as its form tells it.
@@ -46,8 +46,8 @@ impl Gate {
         tracing::warn!(confirmation = %id, chat = %scope.chat_id, "confirmation rejected: {why}");
         let unknown = no_call();
         let call = answer.original.as_ref().unwrap_or(&unknown);
-        let note = Note::new(AuditDecision::Refused, scope, call).because(why.clone());
-        self.note(note.on(Some(id)).approver(Some(who))).await;
+        let note = Note::refused(scope, call, Some(who)).because(why.clone());
+        self.note(note.on(Some(id))).await;
         Reached::Refused { refusal, why }
     }
 
@@ -74,9 +74,8 @@ impl Gate {
             }
             _ => ("toolgate".to_owned(), refusal.to_string()),
         };
-        let note = Note::new(AuditDecision::Refused, scope, &issued.call).by(by);
+        let note = Note::refused(scope, &issued.call, who.identity()).by(by);
         let note = note.fingerprint(issued.fingerprint.as_ref());
-        let note = note.approver(who.identity());
         self.note(note.because(why.clone()).on(Some(&issued.id)))
             .await;
         Reached::Refused { refusal, why }
@@ -90,8 +89,8 @@ impl Gate {
         };
         let nothing = no_call();
         let why = format!("no confirmation `{id}` for this user");
-        let note = Note::new(AuditDecision::Refused, &caller, &nothing).because(why);
-        self.note(note.on(Some(id)).approver(who.identity())).await;
+        let note = Note::refused(&caller, &nothing, who.identity()).because(why);
+        self.note(note.on(Some(id))).await;
         Reached::NotFound
     }
 }

@@ -4,13 +4,15 @@
 //! with `audit.signingKey`, an Ed25519 signature of that hash. Pure: the
 //! backends keep the head and append atomically (a lock, a transaction,
 //! a compare-and-set script retried), [`Sealer`] makes each link, and
-//! `verify.rs` checks an export offline.
+//! `verify.rs` checks an export offline, each line's shape first
+//! (`shape.rs`).
 //!
 //! One chain per store rather than per chat or per principal: a deleted
 //! event is then a gap wherever it was, whereas a per-chat chain could lose
 //! a whole chat unseen. The cost is one head that every append of every
 //! instance contends for; decisions are made at a person's pace.
 
+mod shape;
 mod verify;
 
 use base64::Engine;

@@ -1,5 +1,6 @@
 //! The chain made and checked: an intact export verifies; a deleted, an
-//! altered (one byte) and two swapped events are each named.
+//! altered (one byte) and two swapped events are each named, and so is a
+//! field nothing covers or a key given twice.
 
 use super::verify::Why;
 use super::*;
@@ -183,6 +184,64 @@ fn a_line_that_is_not_json_is_named() {
     let mut lines = export(&Sealer::default(), 2);
     lines.push("{not json".to_owned());
     assert_eq!(broken_at(&lines, None), (3, None, Why::Unreadable));
+}
+
+#[test]
+fn a_field_beside_the_event_is_named_not_its_value() {
+    let key = key(8);
+    let keys = [key.public()];
+    let lines = export(&Sealer::new(Some(key.clone())), 3);
+    let mut added = lines.clone();
+    added[1] = added[1].replacen('{', r#"{"approvedBy":"cfo","#, 1);
+    let (line, seq, why) = broken_at(&added, Some(&keys));
+    assert_eq!(
+        (line, seq, &why),
+        (2, Some(2), &Why::Field("approvedBy".into()))
+    );
+    let said = Broken { line, seq, why }.to_string();
+    assert!(said.contains(r#"field "approvedBy""#), "{said}");
+    assert!(!said.contains("cfo"), "{said}");
+    // Unsigned too: the chain alone does not cover it either.
+    assert_eq!(broken_at(&added, None).2, Why::Field("approvedBy".into()));
+    // At the end of the line as well as at its start.
+    let mut last = lines.clone();
+    last[2] = format!("{},\"note\":1}}", &last[2][..last[2].len() - 1]);
+    assert_eq!(
+        broken_at(&last, None),
+        (3, Some(3), Why::Field("note".into()))
+    );
+    // Inside the event, the hash covers it.
+    let mut inside = lines.clone();
+    inside[1] = inside[1].replacen(r#""event":{"#, r#""event":{"approvedBy":"cfo","#, 1);
+    assert_eq!(broken_at(&inside, Some(&keys)), (2, Some(2), Why::Hash));
+}
+
+#[test]
+fn a_key_given_twice_is_refused_even_signed() {
+    let key = key(10);
+    let keys = [key.public()];
+    // An event with a key twice, sealed as it is: hash and signature hold,
+    // but readers differ on who decided.
+    let event = r#"{"atMs":1,"by":"user","by":"cfo"}"#;
+    let link = Sealer::new(Some(key.clone())).seal(None, event);
+    let line = Chained {
+        link,
+        event: event.to_owned(),
+    }
+    .line()
+    .unwrap_or_default();
+    assert_eq!(
+        broken_at(&[line], Some(&keys)),
+        (1, Some(1), Why::Twice("by".into()))
+    );
+    // An envelope field twice: the first line holds its own, signed.
+    let lines = export(&Sealer::new(Some(key.clone())), 2);
+    let mut twice = lines.clone();
+    twice[1] = twice[1].replacen('{', r#"{"hash":"0","#, 1);
+    assert_eq!(
+        broken_at(&twice, Some(&keys)),
+        (2, None, Why::Twice("hash".into()))
+    );
 }
 
 #[test]

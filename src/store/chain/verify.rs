@@ -1,11 +1,13 @@
-//! An export checked offline (`toolgate audit verify`): every line in
-//! place after the one before it, its hash over its own content, and, with
-//! public keys, its signature. The first link that fails is named.
+//! An export checked offline (`toolgate audit verify`): every line of the
+//! format's fields only (`shape.rs`), in place after the one before it,
+//! its hash over its own content, and, with public keys, its signature.
+//! The first link that fails is named.
 
 use base64::Engine;
 use ed25519_dalek::{Signature, VerifyingKey};
 use serde_json::value::RawValue;
 
+use super::shape::{self, Odd};
 use super::{GENESIS, Line, hash, key_id};
 
 /// What an intact export holds.
@@ -33,6 +35,12 @@ pub struct Broken {
 pub enum Why {
     #[error("not a line of an audit export")]
     Unreadable,
+    /// A field nothing covers: its name, never its value.
+    #[error("field {} is not part of the chain: no hash or signature covers it", shape::shown(.0))]
+    Field(String),
+    /// A key twice in one object: readers differ on which one counts.
+    #[error("key {} is given twice in one object: which one counts is ambiguous", shape::shown(.0))]
+    Twice(String),
     #[error("the file cannot be read: {0}")]
     Read(String),
     /// A later event where `expected` should be: deleted, or moved.
@@ -81,8 +89,19 @@ where
         if text.trim().is_empty() {
             continue;
         }
-        let line: Line<String, Box<RawValue>> =
-            serde_json::from_str(&text).map_err(|_| broken(None, Why::Unreadable))?;
+        let odd = shape::check(&text).map_err(|_| broken(None, Why::Unreadable))?;
+        let line: Result<Line<String, Box<RawValue>>, _> = serde_json::from_str(&text);
+        if let Some(odd) = odd {
+            let seq = line.ok().map(|line| line.seq);
+            return Err(broken(
+                seq,
+                match odd {
+                    Odd::Field(name) => Why::Field(name),
+                    Odd::Twice(name) => Why::Twice(name),
+                },
+            ));
+        }
+        let line = line.map_err(|_| broken(None, Why::Unreadable))?;
         let seq = Some(line.seq);
         match &before {
             Some((after, _)) if line.seq > after.saturating_add(1) => {
