@@ -278,3 +278,37 @@ impl Questions {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_an_operator_names_another_principal() {
+        let whose = |operator: bool, of: Option<&str>| Whose {
+            who: Identity::new("alice", crate::identity::Source::Key),
+            operator,
+            of: of.map(str::to_owned),
+        };
+        #[rustfmt::skip]
+        let cases: &[(bool, Option<&str>, Option<&str>, &str)] = &[
+            // operator, ?principal=, whose records, who revokes them
+            (false, None, Some("alice"), "user"),
+            (false, Some("alice"), Some("alice"), "user"),
+            (false, Some("bo"), None, ""),
+            (true, Some("bo"), Some("bo"), "operator alice"),
+            (true, None, Some("alice"), "user"),
+        ];
+        for (operator, of, expected, revoker) in cases {
+            let whose = whose(*operator, *of);
+            match (whose.principal(), expected) {
+                (Ok(principal), Some(expected)) => {
+                    assert_eq!(principal, *expected);
+                    assert_eq!(whose.revoker(principal), *revoker);
+                }
+                (Err(QuestionError::NotOperator), None) => {}
+                (got, _) => panic!("{operator} {of:?}: {got:?}"),
+            }
+        }
+    }
+}
