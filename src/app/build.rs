@@ -23,7 +23,7 @@ use crate::provider::gemini::Gemini;
 use crate::provider::measured::Measured;
 use crate::provider::openai::OpenAi;
 use crate::provider::{ModelProvider, ModelRequest, ProviderError, ProviderEvent, ScriptedModel};
-use crate::run::{Calls, Limits as RunLimits, Runs};
+use crate::run::{Calls, Limits as RunLimits, Questions, Runs};
 use crate::store::Store;
 use crate::tools::Toolbox;
 use crate::tools::mcp;
@@ -155,6 +155,7 @@ impl App {
             )),
         );
         let live = settings.live;
+        let questions = Arc::new(Questions::new(gate.clone()));
         let state = HttpState::from(crate::transport::Http {
             agent: agent.clone(),
             keep_alive: stream.keep_alive,
@@ -165,6 +166,7 @@ impl App {
             turns: Arc::new(crate::run::Turns {
                 agent: agent.clone(),
                 runs: runs.clone(),
+                questions: questions.clone(),
                 limiter: limiter.clone(),
                 metrics: metrics.clone(),
                 protocol: settings.confirmation.protocol,
@@ -172,6 +174,7 @@ impl App {
                 client_version,
                 trust_traceparent: settings.telemetry.trust_traceparent,
             }),
+            questions,
             live: crate::transport::LiveLimits {
                 idle: live.idle,
                 frames_per_sec: live.frames_per_sec,

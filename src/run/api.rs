@@ -5,8 +5,9 @@
 //!
 //! - [`Turns::start`]: a turn, once the limits admit it, and its first
 //!   subscriber;
-//! - [`Turns::answer`]: a decision on an open question, through the gate
-//!   (an answer inside a chat message reaches it through the turn);
+//! - [`Turns::answer`]: a decision on an open question, through
+//!   [`Questions::decide`] (an answer inside a chat message reaches it
+//!   through the turn);
 //! - [`Turns::resume`]: the chat's turn in flight, from its start;
 //! - abort: [`Run::abort`] on the run `start` or `resume` gave;
 //! - follow: the chunks of the [`Subscription`] or [`super::Reader`] they
@@ -26,7 +27,7 @@ use tokio::sync::watch;
 use tracing::Span;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
-use super::{Owner, Resumed, Run, RunError, Runs, StartIndex, Subscription};
+use super::{Owner, Questions, Resumed, Run, RunError, Runs, StartIndex, Subscription};
 use crate::agent::{Agent, HeldTurn, Pieces};
 use crate::confirm::{Decision, GateError, OutOfBand};
 use crate::identity::Identity;
@@ -65,6 +66,8 @@ impl From<StoreError> for TurnError {
 pub struct Turns {
     pub agent: Arc<Agent>,
     pub runs: Arc<Runs>,
+    /// Where an open question is decided out of band, from any face.
+    pub questions: Arc<Questions>,
     /// `limits`: turns per minute and streams at once are checked before a
     /// turn starts.
     pub limiter: Limiter,
@@ -160,20 +163,15 @@ impl Turns {
             .await?)
     }
 
-    /// `who`'s decision on the open question `id`, made through the gate
-    /// (with the roles `who`'s identity brings); a held turn shows the
-    /// outcome on its own stream.
+    /// `who`'s decision on the open question `id`: [`Questions::decide`],
+    /// the one place a decision out of band is made.
     pub async fn answer(
         &self,
         who: &Identity,
         id: &str,
         decision: Decision,
     ) -> Result<OutOfBand, TurnError> {
-        Ok(self
-            .agent
-            .gate
-            .decide_out_of_band(who, id, decision)
-            .await?)
+        Ok(self.questions.decide(who, id, decision).await?)
     }
 
     /// The turn for `request`, in the confirmation protocol and flow it

@@ -33,6 +33,9 @@
 //! - [`calls`]: one call from an agent outside toolgate (the MCP face),
 //!   without a turn: [`Calls`] decides it through the gate, runs it once,
 //!   and takes the client's answer through the decision pipeline;
+//! - [`questions`]: the questions people decide outside a chat's stream
+//!   (the decisions API, the inbox, a signed link's page) and their records:
+//!   [`Questions`] shows each to whom it may, and decides out of band;
 //! - [`sessions`] and [`shares`]: what a face opens for a caller (an MCP
 //!   session, an inbox stream) is that caller's alone and counts against
 //!   their share of its pool, capped per principal and in total, here.
@@ -48,6 +51,7 @@ mod calls;
 mod driver;
 mod entries;
 mod log;
+mod questions;
 mod registry;
 mod sessions;
 mod shares;
@@ -55,10 +59,14 @@ mod takeover;
 
 pub use api::{Asker, TurnError, Turns, continue_held};
 pub use calls::{BAD_STATE, Called, Calls, Shown};
+pub use questions::{Asked, Card, QuestionError, Questions, Whose};
 
 // The core's words a face speaks: the door's vocabulary, so that a face
 // names nothing of the gate or the store itself.
-pub use crate::confirm::{Decision, GateError, OutsideQuestion, Remember, ToolView};
+pub use crate::confirm::{
+    AnswerKeys, Decision, GateError, InboxFilter, LinkQuestion, OutOfBand, OutsideQuestion,
+    Remember, Revoked, Standing, ToolView,
+};
 pub use crate::store::{Issued, Outcome};
 pub use driver::Run;
 pub use entries::{Framed, Unread};

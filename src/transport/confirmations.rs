@@ -11,9 +11,8 @@ use axum::response::{IntoResponse, Response};
 
 use super::auth::Caller;
 use super::{ApiError, HttpState};
-use crate::confirm::{AnswerKeys, Decision, OutOfBand, Revoked, Standing};
 use crate::protocol::RequestError;
-use crate::store::Outcome;
+use crate::run::{AnswerKeys, Decision, OutOfBand, Outcome, Revoked, Standing};
 
 /// A decision made through the API: `{approved, reason?, payload?,
 /// remember?, approveNext?, editedArgs?}`, or `{decision: "respond",
@@ -41,8 +40,8 @@ pub(super) async fn decide(
         body.map_err(|rejection| ApiError::from_body_rejection(rejection, state.max_body_bytes))?;
     let decision = decision(&body)?;
     match state
-        .turns
-        .answer(&caller.identity(), &id, decision)
+        .questions
+        .decide(&caller.identity(), &id, decision)
         .await?
     {
         OutOfBand::Decided(outcome) => {
@@ -66,12 +65,10 @@ pub(super) async fn one(
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     crate::protocol::message::check_id("confirmation id", &id)?;
-    let gate = &state.agent.gate;
-    let Some(question) = gate.question_for(&caller.identity(), &id).await? else {
+    let Some(question) = state.questions.show(&caller.identity(), &id).await? else {
         return Err(ApiError::NotFound(format!("no confirmation `{id}`")));
     };
-    let shown = gate.shown_issued(&question.issued);
-    let issued = &*shown;
+    let issued = &question.issued;
     let (status, outcome) = match &question.standing {
         Standing::Open => ("open", None),
         Standing::Deciding => ("deciding", None),
@@ -91,7 +88,7 @@ pub(super) async fn one(
     if let Some(outcome) = outcome {
         body["outcome"] = serde_json::json!(outcome);
         // Who decided and how toolgate knew them (the audit log's `approver`).
-        if let Some(approver) = gate.decided_by(issued).await? {
+        if let Some(approver) = &question.approver {
             body["approver"] = serde_json::json!(approver);
         }
     }
@@ -120,8 +117,10 @@ pub(super) async fn approvals(
     caller: Caller,
     Query(query): Query<PrincipalQuery>,
 ) -> Result<Response, ApiError> {
-    let principal = caller.subject(query.principal)?;
-    let list = state.agent.gate.remembered(&principal).await?;
+    let list = state
+        .questions
+        .remembered(&caller.whose(query.principal))
+        .await?;
     Ok(axum::Json(list).into_response())
 }
 
@@ -133,9 +132,11 @@ pub(super) async fn revoke(
     Query(query): Query<PrincipalQuery>,
 ) -> Result<Response, ApiError> {
     crate::protocol::message::check_id("approval id", &id)?;
-    let principal = caller.subject(query.principal)?;
-    let by = revoker(&caller, &principal);
-    match state.agent.gate.revoke(&principal, &id, by).await? {
+    match state
+        .questions
+        .revoke(&caller.whose(query.principal), &id)
+        .await?
+    {
         true => Ok(StatusCode::NO_CONTENT.into_response()),
         false => Err(ApiError::NotFound(format!("no remembered approval `{id}`"))),
     }
@@ -148,8 +149,10 @@ pub(super) async fn grants(
     caller: Caller,
     Query(query): Query<PrincipalQuery>,
 ) -> Result<Response, ApiError> {
-    let principal = caller.subject(query.principal)?;
-    let list = state.agent.gate.grants(&principal).await?;
+    let list = state
+        .questions
+        .grants(&caller.whose(query.principal))
+        .await?;
     Ok(axum::Json(list).into_response())
 }
 
@@ -162,24 +165,13 @@ pub(super) async fn revoke_grant(
     Query(query): Query<PrincipalQuery>,
 ) -> Result<Response, ApiError> {
     crate::protocol::message::check_id("grant id", &id)?;
-    let principal = caller.subject(query.principal)?;
-    let by = revoker(&caller, &principal);
-    match state.agent.gate.revoke_grant(&principal, &id, by).await? {
+    let whose = caller.whose(query.principal);
+    match state.questions.revoke_grant(&whose, &id).await? {
         Revoked::Now => Ok(StatusCode::NO_CONTENT.into_response()),
         Revoked::NotFound => Err(ApiError::NotFound(format!("no grant `{id}`"))),
         Revoked::Ended(ended) => Err(ApiError::Conflict(format!(
             "grant `{id}` is already {}",
             ended.word()
         ))),
-    }
-}
-
-/// Who revokes `principal`'s grant, for the audit log: the user, or an
-/// operator by name.
-fn revoker(caller: &Caller, principal: &str) -> String {
-    if caller.principal == principal {
-        "user".to_owned()
-    } else {
-        format!("operator {}", caller.principal)
     }
 }

@@ -7,7 +7,7 @@ use serde_json::json;
 use crate::confirm::GateError;
 use crate::notify::LinkError;
 use crate::protocol::RequestError;
-use crate::run::{SessionError, TurnError};
+use crate::run::{QuestionError, SessionError, TurnError};
 use crate::store::{Limited, StoreError};
 
 /// A request body that went silent for `server.bodyReadSecs`, or did not
@@ -99,6 +99,16 @@ impl From<TurnError> for ApiError {
             TurnError::Busy(e) => ApiError::Busy(e),
             TurnError::Limited(limited) => ApiError::Limited(limited),
             TurnError::Gate(e) => ApiError::Gate(e),
+        }
+    }
+}
+
+/// The questions' refusals, each as the edge says it.
+impl From<QuestionError> for ApiError {
+    fn from(e: QuestionError) -> Self {
+        match e {
+            QuestionError::NotOperator => ApiError::Forbidden,
+            QuestionError::Gate(e) => ApiError::Gate(e),
         }
     }
 }

@@ -15,11 +15,10 @@ use super::auth::Caller;
 use super::error::STORAGE_UNAVAILABLE;
 use super::feeds::Publisher;
 use super::{ApiError, HttpState};
-use crate::confirm::{Gate, GateError, InboxFilter, Scope};
 use crate::identity::Identity;
 use crate::protocol::sse::Event;
 use crate::protocol::{ConfirmationProtocol, RequestError};
-use crate::store::Issued;
+use crate::run::{Card, GateError, InboxFilter, Questions};
 
 /// Questions listed when the request does not say.
 const DEFAULT_LIMIT: usize = 100;
@@ -79,24 +78,14 @@ pub(super) async fn open(
     };
     crate::protocol::message::check_id("chatId", &chat_id)?;
     let who = caller.into_identity();
-    let scope = Scope {
-        chat_id,
-        principal: who.principal.clone(),
-    };
-    let gate = &state.agent.gate;
-    let now = gate.now_ms();
-    let open: Vec<serde_json::Value> = gate
-        .open(&scope)
-        .await?
-        .into_iter()
-        .map(|issued| item(gate, &issued, &who, now))
-        .collect();
+    let open = state.questions.in_chat(&who, chat_id).await?;
+    let open: Vec<serde_json::Value> = open.iter().map(item).collect();
     Ok(axum::Json(open).into_response())
 }
 
-/// An open question as a card shows it, to `who`.
-fn item(gate: &Gate, issued: &Issued, who: &Identity, now: u64) -> serde_json::Value {
-    let approvers = gate.approvers(&issued.call);
+/// An open question as a card shows it.
+fn item(card: &Card) -> serde_json::Value {
+    let issued = &card.issued;
     serde_json::json!({
         "id": issued.id,
         "chatId": issued.chat_id,
@@ -104,19 +93,19 @@ fn item(gate: &Gate, issued: &Issued, who: &Identity, now: u64) -> serde_json::V
             ConfirmationProtocol::Adk => "adk",
             ConfirmationProtocol::AiSdk => "ai-sdk",
         },
-        "originalFunctionCall": {"id": issued.call.id, "name": issued.call.name, "args": gate.shown_args(&issued.call)},
+        "originalFunctionCall": {"id": issued.call.id, "name": issued.call.name, "args": issued.call.args},
         "hint": issued.hint,
         "expiresAtMs": issued.expires_at_ms,
         // A browser's clock may differ from the server's.
-        "expiresInMs": issued.expires_at_ms.saturating_sub(now),
-        "editable": gate.editable(&issued.call.name),
+        "expiresInMs": card.expires_in_ms,
+        "editable": card.editable,
         // Who must approve, and whether the caller may: a card shows
         // "waiting for …" instead of an Approve button.
-        "approvers": approvers.listed,
-        "requireDistinctApprover": approvers.distinct,
+        "approvers": card.approvers,
+        "requireDistinctApprover": card.distinct,
         // As the decision pipeline judges it: the roles and source of
         // the caller's identity count.
-        "mayApprove": gate.may_approve(issued, who),
+        "mayApprove": card.may_approve,
         // What the approver is shown, as digests an auditor recomputes:
         // `null` for a question from before toolgate kept them.
         "fingerprint": issued.fingerprint,
@@ -129,24 +118,23 @@ async fn list(
     caller: &Caller,
     query: &InboxQuery,
 ) -> Result<Response, ApiError> {
-    let gate = &state.agent.gate;
-    let listed = listing(gate, &caller.identity(), &query.filter()).await?;
+    let listed = listing(&state.questions, &caller.identity(), &query.filter()).await?;
     Ok(axum::Json(listed).into_response())
 }
 
 /// Each open question with who asked and the qualified tool.
 async fn listing(
-    gate: &Gate,
+    questions: &Questions,
     who: &Identity,
     filter: &InboxFilter,
 ) -> Result<Vec<serde_json::Value>, GateError> {
-    let now = gate.now_ms();
-    Ok(gate
+    Ok(questions
         .inbox(who, filter)
         .await?
         .into_iter()
-        .map(|issued| {
-            let mut item = item(gate, &issued, who, now);
+        .map(|card| {
+            let mut item = item(&card);
+            let issued = card.issued;
             item["principal"] = issued.principal.into();
             item["tool"] = crate::call::QualifiedName::of(&issued.call.name)
                 .into_string()
@@ -211,13 +199,15 @@ pub(super) async fn events(
     query: Result<Query<InboxQuery>, QueryRejection>,
 ) -> Result<Response, ApiError> {
     let Query(query) = query.map_err(|rejection| RequestError::Invalid(rejection.body_text()))?;
-    let gate = state.agent.gate.clone();
+    let questions = state.questions.clone();
     let who = caller.into_identity();
     let (principal, filter) = (who.principal.clone(), query.filter());
     let key = InboxKey { who, filter };
     let (subscription, publisher) = state.inbox_feeds.join(&principal, key.clone())?;
     if let Some(publisher) = publisher {
-        state.tasks.spawn(publish(gate.clone(), key, publisher));
+        state
+            .tasks
+            .spawn(publish(questions.clone(), key, publisher));
     }
     let mut subscription = subscription;
     // What the feed holds now, if it has a listing yet, goes out at once.
@@ -230,7 +220,7 @@ pub(super) async fn events(
         while subscription.frames.changed().await.is_ok() {
             let frame = subscription.frames.borrow_and_update().clone();
             if let Some(listed) = frame {
-                yield listed.frame(gate.now_ms());
+                yield listed.frame(questions.now_ms());
             }
         }
     };
@@ -244,15 +234,15 @@ pub(super) async fn events(
 
 /// Lists `key`'s inbox and publishes it, then again after each change,
 /// until no stream reads it (or the gate is gone).
-async fn publish(gate: Gate, key: InboxKey, publisher: Publisher<InboxKey, Listed>) {
+async fn publish(questions: Arc<Questions>, key: InboxKey, publisher: Publisher<InboxKey, Listed>) {
     // One pending change at most, however many come: nothing queues.
-    let mut changes = gate.inbox_changes();
+    let mut changes = questions.inbox_changes();
     loop {
         // What changes from here on lists again.
         changes.borrow_and_update();
         let listed = tokio::select! {
             () = publisher.unread() => return,
-            listed = listing(&gate, &key.who, &key.filter) => listed,
+            listed = listing(&questions, &key.who, &key.filter) => listed,
         };
         let (frame, wait) = match listed {
             Ok(list) => {
@@ -275,7 +265,7 @@ async fn publish(gate: Gate, key: InboxKey, publisher: Publisher<InboxKey, Liste
         publisher.publish(Arc::new(Listed {
             text: frame.to_string().into(),
             value: frame,
-            at_ms: gate.now_ms(),
+            at_ms: questions.now_ms(),
         }));
         let changed = async {
             match wait {

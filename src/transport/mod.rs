@@ -48,7 +48,7 @@ use tower_http::trace::TraceLayer;
 use crate::agent::Agent;
 use crate::metrics::Metrics;
 use crate::notify::Links;
-use crate::run::{Asker, Turns};
+use crate::run::{Asker, Questions, Turns};
 
 /// The principal when no principal header is configured.
 pub const ANONYMOUS: &str = "anonymous";
@@ -85,6 +85,8 @@ pub struct Http {
     pub oidc: Option<Arc<Oidc>>,
     /// The run API every face adapts its wire to.
     pub turns: Arc<Turns>,
+    /// The questions people decide through the decisions API and links.
+    pub questions: Arc<Questions>,
     pub live: LiveLimits,
     /// The server's tasks beyond the requests (a socket's writer and
     /// forwarders, out-of-band decisions); shutdown waits for them.

@@ -7,13 +7,12 @@ use axum::response::{IntoResponse, Response};
 
 use super::auth::Caller;
 use super::{ApiError, HttpState};
-use crate::store::AuditPage;
 
 /// Most audit events one request returns; page on with `since`.
 const AUDIT_PAGE: usize = 10_000;
 
 pub(super) async fn tools(State(state): State<HttpState>, _: Caller) -> Response {
-    axum::Json(state.agent.gate.inventory()).into_response()
+    axum::Json(state.questions.inventory()).into_response()
 }
 
 #[derive(serde::Deserialize)]
@@ -33,16 +32,11 @@ pub(super) async fn audit(
     caller: Caller,
     Query(query): Query<AuditQuery>,
 ) -> Result<Response, ApiError> {
-    let principal = caller.subject(query.principal)?;
+    let whose = caller.whose(query.principal);
+    let chat_id = query.chat_id.as_deref();
     let events = state
-        .agent
-        .gate
-        .audit_log(AuditPage {
-            principal: &principal,
-            chat_id: query.chat_id.as_deref(),
-            since_ms: query.since,
-            limit: AUDIT_PAGE,
-        })
+        .questions
+        .audit(&whose, chat_id, query.since, AUDIT_PAGE)
         .await?;
     let mut lines = String::new();
     for event in events {

@@ -15,6 +15,7 @@ use axum::http::{HeaderMap, HeaderName, header};
 
 use super::{ANONYMOUS, ApiError, HttpState};
 use crate::identity::{Identity, Source, Token};
+use crate::run::Whose;
 use oidc::TokenError;
 
 /// A resolved API key.
@@ -130,13 +131,14 @@ impl Caller {
             .ok_or(ApiError::Unauthorized)
     }
 
-    /// The principal whose records the request reads: the caller's own, or
-    /// with `?principal=` another's (operators only; anyone else gets 403).
-    pub(super) fn subject(&self, asked: Option<String>) -> Result<String, ApiError> {
-        match asked {
-            Some(other) if other != self.principal && !self.operator => Err(ApiError::Forbidden),
-            Some(other) => Ok(other),
-            None => Ok(self.principal.clone()),
+    /// Whose records the request reads: the caller's own, or with
+    /// `?principal=` another's (the door lets only operators; anyone else
+    /// gets 403).
+    pub(super) fn whose(self, asked: Option<String>) -> Whose {
+        Whose {
+            operator: self.operator,
+            who: self.into_identity(),
+            of: asked,
         }
     }
 }

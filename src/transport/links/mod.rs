@@ -4,7 +4,8 @@
 //! requester, arguments), what the link will do, and one button; **GET
 //! never decides**: link previews, mail scanners and chat unfurlers fetch
 //! every link they see. The button's `POST /confirmations/link/{token}`
-//! (`{}`, or `{"reason"}` to deny) decides, through the gate exactly as
+//! (`{}`, or `{"reason"}` to deny) decides, through the door's
+//! `Questions` (the decision pipeline) exactly as
 //! `POST /api/confirmations/{id}` does. No API key: the token is the
 //! authority, verified before anything is looked up. The guard still holds
 //! as for any POST (a JSON body, from the same origin), which the page's
@@ -16,8 +17,6 @@
 
 mod page;
 
-use std::borrow::Cow;
-
 use axum::body::{Body, Bytes};
 use axum::extract::{Path, State};
 use axum::http::{StatusCode, header};
@@ -25,9 +24,9 @@ use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 
 use super::{ApiError, Caller, HttpState};
-use crate::confirm::{Decision, OutOfBand};
 use crate::notify::{Link, LinkDecision, LinkError};
 use crate::protocol::RequestError;
+use crate::run::{Decision, OutOfBand};
 
 use page::{html, notice, question_page};
 
@@ -49,17 +48,12 @@ pub(super) async fn page(State(state): State<HttpState>, Path(token): Path<Strin
             );
         }
     };
-    let gate = &state.agent.gate;
-    match gate.link_question(&link.confirmation_id).await {
-        Ok(Some(mut question)) => {
-            if let Cow::Owned(shown) = gate.shown_issued(&question.issued) {
-                question.issued = shown;
-            }
-            html(
-                StatusCode::OK,
-                &question_page(&question, link.decision, gate.now_ms()),
-            )
-        }
+    let questions = &state.questions;
+    match questions.for_link(&link.confirmation_id).await {
+        Ok(Some(question)) => html(
+            StatusCode::OK,
+            &question_page(&question, link.decision, questions.now_ms()),
+        ),
         Ok(None) => html(
             StatusCode::NOT_FOUND,
             &notice(
@@ -103,8 +97,7 @@ pub(super) async fn decide(
     let decision = decision(&body, link.decision)?;
     let id = link.confirmation_id;
     match state
-        .agent
-        .gate
+        .questions
         .decide_by_link(&id, decision, link.target, caller)
         .await?
     {
@@ -148,7 +141,7 @@ async fn small_body(headers: &axum::http::HeaderMap, body: Body) -> Result<Bytes
 /// token is valid.
 fn verify(state: &HttpState, token: &str) -> Result<Link, LinkError> {
     let links = state.links.as_ref().ok_or(LinkError::Invalid)?;
-    links.verify(token, state.agent.gate.now_ms())
+    links.verify(token, state.questions.now_ms())
 }
 
 /// The decision a link's POST makes: the link's, with the body's reason

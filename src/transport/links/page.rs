@@ -11,9 +11,8 @@ use sha2::{Digest, Sha256};
 
 use super::MAX_REASON_CHARS;
 use crate::call::QualifiedName;
-use crate::confirm::{LinkQuestion, Standing};
 use crate::notify::LinkDecision;
-use crate::store::Outcome;
+use crate::run::{LinkQuestion, Outcome, Standing};
 
 /// The page's script: the button posts the (optional) reason to the page's
 /// own address and says what happened. Static: the page's values reach it
