@@ -56,6 +56,7 @@ mod registry;
 mod sessions;
 mod shares;
 mod takeover;
+mod threads;
 
 pub use api::{Asker, TurnError, Turns, continue_held};
 pub use calls::{BAD_STATE, Called, Calls, Shown};
@@ -75,6 +76,7 @@ pub use registry::{Continue, Limits, Owner, RunError, Runs};
 pub use sessions::{Opening, SessionError, Sessions};
 pub use shares::{Pool, Share, ShareError, ShareLimits, Shares};
 pub use takeover::{OWNER_DIED, Reader, Remote, Resumed};
+pub use threads::{Answerable, NotAnswerable, Waiting};
 
 #[cfg(test)]
 mod suite;

@@ -111,6 +111,11 @@ impl Questions {
         Self { gate }
     }
 
+    /// The gate behind the door, for the door's own files.
+    pub(super) fn gate(&self) -> &Gate {
+        &self.gate
+    }
+
     /// The gate's clock, in milliseconds since the epoch.
     pub fn now_ms(&self) -> u64 {
         self.gate.now_ms()

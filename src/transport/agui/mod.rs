@@ -33,7 +33,6 @@ use serde_json::Value;
 
 use super::auth::Caller;
 use super::{ApiError, HttpState, sse};
-use crate::confirm::Scope;
 use crate::identity::Identity;
 use crate::metrics::Transport;
 use crate::protocol::sse::Event;
@@ -78,11 +77,10 @@ fn events(
         let (thread, run) = (input.thread_id.clone(), input.run_id.clone());
         yield frame(&wire::run_started(&thread, &run));
         let turns = state.turns.clone();
-        let gate = &turns.agent.gate;
-        let scope = Scope { chat_id: thread.clone(), principal: who.principal.clone() };
+        let questions = &state.questions;
         let asked = match &input.resume {
-            Some(entries) if !entries.is_empty() => resume::resume(&turns, &who, &scope, entries).await,
-            _ => resume::nothing_pending(gate, &scope).await.map(|()| HashMap::new()),
+            Some(entries) if !entries.is_empty() => resume::resume(questions, &who, &thread, entries).await,
+            _ => resume::nothing_pending(questions, &who, &thread).await.map(|()| HashMap::new()),
         };
         let asked = match asked {
             Ok(asked) => asked,
@@ -118,7 +116,7 @@ fn events(
                 return;
             }
         }
-        let interrupts = match resume::interrupts(gate, translator.asked()).await {
+        let interrupts = match resume::interrupts(questions, &who, &thread, translator.asked()).await {
             Ok(interrupts) => interrupts,
             Err(e) => {
                 yield frame(&refusal_of(ApiError::from(e)));

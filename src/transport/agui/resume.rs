@@ -9,10 +9,8 @@ use serde_json::Value;
 
 use super::input::{ResumeEntry, ResumeStatus};
 use super::wire::{self, Allowed};
-use crate::confirm::{Decision, Gate, GateError, OutOfBand, OutsideQuestion, Scope};
 use crate::identity::Identity;
-use crate::run::Turns;
-use crate::store::{Issued, Outcome};
+use crate::run::{Answerable, Decision, GateError, Issued, NotAnswerable, OutOfBand, Questions};
 
 /// Why a run ends in `RUN_ERROR` before its turn: a code and a text for
 /// the client.
@@ -47,27 +45,30 @@ impl From<Refused> for ResumeError {
 }
 
 /// A run without `resume`: refused while the thread has open questions.
-pub async fn nothing_pending(gate: &Gate, scope: &Scope) -> Result<(), ResumeError> {
-    let open = gate.open(scope).await?;
+pub async fn nothing_pending(
+    questions: &Questions,
+    who: &Identity,
+    thread: &str,
+) -> Result<(), ResumeError> {
+    let open = questions.open_in(who, thread).await?;
     if open.is_empty() {
         return Ok(());
     }
-    let ids: Vec<&str> = open.iter().map(|q| q.id.as_str()).collect();
     Err(Refused::new(
         wire::PENDING,
         format!(
             "this thread waits on interrupts {}; a run must carry `resume` answering them",
-            ids.join(", ")
+            open.join(", ")
         ),
     )
     .into())
 }
 
 /// What a question may be answered with.
-pub fn allowed(gate: &Gate, issued: &Issued) -> Allowed {
+pub fn allowed(answerable: &Answerable) -> Allowed {
     Allowed {
-        remember: gate.may_remember(&issued.call),
-        edits: gate.editable(&issued.call.name),
+        remember: answerable.may_remember,
+        edits: answerable.editable,
     }
 }
 
@@ -76,13 +77,11 @@ pub fn allowed(gate: &Gate, issued: &Issued) -> Allowed {
 /// its schema), then decides each through the pipeline. The questions'
 /// ids by their tool call's id, for the turn that reports their outcomes.
 pub async fn resume(
-    turns: &Turns,
+    questions: &Questions,
     who: &Identity,
-    scope: &Scope,
+    thread: &str,
     entries: &[ResumeEntry],
 ) -> Result<HashMap<String, String>, ResumeError> {
-    let gate = &turns.agent.gate;
-    let now = gate.now_ms();
     let mut seen = HashSet::new();
     let mut decisions: Vec<(Issued, Decision)> = Vec::with_capacity(entries.len());
     for entry in entries {
@@ -102,44 +101,42 @@ pub async fn resume(
                 ),
             )
         };
-        let question = gate.question(&entry.interrupt_id).await?;
-        let (issued, expired) = match question {
-            None => return Err(unknown().into()),
-            Some(OutsideQuestion::Open(issued)) => {
-                let expired = issued.expires_at_ms <= now;
-                (issued, expired)
-            }
-            Some(OutsideQuestion::Decided(issued, outcome)) => {
-                (issued, outcome == Outcome::Expired)
+        let answerable = match questions
+            .answerable(who, thread, &entry.interrupt_id)
+            .await?
+        {
+            Ok(answerable) => answerable,
+            Err(NotAnswerable::Unknown) => return Err(unknown().into()),
+            Err(NotAnswerable::Expired) => {
+                return Err(Refused::new(
+                    wire::EXPIRED,
+                    format!(
+                        "interrupt `{}` expired; nothing was decided",
+                        entry.interrupt_id
+                    ),
+                )
+                .into());
             }
         };
-        if issued.chat_id != scope.chat_id || issued.principal != scope.principal {
-            return Err(unknown().into());
-        }
-        if expired {
-            return Err(Refused::new(
-                wire::EXPIRED,
-                format!("interrupt `{}` expired; nothing was decided", issued.id),
-            )
-            .into());
-        }
         let decision = match entry.status {
             ResumeStatus::Cancelled => wire::cancelled(),
-            ResumeStatus::Resolved => {
-                wire::decision(entry.payload.as_ref(), allowed(gate, &issued)).map_err(|why| {
+            ResumeStatus::Resolved => wire::decision(entry.payload.as_ref(), allowed(&answerable))
+                .map_err(|why| {
                     Refused::new(
                         wire::BAD_RESUME,
-                        format!("interrupt `{}`: {why}; nothing was decided", issued.id),
+                        format!(
+                            "interrupt `{}`: {why}; nothing was decided",
+                            entry.interrupt_id
+                        ),
                     )
-                })?
-            }
+                })?,
         };
-        decisions.push((issued, decision));
+        decisions.push((answerable.issued, decision));
     }
-    let open = gate.open(scope).await?;
+    let open = questions.open_in(who, thread).await?;
     let missing: Vec<&str> = open
         .iter()
-        .map(|q| q.id.as_str())
+        .map(String::as_str)
         .filter(|id| !seen.contains(id))
         .collect();
     if !missing.is_empty() {
@@ -154,12 +151,7 @@ pub async fn resume(
     }
     let mut asked = HashMap::with_capacity(decisions.len());
     for (issued, decision) in decisions {
-        let decided = turns.answer(who, &issued.id, decision).await;
-        let decided = decided.map_err(|e| match e {
-            crate::run::TurnError::Gate(e) => ResumeError::Gate(e),
-            other => ResumeError::Refused(Refused::new(wire::REFUSED, other.to_string())),
-        })?;
-        match decided {
+        match questions.decide(who, &issued.id, decision).await? {
             // Decided now, the same decision replayed, or decided
             // otherwise elsewhere (the inbox, a link): the turn reports
             // the outcome that stands.
@@ -178,24 +170,21 @@ pub async fn resume(
     Ok(asked)
 }
 
-/// The interrupts a run that asked `asked` ends with: each question still
-/// open, with its response schema.
-pub async fn interrupts(gate: &Gate, asked: &[(String, String)]) -> Result<Vec<Value>, GateError> {
-    let mut interrupts = Vec::with_capacity(asked.len());
-    let tools = match asked.is_empty() {
-        true => Vec::new(),
-        false => gate.tools(),
-    };
-    for (id, _) in asked {
-        let Some(OutsideQuestion::Open(issued)) = gate.question(id).await? else {
-            continue;
-        };
-        let parameters = tools
-            .iter()
-            .find(|tool| tool.name == issued.call.name)
-            .map(|tool| &tool.parameters);
-        let shown = gate.shown_issued(&issued);
-        interrupts.push(wire::interrupt(&shown, allowed(gate, &issued), parameters));
-    }
-    Ok(interrupts)
+/// The interrupts a run of `who`'s in `thread` that asked `asked` ends
+/// with: each question still open, with its response schema.
+pub async fn interrupts(
+    questions: &Questions,
+    who: &Identity,
+    thread: &str,
+    asked: &[(String, String)],
+) -> Result<Vec<Value>, GateError> {
+    let ids = asked.iter().map(|(id, _)| id.clone()).collect();
+    let waiting = questions.waiting(who, thread, ids).await?;
+    Ok(waiting
+        .iter()
+        .map(|w| {
+            let allowed = allowed(&w.answerable);
+            wire::interrupt(&w.answerable.issued, allowed, w.parameters.as_ref())
+        })
+        .collect())
 }

@@ -9,8 +9,7 @@ pub use translate::{Ended, Translator};
 
 use serde_json::{Map, Value, json};
 
-use crate::confirm::{Decision, Remember};
-use crate::store::Issued;
+use crate::run::{Decision, Issued, Remember};
 
 /// The protocol version this face speaks.
 pub const PROTOCOL_VERSION: &str = "1.0";
