@@ -63,7 +63,7 @@ impl Turn {
     ) -> Self {
         let (principal, known) = who.into_parts();
         let scope = Scope {
-            chat_id: request.chat_id,
+            chat_id: request.chat_id.into_string(),
             principal,
         };
         let client_version = request.options.client_version;

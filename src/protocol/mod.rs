@@ -3,6 +3,7 @@
 
 pub mod adk;
 pub mod answer;
+pub mod chat_id;
 pub mod chunk;
 pub mod compat;
 pub mod grant;
@@ -12,6 +13,7 @@ pub mod request;
 pub mod sink;
 pub mod sse;
 
+pub use chat_id::{BAD_CHAT_ID, ChatId};
 pub use chunk::{BlockId, DeltaText, FinishReason, UiChunk};
 pub use compat::{ClientVersion, ConfirmationFlow, ConfirmationProtocol, DeniedAs};
 pub use message::{Part, RequestError, Role, ToolPart, ToolState, UiMessage};

@@ -7,6 +7,7 @@ use std::fmt::Display;
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::chat_id::ChatId;
 use super::compat::{ClientVersion, ConfirmationFlow, ConfirmationProtocol};
 use super::message::{Part, RawPart, RequestError, Role, ToolPart, ToolState, UiMessage, check_id};
 
@@ -24,7 +25,7 @@ pub const DEFAULT_CHAT_ID: &str = "default";
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChatRequest {
-    pub chat_id: String,
+    pub chat_id: ChatId,
     pub messages: Vec<UiMessage>,
     pub trigger: Trigger,
     pub message_id: Option<String>,
@@ -146,14 +147,7 @@ impl RawBody {
         if self.messages.is_empty() {
             return Err(RequestError::Invalid("`messages` is empty".into()));
         }
-        if self.id.as_deref().is_some_and(|id| id.trim().is_empty()) {
-            return Err(RequestError::Invalid(
-                "`id` (the chat) must not be empty".into(),
-            ));
-        }
-        if let Some(id) = &self.id {
-            check_id("`id` (the chat)", id)?;
-        }
+        let chat_id = ChatId::parse(self.id.unwrap_or_else(|| DEFAULT_CHAT_ID.to_owned()))?;
         let mut messages: Vec<UiMessage> = Vec::with_capacity(self.messages.len());
         for (i, raw) in self.messages.into_iter().enumerate() {
             let path = Place::message(i);
@@ -190,7 +184,7 @@ impl RawBody {
             }
         }
         Ok(ChatRequest {
-            chat_id: self.id.unwrap_or_else(|| DEFAULT_CHAT_ID.to_owned()),
+            chat_id,
             messages,
             trigger,
             message_id: self.message_id,
@@ -473,7 +467,7 @@ mod tests {
             ]
         }));
         let Ok(req) = req else { panic!("{req:?}") };
-        assert_eq!(req.chat_id, "chat-1");
+        assert_eq!(req.chat_id.as_str(), "chat-1");
         assert_eq!(req.message_id.as_deref(), Some("a1"));
         assert_eq!(req.continued_message().map(|m| m.id.as_str()), Some("a1"));
     }
@@ -486,7 +480,7 @@ mod tests {
             {"role": "user", "content": [{"type": "tool-result", "toolCallId": "c1", "toolName": "adk_request_confirmation", "result": {"confirmed": true}}]}
         ]}));
         let Ok(req) = req else { panic!("{req:?}") };
-        assert_eq!(req.chat_id, DEFAULT_CHAT_ID);
+        assert_eq!(req.chat_id.as_str(), DEFAULT_CHAT_ID);
         assert_eq!(req.messages.len(), 2);
         let Some(Part::Tool(tool)) = req.continued_message().and_then(|m| m.parts.first()) else {
             panic!("no tool part")
@@ -510,7 +504,7 @@ mod tests {
             ),
             (
                 json!({"id": " ", "messages": [{"role": "user", "content": "a"}]}),
-                "invalid request: `id` (the chat) must not be empty",
+                "invalid request: the chat id (`id`, or AG-UI's `threadId`) must be 1 to 256 of A-Z a-z 0-9 - . _ ~ (not `.` or `..`): it travels in a header and a URL path",
             ),
             (
                 json!({"messages": [{"role": "robot", "parts": []}]}),
@@ -538,7 +532,7 @@ mod tests {
             ),
             (
                 json!({"id": "c".repeat(257), "messages": [{"role": "user", "content": "a"}]}),
-                "invalid request: `id` (the chat) `cccccccccccccccc…` is 257 bytes; ids are at most 256",
+                "invalid request: the chat id (`id`, or AG-UI's `threadId`) must be 1 to 256 of A-Z a-z 0-9 - . _ ~ (not `.` or `..`): it travels in a header and a URL path",
             ),
             (
                 json!({"messages": [

@@ -33,7 +33,7 @@ use crate::identity::Identity;
 use crate::metrics::{Metrics, Transport, TurnWatch};
 use crate::protocol::RequestError;
 use crate::protocol::sink::End;
-use crate::protocol::{ChatRequest, ClientVersion, ConfirmationFlow, ConfirmationProtocol};
+use crate::protocol::{ChatId, ChatRequest, ClientVersion, ConfirmationFlow, ConfirmationProtocol};
 use crate::store::{LimitError, Limited, Limiter, StoreError};
 
 /// Why the run API refused a call. Before a turn's stream starts; once it
@@ -103,7 +103,7 @@ impl Turns {
         trace: &(dyn Extractor + Sync),
     ) -> Result<(Arc<Run>, Subscription), TurnError> {
         let principal = asker.who.principal.as_str();
-        let chat_id = request.chat_id.clone();
+        let chat_id = request.chat_id.clone().into_string();
         let (waiting, waits) = watch::channel(false);
         let span = turn_span(&chat_id, self.trust_traceparent.then_some(trace));
         // Lazy: nothing of the turn runs before it is polled, in its span.
@@ -141,7 +141,8 @@ impl Turns {
         self.runs.start(owner, chunks, waits).await.map_err(busy)
     }
 
-    /// The turn in flight in `chat_id` for `principal`, read from the
+    /// The turn in flight in `chat_id` for `principal` (a [`ChatId`], as
+    /// every chat id the run API takes: one rule for every face), read from the
     /// chunk `at` names ([`StartIndex::START`]: its start), on this
     /// instance or with a shared store on any; `None` when there is none,
     /// or nothing is left of it to read. `transport` counts a turn taken
@@ -149,11 +150,14 @@ impl Turns {
     pub async fn resume(
         &self,
         principal: &str,
-        chat_id: &str,
+        chat_id: &ChatId,
         at: StartIndex,
         transport: Transport,
     ) -> Result<Option<Resumed>, TurnError> {
-        Ok(self.runs.resume(principal, chat_id, at, transport).await?)
+        Ok(self
+            .runs
+            .resume(principal, chat_id.as_str(), at, transport)
+            .await?)
     }
 
     /// `who`'s decision on the open question `id`, made through the gate

@@ -20,7 +20,7 @@ use serde::Deserialize;
 use super::auth::Caller;
 use super::{ApiError, HttpState, sse};
 use crate::metrics::Transport;
-use crate::protocol::{ChatRequest, RequestError};
+use crate::protocol::{ChatId, ChatRequest, RequestError};
 use crate::run::StartIndex;
 
 /// The run a streamed turn's response belongs to (its chat id).
@@ -37,8 +37,7 @@ pub(super) async fn stream(
     let body =
         body.map_err(|rejection| ApiError::from_body_rejection(rejection, state.max_body_bytes))?;
     let request = ChatRequest::from_slice(&body)?;
-    // A chat id that is not a header's text (beyond ASCII) names no run.
-    let run_id = HeaderValue::from_str(&request.chat_id).ok();
+    let run_id = run_id(&request.chat_id);
     let who = caller.into_identity();
     let asker = state.asker(&who);
     let trace = HeaderExtractor(&headers);
@@ -50,6 +49,15 @@ pub(super) async fn stream(
         response.headers_mut().insert(RUN_ID, run_id);
     }
     Ok(response)
+}
+
+/// The run id a turn of `chat` is named by: the chat id, which a
+/// [`ChatId`] keeps to characters a header carries unchanged (a raw UTF-8
+/// header is read back as Latin-1, another id, whose resume finds nothing).
+/// `None` cannot happen; if it did, the turn would go unnamed rather than
+/// misnamed.
+fn run_id(chat: &ChatId) -> Option<HeaderValue> {
+    HeaderValue::from_str(chat.as_str()).ok()
 }
 
 /// Where a resume starts: `?startIndex=N`, the turn's start without it.
@@ -69,7 +77,7 @@ pub(super) async fn resume(
     Path(chat_id): Path<String>,
     query: Result<Query<ResumeQuery>, QueryRejection>,
 ) -> Result<Response, ApiError> {
-    crate::protocol::message::check_id("the chat id", &chat_id)?;
+    let chat_id = ChatId::parse(chat_id)?;
     let Query(query) = query.map_err(|_| {
         RequestError::Invalid("startIndex must be a whole number of chunks".to_owned())
     })?;

@@ -406,3 +406,19 @@ async fn with_api_keys_the_upgrade_carries_the_key() -> anyhow::Result<()> {
     );
     Ok(())
 }
+
+/// A chat id a header cannot carry is refused as on `/stream`: the turn is
+/// its error chunk, the fixed text without the id, then `[DONE]`.
+#[tokio::test]
+async fn a_chat_id_a_header_cannot_carry_is_a_turn_that_says_so() {
+    let server = server(SEED).await;
+    let mut socket = connect(&server).await;
+    send(&mut socket, &message(&user_says("café", "hi"))).await;
+    let frames = turn(&mut socket).await;
+    assert_eq!(kinds(&frames), ["error"], "{frames:?}");
+    let text = chunks(&frames)[0]["errorText"].as_str().map(str::to_owned);
+    assert!(
+        text.is_some_and(|t| t.contains(toolgate::protocol::BAD_CHAT_ID) && !t.contains("café")),
+        "{frames:?}"
+    );
+}

@@ -35,6 +35,7 @@ mod backends;
 mod backpressure;
 #[cfg(feature = "browser")]
 mod browser;
+mod chat_ids;
 mod claimed_calls;
 mod cli;
 mod client_tools;

@@ -134,7 +134,10 @@ impl RunAgentInput {
                 "`threadId` and `runId` must not be empty".into(),
             ));
         }
-        crate::protocol::message::check_id("`threadId`", &input.thread_id)?;
+        // The thread is the chat: its id is checked here, by the one rule
+        // of chat ids, so a refusal is a 400 before `RUN_STARTED` and before
+        // a resume decides anything (the turn's request checks it again).
+        crate::protocol::ChatId::parse(input.thread_id.as_str())?;
         crate::protocol::message::check_id("`runId`", &input.run_id)?;
         Ok(input)
     }

@@ -22,9 +22,9 @@ use tokio::task::JoinHandle;
 use super::{Farewell, Socket};
 use crate::confirm::{AnswerKeys, Decision, OutOfBand};
 use crate::metrics::Transport;
-use crate::protocol::ChatRequest;
 use crate::protocol::message::check_id;
 use crate::protocol::sse::Event;
+use crate::protocol::{ChatId, ChatRequest};
 use crate::run::{Run, StartIndex};
 use crate::transport::{ApiError, HttpState};
 
@@ -198,7 +198,7 @@ async fn frame(
         } => {
             check_request(requests, &request_id)?;
             let principal = socket.caller(&headers).await.map_err(fail)?.principal;
-            check_id("id (the chat)", &chat_id).map_err(|e| fail(e.into()))?;
+            let chat_id = ChatId::parse(chat_id).map_err(|e| fail(e.into()))?;
             let resumed = (state.turns)
                 .resume(&principal, &chat_id, StartIndex::START, Transport::Live)
                 .await
