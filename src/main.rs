@@ -395,7 +395,7 @@ impl Signals {
 
 /// `toolgate audit …`.
 async fn audit(command: AuditCommand) -> anyhow::Result<()> {
-    use toolgate::config::StoreBackend;
+    use toolgate::config::{StoreBackend, StoreSettings};
     use toolgate::store::chain;
     match command {
         AuditCommand::Export {
@@ -403,8 +403,8 @@ async fn audit(command: AuditCommand) -> anyhow::Result<()> {
             since,
             output,
         } => {
-            let settings = Settings::new(load(config.as_deref())?)?;
-            if settings.store.backend == StoreBackend::Memory {
+            let store_settings = StoreSettings::from_config(&load(config.as_deref())?)?;
+            if store_settings.backend == StoreBackend::Memory {
                 anyhow::bail!(
                     "the memory store lives inside its server: there is no audit log to export (set store.kind to sqlite or redis)"
                 );
@@ -413,7 +413,7 @@ async fn audit(command: AuditCommand) -> anyhow::Result<()> {
                 Some(since) => since_ms(&since)?,
                 None => 0,
             };
-            let (store, _) = open_store(&settings.store)
+            let (store, _) = open_store(&store_settings)
                 .await
                 .context("cannot open the store")?;
             let events = store.audit_chain(since).await?;
@@ -489,8 +489,8 @@ async fn audit(command: AuditCommand) -> anyhow::Result<()> {
             }
         }
         AuditCommand::PublicKey { config } => {
-            let settings = Settings::new(load(config.as_deref())?)?;
-            let Some(key) = settings.store.audit_key else {
+            let store_settings = StoreSettings::from_config(&load(config.as_deref())?)?;
+            let Some(key) = store_settings.audit_key else {
                 anyhow::bail!("no audit.signingKey in the config: the chain is unsigned");
             };
             write!(std::io::stdout(), "{}", key.public_pem())?;

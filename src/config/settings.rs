@@ -337,6 +337,16 @@ fn model(config: &Config) -> Result<ModelSettings, ConfigError> {
     })
 }
 
+impl StoreSettings {
+    /// `store` and `audit.signingKey` alone: what `toolgate audit` needs.
+    /// The rest of the config is not checked and its environment is not
+    /// read, so an operator exporting the audit log needs no API key's or
+    /// signing key's secret of the server.
+    pub fn from_config(config: &Config) -> Result<Self, ConfigError> {
+        store(config)
+    }
+}
+
 /// `store`: the backend and where it is.
 fn store(config: &Config) -> Result<StoreSettings, ConfigError> {
     use super::StoreKind;

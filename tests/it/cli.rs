@@ -318,3 +318,40 @@ fn the_shipped_configs_load() {
         assert!(ok, "{name}: {stderr}");
     }
 }
+
+/// `toolgate audit export` and `public-key` read the store and the audit
+/// signing key, nothing else: an operator exporting the log needs no
+/// secret of the server's API keys (their `keyEnv` unset here), which a
+/// whole config's check would demand.
+#[test]
+fn audit_commands_need_only_the_store_and_the_audit_key() {
+    let state = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = state.path();
+    let key_file = dir.join("audit.key");
+    std::fs::write(&key_file, "KioqKioqKioqKioqKioqKioqKioqKioqKioqKioqKio=")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let config = crate::common::config_file(
+        dir,
+        format!(
+            "auth:\n  apiKeys:\n    - {{principal: ops, keyEnv: TOOLGATE_TEST_UNSET_AUDIT_KEY}}\nstore:\n  kind: sqlite\n  path: {}\naudit:\n  signingKey: {}\n",
+            dir.join("db.sqlite3").display(),
+            key_file.display()
+        ),
+    );
+    for args in [
+        ["audit", "export", "--config", &config],
+        ["audit", "public-key", "--config", &config],
+    ] {
+        let output = Command::new(env!("CARGO_BIN_EXE_toolgate"))
+            .args(args)
+            .env_remove("TOOLGATE_TEST_UNSET_AUDIT_KEY")
+            .output()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert!(output.status.success(), "{args:?}: {said}");
+    }
+}

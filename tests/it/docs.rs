@@ -290,3 +290,202 @@ fn anchor(heading: &str) -> String {
         .map(|c| if c == ' ' { '-' } else { c })
         .collect()
 }
+
+/// `docs/reference/routes.md` lists every route the server serves, each
+/// method and path, and no other: the routes are read from the sources'
+/// `.route(…)` and `.route_service(…)` calls (outside their tests), so a
+/// route added to a router and not to the reference fails here. A
+/// `route_service` (`/mcp`, rmcp's own service) takes the methods its
+/// service does: the reference must list its path, with any methods.
+#[test]
+fn the_routes_reference_lists_every_route_served() -> io::Result<()> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut sources = Vec::new();
+    rust_under(&root.join("src"), &mut sources)?;
+    let mut served = BTreeSet::new();
+    for source in &sources {
+        served.extend(routes_in_source(&fs::read_to_string(source)?));
+    }
+    for known in [("GET", "/stream/{}/stream"), ("*", "/mcp"), ("GET", "/")] {
+        let known = (known.0.to_owned(), known.1.to_owned());
+        assert!(served.contains(&known), "the source scan missed {known:?}");
+    }
+    let reference = fs::read_to_string(root.join("docs/reference/routes.md"))?;
+    let services: BTreeSet<String> = served
+        .iter()
+        .filter(|(method, _)| method == "*")
+        .map(|(_, path)| path.clone())
+        .collect();
+    let documented: BTreeSet<(String, String)> = routes_in_reference(&reference)
+        .into_iter()
+        .map(|(method, path)| match services.contains(&path) {
+            true => ("*".to_owned(), path),
+            false => (method, path),
+        })
+        .collect();
+    let show = |(method, path): &(String, String)| format!("{method} {path}");
+    let undocumented: Vec<String> = served.difference(&documented).map(show).collect();
+    assert_none(
+        "routes served but not in docs/reference/routes.md",
+        &undocumented,
+    );
+    let unserved: Vec<String> = documented.difference(&served).map(show).collect();
+    assert_none(
+        "routes in docs/reference/routes.md the server does not serve",
+        &unserved,
+    );
+    Ok(())
+}
+
+/// The scans read what they must: a chained, multi-line route; a closure's
+/// own calls are not methods; a service; a test module's routes skipped;
+/// the reference's rows with several methods.
+#[test]
+fn the_route_scans_read_routes_and_rows() {
+    let source = r#"
+        Router::new()
+            .route("/a/{id}", get(one).post(two))
+            .route(
+                "/b/{*path}",
+                get(|Path(p): Path<String>| async move { file(&format!("x{p})"), post(3)) }),
+            )
+            .route_service("/svc", service)
+        #[cfg(test)]
+        mod tests {
+            fn t() { Router::new().route("/test-only", get(x)); }
+        }
+    "#;
+    let found: Vec<String> = routes_in_source(source)
+        .into_iter()
+        .map(|(m, p)| format!("{m} {p}"))
+        .collect();
+    assert_eq!(found, ["* /svc", "GET /a/{}", "GET /b/{}", "POST /a/{}"]);
+    let reference = "| method | path | what | who |\n| --- | --- | --- | --- |\n\
+                     | `GET`, `POST` | `/a/{chatId}` | a `thing` | anyone |\n\
+                     | `DELETE` | `/b` | one | a caller |\n\n| other | table |\n| `GET` | `/c` |\n";
+    let rows: Vec<String> = routes_in_reference(reference)
+        .into_iter()
+        .map(|(m, p)| format!("{m} {p}"))
+        .collect();
+    assert_eq!(rows, ["DELETE /b", "GET /a/{}", "POST /a/{}"]);
+}
+
+fn rust_under(dir: &Path, found: &mut Vec<PathBuf>) -> io::Result<()> {
+    for entry in fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.is_dir() {
+            if path.file_name().is_some_and(|n| n != "tests") {
+                rust_under(&path, found)?;
+            }
+        } else if path.extension().is_some_and(|e| e == "rs")
+            && path.file_name().is_some_and(|n| n != "tests.rs")
+        {
+            found.push(path);
+        }
+    }
+    Ok(())
+}
+
+/// `{chat_id}`, `{*path}`, `{chatId}`: one parameter, whatever its name.
+fn route_path(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    let mut in_param = false;
+    for c in path.chars() {
+        match (c, in_param) {
+            ('{', _) => {
+                out.push_str("{}");
+                in_param = true;
+            }
+            ('}', _) => in_param = false,
+            (c, false) => out.push(c),
+            (_, true) => {}
+        }
+    }
+    out
+}
+
+/// The (method, path) pairs a source's `.route(…)` calls serve (`*` for a
+/// `.route_service(…)`), its inline test module left out: the methods are
+/// the calls named `get`, `post`… directly in the route's arguments, not
+/// inside a handler's closure.
+fn routes_in_source(text: &str) -> BTreeSet<(String, String)> {
+    const METHODS: &[&str] = &["get", "post", "put", "patch", "delete", "head", "options"];
+    let end = text
+        .match_indices("#[cfg(test)]")
+        .find(|(at, attr)| {
+            text[at + attr.len()..]
+                .trim_start()
+                .starts_with("mod tests {")
+        })
+        .map_or(text.len(), |(at, _)| at);
+    let text = &text[..end];
+    let mut routes = BTreeSet::new();
+    for (call, service) in [(".route(", false), (".route_service(", true)] {
+        for (at, _) in text.match_indices(call) {
+            let args = &text[at + call.len()..];
+            let Some(path) = args.split('"').nth(1) else {
+                continue;
+            };
+            let path = route_path(path);
+            if service {
+                routes.insert(("*".to_owned(), path));
+                continue;
+            }
+            let (mut depth, mut quoted, mut word) = (1usize, false, String::new());
+            for c in args.chars() {
+                match c {
+                    '"' => quoted = !quoted,
+                    _ if quoted => {}
+                    '(' => {
+                        if depth == 1 && METHODS.contains(&word.as_str()) {
+                            routes.insert((word.to_uppercase(), path.clone()));
+                        }
+                        depth += 1;
+                    }
+                    ')' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            break;
+                        }
+                    }
+                    _ => {}
+                }
+                match c.is_alphanumeric() || c == '_' {
+                    true => word.push(c),
+                    false => word.clear(),
+                }
+            }
+        }
+    }
+    routes
+}
+
+/// The (method, path) pairs of the reference's table of routes: the rows
+/// under a `| method | path |` header, each method of the first cell with
+/// the path of the second.
+fn routes_in_reference(text: &str) -> BTreeSet<(String, String)> {
+    let mut routes = BTreeSet::new();
+    let mut in_table = false;
+    for line in text.lines() {
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        if !line.starts_with('|') {
+            in_table = false;
+            continue;
+        }
+        if cells.get(1..3) == Some(&["method", "path"][..]) {
+            in_table = true;
+            continue;
+        }
+        if !in_table || cells.get(1).is_some_and(|c| c.starts_with("---")) {
+            continue;
+        }
+        let (Some(methods), Some(path)) = (cells.get(1), cells.get(2)) else {
+            continue;
+        };
+        let path = route_path(path.trim_matches('`'));
+        for method in methods.split(',') {
+            routes.insert((method.trim().trim_matches('`').to_owned(), path.clone()));
+        }
+    }
+    routes
+}
