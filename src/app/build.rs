@@ -157,7 +157,6 @@ impl App {
         let live = settings.live;
         let questions = Arc::new(Questions::new(gate.clone()));
         let state = HttpState::from(crate::transport::Http {
-            agent: agent.clone(),
             keep_alive: stream.keep_alive,
             max_body_bytes: stream.max_body_bytes,
             principal_header: settings.auth.principal_header,
@@ -187,7 +186,7 @@ impl App {
             metrics: metrics.clone(),
             metrics_route: settings.metrics.route,
             draining: draining.clone(),
-            required_mcp: settings.required_mcp.into(),
+            health: crate::run::Health::new(gate.clone(), settings.required_mcp.into()),
             inbox_feeds: Arc::new(crate::transport::InboxFeeds::new(crate::run::ShareLimits {
                 per_principal: stream.max_inbox_streams_per_user,
                 total: stream.max_inbox_streams,

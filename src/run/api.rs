@@ -94,6 +94,11 @@ pub struct Asker<'a> {
 }
 
 impl Turns {
+    /// A new chat's id, `prefix-…`, for a face whose client names none.
+    pub fn new_chat_id(&self, prefix: &str) -> String {
+        self.agent.ids.next(prefix)
+    }
+
     /// Starts the turn for `request` and subscribes to it, once the limits
     /// admit it: streams at once first (a place that can be given back),
     /// then turns per minute (a count that cannot). Its span continues the

@@ -50,6 +50,7 @@ mod api;
 mod calls;
 mod driver;
 mod entries;
+mod health;
 mod log;
 mod questions;
 mod registry;
@@ -68,9 +69,10 @@ pub use crate::confirm::{
     AnswerKeys, Decision, GateError, InboxFilter, LinkQuestion, OutOfBand, OutsideQuestion,
     Remember, Revoked, Standing, ToolView,
 };
-pub use crate::store::{Issued, Outcome};
+pub use crate::store::{BackendError, Issued, Limited, Outcome, RecordKind, StoreError};
 pub use driver::Run;
 pub use entries::{Framed, Unread};
+pub use health::{Health, Unready};
 pub use log::{LogRead, StartIndex, Subscription};
 pub use registry::{Continue, Limits, Owner, RunError, Runs};
 pub use sessions::{Opening, SessionError, Sessions};

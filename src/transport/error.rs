@@ -4,11 +4,9 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
-use crate::confirm::GateError;
 use crate::notify::LinkError;
 use crate::protocol::RequestError;
-use crate::run::{QuestionError, SessionError, TurnError};
-use crate::store::{Limited, StoreError};
+use crate::run::{GateError, Limited, QuestionError, SessionError, StoreError, TurnError};
 
 /// A request body that went silent for `server.bodyReadSecs`, or did not
 /// arrive by its deadline (`server.bodyTotalSecs`, `protect.rs`); read as
@@ -241,7 +239,7 @@ impl IntoResponse for ApiError {
         let mut body = json!({"error": self.to_string()});
         if let ApiError::Gone(_) = self {
             // How it ended, in the shape a decision's outcome has.
-            body["outcome"] = json!(crate::store::Outcome::Expired);
+            body["outcome"] = json!(crate::run::Outcome::Expired);
         }
         let mut response = (self.status(), Json(body)).into_response();
         if let Some(secs) = self.retry_after() {
@@ -256,7 +254,7 @@ impl IntoResponse for ApiError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::BackendError;
+    use crate::run::BackendError;
 
     #[test]
     fn a_failed_store_reads_as_storage_unavailable() {

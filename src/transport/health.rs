@@ -12,7 +12,7 @@ use axum::routing::get;
 use super::HttpState;
 use super::auth::Caller;
 use crate::metrics::{CONTENT_TYPE, Metrics};
-use crate::tools::{ServerState, Toolbox};
+use crate::run::{Health, Unready};
 
 /// Where `/metrics` is served on the main port.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,31 +37,26 @@ pub(super) async fn readyz(State(state): State<HttpState>) -> Response {
     if state.draining.load(Ordering::Relaxed) {
         return unready("draining");
     }
-    let gate = &state.agent.gate;
-    if let Err(e) = gate.ping().await {
-        tracing::warn!("not ready: the store failed: {}", e.detail());
-        return unready("storage unavailable");
-    }
-    let servers = gate.toolbox().servers();
-    for name in state.required_mcp.iter() {
-        let up = servers
-            .iter()
-            .any(|s| s.name == *name && matches!(s.state, ServerState::Available { .. }));
-        if !up {
+    match state.health.ready().await {
+        Ok(()) => "ok".into_response(),
+        Err(Unready::Store(why)) => {
+            tracing::warn!("not ready: the store failed: {why}");
+            unready("storage unavailable")
+        }
+        Err(Unready::McpServer(name)) => {
             tracing::info!(server = %name, "not ready: a required MCP server is not available");
-            return unready("a required MCP server is unavailable");
+            unready("a required MCP server is unavailable")
         }
     }
-    "ok".into_response()
 }
 
 pub(super) async fn metrics_public(State(state): State<HttpState>) -> Response {
-    export(&state.metrics, state.agent.gate.toolbox())
+    export(&state.metrics, &state.health)
 }
 
 /// The caller is resolved (and refused without a key) before anything is read.
 pub(super) async fn metrics_keyed(State(state): State<HttpState>, _: Caller) -> Response {
-    export(&state.metrics, state.agent.gate.toolbox())
+    export(&state.metrics, &state.health)
 }
 
 /// `/metrics`, `/livez` and `/readyz`, for `metrics.bind`: no key, no
@@ -76,18 +71,8 @@ pub fn metrics_routes(state: HttpState) -> Router {
 }
 
 /// The text exposition, with the MCP servers' states read now.
-fn export(metrics: &Metrics, toolbox: &Toolbox) -> Response {
-    let mut counts = [0; 4];
-    for server in toolbox.servers() {
-        let at = match server.state {
-            ServerState::Connecting => 0,
-            ServerState::Available { .. } => 1,
-            ServerState::Unavailable { .. } => 2,
-            ServerState::Restarting { .. } => 3,
-        };
-        counts[at] += 1;
-    }
-    metrics.mcp_servers(counts);
+fn export(metrics: &Metrics, health: &Health) -> Response {
+    metrics.mcp_servers(health.mcp_servers());
     match metrics.encode() {
         Ok(text) => ([(header::CONTENT_TYPE, CONTENT_TYPE)], text).into_response(),
         Err(e) => {

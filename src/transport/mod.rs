@@ -45,10 +45,9 @@ use tokio_util::task::TaskTracker;
 use tower::Layer;
 use tower_http::trace::TraceLayer;
 
-use crate::agent::Agent;
 use crate::metrics::Metrics;
 use crate::notify::Links;
-use crate::run::{Asker, Questions, Turns};
+use crate::run::{Asker, Health, Questions, Turns};
 
 /// The principal when no principal header is configured.
 pub const ANONYMOUS: &str = "anonymous";
@@ -75,7 +74,6 @@ impl std::ops::Deref for HttpState {
 
 /// [`HttpState`]'s fields.
 pub struct Http {
-    pub agent: Arc<Agent>,
     pub keep_alive: Duration,
     pub max_body_bytes: usize,
     pub principal_header: Option<String>,
@@ -99,8 +97,8 @@ pub struct Http {
     pub metrics_route: MetricsRoute,
     /// Set when the server starts draining: `/readyz` then answers 503.
     pub draining: Arc<AtomicBool>,
-    /// The MCP servers `/readyz` waits for (`mcpServers.*.required`).
-    pub required_mcp: Arc<[String]>,
+    /// Readiness and the MCP servers' states (`/readyz`, `/metrics`).
+    pub health: Health,
     /// The inbox's SSE streams, capped, and the listings they share.
     pub inbox_feeds: Arc<InboxFeeds>,
 }

@@ -20,11 +20,11 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use super::{Farewell, Socket};
-use crate::confirm::{AnswerKeys, Decision, OutOfBand};
 use crate::metrics::Transport;
 use crate::protocol::message::check_id;
 use crate::protocol::sse::Event;
 use crate::protocol::{ChatId, ChatRequest};
+use crate::run::{AnswerKeys, Decision, OutOfBand};
 use crate::run::{Run, StartIndex};
 use crate::transport::{ApiError, HttpState};
 

@@ -197,8 +197,10 @@ impl Session {
     async fn message(&mut self, socket: &Socket, mut body: Map<String, Value>) {
         self.supersede().await;
         if body.get("id").is_none_or(Value::is_null) {
-            let ids = &socket.state.agent.ids;
-            let chat_id = self.chat_id.get_or_insert_with(|| ids.next("live"));
+            let turns = &socket.state.turns;
+            let chat_id = self
+                .chat_id
+                .get_or_insert_with(|| turns.new_chat_id("live"));
             body.insert("id".into(), chat_id.clone().into());
         }
         let turn = match start(socket, &body).await {

@@ -3,7 +3,7 @@ use serde_json::{Value, json};
 use super::*;
 use crate::call::ToolCall;
 use crate::protocol::ConfirmationProtocol;
-use crate::store::RecordKind;
+use crate::run::RecordKind;
 
 /// The events of `chunks`, each as `TYPE` or `TYPE:field=value,…` of the
 /// fields that matter.
