@@ -52,12 +52,12 @@ pub enum TurnError {
     Limited(Limited),
     /// The store (or the gate over it) failed.
     #[error(transparent)]
-    Gate(#[from] GateError),
+    Core(#[from] GateError),
 }
 
 impl From<StoreError> for TurnError {
     fn from(e: StoreError) -> Self {
-        TurnError::Gate(e.into())
+        TurnError::Core(e.into())
     }
 }
 

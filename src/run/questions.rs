@@ -30,7 +30,7 @@ pub enum QuestionError {
     NotOperator,
     /// The store (or the gate over it) failed.
     #[error(transparent)]
-    Gate(#[from] GateError),
+    Core(#[from] GateError),
 }
 
 /// Whose records a request reads or revokes: the caller's own, or with

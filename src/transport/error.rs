@@ -68,7 +68,7 @@ pub enum ApiError {
     #[error("{0}")]
     Gone(String),
     #[error("{}", gate_text(.0))]
-    Gate(#[from] GateError),
+    Core(#[from] GateError),
     #[error(transparent)]
     Busy(#[from] crate::run::RunError),
     /// Over a caller's share of a pool, or the pool's total.
@@ -96,7 +96,7 @@ impl From<TurnError> for ApiError {
             TurnError::Request(e) => ApiError::Request(e),
             TurnError::Busy(e) => ApiError::Busy(e),
             TurnError::Limited(limited) => ApiError::Limited(limited),
-            TurnError::Gate(e) => ApiError::Gate(e),
+            TurnError::Core(e) => ApiError::Core(e),
         }
     }
 }
@@ -106,7 +106,7 @@ impl From<QuestionError> for ApiError {
     fn from(e: QuestionError) -> Self {
         match e {
             QuestionError::NotOperator => ApiError::Forbidden,
-            QuestionError::Gate(e) => ApiError::Gate(e),
+            QuestionError::Core(e) => ApiError::Core(e),
         }
     }
 }
@@ -158,7 +158,7 @@ impl ApiError {
             ApiError::Link(LinkError::Invalid) => StatusCode::FORBIDDEN,
             ApiError::Link(LinkError::Expired) => StatusCode::GONE,
             // The store, or the issuer, failed: not the client's mistake.
-            ApiError::Gate(_) | ApiError::NoIssuerKeys(_) => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Core(_) | ApiError::NoIssuerKeys(_) => StatusCode::SERVICE_UNAVAILABLE,
         }
     }
 }
@@ -198,7 +198,7 @@ impl ApiError {
     /// refused request's cause is logged.
     pub(super) fn log(&self) {
         match self {
-            ApiError::Gate(e) => tracing::error!("the gate failed: {}", e.detail()),
+            ApiError::Core(e) => tracing::error!("the gate failed: {}", e.detail()),
             ApiError::Body(rejection) => {
                 tracing::info!(status = %self.status(), "request refused: {self}: {}", rejection.body_text());
             }
@@ -259,12 +259,12 @@ mod tests {
     #[test]
     fn a_failed_store_reads_as_storage_unavailable() {
         let secret = "no such table: ledger at /var/lib/toolgate/db.sqlite3";
-        let error = ApiError::Gate(GateError::Store(StoreError::Backend(BackendError::Config(
+        let error = ApiError::Core(GateError::Store(StoreError::Backend(BackendError::Config(
             secret.into(),
         ))));
         assert_eq!(error.status(), StatusCode::SERVICE_UNAVAILABLE);
         assert_eq!(error.to_string(), STORAGE_UNAVAILABLE);
-        let full = ApiError::Gate(GateError::Store(StoreError::Full(8)));
+        let full = ApiError::Core(GateError::Store(StoreError::Full(8)));
         assert_eq!(
             full.to_string(),
             "too many open confirmations (8); try again later"

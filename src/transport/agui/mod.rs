@@ -137,7 +137,7 @@ fn events(
 fn refusal(e: ResumeError) -> Value {
     match e {
         ResumeError::Refused(Refused { code, message }) => wire::run_error(code, &message),
-        ResumeError::Gate(e) => refusal_of(ApiError::from(e)),
+        ResumeError::Core(e) => refusal_of(ApiError::from(e)),
     }
 }
 

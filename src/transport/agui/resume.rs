@@ -35,7 +35,7 @@ pub enum ResumeError {
     #[error("{}", .0.message)]
     Refused(Refused),
     #[error(transparent)]
-    Gate(#[from] GateError),
+    Core(#[from] GateError),
 }
 
 impl From<Refused> for ResumeError {
