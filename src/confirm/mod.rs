@@ -70,7 +70,7 @@ pub use outside::Question as OutsideQuestion;
 pub use shown::shown_outcome;
 pub use upstream::Question;
 pub use verdicts::{
-    Answered, ClientOutput, Inventory, NewCall, OutOfBand, Permit, Running, ToolView,
+    Answered, ClientOutput, Inventory, NewCall, OutOfBand, Permit, Refused, Running, ToolView,
 };
 
 use std::collections::HashMap;

@@ -65,6 +65,42 @@ pub enum OutOfBand {
     Forbidden(String),
 }
 
+/// Why a decision made out of band was not taken: one typed value that
+/// each face's edge words once (a status, a frame, an AG-UI code). Its
+/// text is the pipeline's fixed words.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refused {
+    /// The decision itself is wrong (e.g. an edit the tool does not allow).
+    #[error("{0}")]
+    Invalid(String),
+    /// Already decided the other way, or of unknown outcome.
+    #[error("{0}")]
+    Conflict(String),
+    /// Too late: nobody decided in time, and nothing ran.
+    #[error("{0}")]
+    Expired(String),
+    /// No such confirmation for this user.
+    #[error("no such confirmation")]
+    NotFound,
+    /// The caller may not make this decision.
+    #[error("{0}")]
+    Forbidden(String),
+}
+
+impl OutOfBand {
+    /// The outcome, or why the decision was not taken.
+    pub fn decided(self) -> Result<Outcome, Refused> {
+        match self {
+            OutOfBand::Decided(outcome) => Ok(outcome),
+            OutOfBand::Invalid(why) => Err(Refused::Invalid(why)),
+            OutOfBand::Conflict(why) => Err(Refused::Conflict(why)),
+            OutOfBand::Expired(why) => Err(Refused::Expired(why)),
+            OutOfBand::NotFound => Err(Refused::NotFound),
+            OutOfBand::Forbidden(why) => Err(Refused::Forbidden(why)),
+        }
+    }
+}
+
 /// The gate's verdict on a call the model just made.
 #[derive(Debug)]
 pub enum NewCall {

@@ -67,7 +67,7 @@ pub use questions::{Asked, Card, QuestionError, Questions, Whose};
 // names nothing of the gate or the store itself.
 pub use crate::confirm::{
     AnswerKeys, Decision, GateError, InboxFilter, LinkQuestion, OutOfBand, OutsideQuestion,
-    Remember, Revoked, Standing, ToolView,
+    Refused, Remember, Revoked, Standing, ToolView,
 };
 pub use crate::store::{BackendError, Issued, Limited, Outcome, RecordKind, StoreError};
 pub use driver::Run;

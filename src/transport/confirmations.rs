@@ -12,7 +12,7 @@ use axum::response::{IntoResponse, Response};
 use super::auth::Caller;
 use super::{ApiError, HttpState};
 use crate::protocol::RequestError;
-use crate::run::{AnswerKeys, Decision, OutOfBand, Outcome, Revoked, Standing};
+use crate::run::{AnswerKeys, Decision, Outcome, Revoked, Standing};
 
 /// A decision made through the API: `{approved, reason?, payload?,
 /// remember?, approveNext?, editedArgs?}`, or `{decision: "respond",
@@ -39,20 +39,12 @@ pub(super) async fn decide(
     let body =
         body.map_err(|rejection| ApiError::from_body_rejection(rejection, state.max_body_bytes))?;
     let decision = decision(&body)?;
-    match state
-        .questions
-        .decide(&caller.identity(), &id, decision)
+    let who = caller.identity();
+    let outcome = (state.questions.decide(&who, &id, decision))
         .await?
-    {
-        OutOfBand::Decided(outcome) => {
-            Ok(axum::Json(serde_json::json!({"id": id, "outcome": outcome})).into_response())
-        }
-        OutOfBand::Conflict(why) => Err(ApiError::Conflict(why)),
-        OutOfBand::Expired(why) => Err(ApiError::Gone(why)),
-        OutOfBand::Forbidden(why) => Err(ApiError::NotApprover(why)),
-        OutOfBand::Invalid(why) => Err(RequestError::Invalid(why).into()),
-        OutOfBand::NotFound => Err(ApiError::NotFound(format!("no confirmation `{id}`"))),
-    }
+        .decided()
+        .map_err(|refused| ApiError::refused(refused, &id))?;
+    Ok(axum::Json(serde_json::json!({"id": id, "outcome": outcome})).into_response())
 }
 
 /// `GET /api/confirmations/{id}`: one question and where it stands (open,

@@ -6,7 +6,7 @@ use serde_json::json;
 
 use crate::notify::LinkError;
 use crate::protocol::RequestError;
-use crate::run::{GateError, Limited, QuestionError, SessionError, StoreError, TurnError};
+use crate::run::{GateError, Limited, QuestionError, Refused, SessionError, StoreError, TurnError};
 
 /// A request body that went silent for `server.bodyReadSecs`, or did not
 /// arrive by its deadline (`server.bodyTotalSecs`, `protect.rs`); read as
@@ -112,6 +112,17 @@ impl From<QuestionError> for ApiError {
 }
 
 impl ApiError {
+    /// A decision on question `id` that was not taken, as the API says it.
+    pub(super) fn refused(refused: Refused, id: &str) -> Self {
+        match refused {
+            Refused::Conflict(why) => ApiError::Conflict(why),
+            Refused::Expired(why) => ApiError::Gone(why),
+            Refused::Forbidden(why) => ApiError::NotApprover(why),
+            Refused::Invalid(why) => RequestError::Invalid(why).into(),
+            Refused::NotFound => ApiError::NotFound(format!("no confirmation `{id}`")),
+        }
+    }
+
     pub(super) fn from_body_rejection(rejection: BytesRejection, limit: usize) -> Self {
         if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
             ApiError::TooLarge(limit)

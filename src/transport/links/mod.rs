@@ -26,7 +26,7 @@ use futures::StreamExt;
 use super::{ApiError, Caller, HttpState};
 use crate::notify::{Link, LinkDecision, LinkError};
 use crate::protocol::RequestError;
-use crate::run::{Decision, OutOfBand};
+use crate::run::Decision;
 
 use page::{html, notice, question_page};
 
@@ -96,23 +96,19 @@ pub(super) async fn decide(
     let body = small_body(&headers, body).await?;
     let decision = decision(&body, link.decision)?;
     let id = link.confirmation_id;
-    match state
+    let decided = state
         .questions
-        .decide_by_link(&id, decision, link.target, caller)
+        .decide_by_link(&id, decision, link.target, caller);
+    let outcome = decided
         .await?
-    {
-        OutOfBand::Decided(outcome) => Ok(axum::Json(serde_json::json!({
-            "id": id,
-            "decision": link.decision.word(),
-            "outcome": outcome,
-        }))
-        .into_response()),
-        OutOfBand::Conflict(why) => Err(ApiError::Conflict(why)),
-        OutOfBand::Expired(why) => Err(ApiError::Gone(why)),
-        OutOfBand::Forbidden(why) => Err(ApiError::NotApprover(why)),
-        OutOfBand::Invalid(why) => Err(RequestError::Invalid(why).into()),
-        OutOfBand::NotFound => Err(ApiError::NotFound(format!("no confirmation `{id}`"))),
-    }
+        .decided()
+        .map_err(|refused| ApiError::refused(refused, &id))?;
+    Ok(axum::Json(serde_json::json!({
+        "id": id,
+        "decision": link.decision.word(),
+        "outcome": outcome,
+    }))
+    .into_response())
 }
 
 /// A body of at most [`MAX_BODY_BYTES`]: one that says it is larger is

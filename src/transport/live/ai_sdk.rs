@@ -24,7 +24,7 @@ use crate::metrics::Transport;
 use crate::protocol::message::check_id;
 use crate::protocol::sse::Event;
 use crate::protocol::{ChatId, ChatRequest};
-use crate::run::{AnswerKeys, Decision, OutOfBand};
+use crate::run::{AnswerKeys, Decision, OutOfBand, Refused};
 use crate::run::{Run, StartIndex};
 use crate::transport::{ApiError, HttpState};
 
@@ -242,16 +242,12 @@ async fn frame(
             // An approval runs the call: the socket keeps serving meanwhile.
             let (turns, outbox) = (state.turns.clone(), outbox.clone());
             state.tasks.spawn(async move {
-                let why = match turns.answer(&who, &confirmation_id, decision).await {
+                let decided = turns.answer(&who, &confirmation_id, decision).await;
+                let why = match decided.map(OutOfBand::decided) {
                     // A held turn shows the outcome on its own stream.
-                    Ok(OutOfBand::Decided(_)) => return,
-                    Ok(
-                        OutOfBand::Conflict(why)
-                        | OutOfBand::Invalid(why)
-                        | OutOfBand::Expired(why)
-                        | OutOfBand::Forbidden(why),
-                    ) => why,
-                    Ok(OutOfBand::NotFound) => format!("no confirmation `{confirmation_id}`"),
+                    Ok(Ok(_)) => return,
+                    Ok(Err(Refused::NotFound)) => format!("no confirmation `{confirmation_id}`"),
+                    Ok(Err(refused)) => refused.to_string(),
                     Err(e) => ApiError::from(e).public(),
                 };
                 let _ = outbox.send(error(&id, &why)).await;
