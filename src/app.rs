@@ -20,14 +20,14 @@ use axum::Router;
 
 use crate::config::Settings;
 use crate::confirm::{Gate, Inventory, Signer};
+use crate::faces::ANONYMOUS;
+use crate::faces::mcp::{StdioError, serve_stdio};
 use crate::ids::{Clock, Ids};
 use crate::policy::Policy;
 use crate::provider::ModelProvider;
 use crate::store::Store;
 use crate::tools::mcp::{self, McpServer};
 use crate::tools::{Registry, Toolbox};
-use crate::transport::ANONYMOUS;
-use crate::transport::mcp::{StdioError, serve_stdio};
 
 pub use serve::open_store;
 

@@ -37,6 +37,7 @@ pub mod app;
 pub mod call;
 pub mod config;
 pub mod confirm;
+pub mod faces;
 pub mod identity;
 pub mod ids;
 pub mod json;
@@ -49,7 +50,6 @@ pub mod run;
 pub mod store;
 pub mod telemetry;
 pub mod tools;
-pub mod transport;
 
 pub use app::App;
 pub use config::Config;

@@ -32,7 +32,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tower::ServiceExt;
 
-use crate::transport::guard::LocalAddr;
+use crate::faces::guard::LocalAddr;
 
 /// How often the same trouble is logged at most.
 const LOG_EVERY: Duration = Duration::from_secs(10);

@@ -14,6 +14,8 @@ use tokio_util::task::TaskTracker;
 use crate::agent::Agent;
 use crate::config::{AllowedToolsStorage, ModelSettings, ProviderKind};
 use crate::confirm::{Gate, Signer};
+use crate::faces::mcp::McpFace;
+use crate::faces::{HttpState, Oidc, router};
 use crate::ids::{Clock, Ids};
 use crate::metrics::Metrics;
 use crate::notify::{Links, Notifier, Plan as NotifyPlan};
@@ -27,8 +29,6 @@ use crate::run::{Calls, Limits as RunLimits, Questions, Runs};
 use crate::store::Store;
 use crate::tools::Toolbox;
 use crate::tools::mcp;
-use crate::transport::mcp::McpFace;
-use crate::transport::{HttpState, Oidc, router};
 
 use super::{App, chores};
 
@@ -156,7 +156,7 @@ impl App {
         );
         let live = settings.live;
         let questions = Arc::new(Questions::new(gate.clone()));
-        let state = HttpState::from(crate::transport::Http {
+        let state = HttpState::from(crate::faces::Http {
             keep_alive: stream.keep_alive,
             max_body_bytes: stream.max_body_bytes,
             principal_header: settings.auth.principal_header,
@@ -174,7 +174,7 @@ impl App {
                 trust_traceparent: settings.telemetry.trust_traceparent,
             }),
             questions,
-            live: crate::transport::LiveLimits {
+            live: crate::faces::LiveLimits {
                 idle: live.idle,
                 frames_per_sec: live.frames_per_sec,
                 dialect: live.dialect,
@@ -187,12 +187,12 @@ impl App {
             metrics_route: settings.metrics.route,
             draining: draining.clone(),
             health: crate::run::Health::new(gate.clone(), settings.required_mcp.into()),
-            inbox_feeds: Arc::new(crate::transport::InboxFeeds::new(crate::run::ShareLimits {
+            inbox_feeds: Arc::new(crate::faces::InboxFeeds::new(crate::run::ShareLimits {
                 per_principal: stream.max_inbox_streams_per_user,
                 total: stream.max_inbox_streams,
             })),
         });
-        let metrics_routes = crate::transport::metrics_routes(state.clone());
+        let metrics_routes = crate::faces::metrics_routes(state.clone());
         let mcp = state_signer.map(|signer| {
             let calls = Calls::new(gate.clone(), signer);
             McpFace::new(
@@ -206,7 +206,7 @@ impl App {
             Some(face) if settings.mcp.enabled => {
                 let sessions =
                     crate::run::Sessions::new(crate::run::Pool::McpSessions, settings.mcp.sessions);
-                Some(crate::transport::mcp::routes(
+                Some(crate::faces::mcp::routes(
                     state.clone(),
                     face.clone(),
                     sessions,
@@ -220,7 +220,7 @@ impl App {
             None => router,
         };
         let router = if settings.demo {
-            router.merge(crate::transport::demo::routes())
+            router.merge(crate::faces::demo::routes())
         } else {
             router
         };
@@ -231,11 +231,11 @@ impl App {
             Some(bind) => guard.with_bind(bind),
             None => guard,
         };
-        let body = crate::transport::BodyTimes {
+        let body = crate::faces::BodyTimes {
             silence: settings.server.body_read,
             total: settings.server.body_total,
         };
-        let router = crate::transport::protect(router, guard, body);
+        let router = crate::faces::protect(router, guard, body);
         let chores = chores::run(
             gate.clone(),
             store,
@@ -246,7 +246,7 @@ impl App {
         Built {
             router,
             metrics_routes: Box::new(move |at| {
-                crate::transport::protect(metrics_routes, metrics_guard.with_bind(at), body)
+                crate::faces::protect(metrics_routes, metrics_guard.with_bind(at), body)
             }),
             chores: Box::pin(chores),
             gate,

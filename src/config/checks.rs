@@ -6,6 +6,7 @@ use std::num::NonZeroU32;
 use std::time::Duration;
 
 use crate::call::QualifiedName;
+use crate::faces::{ApiKey, OidcSettings};
 use crate::identity::Verified;
 use crate::notify::MIN_KEY_BYTES;
 use crate::policy::ToolRule;
@@ -13,7 +14,6 @@ use crate::protocol::{ClientVersion, ConfirmationProtocol};
 use crate::store::Rates;
 use crate::tools::Registry;
 use crate::tools::client::ClientTool;
-use crate::transport::{ApiKey, OidcSettings};
 
 use super::{
     ApiKeyConfig, AuthConfig, Config, ConfigError, LimitsConfig, McpConfig, OidcConfig, ToolsConfig,
@@ -162,7 +162,7 @@ pub(super) fn oidc(oidc: Option<&OidcConfig>) -> Result<Option<OidcSettings>, Co
         return Ok(None);
     };
     let url = |key: &str, url: &str| {
-        crate::transport::checked_url(url).map_err(|why| ConfigError::value(key, url, why))
+        crate::faces::checked_url(url).map_err(|why| ConfigError::value(key, url, why))
     };
     url("auth.oidc.issuer", &o.issuer)?;
     if let Some(uri) = &o.jwks_uri {

@@ -5,6 +5,7 @@
 //! is kept typed but not as a `source`: its text is the message already,
 //! and a report that walks the sources would print it twice.
 
+use crate::faces::guard::GuardConfigError;
 use crate::notify::NotifyError;
 use crate::policy::BadPattern;
 use crate::protocol::compat::BadVersion;
@@ -12,7 +13,6 @@ use crate::provider::ProviderError;
 use crate::tools::client::ClientToolError;
 use crate::tools::http::HttpToolError;
 use crate::tools::mcp::McpConfigError;
-use crate::transport::guard::GuardConfigError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {

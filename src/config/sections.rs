@@ -7,11 +7,11 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 
+use crate::faces::LiveDialect;
 use crate::policy::{Mode, NotifyTarget, RedactionConfig, ToolPolicies, ToolRule};
 use crate::protocol::{ConfirmationFlow, ConfirmationProtocol, DeniedAs};
 use crate::tools::client::ClientToolConfig;
 use crate::tools::http::HttpToolConfig;
-use crate::transport::LiveDialect;
 
 /// `demo`: the React chat of `frontend-demo/`, built into the binary.
 #[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]

@@ -7,6 +7,8 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::faces::guard::Guard;
+use crate::faces::{ApiKey, LiveDialect, MetricsRoute};
 use crate::notify::Plan as NotifyPlan;
 use crate::policy::{Mode, Policy};
 use crate::protocol::{ClientVersion, ConfirmationFlow, ConfirmationProtocol, DeniedAs};
@@ -15,8 +17,6 @@ use crate::provider::http::Upstream;
 use crate::store::Rates;
 use crate::tools::Registry;
 use crate::tools::mcp::McpServer;
-use crate::transport::guard::Guard;
-use crate::transport::{ApiKey, LiveDialect, MetricsRoute};
 
 use super::checks;
 use super::{AllowedToolsStorage, Config, ConfigError, ProviderKind, TelemetryConfig};
@@ -130,7 +130,7 @@ pub struct AuthSettings {
     /// Each principal's roles, from `auth.roles` and the keys' `roles`.
     pub roles: HashMap<String, Vec<String>>,
     /// `auth.oidc`, checked.
-    pub oidc: Option<crate::transport::OidcSettings>,
+    pub oidc: Option<crate::faces::OidcSettings>,
 }
 
 /// `server`, each timeout at its floor.

@@ -2,9 +2,9 @@ use std::num::NonZeroU32;
 use std::time::Duration;
 
 use super::*;
+use crate::faces::LiveDialect;
 use crate::protocol::{ClientVersion, DeniedAs};
 use crate::store::Rates;
-use crate::transport::LiveDialect;
 
 #[test]
 fn every_field_is_optional() {

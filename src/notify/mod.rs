@@ -1,7 +1,7 @@
 //! Telling people outside the chat that a question waits. Each configured
 //! target, a webhook (its body signed with HMAC-SHA256) or a Slack-compatible
 //! incoming webhook, gets the question with two signed one-time links,
-//! approve and deny, to toolgate's own page (`transport/links/`), where
+//! approve and deny, to toolgate's own page (`faces/decisions/links/`), where
 //! a button decides.
 //!
 //! `body.rs` (pure): what each target is sent, and the webhook's signature.

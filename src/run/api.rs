@@ -1,4 +1,4 @@
-//! The run API every face adapts its wire to: SSE (`transport/chat.rs`),
+//! The run API every face adapts its wire to: SSE (`faces/ai_sdk/http.rs`),
 //! `/live` in each dialect, the decisions API, and the faces to come (MCP,
 //! AG-UI). A face decodes its request into these calls and encodes what
 //! they return, nothing else:

@@ -22,7 +22,7 @@ const LAYERS: &[&[&str]] = &[
     &["confirm"],
     &["agent"],
     &["run"],
-    &["transport"],
+    &["faces"],
     &["config"],
     &["app"],
 ];
@@ -48,7 +48,7 @@ fn no_module_has_an_import_circle() {
     assert_none("import circles", &circles);
 }
 
-/// Every face (`src/transport/`) reaches the core only through the door
+/// Every face (`src/faces/`) reaches the core only through the door
 /// (`run/`): none names a `Gate` or an `Agent`, reads an `.agent`, or
 /// names a path into `confirm`, `store`, `agent`, `tools`, `policy` or
 /// `provider`; the core's words it speaks are the ones `run` re-exports. So
@@ -59,7 +59,7 @@ fn faces_reach_the_core_only_through_the_door() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let faces: Vec<Source> = sources()
         .into_iter()
-        .filter(|s| s.module.first().map(String::as_str) == Some("transport"))
+        .filter(|s| s.module.first().map(String::as_str) == Some("faces"))
         .collect();
     assert!(faces.len() > 20, "the faces were not found under {src:?}");
     let mut wrong = Vec::new();
@@ -102,7 +102,7 @@ fn core_named(source: &Source) -> Vec<String> {
 fn the_door_check_sees_what_it_must() {
     let named = |text: &str| {
         core_named(&Source {
-            module: vec!["transport".into(), "inbox".into()],
+            module: vec!["faces".into(), "decisions".into(), "inbox".into()],
             root: false,
             text: strip(text),
         })

@@ -315,7 +315,7 @@ pub struct Facts<'a> {
 }
 
 impl<'a> Facts<'a> {
-    pub(super) fn of(request: &'a Request) -> Self {
+    pub(in crate::faces) fn of(request: &'a Request) -> Self {
         let headers: &HeaderMap = request.headers();
         // Two values of a header a client sets once: trust neither.
         let single = |name: HeaderName| match headers.get_all(&name).iter().count() {

@@ -23,7 +23,7 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 
-use super::{ApiError, Caller, HttpState};
+use crate::faces::{ApiError, Caller, HttpState};
 use crate::notify::{Link, LinkDecision, LinkError};
 use crate::protocol::RequestError;
 use crate::run::Decision;
@@ -37,7 +37,10 @@ const MAX_REASON_CHARS: usize = 1_000;
 const MAX_BODY_BYTES: usize = 16 << 10;
 
 /// `GET /confirmations/link/{token}`: the question and a button. Decides nothing.
-pub(super) async fn page(State(state): State<HttpState>, Path(token): Path<String>) -> Response {
+pub(in crate::faces) async fn page(
+    State(state): State<HttpState>,
+    Path(token): Path<String>,
+) -> Response {
     let link = match verify(&state, &token) {
         Ok(link) => link,
         Err(refused) => {
@@ -78,7 +81,7 @@ struct LinkBody {
 }
 
 /// `POST /confirmations/link/{token}`: decides as the link says, once.
-pub(super) async fn decide(
+pub(in crate::faces) async fn decide(
     State(state): State<HttpState>,
     Path(token): Path<String>,
     headers: axum::http::HeaderMap,

@@ -33,8 +33,8 @@ use futures::{Sink, Stream, StreamExt};
 use serde::Deserialize;
 use tokio::sync::mpsc;
 
-use super::auth::{Caller, X_API_KEY};
-use super::{ApiError, HttpState};
+use crate::faces::auth::{Caller, X_API_KEY};
+use crate::faces::{ApiError, HttpState};
 
 /// Frames queued for one socket before a turn waits for it.
 const OUTBOX: usize = 256;
@@ -64,7 +64,7 @@ pub struct LiveLimits {
     pub keyless_frame_bytes: usize,
 }
 
-pub(super) async fn live(
+pub(in crate::faces) async fn live(
     State(state): State<HttpState>,
     headers: HeaderMap,
     upgrade: WebSocketUpgrade,

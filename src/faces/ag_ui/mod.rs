@@ -3,7 +3,7 @@
 //! agent can do (`humanInTheLoop`). A face only, over the same run API
 //! and gate as `/stream`:
 //!
-//! - `input.rs` reads the request (the thread's messages as the UI history
+//! - `request.rs` reads the request (the thread's messages as the UI history
 //!   a turn takes, the resume entries);
 //! - `resume.rs` checks a resume against the store and decides each answer
 //!   through the gate's one pipeline, as the decisions API does;
@@ -15,7 +15,7 @@
 //! snapshots); the next run on the thread carries `resume`, and the turn
 //! it starts reports each outcome as the call's `TOOL_CALL_RESULT`.
 
-mod input;
+mod request;
 mod resume;
 mod wire;
 
@@ -36,7 +36,7 @@ use super::{ApiError, HttpState, sse};
 use crate::identity::Identity;
 use crate::metrics::Transport;
 use crate::protocol::sse::Event;
-use input::RunAgentInput;
+use request::RunAgentInput;
 use resume::{Refused, ResumeError};
 use wire::Translator;
 

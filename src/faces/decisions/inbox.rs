@@ -11,10 +11,10 @@ use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
 use axum::response::{IntoResponse, Response};
 
-use super::auth::Caller;
-use super::error::STORAGE_UNAVAILABLE;
-use super::feeds::Publisher;
-use super::{ApiError, HttpState};
+use crate::faces::auth::Caller;
+use crate::faces::error::STORAGE_UNAVAILABLE;
+use crate::faces::feeds::Publisher;
+use crate::faces::{ApiError, HttpState};
 use crate::identity::Identity;
 use crate::protocol::sse::Event;
 use crate::protocol::{ConfirmationProtocol, RequestError};
@@ -35,7 +35,7 @@ const RETRY: Duration = Duration::from_secs(5);
 
 /// `?tool=&principal=&mine=&limit=`.
 #[derive(Debug, Default, serde::Deserialize)]
-pub(super) struct InboxQuery {
+pub(in crate::faces) struct InboxQuery {
     tool: Option<String>,
     principal: Option<String>,
     #[serde(default)]
@@ -56,7 +56,7 @@ impl InboxQuery {
 
 #[derive(serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub(super) struct ChatQuery {
+pub(in crate::faces) struct ChatQuery {
     /// One chat's: the caller's own open questions there. Without it,
     /// the inbox, whose filter is the rest of the query.
     chat_id: Option<String>,
@@ -64,7 +64,7 @@ pub(super) struct ChatQuery {
 
 /// The caller's open questions in a chat, for a page that reloads; or,
 /// without `chatId`, their inbox.
-pub(super) async fn open(
+pub(in crate::faces) async fn open(
     State(state): State<HttpState>,
     caller: Caller,
     Query(chat): Query<ChatQuery>,
@@ -193,7 +193,7 @@ pub struct InboxKey {
 /// that fails sends `data: {"error": "storage unavailable"}` and is tried
 /// again. Streams are capped per principal and in total (429 beyond);
 /// the streams of one caller with one filter share one listing.
-pub(super) async fn events(
+pub(in crate::faces) async fn events(
     State(state): State<HttpState>,
     caller: Caller,
     query: Result<Query<InboxQuery>, QueryRejection>,
@@ -224,7 +224,7 @@ pub(super) async fn events(
             }
         }
     };
-    let mut response = super::sse::response(listings, state.keep_alive);
+    let mut response = crate::faces::sse::response(listings, state.keep_alive);
     // Not a UI message stream: no client should read it as one.
     response
         .headers_mut()

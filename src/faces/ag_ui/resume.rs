@@ -7,7 +7,7 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 
-use super::input::{ResumeEntry, ResumeStatus};
+use super::request::{ResumeEntry, ResumeStatus};
 use super::wire::{self, Allowed};
 use crate::identity::Identity;
 use crate::run::{Answerable, Decision, GateError, Issued, NotAnswerable, OutOfBand, Questions};

@@ -20,13 +20,13 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use super::{Farewell, Socket};
+use crate::faces::{ApiError, HttpState};
 use crate::metrics::Transport;
 use crate::protocol::message::check_id;
 use crate::protocol::sse::Event;
 use crate::protocol::{ChatId, ChatRequest};
 use crate::run::{AnswerKeys, Decision, OutOfBand, Refused};
 use crate::run::{Run, StartIndex};
-use crate::transport::{ApiError, HttpState};
 
 /// Requests (sends and resumes) in flight on one socket.
 const MAX_REQUESTS: usize = 64;

@@ -1,31 +1,33 @@
-//! HTTP: the router and its shared state. One module per HTTP concept;
-//! every face is a thin adapter over the run API ([`crate::run::Turns`]):
-//! `chat` (the SSE face: turns and resumes), `confirmations` (decisions and remembered
-//! approvals), `health` (liveness, readiness, `/metrics`), `inbox` (open questions: a chat's, and all a user may
-//! decide, live),
-//! `links` (the page of a notification's signed link), `records` (tools,
-//! audit), `auth` (who is asking), `live` (the WebSocket, in two
-//! dialects), `mcp` (toolgate as an MCP server: `/mcp` and stdio), `agui` (AG-UI 1.0 runs at `/ag-ui`); `error`
-//! is the one place errors become statuses; `guard`,
-//! `cors` and `protect` stand before every route.
+//! The faces, side by side, each a folder that maps its wire to the door
+//! (`run`) and nothing else, and the router that serves them:
+//!
+//! - `ai_sdk/`: the AI SDK's UI message stream, `http.rs` over SSE
+//!   (`/stream`, `/api/chat` and their resumes) and `live/` over a
+//!   WebSocket (`/live`, in the AI SDK's frames and the seed dialect);
+//! - `ag_ui/`: AG-UI 1.0 runs at `/ag-ui` (`request.rs` the run's input,
+//!   `resume.rs` its interrupts, `wire/` its events);
+//! - `mcp/`: toolgate as an MCP server (`/mcp` and stdio);
+//! - `decisions/`: the decisions API (`confirmations.rs`), the inbox and
+//!   its live feed (`inbox.rs`, `feeds.rs`), a signed link's page
+//!   (`links/`), tools and the audit log (`records.rs`);
+//! - `edge/`: what stands before every face: `protect.rs`, `guard/`,
+//!   `cors.rs` (Host, Origin, bodies), `auth/` (who is asking), `error.rs`
+//!   (the one place errors become statuses), `sse.rs` (an SSE response),
+//!   `health.rs` (liveness, readiness, `/metrics`), `demo.rs`.
 
-mod agui;
-mod auth;
-mod chat;
-mod confirmations;
-mod cors;
-pub mod demo;
-mod error;
-mod feeds;
-pub mod guard;
-mod health;
-mod inbox;
-mod links;
-mod live;
+mod ag_ui;
+mod ai_sdk;
+mod decisions;
+mod edge;
 pub mod mcp;
-mod protect;
-mod records;
-mod sse;
+
+// Each face's files, and the edge's, by the names the router and the
+// faces call them.
+use ag_ui as agui;
+use ai_sdk::{http as chat, live};
+use decisions::{confirmations, feeds, inbox, links, records};
+use edge::{auth, cors, error, health, protect, sse};
+pub use edge::{demo, guard};
 
 pub use auth::oidc::{Oidc, OidcSettings};
 pub use auth::{ApiKey, Caller, checked_url};

@@ -32,7 +32,7 @@ pub struct OidcSettings {
 }
 
 /// Why a token names nobody. The client reads one fixed text for all of
-/// them ([`super::super::ApiError::BadToken`]); the log reads these.
+/// them ([`crate::faces::ApiError::BadToken`]); the log reads these.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum TokenError {
     #[error("not a JWT, or its algorithm is not one toolgate verifies ({0})")]

@@ -9,8 +9,8 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
-use super::HttpState;
-use super::auth::Caller;
+use crate::faces::HttpState;
+use crate::faces::auth::Caller;
 use crate::metrics::{CONTENT_TYPE, Metrics};
 use crate::run::{Health, Unready};
 
@@ -26,13 +26,13 @@ pub enum MetricsRoute {
 }
 
 /// The process is up.
-pub(super) async fn livez() -> &'static str {
+pub(in crate::faces) async fn livez() -> &'static str {
     "ok"
 }
 
 /// Whether this instance should get traffic: not draining, its store
 /// answers, and every MCP server the config requires is available.
-pub(super) async fn readyz(State(state): State<HttpState>) -> Response {
+pub(in crate::faces) async fn readyz(State(state): State<HttpState>) -> Response {
     let unready = |why: &'static str| (StatusCode::SERVICE_UNAVAILABLE, why).into_response();
     if state.draining.load(Ordering::Relaxed) {
         return unready("draining");
@@ -50,12 +50,12 @@ pub(super) async fn readyz(State(state): State<HttpState>) -> Response {
     }
 }
 
-pub(super) async fn metrics_public(State(state): State<HttpState>) -> Response {
+pub(in crate::faces) async fn metrics_public(State(state): State<HttpState>) -> Response {
     export(&state.metrics, &state.health)
 }
 
 /// The caller is resolved (and refused without a key) before anything is read.
-pub(super) async fn metrics_keyed(State(state): State<HttpState>, _: Caller) -> Response {
+pub(in crate::faces) async fn metrics_keyed(State(state): State<HttpState>, _: Caller) -> Response {
     export(&state.metrics, &state.health)
 }
 

@@ -20,10 +20,10 @@ use axum::response::{IntoResponse, Response};
 use hyper::body::{Frame, SizeHint};
 use tokio::time::{Instant, Sleep};
 
-use super::ApiError;
-use super::cors::{self, Cors};
-use super::error::BodyDeadline;
-use super::guard::{Facts, Guard};
+use crate::faces::ApiError;
+use crate::faces::cors::{self, Cors};
+use crate::faces::error::BodyDeadline;
+use crate::faces::guard::{Facts, Guard};
 
 /// How long a request body may take to arrive.
 #[derive(Debug, Clone, Copy)]

@@ -107,7 +107,7 @@ impl McpFace {
             return Some(Identity::new(principal.to_string(), Source::Stdio));
         }
         let parts = ctx.extensions.get::<axum::http::request::Parts>()?;
-        let caller = parts.extensions.get::<crate::transport::Caller>()?;
+        let caller = parts.extensions.get::<crate::faces::Caller>()?;
         Some(caller.identity())
     }
 

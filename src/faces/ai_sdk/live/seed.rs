@@ -24,11 +24,11 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use super::{Close, Farewell, Socket};
+use crate::faces::ApiError;
 use crate::metrics::Transport;
 use crate::protocol::sse::{DONE, SseEncoder};
 use crate::protocol::{ChatRequest, RequestError, UiChunk};
 use crate::run::{Run, Subscription};
-use crate::transport::ApiError;
 
 pub(super) const BINARY: Close = Close::new(close_code::UNSUPPORTED, "binary frames are not taken");
 const NOT_JSON: Close = Close::new(close_code::PROTOCOL, "frame is not JSON");

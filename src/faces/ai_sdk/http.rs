@@ -17,8 +17,8 @@ use futures::StreamExt;
 use opentelemetry_http::HeaderExtractor;
 use serde::Deserialize;
 
-use super::auth::Caller;
-use super::{ApiError, HttpState, sse};
+use crate::faces::auth::Caller;
+use crate::faces::{ApiError, HttpState, sse};
 use crate::metrics::Transport;
 use crate::protocol::{ChatId, ChatRequest, RequestError};
 use crate::run::StartIndex;
@@ -28,7 +28,7 @@ const RUN_ID: HeaderName = HeaderName::from_static("x-workflow-run-id");
 /// The number of the last chunk written when a resume began.
 const TAIL_INDEX: HeaderName = HeaderName::from_static("x-workflow-stream-tail-index");
 
-pub(super) async fn stream(
+pub(in crate::faces) async fn stream(
     State(state): State<HttpState>,
     caller: Caller,
     headers: HeaderMap,
@@ -62,7 +62,7 @@ fn run_id(chat: &ChatId) -> Option<HeaderValue> {
 
 /// Where a resume starts: `?startIndex=N`, the turn's start without it.
 #[derive(Deserialize)]
-pub(super) struct ResumeQuery {
+pub(in crate::faces) struct ResumeQuery {
     #[serde(rename = "startIndex")]
     start_index: Option<i64>,
 }
@@ -71,7 +71,7 @@ pub(super) struct ResumeQuery {
 /// instance, or with a shared store on any), replayed from its `start`
 /// chunk, or from chunk `startIndex` (`WorkflowChatTransport`); 204 when
 /// there is none or nothing is left of it, as both clients expect.
-pub(super) async fn resume(
+pub(in crate::faces) async fn resume(
     State(state): State<HttpState>,
     caller: Caller,
     Path(chat_id): Path<String>,

@@ -9,8 +9,8 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 
-use super::auth::Caller;
-use super::{ApiError, HttpState};
+use crate::faces::auth::Caller;
+use crate::faces::{ApiError, HttpState};
 use crate::protocol::RequestError;
 use crate::run::{AnswerKeys, Decision, Outcome, Revoked, Standing};
 
@@ -29,7 +29,7 @@ struct DecisionBody {
     unknown: serde_json::Map<String, serde_json::Value>,
 }
 
-pub(super) async fn decide(
+pub(in crate::faces) async fn decide(
     State(state): State<HttpState>,
     caller: Caller,
     Path(id): Path<String>,
@@ -51,7 +51,7 @@ pub(super) async fn decide(
 /// being decided, or how it ended), for the user who asked or someone who
 /// may decide it; 404 for anyone else. A card whose question was decided
 /// elsewhere learns how.
-pub(super) async fn one(
+pub(in crate::faces) async fn one(
     State(state): State<HttpState>,
     caller: Caller,
     Path(id): Path<String>,
@@ -98,13 +98,13 @@ fn decision(body: &[u8]) -> Result<Decision, RequestError> {
 }
 
 #[derive(serde::Deserialize)]
-pub(super) struct PrincipalQuery {
+pub(in crate::faces) struct PrincipalQuery {
     /// Operators only: another principal's.
     principal: Option<String>,
 }
 
 /// The caller's remembered approvals (an operator's: anyone's).
-pub(super) async fn approvals(
+pub(in crate::faces) async fn approvals(
     State(state): State<HttpState>,
     caller: Caller,
     Query(query): Query<PrincipalQuery>,
@@ -117,7 +117,7 @@ pub(super) async fn approvals(
 }
 
 /// Revokes one of the caller's remembered approvals: 204, or 404.
-pub(super) async fn revoke(
+pub(in crate::faces) async fn revoke(
     State(state): State<HttpState>,
     caller: Caller,
     Path(id): Path<String>,
@@ -136,7 +136,7 @@ pub(super) async fn revoke(
 
 /// The caller's narrowed grants, each with its state (an operator's:
 /// anyone's).
-pub(super) async fn grants(
+pub(in crate::faces) async fn grants(
     State(state): State<HttpState>,
     caller: Caller,
     Query(query): Query<PrincipalQuery>,
@@ -150,7 +150,7 @@ pub(super) async fn grants(
 
 /// Revokes one of the caller's narrowed grants: 204; 404 when they have
 /// none by that id; 409 when it ended already.
-pub(super) async fn revoke_grant(
+pub(in crate::faces) async fn revoke_grant(
     State(state): State<HttpState>,
     caller: Caller,
     Path(id): Path<String>,

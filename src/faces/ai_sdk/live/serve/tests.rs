@@ -10,8 +10,8 @@ use futures::{SinkExt, StreamExt};
 use tokio::sync::mpsc;
 
 use super::{Frames, LiveLimits, read, write};
-use crate::transport::LiveDialect;
-use crate::transport::live::{Close, Farewell};
+use crate::faces::LiveDialect;
+use crate::faces::live::{Close, Farewell};
 
 /// A dialect that echoes each text frame, takes `key` as naming a valid
 /// key, closes on `bye`, and says what it would say in plain words.

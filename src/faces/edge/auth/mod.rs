@@ -13,7 +13,7 @@ use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderName, header};
 
-use super::{ANONYMOUS, ApiError, HttpState};
+use crate::faces::{ANONYMOUS, ApiError, HttpState};
 use crate::identity::{Identity, Source, Token};
 use crate::run::Whose;
 use oidc::TokenError;
@@ -80,7 +80,7 @@ impl Caller {
     /// valid token of the issuer; without one, keys and the principal
     /// header work as they would alone, and if neither is configured a
     /// token is needed.
-    pub(super) async fn from_headers(
+    pub(in crate::faces) async fn from_headers(
         state: &HttpState,
         headers: &HeaderMap,
     ) -> Result<Self, ApiError> {
@@ -134,7 +134,7 @@ impl Caller {
     /// Whose records the request reads: the caller's own, or with
     /// `?principal=` another's (the door lets only operators; anyone else
     /// gets 403).
-    pub(super) fn whose(self, asked: Option<String>) -> Whose {
+    pub(in crate::faces) fn whose(self, asked: Option<String>) -> Whose {
         Whose {
             operator: self.operator,
             who: self.into_identity(),

@@ -21,7 +21,7 @@ use axum::response::Response;
 use tower::{Layer, ServiceExt};
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
-use super::guard::Guard;
+use crate::faces::guard::Guard;
 
 /// The request headers a page may send: the JSON body's type, the API key
 /// in either form, and `user-agent`, which the `ai` 5.0 clients' transport
@@ -51,14 +51,14 @@ pub const EXPOSED_HEADERS: [HeaderName; 1] =
 const MAX_AGE: Duration = Duration::from_secs(600);
 
 /// The CORS layer, for the origins the guard allows.
-pub(super) struct Cors {
+pub(in crate::faces) struct Cors {
     guard: Arc<Guard>,
     layer: CorsLayer,
 }
 
 impl Cors {
     /// `None` when the guard allows no origin besides toolgate's own.
-    pub(super) fn new(guard: Arc<Guard>) -> Option<Self> {
+    pub(in crate::faces) fn new(guard: Arc<Guard>) -> Option<Self> {
         if !guard.cross_origin() {
             return None;
         }
@@ -91,7 +91,7 @@ impl Cors {
 /// The middleware: an allowed page's request through the `CorsLayer` (a
 /// preflight is answered there), any other on to the routes. Every answer
 /// varies by `Origin`, for caches.
-pub(super) async fn answer(
+pub(in crate::faces) async fn answer(
     State(cors): State<Arc<Cors>>,
     request: Request,
     next: Next,

@@ -5,19 +5,19 @@ use axum::extract::{Query, State};
 use axum::http::header::CONTENT_TYPE;
 use axum::response::{IntoResponse, Response};
 
-use super::auth::Caller;
-use super::{ApiError, HttpState};
+use crate::faces::auth::Caller;
+use crate::faces::{ApiError, HttpState};
 
 /// Most audit events one request returns; page on with `since`.
 const AUDIT_PAGE: usize = 10_000;
 
-pub(super) async fn tools(State(state): State<HttpState>, _: Caller) -> Response {
+pub(in crate::faces) async fn tools(State(state): State<HttpState>, _: Caller) -> Response {
     axum::Json(state.questions.inventory()).into_response()
 }
 
 #[derive(serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub(super) struct AuditQuery {
+pub(in crate::faces) struct AuditQuery {
     chat_id: Option<String>,
     /// Operators only: another principal's log.
     principal: Option<String>,
@@ -27,7 +27,7 @@ pub(super) struct AuditQuery {
 }
 
 /// The caller's audit log as JSON lines, oldest first.
-pub(super) async fn audit(
+pub(in crate::faces) async fn audit(
     State(state): State<HttpState>,
     caller: Caller,
     Query(query): Query<AuditQuery>,

@@ -81,7 +81,7 @@ pub enum ApiError {
     #[error(transparent)]
     Limited(Limited),
     #[error(transparent)]
-    Guard(#[from] super::guard::GuardError),
+    Guard(#[from] crate::faces::guard::GuardError),
     #[error("the request body did not arrive in time")]
     BodyTimeout,
     /// A confirmation link's token that is forged, altered or expired.
@@ -113,7 +113,7 @@ impl From<QuestionError> for ApiError {
 
 impl ApiError {
     /// A decision on question `id` that was not taken, as the API says it.
-    pub(super) fn refused(refused: Refused, id: &str) -> Self {
+    pub(in crate::faces) fn refused(refused: Refused, id: &str) -> Self {
         match refused {
             Refused::Conflict(why) => ApiError::Conflict(why),
             Refused::Expired(why) => ApiError::Gone(why),
@@ -123,7 +123,7 @@ impl ApiError {
         }
     }
 
-    pub(super) fn from_body_rejection(rejection: BytesRejection, limit: usize) -> Self {
+    pub(in crate::faces) fn from_body_rejection(rejection: BytesRejection, limit: usize) -> Self {
         if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
             ApiError::TooLarge(limit)
         } else if timed_out(&rejection) {
@@ -134,7 +134,7 @@ impl ApiError {
     }
 
     /// A body read by hand that broke off: too slow, or cut.
-    pub(super) fn from_body_error(error: axum::Error) -> Self {
+    pub(in crate::faces) fn from_body_error(error: axum::Error) -> Self {
         if timed_out(&error) {
             ApiError::BodyTimeout
         } else {
@@ -207,7 +207,7 @@ fn timed_out(error: &(dyn std::error::Error + 'static)) -> bool {
 impl ApiError {
     /// Logs why, with the detail the client is not told: the one place a
     /// refused request's cause is logged.
-    pub(super) fn log(&self) {
+    pub(in crate::faces) fn log(&self) {
         match self {
             ApiError::Core(e) => tracing::error!("the gate failed: {}", e.detail()),
             ApiError::Body(rejection) => {
@@ -228,7 +228,7 @@ impl ApiError {
 
     /// Logs the error and gives the text a client reads, for an error
     /// sent as a frame instead of a response.
-    pub(super) fn public(self) -> String {
+    pub(in crate::faces) fn public(self) -> String {
         self.log();
         self.to_string()
     }
