@@ -43,7 +43,7 @@ pub enum TurnError {
     /// The request itself is wrong.
     #[error(transparent)]
     Request(#[from] RequestError),
-    /// Too many turns in flight.
+    /// Too many turns in flight, or of the user's followed.
     #[error(transparent)]
     Busy(#[from] RunError),
     /// Over a limit of `limits`.

@@ -18,7 +18,7 @@ use crate::metrics::Transport;
 use crate::protocol::sse::Event;
 use crate::store::{Adopted, TurnLogWriter, TurnLogs};
 
-/// Why a turn was not started.
+/// Why a turn was not started, or not followed from another instance.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
     #[error("too many turns in flight for this user (at most {0})")]
