@@ -94,7 +94,7 @@ impl App {
         let limiter = store.limiter(settings.rates, tasks.clone(), &self.instance);
         let turn_logs = store
             .turn_logs(&self.instance)
-            .map(|logs| logs.following(tasks.clone(), settings.store.max_followed_turns));
+            .map(|logs| logs.following(tasks.clone(), settings.store.followed));
         let gate = Gate::new(
             toolbox,
             store.clone(),

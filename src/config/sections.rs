@@ -245,6 +245,12 @@ pub struct StoreConfig {
     /// resumes (each holds one connection, whatever the number of resumes
     /// of it); a resume beyond is refused with 503 (default 32).
     pub max_followed_turns: Option<usize>,
+    /// Redis: of those, the turns of one principal (a resume finds only
+    /// its caller's turns), so that one user's resumes never take every
+    /// other user's room; a resume beyond is refused with 429 (default 4).
+    /// Holds for every principal the server tells apart; a server that
+    /// tells no one apart has only the total.
+    pub max_followed_turns_per_user: Option<usize>,
 }
 
 /// `audit`: the audit log's evidence. Every event is chained to the one

@@ -151,8 +151,9 @@ pub struct StoreSettings {
     /// How long the audit log keeps an event (and, with Redis, a chat's
     /// remembered approvals).
     pub audit_retention: Duration,
-    /// Redis: turns of other instances followed at once for resumes.
-    pub max_followed_turns: usize,
+    /// Redis: turns of other instances followed at once for resumes, in
+    /// all and of one principal.
+    pub followed: crate::store::FollowLimits,
     /// `audit.signingKey`: what signs the audit chain; `None`: unsigned.
     pub audit_key: Option<crate::store::chain::AuditKey>,
 }
@@ -367,10 +368,16 @@ fn store(config: &Config) -> Result<StoreSettings, ConfigError> {
     Ok(StoreSettings {
         backend,
         audit_retention: checks::retention(s.audit_retention_days),
-        max_followed_turns: s
-            .max_followed_turns
-            .unwrap_or(crate::store::FOLLOWED)
-            .max(1),
+        followed: crate::store::FollowLimits {
+            total: s
+                .max_followed_turns
+                .unwrap_or(crate::store::FOLLOWED)
+                .max(1),
+            per_principal: s
+                .max_followed_turns_per_user
+                .unwrap_or(crate::store::FOLLOWED_PER_USER)
+                .max(1),
+        },
         audit_key: checks::audit_key(&config.audit)?,
     })
 }

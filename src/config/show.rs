@@ -120,7 +120,11 @@ impl Display for Settings {
             "store.auditRetentionDays",
             &(self.store.audit_retention.as_secs() / 86_400),
         )?;
-        line("store.maxFollowedTurns", &self.store.max_followed_turns)?;
+        line("store.maxFollowedTurns", &self.store.followed.total)?;
+        line(
+            "store.maxFollowedTurnsPerUser",
+            &self.store.followed.per_principal,
+        )?;
         line(
             "audit.signingKey",
             &match &self.store.audit_key {

@@ -20,7 +20,8 @@ fn public_text(e: &StoreError) -> String {
         StoreError::Duplicate(_)
         | StoreError::NotClaimed(_)
         | StoreError::Full(_)
-        | StoreError::Followed(_) => e.to_string(),
+        | StoreError::Followed(_)
+        | StoreError::FollowedPerUser(_) => e.to_string(),
     }
 }
 

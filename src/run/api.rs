@@ -44,7 +44,7 @@ pub enum TurnError {
     /// The request itself is wrong.
     #[error(transparent)]
     Request(#[from] RequestError),
-    /// Too many turns in flight.
+    /// Too many turns in flight, or of the user's followed.
     #[error(transparent)]
     Busy(#[from] RunError),
     /// Over a limit of `limits`.
@@ -149,23 +149,34 @@ impl Turns {
         self.runs.start(owner, chunks, waits).await.map_err(busy)
     }
 
-    /// The turn in flight in `chat_id` for `principal` (a [`ChatId`], as
-    /// every chat id the run API takes: one rule for every face), read from the
+    /// The turn in flight in `chat_id` (a [`ChatId`], as every chat id the
+    /// run API takes: one rule for every face) for the asker, read from the
     /// chunk `at` names ([`StartIndex::START`]: its start), on this
     /// instance or with a shared store on any; `None` when there is none,
-    /// or nothing is left of it to read. `transport` counts a turn taken
-    /// over.
+    /// or nothing is left of it to read. Following another instance's turn
+    /// takes a place of the asker's share of this instance's followed
+    /// turns, wherever callers are told apart. `transport` counts a turn
+    /// taken over.
     pub async fn resume(
         &self,
-        principal: &str,
+        asker: Asker<'_>,
         chat_id: &ChatId,
         at: StartIndex,
         transport: Transport,
     ) -> Result<Option<Resumed>, TurnError> {
-        Ok(self
-            .runs
-            .resume(principal, chat_id.as_str(), at, transport)
-            .await?)
+        let owner = Owner {
+            principal: asker.who.principal.as_str(),
+            chat_id: chat_id.as_str(),
+            // A server that tells no one apart has one principal for
+            // everyone: there only the total holds.
+            capped: asker.told_apart,
+        };
+        match self.runs.resume(owner, at, transport).await {
+            Ok(resumed) => Ok(resumed),
+            // The user's own share is full: a per-user cap, as a turn's is.
+            Err(StoreError::FollowedPerUser(n)) => Err(TurnError::Busy(RunError::Followed(n))),
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// `who`'s decision on the open question `id`: [`Questions::decide`],

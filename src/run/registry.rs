@@ -18,13 +18,19 @@ use crate::metrics::Transport;
 use crate::protocol::sse::Event;
 use crate::store::{Adopted, TurnLogWriter, TurnLogs};
 
-/// Why a turn was not started.
+/// Why a turn was not started, or not followed from another instance.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
     #[error("too many turns in flight for this user (at most {0})")]
     PerPrincipal(usize),
     #[error("too many turns in flight (at most {0})")]
     Total(usize),
+    /// A resume of this user's turn on another instance when this one
+    /// follows the user's share of such turns already.
+    #[error(
+        "too many of this user's turns of other instances followed at once (at most {0}); close one and try again"
+    )]
+    Followed(usize),
 }
 
 /// A chat's key: (principal, chat id), shared by the registry's maps and
@@ -84,7 +90,9 @@ pub(super) struct Registry {
     pub(super) sweeping: bool,
 }
 
-/// Who starts a turn, and whether the per-user cap applies to them.
+/// Who starts or resumes a turn, and whether the per-user caps (turns in
+/// flight, turns of other instances followed) apply to them.
+#[derive(Clone, Copy)]
 pub struct Owner<'a> {
     pub principal: &'a str,
     pub chat_id: &'a str,

@@ -69,7 +69,12 @@ async fn next(
 }
 
 async fn resume(runs: &Arc<Runs>, principal: &str, chat: &str) -> Option<Reader> {
-    runs.resume(principal, chat, super::StartIndex::START, Transport::Sse)
+    let owner = Owner {
+        principal,
+        chat_id: chat,
+        capped: true,
+    };
+    runs.resume(owner, super::StartIndex::START, Transport::Sse)
         .await
         .unwrap_or_else(|e| panic!("{e}"))
         .map(|resumed| resumed.reader)

@@ -15,7 +15,7 @@ use super::registry::{Opening, Owner, Runs};
 use crate::metrics::Transport;
 use crate::protocol::UiChunk;
 use crate::protocol::sse::Event;
-use crate::store::{Read, StoreError, TakeOver, TurnLogReader};
+use crate::store::{Follower, Read, StoreError, TakeOver, TurnLogReader};
 
 /// What the reader of a turn whose instance died while it was not waiting
 /// for a human reads last: nobody runs that turn's model step any more,
@@ -23,20 +23,24 @@ use crate::store::{Read, StoreError, TakeOver, TurnLogReader};
 pub const OWNER_DIED: &str = "the server running this turn stopped; send your message again";
 
 impl Runs {
-    /// The turn in flight in `chat_id` for `principal`, read from the chunk
-    /// `at` names: this instance's, or else (with a shared store) the one
+    /// The turn in flight in `owner`'s chat, read from the chunk `at`
+    /// names: this instance's, or else (with a shared store) the one
     /// another instance runs, taken over first if that instance died while
     /// the turn waited for a human. `None` when there is none, when that
     /// chunk is gone (the turn outgrew the replay limit; on another
     /// instance, when its start is gone), or when the turn is over and
-    /// nothing is left after it. `transport` counts a turn taken over.
+    /// nothing is left after it. Following another instance's turn takes
+    /// a place of the owner's share of the followed turns (when capped).
+    /// `transport` counts a turn taken over.
     pub async fn resume(
         self: &Arc<Self>,
-        principal: &str,
-        chat_id: &str,
+        owner: Owner<'_>,
         at: StartIndex,
         transport: Transport,
     ) -> Result<Option<Resumed>, StoreError> {
+        let Owner {
+            principal, chat_id, ..
+        } = owner;
         if let Some(run) = self.get(principal, chat_id) {
             return Ok(run.resume_at(at).map(|(reader, from, end)| Resumed {
                 run: Some(run),
@@ -55,12 +59,13 @@ impl Runs {
                 runs: self.clone(),
                 principal: principal.to_owned(),
                 chat_id: chat_id.to_owned(),
+                capped: owner.capped,
                 transport,
             }),
             from,
             written,
         };
-        match self.take_over(principal, chat_id, None, transport).await? {
+        match self.take_over(owner, None, transport).await? {
             Found::None => return Ok(None),
             Found::Live => {}
             // Where its tail is is not known here: from its start, as a
@@ -79,7 +84,7 @@ impl Runs {
                 }));
             }
         }
-        let Some((reader, window)) = logs.resume(principal, chat_id).await? else {
+        let Some((reader, window)) = logs.resume(follower(owner), chat_id).await? else {
             return Ok(None);
         };
         let from = at.resolve(window.written);
@@ -94,16 +99,19 @@ impl Runs {
     /// ended with [`OWNER_DIED`] in its stream.
     pub(super) async fn take_over(
         self: &Arc<Self>,
-        principal: &str,
-        chat_id: &str,
+        owner: Owner<'_>,
         only: Option<&str>,
         transport: Transport,
     ) -> Result<Found, StoreError> {
         let (Some(logs), Some(continue_held)) = (&self.shared, &self.takeover) else {
             return Ok(Found::Live);
         };
+        let chat_id = owner.chat_id;
         let ended = ended_chunk();
-        match logs.take_over(principal, chat_id, &ended, only).await? {
+        match logs
+            .take_over(follower(owner), chat_id, &ended, only)
+            .await?
+        {
             TakeOver::None => Ok(Found::None),
             TakeOver::Live => Ok(Found::Live),
             TakeOver::Ended(reader) => Ok(Found::Ended(reader)),
@@ -119,9 +127,8 @@ impl Runs {
                     return Ok(Found::None);
                 };
                 let owner = Owner {
-                    principal,
-                    chat_id,
                     capped: true,
+                    ..owner
                 };
                 // Run with its log begun with the chunks it had, on its
                 // shared log. An adopted turn skips the limits (it was
@@ -201,6 +208,8 @@ pub struct Remote {
     pub(super) runs: Arc<Runs>,
     pub(super) principal: String,
     pub(super) chat_id: String,
+    /// Whether the principal's share of the followed turns applies.
+    pub(super) capped: bool,
     pub(super) transport: Transport,
 }
 
@@ -216,6 +225,7 @@ impl Remote {
             runs,
             principal,
             chat_id,
+            capped,
             transport,
         } = self;
         async_stream::stream! {
@@ -232,7 +242,12 @@ impl Remote {
                             yield (n, Event::framing(&json));
                         }
                         Read::Quiet => {
-                            match runs.take_over(&principal, &chat_id, Some(&key), transport).await {
+                            let owner = Owner {
+                                principal: &principal,
+                                chat_id: &chat_id,
+                                capped,
+                            };
+                            match runs.take_over(owner, Some(&key), transport).await {
                                 Ok(Found::Taken(_, subscription)) => {
                                     adopted = Some(subscription);
                                     break;
@@ -259,6 +274,14 @@ impl Remote {
                 yield (n, event);
             }
         }
+    }
+}
+
+/// Who follows `owner`'s turn when it runs on another instance.
+fn follower(owner: Owner<'_>) -> Follower<'_> {
+    Follower {
+        principal: owner.principal,
+        capped: owner.capped,
     }
 }
 

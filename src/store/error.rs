@@ -15,6 +15,12 @@ pub enum StoreError {
     /// follows as many such turns as it may (each holds a connection).
     #[error("too many turns of other instances followed at once ({0}); try again later")]
     Followed(usize),
+    /// The same for one principal's turns: their share of the followed
+    /// turns is taken, and no other user's resume waits for it.
+    #[error(
+        "too many of this user's turns of other instances followed at once (at most {0}); close one and try again"
+    )]
+    FollowedPerUser(usize),
     /// The backend failed; its driver's words are for the log only.
     #[error("store failed: {0}")]
     Backend(#[from] BackendError),

@@ -38,8 +38,8 @@ pub use record::{
 pub use redis::RedisStore;
 pub use sqlite::SqliteStore;
 pub use turn_log::{
-    Adopted, FOLLOWED, KEPT_AFTER_END, REFRESH_EVERY, Read, TURN_TTL, TakeOver, TurnLogReader,
-    TurnLogWriter, TurnLogs, Window,
+    Adopted, FOLLOWED, FOLLOWED_PER_USER, FollowLimits, Follower, KEPT_AFTER_END, REFRESH_EVERY,
+    Read, TURN_TTL, TakeOver, TurnLogReader, TurnLogWriter, TurnLogs, Window,
 };
 
 use crate::metrics::{Metrics, StoreCounters};

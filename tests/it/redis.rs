@@ -474,3 +474,53 @@ async fn followed_turns_are_capped_per_instance() -> anyhow::Result<()> {
     drop((first, again, held));
     Ok(())
 }
+
+/// One user's resumes on B of turns held on A take at most their share
+/// of B's followed turns (429 beyond, as a user's other caps are), so
+/// another user's resume there still goes through.
+#[tokio::test]
+async fn one_user_takes_only_their_share_of_the_followed_turns() -> anyhow::Result<()> {
+    let yaml = "toolConfirmation: {flow: hold}\nauth: {principalHeader: x-user}\n\
+                store: {maxFollowedTurns: 3, maxFollowedTurnsPerUser: 2}\n";
+    let (a, b) = pair(yaml).await;
+    let mut held = Vec::new();
+    for (user, chat) in [
+        ("mallory", "chat-m1"),
+        ("mallory", "chat-m2"),
+        ("mallory", "chat-m3"),
+        ("alice", "chat-a"),
+    ] {
+        held.push(held_question(&a, user, chat).await.0);
+    }
+    let follow = |user: &'static str, chat: &'static str| {
+        let request = reqwest::Client::new()
+            .get(format!("{}/api/chat/{chat}/stream", b.url))
+            .header("x-user", user);
+        async move {
+            let response = request.send().await.must();
+            (response.status(), Box::pin(response.bytes_stream()))
+        }
+    };
+    let mut following = Vec::new();
+    // A second resume of a turn B follows takes no more of the share.
+    for chat in ["chat-m1", "chat-m1", "chat-m2"] {
+        let resumed = follow("mallory", chat).await;
+        assert_eq!(resumed.0.as_u16(), 200, "{chat}");
+        following.push(resumed);
+    }
+    // Its status first: a turn followed after all would stream on.
+    let refused = follow("mallory", "chat-m3").await;
+    assert_eq!(refused.0.as_u16(), 429);
+    let refused = b
+        .get_with("/api/chat/chat-m3/stream", &[("x-user", "mallory")])
+        .await;
+    assert!(refused.headers.contains_key("retry-after"));
+    assert_eq!(
+        refused.json(),
+        json!({"error": "too many of this user's turns of other instances followed at once (at most 2); close one and try again"})
+    );
+    let alice = follow("alice", "chat-a").await;
+    assert_eq!(alice.0.as_u16(), 200, "another user's resume goes through");
+    drop((following, alice, held));
+    Ok(())
+}

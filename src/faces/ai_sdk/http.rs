@@ -82,8 +82,9 @@ pub(in crate::faces) async fn resume(
         RequestError::Invalid("startIndex must be a whole number of chunks".to_owned())
     })?;
     let at = query.start_index.map_or(StartIndex::START, StartIndex);
+    let who = caller.into_identity();
     match (state.turns)
-        .resume(&caller.principal, &chat_id, at, Transport::Sse)
+        .resume(state.asker(&who), &chat_id, at, Transport::Sse)
         .await?
     {
         Some(resumed) => {

@@ -3,9 +3,13 @@
 //! Stream; every resume of the same turn on this instance shares one
 //! [`Feed`], read by one tracked task with one `XREAD BLOCK` loop on one
 //! connection of its own, and fanned out here. At most [`Feeds::new`]'s
-//! `max` such connections are open at once; a resume that would need one
-//! more is refused ([`StoreError::Followed`]) rather than starve Redis of
-//! connections (`maxclients`) that every other request needs.
+//! `max` such connections are open at once, and at most its
+//! `per_principal` for the turns of one principal (a turn is its
+//! principal's: only they resume it); a resume that would need one more
+//! is refused ([`StoreError::Followed`], [`StoreError::FollowedPerUser`])
+//! rather than starve Redis of connections (`maxclients`) that every
+//! other request needs, or let one user's resumes take the places every
+//! other user's need.
 //!
 //! The rules are a reader's of the stream itself: a feed keeps the last
 //! [`KEPT_BYTES`] of chunks (as the stream does), so a resume that joins
@@ -22,7 +26,7 @@ use bytes::Bytes;
 use futures::Stream;
 use redis::AsyncConnectionConfig;
 use redis::aio::MultiplexedConnection;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
+use tokio::sync::watch;
 use tokio_util::task::TaskTracker;
 
 use crate::store::StoreError;
@@ -42,63 +46,142 @@ const KEPT_BYTES: usize = 16 << 20;
 const TAKE: usize = 256;
 /// The turns followed at once when not configured.
 pub const FOLLOWED: usize = 32;
+/// The turns of one principal followed at once when not configured.
+pub const FOLLOWED_PER_USER: usize = 4;
 
-/// The feeds of this instance, by stream, and the connections they hold.
+/// Who follows a turn: the turn's principal, and whether their share
+/// applies (off where callers are not told apart: there everyone is one
+/// principal).
+#[derive(Debug, Clone, Copy)]
+pub struct Follower<'a> {
+    pub principal: &'a str,
+    pub capped: bool,
+}
+
+/// How many turns an instance follows at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FollowLimits {
+    /// In all: each holds a connection.
+    pub total: usize,
+    /// Of one principal's turns.
+    pub per_principal: usize,
+}
+
+impl Default for FollowLimits {
+    fn default() -> Self {
+        Self {
+            total: FOLLOWED,
+            per_principal: FOLLOWED_PER_USER,
+        }
+    }
+}
+
+/// The feeds of this instance, by stream, and the places (connections)
+/// they hold.
 #[derive(Debug)]
 pub(super) struct Feeds {
-    by_stream: Mutex<HashMap<String, Weak<Feed>>>,
-    connections: Arc<Semaphore>,
-    max: usize,
+    registry: Arc<Mutex<Registry>>,
+    limits: FollowLimits,
     tasks: TaskTracker,
 }
 
+#[derive(Debug, Default)]
+struct Registry {
+    by_stream: HashMap<String, Weak<Feed>>,
+    /// Places held, in all and per principal (of the capped ones).
+    total: usize,
+    by_principal: HashMap<String, usize>,
+}
+
+/// One followed turn's place under the caps, held by its reader's task
+/// and given back when it stops, however it stops.
+struct Place {
+    registry: Arc<Mutex<Registry>>,
+    /// The principal whose share it takes, if it counts in one.
+    principal: Option<String>,
+}
+
+impl Drop for Place {
+    fn drop(&mut self) {
+        let mut registry = lock(&self.registry);
+        registry.total = registry.total.saturating_sub(1);
+        if let Some(principal) = &self.principal
+            && let Some(n) = registry.by_principal.get_mut(principal)
+        {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                registry.by_principal.remove(principal);
+            }
+        }
+    }
+}
+
+fn lock(registry: &Mutex<Registry>) -> MutexGuard<'_, Registry> {
+    registry.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
 impl Feeds {
-    /// At most `max` turns followed (connections held) at once; the
-    /// readers run on `tasks`.
-    pub(super) fn new(tasks: TaskTracker, max: usize) -> Self {
-        let max = max.max(1);
+    /// At most `limits` of turns followed (connections held) at once (each
+    /// at least one); the readers run on `tasks`.
+    pub(super) fn new(tasks: TaskTracker, limits: FollowLimits) -> Self {
         Self {
-            by_stream: Mutex::new(HashMap::new()),
-            connections: Arc::new(Semaphore::new(max)),
-            max,
+            registry: Arc::new(Mutex::new(Registry::default())),
+            limits: FollowLimits {
+                total: limits.total.max(1),
+                per_principal: limits.per_principal.max(1),
+            },
             tasks,
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, Weak<Feed>>> {
-        self.by_stream
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+    /// A place for a new feed of `follower`'s, if the caps leave one.
+    fn place(&self, registry: &mut Registry, follower: Follower<'_>) -> Result<Place, StoreError> {
+        if registry.total >= self.limits.total {
+            return Err(StoreError::Followed(self.limits.total));
+        }
+        let principal = follower.capped.then(|| follower.principal.to_owned());
+        if let Some(principal) = &principal {
+            let mine = registry.by_principal.get(principal).copied().unwrap_or(0);
+            if mine >= self.limits.per_principal {
+                return Err(StoreError::FollowedPerUser(self.limits.per_principal));
+            }
+            registry.by_principal.insert(principal.clone(), mine + 1);
+        }
+        registry.total += 1;
+        Ok(Place {
+            registry: self.registry.clone(),
+            principal,
+        })
     }
 
-    /// A follower of `stream` from its start: on the feed this instance
-    /// has of it, or on a new one with a connection of its own. The new
-    /// feed is registered before its connection is made, so resumes that
-    /// come together share it: one connection and one place under the cap
-    /// for them all.
+    /// A follower of `stream` (a turn of `follower`'s) from its start: on
+    /// the feed this instance has of it, or on a new one with a connection
+    /// of its own. The new feed is registered before its connection is
+    /// made, so resumes that come together share it: one connection and
+    /// one place under the caps for them all.
     pub(super) async fn follow(
         &self,
         client: &redis::Client,
         stream: &str,
+        follower: Follower<'_>,
     ) -> Result<Arc<Feed>, StoreError> {
-        let (feed, permit) = {
-            let mut by_stream = self.lock();
-            let followed = by_stream
+        let (feed, place) = {
+            let mut registry = lock(&self.registry);
+            let followed = registry
+                .by_stream
                 .get(stream)
                 .and_then(Weak::upgrade)
                 .filter(|feed| !feed.stopped());
             if let Some(feed) = followed {
                 return Ok(feed);
             }
-            let permit = self
-                .connections
-                .clone()
-                .try_acquire_owned()
-                .map_err(|_| StoreError::Followed(self.max))?;
-            by_stream.retain(|_, feed| feed.strong_count() > 0);
+            let place = self.place(&mut registry, follower)?;
+            registry.by_stream.retain(|_, feed| feed.strong_count() > 0);
             let feed = Arc::new(Feed::new());
-            by_stream.insert(stream.to_owned(), Arc::downgrade(&feed));
-            (feed, permit)
+            registry
+                .by_stream
+                .insert(stream.to_owned(), Arc::downgrade(&feed));
+            (feed, place)
         };
         // Its own connection: `XREAD BLOCK` holds a connection while it waits.
         let config = AsyncConnectionConfig::new()
@@ -110,7 +193,7 @@ impl Feeds {
         {
             Ok(conn) => {
                 self.tasks
-                    .spawn(read(conn, stream.to_owned(), Arc::downgrade(&feed), permit));
+                    .spawn(read(conn, stream.to_owned(), Arc::downgrade(&feed), place));
                 Ok(feed)
             }
             Err(e) => {
@@ -257,14 +340,9 @@ struct Taken {
 }
 
 /// The one reader of a followed turn: reads `stream` into `feed` until
-/// the end, or until nobody follows it; its connection and `permit` go
+/// the end, or until nobody follows it; its connection and `place` go
 /// with it.
-async fn read(
-    mut conn: MultiplexedConnection,
-    stream: String,
-    feed: Weak<Feed>,
-    permit: OwnedSemaphorePermit,
-) {
+async fn read(mut conn: MultiplexedConnection, stream: String, feed: Weak<Feed>, place: Place) {
     let mut last = String::from("0-0");
     let mut next = 0;
     let mut empty = 0;
@@ -335,7 +413,7 @@ async fn read(
     if let Some((feed, end)) = end {
         feed.change(|state| state.end = end);
     }
-    drop(permit);
+    drop(place);
 }
 
 /// What a follower reads.
@@ -462,6 +540,53 @@ mod tests {
         assert_eq!(trimmed.clone().reads().collect::<Vec<_>>().await, vec![]);
     }
 
+    /// One principal takes at most their share of the followed turns,
+    /// whatever room the total leaves, and another principal's turn is
+    /// still followed; a place comes back when its reader stops. Where
+    /// callers are not told apart only the total holds.
+    #[test]
+    fn a_principal_takes_only_their_share() {
+        let feeds = Feeds::new(
+            TaskTracker::new(),
+            FollowLimits {
+                total: 4,
+                per_principal: 2,
+            },
+        );
+        let place = |principal, capped| {
+            let mut registry = lock(&feeds.registry);
+            feeds.place(&mut registry, Follower { principal, capped })
+        };
+        let mallory = [place("mallory", true), place("mallory", true)];
+        assert!(mallory.iter().all(Result::is_ok));
+        assert!(matches!(
+            place("mallory", true),
+            Err(StoreError::FollowedPerUser(2))
+        ));
+        let alice = place("alice", true);
+        assert!(alice.is_ok(), "another user's turn is still followed");
+        let [first, _second] = mallory;
+        drop(first);
+        assert!(
+            place("mallory", true).is_ok(),
+            "a stopped reader's place is free"
+        );
+        // Not in a share: two more fill the total (the place just given
+        // was dropped at once).
+        let everyone = [place("anonymous", false), place("anonymous", false)];
+        assert!(everyone.iter().all(Result::is_ok));
+        assert!(matches!(
+            place("anonymous", false),
+            Err(StoreError::Followed(4))
+        ));
+        assert!(matches!(place("bob", true), Err(StoreError::Followed(4))));
+        drop((alice, everyone));
+        let registry = lock(&feeds.registry);
+        assert_eq!(registry.total, 1);
+        assert_eq!(registry.by_principal.get("mallory"), Some(&1));
+        assert_eq!(registry.by_principal.get("alice"), None);
+    }
+
     /// Resumes of one turn that come together share one feed and one
     /// place under the cap: with room for a single followed turn, twenty
     /// at once are all taken, on the one feed.
@@ -471,10 +596,19 @@ mod tests {
         let client = redis::Client::open(crate::store::redis::tests::url().as_str())
             .unwrap_or_else(|e| panic!("{e}"));
         let tasks = TaskTracker::new();
-        let feeds = Feeds::new(tasks.clone(), 1);
+        let limits = FollowLimits {
+            total: 1,
+            per_principal: 1,
+        };
+        let feeds = Feeds::new(tasks.clone(), limits);
         let stream = format!("test-{}:log", uuid::Uuid::new_v4().simple());
+        let follower = Follower {
+            principal: "p",
+            capped: true,
+        };
         let followed =
-            futures::future::join_all((0..20).map(|_| feeds.follow(&client, &stream))).await;
+            futures::future::join_all((0..20).map(|_| feeds.follow(&client, &stream, follower)))
+                .await;
         let followed: Vec<Arc<Feed>> = followed
             .into_iter()
             .map(|f| f.unwrap_or_else(|e| panic!("{e}")))

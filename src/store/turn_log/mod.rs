@@ -24,7 +24,7 @@ use tokio_util::task::TaskTracker;
 
 mod feed;
 
-pub use feed::{FOLLOWED, Read};
+pub use feed::{FOLLOWED, FOLLOWED_PER_USER, FollowLimits, Follower, Read};
 use feed::{Feed, Feeds, first_chunk};
 
 use crate::store::redis::{backend, millis};
@@ -90,14 +90,14 @@ impl TurnLogs {
         Self {
             store,
             instance: instance.to_owned(),
-            feeds: std::sync::Arc::new(Feeds::new(TaskTracker::new(), FOLLOWED)),
+            feeds: std::sync::Arc::new(Feeds::new(TaskTracker::new(), FollowLimits::default())),
         }
     }
 
-    /// Follows at most `max` turns of other instances at once (each
+    /// Follows at most `limits` of turns of other instances at once (each
     /// holds a connection), read on `tasks`.
-    pub fn following(mut self, tasks: TaskTracker, max: usize) -> Self {
-        self.feeds = std::sync::Arc::new(Feeds::new(tasks, max));
+    pub fn following(mut self, tasks: TaskTracker, limits: FollowLimits) -> Self {
+        self.feeds = std::sync::Arc::new(Feeds::new(tasks, limits));
         self
     }
 
@@ -158,17 +158,18 @@ impl TurnLogs {
         Ok(TurnLogWriter::new(self.clone(), stream, chat).with_max_bytes(max_bytes))
     }
 
-    /// `principal`'s turn in flight in `chat_id`, from whichever instance
+    /// `follower`'s turn in flight in `chat_id`, from whichever instance
     /// runs it, read from its first chunk, with what its stream holds now;
     /// `None` when there is none, or when its start is gone (it outgrew the
-    /// byte cap, or expired).
+    /// byte cap, or expired). Following it takes a place of the
+    /// follower's share unless this instance follows it already.
     pub async fn resume(
         &self,
-        principal: &str,
+        follower: Follower<'_>,
         chat_id: &str,
     ) -> Result<Option<(TurnLogReader, Window)>, StoreError> {
         let mut conn = self.store.conn();
-        let chat = self.chat_key(principal, chat_id);
+        let chat = self.chat_key(follower.principal, chat_id);
         let Some(stream) = stream_of(&mut conn, &chat).await? else {
             return Ok(None);
         };
@@ -201,15 +202,22 @@ impl TurnLogs {
         if !from_start {
             return Ok(None);
         }
-        self.reader(stream)
+        self.reader(stream, follower)
             .await
             .map(|reader| Some((reader, window)))
     }
 
-    /// A reader of `stream` from its start: on this instance's feed of
-    /// it, one per turn whatever the number of resumes.
-    async fn reader(&self, stream: String) -> Result<TurnLogReader, StoreError> {
-        let feed = self.feeds.follow(self.store.client(), &stream).await?;
+    /// A reader of `stream` (a turn of `follower`'s) from its start: on
+    /// this instance's feed of it, one per turn whatever the number of
+    /// resumes.
+    async fn reader(
+        &self,
+        stream: String,
+        follower: Follower<'_>,
+    ) -> Result<TurnLogReader, StoreError> {
+        let feed = (self.feeds)
+            .follow(self.store.client(), &stream, follower)
+            .await?;
         Ok(TurnLogReader { feed, stream })
     }
 
@@ -252,16 +260,17 @@ impl TurnLogs {
     /// this instance (exactly one instance wins), any other ends with the
     /// chunk `ended` (an `error` chunk's JSON) so that its readers stop.
     /// With `only` (a reader's [`TurnLogReader::key`]), only if the chat's
-    /// turn is still that one.
+    /// turn is still that one. An ended turn read from its stream takes
+    /// a place of `follower`'s share, as a resume does.
     pub async fn take_over(
         &self,
-        principal: &str,
+        follower: Follower<'_>,
         chat_id: &str,
         ended: &[u8],
         only: Option<&str>,
     ) -> Result<TakeOver, StoreError> {
         let mut conn = self.store.conn();
-        let chat = self.chat_key(principal, chat_id);
+        let chat = self.chat_key(follower.principal, chat_id);
         let heartbeats = self.store.heartbeat_prefix();
         let mut reply: Vec<Vec<u8>> = vec![b"live".to_vec()];
         for _ in 0..LOOKS {
@@ -306,7 +315,7 @@ impl TurnLogs {
                 })
             }
             [what, stream] if what == b"ended" => {
-                Ok(TakeOver::Ended(self.reader(text(stream)).await?))
+                Ok(TakeOver::Ended(self.reader(text(stream), follower).await?))
             }
             // Changed under it at every look: read it as it is.
             [what] if what == b"live" || what == b"moved" => Ok(TakeOver::Live),

@@ -75,7 +75,15 @@ async fn a_dead_owners_turn_ends_with_the_error_unless_it_had_finished() {
             .unwrap_or_else(|e| panic!("{e}"));
         let alive = TurnLogs::new(store.clone(), "alive");
         let TakeOver::Ended(reader) = alive
-            .take_over("p", chat, error, None)
+            .take_over(
+                Follower {
+                    principal: "p",
+                    capped: true,
+                },
+                chat,
+                error,
+                None,
+            )
             .await
             .unwrap_or_else(|e| panic!("{e}"))
         else {

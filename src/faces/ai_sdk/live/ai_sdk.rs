@@ -197,10 +197,15 @@ async fn frame(
             headers,
         } => {
             check_request(requests, &request_id)?;
-            let principal = socket.caller(&headers).await.map_err(fail)?.principal;
+            let who = socket.caller(&headers).await.map_err(fail)?.into_identity();
             let chat_id = ChatId::parse(chat_id).map_err(|e| fail(e.into()))?;
             let resumed = (state.turns)
-                .resume(&principal, &chat_id, StartIndex::START, Transport::Live)
+                .resume(
+                    state.asker(&who),
+                    &chat_id,
+                    StartIndex::START,
+                    Transport::Live,
+                )
                 .await
                 .map_err(|e| fail(e.into()))?;
             match resumed {
