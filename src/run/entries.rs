@@ -176,6 +176,29 @@ impl Framed<'_> {
     }
 }
 
+/// Where a resume starts reading a turn: a chunk number (0, the `start`
+/// chunk, unless told otherwise), or, when negative, that many chunks back
+/// from the last one written so far (`WorkflowChatTransport`'s
+/// `startIndex`). Chunk numbers are the turn log's, the same on every
+/// instance.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StartIndex(pub i64);
+
+impl StartIndex {
+    /// The turn's first chunk.
+    pub const START: StartIndex = StartIndex(0);
+
+    /// The chunk number it names in a log of `end` chunks so far; never
+    /// past `end` (a reader cannot start after what was written).
+    pub fn resolve(self, end: usize) -> usize {
+        let back = usize::try_from(self.0.unsigned_abs()).unwrap_or(usize::MAX);
+        match self.0 {
+            n if n < 0 => end.saturating_sub(back),
+            _ => back.min(end),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,7 +11,7 @@ use futures::{FutureExt, Stream, StreamExt};
 use tokio::sync::watch;
 
 use super::driver::{Driver, Log, Run};
-use super::entries::Unread;
+use super::entries::{StartIndex, Unread};
 use crate::agent::Pieces;
 use crate::protocol::UiChunk;
 use crate::protocol::sink::Batch;
@@ -21,29 +21,6 @@ use crate::store::{REFRESH_EVERY, TurnLogWriter};
 pub(super) const BATCH: usize = 64;
 /// Bytes of log kept for replay; beyond, the turn can no longer be resumed.
 pub(super) const MAX_LOG_BYTES: usize = 16 << 20;
-
-/// Where a resume starts reading a turn: a chunk number (0, the `start`
-/// chunk, unless told otherwise), or, when negative, that many chunks back
-/// from the last one written so far (`WorkflowChatTransport`'s
-/// `startIndex`). Chunk numbers are the turn log's, the same on every
-/// instance.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct StartIndex(pub i64);
-
-impl StartIndex {
-    /// The turn's first chunk.
-    pub const START: StartIndex = StartIndex(0);
-
-    /// The chunk number it names in a log of `end` chunks so far; never
-    /// past `end` (a reader cannot start after what was written).
-    pub fn resolve(self, end: usize) -> usize {
-        let back = usize::try_from(self.0.unsigned_abs()).unwrap_or(usize::MAX);
-        match self.0 {
-            n if n < 0 => end.saturating_sub(back),
-            _ => back.min(end),
-        }
-    }
-}
 
 impl Run {
     /// Reads the turn from its first chunk; `None` when the start of the

@@ -4,7 +4,6 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
 
 use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
@@ -12,26 +11,12 @@ use tokio_util::task::TaskTracker;
 
 use super::driver::{DETACH_AFTER, Driver, Run, Work};
 use super::entries::Entries;
+use super::limits::{Limits, Owner, RunError};
 use super::log::{MAX_LOG_BYTES, Subscription, produce};
 use crate::agent::Pieces;
 use crate::metrics::Transport;
 use crate::protocol::sse::Event;
 use crate::store::{Adopted, TurnLogWriter, TurnLogs};
-
-/// Why a turn was not started, or not followed from another instance.
-#[derive(Debug, thiserror::Error)]
-pub enum RunError {
-    #[error("too many turns in flight for this user (at most {0})")]
-    PerPrincipal(usize),
-    #[error("too many turns in flight (at most {0})")]
-    Total(usize),
-    /// A resume of this user's turn on another instance when this one
-    /// follows the user's share of such turns already.
-    #[error(
-        "too many of this user's turns of other instances followed at once (at most {0}); close one and try again"
-    )]
-    Followed(usize),
-}
 
 /// A chat's key: (principal, chat id), shared by the registry's maps and
 /// the turn's end rather than copied into each.
@@ -60,18 +45,6 @@ pub struct Runs {
     pub(super) takeover: Option<Arc<Continue>>,
 }
 
-/// How many turns may run, and for how long without a reader.
-#[derive(Debug, Clone, Copy)]
-pub struct Limits {
-    pub per_principal: usize,
-    pub total: usize,
-    /// How long a reader may hold a turn back before the turn is stopped.
-    pub stall: Duration,
-    /// How long a turn waiting for a human is kept with nobody reading it;
-    /// its question stays answerable by the next request.
-    pub held: Duration,
-}
-
 #[derive(Default)]
 pub(super) struct Registry {
     /// The resumable turn of each chat.
@@ -88,16 +61,6 @@ pub(super) struct Registry {
     pub(super) next_run: u64,
     /// Whether [`sweep`] runs.
     pub(super) sweeping: bool,
-}
-
-/// Who starts or resumes a turn, and whether the per-user caps (turns in
-/// flight, turns of other instances followed) apply to them.
-#[derive(Clone, Copy)]
-pub struct Owner<'a> {
-    pub principal: &'a str,
-    pub chat_id: &'a str,
-    /// Off for `anonymous`, which is everyone on a keyless server.
-    pub capped: bool,
 }
 
 impl Runs {

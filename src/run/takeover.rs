@@ -10,8 +10,10 @@ use futures::stream::BoxStream;
 use futures::{Stream, StreamExt};
 
 use super::driver::Run;
-use super::log::{MAX_LOG_BYTES, StartIndex, Subscription};
-use super::registry::{Opening, Owner, Runs};
+use super::entries::StartIndex;
+use super::limits::Owner;
+use super::log::{MAX_LOG_BYTES, Subscription};
+use super::registry::{Opening, Runs};
 use crate::metrics::Transport;
 use crate::protocol::UiChunk;
 use crate::protocol::sse::Event;

@@ -366,46 +366,5 @@ fn claim_audit() -> Result<Plan, Refusal> {
     Ok(Plan::Claim(asked("audit", json!({"amount": 50})).call))
 }
 
-impl Case {
-    fn editable(mut self) -> Self {
-        self.editable = true;
-        self
-    }
-
-    fn upstream(mut self) -> Self {
-        self.upstream = true;
-        self
-    }
-
-    fn with_output(mut self, schema: Value) -> Self {
-        self.output_schema = Some(schema);
-        self
-    }
-
-    fn at(mut self, now: u64) -> Self {
-        self.now = now;
-        self
-    }
-
-    fn by(mut self, principal: &'static str, roles: &[&str]) -> Self {
-        self.principal = principal;
-        self.roles = roles.iter().map(|r| (*r).to_owned()).collect();
-        self
-    }
-
-    fn of_finance(self) -> Self {
-        asked_of_finance(self)
-    }
-
-    /// The tool is offered as `definition` now (an MCP server relisted it).
-    fn relisted(mut self, definition: Option<&str>) -> Self {
-        self.definition = definition.map(str::to_owned);
-        self
-    }
-
-    /// Asked before toolgate kept fingerprints.
-    fn unfingerprinted(mut self) -> Self {
-        self.issued.fingerprint = None;
-        self
-    }
-}
+/// The builder a table's case is written with.
+mod case;
