@@ -47,6 +47,7 @@ pub mod policy;
 pub mod protocol;
 pub mod provider;
 pub mod run;
+pub mod shares;
 pub mod store;
 pub mod telemetry;
 pub mod tools;

@@ -56,7 +56,6 @@ mod log;
 mod questions;
 mod registry;
 mod sessions;
-mod shares;
 mod takeover;
 mod threads;
 
@@ -70,6 +69,7 @@ pub use crate::confirm::{
     AnswerKeys, Decision, GateError, InboxFilter, LinkQuestion, OutOfBand, OutsideQuestion,
     Refused, Remember, Revoked, Standing, ToolView,
 };
+pub use crate::shares::{Pool, Share, ShareError, ShareLimits, Shares};
 pub use crate::store::{BackendError, Issued, Limited, Outcome, RecordKind, StoreError};
 pub use driver::Run;
 pub use entries::{Framed, StartIndex, Unread};
@@ -78,7 +78,6 @@ pub use limits::{Limits, Owner, RunError};
 pub use log::{LogRead, Subscription};
 pub use registry::{Continue, Runs};
 pub use sessions::{Opening, SessionError, Sessions};
-pub use shares::{Pool, Share, ShareError, ShareLimits, Shares};
 pub use takeover::{OWNER_DIED, Reader, Remote, Resumed};
 pub use threads::{Answerable, NotAnswerable, Waiting};
 

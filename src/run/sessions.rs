@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use super::{Pool, Share, ShareError, ShareLimits, Shares};
+use crate::shares::{Pool, Share, ShareError, ShareLimits, Shares};
 
 /// Why a session was not opened or not let through.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]

@@ -13,7 +13,7 @@ use crate::tidy_execute::rust_files;
 /// The top-level modules from the bottom up. A module may import only
 /// modules on lower rows; modules on one row do not import each other.
 const LAYERS: &[&[&str]] = &[
-    &["identity", "ids", "json", "metrics", "telemetry"],
+    &["identity", "ids", "json", "metrics", "shares", "telemetry"],
     &["call"],
     &["protocol"],
     &["policy", "provider", "store"],

@@ -29,6 +29,7 @@ use redis::aio::MultiplexedConnection;
 use tokio::sync::watch;
 use tokio_util::task::TaskTracker;
 
+use crate::shares::{Pool, Share, ShareError, ShareLimits, Shares};
 use crate::store::StoreError;
 use crate::store::redis::{backend, millis};
 
@@ -77,44 +78,22 @@ impl Default for FollowLimits {
 }
 
 /// The feeds of this instance, by stream, and the places (connections)
-/// they hold.
+/// they hold: each a share of [`Pool::FollowedTurns`].
 #[derive(Debug)]
 pub(super) struct Feeds {
     registry: Arc<Mutex<Registry>>,
-    limits: FollowLimits,
+    places: Arc<Shares>,
     tasks: TaskTracker,
 }
 
 #[derive(Debug, Default)]
 struct Registry {
     by_stream: HashMap<String, Weak<Feed>>,
-    /// Places held, in all and per principal (of the capped ones).
-    total: usize,
-    by_principal: HashMap<String, usize>,
 }
 
 /// One followed turn's place under the caps, held by its reader's task
 /// and given back when it stops, however it stops.
-struct Place {
-    registry: Arc<Mutex<Registry>>,
-    /// The principal whose share it takes, if it counts in one.
-    principal: Option<String>,
-}
-
-impl Drop for Place {
-    fn drop(&mut self) {
-        let mut registry = lock(&self.registry);
-        registry.total = registry.total.saturating_sub(1);
-        if let Some(principal) = &self.principal
-            && let Some(n) = registry.by_principal.get_mut(principal)
-        {
-            *n = n.saturating_sub(1);
-            if *n == 0 {
-                registry.by_principal.remove(principal);
-            }
-        }
-    }
-}
+type Place = Share;
 
 fn lock(registry: &Mutex<Registry>) -> MutexGuard<'_, Registry> {
     registry.lock().unwrap_or_else(PoisonError::into_inner)
@@ -124,33 +103,23 @@ impl Feeds {
     /// At most `limits` of turns followed (connections held) at once (each
     /// at least one); the readers run on `tasks`.
     pub(super) fn new(tasks: TaskTracker, limits: FollowLimits) -> Self {
+        let limits = ShareLimits {
+            total: limits.total.max(1),
+            per_principal: limits.per_principal.max(1),
+        };
         Self {
             registry: Arc::new(Mutex::new(Registry::default())),
-            limits: FollowLimits {
-                total: limits.total.max(1),
-                per_principal: limits.per_principal.max(1),
-            },
+            places: Shares::new(Pool::FollowedTurns, limits),
             tasks,
         }
     }
 
     /// A place for a new feed of `follower`'s, if the caps leave one.
-    fn place(&self, registry: &mut Registry, follower: Follower<'_>) -> Result<Place, StoreError> {
-        if registry.total >= self.limits.total {
-            return Err(StoreError::Followed(self.limits.total));
-        }
-        let principal = follower.capped.then(|| follower.principal.to_owned());
-        if let Some(principal) = &principal {
-            let mine = registry.by_principal.get(principal).copied().unwrap_or(0);
-            if mine >= self.limits.per_principal {
-                return Err(StoreError::FollowedPerUser(self.limits.per_principal));
-            }
-            registry.by_principal.insert(principal.clone(), mine + 1);
-        }
-        registry.total += 1;
-        Ok(Place {
-            registry: self.registry.clone(),
-            principal,
+    fn place(&self, follower: Follower<'_>) -> Result<Place, StoreError> {
+        let taken = self.places.take_as(follower.principal, follower.capped);
+        taken.map_err(|refused| match refused {
+            ShareError::PerPrincipal { max, .. } => StoreError::FollowedPerUser(max),
+            ShareError::Total { max, .. } => StoreError::Followed(max),
         })
     }
 
@@ -175,7 +144,7 @@ impl Feeds {
             if let Some(feed) = followed {
                 return Ok(feed);
             }
-            let place = self.place(&mut registry, follower)?;
+            let place = self.place(follower)?;
             registry.by_stream.retain(|_, feed| feed.strong_count() > 0);
             let feed = Arc::new(Feed::new());
             registry

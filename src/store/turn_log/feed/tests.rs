@@ -84,10 +84,7 @@ fn a_principal_takes_only_their_share() {
             per_principal: 2,
         },
     );
-    let place = |principal, capped| {
-        let mut registry = lock(&feeds.registry);
-        feeds.place(&mut registry, Follower { principal, capped })
-    };
+    let place = |principal, capped| feeds.place(Follower { principal, capped });
     let mallory = [place("mallory", true), place("mallory", true)];
     assert!(mallory.iter().all(Result::is_ok));
     assert!(matches!(
@@ -112,10 +109,9 @@ fn a_principal_takes_only_their_share() {
     ));
     assert!(matches!(place("bob", true), Err(StoreError::Followed(4))));
     drop((alice, everyone));
-    let registry = lock(&feeds.registry);
-    assert_eq!(registry.total, 1);
-    assert_eq!(registry.by_principal.get("mallory"), Some(&1));
-    assert_eq!(registry.by_principal.get("alice"), None);
+    assert_eq!(feeds.places.held_now(), 1);
+    assert_eq!(feeds.places.held_by("mallory"), 1);
+    assert_eq!(feeds.places.held_by("alice"), 0);
 }
 
 /// Resumes of one turn that come together share one feed and one

@@ -1,7 +1,8 @@
 //! Every caller's share of a pool, and the pool's total, in one place:
-//! what a face opens for a caller (an MCP session, an inbox stream) takes
-//! a [`Share`] of its [`Pool`] here, so no face keeps a count or a cap of
-//! its own, and a new face inherits the caps by asking for a share.
+//! what is opened for a caller (an MCP session, an inbox stream, another
+//! instance's turn followed for their resume) takes a [`Share`] of its
+//! [`Pool`] here, so no face or store keeps a count or a cap of its own,
+//! and a new face inherits the caps by asking the door for a share.
 //!
 //! A share is a ticket: it counts until it is dropped, whatever ends it
 //! (a close, a timeout, a panic, a disconnect).
@@ -16,6 +17,9 @@ pub enum Pool {
     InboxStreams,
     /// MCP sessions of older clients (`Mcp-Session-Id`).
     McpSessions,
+    /// Other instances' turns this one follows for resumes (a Redis
+    /// connection each).
+    FollowedTurns,
 }
 
 impl Pool {
@@ -24,6 +28,7 @@ impl Pool {
         match self {
             Pool::InboxStreams => "inbox streams",
             Pool::McpSessions => "MCP sessions",
+            Pool::FollowedTurns => "followed turns",
         }
     }
 }
@@ -80,6 +85,13 @@ impl Shares {
 
     /// A share for `principal`, if neither their part nor the total is used up.
     pub fn take(self: &Arc<Self>, principal: &str) -> Result<Share, ShareError> {
+        self.take_as(principal, true)
+    }
+
+    /// A share for `principal`, their part counted only when `capped` (a
+    /// server that tells no callers apart has one principal for everyone:
+    /// there only the total holds).
+    pub fn take_as(self: &Arc<Self>, principal: &str, capped: bool) -> Result<Share, ShareError> {
         let mut held = self.held();
         if held.total >= self.limits.total {
             return Err(ShareError::Total {
@@ -88,7 +100,7 @@ impl Shares {
             });
         }
         let principal: Arc<str> = match held.by_principal.get_key_value(principal) {
-            Some((_, &n)) if n >= self.limits.per_principal => {
+            Some((_, &n)) if capped && n >= self.limits.per_principal => {
                 return Err(ShareError::PerPrincipal {
                     pool: self.pool,
                     max: self.limits.per_principal,
@@ -108,6 +120,15 @@ impl Shares {
     /// Shares held now, in total.
     pub fn held_now(&self) -> usize {
         self.held().total
+    }
+
+    /// Shares `principal` holds now.
+    pub fn held_by(&self, principal: &str) -> usize {
+        self.held()
+            .by_principal
+            .get(principal)
+            .copied()
+            .unwrap_or(0)
     }
 }
 
