@@ -46,10 +46,10 @@ impl Sessions {
         self.open.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// A place for a session `principal` opens, if their share and the
-    /// total leave one.
-    pub fn opening(&self, principal: &str) -> Result<Opening, SessionError> {
-        Ok(Opening(self.shares.take(principal)?))
+    /// A place for a session `principal` opens, if their share (when
+    /// `capped`: callers are told apart) and the total leave one.
+    pub fn opening(&self, principal: &str, capped: bool) -> Result<Opening, SessionError> {
+        Ok(Opening(self.shares.take_as(principal, capped)?))
     }
 
     /// The session the face made with `opening` is `id`, its opener's.
@@ -94,7 +94,7 @@ mod tests {
     #[test]
     fn a_session_is_its_openers_alone() {
         let sessions = sessions(4, 8);
-        let opening = sessions.opening("alice").unwrap();
+        let opening = sessions.opening("alice", true).unwrap();
         sessions.bind(opening, "s1");
         assert_eq!(sessions.check("s1", "alice"), Ok(()));
         let cases = [("s1", "bob"), ("s2", "alice"), ("", "alice")];
@@ -113,21 +113,38 @@ mod tests {
     #[test]
     fn sessions_are_capped_and_an_unbound_opening_frees_its_place() {
         let sessions = sessions(1, 2);
-        let first = sessions.opening("alice").unwrap();
+        let first = sessions.opening("alice", true).unwrap();
         assert!(matches!(
-            sessions.opening("alice"),
+            sessions.opening("alice", true),
             Err(SessionError::Share(ShareError::PerPrincipal { max: 1, .. }))
         ));
         drop(first);
-        let again = sessions.opening("alice").unwrap();
+        let again = sessions.opening("alice", true).unwrap();
         sessions.bind(again, "s1");
-        assert!(sessions.opening("alice").is_err());
-        sessions.bind(sessions.opening("bob").unwrap(), "s2");
+        assert!(sessions.opening("alice", true).is_err());
+        sessions.bind(sessions.opening("bob", true).unwrap(), "s2");
         assert!(matches!(
-            sessions.opening("carol"),
+            sessions.opening("carol", true),
             Err(SessionError::Share(ShareError::Total { max: 2, .. }))
         ));
         sessions.close("s1");
-        assert!(sessions.opening("alice").is_ok());
+        assert!(sessions.opening("alice", true).is_ok());
+    }
+
+    /// Where nobody is told apart, everyone is one principal: only the
+    /// total holds.
+    #[test]
+    fn callers_not_told_apart_are_held_to_the_total_alone() {
+        let everyone = sessions(1, 3);
+        let first = everyone.opening("anonymous", false).unwrap();
+        let second = everyone.opening("anonymous", false).unwrap();
+        everyone.bind(first, "a1");
+        everyone.bind(second, "a2");
+        let third = everyone.opening("anonymous", false);
+        assert!(third.is_ok());
+        assert!(matches!(
+            everyone.opening("anonymous", false),
+            Err(SessionError::Share(ShareError::Total { max: 3, .. }))
+        ));
     }
 }

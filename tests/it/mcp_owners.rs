@@ -155,3 +155,15 @@ async fn an_approval_remembered_for_one_mcp_call_reaches_no_chat_turn() {
     }
     assert_eq!(server.payments(), 1);
 }
+
+#[tokio::test]
+async fn a_server_that_tells_no_one_apart_holds_sessions_to_the_total() {
+    // No keys, no principal header: everyone is `anonymous`, one user.
+    let server = Server::from_yaml("mcp:\n  maxSessionsPerUser: 1\n  maxSessions: 3\n").await;
+    for _ in 0..3 {
+        Client::new(&server).initialize().await;
+    }
+    let (status, body) = Client::new(&server).try_initialize().await;
+    assert_eq!(status, 429, "{body}");
+    assert!(body.contains("too many MCP sessions (at most 3)"), "{body}");
+}

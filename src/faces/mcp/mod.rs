@@ -110,7 +110,7 @@ async fn authenticate(
         }
     }
     request.extensions_mut().insert(caller);
-    let opener = Opener::new(&principal);
+    let opener = Opener::new(&principal, state.identifies_callers());
     let (response, opener) = OPENER
         .scope(opener, async move {
             let response = next.run(request).await;

@@ -29,13 +29,17 @@ tokio::task_local! {
 /// One request's caller, as a session it opens needs them.
 pub(super) struct Opener {
     pub principal: Arc<str>,
+    /// Whether callers are told apart (keys or a principal header): then
+    /// the caller's own share holds, else only the total.
+    pub capped: bool,
     pub refused: Cell<Option<SessionError>>,
 }
 
 impl Opener {
-    pub fn new(principal: &str) -> Self {
+    pub fn new(principal: &str, capped: bool) -> Self {
         Self {
             principal: principal.into(),
+            capped,
             refused: Cell::new(None),
         }
     }
@@ -67,7 +71,7 @@ impl SessionManager for OwnedSessions {
         let opening = OPENER
             .try_with(|opener| {
                 self.sessions
-                    .opening(&opener.principal)
+                    .opening(&opener.principal, opener.capped)
                     .inspect_err(|e| opener.refused.set(Some(*e)))
             })
             .map_err(|_| OwnedError::Refused)?
