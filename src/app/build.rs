@@ -165,7 +165,6 @@ impl App {
             turns: Arc::new(crate::run::Turns {
                 agent: agent.clone(),
                 runs: runs.clone(),
-                questions: questions.clone(),
                 limiter: limiter.clone(),
                 metrics: metrics.clone(),
                 protocol: settings.confirmation.protocol,

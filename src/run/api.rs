@@ -5,9 +5,8 @@
 //!
 //! - [`Turns::start`]: a turn, once the limits admit it, and its first
 //!   subscriber;
-//! - [`Turns::answer`]: a decision on an open question, through
-//!   [`Questions::decide`] (an answer inside a chat message reaches it
-//!   through the turn);
+//! - a decision on an open question is [`super::Questions::decide`]'s
+//!   (an answer inside a chat message reaches the gate through the turn);
 //! - [`Turns::resume`]: the chat's turn in flight, from its start;
 //! - abort: [`Run::abort`] on the run `start` or `resume` gave;
 //! - follow: the chunks of the [`Subscription`] or [`super::Reader`] they
@@ -27,9 +26,9 @@ use tokio::sync::watch;
 use tracing::Span;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
-use super::{Owner, Questions, Resumed, Run, RunError, Runs, StartIndex, Subscription};
+use super::{Owner, Resumed, Run, RunError, Runs, StartIndex, Subscription};
 use crate::agent::{Agent, HeldTurn, Pieces};
-use crate::confirm::{Decision, GateError, OutOfBand};
+use crate::confirm::GateError;
 use crate::identity::Identity;
 use crate::metrics::{Metrics, Transport, TurnWatch};
 use crate::protocol::RequestError;
@@ -66,8 +65,6 @@ impl From<StoreError> for TurnError {
 pub struct Turns {
     pub agent: Arc<Agent>,
     pub runs: Arc<Runs>,
-    /// Where an open question is decided out of band, from any face.
-    pub questions: Arc<Questions>,
     /// `limits`: turns per minute and streams at once are checked before a
     /// turn starts.
     pub limiter: Limiter,
@@ -177,17 +174,6 @@ impl Turns {
             Err(StoreError::FollowedPerUser(n)) => Err(TurnError::Busy(RunError::Followed(n))),
             Err(e) => Err(e.into()),
         }
-    }
-
-    /// `who`'s decision on the open question `id`: [`Questions::decide`],
-    /// the one place a decision out of band is made.
-    pub async fn answer(
-        &self,
-        who: &Identity,
-        id: &str,
-        decision: Decision,
-    ) -> Result<OutOfBand, TurnError> {
-        Ok(self.questions.decide(who, id, decision).await?)
     }
 
     /// The turn for `request`, in the confirmation protocol and flow it

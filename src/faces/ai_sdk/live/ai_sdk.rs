@@ -245,9 +245,9 @@ async fn frame(
             let who = socket.caller(&headers).await.map_err(fail)?.identity();
             let decision = Decision::new(confirmed, answer).map_err(|e| fail(e.into()))?;
             // An approval runs the call: the socket keeps serving meanwhile.
-            let (turns, outbox) = (state.turns.clone(), outbox.clone());
+            let (questions, outbox) = (state.questions.clone(), outbox.clone());
             state.tasks.spawn(async move {
-                let decided = turns.answer(&who, &confirmation_id, decision).await;
+                let decided = questions.decide(&who, &confirmation_id, decision).await;
                 let why = match decided.map(OutOfBand::decided) {
                     // A held turn shows the outcome on its own stream.
                     Ok(Ok(_)) => return,
