@@ -1,7 +1,8 @@
-//! Where a turn's chunks go as they are made: framed at once for the wire
-//! ([`ChunkWriter`]), or kept as chunks ([`Vec<UiChunk>`], for tests and
-//! whatever reads chunks). A delta, nearly every chunk of a turn, goes as
-//! its text alone: framed from it, no chunk is made for it.
+//! Where a turn's chunks go as they are made: into the [`Writer`] of the
+//! face that started the turn, which frames each for its wire at once (the
+//! AI SDK's SSE events: [`ChunkWriter`]), or kept as chunks
+//! ([`Vec<UiChunk>`], for tests). A delta, nearly every chunk of a turn,
+//! goes as its text alone: framed from it, no chunk is made for it.
 
 use bytes::Bytes;
 
@@ -41,6 +42,18 @@ impl ChunkSink for Vec<UiChunk> {
     }
 }
 
+/// What a turn writes into: a face's framing of the chunks for its wire,
+/// taken batch by batch for the turn's log.
+pub trait Writer: ChunkSink + Send {
+    /// Room for `chunks` more, where the writer can tell what they take.
+    fn reserve(&mut self, chunks: usize) {
+        let _ = chunks;
+    }
+
+    /// The events written since the last take, if any.
+    fn take(&mut self) -> Option<Batch>;
+}
+
 /// How a turn's stream ended, as its chunks said.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum End {
@@ -69,7 +82,8 @@ pub struct Seen {
 }
 
 impl Seen {
-    fn saw(&mut self, chunk: &UiChunk) {
+    /// Counts `chunk` (a delta is content: [`Seen::content`] is set for it).
+    pub fn saw(&mut self, chunk: &UiChunk) {
         match chunk {
             UiChunk::Finish { .. } => self.end = Some(End::Finished),
             UiChunk::Error { .. } => self.end = Some(End::Error),
@@ -93,6 +107,20 @@ pub struct Batch {
 }
 
 impl Batch {
+    /// The events written since the last take, and what their chunks said
+    /// (a face's writer may say a chunk, a turn's end, with no event).
+    pub fn take(events: &mut EventWriter, seen: &mut Seen) -> Option<Self> {
+        if events.is_empty() && *seen == Seen::default() {
+            return None;
+        }
+        let (bytes, ends) = events.take_framed();
+        Some(Batch {
+            bytes,
+            ends,
+            seen: std::mem::take(seen),
+        })
+    }
+
     /// `chunk` alone, framed for the newest client.
     pub fn of(chunk: UiChunk) -> Self {
         let mut writer = ChunkWriter::new(ClientVersion::LATEST);
@@ -123,27 +151,20 @@ impl ChunkWriter {
         }
     }
 
-    /// Room for `events` more.
-    pub fn reserve(&mut self, events: usize) {
-        self.events.reserve(events);
-    }
-
-    /// The chunks written since the last take, if any.
-    pub fn take(&mut self) -> Option<Batch> {
-        if self.events.is_empty() {
-            return None;
-        }
-        let (bytes, ends) = self.events.take_framed();
-        Some(Batch {
-            bytes,
-            ends,
-            seen: std::mem::take(&mut self.seen),
-        })
-    }
-
     fn frame(&mut self, chunk: &UiChunk) {
         self.seen.saw(chunk);
         self.events.push(chunk);
+    }
+}
+
+impl Writer for ChunkWriter {
+    /// Room for `chunks` more events.
+    fn reserve(&mut self, chunks: usize) {
+        self.events.reserve(chunks);
+    }
+
+    fn take(&mut self) -> Option<Batch> {
+        Batch::take(&mut self.events, &mut self.seen)
     }
 }
 

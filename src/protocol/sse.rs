@@ -162,14 +162,17 @@ impl EventWriter {
                 delta,
                 provider_metadata: None,
             } => self.delta(Delta::Reasoning, id, delta),
-            _ => {
-                self.room();
-                let start = self.buf.len();
-                self.buf.extend_from_slice(DATA);
-                let written = serde_json::to_writer(&mut self.buf, chunk);
-                self.end(start, written);
-            }
+            _ => self.push_json(chunk),
         }
+    }
+
+    /// Any event's JSON as its own SSE event: a face's words for a chunk.
+    pub fn push_json(&mut self, event: &impl serde::Serialize) {
+        self.room();
+        let start = self.buf.len();
+        self.buf.extend_from_slice(DATA);
+        let written = serde_json::to_writer(&mut self.buf, event);
+        self.end(start, written);
     }
 
     /// A delta of block `id`, as [`EventWriter::push`] writes its chunk,

@@ -32,7 +32,7 @@ use crate::confirm::GateError;
 use crate::identity::Identity;
 use crate::metrics::{Metrics, Transport, TurnWatch};
 use crate::protocol::RequestError;
-use crate::protocol::sink::End;
+use crate::protocol::sink::{ChunkWriter, End, Writer};
 use crate::protocol::{ChatId, ChatRequest, ClientVersion, ConfirmationFlow, ConfirmationProtocol};
 use crate::store::{LimitError, Limited, Limiter, StoreError};
 
@@ -58,6 +58,16 @@ impl From<StoreError> for TurnError {
     fn from(e: StoreError) -> Self {
         TurnError::Core(e.into())
     }
+}
+
+/// The words a turn's chunks are written in, which say who may read it.
+pub enum Wire {
+    /// The AI SDK's SSE events, fitted to the request's `ai` version: the
+    /// chat's turn, which a resume reads, on any instance with a shared store.
+    AiSdk,
+    /// A face's own events, from its writer: read by the request that
+    /// starts the turn alone, since nothing else speaks its words.
+    Own(Box<dyn Writer>),
 }
 
 /// What the run API needs, built once when the app starts and shared by
@@ -100,10 +110,12 @@ impl Turns {
     /// admit it: streams at once first (a place that can be given back),
     /// then turns per minute (a count that cannot). Its span continues the
     /// trace `trace` names (`traceparent`), with `telemetry.trustTraceparent`.
+    /// Its chunks are written in `wire`'s words.
     pub async fn start(
         &self,
         request: ChatRequest,
         asker: Asker<'_>,
+        wire: Wire,
         transport: Transport,
         trace: &(dyn Extractor + Sync),
     ) -> Result<(Arc<Run>, Subscription), TurnError> {
@@ -111,8 +123,9 @@ impl Turns {
         let chat_id = request.chat_id.clone().into_string();
         let (waiting, waits) = watch::channel(false);
         let span = turn_span(&chat_id, self.trust_traceparent.then_some(trace));
+        let listed = matches!(wire, Wire::AiSdk);
         // Lazy: nothing of the turn runs before it is polled, in its span.
-        let chunks = self.turn(request, asker.who.clone(), waiting)?;
+        let chunks = self.turn(request, asker.who.clone(), wire, waiting)?;
         let streams = self.limiter.rates().concurrent_streams;
         let owner = Owner {
             principal,
@@ -143,7 +156,11 @@ impl Turns {
         // The stream's place is held as long as the turn's chunks are: they
         // are dropped when the turn ends, however it ends.
         let chunks = outgoing(chunks, watch, Some(span), Some(lease));
-        self.runs.start(owner, chunks, waits).await.map_err(busy)
+        match listed {
+            true => self.runs.start(owner, chunks, waits).await,
+            false => self.runs.start_alone(owner, chunks, waits),
+        }
+        .map_err(busy)
     }
 
     /// The turn in flight in `chat_id` (a [`ChatId`], as every chat id the
@@ -177,11 +194,13 @@ impl Turns {
     }
 
     /// The turn for `request`, in the confirmation protocol and flow it
-    /// asks for, its chunks fitted to the client's `ai` version.
+    /// asks for, its chunks written in `wire`'s words: the AI SDK's fitted
+    /// to the client's `ai` version, or the face's own.
     fn turn(
         &self,
         request: ChatRequest,
         who: Identity,
+        wire: Wire,
         waiting: watch::Sender<bool>,
     ) -> Result<Pieces, TurnError> {
         let protocol = request.options.protocol.unwrap_or(self.protocol);
@@ -196,11 +215,15 @@ impl Turns {
         ))
         .into());
         }
+        let out = match wire {
+            Wire::AiSdk => Box::new(ChunkWriter::new(client)),
+            Wire::Own(writer) => writer,
+        };
         tracing::debug!(chat = %request.chat_id, messages = request.messages.len(), "turn");
         Ok(self
             .agent
             .clone()
-            .turn(request, who, protocol, flow, client, waiting))
+            .turn(request, who, protocol, flow, out, waiting))
     }
 }
 
@@ -293,7 +316,8 @@ pub fn continue_held(
             .and_then(|v| v.parse().ok())
             .unwrap_or(default_client);
         let (waiting, waits) = watch::channel(false);
-        let chunks = agent.clone().continue_held(held, client, waiting).boxed();
+        let out = Box::new(ChunkWriter::new(client));
+        let chunks = agent.clone().continue_held(held, out, waiting).boxed();
         let watch = metrics.turn(transport);
         Some((outgoing(chunks, watch, None, None::<()>), waits))
     })

@@ -244,12 +244,20 @@ pub(super) async fn refresh_due(ticks: &mut Option<tokio::time::Interval>) {
     }
 }
 
+/// How long the turn waits for its slowest reader, and whether it says
+/// why it stopped: an AI SDK `error` chunk, which only a turn in the AI
+/// SDK's words may carry.
+pub(super) struct Stall {
+    pub after: Duration,
+    pub said: bool,
+}
+
 pub(super) async fn produce(
     run: Arc<Run>,
     shared: &mut Option<Box<TurnLogWriter>>,
     pieces: Pieces,
     mut waiting: watch::Receiver<bool>,
-    stall: Duration,
+    stall: Stall,
     held: Duration,
 ) {
     let asking = waiting.clone();
@@ -327,7 +335,7 @@ pub(super) async fn produce(
         if !behind {
             continue;
         }
-        let deadline = tokio::time::Instant::now() + stall;
+        let deadline = tokio::time::Instant::now() + stall.after;
         while behind {
             let notified = run.changed.notified();
             tokio::pin!(notified);
@@ -336,9 +344,12 @@ pub(super) async fn produce(
             if behind && tokio::time::timeout_at(deadline, notified).await.is_err() {
                 let why = format!(
                     "a reader stopped reading for {} s; the turn was stopped",
-                    stall.as_secs()
+                    stall.after.as_secs()
                 );
                 tracing::info!("{why}");
+                if !stall.said {
+                    return;
+                }
                 let error = Event::of(&UiChunk::Error { error_text: why });
                 run.lock().entries.push_event(&error);
                 share(shared, &[error], false).await;

@@ -8,9 +8,10 @@
 //! [`TurnError`]; answers inside a chat message reach the turn through the
 //! decision pipeline, which the turn waits on.
 //!
-//! Each turn appends its chunks (as SSE events) to a log; subscribers read
-//! the log at their own pace: the request that started the turn, and any
-//! resume, which replays from the `start` chunk. By concern:
+//! Each turn appends its chunks, framed by its face's writer ([`Wire`]), to
+//! a log; subscribers read the log at their own pace: the request that
+//! started the turn, and, for a turn in the AI SDK's words, any resume,
+//! which replays from the `start` chunk. By concern:
 //!
 //! - [`api`]: the run API above (the limits that admit a turn, its span,
 //!   its chunks fitted to the client and counted), and how a held turn
@@ -59,7 +60,7 @@ mod sessions;
 mod takeover;
 mod threads;
 
-pub use api::{Asker, TurnError, Turns, continue_held};
+pub use api::{Asker, TurnError, Turns, Wire, continue_held};
 pub use calls::{BAD_STATE, Called, Calls, Shown};
 pub use questions::{Asked, Card, QuestionError, Questions, Whose};
 

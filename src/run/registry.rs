@@ -12,7 +12,7 @@ use tokio_util::task::TaskTracker;
 use super::driver::{DETACH_AFTER, Driver, Run, Work};
 use super::entries::Entries;
 use super::limits::{Limits, Owner, RunError};
-use super::log::{MAX_LOG_BYTES, Subscription, produce};
+use super::log::{MAX_LOG_BYTES, Stall, Subscription, produce};
 use crate::agent::Pieces;
 use crate::metrics::Transport;
 use crate::protocol::sse::Event;
@@ -176,6 +176,19 @@ impl Runs {
         self.launch(owner, chunks, waiting, Opening::New(writer))
     }
 
+    /// Starts `chunks`, a turn in a face's own words, read by the request
+    /// that starts it alone: not the chat's turn (a resume finds the one
+    /// before it, and it supersedes none), no shared log, and a stall ends
+    /// it without the AI SDK's error chunk. Counted as every turn.
+    pub fn start_alone(
+        self: &Arc<Self>,
+        owner: Owner<'_>,
+        chunks: Pieces,
+        waiting: watch::Receiver<bool>,
+    ) -> Result<(Arc<Run>, Subscription), RunError> {
+        self.launch(owner, chunks, waiting, Opening::Alone)
+    }
+
     pub(super) fn launch(
         self: &Arc<Self>,
         owner: Owner<'_>,
@@ -183,6 +196,7 @@ impl Runs {
         waiting: watch::Receiver<bool>,
         opening: Opening,
     ) -> Result<(Arc<Run>, Subscription), RunError> {
+        let listed = !matches!(opening, Opening::Alone);
         let key: Key = (owner.principal.into(), owner.chat_id.into());
         let id = {
             let mut registry = self.lock();
@@ -191,6 +205,7 @@ impl Runs {
         };
         let run = Arc::new(Run::new(id, self.tasks.clone(), waiting.clone()));
         let (admitted, writer) = match opening {
+            Opening::Alone => (false, None),
             Opening::New(writer) => (false, writer),
             Opening::Adopted(adopted, writer) => {
                 let mut log = run.lock();
@@ -237,7 +252,8 @@ impl Runs {
             }
             // A new turn of a chat supersedes the old one: nobody could
             // resume that one any more, so if nobody reads it, it stops.
-            if let Some(old) = registry.runs.insert(key.clone(), run.clone())
+            if listed
+                && let Some(old) = registry.runs.insert(key.clone(), run.clone())
                 && !old.has_readers()
             {
                 old.abort();
@@ -259,7 +275,11 @@ impl Runs {
             // Dropping the turn drops `Finished`: the turn is marked done.
             let mut finished = finished;
             let (run, shared) = (finished.run.clone(), &mut finished.shared);
-            produce(run, shared, chunks, waiting, limits.stall, limits.held).await;
+            let stall = Stall {
+                after: limits.stall,
+                said: listed,
+            };
+            produce(run, shared, chunks, waiting, stall, limits.held).await;
         };
         let work: Work = Box::pin(work);
         if shared {
@@ -344,6 +364,8 @@ pub(super) enum Opening {
     New(Option<TurnLogWriter>),
     /// A turn taken over: the chunks it had, and the shared log it goes on in.
     Adopted(Adopted, TurnLogWriter),
+    /// A new turn read by its request alone ([`Runs::start_alone`]).
+    Alone,
 }
 
 /// Every [`DETACH_AFTER`], moves to tasks of their own the turns no reader

@@ -237,3 +237,29 @@ async fn stop_ends_every_turn_wherever_it_runs() {
         .await
         .unwrap_or_else(|_| panic!("turns still counted as running"));
 }
+
+/// A turn in a face's own words is its request's alone: no resume finds
+/// it, it supersedes no chat's turn, and it counts as every turn does.
+#[tokio::test]
+async fn a_turn_started_alone_is_nobody_else_s() {
+    let runs = runs(2, 16);
+    let endless = || chunks(1).chain(futures::stream::pending()).boxed();
+    let Ok((listed, _reader)) = runs.start(owner("p", "c"), endless(), waiting()).await else {
+        panic!("not started")
+    };
+    let Ok((alone, reader)) = runs.start_alone(owner("p", "c"), endless(), waiting()) else {
+        panic!("not started")
+    };
+    let Some(found) = runs.get("p", "c") else {
+        panic!("the chat's turn is gone")
+    };
+    assert!(Arc::ptr_eq(&found, &listed), "a resume found the lone turn");
+    assert!(!listed.is_done());
+    assert_eq!(numbers(reader, 1).await, [0]);
+    assert!(matches!(
+        runs.start_alone(owner("p", "d"), endless(), waiting()),
+        Err(RunError::PerPrincipal(2))
+    ));
+    alone.abort();
+    listed.abort();
+}

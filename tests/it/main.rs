@@ -88,6 +88,7 @@ mod sse_snapshots;
 mod storage_failure;
 mod tidy;
 mod tidy_execute;
+mod tidy_faces;
 mod tidy_pipeline;
 mod traces;
 mod turns_in_flight;

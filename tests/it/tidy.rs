@@ -27,13 +27,13 @@ const LAYERS: &[&[&str]] = &[
     &["app"],
 ];
 
-type ModPath = Vec<String>;
+pub(crate) type ModPath = Vec<String>;
 
-struct Source {
-    module: ModPath,
+pub(crate) struct Source {
+    pub(crate) module: ModPath,
     /// Whether the file is a module's root (`mod.rs`, `lib.rs`).
-    root: bool,
-    text: String,
+    pub(crate) root: bool,
+    pub(crate) text: String,
 }
 
 #[test]
@@ -46,78 +46,6 @@ fn imports_point_down_the_layers() {
 fn no_module_has_an_import_circle() {
     let circles = circles(&sources());
     assert_none("import circles", &circles);
-}
-
-/// Every face (`src/faces/`) reaches the core only through the door
-/// (`run/`): none names a `Gate` or an `Agent`, reads an `.agent`, or
-/// names a path into `confirm`, `store`, `agent`, `tools`, `policy` or
-/// `provider`; the core's words it speaks are the ones `run` re-exports. So
-/// every check of who may see, decide or open what stays behind the door,
-/// once, and a new face cannot do otherwise.
-#[test]
-fn faces_reach_the_core_only_through_the_door() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let faces: Vec<Source> = sources()
-        .into_iter()
-        .filter(|s| s.module.first().map(String::as_str) == Some("faces"))
-        .collect();
-    assert!(faces.len() > 20, "the faces were not found under {src:?}");
-    let mut wrong = Vec::new();
-    for face in &faces {
-        let file = face.module.join("/");
-        wrong.extend(core_named(face).into_iter().map(|n| format!("{file}: {n}")));
-    }
-    assert_none("faces that reach past the door", &wrong);
-}
-
-/// What of the core a face's source names past the door.
-fn core_named(source: &Source) -> Vec<String> {
-    let text = source.text.as_str();
-    let mut named = BTreeSet::new();
-    let idents = text.split(|c: char| !(c.is_alphanumeric() || c == '_'));
-    for core in ["Gate", "Agent"] {
-        if idents.clone().any(|ident| ident == core) {
-            named.insert(format!("`{core}`"));
-        }
-    }
-    let fields = text
-        .match_indices(".agent")
-        .map(|(at, m)| &text[at + m.len()..]);
-    if fields
-        .into_iter()
-        .any(|rest| !rest.starts_with(|c: char| c.is_alphanumeric() || c == '_'))
-    {
-        named.insert("`.agent`".to_owned());
-    }
-    for path in paths(source) {
-        let top = path.first().map(String::as_str);
-        if let Some(top @ ("confirm" | "store" | "agent" | "tools" | "policy" | "provider")) = top {
-            named.insert(format!("`crate::{top}`"));
-        }
-    }
-    named.into_iter().collect()
-}
-
-#[test]
-fn the_door_check_sees_what_it_must() {
-    let named = |text: &str| {
-        core_named(&Source {
-            module: vec!["faces".into(), "decisions".into(), "inbox".into()],
-            root: false,
-            text: strip(text),
-        })
-    };
-    assert_eq!(
-        named("use crate::{run::Questions, confirm::Scope}; fn f(g: &Gate) {}"),
-        ["`Gate`", "`crate::confirm`"]
-    );
-    assert_eq!(
-        named("let s = state.agent.gate; fn f(i: crate::store::Issued) {}"),
-        ["`.agent`", "`crate::store`"]
-    );
-    let clean = "// the Gate, state.agent, crate::confirm\nuse crate::run::GateError; \
-                 let t = \"crate::store\"; let a = x.agents;";
-    assert!(named(clean).is_empty(), "{:?}", named(clean));
 }
 
 /// Redis's Lua scripts are `.lua` files (`src/store/redis/lua/`), loaded
@@ -344,7 +272,7 @@ fn reexports(sources: &[Source]) -> BTreeMap<(ModPath, String), String> {
 
 /// Every path the file names, from the crate root: `crate::a::b`, and
 /// `super::…` resolved against the file's module.
-fn paths(source: &Source) -> Vec<ModPath> {
+pub(crate) fn paths(source: &Source) -> Vec<ModPath> {
     let mut out = Vec::new();
     for (keyword, base) in [
         ("crate::", Vec::new()),
@@ -471,7 +399,7 @@ fn find_circle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>
 }
 
 /// The library's sources (`main.rs` is the binary, above everything).
-fn sources() -> Vec<Source> {
+pub(crate) fn sources() -> Vec<Source> {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut files = Vec::new();
     rust_files(&src, &mut files);
@@ -501,7 +429,7 @@ fn sources() -> Vec<Source> {
 
 /// The source without comments and string or char literals (a path in a
 /// doc or a message is not an import).
-fn strip(text: &str) -> String {
+pub(crate) fn strip(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut chars = text.chars().peekable();
     let mut last = ' ';

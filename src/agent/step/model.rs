@@ -8,7 +8,7 @@ use crate::agent::event::AgentEvent;
 use crate::agent::{Phase, Turn};
 use crate::call::{MAX_ARGS_BYTES, MAX_CALLS_PER_STEP};
 use crate::protocol::ConfirmationProtocol;
-use crate::protocol::sink::ChunkWriter;
+use crate::protocol::sink::Writer;
 use crate::provider::measured::Watch;
 use crate::provider::{ModelEvents, ProviderError, ProviderEvent};
 
@@ -43,7 +43,7 @@ impl Turn {
     pub(in crate::agent) async fn model(
         &mut self,
         mut model: Model,
-        out: &mut ChunkWriter,
+        out: &mut dyn Writer,
     ) -> Phase {
         if model.ready.as_slice().is_empty() {
             let next = model.events.next().await;
@@ -84,7 +84,7 @@ impl Turn {
         &mut self,
         model: &mut Model,
         next: Option<Result<Vec<ProviderEvent>, ProviderError>>,
-        out: &mut ChunkWriter,
+        out: &mut dyn Writer,
     ) -> Option<Phase> {
         match next {
             Some(Ok(batch)) => {
@@ -123,7 +123,7 @@ impl Turn {
         &mut self,
         calls: &mut Vec<Streaming>,
         event: ProviderEvent,
-        out: &mut ChunkWriter,
+        out: &mut dyn Writer,
     ) -> Option<Phase> {
         let event = match event {
             // Straight to the encoder: see `TurnEncoder::text`.

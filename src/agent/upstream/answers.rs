@@ -11,7 +11,7 @@ use crate::agent::answers::{Open, answers};
 use crate::agent::event::AgentEvent;
 use crate::agent::{Turn, card_settled};
 use crate::confirm::{Answer, Answered, CONFIRMATION_TOOL, Decision, Gate, GateError, Scope};
-use crate::protocol::sink::ChunkWriter;
+use crate::protocol::sink::Writer;
 use crate::protocol::{ConfirmationProtocol, Part, UiMessage, adk};
 use crate::provider::adk::{Adk, Message, Reply};
 use crate::store::Outcome;
@@ -97,7 +97,7 @@ impl Upstream {
     pub(super) async fn forged_results(
         &mut self,
         turn: &mut Turn,
-        out: &mut ChunkWriter,
+        out: &mut dyn Writer,
     ) -> Result<bool, GateError> {
         let open = Box::pin(turn.agent.gate.open(&turn.scope)).await?;
         let waiting: HashSet<&str> = open.iter().map(|i| i.call.id.as_str()).collect();
@@ -120,12 +120,7 @@ impl Upstream {
 
     /// A question the gate decided: what the client sees now (its reply
     /// to ADK is made by [`Decided::reply`]).
-    pub(super) fn decided_here(
-        &mut self,
-        turn: &mut Turn,
-        decided: Decided,
-        out: &mut ChunkWriter,
-    ) {
+    pub(super) fn decided_here(&mut self, turn: &mut Turn, decided: Decided, out: &mut dyn Writer) {
         let Decided {
             id: confirmation_id,
             native,
@@ -169,7 +164,7 @@ impl Upstream {
     pub(super) async fn hold(
         &mut self,
         turn: &mut Turn,
-        out: &mut ChunkWriter,
+        out: &mut dyn Writer,
     ) -> Result<(), GateError> {
         let native = turn.protocol == ConfirmationProtocol::AiSdk;
         for id in std::mem::take(&mut self.asked) {

@@ -10,7 +10,7 @@ use crate::agent::Turn;
 use crate::agent::event::{AgentEvent, Asked};
 use crate::call::ToolCall;
 use crate::confirm::{NewCall, Question};
-use crate::protocol::sink::ChunkWriter;
+use crate::protocol::sink::Writer;
 use crate::provider::ProviderError;
 use crate::provider::adk::{AdkEvent, Confirmation, Reply};
 use crate::store::Outcome;
@@ -22,7 +22,7 @@ impl Upstream {
         &mut self,
         turn: &mut Turn,
         event: Result<AdkEvent, ProviderError>,
-        out: &mut ChunkWriter,
+        out: &mut dyn Writer,
     ) {
         let event = match event {
             Ok(event) => event,
@@ -58,7 +58,7 @@ impl Upstream {
         id: String,
         name: String,
         output: Value,
-        out: &mut ChunkWriter,
+        out: &mut dyn Writer,
     ) {
         if self.decided.contains(&id) {
             return;
@@ -96,7 +96,7 @@ impl Upstream {
     }
 
     /// ADK asks about one of its calls: the gate decides.
-    async fn question(&mut self, turn: &mut Turn, asked: Confirmation, out: &mut ChunkWriter) {
+    async fn question(&mut self, turn: &mut Turn, asked: Confirmation, out: &mut dyn Writer) {
         self.take_pending(&asked.original.id);
         turn.emit(AgentEvent::ModelEnd, out);
         let call = asked.original.clone();
@@ -152,7 +152,7 @@ impl Upstream {
 
     /// Calls ADK made that neither ran nor were asked about by the
     /// response's end: shown, with no result yet.
-    pub(super) fn calls_without_result(&mut self, turn: &mut Turn, out: &mut ChunkWriter) {
+    pub(super) fn calls_without_result(&mut self, turn: &mut Turn, out: &mut dyn Writer) {
         turn.emit(AgentEvent::ModelEnd, out);
         for call in std::mem::take(&mut self.pending) {
             turn.emit(AgentEvent::Released { call, kept: true }, out);

@@ -7,9 +7,11 @@
 //!   a turn takes, the resume entries);
 //! - `resume.rs` checks a resume against the store and decides each answer
 //!   through the gate's one pipeline, as the decisions API does;
-//! - `wire.rs` holds AG-UI's words: the turn's UI chunks as events (read
-//!   from the turn's log, as every reader of a turn reads it), a question
-//!   as a tool-bound interrupt, a payload as a decision.
+//! - `wire.rs` holds AG-UI's words: the turn's UI chunks as events, a
+//!   question as a tool-bound interrupt, a payload as a decision;
+//! - `writer.rs` is what the turn writes its chunks into: each said at once
+//!   in AG-UI's events, framed as SSE (the turn's log holds them as they go
+//!   out; no other request reads this run).
 //!
 //! A question ends the run (`RUN_FINISHED` with the interrupts, after the
 //! snapshots); the next run on the thread carries `resume`, and the turn
@@ -18,6 +20,7 @@
 mod request;
 mod resume;
 mod wire;
+mod writer;
 
 use std::collections::HashMap;
 
@@ -36,9 +39,10 @@ use super::{ApiError, HttpState, sse};
 use crate::identity::Identity;
 use crate::metrics::Transport;
 use crate::protocol::sse::Event;
+use crate::run::Wire;
 use request::RunAgentInput;
 use resume::{Refused, ResumeError};
-use wire::Translator;
+use writer::AgUiWriter;
 
 /// `GET /ag-ui`: the agent's capabilities.
 pub(super) async fn capabilities() -> Json<Value> {
@@ -98,7 +102,9 @@ fn events(
         };
         let trace = HeaderExtractor(&headers);
         let asker = state.asker(&who);
-        let started = turns.start(request, asker, Transport::Agui, &trace).await;
+        let (writer, tail) = AgUiWriter::new(&run);
+        let wire = Wire::Own(Box::new(writer));
+        let started = turns.start(request, asker, wire, Transport::Agui, &trace).await;
         let reader = match started {
             Ok((_, reader)) => reader,
             Err(e) => {
@@ -106,17 +112,17 @@ fn events(
                 return;
             }
         };
-        let mut translator = Translator::new(&run);
+        // The turn's events, as the writer framed them.
         let mut chunks = std::pin::pin!(reader.chunks());
-        while let Some((_, chunk)) = chunks.next().await {
-            for event in translator.on_chunk(&chunk.json()) {
-                yield frame(&event);
-            }
-            if *translator.ended() == wire::Ended::Failed {
-                return;
-            }
+        while let Some((_, event)) = chunks.next().await {
+            yield event;
         }
-        let interrupts = match resume::interrupts(questions, &who, &thread, translator.asked()).await {
+        // The turn has let go of its writer: it ended, or was stopped.
+        let Ok(tail) = tail.await else { return };
+        if tail.ended == wire::Ended::Failed {
+            return;
+        }
+        let interrupts = match resume::interrupts(questions, &who, &thread, &tail.asked).await {
             Ok(interrupts) => interrupts,
             Err(e) => {
                 yield frame(&refusal_of(ApiError::from(e)));
@@ -124,12 +130,11 @@ fn events(
             }
         };
         if !interrupts.is_empty() {
-            let made = translator.messages();
-            for snapshot in wire::snapshots(input.state.as_ref(), &input.messages, made) {
+            for snapshot in wire::snapshots(input.state.as_ref(), &input.messages, &tail.messages) {
                 yield frame(&snapshot);
             }
         }
-        yield frame(&wire::run_finished(&thread, &run, translator.ended(), interrupts));
+        yield frame(&wire::run_finished(&thread, &run, &tail.ended, interrupts));
     }
 }
 

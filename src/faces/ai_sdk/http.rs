@@ -21,7 +21,7 @@ use crate::faces::auth::Caller;
 use crate::faces::{ApiError, HttpState, sse};
 use crate::metrics::Transport;
 use crate::protocol::{ChatId, ChatRequest, RequestError};
-use crate::run::StartIndex;
+use crate::run::{StartIndex, Wire};
 
 /// The run a streamed turn's response belongs to (its chat id).
 const RUN_ID: HeaderName = HeaderName::from_static("x-workflow-run-id");
@@ -42,7 +42,7 @@ pub(in crate::faces) async fn stream(
     let asker = state.asker(&who);
     let trace = HeaderExtractor(&headers);
     let (_, reader) = (state.turns)
-        .start(request, asker, Transport::Sse, &trace)
+        .start(request, asker, Wire::AiSdk, Transport::Sse, &trace)
         .await?;
     let mut response = sse::log_response(reader, state.keep_alive);
     if let Some(run_id) = run_id {

@@ -5,7 +5,7 @@
 
 mod translate;
 
-pub use translate::{Ended, Translator};
+pub use translate::{Ended, Tail, Translator};
 
 use serde_json::{Map, Value, json};
 

@@ -2,24 +2,119 @@ use serde_json::{Value, json};
 
 use super::*;
 use crate::call::ToolCall;
-use crate::protocol::ConfirmationProtocol;
+use crate::protocol::chunk::ToolExtras;
+use crate::protocol::{BlockId, ConfirmationProtocol, UiChunk};
 use crate::run::RecordKind;
 
-/// The events of `chunks`, each as `TYPE` or `TYPE:field=value,…` of the
-/// fields that matter.
-fn check(chunks: &[Value], expected: &[Value]) -> Translator {
+/// The chunk `json` is the AI SDK's JSON of (the kinds these tests write).
+fn chunk(json: &Value) -> UiChunk {
+    let text = |key: &str| json[key].as_str().unwrap_or_default().to_owned();
+    let id = || BlockId::from(text("id"));
+    let input = || Box::new(json["input"].clone());
+    let extras = ToolExtras::default;
+    match json["type"].as_str().unwrap_or_default() {
+        "start" => UiChunk::Start {
+            message_id: Some(text("messageId")),
+            message_metadata: None,
+        },
+        "start-step" => UiChunk::StartStep,
+        "finish-step" => UiChunk::FinishStep,
+        "finish" => UiChunk::Finish {
+            finish_reason: None,
+            message_metadata: None,
+        },
+        "abort" => UiChunk::Abort { reason: None },
+        "error" => UiChunk::Error {
+            error_text: text("errorText"),
+        },
+        "text-start" => UiChunk::TextStart {
+            id: id(),
+            provider_metadata: None,
+        },
+        "text-delta" => UiChunk::TextDelta {
+            id: id(),
+            delta: text("delta").into(),
+            provider_metadata: None,
+        },
+        "text-end" => UiChunk::TextEnd {
+            id: id(),
+            provider_metadata: None,
+        },
+        "reasoning-start" => UiChunk::ReasoningStart {
+            id: id(),
+            provider_metadata: None,
+        },
+        "reasoning-delta" => UiChunk::ReasoningDelta {
+            id: id(),
+            delta: text("delta").into(),
+            provider_metadata: None,
+        },
+        "reasoning-end" => UiChunk::ReasoningEnd {
+            id: id(),
+            provider_metadata: None,
+        },
+        "tool-input-start" => UiChunk::ToolInputStart {
+            tool_call_id: text("toolCallId"),
+            tool_name: text("toolName"),
+            extras: extras(),
+        },
+        "tool-input-delta" => UiChunk::ToolInputDelta {
+            tool_call_id: text("toolCallId"),
+            input_text_delta: text("inputTextDelta"),
+        },
+        "tool-input-available" => UiChunk::ToolInputAvailable {
+            tool_call_id: text("toolCallId"),
+            tool_name: text("toolName"),
+            input: input(),
+            extras: extras(),
+        },
+        "tool-input-error" => UiChunk::ToolInputError {
+            tool_call_id: text("toolCallId"),
+            tool_name: text("toolName"),
+            input: input(),
+            error_text: text("errorText"),
+            extras: extras(),
+        },
+        "tool-approval-request" => UiChunk::ToolApprovalRequest {
+            approval_id: text("approvalId"),
+            tool_call_id: text("toolCallId"),
+        },
+        "tool-output-available" => UiChunk::ToolOutputAvailable {
+            tool_call_id: text("toolCallId"),
+            output: Box::new(json["output"].clone()),
+            provider_executed: None,
+            provider_metadata: None,
+            dynamic: None,
+            preliminary: json["preliminary"].as_bool(),
+        },
+        "tool-output-error" => UiChunk::ToolOutputError {
+            tool_call_id: text("toolCallId"),
+            error_text: text("errorText"),
+            provider_executed: None,
+            provider_metadata: None,
+            dynamic: None,
+        },
+        "tool-output-denied" => UiChunk::ToolOutputDenied {
+            tool_call_id: text("toolCallId"),
+        },
+        other => panic!("no test chunk {other}"),
+    }
+}
+
+/// The events of `chunks`; what the run ends with.
+fn check(chunks: &[Value], expected: &[Value]) -> Tail {
     let mut translator = Translator::new("run-1");
     let mut events = Vec::new();
-    for chunk in chunks {
-        events.extend(translator.on_chunk(chunk.to_string().as_bytes()));
+    for json in chunks {
+        events.extend(translator.on_chunk(&chunk(json)));
     }
     assert_eq!(events, expected);
-    translator
+    translator.tail()
 }
 
 #[test]
 fn text_and_reasoning_are_messages_named_by_the_run() {
-    let translator = check(
+    let tail = check(
         &[
             json!({"type": "start", "messageId": "msg-1"}),
             json!({"type": "start-step"}),
@@ -46,18 +141,18 @@ fn text_and_reasoning_are_messages_named_by_the_run() {
         ],
     );
     assert_eq!(
-        translator.messages(),
+        tail.messages,
         [
             json!({"id": "run-1.r-1", "role": "reasoning", "content": "hm"}),
             json!({"id": "run-1.t-1", "role": "assistant", "content": "Hi"}),
         ]
     );
-    assert_eq!(*translator.ended(), Ended::Finished);
+    assert_eq!(tail.ended, Ended::Finished);
 }
 
 #[test]
 fn a_streamed_call_keeps_its_deltas_and_an_asked_one_is_noted() {
-    let translator = check(
+    let tail = check(
         &[
             json!({"type": "tool-input-start", "toolCallId": "call-1", "toolName": "pay"}),
             json!({"type": "tool-input-delta", "toolCallId": "call-1", "inputTextDelta": "{\"a\":"}),
@@ -73,12 +168,9 @@ fn a_streamed_call_keeps_its_deltas_and_an_asked_one_is_noted() {
             json!({"type": "TOOL_CALL_END", "toolCallId": "call-1"}),
         ],
     );
+    assert_eq!(tail.asked, [("approval-2".to_owned(), "call-1".to_owned())]);
     assert_eq!(
-        translator.asked(),
-        [("approval-2".to_owned(), "call-1".to_owned())]
-    );
-    assert_eq!(
-        translator.messages()[0]["toolCalls"][0]["function"],
+        tail.messages[0]["toolCalls"][0]["function"],
         json!({"name": "pay", "arguments": "{\"a\":1}"})
     );
 }
@@ -118,7 +210,7 @@ fn a_step_s_calls_join_its_text_message_and_a_new_step_starts_another() {
     let whole = |id: &str| json!({"type": "tool-input-available", "toolCallId": id, "toolName": "pay", "input": {}});
     let args = |id: &str| json!({"type": "TOOL_CALL_ARGS", "toolCallId": id, "delta": "{}"});
     let end = |id: &str| json!({"type": "TOOL_CALL_END", "toolCallId": id});
-    let translator = check(
+    let tail = check(
         &[
             json!({"type": "start-step"}),
             json!({"type": "text-start", "id": "t-1"}),
@@ -151,7 +243,7 @@ fn a_step_s_calls_join_its_text_message_and_a_new_step_starts_another() {
     );
     let call = |id: &str| json!({"id": id, "type": "function", "function": {"name": "pay", "arguments": "{}"}});
     assert_eq!(
-        translator.messages(),
+        tail.messages,
         [
             json!({"id": "run-1.t-1", "role": "assistant", "content": "Paying both.", "toolCalls": [call("a"), call("b")]}),
             json!({"id": "c", "role": "assistant", "toolCalls": [call("c"), call("d")]}),
@@ -164,14 +256,14 @@ fn an_error_is_a_run_error_and_an_abort_a_cancelled_run() {
     let failed = check(
         &[
             json!({"type": "error", "errorText": "the model failed"}),
-            json!("not a chunk"),
+            json!({"type": "text-start", "id": "t-1"}),
         ],
         &[json!({"type": "RUN_ERROR", "message": "the model failed", "code": TURN_ERROR})],
     );
-    assert_eq!(*failed.ended(), Ended::Failed);
+    assert_eq!(failed.ended, Ended::Failed);
     let aborted = check(&[json!({"type": "abort"})], &[]);
     assert_eq!(
-        run_finished("t", "r", aborted.ended(), Vec::new())["outcome"],
+        run_finished("t", "r", &aborted.ended, Vec::new())["outcome"],
         json!({"type": "cancelled"})
     );
     assert_eq!(

@@ -1,93 +1,13 @@
-//! A turn's UI chunks, as the turn's log holds them, in AG-UI's events:
+//! A turn's UI chunks, as the turn writes them, in AG-UI's events:
 //! [`Translator`], one per run, and the messages those events make.
 
 use std::collections::HashMap;
 
-use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{DENIED, TURN_ERROR, run_error};
-
-/// The chunks of a turn AG-UI has words for; the rest say nothing here.
-#[derive(Deserialize)]
-#[serde(tag = "type", rename_all = "kebab-case")]
-enum Chunk {
-    TextStart {
-        id: String,
-    },
-    TextDelta {
-        id: String,
-        delta: String,
-    },
-    TextEnd {
-        id: String,
-    },
-    ReasoningStart {
-        id: String,
-    },
-    ReasoningDelta {
-        id: String,
-        delta: String,
-    },
-    ReasoningEnd {
-        id: String,
-    },
-    #[serde(rename_all = "camelCase")]
-    ToolInputStart {
-        tool_call_id: String,
-        tool_name: String,
-    },
-    #[serde(rename_all = "camelCase")]
-    ToolInputDelta {
-        tool_call_id: String,
-        input_text_delta: String,
-    },
-    #[serde(rename_all = "camelCase")]
-    ToolInputAvailable {
-        tool_call_id: String,
-        tool_name: String,
-        #[serde(default)]
-        input: Value,
-    },
-    #[serde(rename_all = "camelCase")]
-    ToolInputError {
-        tool_call_id: String,
-        tool_name: String,
-        #[serde(default)]
-        input: Value,
-        error_text: String,
-    },
-    #[serde(rename_all = "camelCase")]
-    ToolApprovalRequest {
-        approval_id: String,
-        tool_call_id: String,
-    },
-    #[serde(rename_all = "camelCase")]
-    ToolOutputAvailable {
-        tool_call_id: String,
-        #[serde(default)]
-        output: Value,
-        #[serde(default)]
-        preliminary: bool,
-    },
-    #[serde(rename_all = "camelCase")]
-    ToolOutputError {
-        tool_call_id: String,
-        error_text: String,
-    },
-    #[serde(rename_all = "camelCase")]
-    ToolOutputDenied {
-        tool_call_id: String,
-    },
-    #[serde(rename_all = "camelCase")]
-    Error {
-        error_text: String,
-    },
-    Abort {},
-    StartStep {},
-    #[serde(other)]
-    Other,
-}
+use crate::protocol::UiChunk;
+use crate::protocol::sse::Delta;
 
 /// How a turn ended, as far as its chunks said.
 #[derive(Debug, Clone, PartialEq)]
@@ -98,6 +18,16 @@ pub enum Ended {
     Failed,
     /// Stopped (`abort`).
     Aborted,
+}
+
+/// What a run's translation ends with: what its last events need.
+#[derive(Debug)]
+pub struct Tail {
+    /// The questions the turn asked, `(question id, tool call id)`.
+    pub asked: Vec<(String, String)>,
+    /// The messages the run made, as a client applying its events holds them.
+    pub messages: Vec<Value>,
+    pub ended: Ended,
 }
 
 /// One run's translation of a turn's UI chunks into AG-UI events, and the
@@ -133,18 +63,13 @@ impl Translator {
         }
     }
 
-    /// The questions the turn asked, `(question id, tool call id)`.
-    pub fn asked(&self) -> &[(String, String)] {
-        &self.asked
-    }
-
-    pub fn ended(&self) -> &Ended {
-        &self.ended
-    }
-
-    /// The messages this run made.
-    pub fn messages(&self) -> &[Value] {
-        &self.messages
+    /// What the run's last events need, taken at its end.
+    pub fn tail(&mut self) -> Tail {
+        Tail {
+            asked: std::mem::take(&mut self.asked),
+            messages: std::mem::take(&mut self.messages),
+            ended: self.ended.clone(),
+        }
     }
 
     /// A block's message id: the run's, so ids never meet across runs.
@@ -152,15 +77,15 @@ impl Translator {
         format!("{}.{block}", self.run_id)
     }
 
-    /// The AG-UI events of one UI chunk (its JSON); none for a chunk
-    /// AG-UI has no words for, or one that does not parse.
-    pub fn on_chunk(&mut self, json: &[u8]) -> Vec<Value> {
-        let Ok(chunk) = serde_json::from_slice::<Chunk>(json) else {
+    /// The AG-UI events of one UI chunk; none for a chunk AG-UI has no
+    /// words for, nor after the run failed (its `RUN_ERROR` was its last).
+    pub fn on_chunk(&mut self, chunk: &UiChunk) -> Vec<Value> {
+        if self.ended == Ended::Failed {
             return Vec::new();
-        };
+        }
         match chunk {
-            Chunk::TextStart { id } => {
-                let message_id = self.message_id(&id);
+            UiChunk::TextStart { id, .. } => {
+                let message_id = self.message_id(id);
                 self.step = Some(self.messages.len());
                 self.open_block(
                     id,
@@ -170,22 +95,16 @@ impl Translator {
                     json!({"type": "TEXT_MESSAGE_START", "messageId": message_id, "role": "assistant"}),
                 ]
             }
-            Chunk::TextDelta { id, delta } => match self.append(&id, &delta) {
-                Some(message_id) => {
-                    vec![
-                        json!({"type": "TEXT_MESSAGE_CONTENT", "messageId": message_id, "delta": delta}),
-                    ]
-                }
-                None => Vec::new(),
-            },
-            Chunk::TextEnd { id } => match self.blocks.remove(&id) {
+            UiChunk::TextDelta { id, delta, .. } => self.on_delta(Delta::Text, id, delta),
+            UiChunk::ReasoningDelta { id, delta, .. } => self.on_delta(Delta::Reasoning, id, delta),
+            UiChunk::TextEnd { id, .. } => match self.blocks.remove(&**id) {
                 Some(_) => {
-                    vec![json!({"type": "TEXT_MESSAGE_END", "messageId": self.message_id(&id)})]
+                    vec![json!({"type": "TEXT_MESSAGE_END", "messageId": self.message_id(id)})]
                 }
                 None => Vec::new(),
             },
-            Chunk::ReasoningStart { id } => {
-                let message_id = self.message_id(&id);
+            UiChunk::ReasoningStart { id, .. } => {
+                let message_id = self.message_id(id);
                 self.open_block(
                     id,
                     json!({"id": message_id, "role": "reasoning", "content": ""}),
@@ -195,15 +114,9 @@ impl Translator {
                     json!({"type": "REASONING_MESSAGE_START", "messageId": message_id, "role": "reasoning"}),
                 ]
             }
-            Chunk::ReasoningDelta { id, delta } => match self.append(&id, &delta) {
-                Some(message_id) => vec![
-                    json!({"type": "REASONING_MESSAGE_CONTENT", "messageId": message_id, "delta": delta}),
-                ],
-                None => Vec::new(),
-            },
-            Chunk::ReasoningEnd { id } => match self.blocks.remove(&id) {
+            UiChunk::ReasoningEnd { id, .. } => match self.blocks.remove(&**id) {
                 Some(_) => {
-                    let message_id = self.message_id(&id);
+                    let message_id = self.message_id(id);
                     vec![
                         json!({"type": "REASONING_MESSAGE_END", "messageId": message_id}),
                         json!({"type": "REASONING_END", "messageId": message_id}),
@@ -211,86 +124,107 @@ impl Translator {
                 }
                 None => Vec::new(),
             },
-            Chunk::ToolInputStart {
+            UiChunk::ToolInputStart {
                 tool_call_id,
                 tool_name,
-            } => self.start_call(&tool_call_id, &tool_name),
-            Chunk::ToolInputDelta {
+                ..
+            } => self.start_call(tool_call_id, tool_name),
+            UiChunk::ToolInputDelta {
                 tool_call_id,
                 input_text_delta,
             } => {
-                let Some((at, k, streamed)) = self.calls.get_mut(&tool_call_id) else {
+                let Some((at, k, streamed)) = self.calls.get_mut(tool_call_id) else {
                     return Vec::new();
                 };
                 *streamed = true;
                 if let Some(args) = arguments(&mut self.messages[*at], *k) {
-                    args.push_str(&input_text_delta);
+                    args.push_str(input_text_delta);
                 }
                 vec![
                     json!({"type": "TOOL_CALL_ARGS", "toolCallId": tool_call_id, "delta": input_text_delta}),
                 ]
             }
-            Chunk::ToolInputAvailable {
+            UiChunk::ToolInputAvailable {
                 tool_call_id,
                 tool_name,
                 input,
-            } => self.end_call(&tool_call_id, &tool_name, &input),
-            Chunk::ToolInputError {
+                ..
+            } => self.end_call(tool_call_id, tool_name, input),
+            UiChunk::ToolInputError {
                 tool_call_id,
                 tool_name,
                 input,
                 error_text,
+                ..
             } => {
-                let mut events = self.end_call(&tool_call_id, &tool_name, &input);
-                events.push(self.result(&tool_call_id, error_text));
+                let mut events = self.end_call(tool_call_id, tool_name, input);
+                events.push(self.result(tool_call_id, error_text.clone()));
                 events
             }
-            Chunk::ToolApprovalRequest {
+            UiChunk::ToolApprovalRequest {
                 approval_id,
                 tool_call_id,
             } => {
-                self.asked.push((approval_id, tool_call_id));
+                self.asked.push((approval_id.clone(), tool_call_id.clone()));
                 Vec::new()
             }
-            Chunk::ToolOutputAvailable {
-                preliminary: true, ..
+            UiChunk::ToolOutputAvailable {
+                preliminary: Some(true),
+                ..
             } => Vec::new(),
-            Chunk::ToolOutputAvailable {
+            UiChunk::ToolOutputAvailable {
                 tool_call_id,
                 output,
                 ..
             } => {
-                let content = match output {
-                    Value::String(text) => text,
+                let content = match &**output {
+                    Value::String(text) => text.clone(),
                     other => other.to_string(),
                 };
-                vec![self.result(&tool_call_id, content)]
+                vec![self.result(tool_call_id, content)]
             }
-            Chunk::ToolOutputError {
+            UiChunk::ToolOutputError {
                 tool_call_id,
                 error_text,
-            } => vec![self.result(&tool_call_id, error_text)],
-            Chunk::ToolOutputDenied { tool_call_id } => {
-                vec![self.result(&tool_call_id, DENIED.to_owned())]
+                ..
+            } => vec![self.result(tool_call_id, error_text.clone())],
+            UiChunk::ToolOutputDenied { tool_call_id } => {
+                vec![self.result(tool_call_id, DENIED.to_owned())]
             }
-            Chunk::Error { error_text } => {
+            UiChunk::Error { error_text } => {
                 self.ended = Ended::Failed;
-                vec![run_error(TURN_ERROR, &error_text)]
+                vec![run_error(TURN_ERROR, error_text)]
             }
-            Chunk::Abort {} => {
+            UiChunk::Abort { .. } => {
                 self.ended = Ended::Aborted;
                 Vec::new()
             }
-            Chunk::StartStep {} => {
+            UiChunk::StartStep => {
                 self.step = None;
                 Vec::new()
             }
-            Chunk::Other => Vec::new(),
+            _ => Vec::new(),
         }
     }
 
-    fn open_block(&mut self, id: String, message: Value) {
-        self.blocks.insert(id, self.messages.len());
+    /// The AG-UI event of a text or reasoning delta of block `id`: none
+    /// for a block not open, or a delta that says nothing.
+    pub fn on_delta(&mut self, kind: Delta, id: &str, delta: &str) -> Vec<Value> {
+        if self.ended == Ended::Failed {
+            return Vec::new();
+        }
+        let Some(message_id) = self.append(id, delta) else {
+            return Vec::new();
+        };
+        let kind = match kind {
+            Delta::Text => "TEXT_MESSAGE_CONTENT",
+            Delta::Reasoning => "REASONING_MESSAGE_CONTENT",
+        };
+        vec![json!({"type": kind, "messageId": message_id, "delta": delta})]
+    }
+
+    fn open_block(&mut self, id: &str, message: Value) {
+        self.blocks.insert(id.to_owned(), self.messages.len());
         self.messages.push(message);
     }
 

@@ -26,7 +26,7 @@ use crate::protocol::message::check_id;
 use crate::protocol::sse::Event;
 use crate::protocol::{ChatId, ChatRequest};
 use crate::run::{AnswerKeys, Decision, OutOfBand, Refused};
-use crate::run::{Run, StartIndex};
+use crate::run::{Run, StartIndex, Wire};
 
 /// Requests (sends and resumes) in flight on one socket.
 const MAX_REQUESTS: usize = 64;
@@ -182,7 +182,13 @@ async fn frame(
             let request = ChatRequest::from_slice(&bytes).map_err(|e| fail(e.into()))?;
             let trace = HeaderExtractor(&socket.upgrade);
             let (run, reader) = (state.turns)
-                .start(request, state.asker(&who), Transport::Live, &trace)
+                .start(
+                    request,
+                    state.asker(&who),
+                    Wire::AiSdk,
+                    Transport::Live,
+                    &trace,
+                )
                 .await
                 .map_err(|e| fail(e.into()))?;
             let task =

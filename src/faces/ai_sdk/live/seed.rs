@@ -28,7 +28,7 @@ use crate::faces::ApiError;
 use crate::metrics::Transport;
 use crate::protocol::sse::{DONE, SseEncoder};
 use crate::protocol::{ChatRequest, RequestError, UiChunk};
-use crate::run::{Run, Subscription};
+use crate::run::{Run, Subscription, Wire};
 
 pub(super) const BINARY: Close = Close::new(close_code::UNSUPPORTED, "binary frames are not taken");
 const NOT_JSON: Close = Close::new(close_code::PROTOCOL, "frame is not JSON");
@@ -253,7 +253,7 @@ async fn start(
     let trace = HeaderExtractor(&socket.upgrade);
     let asker = socket.state.asker(&who);
     Ok((socket.state.turns)
-        .start(request, asker, Transport::Live, &trace)
+        .start(request, asker, Wire::AiSdk, Transport::Live, &trace)
         .await?)
 }
 
