@@ -48,12 +48,7 @@ impl TurnEncoder {
     /// [`AgentEvent::TextDelta`]'s chunks, for a caller that has the delta
     /// alone: the most frequent event, which as an `AgentEvent` would be
     /// moved whole (the size of the largest event) for its few bytes.
-    pub fn text(
-        &mut self,
-        delta: DeltaText,
-        message: &mut UiMessage,
-        out: &mut (impl ChunkSink + ?Sized),
-    ) {
+    pub fn text(&mut self, delta: DeltaText, message: &mut UiMessage, out: &mut dyn ChunkSink) {
         self.blocks.text(delta, out, &mut message.parts);
     }
 
@@ -62,7 +57,7 @@ impl TurnEncoder {
         &mut self,
         delta: DeltaText,
         message: &mut UiMessage,
-        out: &mut (impl ChunkSink + ?Sized),
+        out: &mut dyn ChunkSink,
     ) {
         self.blocks.reasoning(delta, out, &mut message.parts);
     }
@@ -74,7 +69,7 @@ impl TurnEncoder {
         &mut self,
         event: AgentEvent,
         message: &mut UiMessage,
-        out: &mut (impl ChunkSink + ?Sized),
+        out: &mut dyn ChunkSink,
     ) {
         match event {
             AgentEvent::Start => out.push(UiChunk::Start {
@@ -269,12 +264,7 @@ impl TurnEncoder {
 
 /// A question's chunks and its part: ADK's confirmation call, or a native
 /// approval request on the call itself.
-fn ask(
-    redaction: &Redaction,
-    asked: Asked,
-    message: &mut UiMessage,
-    out: &mut (impl ChunkSink + ?Sized),
-) {
+fn ask(redaction: &Redaction, asked: Asked, message: &mut UiMessage, out: &mut dyn ChunkSink) {
     let metadata = merge(asked.seal, asked.metadata);
     let issued = asked.issued;
     match issued.protocol {
@@ -331,7 +321,7 @@ fn input_chunks(
     with_start: bool,
     metadata: Option<Value>,
     provider_executed: Option<bool>,
-    out: &mut (impl ChunkSink + ?Sized),
+    out: &mut dyn ChunkSink,
 ) {
     if with_start {
         out.push(UiChunk::tool_input_start(&call.id, &call.name));

@@ -34,7 +34,7 @@ pub use auth::{ApiKey, Caller, checked_url};
 pub use error::ApiError;
 pub use health::{MetricsRoute, metrics_routes};
 pub use live::{LiveDialect, LiveLimits};
-pub use protect::{BodyTimes, protect};
+pub use protect::{BodyTimes, WholeBody, protect};
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;

@@ -25,9 +25,7 @@ mod writer;
 use std::collections::HashMap;
 
 use axum::Json;
-use axum::body::Bytes;
 use axum::extract::State;
-use axum::extract::rejection::BytesRejection;
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use futures::{Stream, StreamExt};
@@ -35,7 +33,7 @@ use opentelemetry_http::HeaderExtractor;
 use serde_json::Value;
 
 use super::auth::Caller;
-use super::{ApiError, HttpState, sse};
+use super::{ApiError, HttpState, WholeBody, sse};
 use crate::identity::Identity;
 use crate::metrics::Transport;
 use crate::protocol::sse::Event;
@@ -55,10 +53,8 @@ pub(super) async fn run(
     State(state): State<HttpState>,
     caller: Caller,
     headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
+    WholeBody(body): WholeBody,
 ) -> Result<Response, ApiError> {
-    let body =
-        body.map_err(|rejection| ApiError::from_body_rejection(rejection, state.max_body_bytes))?;
     let input = RunAgentInput::from_slice(&body)?;
     let keep_alive = state.keep_alive;
     let events = events(state, caller.identity(), headers, input);

@@ -8,8 +8,7 @@
 //! `?startIndex=N` reads the turn from chunk N (negative: back from the
 //! tail, which `x-workflow-stream-tail-index` names).
 
-use axum::body::Bytes;
-use axum::extract::rejection::{BytesRejection, QueryRejection};
+use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -18,7 +17,7 @@ use opentelemetry_http::HeaderExtractor;
 use serde::Deserialize;
 
 use crate::faces::auth::Caller;
-use crate::faces::{ApiError, HttpState, sse};
+use crate::faces::{ApiError, HttpState, WholeBody, sse};
 use crate::metrics::Transport;
 use crate::protocol::{ChatId, ChatRequest, RequestError};
 use crate::run::{StartIndex, Wire};
@@ -32,10 +31,8 @@ pub(in crate::faces) async fn stream(
     State(state): State<HttpState>,
     caller: Caller,
     headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
+    WholeBody(body): WholeBody,
 ) -> Result<Response, ApiError> {
-    let body =
-        body.map_err(|rejection| ApiError::from_body_rejection(rejection, state.max_body_bytes))?;
     let request = ChatRequest::from_slice(&body)?;
     let run_id = run_id(&request.chat_id);
     let who = caller.into_identity();

@@ -3,16 +3,14 @@
 //! remembered approvals, `GET /api/approvals` and `DELETE /api/approvals/{id}`,
 //! and the narrowed grants, `GET /api/grants` and `DELETE /api/grants/{id}`.
 
-use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 
 use crate::faces::auth::Caller;
-use crate::faces::{ApiError, HttpState};
+use crate::faces::{ApiError, HttpState, WholeBody};
 use crate::protocol::RequestError;
-use crate::run::{AnswerKeys, Decision, Outcome, Revoked, Standing};
+use crate::run::{AnswerKeys, Decision, Outcome, Revoked, Standing, Whose};
 
 /// A decision made through the API: `{approved, reason?, payload?,
 /// remember?, approveNext?, editedArgs?}`, or `{decision: "respond",
@@ -33,11 +31,9 @@ pub(in crate::faces) async fn decide(
     State(state): State<HttpState>,
     caller: Caller,
     Path(id): Path<String>,
-    body: Result<Bytes, BytesRejection>,
+    WholeBody(body): WholeBody,
 ) -> Result<Response, ApiError> {
     crate::protocol::message::check_id("confirmation id", &id)?;
-    let body =
-        body.map_err(|rejection| ApiError::from_body_rejection(rejection, state.max_body_bytes))?;
     let decision = decision(&body)?;
     let who = caller.identity();
     let outcome = (state.questions.decide(&who, &id, decision))
@@ -97,38 +93,22 @@ fn decision(body: &[u8]) -> Result<Decision, RequestError> {
     Decision::new(body.approved, body.keys)
 }
 
-#[derive(serde::Deserialize)]
-pub(in crate::faces) struct PrincipalQuery {
-    /// Operators only: another principal's.
-    principal: Option<String>,
-}
-
 /// The caller's remembered approvals (an operator's: anyone's).
 pub(in crate::faces) async fn approvals(
     State(state): State<HttpState>,
-    caller: Caller,
-    Query(query): Query<PrincipalQuery>,
+    whose: Whose,
 ) -> Result<Response, ApiError> {
-    let list = state
-        .questions
-        .remembered(&caller.whose(query.principal))
-        .await?;
-    Ok(axum::Json(list).into_response())
+    Ok(axum::Json(state.questions.remembered(&whose).await?).into_response())
 }
 
 /// Revokes one of the caller's remembered approvals: 204, or 404.
 pub(in crate::faces) async fn revoke(
     State(state): State<HttpState>,
-    caller: Caller,
     Path(id): Path<String>,
-    Query(query): Query<PrincipalQuery>,
+    whose: Whose,
 ) -> Result<Response, ApiError> {
     crate::protocol::message::check_id("approval id", &id)?;
-    match state
-        .questions
-        .revoke(&caller.whose(query.principal), &id)
-        .await?
-    {
+    match state.questions.revoke(&whose, &id).await? {
         true => Ok(StatusCode::NO_CONTENT.into_response()),
         false => Err(ApiError::NotFound(format!("no remembered approval `{id}`"))),
     }
@@ -138,26 +118,19 @@ pub(in crate::faces) async fn revoke(
 /// anyone's).
 pub(in crate::faces) async fn grants(
     State(state): State<HttpState>,
-    caller: Caller,
-    Query(query): Query<PrincipalQuery>,
+    whose: Whose,
 ) -> Result<Response, ApiError> {
-    let list = state
-        .questions
-        .grants(&caller.whose(query.principal))
-        .await?;
-    Ok(axum::Json(list).into_response())
+    Ok(axum::Json(state.questions.grants(&whose).await?).into_response())
 }
 
 /// Revokes one of the caller's narrowed grants: 204; 404 when they have
 /// none by that id; 409 when it ended already.
 pub(in crate::faces) async fn revoke_grant(
     State(state): State<HttpState>,
-    caller: Caller,
     Path(id): Path<String>,
-    Query(query): Query<PrincipalQuery>,
+    whose: Whose,
 ) -> Result<Response, ApiError> {
     crate::protocol::message::check_id("grant id", &id)?;
-    let whose = caller.whose(query.principal);
     match state.questions.revoke_grant(&whose, &id).await? {
         Revoked::Now => Ok(StatusCode::NO_CONTENT.into_response()),
         Revoked::NotFound => Err(ApiError::NotFound(format!("no grant `{id}`"))),

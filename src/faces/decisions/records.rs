@@ -7,6 +7,7 @@ use axum::response::{IntoResponse, Response};
 
 use crate::faces::auth::Caller;
 use crate::faces::{ApiError, HttpState};
+use crate::run::Whose;
 
 /// Most audit events one request returns; page on with `since`.
 const AUDIT_PAGE: usize = 10_000;
@@ -19,8 +20,6 @@ pub(in crate::faces) async fn tools(State(state): State<HttpState>, _: Caller) -
 #[serde(rename_all = "camelCase")]
 pub(in crate::faces) struct AuditQuery {
     chat_id: Option<String>,
-    /// Operators only: another principal's log.
-    principal: Option<String>,
     /// Milliseconds since the Unix epoch.
     #[serde(default)]
     since: u64,
@@ -29,10 +28,9 @@ pub(in crate::faces) struct AuditQuery {
 /// The caller's audit log as JSON lines, oldest first.
 pub(in crate::faces) async fn audit(
     State(state): State<HttpState>,
-    caller: Caller,
+    whose: Whose,
     Query(query): Query<AuditQuery>,
 ) -> Result<Response, ApiError> {
-    let whose = caller.whose(query.principal);
     let chat_id = query.chat_id.as_deref();
     let events = state
         .questions

@@ -139,6 +139,24 @@ impl hyper::body::Body for Deadlined {
     }
 }
 
+/// A request's body, read whole within `limits.maxBodyBytes`: a body too
+/// large, too slow or cut is refused here, in one status for every face.
+pub struct WholeBody(pub Bytes);
+
+impl axum::extract::FromRequest<crate::faces::HttpState> for WholeBody {
+    type Rejection = ApiError;
+
+    async fn from_request(
+        request: Request,
+        state: &crate::faces::HttpState,
+    ) -> Result<Self, ApiError> {
+        Bytes::from_request(request, state)
+            .await
+            .map(WholeBody)
+            .map_err(|rejection| ApiError::from_body_rejection(rejection, state.max_body_bytes))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::Duration;

@@ -27,32 +27,12 @@ fn chunk(json: &Value) -> UiChunk {
         "error" => UiChunk::Error {
             error_text: text("errorText"),
         },
-        "text-start" => UiChunk::TextStart {
-            id: id(),
-            provider_metadata: None,
-        },
-        "text-delta" => UiChunk::TextDelta {
-            id: id(),
-            delta: text("delta").into(),
-            provider_metadata: None,
-        },
-        "text-end" => UiChunk::TextEnd {
-            id: id(),
-            provider_metadata: None,
-        },
-        "reasoning-start" => UiChunk::ReasoningStart {
-            id: id(),
-            provider_metadata: None,
-        },
-        "reasoning-delta" => UiChunk::ReasoningDelta {
-            id: id(),
-            delta: text("delta").into(),
-            provider_metadata: None,
-        },
-        "reasoning-end" => UiChunk::ReasoningEnd {
-            id: id(),
-            provider_metadata: None,
-        },
+        block @ ("text-start" | "text-delta" | "text-end") => {
+            block_chunk(false, block, id(), text("delta"))
+        }
+        block @ ("reasoning-start" | "reasoning-delta" | "reasoning-end") => {
+            block_chunk(true, block, id(), text("delta"))
+        }
         "tool-input-start" => UiChunk::ToolInputStart {
             tool_call_id: text("toolCallId"),
             tool_name: text("toolName"),
@@ -98,6 +78,40 @@ fn chunk(json: &Value) -> UiChunk {
             tool_call_id: text("toolCallId"),
         },
         other => panic!("no test chunk {other}"),
+    }
+}
+
+/// A text or reasoning block's chunk, by its JSON type.
+fn block_chunk(reasoning: bool, kind: &str, id: BlockId, delta: String) -> UiChunk {
+    let provider_metadata = None;
+    let delta = delta.into();
+    match (reasoning, kind.rsplit('-').next()) {
+        (false, Some("start")) => UiChunk::TextStart {
+            id,
+            provider_metadata,
+        },
+        (false, Some("delta")) => UiChunk::TextDelta {
+            id,
+            delta,
+            provider_metadata,
+        },
+        (false, _) => UiChunk::TextEnd {
+            id,
+            provider_metadata,
+        },
+        (true, Some("start")) => UiChunk::ReasoningStart {
+            id,
+            provider_metadata,
+        },
+        (true, Some("delta")) => UiChunk::ReasoningDelta {
+            id,
+            delta,
+            provider_metadata,
+        },
+        (true, _) => UiChunk::ReasoningEnd {
+            id,
+            provider_metadata,
+        },
     }
 }
 

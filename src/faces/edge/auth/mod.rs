@@ -220,6 +220,26 @@ impl FromRequestParts<HttpState> for Caller {
     }
 }
 
+/// `?principal=`: operators only, another principal's records.
+#[derive(serde::Deserialize)]
+struct PrincipalQuery {
+    principal: Option<String>,
+}
+
+/// Whose records a request reads: the caller's, or with `?principal=`
+/// another's (see [`Caller::whose`]).
+impl FromRequestParts<HttpState> for Whose {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &HttpState) -> Result<Self, ApiError> {
+        let caller = Caller::from_headers(state, &parts.headers).await?;
+        let axum::extract::Query(query) =
+            axum::extract::Query::<PrincipalQuery>::try_from_uri(&parts.uri)
+                .map_err(|e| crate::protocol::RequestError::Invalid(e.body_text()))?;
+        Ok(caller.whose(query.principal))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
