@@ -43,6 +43,18 @@ fn say(tx: &mut futures::channel::mpsc::Sender<UiChunk>, chunk: UiChunk) {
     tx.try_send(chunk).unwrap_or_else(|e| panic!("{e}"));
 }
 
+/// Waits (at most five seconds) for `run` to be done; else `why`.
+async fn stops(run: &Run, why: &str) {
+    let done = async {
+        while !run.is_done() {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(5), done)
+        .await
+        .unwrap_or_else(|_| panic!("{why}"));
+}
+
 /// `n` chunks, a piece each.
 fn chunks(n: usize) -> crate::agent::Pieces {
     futures::stream::iter((0..n).map(|_| Batch::of(UiChunk::StartStep))).boxed()
@@ -77,14 +89,7 @@ async fn a_turn_everyone_left_stops_unless_it_waits_for_a_human() {
         panic!("not started")
     };
     drop(reader);
-    let done = |run: Arc<Run>| async move {
-        while !run.is_done() {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-    };
-    tokio::time::timeout(Duration::from_secs(5), done(run))
-        .await
-        .unwrap_or_else(|_| panic!("the turn kept going"));
+    stops(&run, "the turn kept going").await;
 
     let (asking, waits) = watch::channel(true);
     let Ok((held, reader)) = runs.start(owner("p", "d"), turn(), waits).await else {
@@ -94,9 +99,7 @@ async fn a_turn_everyone_left_stops_unless_it_waits_for_a_human() {
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert!(!held.is_done(), "a turn waiting for a human was stopped");
     asking.send_replace(false);
-    tokio::time::timeout(Duration::from_secs(5), done(held))
-        .await
-        .unwrap_or_else(|_| panic!("the turn kept going once answered"));
+    stops(&held, "the turn kept going once answered").await;
 }
 
 /// Read by its own request, a turn runs in that reader's task; it
@@ -123,14 +126,7 @@ async fn a_turn_runs_in_its_readers_task_until_it_waits_or_is_left() {
     }
     drop(reader);
     assert!(!run.is_inline(), "left by its reader, the turn has no task");
-    let stopped = async {
-        while !run.is_done() {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-    };
-    tokio::time::timeout(Duration::from_secs(5), stopped)
-        .await
-        .unwrap_or_else(|_| panic!("an unread turn kept going"));
+    stops(&run, "an unread turn kept going").await;
 
     let (asking, waits) = watch::channel(false);
     let (mut tx, rx) = futures::channel::mpsc::channel(8);
@@ -218,14 +214,7 @@ async fn stop_ends_every_turn_wherever_it_runs() {
     assert!(!held.is_done() && !read.is_done());
 
     runs.stop();
-    let ended = async {
-        while !held.is_done() {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-    };
-    tokio::time::timeout(Duration::from_secs(5), ended)
-        .await
-        .unwrap_or_else(|_| panic!("the held turn kept going"));
+    stops(&held, "the held turn kept going").await;
     assert!(read.is_done(), "the turn its reader drives kept going");
     assert_eq!(reader.next().await, None);
 

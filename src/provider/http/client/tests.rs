@@ -55,12 +55,22 @@ fn through(proxy: &Uri) -> Matcher {
     Matcher::builder().all(with_user).build()
 }
 
-#[tokio::test]
-async fn plain_http_goes_to_the_proxy_in_absolute_form_with_its_credentials() {
-    let (proxy, head) = one_answer("HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok").await;
+/// A post to `model.example` by `scheme` through a proxy that answers
+/// `answer`: what the client got, and the head the proxy read.
+async fn via_proxy(
+    answer: &'static str,
+    scheme: &str,
+) -> (Result<Response<Incoming>, Error>, String) {
+    let (proxy, head) = one_answer(answer).await;
     let client =
         ModelClient::with_proxies(TIMEOUT, through(&proxy), IDLE).unwrap_or_else(|e| panic!("{e}"));
-    let (sent, head) = tokio::join!(client.send(post("http://model.example/v1/chat")), head);
+    let url = format!("{scheme}//model.example/v1/chat");
+    tokio::join!(client.send(post(&url)), head)
+}
+
+#[tokio::test]
+async fn plain_http_goes_to_the_proxy_in_absolute_form_with_its_credentials() {
+    let (sent, head) = via_proxy("HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok", "http:").await;
     let response = sent.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(response.status(), 200);
     let body = response.into_body().collect().await.map(|b| b.to_bytes());
@@ -74,10 +84,11 @@ async fn plain_http_goes_to_the_proxy_in_absolute_form_with_its_credentials() {
 
 #[tokio::test]
 async fn https_is_tunnelled_through_the_proxy_with_its_credentials() {
-    let (proxy, head) = one_answer("HTTP/1.1 403 Forbidden\r\ncontent-length: 0\r\n\r\n").await;
-    let client =
-        ModelClient::with_proxies(TIMEOUT, through(&proxy), IDLE).unwrap_or_else(|e| panic!("{e}"));
-    let (sent, head) = tokio::join!(client.send(post("https://model.example/v1/chat")), head);
+    let (sent, head) = via_proxy(
+        "HTTP/1.1 403 Forbidden\r\ncontent-length: 0\r\n\r\n",
+        "https:",
+    )
+    .await;
     let error = sent
         .err()
         .unwrap_or_else(|| panic!("a refused tunnel is an error"));
