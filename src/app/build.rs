@@ -155,7 +155,12 @@ impl App {
             )),
         );
         let live = settings.live;
-        let questions = Arc::new(Questions::new(gate.clone()));
+        let inbox_streams = crate::run::ShareLimits {
+            per_principal: stream.max_inbox_streams_per_user,
+            total: stream.max_inbox_streams,
+        };
+        let questions = Arc::new(Questions::new(gate.clone(), inbox_streams));
+        let inbox_feeds = Arc::new(crate::faces::InboxFeeds::new(questions.inbox_streams()));
         let state = HttpState::from(crate::faces::Http {
             keep_alive: stream.keep_alive,
             max_body_bytes: stream.max_body_bytes,
@@ -186,10 +191,7 @@ impl App {
             metrics_route: settings.metrics.route,
             draining: draining.clone(),
             health: crate::run::Health::new(gate.clone(), settings.required_mcp.into()),
-            inbox_feeds: Arc::new(crate::faces::InboxFeeds::new(crate::run::ShareLimits {
-                per_principal: stream.max_inbox_streams_per_user,
-                total: stream.max_inbox_streams,
-            })),
+            inbox_feeds,
         });
         let metrics_routes = crate::faces::metrics_routes(state.clone());
         let mcp = state_signer.map(|signer| {

@@ -11,6 +11,7 @@
 //! calls one method, and encodes what it gets.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use tokio::sync::watch;
 
@@ -19,6 +20,7 @@ use crate::confirm::{
     Scope, Standing,
 };
 use crate::identity::{Approver, Identity};
+use crate::shares::{Pool, ShareLimits, Shares};
 use crate::store::{AuditEvent, AuditPage, Issued, Remembered};
 
 /// Why [`Questions`] refused a request.
@@ -104,11 +106,24 @@ pub struct Asked {
 #[derive(Debug, Clone)]
 pub struct Questions {
     gate: Gate,
+    /// The inbox's live streams: every caller's share, and the total.
+    inbox_streams: Arc<Shares>,
 }
 
 impl Questions {
-    pub fn new(gate: Gate) -> Self {
-        Self { gate }
+    /// The door to `gate`'s questions; the inbox's streams are capped
+    /// by `inbox_streams`.
+    pub fn new(gate: Gate, inbox_streams: ShareLimits) -> Self {
+        Self {
+            gate,
+            inbox_streams: Shares::new(Pool::InboxStreams, inbox_streams),
+        }
+    }
+
+    /// The pool every inbox stream takes its place in, per caller and in
+    /// total (`stream.maxInboxStreamsPerUser`, `stream.maxInboxStreams`).
+    pub fn inbox_streams(&self) -> Arc<Shares> {
+        self.inbox_streams.clone()
     }
 
     /// The gate behind the door, for the door's own files.

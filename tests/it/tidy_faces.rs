@@ -129,3 +129,18 @@ fn the_wire_check_sees_what_it_must() {
     let clean = face("// ChatRequest::from_slice\nlet js = \"r.json()\"; yield event;");
     assert_eq!(other_wires(&clean).count(), 0);
 }
+
+/// Every pool a caller takes a share of is made behind the door (`run`,
+/// the store): a face takes its callers' places in the door's pools, and
+/// keeps no count or cap of its own. Its tests may make one to test with.
+#[test]
+fn no_face_makes_a_pool() {
+    let made: Vec<String> = sources()
+        .into_iter()
+        .filter(|s| s.module.first().map(String::as_str) == Some("faces"))
+        .filter(|s| s.module.last().map(String::as_str) != Some("tests"))
+        .filter(|s| s.text.contains("Shares::new") || s.text.contains("ShareLimits"))
+        .map(|s| s.module.join("/"))
+        .collect();
+    assert_none("faces that make a pool of their own", &made);
+}

@@ -1,8 +1,9 @@
 //! Live listings shared among the streams that read the same one: the
 //! inbox's SSE streams (`inbox.rs`). Each stream holds a share of the
-//! door's [`Pool::InboxStreams`] (capped per principal and in total); the streams of one key (who reads, and what
-//! they filter) read one feed, written by one publisher, so a change is
-//! listed once per key, however many streams read it.
+//! door's pool of them (`Questions::inbox_streams`, capped per principal
+//! and in total); the streams of one key (who reads, and what they
+//! filter) read one feed, written by one publisher, so a change is listed
+//! once per key, however many streams read it.
 
 use std::collections::HashMap;
 use std::hash::Hash;
@@ -10,7 +11,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::sync::watch;
 
-use crate::run::{Pool, Share, ShareError, ShareLimits, Shares};
+use crate::run::{Share, ShareError, Shares};
 
 /// What a feed carries: its latest frame (`None` until the first).
 type Frame<T> = Option<Arc<T>>;
@@ -50,12 +51,13 @@ impl<K, T: ?Sized> Feeds<K, T> {
 }
 
 impl<K: Hash + Eq + Clone, T: ?Sized> Feeds<K, T> {
-    pub fn new(limits: ShareLimits) -> Self {
+    /// Feeds whose streams take their places in `streams`, the door's pool.
+    pub fn new(streams: Arc<Shares>) -> Self {
         Self {
             inner: Mutex::new(Registry {
                 feeds: HashMap::new(),
             }),
-            streams: Shares::new(Pool::InboxStreams, limits),
+            streams,
         }
     }
 
@@ -142,81 +144,4 @@ impl<K: Hash + Eq, T: ?Sized> Drop for Publisher<K, T> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn feeds(per_principal: usize, total: usize) -> Arc<Feeds<&'static str, str>> {
-        Arc::new(Feeds::new(ShareLimits {
-            per_principal,
-            total,
-        }))
-    }
-
-    #[test]
-    fn streams_are_capped_per_principal_and_in_total() {
-        let feeds = feeds(2, 3);
-        let a1 = feeds.join("alice", "k");
-        let a2 = feeds.join("alice", "k");
-        assert!(a1.is_ok() && a2.is_ok());
-        assert_eq!(
-            feeds.join("alice", "other").err(),
-            Some(ShareError::PerPrincipal {
-                pool: Pool::InboxStreams,
-                max: 2
-            })
-        );
-        let b1 = feeds.join("bob", "b");
-        assert!(b1.is_ok());
-        assert_eq!(
-            feeds.join("carol", "c").err(),
-            Some(ShareError::Total {
-                pool: Pool::InboxStreams,
-                max: 3
-            })
-        );
-        drop(a1);
-        assert!(
-            feeds.join("alice", "k").is_ok(),
-            "a closed stream frees its place"
-        );
-        // The one just opened was dropped at once too.
-        assert_eq!(feeds.open().0, 2);
-    }
-
-    #[test]
-    fn the_streams_of_one_key_share_one_publisher() {
-        let feeds = feeds(4, 8);
-        let Ok((mut first, Some(publisher))) = feeds.join("alice", "k") else {
-            panic!("the first stream publishes")
-        };
-        let Ok((mut second, None)) = feeds.join("alice", "k") else {
-            panic!("the second reads the same feed")
-        };
-        let Ok((_reading, Some(_other))) = feeds.join("alice", "filtered") else {
-            panic!("another key, another feed")
-        };
-        publisher.publish("listing".into());
-        for stream in [&mut first, &mut second] {
-            assert_eq!(
-                stream.frames.borrow_and_update().as_deref(),
-                Some("listing")
-            );
-        }
-        assert_eq!(feeds.open(), (3, 2));
-    }
-
-    #[tokio::test]
-    async fn a_feed_nobody_reads_is_gone() {
-        let feeds = feeds(4, 8);
-        let Ok((first, Some(publisher))) = feeds.join("alice", "k") else {
-            panic!("the first stream publishes")
-        };
-        drop(first);
-        publisher.unread().await;
-        drop(publisher);
-        assert_eq!(feeds.open(), (0, 0));
-        let Ok((_, Some(_))) = feeds.join("alice", "k") else {
-            panic!("a stream after that starts a new feed")
-        };
-    }
-}
+mod tests;
