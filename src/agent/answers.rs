@@ -9,7 +9,7 @@ use super::event::AgentEvent;
 use super::{Phase, Turn, card_settled, decided_answer};
 use crate::call::ToolCall;
 use crate::confirm::{Answer, Answered, CONFIRMATION_TOOL, Running};
-use crate::protocol::sink::Writer;
+use crate::protocol::sink::Out;
 use crate::protocol::{ConfirmationProtocol, FinishReason, Part, ToolState, UiMessage};
 
 /// The continued message's work, in order, and how far it got.
@@ -53,7 +53,7 @@ impl Answers {
 
 impl Turn {
     /// Works through one answer or open question.
-    pub(super) async fn answer(&mut self, mut work: Answers, out: &mut dyn Writer) -> Phase {
+    pub(super) async fn answer(&mut self, mut work: Answers, out: &mut Out) -> Phase {
         if let Some((call, running, approval)) = work.running.take() {
             let outcome = running.await;
             self.emit_outcome(call, outcome, approval, None, out);
@@ -158,7 +158,7 @@ impl Turn {
         confirmation_id: String,
         protocol: ConfirmationProtocol,
         adk_output: Option<Value>,
-        out: &mut dyn Writer,
+        out: &mut Out,
     ) {
         if let Some(output) = adk_output {
             let confirmation_id = confirmation_id.clone();
@@ -182,7 +182,7 @@ impl Turn {
 
     /// Shows an approved ADK call; only a hand-off gives a client-side
     /// tool's call to `onToolCall`.
-    pub(super) fn release(&mut self, call: &ToolCall, out: &mut dyn Writer) {
+    pub(super) fn release(&mut self, call: &ToolCall, out: &mut Out) {
         let kept = self.agent.gate.kept_from_client(&call.name);
         let call = call.clone();
         self.emit(AgentEvent::Released { call, kept }, out);

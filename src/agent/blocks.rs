@@ -31,11 +31,11 @@ impl Blocks {
         Self { ids, open: None }
     }
 
-    pub fn text(&mut self, delta: DeltaText, out: &mut dyn ChunkSink, parts: &mut Vec<Part>) {
+    pub fn text(&mut self, delta: DeltaText, out: &mut impl ChunkSink, parts: &mut Vec<Part>) {
         self.delta(Kind::Text, delta, out, parts);
     }
 
-    pub fn reasoning(&mut self, delta: DeltaText, out: &mut dyn ChunkSink, parts: &mut Vec<Part>) {
+    pub fn reasoning(&mut self, delta: DeltaText, out: &mut impl ChunkSink, parts: &mut Vec<Part>) {
         self.delta(Kind::Reasoning, delta, out, parts);
     }
 
@@ -43,7 +43,7 @@ impl Blocks {
         &mut self,
         kind: Kind,
         delta: DeltaText,
-        out: &mut dyn ChunkSink,
+        out: &mut impl ChunkSink,
         parts: &mut Vec<Part>,
     ) {
         if self.open.as_ref().is_some_and(|o| o.kind != kind) {
@@ -81,7 +81,7 @@ impl Blocks {
     pub fn reasoning_end(
         &mut self,
         metadata: Value,
-        out: &mut dyn ChunkSink,
+        out: &mut impl ChunkSink,
         parts: &mut Vec<Part>,
     ) {
         if self.open.as_ref().is_none_or(|o| o.kind != Kind::Reasoning) {
@@ -105,7 +105,7 @@ impl Blocks {
     }
 
     /// Ends the open block, if any.
-    pub fn close(&mut self, out: &mut dyn ChunkSink, parts: &mut Vec<Part>) {
+    pub fn close(&mut self, out: &mut impl ChunkSink, parts: &mut Vec<Part>) {
         let Some(Open {
             kind,
             id,

@@ -48,7 +48,7 @@ impl TurnEncoder {
     /// [`AgentEvent::TextDelta`]'s chunks, for a caller that has the delta
     /// alone: the most frequent event, which as an `AgentEvent` would be
     /// moved whole (the size of the largest event) for its few bytes.
-    pub fn text(&mut self, delta: DeltaText, message: &mut UiMessage, out: &mut dyn ChunkSink) {
+    pub fn text(&mut self, delta: DeltaText, message: &mut UiMessage, out: &mut impl ChunkSink) {
         self.blocks.text(delta, out, &mut message.parts);
     }
 
@@ -57,7 +57,7 @@ impl TurnEncoder {
         &mut self,
         delta: DeltaText,
         message: &mut UiMessage,
-        out: &mut dyn ChunkSink,
+        out: &mut impl ChunkSink,
     ) {
         self.blocks.reasoning(delta, out, &mut message.parts);
     }
@@ -69,7 +69,7 @@ impl TurnEncoder {
         &mut self,
         event: AgentEvent,
         message: &mut UiMessage,
-        out: &mut dyn ChunkSink,
+        out: &mut impl ChunkSink,
     ) {
         match event {
             AgentEvent::Start => out.push(UiChunk::Start {
@@ -264,7 +264,7 @@ impl TurnEncoder {
 
 /// A question's chunks and its part: ADK's confirmation call, or a native
 /// approval request on the call itself.
-fn ask(redaction: &Redaction, asked: Asked, message: &mut UiMessage, out: &mut dyn ChunkSink) {
+fn ask(redaction: &Redaction, asked: Asked, message: &mut UiMessage, out: &mut impl ChunkSink) {
     let metadata = merge(asked.seal, asked.metadata);
     let issued = asked.issued;
     match issued.protocol {
@@ -321,7 +321,7 @@ fn input_chunks(
     with_start: bool,
     metadata: Option<Value>,
     provider_executed: Option<bool>,
-    out: &mut dyn ChunkSink,
+    out: &mut impl ChunkSink,
 ) {
     if with_start {
         out.push(UiChunk::tool_input_start(&call.id, &call.name));

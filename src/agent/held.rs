@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use super::encode::TurnEncoder;
 use super::{Agent, Engine, Phase, Pieces, StepState, Turn};
 use crate::confirm::Scope;
-use crate::protocol::sink::Writer;
+use crate::protocol::sink::{Out, Writer};
 use crate::protocol::{ConfirmationFlow, ConfirmationProtocol, UiMessage};
 use crate::provider::StopReason;
 
@@ -89,7 +89,7 @@ impl Agent {
     pub fn continue_held(
         self: Arc<Self>,
         held: HeldTurn,
-        mut out: Box<dyn Writer>,
+        mut out: Out,
         waiting: tokio::sync::watch::Sender<bool>,
     ) -> Pieces {
         async_stream::stream! {
@@ -129,7 +129,7 @@ impl Agent {
                 },
                 agent: self,
             };
-            while turn.advance(out.as_mut()).await {
+            while turn.advance(&mut out).await {
                 if let Some(batch) = out.take() {
                     yield batch;
                 }

@@ -11,7 +11,7 @@ use super::event::{AgentEvent, Asked};
 use super::{Phase, Turn, card_settled, decided_answer};
 use crate::call::{MAX_ARGS_BYTES, ToolCall};
 use crate::confirm::{NewCall, Permit};
-use crate::protocol::sink::Writer;
+use crate::protocol::sink::Out;
 use crate::protocol::{ConfirmationFlow, ConfirmationProtocol};
 use crate::store::Outcome;
 
@@ -45,7 +45,7 @@ pub(super) type Run = FuturesOrdered<BoxFuture<'static, (ToolCall, Option<Value>
 
 impl Turn {
     /// Takes one call through the gate.
-    pub(super) async fn gate(&mut self, mut gate: Gate, out: &mut dyn Writer) -> Phase {
+    pub(super) async fn gate(&mut self, mut gate: Gate, out: &mut Out) -> Phase {
         let Some(streaming) = gate.calls.next() else {
             let running = gate.permits.into_iter().map(|(permit, metadata)| {
                 let call = permit.call().clone();
@@ -149,7 +149,7 @@ impl Turn {
     }
 
     /// Records the next permitted call's outcome.
-    pub(super) async fn run(&mut self, mut running: Run, out: &mut dyn Writer) -> Phase {
+    pub(super) async fn run(&mut self, mut running: Run, out: &mut Out) -> Phase {
         if let Some((call, metadata, outcome)) = running.next().await {
             self.emit_outcome(call, outcome, None, metadata, out);
             return Phase::Run(running);
@@ -168,7 +168,7 @@ impl Turn {
     pub(super) async fn hold(
         &mut self,
         mut questions: std::vec::IntoIter<String>,
-        out: &mut dyn Writer,
+        out: &mut Out,
     ) -> Phase {
         let Some(confirmation_id) = questions.next() else {
             self.step.asked = false;

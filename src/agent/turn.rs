@@ -19,7 +19,7 @@ use super::step::Model;
 use super::upstream::Upstream;
 use super::{Agent, Engine, Phase, Pieces, StepState, Turn};
 use crate::confirm::{ClientOutput, GateError, Scope};
-use crate::protocol::sink::Writer;
+use crate::protocol::sink::{Out, Writer};
 use crate::protocol::{
     ChatRequest, ConfirmationFlow, ConfirmationProtocol, FinishReason, Part, Role, ToolPart,
     ToolState, UiMessage,
@@ -36,13 +36,13 @@ impl Agent {
         who: crate::identity::Identity,
         protocol: ConfirmationProtocol,
         flow: ConfirmationFlow,
-        mut out: Box<dyn Writer>,
+        mut out: Out,
         waiting: tokio::sync::watch::Sender<bool>,
     ) -> Pieces {
         async_stream::stream! {
             // Built when first polled, like everything it does (the message's id).
             let mut turn = Turn::new(self, request, who, protocol, flow, waiting);
-            while turn.advance(out.as_mut()).await {
+            while turn.advance(&mut out).await {
                 if let Some(batch) = out.take() {
                     yield batch;
                 }
@@ -99,7 +99,7 @@ impl Turn {
 
     /// Does the next piece of the turn, its chunks into `out`; false once
     /// the turn is over.
-    pub(super) async fn advance(&mut self, out: &mut dyn Writer) -> bool {
+    pub(super) async fn advance(&mut self, out: &mut Out) -> bool {
         let phase = std::mem::replace(&mut self.phase, Phase::Done);
         self.phase = match phase {
             Phase::Start => {
@@ -127,7 +127,7 @@ impl Turn {
     }
 
     /// Encodes `event` into `out` and the outgoing message.
-    pub(super) fn emit(&mut self, event: AgentEvent, out: &mut dyn Writer) {
+    pub(super) fn emit(&mut self, event: AgentEvent, out: &mut Out) {
         let (encoder, message) = self.encoding();
         encoder.on_event(event, message, out);
     }
@@ -146,7 +146,7 @@ impl Turn {
         outcome: crate::store::Outcome,
         approval: Option<String>,
         metadata: Option<serde_json::Value>,
-        out: &mut dyn Writer,
+        out: &mut Out,
     ) {
         let event = AgentEvent::Outcome {
             call,
@@ -159,20 +159,20 @@ impl Turn {
 
     /// The stream's end when the gate failed: a fixed text for the client,
     /// the detail for the log.
-    pub(super) fn gate_failed(&mut self, e: &GateError, out: &mut dyn Writer) -> Phase {
+    pub(super) fn gate_failed(&mut self, e: &GateError, out: &mut Out) -> Phase {
         tracing::error!("the gate failed: {}", e.detail());
         self.emit(AgentEvent::Error(e.to_string()), out);
         Phase::Done
     }
 
-    pub(super) fn finish(&mut self, reason: FinishReason, out: &mut dyn Writer) -> Phase {
+    pub(super) fn finish(&mut self, reason: FinishReason, out: &mut Out) -> Phase {
         self.emit(AgentEvent::Finish(reason), out);
         Phase::Done
     }
 
     /// What the client says its tools returned, judged before the model
     /// reads it.
-    async fn judge(&mut self, out: &mut dyn Writer) -> Phase {
+    async fn judge(&mut self, out: &mut Out) -> Phase {
         let judged = judge_client_outputs(
             &self.agent.gate,
             &self.scope,
@@ -201,7 +201,7 @@ impl Turn {
     async fn earlier(
         &mut self,
         mut questions: std::vec::IntoIter<Earlier>,
-        out: &mut dyn Writer,
+        out: &mut Out,
     ) -> Phase {
         let Some(question) = questions.next() else {
             return self.steps_begin();
@@ -237,7 +237,7 @@ impl Turn {
         Phase::Step
     }
 
-    fn step_start(&mut self, out: &mut dyn Writer) -> Phase {
+    fn step_start(&mut self, out: &mut Out) -> Phase {
         if self.steps == self.agent.max_steps {
             // Out of steps with tool results the model has not seen yet.
             return self.finish(FinishReason::ToolCalls, out);
@@ -259,7 +259,7 @@ impl Turn {
     }
 
     /// The step is over: the next one, or the turn's end.
-    pub(super) fn step_end(&mut self, out: &mut dyn Writer) -> Phase {
+    pub(super) fn step_end(&mut self, out: &mut Out) -> Phase {
         self.emit(AgentEvent::StepFinish, out);
         if self.step.asked || self.step.handed {
             return self.finish(FinishReason::ToolCalls, out);

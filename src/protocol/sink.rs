@@ -54,6 +54,45 @@ pub trait Writer: ChunkSink + Send {
     fn take(&mut self) -> Option<Batch>;
 }
 
+/// What a turn writes into: the AI SDK's writer, named so that the hot
+/// path's calls are direct, or a face's own.
+pub enum Out {
+    AiSdk(ChunkWriter),
+    Face(Box<dyn Writer>),
+}
+
+impl ChunkSink for Out {
+    fn push(&mut self, chunk: UiChunk) {
+        match self {
+            Out::AiSdk(out) => out.push(chunk),
+            Out::Face(out) => out.push(chunk),
+        }
+    }
+
+    fn delta(&mut self, kind: Delta, id: &BlockId, delta: DeltaText) {
+        match self {
+            Out::AiSdk(out) => out.delta(kind, id, delta),
+            Out::Face(out) => out.delta(kind, id, delta),
+        }
+    }
+}
+
+impl Writer for Out {
+    fn reserve(&mut self, chunks: usize) {
+        match self {
+            Out::AiSdk(out) => out.reserve(chunks),
+            Out::Face(out) => out.reserve(chunks),
+        }
+    }
+
+    fn take(&mut self) -> Option<Batch> {
+        match self {
+            Out::AiSdk(out) => out.take(),
+            Out::Face(out) => out.take(),
+        }
+    }
+}
+
 /// How a turn's stream ended, as its chunks said.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum End {

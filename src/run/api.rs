@@ -32,7 +32,7 @@ use crate::confirm::GateError;
 use crate::identity::Identity;
 use crate::metrics::{Metrics, Transport, TurnWatch};
 use crate::protocol::RequestError;
-use crate::protocol::sink::{ChunkWriter, End, Writer};
+use crate::protocol::sink::{ChunkWriter, End, Out, Writer};
 use crate::protocol::{ChatId, ChatRequest, ClientVersion, ConfirmationFlow, ConfirmationProtocol};
 use crate::store::{LimitError, Limited, Limiter, StoreError};
 
@@ -216,8 +216,8 @@ impl Turns {
         .into());
         }
         let out = match wire {
-            Wire::AiSdk => Box::new(ChunkWriter::new(client)),
-            Wire::Own(writer) => writer,
+            Wire::AiSdk => Out::AiSdk(ChunkWriter::new(client)),
+            Wire::Own(writer) => Out::Face(writer),
         };
         tracing::debug!(chat = %request.chat_id, messages = request.messages.len(), "turn");
         Ok(self
@@ -316,7 +316,7 @@ pub fn continue_held(
             .and_then(|v| v.parse().ok())
             .unwrap_or(default_client);
         let (waiting, waits) = watch::channel(false);
-        let out = Box::new(ChunkWriter::new(client));
+        let out = Out::AiSdk(ChunkWriter::new(client));
         let chunks = agent.clone().continue_held(held, out, waiting).boxed();
         let watch = metrics.turn(transport);
         Some((outgoing(chunks, watch, None, None::<()>), waits))

@@ -16,7 +16,7 @@ use toolgate::agent::Agent;
 use toolgate::confirm::Gate;
 use toolgate::identity::{Identity, Source};
 use toolgate::ids::{Clock, Ids};
-use toolgate::protocol::sink::ChunkWriter;
+use toolgate::protocol::sink::{ChunkWriter, Out};
 use toolgate::protocol::sse::Event;
 use toolgate::protocol::{
     ChatRequest, ClientVersion, ConfirmationFlow, ConfirmationProtocol, DeniedAs,
@@ -61,7 +61,7 @@ fn turn(agent: &Arc<Agent>, request: ChatRequest) -> BoxStream<'static, Value> {
             Identity::new("anonymous", Source::Anonymous),
             ConfirmationProtocol::Adk,
             ConfirmationFlow::Finish,
-            Box::new(ChunkWriter::new(ClientVersion::LATEST)),
+            Out::AiSdk(ChunkWriter::new(ClientVersion::LATEST)),
             tokio::sync::watch::channel(false).0,
         )
         .flat_map(|batch| {

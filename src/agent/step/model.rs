@@ -8,7 +8,7 @@ use crate::agent::event::AgentEvent;
 use crate::agent::{Phase, Turn};
 use crate::call::{MAX_ARGS_BYTES, MAX_CALLS_PER_STEP};
 use crate::protocol::ConfirmationProtocol;
-use crate::protocol::sink::Writer;
+use crate::protocol::sink::{Out, Writer};
 use crate::provider::measured::Watch;
 use crate::provider::{ModelEvents, ProviderError, ProviderEvent};
 
@@ -40,11 +40,7 @@ impl Turn {
     /// Reads the model's response: the next batch, then those already
     /// there, up to [`MODEL_BATCH`] events, so that a fast model's deltas go
     /// out together (nothing is waited for between them).
-    pub(in crate::agent) async fn model(
-        &mut self,
-        mut model: Model,
-        out: &mut dyn Writer,
-    ) -> Phase {
+    pub(in crate::agent) async fn model(&mut self, mut model: Model, out: &mut Out) -> Phase {
         if model.ready.as_slice().is_empty() {
             let next = model.events.next().await;
             if let Some(phase) = self.model_batch(&mut model, next, out) {
@@ -84,7 +80,7 @@ impl Turn {
         &mut self,
         model: &mut Model,
         next: Option<Result<Vec<ProviderEvent>, ProviderError>>,
-        out: &mut dyn Writer,
+        out: &mut Out,
     ) -> Option<Phase> {
         match next {
             Some(Ok(batch)) => {
@@ -123,7 +119,7 @@ impl Turn {
         &mut self,
         calls: &mut Vec<Streaming>,
         event: ProviderEvent,
-        out: &mut dyn Writer,
+        out: &mut Out,
     ) -> Option<Phase> {
         let event = match event {
             // Straight to the encoder: see `TurnEncoder::text`.

@@ -11,7 +11,7 @@ use crate::agent::answers::{Open, answers};
 use crate::agent::event::AgentEvent;
 use crate::agent::{Turn, card_settled};
 use crate::confirm::{Answer, Answered, CONFIRMATION_TOOL, Decision, Gate, GateError, Scope};
-use crate::protocol::sink::Writer;
+use crate::protocol::sink::Out;
 use crate::protocol::{ConfirmationProtocol, Part, UiMessage, adk};
 use crate::provider::adk::{Adk, Message, Reply};
 use crate::store::Outcome;
@@ -97,7 +97,7 @@ impl Upstream {
     pub(super) async fn forged_results(
         &mut self,
         turn: &mut Turn,
-        out: &mut dyn Writer,
+        out: &mut Out,
     ) -> Result<bool, GateError> {
         let open = Box::pin(turn.agent.gate.open(&turn.scope)).await?;
         let waiting: HashSet<&str> = open.iter().map(|i| i.call.id.as_str()).collect();
@@ -120,7 +120,7 @@ impl Upstream {
 
     /// A question the gate decided: what the client sees now (its reply
     /// to ADK is made by [`Decided::reply`]).
-    pub(super) fn decided_here(&mut self, turn: &mut Turn, decided: Decided, out: &mut dyn Writer) {
+    pub(super) fn decided_here(&mut self, turn: &mut Turn, decided: Decided, out: &mut Out) {
         let Decided {
             id: confirmation_id,
             native,
@@ -161,11 +161,7 @@ impl Upstream {
 
     /// Held flow: each question asked is decided elsewhere, or times out;
     /// the answers go to ADK next.
-    pub(super) async fn hold(
-        &mut self,
-        turn: &mut Turn,
-        out: &mut dyn Writer,
-    ) -> Result<(), GateError> {
+    pub(super) async fn hold(&mut self, turn: &mut Turn, out: &mut Out) -> Result<(), GateError> {
         let native = turn.protocol == ConfirmationProtocol::AiSdk;
         for id in std::mem::take(&mut self.asked) {
             let held = Box::pin(turn.agent.gate.hold(&turn.scope, &id)).await?;

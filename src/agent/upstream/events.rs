@@ -10,7 +10,7 @@ use crate::agent::Turn;
 use crate::agent::event::{AgentEvent, Asked};
 use crate::call::ToolCall;
 use crate::confirm::{NewCall, Question};
-use crate::protocol::sink::Writer;
+use crate::protocol::sink::Out;
 use crate::provider::ProviderError;
 use crate::provider::adk::{AdkEvent, Confirmation, Reply};
 use crate::store::Outcome;
@@ -22,7 +22,7 @@ impl Upstream {
         &mut self,
         turn: &mut Turn,
         event: Result<AdkEvent, ProviderError>,
-        out: &mut dyn Writer,
+        out: &mut Out,
     ) {
         let event = match event {
             Ok(event) => event,
@@ -52,14 +52,7 @@ impl Upstream {
     }
 
     /// A tool ADK ran returned.
-    fn output(
-        &mut self,
-        turn: &mut Turn,
-        id: String,
-        name: String,
-        output: Value,
-        out: &mut dyn Writer,
-    ) {
+    fn output(&mut self, turn: &mut Turn, id: String, name: String, output: Value, out: &mut Out) {
         if self.decided.contains(&id) {
             return;
         }
@@ -96,7 +89,7 @@ impl Upstream {
     }
 
     /// ADK asks about one of its calls: the gate decides.
-    async fn question(&mut self, turn: &mut Turn, asked: Confirmation, out: &mut dyn Writer) {
+    async fn question(&mut self, turn: &mut Turn, asked: Confirmation, out: &mut Out) {
         self.take_pending(&asked.original.id);
         turn.emit(AgentEvent::ModelEnd, out);
         let call = asked.original.clone();
@@ -152,7 +145,7 @@ impl Upstream {
 
     /// Calls ADK made that neither ran nor were asked about by the
     /// response's end: shown, with no result yet.
-    pub(super) fn calls_without_result(&mut self, turn: &mut Turn, out: &mut dyn Writer) {
+    pub(super) fn calls_without_result(&mut self, turn: &mut Turn, out: &mut Out) {
         turn.emit(AgentEvent::ModelEnd, out);
         for call in std::mem::take(&mut self.pending) {
             turn.emit(AgentEvent::Released { call, kept: true }, out);

@@ -31,7 +31,7 @@ use super::history::user_content;
 use super::{Phase, Turn};
 use crate::call::ToolCall;
 use crate::confirm::{Gate, GateError};
-use crate::protocol::sink::Writer;
+use crate::protocol::sink::Out;
 use crate::protocol::{ConfirmationFlow, FinishReason, Role, UiMessage};
 use crate::provider::adk::{Adk, AdkEvent, Message, Reply};
 use crate::provider::{ProviderError, UserContent};
@@ -112,13 +112,13 @@ impl Upstream {
     }
 
     /// Ends the turn with `error`: nothing follows it.
-    fn fail(&mut self, turn: &mut Turn, error: String, out: &mut dyn Writer) {
+    fn fail(&mut self, turn: &mut Turn, error: String, out: &mut Out) {
         self.failed = true;
         turn.emit(AgentEvent::Error(error), out);
     }
 
     /// The gate failed: a fixed text for the client, the detail for the log.
-    fn gate_failed(&mut self, turn: &mut Turn, e: &GateError, out: &mut dyn Writer) {
+    fn gate_failed(&mut self, turn: &mut Turn, e: &GateError, out: &mut Out) {
         tracing::error!("the gate failed: {}", e.detail());
         self.fail(turn, e.to_string(), out);
     }
@@ -148,7 +148,7 @@ impl Upstream {
     async fn first_message(
         &mut self,
         turn: &mut Turn,
-        out: &mut dyn Writer,
+        out: &mut Out,
     ) -> Result<Option<First>, GateError> {
         if !turn.continuing {
             let contents = new_message(&turn.history);
@@ -179,7 +179,7 @@ impl Upstream {
     /// The round's end: the calls left shown, the questions waited for
     /// (held flow), then the answers to ADK, unless the turn is out of
     /// rounds.
-    async fn round_end(&mut self, turn: &mut Turn, out: &mut dyn Writer) -> Next {
+    async fn round_end(&mut self, turn: &mut Turn, out: &mut Out) -> Next {
         self.calls_without_result(turn, out);
         if turn.flow == ConfirmationFlow::Hold && !self.asked.is_empty() {
             // Whoever reads this turn may leave; it stays for the answers.
@@ -208,7 +208,7 @@ impl Upstream {
 
 impl Turn {
     /// Does the upstream engine's next piece, its chunks into `out`.
-    pub(super) async fn upstream(&mut self, mut up: Box<Upstream>, out: &mut dyn Writer) -> Phase {
+    pub(super) async fn upstream(&mut self, mut up: Box<Upstream>, out: &mut Out) -> Phase {
         let next = std::mem::replace(&mut up.next, Next::End);
         up.next = match next {
             Next::Session => {
