@@ -11,7 +11,8 @@ use crate::call::ToolCall;
 use crate::notify::Keys;
 pub use crate::protocol::answer::Seal;
 
-/// Signs with the first key; accepts any, so keys can be rotated.
+/// Signs with the first key; each seal names its key, which alone
+/// verifies it, so keys can be rotated.
 #[derive(Debug, Clone)]
 pub struct Signer {
     keys: Keys,
@@ -32,20 +33,28 @@ impl Signer {
         Keys::new(keys).map(|keys| Self { keys })
     }
 
+    /// The seal of `subject`: `<key id>-<hex HMAC>`, so that only the key
+    /// that made it verifies it.
     pub fn seal(&self, subject: &Subject<'_>) -> Seal {
+        let mac = self.keys.sign(&[message(subject).as_bytes()]);
         Seal {
-            signature: hex::encode(self.keys.sign(&[message(subject).as_bytes()])),
+            signature: format!("{}-{}", self.keys.signer_id(), hex::encode(mac)),
             expires_at_ms: subject.expires_at_ms,
         }
     }
 
-    /// Whether `seal` was made by one of the keys for exactly this subject.
+    /// Whether `seal` was made for exactly this subject by the key it
+    /// names (a seal made before keys had ids names none: by any key).
     pub fn verify(&self, seal: &Seal, subject: &Subject<'_>) -> bool {
-        let Ok(signature) = hex::decode(&seal.signature) else {
+        let (by, mac) = match seal.signature.split_once('-') {
+            Some((id, mac)) => (Some(id), mac),
+            None => (None, seal.signature.as_str()),
+        };
+        let Ok(signature) = hex::decode(mac) else {
             return false;
         };
         seal.expires_at_ms == subject.expires_at_ms
-            && self.keys.verify(&[message(subject).as_bytes()], &signature)
+            && (self.keys).verify(&[message(subject).as_bytes()], &signature, by)
     }
 }
 
@@ -185,6 +194,20 @@ mod tests {
         assert!(rotated.verify(&seal, &subject(&call, "chat")));
         assert!(!retired.verify(&seal, &subject(&call, "chat")));
         assert!(Signer::new(Vec::<String>::new()).is_none());
+        // The seal names the key that made it; another key's id fails it,
+        // and one made before keys had ids is tried with each.
+        let old_id = crate::notify::key_id(b"old");
+        let Some((id, mac)) = seal.signature.split_once('-') else {
+            panic!("the seal names no key: {}", seal.signature)
+        };
+        assert_eq!(id, old_id);
+        let named = |signature: String| Seal {
+            signature,
+            ..seal.clone()
+        };
+        let new_id = crate::notify::key_id(b"new");
+        assert!(!rotated.verify(&named(format!("{new_id}-{mac}")), &subject(&call, "chat")));
+        assert!(rotated.verify(&named(mac.to_owned()), &subject(&call, "chat")));
     }
 
     #[test]

@@ -60,7 +60,8 @@ pub enum LinkError {
 }
 
 /// The key links are signed with: the first of `toolConfirmation.signingKeys`
-/// (every one verifies, for rotation), or a random one made at start.
+/// (each verifies the links it signed, for rotation), or a random one made
+/// at start.
 #[derive(Debug, Clone)]
 pub struct Links {
     keys: Keys,
@@ -79,29 +80,31 @@ impl Links {
         Ok(Self { keys })
     }
 
-    /// The token for `link`.
+    /// The token for `link`: `v2.<id>.<a|d>.<expiry>.<target>.<key id>`,
+    /// then the MAC of all that by the key it names.
     pub fn token(&self, link: &Link) -> String {
         let payload = format!(
-            "v1.{}.{}.{}.{}",
+            "v2.{}.{}.{}.{}.{}",
             B64.encode(&link.confirmation_id),
             link.decision.letter(),
             link.expires_at_ms,
             B64.encode(&link.target),
+            self.keys.signer_id(),
         );
         let mac = self.keys.sign(&[DOMAIN, payload.as_bytes()]);
         format!("{payload}.{}", B64.encode(mac))
     }
 
-    /// What `token` says, if one of the keys made it and it has not expired
-    /// at `now_ms`.
+    /// What `token` says, if the key it names made it (a `v1` token, made
+    /// before keys had ids, names none: any key) and it has not expired at
+    /// `now_ms`.
     pub fn verify(&self, token: &str, now_ms: u64) -> Result<Link, LinkError> {
         let (payload, mac_text) = token.rsplit_once('.').ok_or(LinkError::Invalid)?;
         let given = B64.decode(mac_text).map_err(|_| LinkError::Invalid)?;
-        if !self.keys.verify(&[DOMAIN, payload.as_bytes()], &given) {
+        let (link, by) = parse(payload).ok_or(LinkError::Invalid)?;
+        if !self.keys.verify(&[DOMAIN, payload.as_bytes()], &given, by) {
             return Err(LinkError::Invalid);
         }
-        // Made by a key of ours: what follows cannot fail but for a bug.
-        let link = parse(payload).ok_or(LinkError::Invalid)?;
         if now_ms > link.expires_at_ms {
             return Err(LinkError::Expired);
         }
@@ -109,20 +112,25 @@ impl Links {
     }
 }
 
-fn parse(payload: &str) -> Option<Link> {
+/// The link a token's payload says, and the key id it names (`v2`).
+fn parse(payload: &str) -> Option<(Link, Option<&str>)> {
     let mut parts = payload.split('.');
-    let (Some("v1"), Some(id), Some(decision), Some(expires), Some(target), None) = (
-        parts.next(),
-        parts.next(),
-        parts.next(),
-        parts.next(),
-        parts.next(),
-        parts.next(),
-    ) else {
+    let version = parts.next()?;
+    let (Some(id), Some(decision), Some(expires), Some(target)) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
         return None;
     };
+    let by = match version {
+        "v1" => None,
+        "v2" => Some(parts.next()?),
+        _ => return None,
+    };
+    if parts.next().is_some() {
+        return None;
+    }
     let text = |b64: &str| String::from_utf8(B64.decode(b64).ok()?).ok();
-    Some(Link {
+    let link = Link {
         confirmation_id: text(id)?,
         decision: match decision {
             "a" => LinkDecision::Approve,
@@ -131,12 +139,14 @@ fn parse(payload: &str) -> Option<Link> {
         },
         expires_at_ms: expires.parse().ok()?,
         target: text(target)?,
-    })
+    };
+    Some((link, by))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::notify::key_id;
 
     fn links(key: &str) -> Links {
         Links::new([key.to_owned()]).unwrap_or_else(|| panic!("no key"))
@@ -173,8 +183,11 @@ mod tests {
             ("altered target", with_part(&token, 4, "c2xhY2sgMQ"), 999, Err(LinkError::Invalid)),
             ("expired", token.clone(), 1_001, Err(LinkError::Expired)),
             ("wrong key", links("k2").token(&link()), 999, Err(LinkError::Invalid)),
-            ("no mac", with_part(&token, 5, ""), 999, Err(LinkError::Invalid)),
-            ("mac not base64", with_part(&token, 5, "!!"), 999, Err(LinkError::Invalid)),
+            ("another key's id", with_part(&token, 5, &key_id(b"k2")), 999, Err(LinkError::Invalid)),
+            ("no key id", with_part(&token, 5, ""), 999, Err(LinkError::Invalid)),
+            ("a version not made", with_part(&token, 0, "v3"), 999, Err(LinkError::Invalid)),
+            ("no mac", with_part(&token, 6, ""), 999, Err(LinkError::Invalid)),
+            ("mac not base64", with_part(&token, 6, "!!"), 999, Err(LinkError::Invalid)),
             ("not a token", "adk-3".into(), 999, Err(LinkError::Invalid)),
             ("empty", String::new(), 999, Err(LinkError::Invalid)),
         ];
@@ -199,7 +212,17 @@ mod tests {
         );
         let rotated =
             Links::new(["new".to_owned(), "old".to_owned()]).unwrap_or_else(|| panic!("no key"));
-        assert_eq!(rotated.verify(&token, 0), Ok(deny));
+        assert_eq!(rotated.verify(&token, 0), Ok(deny.clone()));
+        // A link sent before keys had ids (`v1`) still verifies, by any key.
+        let v1 = format!(
+            "v1.{}.d.{}.{}",
+            B64.encode(&deny.confirmation_id),
+            deny.expires_at_ms,
+            B64.encode(&deny.target)
+        );
+        let mac = links("old").keys.sign(&[DOMAIN, v1.as_bytes()]);
+        let v1 = format!("{v1}.{}", B64.encode(mac));
+        assert_eq!(rotated.verify(&v1, 0), Ok(deny));
         assert!(Links::new([String::new()]).is_none());
         let random = Links::random().unwrap_or_else(|e| panic!("{e}"));
         let again = Links::random().unwrap_or_else(|e| panic!("{e}"));

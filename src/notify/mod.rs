@@ -22,7 +22,7 @@ mod link;
 pub use body::Pair;
 pub use deliver::{Delivery, SIGNATURE_HEADER, TIMESTAMP_HEADER};
 pub use fair::{Job, MAX_IN_FLIGHT, PER_PRINCIPAL, Pushed, QUEUE_PER_PRINCIPAL};
-pub use keys::Keys;
+pub use keys::{Keys, key_id};
 pub use link::{Link, LinkDecision, LinkError, Links};
 
 use std::collections::BTreeMap;

@@ -195,7 +195,7 @@ impl Calls {
     }
 
     /// The `requestState` that brings a retry back to `issued`:
-    /// `<question id>.<expiry ms>.<hex HMAC>`.
+    /// `<question id>.<expiry ms>.<key id>-<hex HMAC>`.
     pub fn state(&self, issued: &Issued) -> String {
         let seal = self.signer.seal(&subject(issued));
         format!("{}.{}.{}", issued.id, seal.expires_at_ms, seal.signature)

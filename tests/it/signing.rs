@@ -50,13 +50,23 @@ async fn a_signed_confirmation_runs_and_an_unsigned_or_tampered_one_does_not() {
     let server = signed_server(&["k1"], Store::memory()).await;
     let metadata = ask(&server).await;
     let signature = metadata["toolgate"]["signature"].as_str().unwrap_or("");
-    assert_eq!(signature.len(), 64, "{metadata}");
+    // `<key id>-<hex HMAC>`: the seal names the key that made it.
+    let (key, mac) = signature.split_once('-').unwrap_or_default();
+    assert_eq!(key, toolgate::notify::key_id(b"k1"), "{metadata}");
+    assert_eq!(mac.len(), 64, "{metadata}");
     assert!(metadata["toolgate"]["expiresAt"].is_u64());
 
     let unsigned = server.chat(&fixture("pay_hanako_approved.json")).await;
     assert_eq!(rejection(&unsigned), BAD_SIGNATURE);
     let mut tampered = metadata.clone();
-    tampered["toolgate"]["signature"] = json!(signature.replace(&signature[..2], "00"));
+    let flipped = if mac.starts_with("00") { "11" } else { "00" };
+    tampered["toolgate"]["signature"] = json!(format!("{key}-{flipped}{}", &mac[2..]));
+    assert_eq!(
+        rejection(&server.chat(&answer_with(tampered.clone())).await),
+        BAD_SIGNATURE
+    );
+    // The right MAC under another key's id is refused too.
+    tampered["toolgate"]["signature"] = json!(format!("{}-{mac}", toolgate::notify::key_id(b"k2")));
     assert_eq!(
         rejection(&server.chat(&answer_with(tampered)).await),
         BAD_SIGNATURE
