@@ -112,3 +112,47 @@ async fn keys_rotate_across_servers_sharing_a_store() {
     assert_eq!(rejection(&paid), "");
     assert_eq!(rotated.payments(), 1);
 }
+
+/// A call the policy denies is never asked: the stream carries no seal
+/// and no question in either protocol, so nothing approvable exists for
+/// it; an approval of it carrying another question's seal runs nothing.
+#[tokio::test]
+async fn nothing_approvable_is_issued_for_a_call_the_policy_denies() {
+    let store = Store::memory();
+    let asking = signed_server(&["k1"], store.clone()).await;
+    let sealed = ask(&asking).await;
+    let deny = "toolConfirmation: {toolPolicies: {alwaysDeny: [internal--process_payment]}}";
+    let config = Config::from_yaml(deny).unwrap_or_else(|e| panic!("{e}"));
+    let denying_signer = signer(&["k1"]);
+    let denying = Server::with(config, move |app| {
+        app.with_signer(denying_signer).with_store(store)
+    })
+    .await;
+    for protocol in ["adk", "ai-sdk"] {
+        let mut body = common::user_says("chat-denied", "Send 50 USD to Hanako");
+        body["toolgate"] = json!({"protocol": protocol});
+        let reply = denying.chat(&body).await;
+        assert!(
+            !reply.body.contains("\"signature\""),
+            "{protocol}: {}",
+            reply.body
+        );
+        assert!(
+            reply.of_type("tool-approval-request").is_empty()
+                && !reply.body.contains("adk_request_confirmation"),
+            "{protocol}: asked {}",
+            reply.body
+        );
+        assert!(
+            !reply.of_type("tool-output-error").is_empty(),
+            "{protocol}: {}",
+            reply.body
+        );
+    }
+    // The denied call answered as approved, with the seal of the question
+    // the other server asked: refused, nothing runs.
+    let mut replay = answer_with(sealed);
+    replay["id"] = json!("chat-denied");
+    assert_eq!(rejection(&denying.chat(&replay).await), BAD_SIGNATURE);
+    assert_eq!(denying.payments() + asking.payments(), 0);
+}
